@@ -1,0 +1,90 @@
+"""The fixed library of the body language: built-in functions, methods, error kinds
+and the state fields every environment has. Analysis checks calls against this table;
+lowering maps each entry to Python.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+from compiler import ir
+from compiler import typesys as ts
+
+ERROR_KINDS = (
+    "invalid_argument",
+    "not_found",
+    "already_exists",
+    "invalid_state",
+    "conflict",
+    "unauthenticated",
+    "forbidden",
+    "limit_exceeded",
+)
+
+ARCHETYPES = (
+    "custom",
+    "transactional_workspace",
+    "data_pipeline",
+    "human_interaction",
+    "event_triggering",
+    "state_machine",
+    "temporal_scheduling",
+    "bilateral_matching",
+    "workflow_orchestration",
+    "stream_processing",
+    "file_workspace",
+)
+
+# Built-in state: the append-only audit log and the virtual clock exist in every
+# environment; id counters and the random state only where next_id/random_* are used.
+AUDIT_LOG = "audit_log"
+CLOCK = "clock"
+ID_COUNTERS = "id_counters"
+RNG_STATE = "rng_state"
+BUILTIN_STATE = (AUDIT_LOG, CLOCK, ID_COUNTERS, RNG_STATE)
+
+AUDIT_ENTRY = ir.RecordDecl(
+    name="AuditEntry",
+    doc="One entry of the append-only audit log.",
+    fields=[
+        ir.Field_(name="seq", type=ts.INT),
+        ir.Field_(name="at", type=ts.DATETIME),
+        ir.Field_(name="tool", type=ts.STR),
+        ir.Field_(name="action", type=ts.STR),
+        ir.Field_(name="entity", type=ts.STR),
+        ir.Field_(name="detail", type=ts.STR),
+    ],
+)
+
+# Functions: name -> whether it changes state (which built-in field).
+FUNCTIONS = (
+    "len", "min", "max", "sum", "sorted", "reversed", "abs", "round", "str", "int", "float",
+    "range", "any", "all", "keys", "values", "copy", "unique", "matches",
+    "now", "today", "add_seconds", "add_minutes", "add_hours", "add_days", "seconds_between",
+    "days_between", "date_of", "time_of", "weekday", "at",
+    "audit", "next_id", "random_int", "random_choice", "advance_clock",
+)
+EFFECTFUL_FUNCTIONS = {"audit": AUDIT_LOG, "next_id": ID_COUNTERS, "random_int": RNG_STATE, "random_choice": RNG_STATE, "advance_clock": CLOCK}
+CLOCK_READERS = ("now", "today")
+
+STR_METHODS = ("lower", "upper", "strip", "title", "startswith", "endswith", "split", "join", "replace", "find", "count", "isdigit")
+LIST_METHODS = ("append", "insert", "remove", "extend", "pop", "clear", "index", "count", "copy")
+MAP_METHODS = ("get", "keys", "values", "pop", "clear", "copy")
+MUTATING_METHODS = {"list": ("append", "insert", "remove", "extend", "pop", "clear"), "map": ("pop", "clear")}
+
+# Names a spec may not use for its own things: Python keywords, names the generated
+# code relies on, and the built-ins above.
+RESERVED = frozenset(
+    set(keyword.kwlist)
+    | set(keyword.softkwlist)
+    | set(FUNCTIONS)
+    | {"self", "cls", "state", "world", "call", "snapshot", "restore", "list", "dict", "map",
+       "set", "bool", "json", "isinstance", "optional", "datetime", "date", "time",
+       "Any", "TypedDict", "Literal", "Optional", "Callable", "Final", "NotRequired", "Environment",
+       "DomainError", "ToolError", "copy", "lambda", "error", "DEFAULT_STATE", "AuditEntry"}
+)
+RESERVED_TOOL_NAMES = frozenset({"call", "state", "snapshot", "restore", "reset", "tools", "schema", "close"})
+
+
+def is_reserved(name: str) -> bool:
+    return name in RESERVED or name.startswith("_")

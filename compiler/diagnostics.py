@@ -1,0 +1,183 @@
+"""Diagnostics: one registry of stable codes, and how a diagnostic is shown.
+
+Every stage reports problems as `Diagnostic` values collected in a list, never as
+exceptions, so a run shows all errors of a file at once. Codes are stable: tests and
+users refer to them, so a code is never reused for another meaning.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+# code -> (short title, default hint). Grouped by stage: E0 input, E1 syntax,
+# E2 declarations and names, E3 types, E4 effects, E5 tests/tasks, E6 generated code.
+CODES: dict[str, tuple[str, str]] = {
+    "E0001": ("cannot read file", "check the path and permissions"),
+    "E0002": ("file is not UTF-8 text", "save the spec as UTF-8"),
+    "E0003": ("cannot load world data file", "the file must sit next to the spec and hold valid JSON"),
+    "E0004": ("cannot load prototype", "`extends` takes a path relative to the spec, or a shipped prototype name"),
+    "E0005": ("input too large", "split the spec; envc reads at most 5 MB per file"),
+    "E1001": ("unexpected character", "remove the character or put it inside a string"),
+    "E1002": ("unexpected token", "check the syntax just before this point"),
+    "E1003": ("unexpected end of file", "a block or bracket is not finished"),
+    "E1004": ("inconsistent indentation", "indent blocks by the same amount; dedent to a level used before"),
+    "E1005": ("malformed f-string", "write `{expression}` inside f-strings; `{{` and `}}` for braces"),
+    "E1006": ("invalid string escape", "use \\n, \\t, \\\\, \\\" or \\u0041 style escapes"),
+    "E1007": ("integer literal too large", "integers must fit in 64 bits"),
+    "E1008": ("nesting too deep", "split the expression or block; at most 100 levels"),
+    "E2001": ("duplicate declaration", "rename one of them, or write `override` to replace a prototype's"),
+    "E2002": ("unknown name", "declare it with `let`, or check the spelling"),
+    "E2003": ("unknown type", "use str, int, float, bool, datetime, date, time, json, list[T], map[K, V], optional[T], an enum or a record"),
+    "E2004": ("missing environment header", "start the spec with `environment NAME:`"),
+    "E2005": ("duplicate field or parameter", "each name may appear once"),
+    "E2006": ("unknown state field", "scenarios and effect lists name fields of the `state:` block"),
+    "E2007": ("unknown enum member", "use one of the enum's members"),
+    "E2008": ("unknown record field", "use one of the record's fields"),
+    "E2009": ("unknown tool", "tests and tasks call tools declared in the spec"),
+    "E2010": ("unknown scenario", "declare it with `scenario NAME:`"),
+    "E2011": ("redefinition without override", "write `override` to replace a declaration of the prototype"),
+    "E2012": ("nothing to override or drop", "the prototype has no declaration of that name"),
+    "E2013": ("unknown error kind", "use one of the domain error kinds"),
+    "E2014": ("reserved name", "choose another name; this one is used by the language or generated code"),
+    "E2015": ("unknown archetype", "use one of the prototype archetypes"),
+    "E2016": ("invalid environment name", "use a lower_snake_case identifier"),
+    "E2017": ("duplicate header item", "each header item may appear once"),
+    "E2018": ("extends cycle", "a prototype cannot extend itself, directly or indirectly"),
+    "E3001": ("type mismatch", "convert the value or change the declared type"),
+    "E3002": ("wrong number of type arguments", "list[T], map[K, V] and optional[T] take exactly these"),
+    "E3003": ("invalid map key type", "map keys are str, int or an enum"),
+    "E3004": ("operator not defined for these types", "check both operand types"),
+    "E3005": ("not callable", "call a built-in, a helper `fn`, a record constructor or a method"),
+    "E3006": ("wrong arguments", "check the number, names and types of the arguments"),
+    "E3007": ("missing record field", "give every field without a default"),
+    "E3008": ("cannot assign to this", "assign to a local, a state field, or an item or field inside one"),
+    "E3009": ("value may be None", "check it first: `require x is not None else ...` or `if x is not None:`"),
+    "E3010": ("condition is not bool", "compare explicitly, e.g. `len(xs) > 0`"),
+    "E3011": ("missing return", "every path of a tool or fn must return a value of its return type"),
+    "E3012": ("unreachable code", "remove the statements after return, fail, break or continue"),
+    "E3013": ("constraint does not fit the parameter type", "min/max for numbers, *_length for strings, *_items for lists, pattern for strings"),
+    "E3014": ("not a constant", "defaults, world data and scenarios hold literal values only"),
+    "E3015": ("lambda outside a key argument", "lambdas are allowed only as `key=` of sorted, min and max"),
+    "E3016": ("unknown method", "see the language reference for the methods of each type"),
+    "E3017": ("break or continue outside a loop", "use them only inside `for`"),
+    "E3018": ("expression statement has no effect", "a statement must be a call that changes something"),
+    "E3019": ("invalid regular expression", "fix the pattern"),
+    "E3020": ("cannot infer the type of an empty literal", "give the type: `let xs: list[int] = []`"),
+    "E3021": ("recursive helper", "helpers may not call themselves, directly or indirectly"),
+    "E3022": ("loop variable reassigned", "bind a new local with `let` instead"),
+    "E4001": ("undeclared state write", "add the field to `writes`, or remove the `writes` line to let envc infer it"),
+    "E4002": ("declared write never happens", "remove the field from `writes`"),
+    "E4003": ("undeclared state read", "add the field to `reads`, or remove the `reads` line"),
+    "E4004": ("audit log is append-only", "record entries with `audit(action, ...)`; never assign or delete"),
+    "E4005": ("escape body needs declared effects", "a python or llm body must say `reads` and `writes`"),
+    "E4006": ("world data is immutable", "copy it into state if it must change"),
+    "E4007": ("parameter is read-only", "bind a local with `let` and change that"),
+    "E4008": ("declared read never happens", "remove the field from `reads`"),
+    "E5001": ("test step is not a tool call", "a test step calls a tool: `create_ticket(title=\"x\")`"),
+    "E5002": ("scenario must come first", "put `scenario NAME` before the first call"),
+    "E5003": ("task is incomplete", "a task needs `request`, a `solution` ending in a write tool, and `verify`"),
+    "E5004": ("positional tool argument", "pass tool arguments by name: `tool(param=value)`"),
+    "E5005": ("missing tool argument", "pass every required parameter"),
+    "E6001": ("generated code failed a static check", "report this: generated code should always pass"),
+    "E6002": ("generated tests failed", "see the failing test; fix the spec's test or the tool body"),
+    "E6003": ("generated output is stale", "run `envc compile` and commit the result"),
+    "E6004": ("dynamic check timed out", "a tool body may loop forever"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem at one place: `path:line:col - error E3001: message`."""
+
+    code: str
+    message: str
+    path: str
+    line: int
+    col: int
+    end_line: int = 0
+    end_col: int = 0
+    hint: str = ""
+    severity: Severity = "error"
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def title(self) -> str:
+        return CODES[self.code][0]
+
+    def effective_hint(self) -> str:
+        return self.hint or CODES[self.code][1]
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.line, self.col, self.code)
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """A hint naming the closest candidate, or an empty string."""
+    matches = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"did you mean `{matches[0]}`?" if matches else ""
+
+
+def has_errors(diagnostics: Sequence[Diagnostic]) -> bool:
+    return any(d.severity == "error" for d in diagnostics)
+
+
+def render_text(diagnostic: Diagnostic, source: str | None) -> str:
+    """`path:line:col - error CODE: message`, a caret excerpt, then the hint."""
+    head = f"{diagnostic.path}:{diagnostic.line}:{diagnostic.col} - {diagnostic.severity} {diagnostic.code}: {diagnostic.message}"
+    lines = [head]
+    excerpt = _caret_excerpt(diagnostic, source)
+    if excerpt:
+        lines.append(excerpt)
+    lines.extend(f"  note: {note}" for note in diagnostic.notes)
+    hint = diagnostic.effective_hint()
+    if hint:
+        lines.append(f"  hint: {hint}")
+    return "\n".join(lines)
+
+
+def _caret_excerpt(diagnostic: Diagnostic, source: str | None) -> str:
+    if source is None or diagnostic.line < 1:
+        return ""
+    source_lines = source.splitlines()
+    if diagnostic.line > len(source_lines):
+        return ""
+    text = source_lines[diagnostic.line - 1].expandtabs(4)
+    if len(text) > 200:
+        text = text[:200] + "…"
+    col = max(diagnostic.col, 1)
+    width = 1
+    if diagnostic.end_line == diagnostic.line and diagnostic.end_col > col:
+        width = diagnostic.end_col - col
+    width = max(1, min(width, len(text) - col + 1 if len(text) >= col else 1))
+    gutter = f"{diagnostic.line:>5} | "
+    return f"{gutter}{text}\n{' ' * (len(gutter) - 2)}| {' ' * (col - 1)}{'^' * width}"
+
+
+def to_json(diagnostics: Sequence[Diagnostic]) -> str:
+    """Machine-readable form for editors and CI (`--format json`)."""
+    return json.dumps(
+        [
+            {
+                "code": d.code,
+                "severity": d.severity,
+                "title": d.title,
+                "message": d.message,
+                "path": d.path,
+                "line": d.line,
+                "col": d.col,
+                "end_line": d.end_line,
+                "end_col": d.end_col,
+                "hint": d.effective_hint(),
+                "notes": list(d.notes),
+            }
+            for d in diagnostics
+        ],
+        indent=2,
+        sort_keys=True,
+    )

@@ -1,0 +1,453 @@
+"""The intermediate representation: plain pydantic data, no behaviour.
+
+The parser builds it, the analyser annotates it (expression types, inferred read and
+write sets), and every later stage (format, lower, graph) reads it. It serialises to
+JSON (`envc check --emit-ir`), so a stage can be tested on IR alone.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Node(BaseModel):
+    """Base of every IR node: a source span, 1-based lines and columns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    line: int = 0
+    col: int = 0
+    end_line: int = 0
+    end_col: int = 0
+
+
+# --------------------------------------------------------------------------- types
+
+
+class TypeRef(Node):
+    """A type as written: `int`, `list[Ticket]`, `map[str, int]`, `optional[str]`, `None`.
+
+    `name` is the head; `args` the bracketed arguments. The analyser resolves names to
+    primitives, enums or records; see `compiler.types` for the semantic view.
+    """
+
+    name: str
+    args: list[TypeRef] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+class ExprBase(Node):
+    """Every expression gets its resolved type from the analyser (`ty`)."""
+
+    ty: TypeRef | None = None
+
+
+class Name(ExprBase):
+    kind: Literal["name"] = "name"
+    id: str
+    # Filled by the analyser: what the name refers to.
+    ref: Literal["", "local", "param", "state", "world", "enum", "record", "builtin", "tool", "fn"] = ""
+
+
+class Const(ExprBase):
+    kind: Literal["const"] = "const"
+    value: int | float | str | bool | None
+
+
+class FString(ExprBase):
+    """`f"text {expr} text"`: alternating literal text and expressions."""
+
+    kind: Literal["fstring"] = "fstring"
+    parts: list[str | Expr]
+
+
+class ListLit(ExprBase):
+    kind: Literal["list"] = "list"
+    items: list[Expr]
+
+
+class MapEntry(Node):
+    key: Expr
+    value: Expr
+
+
+class MapLit(ExprBase):
+    kind: Literal["map"] = "map"
+    entries: list[MapEntry]
+
+
+class Attr(ExprBase):
+    kind: Literal["attr"] = "attr"
+    obj: Expr
+    name: str
+
+
+class Index(ExprBase):
+    kind: Literal["index"] = "index"
+    obj: Expr
+    index: Expr
+
+
+class Slice(ExprBase):
+    """`xs[lower:upper]` on lists and strings; either bound may be omitted."""
+
+    kind: Literal["slice"] = "slice"
+    obj: Expr
+    lower: Expr | None = None
+    upper: Expr | None = None
+
+
+class Keyword(Node):
+    name: str
+    value: Expr
+
+
+class Call(ExprBase):
+    kind: Literal["call"] = "call"
+    func: Expr
+    args: list[Expr] = Field(default_factory=list)
+    kwargs: list[Keyword] = Field(default_factory=list)
+
+
+class Unary(ExprBase):
+    kind: Literal["unary"] = "unary"
+    op: Literal["-", "not"]
+    operand: Expr
+
+
+class Binary(ExprBase):
+    """Arithmetic, comparison and boolean operators alike."""
+
+    kind: Literal["binary"] = "binary"
+    op: str
+    left: Expr
+    right: Expr
+
+
+class Ternary(ExprBase):
+    kind: Literal["ternary"] = "ternary"
+    cond: Expr
+    then: Expr
+    other: Expr
+
+
+class Comprehension(ExprBase):
+    """`[elt for a, b in iter if cond]`, or a map comprehension when `value` is set."""
+
+    kind: Literal["comprehension"] = "comprehension"
+    elt: Expr
+    value: Expr | None = None
+    targets: list[str]
+    iter: Expr
+    cond: Expr | None = None
+
+
+class Lambda(ExprBase):
+    kind: Literal["lambda"] = "lambda"
+    params: list[str]
+    body: Expr
+
+
+Expr = Annotated[
+    Union[Name, Const, FString, ListLit, MapLit, Attr, Index, Slice, Call, Unary, Binary, Ternary, Comprehension, Lambda],
+    Field(discriminator="kind"),
+]
+
+
+# --------------------------------------------------------------------------- statements
+
+
+class ErrorCall(Node):
+    """`kind("message {x}", entity="ticket", field="status", ...)`: a domain error."""
+
+    kind: str
+    message: Expr | None = None
+    fields: list[Keyword] = Field(default_factory=list)
+
+
+class StmtBase(Node):
+    pass
+
+
+class Let(StmtBase):
+    kind: Literal["let"] = "let"
+    name: str
+    type: TypeRef | None = None
+    value: Expr
+
+
+class Assign(StmtBase):
+    kind: Literal["assign"] = "assign"
+    target: Expr
+    op: Literal["=", "+=", "-="] = "="
+    value: Expr
+
+
+class Return(StmtBase):
+    kind: Literal["return"] = "return"
+    value: Expr | None = None
+
+
+class Require(StmtBase):
+    kind: Literal["require"] = "require"
+    cond: Expr
+    error: ErrorCall
+
+
+class Fail(StmtBase):
+    kind: Literal["fail"] = "fail"
+    error: ErrorCall
+
+
+class Delete(StmtBase):
+    kind: Literal["delete"] = "delete"
+    target: Expr
+
+
+class ExprStmt(StmtBase):
+    kind: Literal["expr"] = "expr"
+    value: Expr
+
+
+class Pass(StmtBase):
+    kind: Literal["pass"] = "pass"
+
+
+class Break(StmtBase):
+    kind: Literal["break"] = "break"
+
+
+class Continue(StmtBase):
+    kind: Literal["continue"] = "continue"
+
+
+class IfBranch(Node):
+    cond: Expr
+    body: list[Stmt]
+
+
+class If(StmtBase):
+    kind: Literal["if"] = "if"
+    branches: list[IfBranch]
+    orelse: list[Stmt] = Field(default_factory=list)
+
+
+class For(StmtBase):
+    kind: Literal["for"] = "for"
+    targets: list[str]
+    iter: Expr
+    body: list[Stmt]
+
+
+Stmt = Annotated[
+    Union[Let, Assign, Return, Require, Fail, Delete, ExprStmt, Pass, Break, Continue, If, For],
+    Field(discriminator="kind"),
+]
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+class Decl(Node):
+    """A top-level declaration; `file` is the spec it came from (prototypes differ)."""
+
+    file: str = ""
+    doc: str = ""
+
+
+class EnvHeader(Decl):
+    name: str
+    title: str = ""
+    archetype: str = ""
+    domains: list[str] = Field(default_factory=list)
+    extends: str = ""
+    seed: int = 0
+    clock: str = "2025-01-01T09:00:00"
+
+
+class EnumDecl(Decl):
+    name: str
+    members: list[str]
+
+
+class Field_(Node):
+    """A typed field with an optional default (records, state)."""
+
+    name: str
+    type: TypeRef
+    default: Expr | None = None
+
+
+class RecordDecl(Decl):
+    name: str
+    fields: list[Field_]
+    override: bool = False
+
+
+class StateDecl(Decl):
+    fields: list[Field_]
+
+
+class WorldField(Node):
+    name: str
+    type: TypeRef
+    value: Expr | None = None
+    source: str = ""  # JSON file next to the spec, when loaded from one
+
+
+class WorldDecl(Decl):
+    fields: list[WorldField]
+
+
+class ScenarioItem(Node):
+    name: str
+    value: Expr
+
+
+class ScenarioDecl(Decl):
+    name: str
+    items: list[ScenarioItem]
+
+
+class Constraint(Node):
+    kind: Literal["min", "max", "min_length", "max_length", "min_items", "max_items", "pattern"]
+    value: Expr
+
+
+class Param(Node):
+    name: str
+    type: TypeRef
+    default: Expr | None = None
+    constraints: list[Constraint] = Field(default_factory=list)
+
+
+class Escape(Node):
+    """A body not written in the body language: raw Python, or a hole an LLM fills."""
+
+    kind: Literal["python", "llm"]
+    text: str
+
+
+class ToolDecl(Decl):
+    name: str
+    params: list[Param]
+    returns: TypeRef
+    body: list[Stmt] = Field(default_factory=list)
+    escape: Escape | None = None
+    declared_reads: list[str] | None = None
+    declared_writes: list[str] | None = None
+    side_effect: str = ""
+    override: bool = False
+    # Filled by the analyser.
+    reads: list[str] = Field(default_factory=list)
+    writes: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+
+
+class FnDecl(ToolDecl):
+    """A helper callable from tools; not exposed to the agent."""
+
+
+class UseScenario(StmtBase):
+    kind: Literal["scenario"] = "scenario"
+    name: str
+
+
+class TestLet(StmtBase):
+    kind: Literal["let"] = "let"
+    name: str
+    value: Expr
+
+
+class TestCall(StmtBase):
+    kind: Literal["call"] = "call"
+    call: Expr
+
+
+class ExpectRaises(StmtBase):
+    kind: Literal["raises"] = "raises"
+    call: Expr
+    error: str
+    message: str = ""
+
+
+class ExpectTrue(StmtBase):
+    kind: Literal["expect"] = "expect"
+    cond: Expr
+
+
+TestStmt = Annotated[
+    Union[UseScenario, TestLet, TestCall, ExpectRaises, ExpectTrue],
+    Field(discriminator="kind"),
+]
+
+
+class TestDecl(Decl):
+    name: str
+    steps: list[TestStmt]
+
+
+class TaskDecl(Decl):
+    name: str
+    scenario: str = ""
+    request: str = ""
+    solution: list[Expr] = Field(default_factory=list)
+    verify: list[Expr] = Field(default_factory=list)
+
+
+class DropDecl(Decl):
+    what: Literal["tool", "scenario", "test", "task", "fn"]
+    name: str
+
+
+class Module(BaseModel):
+    """One parsed `.envspec` file, declarations in source order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    header: EnvHeader | None = None
+    enums: list[EnumDecl] = Field(default_factory=list)
+    records: list[RecordDecl] = Field(default_factory=list)
+    state: list[StateDecl] = Field(default_factory=list)
+    world: list[WorldDecl] = Field(default_factory=list)
+    scenarios: list[ScenarioDecl] = Field(default_factory=list)
+    tools: list[ToolDecl] = Field(default_factory=list)
+    fns: list[FnDecl] = Field(default_factory=list)
+    tests: list[TestDecl] = Field(default_factory=list)
+    tasks: list[TaskDecl] = Field(default_factory=list)
+    drops: list[DropDecl] = Field(default_factory=list)
+
+
+class Environment(BaseModel):
+    """A resolved environment: a module merged with the prototype it extends, analysed.
+
+    This is what lowering consumes. World data is embedded as JSON values, checked
+    against their declared types; `world_values` and `state_defaults` are JSON-ready.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    header: EnvHeader
+    enums: list[EnumDecl]
+    records: list[RecordDecl]
+    state: list[Field_]
+    world: list[WorldField]
+    world_values: dict[str, Any] = Field(default_factory=dict)
+    state_defaults: dict[str, Any] = Field(default_factory=dict)
+    scenarios: list[ScenarioDecl]
+    scenario_values: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    tools: list[ToolDecl]
+    fns: list[FnDecl]
+    tests: list[TestDecl]
+    tasks: list[TaskDecl]
+
+
+for _model in list(globals().values()):
+    if isinstance(_model, type) and issubclass(_model, BaseModel) and _model is not BaseModel:
+        _model.model_rebuild()

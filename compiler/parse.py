@@ -1,0 +1,912 @@
+"""Stage 1, parse: `.envspec` text to an IR `Module`, or syntax diagnostics.
+
+The grammar lives in `grammar/envspec.lark`; this module owns the Lark parser, the
+indentation post-lexer, the tree-to-IR transformer and the translation of Lark's
+exceptions into diagnostics with positions. After a syntax error it re-parses from the
+next top-level declaration so one run reports the errors of every declaration.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import textwrap
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, Tree, v_args
+from lark.visitors import Transformer_NonRecursive
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.indenter import Indenter
+from lark.tree import Meta
+
+from compiler import ir
+from compiler.diagnostics import Diagnostic
+
+MAX_SOURCE_BYTES = 5_000_000
+MAX_NESTING = 100
+MAX_EXPR_DEPTH = 120
+MAX_SYNTAX_ERRORS = 50
+INT64_MAX = 2**63 - 1
+
+_DECL_START = re.compile(r"^(environment|enum|record|state|world|scenario|tool|fn|test|task|drop|override)\b")
+
+
+def grammar_path() -> Path:
+    """The grammar ships at the repository top (`grammar/`) or inside the wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "grammar" / "envspec.lark", here.parent / "grammar" / "envspec.lark"):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError("grammar/envspec.lark is missing from the envc installation")
+
+
+class _NestingTooDeep(Exception):
+    def __init__(self, token: Token) -> None:
+        super().__init__("nesting too deep")
+        self.token = token
+
+
+class _BadDedent(Exception):
+    def __init__(self, token: Token) -> None:
+        super().__init__("bad dedent")
+        self.token = token
+
+
+class EnvspecIndenter(Indenter):
+    """Python-style INDENT/DEDENT tokens; brackets suspend line structure."""
+
+    NL_type = "_NL"
+    OPEN_PAREN_types = ["LPAR", "LSQB", "LBRACE"]
+    CLOSE_PAREN_types = ["RPAR", "RSQB", "RBRACE"]
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 4
+
+    def handle_NL(self, token: Token) -> Iterator[Token]:
+        if self.paren_level > 0:
+            return
+        yield token
+        indent_str = token.rsplit("\n", 1)[1]
+        indent = indent_str.count(" ") + indent_str.count("\t") * self.tab_len
+        if indent > self.indent_level[-1]:
+            self.indent_level.append(indent)
+            if len(self.indent_level) > MAX_NESTING:
+                raise _NestingTooDeep(token)
+            yield Token.new_borrow_pos(self.INDENT_type, indent_str, token)
+        else:
+            while indent < self.indent_level[-1]:
+                self.indent_level.pop()
+                yield Token.new_borrow_pos(self.DEDENT_type, indent_str, token)
+            if indent != self.indent_level[-1]:
+                raise _BadDedent(token)
+
+    def _process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        for token in stream:
+            if token.type == self.NL_type:
+                yield from self.handle_NL(token)
+            else:
+                yield token
+            if token.type in self.OPEN_PAREN_types:
+                self.paren_level += 1
+                if self.paren_level > MAX_NESTING:
+                    raise _NestingTooDeep(token)
+            elif token.type in self.CLOSE_PAREN_types:
+                self.paren_level = max(0, self.paren_level - 1)
+        # Close the blocks still open at the end of input.
+        while len(self.indent_level) > 1:
+            self.indent_level.pop()
+            yield Token(self.DEDENT_type, "")
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        self.paren_level = 0
+        self.indent_level = [0]
+        return self._process(stream)
+
+
+@dataclass
+class _Collector:
+    """Errors found while building the IR (bad escapes, huge ints, bad f-strings)."""
+
+    path: str
+    errors: list[Diagnostic] = field(default_factory=list)
+    result: list[Any] = field(default_factory=list)
+
+    def add(self, code: str, message: str, line: int, col: int, end_line: int = 0, end_col: int = 0) -> None:
+        self.errors.append(Diagnostic(code, message, self.path, line, col, end_line, end_col))
+
+
+def _pos(meta: Meta | Token) -> dict[str, int]:
+    if isinstance(meta, Token):
+        return {
+            "line": meta.line or 0,
+            "col": meta.column or 0,
+            "end_line": meta.end_line or 0,
+            "end_col": meta.end_column or 0,
+        }
+    if getattr(meta, "empty", True):
+        return {}
+    return {"line": meta.line, "col": meta.column, "end_line": meta.end_line, "end_col": meta.end_column}
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0", "{": "\\{", "}": "\\}"}
+_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
+
+
+@v_args(meta=True)
+class _ToIR(Transformer_NonRecursive):
+    """Builds IR nodes bottom-up without recursion, so deep input cannot overflow it.
+
+    It also measures expression depth: later stages walk the IR recursively, so an
+    expression nested deeper than MAX_EXPR_DEPTH is refused here with E1008.
+    """
+
+    def __init__(self, collector: _Collector) -> None:
+        super().__init__()
+        self.c = collector
+        self.depths: dict[int, int] = {}
+
+    def _call_userfunc(self, tree: Tree[Token], new_children: list[Any] | None = None) -> Any:
+        children = new_children if new_children is not None else tree.children
+        result = super()._call_userfunc(tree, new_children)
+        depth = 1 + max((self._depth_of(child) for child in children), default=0)
+        self.depths[id(result)] = depth
+        if depth == MAX_EXPR_DEPTH + 1 and isinstance(result, ir.Node):
+            self.c.add("E1008", f"expression nested deeper than {MAX_EXPR_DEPTH} levels", result.line, result.col)
+        return result
+
+    def _depth_of(self, child: Any) -> int:
+        if isinstance(child, list):
+            return max((self._depth_of(item) for item in child), default=0)
+        return self.depths.get(id(child), 0)
+
+    # ------------------------------------------------------------------ strings
+    def _unescape(self, body: str, token: Token, keep_brace_escapes: bool = False) -> str:
+        def replace(match: re.Match[str]) -> str:
+            esc = match.group(1)
+            if esc.startswith("u") and len(esc) == 5:
+                return chr(int(esc[1:], 16))
+            if esc in _ESCAPES:
+                value = _ESCAPES[esc]
+                if value.startswith("\\") and not keep_brace_escapes:
+                    return value[1:]
+                return value
+            self.c.add("E1006", f"invalid escape `\\{esc}` in string", token.line or 0, token.column or 0)
+            return esc
+
+        return _ESCAPE_RE.sub(replace, body)
+
+    def _string_value(self, token: Token) -> str:
+        text = str(token)
+        if text.startswith('"""'):
+            inner = text[3:-3]
+            if inner.startswith("\n"):
+                inner = inner[1:]
+            return textwrap.dedent(self._unescape(inner, token)).strip()
+        return self._unescape(text[1:-1], token)
+
+    def str_lit(self, meta: Meta, children: list[Token]) -> ir.Const:
+        token = children[0]
+        return ir.Const(value=self._string_value(token), **_pos(token))
+
+    def fstr_lit(self, meta: Meta, children: list[Token]) -> ir.Expr:
+        token = children[0]
+        return _parse_fstring(token, self)
+
+    # ------------------------------------------------------------------ literals
+    def int_lit(self, meta: Meta, children: list[Token]) -> ir.Const:
+        token = children[0]
+        value = int(str(token).replace("_", ""))
+        if value > INT64_MAX:
+            self.c.add("E1007", "integer literal does not fit in 64 bits", token.line or 0, token.column or 0)
+            value = 0
+        return ir.Const(value=value, **_pos(token))
+
+    def float_lit(self, meta: Meta, children: list[Token]) -> ir.Const:
+        return ir.Const(value=float(children[0]), **_pos(children[0]))
+
+    def true_lit(self, meta: Meta, children: list[Any]) -> ir.Const:
+        return ir.Const(value=True, **_pos(meta))
+
+    def false_lit(self, meta: Meta, children: list[Any]) -> ir.Const:
+        return ir.Const(value=False, **_pos(meta))
+
+    def none_lit(self, meta: Meta, children: list[Any]) -> ir.Const:
+        return ir.Const(value=None, **_pos(meta))
+
+    def name(self, meta: Meta, children: list[Token]) -> ir.Name:
+        return ir.Name(id=str(children[0]), **_pos(children[0]))
+
+    def list_lit(self, meta: Meta, children: list[Any]) -> ir.ListLit:
+        return ir.ListLit(items=[c for c in children if c is not None], **_pos(meta))
+
+    def map_entry(self, meta: Meta, children: list[Any]) -> ir.MapEntry:
+        return ir.MapEntry(key=children[0], value=children[1], **_pos(meta))
+
+    def map_lit(self, meta: Meta, children: list[Any]) -> ir.MapLit:
+        return ir.MapLit(entries=[c for c in children if c is not None], **_pos(meta))
+
+    def comp_for(self, meta: Meta, children: list[Any]) -> dict[str, Any]:
+        first, second, iterable, cond = children
+        targets = [str(first)] + ([str(second)] if second is not None else [])
+        return {"targets": targets, "iter": iterable, "cond": cond}
+
+    def list_comp(self, meta: Meta, children: list[Any]) -> ir.Comprehension:
+        elt, comp = children
+        return ir.Comprehension(elt=elt, **comp, **_pos(meta))
+
+    def map_comp(self, meta: Meta, children: list[Any]) -> ir.Comprehension:
+        key, value, comp = children
+        return ir.Comprehension(elt=key, value=value, **comp, **_pos(meta))
+
+    # ------------------------------------------------------------------ operators
+    def attr(self, meta: Meta, children: list[Any]) -> ir.Attr:
+        return ir.Attr(obj=children[0], name=str(children[1]), **_pos(meta))
+
+    def index(self, meta: Meta, children: list[Any]) -> ir.Index:
+        return ir.Index(obj=children[0], index=children[1], **_pos(meta))
+
+    def slice(self, meta: Meta, children: list[Any]) -> ir.Slice:
+        return ir.Slice(obj=children[0], lower=children[1], upper=children[2], **_pos(meta))
+
+    def args(self, meta: Meta, children: list[Any]) -> list[Any]:
+        return children
+
+    def kwarg(self, meta: Meta, children: list[Any]) -> ir.Keyword:
+        return ir.Keyword(name=str(children[0]), value=children[1], **_pos(meta))
+
+    def call(self, meta: Meta, children: list[Any]) -> ir.Call:
+        func, arguments = children
+        positional, keywords = _split_args(arguments or [])
+        return ir.Call(func=func, args=positional, kwargs=keywords, **_pos(meta))
+
+    def neg(self, meta: Meta, children: list[Any]) -> ir.Unary:
+        return ir.Unary(op="-", operand=children[0], **_pos(meta))
+
+    def not_op(self, meta: Meta, children: list[Any]) -> ir.Unary:
+        return ir.Unary(op="not", operand=children[0], **_pos(meta))
+
+    def binary(self, meta: Meta, children: list[Any]) -> ir.Binary:
+        left, op, right = children
+        return ir.Binary(op=str(op), left=left, right=right, **_pos(meta))
+
+    def and_op(self, meta: Meta, children: list[Any]) -> ir.Binary:
+        return ir.Binary(op="and", left=children[0], right=children[1], **_pos(meta))
+
+    def or_op(self, meta: Meta, children: list[Any]) -> ir.Binary:
+        return ir.Binary(op="or", left=children[0], right=children[1], **_pos(meta))
+
+    def comp_op(self, meta: Meta, children: list[Token]) -> str:
+        return " ".join(str(t) for t in children)
+
+    def compare(self, meta: Meta, children: list[Any]) -> ir.Binary:
+        left, op, right = children
+        return ir.Binary(op=op, left=left, right=right, **_pos(meta))
+
+    def ternary(self, meta: Meta, children: list[Any]) -> ir.Ternary:
+        then, cond, other = children
+        return ir.Ternary(cond=cond, then=then, other=other, **_pos(meta))
+
+    def lambda_expr(self, meta: Meta, children: list[Any]) -> ir.Lambda:
+        *names, body = children
+        return ir.Lambda(params=[str(n) for n in names], body=body, **_pos(meta))
+
+    # ------------------------------------------------------------------ types
+    def type_name(self, meta: Meta, children: list[Token]) -> ir.TypeRef:
+        return ir.TypeRef(name=str(children[0]), **_pos(meta))
+
+    def type_app(self, meta: Meta, children: list[Any]) -> ir.TypeRef:
+        return ir.TypeRef(name=str(children[0]), args=children[1:], **_pos(meta))
+
+    def type_none(self, meta: Meta, children: list[Any]) -> ir.TypeRef:
+        return ir.TypeRef(name="None", **_pos(meta))
+
+    # ------------------------------------------------------------------ statements
+    def let_stmt(self, meta: Meta, children: list[Any]) -> ir.Let:
+        name, type_, value = children
+        return ir.Let(name=str(name), type=type_, value=value, **_pos(meta))
+
+    def assign_stmt(self, meta: Meta, children: list[Any]) -> ir.Assign:
+        return ir.Assign(target=children[0], value=children[1], **_pos(meta))
+
+    def aug_assign_stmt(self, meta: Meta, children: list[Any]) -> ir.Assign:
+        target, op, value = children
+        return ir.Assign(target=target, op=str(op), value=value, **_pos(meta))
+
+    def return_stmt(self, meta: Meta, children: list[Any]) -> ir.Return:
+        return ir.Return(value=children[0], **_pos(meta))
+
+    def error_call(self, meta: Meta, children: list[Any]) -> ir.ErrorCall:
+        kind, arguments = children
+        positional, keywords = _split_args(arguments or [])
+        message = positional[0] if positional else None
+        if len(positional) > 1:
+            extra = positional[1]
+            self.c.add("E3006", f"`{kind}(...)` takes one message and named fields", extra.line, extra.col)
+        return ir.ErrorCall(kind=str(kind), message=message, fields=keywords, **_pos(meta))
+
+    def require_stmt(self, meta: Meta, children: list[Any]) -> ir.Require:
+        return ir.Require(cond=children[0], error=children[1], **_pos(meta))
+
+    def fail_stmt(self, meta: Meta, children: list[Any]) -> ir.Fail:
+        return ir.Fail(error=children[0], **_pos(meta))
+
+    def del_stmt(self, meta: Meta, children: list[Any]) -> ir.Delete:
+        return ir.Delete(target=children[0], **_pos(meta))
+
+    def expr_stmt(self, meta: Meta, children: list[Any]) -> ir.ExprStmt:
+        return ir.ExprStmt(value=children[0], **_pos(meta))
+
+    def pass_stmt(self, meta: Meta, children: list[Any]) -> ir.Pass:
+        return ir.Pass(**_pos(meta))
+
+    def break_stmt(self, meta: Meta, children: list[Any]) -> ir.Break:
+        return ir.Break(**_pos(meta))
+
+    def continue_stmt(self, meta: Meta, children: list[Any]) -> ir.Continue:
+        return ir.Continue(**_pos(meta))
+
+    def suite(self, meta: Meta, children: list[Any]) -> list[Any]:
+        return children
+
+    def elif_clause(self, meta: Meta, children: list[Any]) -> ir.IfBranch:
+        return ir.IfBranch(cond=children[0], body=children[1], **_pos(meta))
+
+    def else_clause(self, meta: Meta, children: list[Any]) -> list[Any]:
+        return children[0]
+
+    def if_stmt(self, meta: Meta, children: list[Any]) -> ir.If:
+        cond, body, *rest = children
+        orelse = rest.pop() if rest and (rest[-1] is None or isinstance(rest[-1], list)) else None
+        branches = [ir.IfBranch(cond=cond, body=body, **_pos(meta)), *rest]
+        return ir.If(branches=branches, orelse=orelse or [], **_pos(meta))
+
+    def for_stmt(self, meta: Meta, children: list[Any]) -> ir.For:
+        first, second, iterable, body = children
+        targets = [str(first)] + ([str(second)] if second is not None else [])
+        return ir.For(targets=targets, iter=iterable, body=body, **_pos(meta))
+
+    def body(self, meta: Meta, children: list[Any]) -> list[Any]:
+        return children
+
+    def python_body(self, meta: Meta, children: list[Any]) -> ir.Escape:
+        return ir.Escape(kind="python", text=str(children[0].value), **_pos(meta))
+
+    def llm_body(self, meta: Meta, children: list[Any]) -> ir.Escape:
+        return ir.Escape(kind="llm", text=str(children[0].value), **_pos(meta))
+
+    # ------------------------------------------------------------------ declarations
+    def doc(self, meta: Meta, children: list[Any]) -> tuple[str, str]:
+        return ("doc", str(children[0].value))
+
+    def env_title(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("title", children[0].value, meta)
+
+    def env_archetype(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("archetype", str(children[0]), meta)
+
+    def env_domains(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("domains", [c.value for c in children], meta)
+
+    def env_doc(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("doc", children[0].value, meta)
+
+    def env_extends(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("extends", children[0].value, meta)
+
+    def env_seed(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("seed", int(children[0]), meta)
+
+    def env_clock(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("clock", children[0].value, meta)
+
+    def env_decl(self, meta: Meta, children: list[Any]) -> ir.EnvHeader:
+        name, *items = children
+        values: dict[str, Any] = {}
+        for key, value, item_meta in items:
+            if not isinstance(value, (str, list, int)):
+                self.c.add("E1005", f"`{key}` takes a plain string, not an f-string", item_meta.line, item_meta.column)
+                continue
+            if key in values:
+                self.c.add("E2017", f"`{key}` is given twice in the environment header", item_meta.line, item_meta.column)
+                continue
+            values[key] = value
+        return ir.EnvHeader(name=str(name), **values, **_pos(meta))
+
+    def enum_members(self, meta: Meta, children: list[Token]) -> list[Token]:
+        return children
+
+    def enum_decl(self, meta: Meta, children: list[Any]) -> ir.EnumDecl:
+        name, *rest = children
+        doc, groups = _take_doc(rest)
+        members = [str(t) for group in groups for t in group]
+        return ir.EnumDecl(name=str(name), members=members, doc=doc, **_pos(meta))
+
+    def field_decl(self, meta: Meta, children: list[Any]) -> ir.Field_:
+        name, type_, default = children
+        return ir.Field_(name=str(name), type=type_, default=default, **_pos(meta))
+
+    def record_decl(self, meta: Meta, children: list[Any]) -> ir.RecordDecl:
+        override, rest = _take_override(children)
+        name, *items = rest
+        doc, fields = _take_doc(items)
+        return ir.RecordDecl(name=str(name), fields=fields, doc=doc, override=override, **_pos(meta))
+
+    def state_decl(self, meta: Meta, children: list[Any]) -> ir.StateDecl:
+        doc, fields = _take_doc(children)
+        return ir.StateDecl(fields=fields, doc=doc, **_pos(meta))
+
+    def world_inline(self, meta: Meta, children: list[Any]) -> ir.WorldField:
+        name, type_, value = children
+        return ir.WorldField(name=str(name), type=type_, value=value, **_pos(meta))
+
+    def world_file(self, meta: Meta, children: list[Any]) -> ir.WorldField:
+        name, type_, source = children
+        return ir.WorldField(name=str(name), type=type_, source=str(source.value), **_pos(meta))
+
+    def world_decl(self, meta: Meta, children: list[Any]) -> ir.WorldDecl:
+        doc, fields = _take_doc(children)
+        return ir.WorldDecl(fields=fields, doc=doc, **_pos(meta))
+
+    def scenario_item(self, meta: Meta, children: list[Any]) -> ir.ScenarioItem:
+        return ir.ScenarioItem(name=str(children[0]), value=children[1], **_pos(meta))
+
+    def scenario_decl(self, meta: Meta, children: list[Any]) -> ir.ScenarioDecl:
+        name, *rest = children
+        doc, items = _take_doc(rest)
+        return ir.ScenarioDecl(name=str(name), items=items, doc=doc, **_pos(meta))
+
+    def constraint(self, meta: Meta, children: list[Any]) -> ir.Constraint:
+        return ir.Constraint(kind=str(children[0]), value=children[1], **_pos(meta))
+
+    def param(self, meta: Meta, children: list[Any]) -> ir.Param:
+        name, type_, default, *constraints = children
+        return ir.Param(name=str(name), type=type_, default=default, constraints=constraints, **_pos(meta))
+
+    def params(self, meta: Meta, children: list[Any]) -> list[ir.Param]:
+        return children
+
+    def reads_decl(self, meta: Meta, children: list[Token]) -> tuple[str, list[str]]:
+        return ("reads", [str(t) for t in children])
+
+    def writes_decl(self, meta: Meta, children: list[Token]) -> tuple[str, list[str]]:
+        return ("writes", [str(t) for t in children])
+
+    def side_effect_decl(self, meta: Meta, children: list[Any]) -> tuple[str, str]:
+        return ("side_effect", str(children[0].value))
+
+    def _callable(self, meta: Meta, children: list[Any], cls: type[ir.ToolDecl]) -> ir.ToolDecl:
+        override, rest = _take_override(children)
+        name, params, returns, *items = rest
+        doc, items = _take_doc(items)
+        fields: dict[str, Any] = {}
+        body: list[Any] = []
+        for item in items:
+            if isinstance(item, tuple):
+                key = {"reads": "declared_reads", "writes": "declared_writes"}.get(item[0], item[0])
+                if key in fields:
+                    self.c.add("E2017", f"`{item[0]}` is given twice", meta.line, meta.column)
+                    continue
+                fields[key] = item[1]
+            else:
+                body = item
+        escape = body[0] if body and isinstance(body[0], ir.Escape) else None
+        return cls(
+            name=str(name),
+            params=params or [],
+            returns=returns,
+            body=[] if escape else body,
+            escape=escape,
+            doc=doc,
+            override=override,
+            **fields,
+            **_pos(meta),
+        )
+
+    def tool_decl(self, meta: Meta, children: list[Any]) -> ir.ToolDecl:
+        return self._callable(meta, children, ir.ToolDecl)
+
+    def fn_decl(self, meta: Meta, children: list[Any]) -> ir.ToolDecl:
+        return self._callable(meta, children, ir.FnDecl)
+
+    def drop_decl(self, meta: Meta, children: list[Token]) -> ir.DropDecl:
+        return ir.DropDecl(what=str(children[0]), name=str(children[1]), **_pos(meta))
+
+    # ------------------------------------------------------------------ tests and tasks
+    def use_scenario(self, meta: Meta, children: list[Token]) -> ir.UseScenario:
+        return ir.UseScenario(name=str(children[0]), **_pos(meta))
+
+    def test_let(self, meta: Meta, children: list[Any]) -> ir.TestLet:
+        return ir.TestLet(name=str(children[0]), value=children[1], **_pos(meta))
+
+    def expect_raises(self, meta: Meta, children: list[Any]) -> ir.ExpectRaises:
+        call, kind, message = children
+        text = message.value if message is not None else ""
+        return ir.ExpectRaises(call=call, error=str(kind), message=str(text), **_pos(meta))
+
+    def expect_true(self, meta: Meta, children: list[Any]) -> ir.ExpectTrue:
+        return ir.ExpectTrue(cond=children[0], **_pos(meta))
+
+    def test_call(self, meta: Meta, children: list[Any]) -> ir.TestCall:
+        return ir.TestCall(call=children[0], **_pos(meta))
+
+    def test_decl(self, meta: Meta, children: list[Any]) -> ir.TestDecl:
+        name, *rest = children
+        doc, steps = _take_doc(rest)
+        return ir.TestDecl(name=str(name), steps=steps, doc=doc, **_pos(meta))
+
+    def task_request(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("request", children[0], meta)
+
+    def task_solution(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("solution", children, meta)
+
+    def task_verify(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("verify", children[0], meta)
+
+    def task_decl(self, meta: Meta, children: list[Any]) -> ir.TaskDecl:
+        name, *rest = children
+        doc, items = _take_doc(rest)
+        task = ir.TaskDecl(name=str(name), doc=doc, **_pos(meta))
+        for item in items:
+            if isinstance(item, ir.UseScenario):
+                if task.scenario:
+                    self.c.add("E2017", "a task names one scenario", item.line, item.col)
+                task.scenario = item.name
+                continue
+            key, value, item_meta = item
+            if key == "request":
+                if not isinstance(value, ir.Const):
+                    self.c.add("E1005", "`request` takes a plain string", item_meta.line, item_meta.column)
+                elif task.request:
+                    self.c.add("E2017", "a task has one `request`", item_meta.line, item_meta.column)
+                else:
+                    task.request = str(value.value)
+            elif key == "solution":
+                task.solution.extend(value)
+            else:
+                task.verify.append(value)
+        return task
+
+    def start(self, meta: Meta, children: list[Any]) -> list[Any]:
+        return children
+
+
+def _take_doc(items: list[Any]) -> tuple[str, list[Any]]:
+    if items and isinstance(items[0], tuple) and len(items[0]) == 2 and items[0][0] == "doc":
+        return items[0][1], items[1:]
+    return "", items
+
+
+def _take_override(children: list[Any]) -> tuple[bool, list[Any]]:
+    if children and isinstance(children[0], Token) and children[0].type == "OVERRIDE":
+        return True, children[1:]
+    return False, children
+
+
+def _split_args(arguments: list[Any]) -> tuple[list[Any], list[ir.Keyword]]:
+    positional = [a for a in arguments if not isinstance(a, ir.Keyword)]
+    keywords = [a for a in arguments if isinstance(a, ir.Keyword)]
+    return positional, keywords
+
+
+# --------------------------------------------------------------------------- f-strings
+
+
+def _parse_fstring(token: Token, builder: _ToIR) -> ir.Expr:
+    """Split `f"a {x} b"` into parts; each `{…}` is parsed as an expression in place."""
+    text = str(token)[2:-1]
+    line, col = token.line or 0, (token.column or 0) + 2
+    parts: list[str | ir.Expr] = []
+    literal: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            literal.append(text[i : i + 2])
+            i += 2
+        elif text.startswith("{{", i) or text.startswith("}}", i):
+            literal.append(ch)
+            i += 2
+        elif ch == "}":
+            builder.c.add("E1005", "single `}` in f-string; write `}}` for a brace", line, col + i)
+            i += 1
+        elif ch == "{":
+            end = _matching_brace(text, i)
+            if end < 0:
+                builder.c.add("E1005", "`{` in f-string is never closed", line, col + i)
+                break
+            source = text[i + 1 : end]
+            if literal:
+                parts.append(builder._unescape("".join(literal), token))
+                literal = []
+            expr = _parse_fstring_expr(source, line, col + i + 1, builder)
+            if expr is not None:
+                parts.append(expr)
+            i = end + 1
+        else:
+            literal.append(ch)
+            i += 1
+    if literal:
+        parts.append(builder._unescape("".join(literal), token))
+    return ir.FString(parts=parts, **_pos(token))
+
+
+def _matching_brace(text: str, start: int) -> int:
+    depth = 0
+    for j in range(start, len(text)):
+        if text[j] in "{[(":
+            depth += 1
+        elif text[j] in "}])":
+            depth -= 1
+            if depth == 0:
+                return j if text[j] == "}" else -1
+    return -1
+
+
+def _parse_fstring_expr(source: str, line: int, col: int, builder: _ToIR) -> ir.Expr | None:
+    if not source.strip():
+        builder.c.add("E1005", "empty `{}` in f-string", line, col)
+        return None
+    inner = _Collector(builder.c.path)
+    try:
+        tree = _main_parser().parse(source, "expr", inner)
+    except (LarkError, _NestingTooDeep, _BadDedent):
+        builder.c.add("E1005", f"cannot parse `{source}` inside f-string", line, col)
+        return None
+    for error in inner.errors:
+        builder.c.add(error.code, error.message, line, col + error.col - 1)
+    _shift(tree, line - 1, col - 1)
+    result: ir.Expr = tree
+    return result
+
+
+def _shift(node: Any, dline: int, dcol: int) -> None:
+    """Move positions of an f-string sub-expression to where it sits in the file."""
+    if isinstance(node, ir.Node):
+        if node.line == 1:
+            node.col += dcol
+            node.end_col += dcol
+        node.line += dline
+        node.end_line += dline
+        for name in type(node).model_fields:
+            _shift(getattr(node, name), dline, dcol)
+    elif isinstance(node, list):
+        for item in node:
+            _shift(item, dline, dcol)
+
+
+# --------------------------------------------------------------------------- parser objects
+
+
+@functools.cache
+def _grammar_text() -> str:
+    return grammar_path().read_text(encoding="utf-8")
+
+
+class _Parser:
+    """The Lark LALR parser, built once (its tables are cached on disk by Lark).
+
+    The indentation post-lexer keeps state while a text is lexed, so `parse` holds a
+    lock; the transformation to IR runs outside it with a transformer per call.
+    """
+
+    def __init__(self) -> None:
+        self.lark = Lark(
+            _grammar_text(),
+            parser="lalr",
+            postlex=EnvspecIndenter(),
+            propagate_positions=True,
+            maybe_placeholders=True,
+            start=["start", "expr"],
+            cache=True,
+        )
+        self.lock = threading.Lock()
+
+    def parse(self, text: str, start: str, collector: _Collector) -> Any:
+        with self.lock:
+            tree = self.lark.parse(text, start=start)
+        return _ToIR(collector).transform(tree)
+
+
+@functools.cache
+def _main_parser() -> _Parser:
+    return _Parser()
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+@dataclass
+class ParseResult:
+    module: ir.Module | None
+    diagnostics: list[Diagnostic]
+
+
+def parse_source(source: str, path: str) -> ParseResult:
+    """Parse spec text. Never raises for bad input: problems come back as diagnostics."""
+    if len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
+        return ParseResult(None, [Diagnostic("E0005", "spec is larger than 5 MB", path, 1, 1)])
+    text = source if source.endswith("\n") else source + "\n"
+    collector = _Collector(path)
+    syntax = _try_parse(text, path, collector)
+    if syntax is None:
+        module, errors = _assemble(collector.result, path)
+        diagnostics = collector.errors + errors
+        if diagnostics:
+            return ParseResult(None, sorted(diagnostics, key=Diagnostic.sort_key))
+        return ParseResult(module, [])
+    errors = [syntax, *collector.errors]
+    errors.extend(_errors_after(text, path, syntax.line))
+    unique = {(d.line, d.col, d.code): d for d in errors}
+    return ParseResult(None, sorted(unique.values(), key=Diagnostic.sort_key))
+
+
+def parse_file(path: Path) -> ParseResult:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return ParseResult(None, [Diagnostic("E0001", f"cannot read {path}: {exc.strerror}", str(path), 0, 0)])
+    try:
+        source = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return ParseResult(None, [Diagnostic("E0002", f"byte {exc.start} is not valid UTF-8", str(path), line, 1)])
+    return parse_source(source, str(path))
+
+
+def _try_parse(text: str, path: str, collector: _Collector) -> Diagnostic | None:
+    """Parse `text`; leave declarations on the collector, or return the syntax error."""
+    try:
+        collector.result = _main_parser().parse(text, "start", collector)
+    except UnexpectedInput as exc:
+        return _syntax_diagnostic(exc, path, text)
+    except _NestingTooDeep as exc:
+        return Diagnostic("E1008", f"nesting deeper than {MAX_NESTING} levels", path, exc.token.line or 0, exc.token.column or 0)
+    except _BadDedent as exc:
+        line = (exc.token.end_line or exc.token.line or 1)
+        indent = len(str(exc.token).rsplit("\n", 1)[1])
+        return Diagnostic("E1004", "dedent does not match any outer indentation level", path, line, indent + 1)
+    except RecursionError:
+        return Diagnostic("E1008", "nesting too deep to parse", path, 1, 1)
+    return None
+
+
+def _errors_after(text: str, path: str, error_line: int) -> list[Diagnostic]:
+    """Re-parse from each later top-level declaration to find further syntax errors."""
+    lines = text.split("\n")
+    starts = _decl_starts(lines)
+    found: list[Diagnostic] = []
+    last = error_line
+    while len(found) < MAX_SYNTAX_ERRORS:
+        following = [s for s in starts if s > last]
+        if not following:
+            break
+        start = following[0]
+        padded = "\n" * (start - 1) + "\n".join(lines[start - 1 :])
+        collector = _Collector(path)
+        error = _try_parse(padded, path, collector)
+        found.extend(collector.errors)
+        if error is None:
+            break
+        found.append(error)
+        last = max(error.line, start)
+    return found
+
+
+def _decl_starts(lines: list[str]) -> list[int]:
+    """1-based numbers of lines that begin a top-level declaration (outside long strings)."""
+    starts: list[int] = []
+    in_long = False
+    for number, line in enumerate(lines, start=1):
+        if not in_long and _DECL_START.match(line):
+            starts.append(number)
+        if line.count('"""') % 2 == 1:
+            in_long = not in_long
+    return starts
+
+
+_TOKEN_NAMES = {
+    "_NL": "end of line",
+    "_INDENT": "indented block",
+    "_DEDENT": "end of block",
+    "$END": "end of file",
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "STRING": "a string",
+    "LONG_STRING": "a string",
+    "FSTRING": "an f-string",
+}
+
+
+def _describe_terminals(names: set[str]) -> str:
+    parser = _main_parser().lark
+    labels: set[str] = set()
+    for name in names:
+        if name in _TOKEN_NAMES:
+            labels.add(_TOKEN_NAMES[name])
+            continue
+        try:
+            pattern = parser.get_terminal(name).pattern
+        except KeyError:
+            labels.add(name.lower())
+            continue
+        if pattern.type == "str":
+            labels.add(f"`{pattern.value}`")
+        else:
+            labels.add(name.lower())
+    ordered = sorted(labels)
+    if len(ordered) > 8:
+        ordered = ordered[:8] + ["…"]
+    return ", ".join(ordered)
+
+
+def _syntax_diagnostic(exc: UnexpectedInput, path: str, text: str) -> Diagnostic:
+    if isinstance(exc, UnexpectedCharacters):
+        char = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else "?"
+        shown = repr(char)[1:-1] if not char.isprintable() else char
+        if char == '"':
+            return Diagnostic("E1001", "string is not closed on this line", path, exc.line, exc.column, hint="close the string with `\"`, or use `\"\"\"` for text over several lines")
+        return Diagnostic("E1001", f"unexpected character `{shown}`", path, exc.line, exc.column)
+    if isinstance(exc, UnexpectedEOF):
+        return Diagnostic("E1003", "unexpected end of file", path, _last_line(text), 1)
+    if isinstance(exc, UnexpectedToken):
+        token = exc.token
+        expected = _describe_terminals(set(exc.expected))
+        if token.type == "$END":
+            return Diagnostic("E1003", f"unexpected end of file; expected {expected}", path, _last_line(text), 1)
+        line, col = token.line or 1, token.column or 1
+        if token.type == "_INDENT":
+            line = token.end_line or line
+            return Diagnostic("E1004", "unexpected indentation", path, line, len(str(token)) + 1, hint=f"expected {expected}")
+        if token.type == "_DEDENT":
+            return Diagnostic("E1003", f"block ends too early; expected {expected}", path, line, col)
+        if token.type == "_NL":
+            return Diagnostic("E1002", f"line ends too early; expected {expected}", path, line, col)
+        shown = str(token) if len(str(token)) <= 30 else str(token)[:30] + "…"
+        return Diagnostic(
+            "E1002",
+            f"unexpected `{shown}`; expected {expected}",
+            path,
+            line,
+            col,
+            token.end_line or line,
+            token.end_column or col,
+        )
+    return Diagnostic("E1002", "syntax error", path, getattr(exc, "line", 1), getattr(exc, "column", 1))
+
+
+def _last_line(text: str) -> int:
+    return max(1, text.rstrip("\n").count("\n") + 1)
+
+
+def _assemble(decls: list[Any], path: str) -> tuple[ir.Module, list[Diagnostic]]:
+    """Sort top-level declarations into the module's lists, in source order."""
+    module = ir.Module(path=path)
+    errors: list[Diagnostic] = []
+    by_type: dict[type, list[Any]] = {
+        ir.EnumDecl: module.enums,
+        ir.RecordDecl: module.records,
+        ir.StateDecl: module.state,
+        ir.WorldDecl: module.world,
+        ir.ScenarioDecl: module.scenarios,
+        ir.FnDecl: module.fns,
+        ir.ToolDecl: module.tools,
+        ir.TestDecl: module.tests,
+        ir.TaskDecl: module.tasks,
+        ir.DropDecl: module.drops,
+    }
+    for decl in decls:
+        decl.file = path
+        if isinstance(decl, ir.EnvHeader):
+            if module.header is not None:
+                errors.append(Diagnostic("E2001", "a spec has one `environment` header", path, decl.line, decl.col))
+            else:
+                module.header = decl
+            continue
+        by_type[type(decl)].append(decl)
+    return module, errors

@@ -1,0 +1,324 @@
+"""The language's types: construction, comparison, assignability, JSON Schema, and
+validation of JSON data (world files, scenarios, defaults) against a type.
+
+Types are `ir.TypeRef` values in canonical form: primitives by name, `list[T]`,
+`map[K, V]`, `optional[T]`, enum and record names, `None`, and the internal `any`
+used after an error so that one mistake is reported once.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from compiler import ir
+
+PRIMITIVES = ("str", "int", "float", "bool", "datetime", "date", "time", "json")
+TEMPORAL = ("datetime", "date", "time")
+CONTAINERS = ("list", "map", "json")
+
+
+def t(name: str, *args: ir.TypeRef) -> ir.TypeRef:
+    return ir.TypeRef(name=name, args=list(args))
+
+
+STR = t("str")
+INT = t("int")
+FLOAT = t("float")
+BOOL = t("bool")
+NONE = t("None")
+ANY = t("any")
+JSON = t("json")
+DATETIME = t("datetime")
+DATE = t("date")
+TIME = t("time")
+
+
+def list_of(item: ir.TypeRef) -> ir.TypeRef:
+    return t("list", item)
+
+
+def map_of(key: ir.TypeRef, value: ir.TypeRef) -> ir.TypeRef:
+    return t("map", key, value)
+
+
+def optional(inner: ir.TypeRef) -> ir.TypeRef:
+    if inner.name in ("optional", "None", "any"):
+        return inner
+    return t("optional", inner)
+
+
+def strip_optional(ty: ir.TypeRef) -> ir.TypeRef:
+    return ty.args[0] if ty.name == "optional" else ty
+
+
+def is_optional(ty: ir.TypeRef) -> bool:
+    return ty.name in ("optional", "None")
+
+
+def is_numeric(ty: ir.TypeRef) -> bool:
+    return ty.name in ("int", "float", "any")
+
+
+def is_container(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]) -> bool:
+    """Whether values of this type are mutable references (aliasing matters)."""
+    base = strip_optional(ty)
+    return base.name in CONTAINERS or base.name in records or base.name == "any"
+
+
+def same(a: ir.TypeRef, b: ir.TypeRef) -> bool:
+    return a.name == b.name and len(a.args) == len(b.args) and all(same(x, y) for x, y in zip(a.args, b.args))
+
+
+def show(ty: ir.TypeRef) -> str:
+    if not ty.args:
+        return ty.name
+    return f"{ty.name}[{', '.join(show(a) for a in ty.args)}]"
+
+
+def assignable(src: ir.TypeRef, dst: ir.TypeRef) -> bool:
+    """Can a value of type `src` be stored where `dst` is expected?
+
+    Containers are invariant (as mypy sees the generated code); int widens to float;
+    the temporal types are ISO strings and widen to str; anything fits `json`.
+    """
+    if src.name == "any" or dst.name == "any" or dst.name == "json":
+        return True
+    if same(src, dst):
+        return True
+    if dst.name == "optional":
+        inner = dst.args[0]
+        if src.name == "None":
+            return True
+        return assignable(strip_optional(src), inner) and (src.name != "optional" or True)
+    if src.name == "optional":
+        return False
+    if src.name == "int" and dst.name == "float":
+        return True
+    if src.name in TEMPORAL and dst.name == "str":
+        return True
+    if src.name == dst.name and src.name in ("list", "map"):
+        return all(_invariant(a, b) for a, b in zip(src.args, dst.args))
+    return False
+
+
+def _invariant(a: ir.TypeRef, b: ir.TypeRef) -> bool:
+    return a.name == "any" or b.name == "any" or same(a, b) or (a.name == b.name and a.name in ("list", "map", "optional") and all(_invariant(x, y) for x, y in zip(a.args, b.args)))
+
+
+def join(a: ir.TypeRef, b: ir.TypeRef) -> ir.TypeRef | None:
+    """The least type holding both (for ternaries, list items); None if there is none."""
+    if assignable(a, b):
+        return b
+    if assignable(b, a):
+        return a
+    if a.name == "None":
+        return optional(b)
+    if b.name == "None":
+        return optional(a)
+    if assignable(strip_optional(a), strip_optional(b)) or assignable(strip_optional(b), strip_optional(a)):
+        return optional(join(strip_optional(a), strip_optional(b)) or ANY)
+    return None
+
+
+# --------------------------------------------------------------------------- JSON Schema
+
+
+def json_schema(ty: ir.TypeRef, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl]) -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a type; records inline, closed to extra keys."""
+    name = ty.name
+    if name == "str":
+        return {"type": "string"}
+    if name == "int":
+        return {"type": "integer"}
+    if name == "float":
+        return {"type": "number"}
+    if name == "bool":
+        return {"type": "boolean"}
+    if name == "datetime":
+        return {"type": "string", "format": "date-time"}
+    if name == "date":
+        return {"type": "string", "format": "date"}
+    if name == "time":
+        return {"type": "string", "format": "time"}
+    if name in ("json", "any"):
+        return {}
+    if name == "None":
+        return {"type": "null"}
+    if name == "list":
+        return {"type": "array", "items": json_schema(ty.args[0], enums, records)}
+    if name == "map":
+        schema: dict[str, Any] = {"type": "object", "additionalProperties": json_schema(ty.args[1], enums, records)}
+        key = ty.args[0]
+        if key.name == "int":
+            schema["propertyNames"] = {"pattern": "^-?[0-9]+$"}
+        elif key.name in enums:
+            schema["propertyNames"] = {"enum": list(enums[key.name].members)}
+        return schema
+    if name == "optional":
+        return {"anyOf": [json_schema(ty.args[0], enums, records), {"type": "null"}]}
+    if name in enums:
+        return {"type": "string", "enum": list(enums[name].members)}
+    if name in records:
+        record = records[name]
+        return {
+            "type": "object",
+            "properties": {f.name: json_schema(f.type, enums, records) for f in record.fields},
+            "required": [f.name for f in record.fields if f.default is None and not is_optional(f.type)],
+            "additionalProperties": False,
+        }
+    return {}
+
+
+# --------------------------------------------------------------------------- JSON data
+
+
+_ISO_CHECKS = {
+    "datetime": _dt.datetime.fromisoformat,
+    "date": _dt.date.fromisoformat,
+    "time": _dt.time.fromisoformat,
+}
+_DATETIME_SHAPE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?$")
+_DATE_SHAPE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIME_SHAPE = re.compile(r"^\d{2}:\d{2}(:\d{2})?$")
+_SHAPES = {"datetime": _DATETIME_SHAPE, "date": _DATE_SHAPE, "time": _TIME_SHAPE}
+
+
+def valid_temporal(kind: str, text: str) -> bool:
+    """ISO-8601 without zone offsets: `2025-01-31T09:30:00`, `2025-01-31`, `09:30`."""
+    if not _SHAPES[kind].match(text):
+        return False
+    try:
+        _ISO_CHECKS[kind](text)
+    except ValueError:
+        return False
+    return True
+
+
+class DataChecker:
+    """Checks a JSON-like Python value against a type, filling record defaults.
+
+    Returns the normalised value (int map keys from JSON strings, defaults filled) and
+    a list of `path: problem` strings.
+    """
+
+    def __init__(self, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl], record_defaults: Mapping[str, dict[str, Any]]) -> None:
+        self.enums = enums
+        self.records = records
+        self.record_defaults = record_defaults
+
+    def check(self, value: Any, ty: ir.TypeRef, path: str, problems: list[str]) -> Any:
+        name = ty.name
+        if name in ("json", "any"):
+            if not _is_json(value):
+                problems.append(f"{path}: not a JSON value")
+            return value
+        if name == "optional":
+            return None if value is None else self.check(value, ty.args[0], path, problems)
+        if value is None:
+            problems.append(f"{path}: None where {show(ty)} is expected")
+            return value
+        if name == "str":
+            return self._expect(isinstance(value, str), value, ty, path, problems)
+        if name in TEMPORAL:
+            if not isinstance(value, str) or not valid_temporal(name, value):
+                problems.append(f"{path}: {value!r} is not an ISO-8601 {name}")
+            return value
+        if name == "int":
+            return self._expect(isinstance(value, int) and not isinstance(value, bool), value, ty, path, problems)
+        if name == "float":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            return float(value) if ok else self._expect(False, value, ty, path, problems)
+        if name == "bool":
+            return self._expect(isinstance(value, bool), value, ty, path, problems)
+        if name == "list":
+            if not isinstance(value, list):
+                return self._expect(False, value, ty, path, problems)
+            return [self.check(item, ty.args[0], f"{path}[{i}]", problems) for i, item in enumerate(value)]
+        if name == "map":
+            return self._check_map(value, ty, path, problems)
+        if name in self.enums:
+            if value not in self.enums[name].members:
+                problems.append(f"{path}: {value!r} is not a member of {name} ({', '.join(self.enums[name].members)})")
+            return value
+        if name in self.records:
+            return self._check_record(value, name, path, problems)
+        problems.append(f"{path}: unknown type {show(ty)}")
+        return value
+
+    def _expect(self, ok: bool, value: Any, ty: ir.TypeRef, path: str, problems: list[str]) -> Any:
+        if not ok:
+            problems.append(f"{path}: {_describe(value)} where {show(ty)} is expected")
+        return value
+
+    def _check_map(self, value: Any, ty: ir.TypeRef, path: str, problems: list[str]) -> Any:
+        if not isinstance(value, dict):
+            return self._expect(False, value, ty, path, problems)
+        key_type, value_type = ty.args
+        result: dict[Any, Any] = {}
+        for key, item in value.items():
+            new_key = key
+            if key_type.name == "int":
+                if isinstance(key, str) and re.fullmatch(r"-?[0-9]+", key):
+                    new_key = int(key)
+                elif not isinstance(key, int) or isinstance(key, bool):
+                    problems.append(f"{path}: key {key!r} is not an int")
+            elif key_type.name in self.enums:
+                if key not in self.enums[key_type.name].members:
+                    problems.append(f"{path}: key {key!r} is not a member of {key_type.name}")
+            elif not isinstance(key, str):
+                problems.append(f"{path}: key {key!r} is not a str")
+            result[new_key] = self.check(item, value_type, f"{path}[{key!r}]", problems)
+        return result
+
+    def _check_record(self, value: Any, name: str, path: str, problems: list[str]) -> Any:
+        if not isinstance(value, dict):
+            problems.append(f"{path}: {_describe(value)} where record {name} is expected")
+            return value
+        record = self.records[name]
+        fields = {f.name: f for f in record.fields}
+        result: dict[str, Any] = {}
+        for key in value:
+            if key not in fields:
+                problems.append(f"{path}: record {name} has no field {key!r}")
+        for field_ in record.fields:
+            if field_.name in value:
+                result[field_.name] = self.check(value[field_.name], field_.type, f"{path}.{field_.name}", problems)
+            elif field_.name in self.record_defaults.get(name, {}):
+                result[field_.name] = _copy_json(self.record_defaults[name][field_.name])
+            elif is_optional(field_.type):
+                result[field_.name] = None
+            else:
+                problems.append(f"{path}: record {name} needs field {field_.name!r}")
+        return result
+
+
+def _describe(value: Any) -> str:
+    kind = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "map", type(None): "None"}.get(type(value), type(value).__name__)
+    text = repr(value)
+    return f"{kind} {text if len(text) < 40 else text[:37] + '...'}"
+
+
+def _is_json(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if not all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in item):
+                return False
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif not (item is None or isinstance(item, (str, int, float, bool))):
+            return False
+    return True
+
+
+def _copy_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
