@@ -24,6 +24,7 @@ from compiler.parse import parse_source
 
 ENV_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 PARAM_ROOT = "@"  # roots starting with this name a helper's parameter, not a state field
+WORLD_ROOT = "!"  # roots starting with this are world data, which nothing may change
 
 
 @dataclass
@@ -511,7 +512,7 @@ class _Analyser:
         for tool in self.tools.values():
             effects = _BodyChecker(self, tool, is_helper=False).check()
             tool.reads = sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT))
-            tool.writes = sorted(w for w in effects.writes if not w.startswith(PARAM_ROOT))
+            tool.writes = sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT)))
             tool.errors = sorted(effects.errors | {"invalid_argument"})
             self._compare_declared(tool, effects)
             if not tool.side_effect:
@@ -695,7 +696,7 @@ class _BodyChecker:
         self.declared: dict[str, ir.TypeRef] = {}
         self.effects = _Effects()
         self.loop_depth = 0
-        self.lambda_ok = False
+        self.touched = False  # did the current target resolve into state?
 
     def error(self, code: str, message: str, node: ir.Node | None, hint: str = "") -> None:
         self.a.error(code, message, node, self.file, hint)
@@ -829,7 +830,9 @@ class _BodyChecker:
         return False
 
     def stmt_assign(self, stmt: ir.Assign) -> bool:
+        self.touched = False
         target_type = self.target(stmt.target)
+        stmt.touches_state = self.touched
         value_type = self.expr(stmt.value, target_type)
         if stmt.op == "=":
             self.expect_assignable(value_type, target_type, stmt.value)
@@ -898,7 +901,9 @@ class _BodyChecker:
         if not isinstance(stmt.target, ir.Index):
             self.error("E3008", "`del` removes a map entry: `del m[key]`", stmt.target)
             return False
+        self.touched = False
         obj_type = self.target(stmt.target.obj, mutate=True)
+        stmt.touches_state = self.touched
         if ts.strip_optional(obj_type).name != "map" and obj_type.name != "any":
             self.error("E3004", f"`del` works on maps, not {ts.show(obj_type)}", stmt.target)
             return False
@@ -1032,13 +1037,18 @@ class _BodyChecker:
         if mutate:
             self.effects.reads.setdefault(name, expr)
         self.effects.writes.setdefault(name, expr)
+        self.touched = True
         if self.in_test:
             self.error("E3008", "tests change state only through tools", expr)
         expr.ty = self.a.state[name].type
         return expr.ty
 
     def write_roots(self, roots: set[str], node: ir.Node) -> None:
+        self.touched = self.touched or bool(roots)
         for root in roots:
+            if root.startswith(WORLD_ROOT):
+                self.error("E4006", f"world data `{root[len(WORLD_ROOT):]}` cannot be changed", node)
+                continue
             if root == bi.AUDIT_LOG:
                 self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", node)
             if self.in_test and not root.startswith(PARAM_ROOT):
@@ -1080,6 +1090,8 @@ class _BodyChecker:
                 return set(local.roots) if local else set()
             if expr.ref == "state":
                 return {expr.id}
+            if expr.ref == "world":
+                return {WORLD_ROOT + expr.id}
             return set()
         if isinstance(expr, ir.Attr) and isinstance(expr.obj, ir.Name) and expr.obj.ref == "state":
             return {expr.name}
@@ -1572,7 +1584,9 @@ class _BodyChecker:
         if expr.kwargs:
             self.error("E3006", f"`.{name}()` takes positional arguments", expr.kwargs[0])
         if name in bi.MUTATING_METHODS.get(kind, ()):
+            self.touched = False
             self.target(func.obj, mutate=True)
+            expr.mutates_state = self.touched
         func.ty = obj_type
         return self._method_type(expr, obj_type, name)
 

@@ -111,6 +111,9 @@ class Call(ExprBase):
     func: Expr
     args: list[Expr] = Field(default_factory=list)
     kwargs: list[Keyword] = Field(default_factory=list)
+    # Set by the analyser on method calls that change a value living in state, so
+    # lowering journals the change for rollback.
+    mutates_state: bool = False
 
 
 class Unary(ExprBase):
@@ -185,6 +188,7 @@ class Assign(StmtBase):
     target: Expr
     op: Literal["=", "+=", "-="] = "="
     value: Expr
+    touches_state: bool = False  # set by the analyser: the target lives in state
 
 
 class Return(StmtBase):
@@ -206,6 +210,7 @@ class Fail(StmtBase):
 class Delete(StmtBase):
     kind: Literal["delete"] = "delete"
     target: Expr
+    touches_state: bool = False
 
 
 class ExprStmt(StmtBase):

@@ -1,0 +1,206 @@
+"""The unified tool schema (`tools.json`), its OpenAI function-calling export, and the
+argument cases generated tests use (valid samples, and bad arguments per parameter).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from compiler import ir
+from compiler import typesys as ts
+from compiler.lower.pycode import _const_json
+
+_CONSTRAINT_KEYWORDS = {
+    "min": "minimum",
+    "max": "maximum",
+    "min_length": "minLength",
+    "max_length": "maxLength",
+    "min_items": "minItems",
+    "max_items": "maxItems",
+    "pattern": "pattern",
+}
+
+
+def constraint_values(param: ir.Param) -> dict[str, Any]:
+    return {c.kind: _const_json(c.value) for c in param.constraints}
+
+
+def param_default(param: ir.Param) -> tuple[bool, Any]:
+    """(has a default, the default); optional parameters default to None."""
+    if param.default is not None:
+        return True, _const_json(param.default)
+    if ts.is_optional(param.type):
+        return True, None
+    return False, None
+
+
+def param_schema(param: ir.Param, enums: dict[str, ir.EnumDecl], records: dict[str, ir.RecordDecl]) -> dict[str, Any]:
+    schema = ts.json_schema(param.type, enums, records)
+    target = schema
+    if "anyOf" in schema:
+        target = schema["anyOf"][0]
+    for kind, value in constraint_values(param).items():
+        target[_CONSTRAINT_KEYWORDS[kind]] = value
+    has_default, default = param_default(param)
+    if has_default:
+        schema["default"] = default
+    return schema
+
+
+def tool_schema(tool: ir.ToolDecl, env: ir.Environment) -> dict[str, Any]:
+    enums = {e.name: e for e in env.enums}
+    records = {r.name: r for r in env.records}
+    return {
+        "name": tool.name,
+        "description": tool.doc,
+        "parameters": {
+            "type": "object",
+            "properties": {p.name: param_schema(p, enums, records) for p in tool.params},
+            "required": [p.name for p in tool.params if not param_default(p)[0]],
+            "additionalProperties": False,
+        },
+        "required": [p.name for p in tool.params if not param_default(p)[0]],
+        "returns": ts.json_schema(tool.returns, enums, records),
+        "side_effect": tool.side_effect,
+        "modifies_state": bool(tool.writes),
+        "state_fields_affected": list(tool.writes),
+        "reads": list(tool.reads),
+        "errors": list(tool.errors),
+    }
+
+
+def tools_document(env: ir.Environment) -> dict[str, Any]:
+    return {
+        "environment": env.header.name,
+        "title": env.header.title,
+        "archetype": env.header.archetype,
+        "domains": list(env.header.domains),
+        "tools": [tool_schema(t, env) for t in env.tools],
+    }
+
+
+def openai_tools(env: ir.Environment) -> list[dict[str, Any]]:
+    """The same tools in OpenAI's function-calling format."""
+    result = []
+    for tool in env.tools:
+        schema = tool_schema(tool, env)
+        result.append({"type": "function", "function": {"name": tool.name, "description": tool.doc, "parameters": schema["parameters"]}})
+    return result
+
+
+# --------------------------------------------------------------------------- sample arguments
+
+
+class Samples:
+    """Valid and invalid argument values, derived from types and constraints."""
+
+    def __init__(self, env: ir.Environment) -> None:
+        self.env = env
+        self.enums = {e.name: e for e in env.enums}
+        self.records = {r.name: r for r in env.records}
+
+    def value(self, ty: ir.TypeRef, constraints: dict[str, Any] | None = None) -> Any:
+        constraints = constraints or {}
+        name = ty.name
+        if name == "optional":
+            return self.value(ty.args[0], constraints)
+        if name == "str":
+            return _sample_string(constraints)
+        if name == "int":
+            low = constraints.get("min", 1)
+            return max(int(low), min(1, int(constraints.get("max", 1))))
+        if name == "float":
+            return float(constraints.get("min", 1.0))
+        if name == "bool":
+            return True
+        if name == "datetime":
+            return self.env.header.clock
+        if name == "date":
+            return self.env.header.clock[:10]
+        if name == "time":
+            return "09:00:00"
+        if name in ("json", "any"):
+            return {}
+        if name == "list":
+            return [self.value(ty.args[0])] * int(constraints.get("min_items", 0))
+        if name == "map":
+            return {}
+        if name in self.enums:
+            return self.enums[name].members[0]
+        if name in self.records:
+            record = self.records[name]
+            return {f.name: self.value(f.type) for f in record.fields if f.default is None and not ts.is_optional(f.type)}
+        return None
+
+    def valid_args(self, tool: ir.ToolDecl) -> dict[str, Any]:
+        args: dict[str, Any] = {}
+        for param in tool.params:
+            has_default, _ = param_default(param)
+            if not has_default:
+                args[param.name] = self.value(param.type, constraint_values(param))
+        return args
+
+    def bad_cases(self, tool: ir.ToolDecl) -> list[tuple[str, dict[str, Any]]]:
+        """(label, arguments) pairs that must each be refused with invalid_argument."""
+        base = self.valid_args(tool)
+        cases: list[tuple[str, dict[str, Any]]] = [("unknown parameter", {**base, "unexpected_parameter": 1})]
+        for param in tool.params:
+            if param.name in base:
+                cases.append((f"missing {param.name}", {k: v for k, v in base.items() if k != param.name}))
+            cases.append((f"{param.name} of the wrong type", {**base, param.name: _wrong_type(param.type, self.enums)}))
+            if ts.strip_optional(param.type).name in self.enums:
+                cases.append((f"{param.name} not a member", {**base, param.name: "__not_a_member__"}))
+            for label, value in _constraint_violations(param):
+                cases.append((f"{param.name} {label}", {**base, param.name: value}))
+        return cases
+
+
+def _sample_string(constraints: dict[str, Any]) -> str:
+    pattern = constraints.get("pattern")
+    if pattern:
+        for candidate in ("sample", "a", "A1", "x@example.com", "2025-01-01", "0", "ab-12"):
+            if re.fullmatch(pattern, candidate):
+                return candidate
+    length = int(constraints.get("min_length", 0))
+    text = "sample"
+    if len(text) < length:
+        text = text + "x" * (length - len(text))
+    maximum = constraints.get("max_length")
+    return text[: int(maximum)] if maximum is not None else text
+
+
+def _wrong_type(ty: ir.TypeRef, enums: dict[str, ir.EnumDecl]) -> Any:
+    base = ts.strip_optional(ty)
+    if base.name in ("str", *ts.TEMPORAL) or base.name in enums:
+        return 12345
+    if base.name in ("int", "float"):
+        return "not a number"
+    if base.name == "bool":
+        return "yes"
+    if base.name == "list":
+        return "not a list"
+    if base.name in ("json", "any"):
+        return {"not": {"json": float("nan")}} if False else "__never_wrong__"
+    return ["not", "an", "object"]
+
+
+def _constraint_violations(param: ir.Param) -> list[tuple[str, Any]]:
+    cases: list[tuple[str, Any]] = []
+    values = constraint_values(param)
+    if "min" in values:
+        cases.append(("below min", values["min"] - 1))
+    if "max" in values:
+        cases.append(("above max", values["max"] + 1))
+    if "min_length" in values and values["min_length"] > 0:
+        cases.append(("too short", "x" * (values["min_length"] - 1)))
+    if "max_length" in values:
+        cases.append(("too long", "x" * (values["max_length"] + 1)))
+    if "pattern" in values:
+        for candidate in ("", " ", "!!", "not matching at all ###"):
+            if not re.fullmatch(values["pattern"], candidate):
+                cases.append(("not matching the pattern", candidate))
+                break
+    if "max_items" in values:
+        cases.append(("too many items", [None] * (values["max_items"] + 1)))
+    return cases
