@@ -1,0 +1,256 @@
+"""The `envc` command line: `check` and `fmt` (`compile` and `new` come later).
+
+Why click: subcommands, `--help` and usage errors (exit 2) come for free. Exit codes are
+part of the contract with CI scripts: 0 clean, 1 errors in a spec (or `fmt --check`
+would change a file), 2 usage or I/O errors, 3 an internal error in envc itself. Bad
+input never produces a Python traceback; only a bug does, and only with ENVC_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from importlib import metadata
+from pathlib import Path
+
+import click
+
+from compiler.diagnostics import Diagnostic, has_errors, render_text, to_json
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+IO_CODES = frozenset({"E0001", "E0002"})
+SPEC_SUFFIX = ".envspec"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[Diagnostic]]:
+    """Files as given; directories become every `*.envspec` below them, sorted.
+
+    Hidden directories (`.venv`, `.git`) are skipped. A directory without specs is an
+    E0001 diagnostic rather than a silent success, so a typo in CI fails loudly.
+    """
+    files: list[Path] = []
+    problems: list[Diagnostic] = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        found = sorted(p for p in path.rglob(f"*{SPEC_SUFFIX}") if p.is_file() and not _hidden(p, path))
+        if not found:
+            message = f"no {SPEC_SUFFIX} files under {path}"
+            problems.append(
+                Diagnostic("E0001", message, str(path), 0, 0, hint="pass spec files or a directory holding some")
+            )
+        files.extend(found)
+    return list(dict.fromkeys(files)), problems
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def exit_code(diagnostics: Sequence[Diagnostic]) -> int:
+    """2 when a file could not be read, 1 for any other error, else 0."""
+    if any(d.code in IO_CODES for d in diagnostics):
+        return EXIT_USAGE
+    return EXIT_ERRORS if has_errors(diagnostics) else EXIT_OK
+
+
+_HEAD = re.compile(r"^(?P<loc>\S+:\d+:\d+) - (?P<sev>error|warning) (?P<code>E\d{4}):")
+
+
+def print_diagnostic(diagnostic: Diagnostic, source: str | None, *, err: bool = False) -> None:
+    """Plain text when piped; colour (via rich) only when the stream is a terminal."""
+    text = render_text(diagnostic, source)
+    stream = sys.stderr if err else sys.stdout
+    if not stream.isatty():
+        click.echo(text, err=err)
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    styled = Text(text)
+    match = _HEAD.match(text)
+    if match:
+        styled.stylize("bold", *match.span("loc"))
+        styled.stylize("bold red" if match["sev"] == "error" else "bold yellow", match.start("sev"), match.end("code"))
+    for hint in re.finditer(r"^  (hint|note):", text, re.MULTILINE):
+        styled.stylize("cyan", *hint.span(1))
+    Console(file=stream, highlight=False, soft_wrap=True).print(styled)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _summary(files: int, diagnostics: Sequence[Diagnostic]) -> str:
+    errors = sum(d.severity == "error" for d in diagnostics)
+    warnings = len(diagnostics) - errors
+    tail = f", {_plural(warnings, 'warning')}" if warnings else ""
+    return f"checked {_plural(files, 'file')}: {_plural(errors, 'error')}{tail}"
+
+
+def read_spec(path: Path) -> tuple[str | None, Diagnostic | None]:
+    """The file's text, or the E0001/E0002 diagnostic saying why it cannot be had."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, Diagnostic("E0001", f"cannot read {path}: {exc.strerror or exc}", str(path), 0, 0)
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return None, Diagnostic("E0002", f"byte {exc.start} is not valid UTF-8", str(path), line, 1)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` in one step (temp file in the same directory, then os.replace),
+    so an interrupted run never leaves a half-written spec; the file mode is kept."""
+    mode = path.stat().st_mode & 0o7777
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _installed_version() -> str:
+    """The package version; a plain source checkout (not installed) still runs."""
+    try:
+        return metadata.version("envc")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version=_installed_version(), prog_name="envc")
+def cli() -> None:
+    """envc: compile .envspec files into sandbox environments for RL agents."""
+
+
+# Extension point: later stages register further subcommands on `cli` the same way,
+# e.g. `@cli.command("compile")` (lower + static/dynamic checks) and `@cli.command("new")`
+# (a spec from a prototype). Each command returns its exit code via `ctx.exit`.
+
+
+SPEC_PATHS = click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+
+
+@cli.command()
+@SPEC_PATHS
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How to print diagnostics.",
+)
+@click.option("--emit-ir", is_flag=True, help="Print the analysed environment as JSON on stdout (one spec only).")
+@click.pass_context
+def check(ctx: click.Context, files: tuple[Path, ...], fmt: str, emit_ir: bool) -> None:
+    """Parse and analyse specs; directories mean every *.envspec below them."""
+    from compiler.analyse import analyse_file
+
+    paths, diagnostics = expand_paths(files)
+    if emit_ir and len(paths) != 1:
+        raise click.UsageError("--emit-ir takes exactly one spec file")
+    sources: dict[str, str] = {}
+    environment_json = ""
+    for path in paths:
+        result = analyse_file(path)
+        diagnostics.extend(result.diagnostics)
+        sources.update(result.sources)
+        if emit_ir and result.environment is not None and not has_errors(result.diagnostics):
+            environment_json = result.environment.model_dump_json(indent=2)
+    # With --emit-ir stdout carries only the IR, so diagnostics move to stderr.
+    if fmt == "json":
+        click.echo(to_json(diagnostics), err=emit_ir)
+    else:
+        for diagnostic in diagnostics:
+            print_diagnostic(diagnostic, sources.get(diagnostic.path), err=emit_ir)
+        click.echo(_summary(len(paths), diagnostics), err=True)
+    if environment_json:
+        click.echo(environment_json)
+    ctx.exit(exit_code(diagnostics))
+
+
+@cli.command("fmt")
+@SPEC_PATHS
+@click.option("--check", "check_only", is_flag=True, help="Write nothing; exit 1 if any file would change.")
+@click.pass_context
+def fmt_command(ctx: click.Context, files: tuple[Path, ...], check_only: bool) -> None:
+    """Rewrite specs in the canonical layout, in place and only when changed."""
+    paths, diagnostics = expand_paths(files)
+    for problem in diagnostics:
+        print_diagnostic(problem, None)
+    changed = 0
+    for path in paths:
+        would_change, problems = _format_file(path, check_only)
+        changed += would_change
+        diagnostics.extend(problems)
+    verb = "would be reformatted" if check_only else "reformatted"
+    click.echo(f"{_plural(changed, 'file')} {verb}, {len(paths) - changed} unchanged", err=True)
+    code = exit_code(diagnostics)
+    ctx.exit(EXIT_ERRORS if code == EXIT_OK and check_only and changed else code)
+
+
+def _format_file(path: Path, check_only: bool) -> tuple[bool, list[Diagnostic]]:
+    """Format one file: whether it changes (or would), and the diagnostics printed.
+
+    A file with syntax errors is left untouched: the formatter returns no text for it.
+    """
+    from compiler.fmt import format_source
+
+    source, problem = read_spec(path)
+    if source is None:
+        problems = [problem] if problem else []
+        for diagnostic in problems:
+            print_diagnostic(diagnostic, None)
+        return False, problems
+    result = format_source(source, str(path))
+    for diagnostic in result.diagnostics:
+        print_diagnostic(diagnostic, source)
+    if result.text is None or result.text == source:
+        return False, result.diagnostics
+    if check_only:
+        click.echo(f"would reformat {path}")
+    else:
+        write_atomically(path, result.text)
+        click.echo(f"reformatted {path}")
+    return True, result.diagnostics
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry: run the CLI; turn any unexpected exception into exit 3."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="envc")
+    except Exception as exc:  # the one place that catches everything
+        if os.environ.get("ENVC_DEBUG") == "1":
+            raise
+        message = str(exc).splitlines()[0] if str(exc) else ""
+        click.echo(
+            f"envc: internal error: {type(exc).__name__}: {message} (set ENVC_DEBUG=1 for a traceback)", err=True
+        )
+        sys.exit(EXIT_INTERNAL)
+
+
+if __name__ == "__main__":
+    main()
