@@ -235,6 +235,100 @@ def _format_file(path: Path, check_only: bool) -> tuple[bool, list[Diagnostic]]:
     return True, result.diagnostics
 
 
+@cli.command("compile")
+@click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Output root (default: [tool.envc] output in pyproject.toml, else generated/).")
+@click.option("--check", "check_only", is_flag=True, help="Write nothing; exit 1 listing files when the output is stale or was edited by hand.")
+@click.option("--no-qc", is_flag=True, help="Skip the static and dynamic checks (faster; for iterating on a spec).")
+@click.option("--force", is_flag=True, help="Overwrite output folders even if files in them were changed by hand.")
+def compile_command(specs: tuple[Path, ...], output: Path | None, check_only: bool, no_qc: bool, force: bool) -> None:
+    """Compile specs into checked Python packages (all specs/*.envspec when none are given)."""
+    from compiler import pipeline
+
+    root = pipeline.find_project_root(Path.cwd())
+    files, problems = expand_paths(specs) if specs else (pipeline.default_specs(root), [])
+    if not files and not problems:
+        click.echo("envc: no specs to compile (pass spec files, or add some under specs/)", err=True)
+        sys.exit(EXIT_USAGE)
+    options = pipeline.Options(
+        output=(output if output is not None else pipeline.configured_output(root)).resolve(),
+        project_root=root,
+        check_only=check_only,
+        qc=not (no_qc or check_only),
+        force=force,
+    )
+    results = _compile_with_progress(files, options)
+    sources = _sources_of(results)
+    diagnostics = [*problems, *(d for r in results for d in r.diagnostics)]
+    for diagnostic in diagnostics:
+        print_diagnostic(diagnostic, sources.get(diagnostic.path), err=True)
+    _print_compile_table(results)
+    for result in results:
+        if result.status == "stale":
+            for name in result.stale_files:
+                click.echo(f"stale: {options.output.name}/{result.name}/{name}", err=True)
+    failed = [r for r in results if not r.ok]
+    if problems and all(d.code in IO_CODES for d in problems):
+        sys.exit(EXIT_USAGE)
+    if any(d.code in IO_CODES for r in failed for d in r.diagnostics):
+        sys.exit(EXIT_USAGE)
+    sys.exit(EXIT_ERRORS if failed or problems else EXIT_OK)
+
+
+def _compile_with_progress(files: list[Path], options: object) -> list[object]:
+    """A progress line per spec on a terminal; silence when piped (CI logs stay clean)."""
+    from compiler import pipeline
+
+    assert isinstance(options, pipeline.Options)
+    if not sys.stderr.isatty() or len(files) < 2:
+        return list(pipeline.compile_specs(files, options))
+    from rich.progress import Progress
+
+    with Progress(transient=True) as progress:
+        task = progress.add_task("compiling", total=len(files))
+
+        def advance(spec: str) -> None:
+            progress.update(task, advance=1, description=f"compiling {spec}")
+
+        return list(pipeline.compile_specs(files, options, advance))
+
+
+def _sources_of(results: list[object]) -> dict[str, str]:
+    sources: dict[str, str] = {}
+    for result in results:
+        for diagnostic in getattr(result, "diagnostics", []):
+            if diagnostic.path not in sources:
+                text, _ = read_spec(Path(diagnostic.path))
+                if text is not None:
+                    sources[diagnostic.path] = text
+    return sources
+
+
+def _print_compile_table(results: list[object]) -> None:
+    """One row per spec: tools (read/write), lines, static and dynamic check, time."""
+    from compiler.pipeline import SpecResult
+
+    rows = [r for r in results if isinstance(r, SpecResult)]
+    header = ("spec", "env", "tools r/w", "lines", "static", "dynamic", "tests", "time", "result")
+    table = [header] + [
+        (
+            r.spec,
+            r.name or "-",
+            f"{r.read_tools}/{r.write_tools}" if r.name else "-",
+            str(r.lines) if r.lines else "-",
+            r.static,
+            r.dynamic,
+            r.tests or "-",
+            f"{r.seconds:.2f}s",
+            r.status,
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
 # --------------------------------------------------------------------------- entry point
 
 

@@ -1,0 +1,362 @@
+"""Stages 5 and 6, check: quality control of generated packages before they count.
+
+Static: ruff (lint and format), mypy --strict, and envc's own AST rules. Dynamic: the
+generated tests, run by pytest in a subprocess with a time limit. Findings come back as
+diagnostics at the spec line of the tool whose code failed, where that can be known.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compiler import ir
+from compiler.diagnostics import Diagnostic
+from compiler.lower import LINE_LENGTH, ruff_binary
+
+RUFF_RULES = "E,F,W,I,UP,B,C4"
+DYNAMIC_TIMEOUT_SECONDS = 300
+
+# Imports a generated module may use: the standard library only, and per file only
+# what it needs (the environment itself does no I/O; sessions save to disk).
+ALLOWED_IMPORTS = {
+    "environment.py": {"__future__", "json", "re", "datetime", "collections.abc", "dataclasses", "types", "typing"},
+    "sessions.py": {"__future__", "json", "os", "re", "tempfile", "threading", "collections.abc", "pathlib", "typing"},
+    "__init__.py": {"__future__"},
+    "tests/__init__.py": set(),
+    "tests/test_environment.py": {"__future__", "threading", "collections.abc", "pathlib", "typing", "pytest"},
+}
+FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "open", "input", "breakpoint", "print", "globals", "locals", "vars", "setattr", "delattr"}
+FORBIDDEN_ATTRIBUTES = {
+    ("time", "time"), ("time", "monotonic"), ("time", "sleep"), ("datetime", "now"), ("datetime", "today"),
+    ("datetime", "utcnow"), ("date", "today"), ("os", "system"), ("os", "popen"), ("os", "environ"),
+    ("random", "random"), ("random", "randint"), ("random", "choice"), ("uuid", "uuid4"),
+}
+INFRASTRUCTURE_METHODS = {"call", "invoke", "view", "state", "state_json", "snapshot", "restore", "fork"}
+
+
+@dataclass
+class Finding:
+    """One problem in one generated file, before it is mapped to the spec."""
+
+    tool: str  # "ruff", "mypy", "ast", "pytest"
+    file: str  # relative to the package folder
+    line: int
+    message: str
+
+
+@dataclass
+class CheckResult:
+    static_ok: bool = True
+    dynamic_ok: bool = True
+    findings: list[Finding] = field(default_factory=list)
+    tests_passed: int = 0
+    tests_failed: int = 0
+
+
+@dataclass
+class Package:
+    """A lowered environment: its IR and its files, ready to be checked or written."""
+
+    env: ir.Environment
+    name: str
+    files: dict[str, str]
+
+
+def check_packages(packages: list[Package], dynamic: bool = True) -> dict[str, CheckResult]:
+    """Run every check on every package (in one temporary tree, so mypy runs once)."""
+    results = {p.name: CheckResult() for p in packages}
+    if not packages:
+        return results
+    with tempfile.TemporaryDirectory(prefix="envc-check-") as tmp:
+        root = Path(tmp)
+        for package in packages:
+            write_tree(root / package.name, package.files)
+        for finding_package, finding in _ruff(root, packages):
+            results[finding_package].findings.append(finding)
+        for finding_package, finding in _mypy(root, packages):
+            results[finding_package].findings.append(finding)
+        for package in packages:
+            results[package.name].findings.extend(ast_rules(package))
+            results[package.name].static_ok = not results[package.name].findings
+        if dynamic:
+            for package in packages:
+                _run_tests(root, package, results[package.name])
+    return results
+
+
+def write_tree(folder: Path, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _split(root: Path, path_text: str, packages: list[Package]) -> tuple[str, str] | None:
+    try:
+        relative = Path(path_text).resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    parts = relative.parts
+    if not parts or parts[0] not in {p.name for p in packages}:
+        return None
+    return parts[0], "/".join(parts[1:])
+
+
+def _ruff(root: Path, packages: list[Package]) -> Iterator[tuple[str, Finding]]:
+    base = [ruff_binary(), "--quiet"]
+    options = ["--isolated", "--line-length", str(LINE_LENGTH), "--target-version", "py311"]
+    lint = subprocess.run(
+        [*base[:1], "check", *options, "--select", RUFF_RULES, "--ignore", "E501", "--output-format", "json", str(root)],
+        capture_output=True, text=True, check=False,
+    )
+    for item in json.loads(lint.stdout or "[]"):
+        where = _split(root, item["filename"], packages)
+        if where:
+            yield where[0], Finding("ruff", where[1], item["location"]["row"], f"{item['code']} {item['message']}")
+    fmt = subprocess.run([*base[:1], "format", *options, "--check", str(root)], capture_output=True, text=True, check=False)
+    for line in fmt.stdout.splitlines():
+        if line.startswith("Would reformat: "):
+            where = _split(root, line.removeprefix("Would reformat: ").strip(), packages)
+            if where:
+                yield where[0], Finding("ruff", where[1], 1, "not formatted as ruff format would")
+
+
+def _mypy(root: Path, packages: list[Package]) -> Iterator[tuple[str, Finding]]:
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "envc" / "mypy"
+    command = [
+        sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-absolute-path",
+        "--no-color-output", "--cache-dir", str(cache), "--python-version", "3.11",
+        *[str(root / p.name) for p in packages],
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, cwd=root)
+    for line in result.stdout.splitlines():
+        path_text, _, rest = line.partition(":")
+        line_text, _, message = rest.partition(":")
+        where = _split(root, path_text, packages)
+        if where and line_text.strip().isdigit() and " note: " not in f" {message}":
+            yield where[0], Finding("mypy", where[1], int(line_text), message.strip())
+    if result.returncode not in (0, 1):
+        yield packages[0].name, Finding("mypy", "", 0, f"mypy did not run: {result.stderr.strip()[:300]}")
+
+
+def _run_tests(root: Path, package: Package, result: CheckResult) -> None:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root / package.name), str(root / package.name / "tests")]
+    try:
+        run = subprocess.run(command, capture_output=True, text=True, check=False, cwd=root, timeout=DYNAMIC_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        result.dynamic_ok = False
+        result.findings.append(Finding("timeout", "tests/test_environment.py", 0, f"generated tests did not finish in {DYNAMIC_TIMEOUT_SECONDS} s"))
+        return
+    summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    result.tests_passed = _count(summary, "passed")
+    result.tests_failed = _count(summary, "failed") + _count(summary, "error")
+    if run.returncode != 0:
+        result.dynamic_ok = False
+        for line in run.stdout.splitlines():
+            if line.startswith(("FAILED ", "ERROR ")):
+                result.findings.append(Finding("pytest", "tests/test_environment.py", 0, line))
+        if not any(f.tool == "pytest" for f in result.findings):
+            tail = " | ".join((run.stdout + run.stderr).strip().splitlines()[-5:])
+            result.findings.append(Finding("pytest", "tests/test_environment.py", 0, tail))
+
+
+def _count(summary: str, word: str) -> int:
+    for part in summary.replace(",", " ").split(" in ")[0].split("  "):
+        pieces = part.split()
+        for index, piece in enumerate(pieces[1:], start=1):
+            if piece.startswith(word) and pieces[index - 1].isdigit():
+                return int(pieces[index - 1])
+    return 0
+
+
+# --------------------------------------------------------------------------- AST rules
+
+
+def ast_rules(package: Package) -> list[Finding]:
+    """envc's own rules; each returns findings for one generated file."""
+    findings: list[Finding] = []
+    for relative, text in package.files.items():
+        if not relative.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError as exc:
+            findings.append(Finding("ast", relative, exc.lineno or 0, f"does not parse: {exc.msg}"))
+            continue
+        findings += rule_imports(relative, tree)
+        findings += rule_no_bare_except(relative, tree)
+        if relative == "environment.py":
+            findings += rule_forbidden_calls(relative, tree)
+            findings += rule_tool_parity(relative, tree, package.env)
+            findings += rule_state_copied(relative, tree)
+            findings += rule_declared_effects(relative, tree, package.env)
+    return findings
+
+
+def rule_imports(relative: str, tree: ast.Module) -> list[Finding]:
+    """Only the standard-library modules this file needs; nothing of envc."""
+    allowed = ALLOWED_IMPORTS.get(relative, set())
+    findings = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level > 0:
+                continue
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            if name not in allowed:
+                findings.append(Finding("ast", relative, node.lineno, f"import of `{name}` is not allowed here"))
+    return findings
+
+
+def rule_no_bare_except(relative: str, tree: ast.Module) -> list[Finding]:
+    return [Finding("ast", relative, n.lineno, "bare `except:` hides errors") for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler) and n.type is None]
+
+
+def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
+    """No I/O, no eval/exec, no wall clock, no unseeded randomness."""
+    findings = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in FORBIDDEN_CALLS:
+            findings.append(Finding("ast", relative, node.lineno, f"call of `{func.id}` is forbidden in an environment"))
+        if isinstance(func, ast.Attribute):
+            owner = func.value.attr if isinstance(func.value, ast.Attribute) else func.value.id if isinstance(func.value, ast.Name) else ""
+            if (owner, func.attr) in FORBIDDEN_ATTRIBUTES or owner in ("random", "subprocess", "socket", "time"):
+                findings.append(Finding("ast", relative, node.lineno, f"call of `{owner}.{func.attr}` is forbidden (wall clock, randomness or I/O)"))
+    return findings
+
+
+def _environment_class(tree: ast.Module) -> ast.ClassDef | None:
+    return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Environment"), None)
+
+
+def rule_tool_parity(relative: str, tree: ast.Module, env: ir.Environment) -> list[Finding]:
+    """Every tool of the schema has a method, and every public method is a tool."""
+    cls = _environment_class(tree)
+    if cls is None:
+        return [Finding("ast", relative, 1, "no `Environment` class")]
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    public = {name for name in methods if not name.startswith("_")} - INFRASTRUCTURE_METHODS
+    tools = {t.name for t in env.tools}
+    findings = [Finding("ast", relative, cls.lineno, f"tool `{name}` has no method") for name in sorted(tools - public)]
+    findings += [Finding("ast", relative, methods[name].lineno, f"public method `{name}` is not a tool of the schema") for name in sorted(public - tools)]
+    return findings
+
+
+def rule_state_copied(relative: str, tree: ast.Module) -> list[Finding]:
+    """`self._state` is only ever assigned a fresh copy (so scenarios never share data)."""
+    findings = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr == "_state":
+                value = node.value
+                ok = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("copy_state", "_scenario_state")
+                if not ok:
+                    findings.append(Finding("ast", relative, node.lineno, "`_state` must be assigned a deep copy (copy_state)"))
+    return findings
+
+
+def rule_declared_effects(relative: str, tree: ast.Module, env: ir.Environment) -> list[Finding]:
+    """A tool method touches only the state fields it reads or writes, and assigns only
+    fields in its write set."""
+    cls = _environment_class(tree)
+    if cls is None:
+        return []
+    tools = {t.name: t for t in env.tools}
+    findings = []
+    for method in cls.body:
+        if not isinstance(method, ast.FunctionDef) or method.name not in tools:
+            continue
+        tool = tools[method.name]
+        touched, assigned = _state_fields(method)
+        for name, line in sorted(touched.items()):
+            if name not in tool.reads and name not in tool.writes:
+                findings.append(Finding("ast", relative, line, f"tool `{tool.name}` uses state field `{name}` outside its read and write sets"))
+        for name, line in sorted(assigned.items()):
+            if name not in tool.writes:
+                findings.append(Finding("ast", relative, line, f"tool `{tool.name}` changes `{name}`, which is not in its write set"))
+    return findings
+
+
+def _state_fields(method: ast.FunctionDef) -> tuple[dict[str, int], dict[str, int]]:
+    touched: dict[str, int] = {}
+    assigned: dict[str, int] = {}
+    for node in ast.walk(method):
+        if isinstance(node, ast.Subscript) and _is_state(node.value):
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                touched.setdefault(key.value, node.lineno)
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                root = _root_field(target)
+                if root:
+                    assigned.setdefault(root, node.lineno)
+    return touched, assigned
+
+
+def _is_state(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "state") or (isinstance(node, ast.Attribute) and node.attr == "_state")
+
+
+def _root_field(target: ast.expr) -> str:
+    while isinstance(target, ast.Subscript):
+        if _is_state(target.value) and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+            return target.slice.value
+        target = target.value
+    return ""
+
+
+# --------------------------------------------------------------------------- mapping to the spec
+
+
+def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
+    """The spec file and line of the tool (or helper) whose generated code has the finding."""
+    env = package.env
+    text = package.files.get(finding.file, "")
+    method = _enclosing_function(text, finding.line) if finding.line else ""
+    for decl in [*env.tools, *env.fns]:
+        if method in (decl.name, f"_{decl.name}", f"run_{decl.name}", f"test_{decl.name}"):
+            return decl.file, decl.line, decl.col
+    for test in env.tests:
+        if method in (f"run_{test.name}", f"test_{test.name}"):
+            return test.file, test.line, test.col
+    return env.path, env.header.line or 1, env.header.col or 1
+
+
+def _enclosing_function(text: str, line: int) -> str:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ""
+    best = ""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            best = node.name
+    return best
+
+
+def to_diagnostics(package: Package, result: CheckResult) -> list[Diagnostic]:
+    diagnostics = []
+    for finding in result.findings:
+        path, line, col = spec_position(package, finding)
+        code = {"pytest": "E6002", "timeout": "E6004"}.get(finding.tool, "E6001")
+        where = f"{package.name}/{finding.file}:{finding.line}" if finding.line else f"{package.name}/{finding.file}"
+        diagnostics.append(Diagnostic(code, f"{finding.tool}: {where}: {finding.message}", path, line, col))
+    return diagnostics

@@ -1,0 +1,363 @@
+"""`envc compile`: analyse, lower and check specs, then write or compare the output.
+
+Generation yields an in-memory map of files, so writing (`compile`) and comparing
+(`compile --check`) share one code path. Each output folder carries a manifest with
+the hash of every file envc wrote and of every input it read: hand edits are detected
+(and never overwritten silently), and a spec whose inputs did not change is skipped
+without re-running anything.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from compiler.diagnostics import Diagnostic
+
+if TYPE_CHECKING:  # the stages load lazily: an up-to-date run needs none of them
+    from compiler import check as qc
+
+MANIFEST = ".envc-manifest.json"
+
+
+@dataclass
+class SpecResult:
+    """What happened to one spec; the CLI prints one summary row from it."""
+
+    spec: str
+    name: str = ""
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    read_tools: int = 0
+    write_tools: int = 0
+    lines: int = 0
+    static: str = "-"  # "pass", "fail", "skipped", "cached", "-"
+    dynamic: str = "-"
+    tests: str = ""
+    status: str = "error"  # "written", "unchanged", "up-to-date", "stale", "error"
+    stale_files: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("written", "unchanged", "up-to-date")
+
+
+@dataclass
+class Options:
+    output: Path
+    project_root: Path
+    check_only: bool = False
+    qc: bool = True
+    force: bool = False
+
+
+def find_project_root(start: Path) -> Path:
+    """The nearest folder upwards with a pyproject.toml, else `start`."""
+    for folder in [start, *start.parents]:
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return start
+
+
+def configured_output(root: Path) -> Path:
+    """`[tool.envc] output` from pyproject.toml, relative to it; `generated` by default."""
+    pyproject = root / "pyproject.toml"
+    output = "generated"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            data = {}
+        value = data.get("tool", {}).get("envc", {}).get("output")
+        if isinstance(value, str) and value:
+            output = value
+    return root / output
+
+
+def default_specs(root: Path) -> list[Path]:
+    return sorted((root / "specs").glob("*.envspec"))
+
+
+@functools.cache
+def compiler_fingerprint() -> str:
+    """A hash of the compiler itself: a new envc regenerates everything."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    roots = [package, package.parent / "templates", package.parent / "grammar", package / "templates", package / "grammar"]
+    for folder in roots:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*")):
+            if path.suffix in (".py", ".jinja", ".lark") and "__pycache__" not in path.parts:
+                digest.update(path.name.encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _sha(text: str | bytes) -> str:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def display_path(path: Path, root: Path) -> str:
+    """How generated headers name a spec: relative to the project, with forward slashes."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def read_manifest(folder: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _inputs_digest(inputs: list[str], root: Path) -> str | None:
+    digest = hashlib.sha256(compiler_fingerprint().encode())
+    for name in inputs:
+        try:
+            digest.update(name.encode())
+            digest.update((root / name).read_bytes())
+        except OSError:
+            return None
+    return digest.hexdigest()
+
+
+def _disk_matches(folder: Path, files: dict[str, str]) -> list[str]:
+    """Files whose content on disk differs from `files` (hashes), plus strays."""
+    differing = []
+    for relative, sha in files.items():
+        try:
+            if _sha((folder / relative).read_bytes()) != sha:
+                differing.append(relative)
+        except OSError:
+            differing.append(relative)
+    return differing + _strays(folder, set(files))
+
+
+def _strays(folder: Path, known: set[str]) -> list[str]:
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.name != MANIFEST:
+            relative = path.relative_to(folder).as_posix()
+            if relative not in known and not relative.startswith(".pytest_cache"):
+                found.append(relative)
+    return found
+
+
+# --------------------------------------------------------------------------- compile
+
+
+def compile_specs(specs: list[Path], options: Options, progress: Callable[[str], None] | None = None) -> list[SpecResult]:
+    results: list[SpecResult] = []
+    pending: list[tuple[SpecResult, qc.Package, dict[str, str], float]] = []
+    for spec in specs:
+        started = time.perf_counter()
+        result = SpecResult(spec=display_path(spec, options.project_root))
+        results.append(result)
+        if progress:
+            progress(result.spec)
+        if _up_to_date(spec, result, options):
+            result.seconds = time.perf_counter() - started
+            continue
+        package = _lower_spec(spec, result, options)
+        if package is not None:
+            pending.append((result, package, _manifest_files(package, spec, result, options), started))
+        result.seconds = time.perf_counter() - started
+    _check_and_write(pending, options)
+    return results
+
+
+def _up_to_date(spec: Path, result: SpecResult, options: Options) -> bool:
+    """The fast path: inputs and compiler unchanged, and the output untouched on disk."""
+    for folder in sorted(options.output.glob("*")):
+        manifest = read_manifest(folder)
+        if not manifest or manifest.get("spec") != result.spec:
+            continue
+        inputs = manifest.get("inputs")
+        files = manifest.get("files")
+        if not isinstance(inputs, list) or not isinstance(files, dict):
+            return False
+        if manifest.get("inputs_sha") != _inputs_digest([str(i) for i in inputs], options.project_root):
+            return False
+        if _disk_matches(folder, {str(k): str(v) for k, v in files.items()}):
+            return False
+        if options.qc and not _qc_marker(options, str(manifest.get("inputs_sha"))).exists():
+            return False
+        result.name = folder.name
+        summary = manifest.get("summary", {})
+        if isinstance(summary, dict):
+            result.read_tools = int(summary.get("read_tools", 0))
+            result.write_tools = int(summary.get("write_tools", 0))
+            result.lines = int(summary.get("lines", 0))
+        result.static = result.dynamic = "cached"
+        result.status = "up-to-date"
+        return True
+    return False
+
+
+def _qc_marker(options: Options, inputs_sha: str) -> Path:
+    """Proof that output for these exact inputs passed QC; kept out of the manifest so
+    the generated tree stays the same whether or not checks ran."""
+    return options.project_root / ".envc-cache" / "qc" / inputs_sha
+
+
+def _lower_spec(spec: Path, result: SpecResult, options: Options) -> qc.Package | None:
+    from compiler import check as qc
+    from compiler.analyse import analyse_file
+    from compiler.lower import LoweringError, lower
+
+    analysis = analyse_file(spec)
+    result.diagnostics.extend(analysis.diagnostics)
+    env = analysis.environment
+    if env is None:
+        return None
+    result.name = env.header.name
+    result.read_tools = sum(1 for t in env.tools if not t.writes)
+    result.write_tools = sum(1 for t in env.tools if t.writes)
+    try:
+        files = lower(env, result.spec)
+    except LoweringError as exc:
+        result.diagnostics.append(Diagnostic("E6001", str(exc), str(spec), env.header.line or 1, 1))
+        return None
+    result.lines = sum(text.count("\n") for path, text in files.items() if path.endswith(".py"))
+    return qc.Package(env=env, name=env.header.name, files=files)
+
+
+def _manifest_files(package: qc.Package, spec: Path, result: SpecResult, options: Options) -> dict[str, str]:
+    root = options.project_root
+    inputs = sorted({display_path(Path(d.file), root) for d in [*package.env.tools, *package.env.fns, *package.env.tests] if d.file} | {result.spec})
+    inputs += sorted(display_path(Path(package.env.path).parent / w.source, root) for w in package.env.world if w.source)
+    manifest = {
+        "spec": result.spec,
+        "inputs": inputs,
+        "inputs_sha": _inputs_digest(inputs, root),
+        "files": {path: _sha(text) for path, text in package.files.items()},
+        "summary": {"read_tools": result.read_tools, "write_tools": result.write_tools, "lines": result.lines},
+    }
+    return {**package.files, MANIFEST: json.dumps(manifest, indent=2, sort_keys=True) + "\n"}
+
+
+def _check_and_write(pending: list[tuple[SpecResult, qc.Package, dict[str, str], float]], options: Options) -> None:
+    if not pending:
+        return
+    from compiler import check as qc
+
+    started = time.perf_counter()
+    checks: dict[str, qc.CheckResult] = {}
+    if options.qc:
+        checks = qc.check_packages([package for _, package, _, _ in pending], dynamic=True)
+    share = (time.perf_counter() - started) / len(pending)
+    for result, package, files, _ in pending:
+        result.seconds += share
+        check = checks.get(package.name)
+        if check is not None:
+            result.static = "pass" if check.static_ok else "fail"
+            result.dynamic = "pass" if check.dynamic_ok else "fail"
+            result.tests = f"{check.tests_passed} passed" + (f", {check.tests_failed} failed" if check.tests_failed else "")
+            result.diagnostics.extend(qc.to_diagnostics(package, check))
+            if not (check.static_ok and check.dynamic_ok):
+                result.status = "error"
+                continue
+        else:
+            result.static = result.dynamic = "skipped"
+        folder = options.output / package.name
+        differing = _differences(folder, files)
+        if options.check_only:
+            result.status = "stale" if differing else "up-to-date"
+            result.stale_files = differing
+            continue
+        if not differing:
+            result.status = "unchanged"
+            if check is not None:
+                _mark_checked(options, files)
+            continue
+        edited = _hand_edits(folder)
+        if edited and not options.force:
+            result.status = "error"
+            result.stale_files = edited
+            result.diagnostics.append(
+                Diagnostic("E6003", f"{display_path(folder, options.project_root)} has files changed by hand or not made by envc: {', '.join(edited)}; nothing was written", str(result.spec), 1, 1, hint="move your changes into the spec, or pass --force to overwrite them")
+            )
+            continue
+        replace_folder(folder, files)
+        result.status = "written"
+        if check is not None:
+            _mark_checked(options, files)
+
+
+def _mark_checked(options: Options, files: dict[str, str]) -> None:
+    manifest = json.loads(files[MANIFEST])
+    marker = _qc_marker(options, str(manifest["inputs_sha"]))
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("passed\n", encoding="utf-8")
+
+
+def _differences(folder: Path, files: dict[str, str]) -> list[str]:
+    """Files that would change: new, different, or present on disk but not generated."""
+    differing = []
+    for relative, text in files.items():
+        try:
+            if (folder / relative).read_bytes() != text.encode("utf-8"):
+                differing.append(relative)
+        except OSError:
+            differing.append(relative)
+    return differing + _strays(folder, set(files))
+
+
+def _hand_edits(folder: Path) -> list[str]:
+    """Files in an existing output folder that envc did not write as they are now."""
+    if not folder.exists():
+        return []
+    manifest = read_manifest(folder)
+    files = manifest.get("files") if manifest else None
+    if not isinstance(files, dict):
+        return _strays(folder, set())
+    return _disk_matches(folder, {str(k): str(v) for k, v in files.items()})
+
+
+def replace_folder(folder: Path, files: dict[str, str]) -> None:
+    """Write a whole package beside the old one, then swap: never half a package."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-", dir=folder.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; the package is not
+    try:
+        for relative, text in files.items():
+            path = staging / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        backup = folder.parent / f".{folder.name}.old"
+        if backup.exists():
+            shutil.rmtree(backup)
+        if folder.exists():
+            os.replace(folder, backup)
+        os.replace(staging, folder)
+        if backup.exists():
+            shutil.rmtree(backup)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
