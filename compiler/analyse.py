@@ -10,11 +10,14 @@ through locals and helper functions. All problems come back as diagnostics.
 from __future__ import annotations
 
 import json
+import keyword
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from compiler import builtins as bi
 from compiler import ir
@@ -71,7 +74,9 @@ def _sorted(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 # =========================================================================== loading
 
 
-def _load(path: Path, sources: dict[str, str], diagnostics: list[Diagnostic], chain: tuple[str, ...]) -> ir.Module | None:
+def _load(
+    path: Path, sources: dict[str, str], diagnostics: list[Diagnostic], chain: tuple[str, ...]
+) -> ir.Module | None:
     key = str(path)
     try:
         raw = path.read_bytes()
@@ -88,7 +93,9 @@ def _load(path: Path, sources: dict[str, str], diagnostics: list[Diagnostic], ch
     return _parse_and_extend(text, path, sources, diagnostics, chain)
 
 
-def _parse_and_extend(text: str, path: Path, sources: dict[str, str], diagnostics: list[Diagnostic], chain: tuple[str, ...]) -> ir.Module | None:
+def _parse_and_extend(
+    text: str, path: Path, sources: dict[str, str], diagnostics: list[Diagnostic], chain: tuple[str, ...]
+) -> ir.Module | None:
     result = parse_source(text, str(path))
     diagnostics.extend(result.diagnostics)
     module = result.module
@@ -102,15 +109,21 @@ def _parse_and_extend(text: str, path: Path, sources: dict[str, str], diagnostic
     header = module.header
     parent_path = _find_prototype(header.extends, path)
     if parent_path is None:
-        diagnostics.append(Diagnostic("E0004", f"cannot find prototype `{header.extends}`", str(path), header.line, header.col))
+        diagnostics.append(
+            Diagnostic("E0004", f"cannot find prototype `{header.extends}`", str(path), header.line, header.col)
+        )
         return None
     if str(parent_path.resolve()) in chain or parent_path.resolve() == path.resolve():
-        diagnostics.append(Diagnostic("E2018", f"`{header.extends}` extends itself", str(path), header.line, header.col))
+        diagnostics.append(
+            Diagnostic("E2018", f"`{header.extends}` extends itself", str(path), header.line, header.col)
+        )
         return None
     parent = _load(parent_path, sources, diagnostics, (*chain, str(path.resolve())))
     if parent is None:
         if not any(d.path == str(parent_path) for d in diagnostics):
-            diagnostics.append(Diagnostic("E0004", f"prototype `{header.extends}` has errors", str(path), header.line, header.col))
+            diagnostics.append(
+                Diagnostic("E0004", f"prototype `{header.extends}` has errors", str(path), header.line, header.col)
+            )
         return None
     return _merge(parent, module, diagnostics)
 
@@ -121,7 +134,11 @@ def prototypes_dir() -> Path:
 
 
 def _find_prototype(name: str, spec: Path) -> Path | None:
-    candidates = [spec.parent / name, spec.parent / "prototypes" / f"{name}.envspec", prototypes_dir() / f"{name}.envspec"]
+    candidates = [
+        spec.parent / name,
+        spec.parent / "prototypes" / f"{name}.envspec",
+        prototypes_dir() / f"{name}.envspec",
+    ]
     for candidate in candidates:
         if ".." not in Path(name).parts and candidate.is_file():
             return candidate
@@ -140,15 +157,33 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     merged = ir.Module(path=child.path, header=header)
     dropped: dict[str, set[str]] = {}
     for drop in child.drops:
-        pool = {"tool": parent.tools, "fn": parent.fns, "scenario": parent.scenarios, "test": parent.tests, "task": parent.tasks}[drop.what]
+        pools: dict[str, Sequence[Any]] = {
+            "tool": parent.tools,
+            "fn": parent.fns,
+            "scenario": parent.scenarios,
+            "test": parent.tests,
+            "task": parent.tasks,
+        }
+        pool = pools[drop.what]
         if not any(d.name == drop.name for d in pool):
-            diagnostics.append(Diagnostic("E2012", f"the prototype has no {drop.what} `{drop.name}` to drop", drop.file, drop.line, drop.col, hint=did_you_mean(drop.name, [d.name for d in pool])))
+            diagnostics.append(
+                Diagnostic(
+                    "E2012",
+                    f"the prototype has no {drop.what} `{drop.name}` to drop",
+                    drop.file,
+                    drop.line,
+                    drop.col,
+                    hint=did_you_mean(drop.name, [d.name for d in pool]),
+                )
+            )
         dropped.setdefault(drop.what, set()).add(drop.name)
     merged.enums = _merge_named(parent.enums, child.enums, "enum", diagnostics, set())
     merged.records = _merge_named(parent.records, child.records, "record", diagnostics, set())
     merged.fns = _merge_named(parent.fns, child.fns, "fn", diagnostics, dropped.get("fn", set()))
     merged.tools = _merge_named(parent.tools, child.tools, "tool", diagnostics, dropped.get("tool", set()))
-    merged.scenarios = _merge_named(parent.scenarios, child.scenarios, "scenario", diagnostics, dropped.get("scenario", set()))
+    merged.scenarios = _merge_named(
+        parent.scenarios, child.scenarios, "scenario", diagnostics, dropped.get("scenario", set())
+    )
     merged.tests = _merge_named(parent.tests, child.tests, "test", diagnostics, dropped.get("test", set()))
     merged.tasks = _merge_named(parent.tasks, child.tasks, "task", diagnostics, dropped.get("task", set()))
     merged.state = [*parent.state, *child.state]
@@ -156,19 +191,40 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     return merged
 
 
-def _merge_named(parent: Sequence[Any], child: Sequence[Any], what: str, diagnostics: list[Diagnostic], dropped: set[str]) -> list[Any]:
+def _merge_named(
+    parent: Sequence[Any], child: Sequence[Any], what: str, diagnostics: list[Diagnostic], dropped: set[str]
+) -> list[Any]:
     result = [d for d in parent if d.name not in dropped]
     for decl in child:
         index = next((i for i, d in enumerate(result) if d.name == decl.name), None)
         can_override = getattr(decl, "override", False)
         if index is None:
             if can_override:
-                diagnostics.append(Diagnostic("E2012", f"`override {what} {decl.name}`: the prototype has no {what} of that name", decl.file, decl.line, decl.col))
+                diagnostics.append(
+                    Diagnostic(
+                        "E2012",
+                        f"`override {what} {decl.name}`: the prototype has no {what} of that name",
+                        decl.file,
+                        decl.line,
+                        decl.col,
+                    )
+                )
             result.append(decl)
         elif can_override or decl.name in dropped:
             result[index] = decl
         else:
-            diagnostics.append(Diagnostic("E2011", f"{what} `{decl.name}` is already declared by the prototype", decl.file, decl.line, decl.col, hint=f"write `override {what} {decl.name}` to replace it" if what in ("tool", "fn", "record") else f"write `drop {what} {decl.name}` first to replace it"))
+            diagnostics.append(
+                Diagnostic(
+                    "E2011",
+                    f"{what} `{decl.name}` is already declared by the prototype",
+                    decl.file,
+                    decl.line,
+                    decl.col,
+                    hint=f"write `override {what} {decl.name}` to replace it"
+                    if what in ("tool", "fn", "record")
+                    else f"write `drop {what} {decl.name}` first to replace it",
+                )
+            )
     return result
 
 
@@ -242,7 +298,13 @@ class _Analyser:
         if not ENV_NAME.match(header.name):
             self.error("E2016", f"environment name `{header.name}` is not lower_snake_case", header, header.file)
         if header.archetype and header.archetype not in bi.ARCHETYPES:
-            self.error("E2015", f"unknown archetype `{header.archetype}`", header, header.file, hint=did_you_mean(header.archetype, bi.ARCHETYPES) or "one of: " + ", ".join(bi.ARCHETYPES))
+            self.error(
+                "E2015",
+                f"unknown archetype `{header.archetype}`",
+                header,
+                header.file,
+                hint=did_you_mean(header.archetype, bi.ARCHETYPES) or "one of: " + ", ".join(bi.ARCHETYPES),
+            )
         if not ts.valid_temporal("datetime", header.clock):
             self.error("E3001", f"clock start {header.clock!r} is not an ISO-8601 datetime", header, header.file)
 
@@ -319,19 +381,25 @@ class _Analyser:
         for field_ in fields:
             if field_.name in seen:
                 self.error("E2005", f"{owner} has two fields named `{field_.name}`", field_, file)
-            if bi.keyword.iskeyword(field_.name) or field_.name.startswith("_"):
+            if keyword.iskeyword(field_.name) or field_.name.startswith("_"):
                 self.error("E2014", f"`{field_.name}` cannot be a field name", field_, file)
             seen.add(field_.name)
 
     def _add_builtin_state(self) -> None:
-        self.state[bi.AUDIT_LOG] = ir.Field_(name=bi.AUDIT_LOG, type=ts.list_of(ts.t("AuditEntry")), default=ir.ListLit(items=[]))
+        self.state[bi.AUDIT_LOG] = ir.Field_(
+            name=bi.AUDIT_LOG, type=ts.list_of(ts.t("AuditEntry")), default=ir.ListLit(items=[])
+        )
         self.state[bi.CLOCK] = ir.Field_(name=bi.CLOCK, type=ts.DATETIME, default=ir.Const(value=self.header.clock))
         used = _effectful_builtins_used(self.module)
         self.uses = used
         if "next_id" in used:
-            self.state[bi.ID_COUNTERS] = ir.Field_(name=bi.ID_COUNTERS, type=ts.map_of(ts.STR, ts.INT), default=ir.MapLit(entries=[]))
+            self.state[bi.ID_COUNTERS] = ir.Field_(
+                name=bi.ID_COUNTERS, type=ts.map_of(ts.STR, ts.INT), default=ir.MapLit(entries=[])
+            )
         if used & {"random_int", "random_choice"}:
-            self.state[bi.RNG_STATE] = ir.Field_(name=bi.RNG_STATE, type=ts.INT, default=ir.Const(value=self.header.seed))
+            self.state[bi.RNG_STATE] = ir.Field_(
+                name=bi.RNG_STATE, type=ts.INT, default=ir.Const(value=self.header.seed)
+            )
 
     # ------------------------------------------------------------------ types
     def resolve_type(self, ref: ir.TypeRef, file: str) -> ir.TypeRef:
@@ -340,7 +408,12 @@ class _Analyser:
         arity = {"list": 1, "map": 2, "optional": 1}
         if name in arity:
             if len(args) != arity[name]:
-                self.error("E3002", f"`{name}` takes {arity[name]} type argument{'s' if arity[name] > 1 else ''}, got {len(args)}", ref, file)
+                self.error(
+                    "E3002",
+                    f"`{name}` takes {arity[name]} type argument{'s' if arity[name] > 1 else ''}, got {len(args)}",
+                    ref,
+                    file,
+                )
                 return ts.ANY
             resolved = [self.resolve_type(a, file) for a in args]
             if name == "map" and resolved[0].name not in ("str", "int", "any") and resolved[0].name not in self.enums:
@@ -401,10 +474,18 @@ class _Analyser:
     def _literal(self, expr: ir.Expr, expected: ir.TypeRef | None, file: str) -> tuple[bool, Any]:
         if isinstance(expr, ir.Const):
             return True, expr.value
-        if isinstance(expr, ir.Unary) and expr.op == "-" and isinstance(expr.operand, ir.Const) and isinstance(expr.operand.value, (int, float)) and not isinstance(expr.operand.value, bool):
+        if (
+            isinstance(expr, ir.Unary)
+            and expr.op == "-"
+            and isinstance(expr.operand, ir.Const)
+            and isinstance(expr.operand.value, (int, float))
+            and not isinstance(expr.operand.value, bool)
+        ):
             return True, -expr.operand.value
         if isinstance(expr, ir.ListLit):
-            item_type = ts.strip_optional(expected).args[0] if expected and ts.strip_optional(expected).name == "list" else None
+            item_type = (
+                ts.strip_optional(expected).args[0] if expected and ts.strip_optional(expected).name == "list" else None
+            )
             results = [self._literal(item, item_type, file) for item in expr.items]
             return all(ok for ok, _ in results), [v for _, v in results]
         if isinstance(expr, ir.MapLit):
@@ -425,7 +506,13 @@ class _Analyser:
         if isinstance(expr, ir.Attr) and isinstance(expr.obj, ir.Name) and expr.obj.id in self.enums:
             enum = self.enums[expr.obj.id]
             if expr.name not in enum.members:
-                self.error("E2007", f"enum {enum.name} has no member `{expr.name}`", expr, file, hint=did_you_mean(expr.name, enum.members))
+                self.error(
+                    "E2007",
+                    f"enum {enum.name} has no member `{expr.name}`",
+                    expr,
+                    file,
+                    hint=did_you_mean(expr.name, enum.members),
+                )
                 return False, None
             return True, expr.name
         if isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name) and expr.func.id in self.records:
@@ -433,8 +520,8 @@ class _Analyser:
                 self.error("E3006", f"record {expr.func.id} takes named fields", expr, file)
                 return False, None
             fields = {f.name: f.type for f in self.records[expr.func.id].fields}
-            results = {kw.name: self._literal(kw.value, fields.get(kw.name), file) for kw in expr.kwargs}
-            return all(ok for ok, _ in results.values()), {k: v for k, (_, v) in results.items()}
+            named = {kw.name: self._literal(kw.value, fields.get(kw.name), file) for kw in expr.kwargs}
+            return all(ok for ok, _ in named.values()), {k: v for k, (_, v) in named.items()}
         self.error("E3014", "only literal values are allowed here", expr, file)
         return False, None
 
@@ -444,7 +531,9 @@ class _Analyser:
             self.record_defaults[record.name] = defaults
             for field_ in record.fields:
                 if field_.default is not None:
-                    ok, value = self.const_value(field_.default, field_.type, record.file or self.module.path, f"{record.name}.{field_.name}")
+                    ok, value = self.const_value(
+                        field_.default, field_.type, record.file or self.module.path, f"{record.name}.{field_.name}"
+                    )
                     if ok:
                         defaults[field_.name] = value
         for name, field_ in self.state.items():
@@ -470,7 +559,13 @@ class _Analyser:
                 seen.add(item.name)
                 target = self.state.get(item.name)
                 if target is None:
-                    self.error("E2006", f"`{item.name}` is not a state field", item, scenario.file, hint=did_you_mean(item.name, self.state))
+                    self.error(
+                        "E2006",
+                        f"`{item.name}` is not a state field",
+                        item,
+                        scenario.file,
+                        hint=did_you_mean(item.name, self.state),
+                    )
                     continue
                 self.const_value(item.value, target.type, scenario.file, f"{scenario.name}.{item.name}")
 
@@ -484,12 +579,16 @@ class _Analyser:
         relative = Path(world_field.source)
         base = Path(file).parent
         if relative.is_absolute() or ".." in relative.parts:
-            self.error("E0003", f"world file `{world_field.source}` must be a path inside the spec's folder", world_field, file)
+            self.error(
+                "E0003", f"world file `{world_field.source}` must be a path inside the spec's folder", world_field, file
+            )
             return
         try:
             data = json.loads((base / relative).read_text(encoding="utf-8"))
         except OSError as exc:
-            self.error("E0003", f"cannot read world file `{world_field.source}`: {exc.strerror or exc}", world_field, file)
+            self.error(
+                "E0003", f"cannot read world file `{world_field.source}`: {exc.strerror or exc}", world_field, file
+            )
             return
         except (ValueError, UnicodeDecodeError) as exc:
             self.error("E0003", f"world file `{world_field.source}` is not valid JSON: {exc}", world_field, file)
@@ -507,8 +606,14 @@ class _Analyser:
         for name in order:
             fn = self.fns[name]
             effects = _BodyChecker(self, fn, is_helper=True).check()
-            self.summaries[name] = _Summary(set(effects.reads), set(effects.writes), effects.return_roots, effects.errors)
-            fn.reads, fn.writes, fn.errors = sorted(effects.reads), sorted(w for w in effects.writes if not w.startswith(PARAM_ROOT)), sorted(effects.errors)
+            self.summaries[name] = _Summary(
+                set(effects.reads), set(effects.writes), effects.return_roots, effects.errors
+            )
+            fn.reads, fn.writes, fn.errors = (
+                sorted(effects.reads),
+                sorted(w for w in effects.writes if not w.startswith(PARAM_ROOT)),
+                sorted(effects.errors),
+            )
         for tool in self.tools.values():
             effects = _BodyChecker(self, tool, is_helper=False).check()
             tool.reads = sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT))
@@ -529,7 +634,7 @@ class _Analyser:
                 return
             if state.get(name) == 1:
                 fn = self.fns[name]
-                cycle = " -> ".join([*path[path.index(name):], name])
+                cycle = " -> ".join([*path[path.index(name) :], name])
                 self.error("E3021", f"helper `{name}` calls itself: {cycle}", fn, fn.file)
                 return
             state[name] = 1
@@ -552,13 +657,29 @@ class _Analyser:
                 continue
             for name in declared:
                 if name not in self.state:
-                    self.error("E2006", f"`{verb} {name}`: no such state field", tool, tool.file, hint=did_you_mean(name, self.state))
+                    self.error(
+                        "E2006",
+                        f"`{verb} {name}`: no such state field",
+                        tool,
+                        tool.file,
+                        hint=did_you_mean(name, self.state),
+                    )
             actual = {n for n in inferred if not n.startswith(PARAM_ROOT)}
             for name in sorted(actual - set(declared) - implicit):
-                self.error(extra_code, f"tool `{tool.name}` {verb[:-1]}s `{name}` but does not declare it", inferred[name], tool.file)
+                self.error(
+                    extra_code,
+                    f"tool `{tool.name}` {verb[:-1]}s `{name}` but does not declare it",
+                    inferred[name],
+                    tool.file,
+                )
             for name in sorted(set(declared) - actual):
                 if name in self.state:
-                    self.error(missing_code, f"tool `{tool.name}` declares `{verb} {name}` but never {verb[:-1]}s it", tool, tool.file)
+                    self.error(
+                        missing_code,
+                        f"tool `{tool.name}` declares `{verb} {name}` but never {verb[:-1]}s it",
+                        tool,
+                        tool.file,
+                    )
 
     # ------------------------------------------------------------------ tests and tasks
     def _check_tests(self) -> None:
@@ -577,7 +698,13 @@ class _Analyser:
                 elif isinstance(step, ir.ExpectRaises):
                     checker.tool_call(step.call, statement=True)
                     if step.error not in bi.ERROR_KINDS:
-                        self.error("E2013", f"unknown error kind `{step.error}`", step, test.file, hint=did_you_mean(step.error, bi.ERROR_KINDS))
+                        self.error(
+                            "E2013",
+                            f"unknown error kind `{step.error}`",
+                            step,
+                            test.file,
+                            hint=did_you_mean(step.error, bi.ERROR_KINDS),
+                        )
                 else:
                     checker.condition(step.cond)
 
@@ -596,9 +723,18 @@ class _Analyser:
                 checker.tool_call(step, statement=True)
             if task.solution:
                 last = task.solution[-1]
-                tool = self.tools.get(last.func.id) if isinstance(last, ir.Call) and isinstance(last.func, ir.Name) else None
+                tool = (
+                    self.tools.get(last.func.id)
+                    if isinstance(last, ir.Call) and isinstance(last.func, ir.Name)
+                    else None
+                )
                 if tool is not None and not tool.writes:
-                    self.error("E5003", f"the solution must end with a state-changing tool; `{tool.name}` only reads", last, task.file)
+                    self.error(
+                        "E5003",
+                        f"the solution must end with a state-changing tool; `{tool.name}` only reads",
+                        last,
+                        task.file,
+                    )
             pure = _BodyChecker(self, None, is_helper=False, file=task.file, allow_tools=False)
             for condition in task.verify:
                 pure.condition(condition)
@@ -660,11 +796,11 @@ def _walk(node: Any) -> Iterator[Any]:
         item = stack.pop()
         if isinstance(item, list):
             stack.extend(reversed(item))
-        elif isinstance(item, ir.Node) or isinstance(item, ir.BaseModel):
+        elif isinstance(item, BaseModel):
             yield item
             for name in type(item).model_fields:
                 value = getattr(item, name)
-                if isinstance(value, (list, ir.BaseModel)):
+                if isinstance(value, (list, BaseModel)):
                     stack.append(value)
 
 
@@ -685,7 +821,14 @@ def _effectful_builtins_used(module: ir.Module) -> set[str]:
 class _BodyChecker:
     """Type-checks one tool, helper, test or task and infers its effects."""
 
-    def __init__(self, analyser: _Analyser, callable_: ir.ToolDecl | None, is_helper: bool, file: str = "", allow_tools: bool = True) -> None:
+    def __init__(
+        self,
+        analyser: _Analyser,
+        callable_: ir.ToolDecl | None,
+        is_helper: bool,
+        file: str = "",
+        allow_tools: bool = True,
+    ) -> None:
         self.a = analyser
         self.callable = callable_
         self.is_helper = is_helper
@@ -712,12 +855,28 @@ class _BodyChecker:
         if bi.is_reserved(name):
             self.error("E2014", f"`{name}` is a reserved name", node)
         if name in self.a.fns or name in self.a.tools or name in self.a.records or name in self.a.enums:
-            self.error("E2001", f"`{name}` is already a {'helper' if name in self.a.fns else 'tool' if name in self.a.tools else 'type'}", node)
+            self.error(
+                "E2001",
+                f"`{name}` is already a {'helper' if name in self.a.fns else 'tool' if name in self.a.tools else 'type'}",
+                node,
+            )
         visible = self.lookup(name)
         if visible is not None and kind != "narrow":
-            self.error("E2001", f"`{name}` is already declared here", node, hint=f"assign with `{name} = ...` instead of `let`")
-        elif name in self.declared and not ts.same(self.declared[name], ty) and ty.name != "any" and self.declared[name].name != "any":
-            self.error("E2001", f"`{name}` was declared earlier in this body as {ts.show(self.declared[name])}, now {ts.show(ty)}", node, hint="use another name")
+            self.error(
+                "E2001", f"`{name}` is already declared here", node, hint=f"assign with `{name} = ...` instead of `let`"
+            )
+        elif (
+            name in self.declared
+            and not ts.same(self.declared[name], ty)
+            and ty.name != "any"
+            and self.declared[name].name != "any"
+        ):
+            self.error(
+                "E2001",
+                f"`{name}` was declared earlier in this body as {ts.show(self.declared[name])}, now {ts.show(ty)}",
+                node,
+                hint="use another name",
+            )
         self.declared.setdefault(name, ty)
         self.scopes[-1][name] = _Local(ty, kind, set(roots))
 
@@ -747,7 +906,9 @@ class _BodyChecker:
             if param.name in seen:
                 self.error("E2005", f"parameter `{param.name}` appears twice", param)
             seen.add(param.name)
-            roots = {PARAM_ROOT + str(index)} if self.is_helper and ts.is_container(param.type, self.a.records) else set()
+            roots = (
+                {PARAM_ROOT + str(index)} if self.is_helper and ts.is_container(param.type, self.a.records) else set()
+            )
             self.declare(param.name, param.type, "param", param, roots)
             self._check_param_default(param)
         if tool.escape is not None:
@@ -778,7 +939,9 @@ class _BodyChecker:
             "max_items": base.name in ("list", "map"),
         }[constraint.kind]
         if not fits:
-            self.error("E3013", f"`{constraint.kind}` does not apply to a parameter of type {ts.show(param.type)}", constraint)
+            self.error(
+                "E3013", f"`{constraint.kind}` does not apply to a parameter of type {ts.show(param.type)}", constraint
+            )
             return
         expected = ts.STR if constraint.kind == "pattern" else (base if constraint.kind in ("min", "max") else ts.INT)
         ok, value = self.a.const_value(constraint.value, expected, self.file, f"{param.name} {constraint.kind}")
@@ -790,7 +953,11 @@ class _BodyChecker:
 
     def _check_escape(self, tool: ir.ToolDecl) -> None:
         if tool.declared_writes is None or tool.declared_reads is None:
-            self.error("E4005", f"`{tool.name}` has a {tool.escape.kind if tool.escape else ''} body, so it must declare `reads` and `writes`", tool)
+            self.error(
+                "E4005",
+                f"`{tool.name}` has a {tool.escape.kind if tool.escape else ''} body, so it must declare `reads` and `writes`",
+                tool,
+            )
             return
         for name in [*tool.declared_reads, *tool.declared_writes]:
             if name not in self.a.state:
@@ -825,7 +992,12 @@ class _BodyChecker:
         elif _is_empty_literal(stmt.value):
             self.error("E3020", "cannot tell the type of an empty literal", stmt.value)
         elif ty.name == "None":
-            self.error("E3020", f"cannot tell the type of `{stmt.name}` from None", stmt.value, hint=f"write `let {stmt.name}: optional[T] = None`")
+            self.error(
+                "E3020",
+                f"cannot tell the type of `{stmt.name}` from None",
+                stmt.value,
+                hint=f"write `let {stmt.name}: optional[T] = None`",
+            )
         self.declare(stmt.name, ty, "local", stmt, self.roots(stmt.value))
         return False
 
@@ -837,11 +1009,19 @@ class _BodyChecker:
         if stmt.op == "=":
             self.expect_assignable(value_type, target_type, stmt.value)
         else:
-            ok = (ts.is_numeric(target_type) and ts.is_numeric(value_type) and (target_type.name != "int" or value_type.name == "int")) or (
-                stmt.op == "+=" and target_type.name == "str" and value_type.name == "str"
-            ) or (stmt.op == "+=" and target_type.name == "list" and ts.assignable(value_type, target_type))
+            ok = (
+                (
+                    ts.is_numeric(target_type)
+                    and ts.is_numeric(value_type)
+                    and (target_type.name != "int" or value_type.name == "int")
+                )
+                or (stmt.op == "+=" and target_type.name == "str" and value_type.name == "str")
+                or (stmt.op == "+=" and target_type.name == "list" and ts.assignable(value_type, target_type))
+            )
             if not ok:
-                self.error("E3004", f"`{stmt.op}` does not apply to {ts.show(target_type)} and {ts.show(value_type)}", stmt)
+                self.error(
+                    "E3004", f"`{stmt.op}` does not apply to {ts.show(target_type)} and {ts.show(value_type)}", stmt
+                )
         if isinstance(stmt.target, ir.Name):
             local = self.lookup(stmt.target.id)
             if local is not None:
@@ -849,7 +1029,9 @@ class _BodyChecker:
                 if not ts.is_optional(value_type) and ts.is_optional(local.type):
                     self.scopes[-1][stmt.target.id] = _Local(ts.strip_optional(local.type), local.kind, local.roots)
                 elif ts.is_optional(value_type):
-                    self.scopes[-1][stmt.target.id] = _Local(self.declared.get(stmt.target.id, local.type), local.kind, local.roots)
+                    self.scopes[-1][stmt.target.id] = _Local(
+                        self.declared.get(stmt.target.id, local.type), local.kind, local.roots
+                    )
         return False
 
     def stmt_return(self, stmt: ir.Return) -> bool:
@@ -878,7 +1060,12 @@ class _BodyChecker:
 
     def error_call(self, call: ir.ErrorCall, narrowed: dict[str, ir.TypeRef]) -> None:
         if call.kind not in bi.ERROR_KINDS:
-            self.error("E2013", f"unknown error kind `{call.kind}`", call, hint=did_you_mean(call.kind, bi.ERROR_KINDS) or "one of: " + ", ".join(bi.ERROR_KINDS))
+            self.error(
+                "E2013",
+                f"unknown error kind `{call.kind}`",
+                call,
+                hint=did_you_mean(call.kind, bi.ERROR_KINDS) or "one of: " + ", ".join(bi.ERROR_KINDS),
+            )
         self.effects.errors.add(call.kind)
         self.push(narrowed)
         if call.message is None:
@@ -957,7 +1144,11 @@ class _BodyChecker:
         return all_terminate and else_ends
 
     def stmt_for(self, stmt: ir.For) -> bool:
-        iter_type = ts.strip_optional(self.expr(stmt.iter, None)) if not ts.is_optional(self.expr_type_peek(stmt.iter)) else self.expr(stmt.iter, None)
+        iter_type = (
+            ts.strip_optional(self.expr(stmt.iter, None))
+            if not ts.is_optional(self.expr_type_peek(stmt.iter))
+            else self.expr(stmt.iter, None)
+        )
         if ts.is_optional(iter_type):
             self.error("E3009", "cannot loop over a value that may be None", stmt.iter)
         element_types = self.iteration_types(iter_type, len(stmt.targets), stmt.iter)
@@ -999,7 +1190,9 @@ class _BodyChecker:
             local = self.lookup(expr.id)
             if local is not None:
                 if local.kind == "param" and not mutate:
-                    self.error("E4007", f"parameter `{expr.id}` cannot be reassigned", expr, hint=f"`let new_{expr.id} = ...`")
+                    self.error(
+                        "E4007", f"parameter `{expr.id}` cannot be reassigned", expr, hint=f"`let new_{expr.id} = ...`"
+                    )
                 if local.kind == "loop" and not mutate:
                     self.error("E3022", f"loop variable `{expr.id}` cannot be reassigned", expr)
                 expr.ref = "param" if local.kind == "param" else "local"
@@ -1013,9 +1206,19 @@ class _BodyChecker:
             if expr.id in self.a.world:
                 self.error("E4006", f"world data `{expr.id}` cannot be changed", expr)
                 return ts.ANY
-            self.error("E3008" if self.known_name(expr.id) else "E2002", f"cannot assign to `{expr.id}`", expr, hint=self.name_hint(expr.id))
+            self.error(
+                "E3008" if self.known_name(expr.id) else "E2002",
+                f"cannot assign to `{expr.id}`",
+                expr,
+                hint=self.name_hint(expr.id),
+            )
             return ts.ANY
-        if isinstance(expr, ir.Attr) and isinstance(expr.obj, ir.Name) and expr.obj.id == "state" and self.lookup("state") is None:
+        if (
+            isinstance(expr, ir.Attr)
+            and isinstance(expr.obj, ir.Name)
+            and expr.obj.id == "state"
+            and self.lookup("state") is None
+        ):
             if expr.name not in self.a.state:
                 self.error("E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state))
                 return ts.ANY
@@ -1047,7 +1250,7 @@ class _BodyChecker:
         self.touched = self.touched or bool(roots)
         for root in roots:
             if root.startswith(WORLD_ROOT):
-                self.error("E4006", f"world data `{root[len(WORLD_ROOT):]}` cannot be changed", node)
+                self.error("E4006", f"world data `{root[len(WORLD_ROOT) :]}` cannot be changed", node)
                 continue
             if root == bi.AUDIT_LOG:
                 self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", node)
@@ -1059,7 +1262,12 @@ class _BodyChecker:
     def condition(self, expr: ir.Expr) -> None:
         ty = self.expr(expr, ts.BOOL)
         if ty.name not in ("bool", "any"):
-            self.error("E3010", f"condition is {ts.show(ty)}, not bool", expr, hint="compare explicitly, e.g. `x is not None` or `len(xs) > 0`")
+            self.error(
+                "E3010",
+                f"condition is {ts.show(ty)}, not bool",
+                expr,
+                hint="compare explicitly, e.g. `x is not None` or `len(xs) > 0`",
+            )
 
     def expect_assignable(self, src: ir.TypeRef, dst: ir.TypeRef, node: ir.Node) -> None:
         if ts.assignable(src, dst):
@@ -1070,7 +1278,13 @@ class _BodyChecker:
         self.error("E3001", f"expected {ts.show(dst)}, got {ts.show(src)}", node)
 
     def known_name(self, name: str) -> bool:
-        return name in self.a.fns or name in self.a.tools or name in self.a.records or name in self.a.enums or name in bi.FUNCTIONS
+        return (
+            name in self.a.fns
+            or name in self.a.tools
+            or name in self.a.records
+            or name in self.a.enums
+            or name in bi.FUNCTIONS
+        )
 
     def name_hint(self, name: str) -> str:
         candidates: list[str] = [n for scope in self.scopes for n in scope]
@@ -1125,7 +1339,7 @@ class _BodyChecker:
             if not root.startswith(PARAM_ROOT):
                 mapped.add(root)
                 continue
-            index = int(root[len(PARAM_ROOT):])
+            index = int(root[len(PARAM_ROOT) :])
             argument = _argument_for(call, fn, index) if fn else None
             if argument is not None:
                 mapped |= self.roots(argument)
@@ -1156,7 +1370,12 @@ class _BodyChecker:
         if base is not None and base.name in self.a.enums:
             members = self.a.enums[base.name].members
             if value not in members:
-                self.error("E2007", f"{value!r} is not a member of {base.name}", expr, hint=did_you_mean(value, members) or "one of: " + ", ".join(members))
+                self.error(
+                    "E2007",
+                    f"{value!r} is not a member of {base.name}",
+                    expr,
+                    hint=did_you_mean(value, members) or "one of: " + ", ".join(members),
+                )
             return base
         return ts.STR
 
@@ -1165,7 +1384,12 @@ class _BodyChecker:
             if not isinstance(part, str):
                 ty = self.expr(part, None)
                 if ty.name in ("list", "map", "json") or ty.name in self.a.records:
-                    self.error("E3001", f"f-strings show scalars; this is {ts.show(ty)}", part, hint="pick a field, or use len(...)")
+                    self.error(
+                        "E3001",
+                        f"f-strings show scalars; this is {ts.show(ty)}",
+                        part,
+                        hint="pick a field, or use len(...)",
+                    )
         return ts.STR
 
     def expr_name(self, expr: ir.Name, expected: ir.TypeRef | None) -> ir.TypeRef:
@@ -1182,7 +1406,12 @@ class _BodyChecker:
             expr.ref = "world"
             return self.a.world[name].type
         if name in self.a.enums or name in self.a.records:
-            self.error("E3001", f"`{name}` is a type, not a value", expr, hint=f"use `{name}.member`" if name in self.a.enums else f"build one with `{name}(field=...)`")
+            self.error(
+                "E3001",
+                f"`{name}` is a type, not a value",
+                expr,
+                hint=f"use `{name}.member`" if name in self.a.enums else f"build one with `{name}(field=...)`",
+            )
             return ts.ANY
         if self.known_name(name):
             self.error("E3005", f"`{name}` must be called: `{name}(...)`", expr)
@@ -1233,7 +1462,12 @@ class _BodyChecker:
             else:
                 joined = ts.join(value_type, v) if value_type else v
                 if joined is None:
-                    self.error("E3001", f"map mixes {ts.show(value_type or ts.ANY)} and {ts.show(v)} values", entry.value, hint="declare a record, or a map[str, json]")
+                    self.error(
+                        "E3001",
+                        f"map mixes {ts.show(value_type or ts.ANY)} and {ts.show(v)} values",
+                        entry.value,
+                        hint="declare a record, or a map[str, json]",
+                    )
                 value_type = joined or ts.ANY
         key = key_type or ts.ANY
         if key.name not in ("str", "int", "any") and key.name not in self.a.enums:
@@ -1251,7 +1485,9 @@ class _BodyChecker:
             entry.key.ty = ts.STR
             name = entry.key.value
             if name not in fields:
-                self.error("E2008", f"record {record.name} has no field `{name}`", entry.key, hint=did_you_mean(name, fields))
+                self.error(
+                    "E2008", f"record {record.name} has no field `{name}`", entry.key, hint=did_you_mean(name, fields)
+                )
                 self.expr(entry.value, None)
                 continue
             given.add(name)
@@ -1260,7 +1496,9 @@ class _BodyChecker:
         return record_type
 
     def _missing_fields(self, record: ir.RecordDecl, given: set[str], node: ir.Node) -> None:
-        missing = [f.name for f in record.fields if f.name not in given and f.default is None and not ts.is_optional(f.type)]
+        missing = [
+            f.name for f in record.fields if f.name not in given and f.default is None and not ts.is_optional(f.type)
+        ]
         if missing:
             self.error("E3007", f"record {record.name} needs {', '.join(missing)}", node)
 
@@ -1271,12 +1509,19 @@ class _BodyChecker:
                 enum = self.a.enums[obj.id]
                 obj.ref = "enum"
                 if expr.name not in enum.members:
-                    self.error("E2007", f"enum {enum.name} has no member `{expr.name}`", expr, hint=did_you_mean(expr.name, enum.members) or "one of: " + ", ".join(enum.members))
+                    self.error(
+                        "E2007",
+                        f"enum {enum.name} has no member `{expr.name}`",
+                        expr,
+                        hint=did_you_mean(expr.name, enum.members) or "one of: " + ", ".join(enum.members),
+                    )
                 return ts.t(enum.name)
             if obj.id == "state" and obj.id not in self.a.state:
                 obj.ref = "state"
                 if expr.name not in self.a.state:
-                    self.error("E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state))
+                    self.error(
+                        "E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state)
+                    )
                     return ts.ANY
                 self.effects.reads.setdefault(expr.name, expr)
                 return self.a.state[expr.name].type
@@ -1284,14 +1529,24 @@ class _BodyChecker:
         if obj_type.name == "any":
             return ts.ANY
         if ts.is_optional(obj_type):
-            self.error("E3009", f"`.{expr.name}` on a value that may be None", obj, hint="check it first: `require x is not None else ...`")
+            self.error(
+                "E3009",
+                f"`.{expr.name}` on a value that may be None",
+                obj,
+                hint="check it first: `require x is not None else ...`",
+            )
             obj_type = ts.strip_optional(obj_type)
         if obj_type.name in self.a.records:
             record = self.a.records[obj_type.name]
             for field_ in record.fields:
                 if field_.name == expr.name:
                     return field_.type
-            self.error("E2008", f"record {record.name} has no field `{expr.name}`", expr, hint=did_you_mean(expr.name, [f.name for f in record.fields]))
+            self.error(
+                "E2008",
+                f"record {record.name} has no field `{expr.name}`",
+                expr,
+                hint=did_you_mean(expr.name, [f.name for f in record.fields]),
+            )
             return ts.ANY
         self.error("E3004", f"{ts.show(obj_type)} has no field `{expr.name}`", expr)
         return ts.ANY
@@ -1357,7 +1612,11 @@ class _BodyChecker:
             left = self.expr(expr.left, None)
             right = self.expr(expr.right, left if expr.right.kind in ("const", "list", "map") else None)
             if not (ts.assignable(left, right) or ts.assignable(right, left) or ts.join(left, right) is not None):
-                self.error("E3004", f"comparing {ts.show(left)} with {ts.show(right)} is always {'False' if op == '==' else 'True'}", expr)
+                self.error(
+                    "E3004",
+                    f"comparing {ts.show(left)} with {ts.show(right)} is always {'False' if op == '==' else 'True'}",
+                    expr,
+                )
             return ts.BOOL
         if op in ("in", "not in"):
             container = self.expr(expr.right, None)
@@ -1369,7 +1628,9 @@ class _BodyChecker:
             if element is None:
                 item_type = self.expr(expr.left, None)
                 if base.name not in ("any", "json"):
-                    self.error("E3004", f"`{op}` needs a list, map or str on the right, not {ts.show(container)}", expr.right)
+                    self.error(
+                        "E3004", f"`{op}` needs a list, map or str on the right, not {ts.show(container)}", expr.right
+                    )
                 del item_type
                 return ts.BOOL
             wanted = element()
@@ -1473,7 +1734,11 @@ class _BodyChecker:
         if name in self.a.tools:
             if self.allow_tools:
                 return self.tool_call(expr, statement=False)
-            where = "a verify condition; verify reads state only" if self.in_test else "a tool body; share logic through `fn` helpers"
+            where = (
+                "a verify condition; verify reads state only"
+                if self.in_test
+                else "a tool body; share logic through `fn` helpers"
+            )
             self.error("E3005", f"tool `{name}` cannot be called from {where}", func)
             return ts.ANY
         self.error("E2002", f"unknown function `{name}`", func, hint=self.name_hint(name))
@@ -1500,14 +1765,18 @@ class _BodyChecker:
         for kw in expr.kwargs:
             param = params.get(kw.name)
             if param is None:
-                self.error("E3006", f"tool `{name}` has no parameter `{kw.name}`", kw, hint=did_you_mean(kw.name, params))
+                self.error(
+                    "E3006", f"tool `{name}` has no parameter `{kw.name}`", kw, hint=did_you_mean(kw.name, params)
+                )
                 self.expr(kw.value, None)
                 continue
             if kw.name in given:
                 self.error("E2005", f"argument `{kw.name}` given twice", kw)
             given.add(kw.name)
             self.expect_assignable(self.expr(kw.value, param.type), param.type, kw.value)
-        missing = [p.name for p in tool.params if p.default is None and not ts.is_optional(p.type) and p.name not in given]
+        missing = [
+            p.name for p in tool.params if p.default is None and not ts.is_optional(p.type) and p.name not in given
+        ]
         if missing:
             self.error("E5005", f"`{name}` needs {', '.join(missing)}", expr)
         expr.ty = tool.returns
@@ -1521,7 +1790,9 @@ class _BodyChecker:
         for kw in expr.kwargs:
             field_ = fields.get(kw.name)
             if field_ is None:
-                self.error("E2008", f"record {record.name} has no field `{kw.name}`", kw, hint=did_you_mean(kw.name, fields))
+                self.error(
+                    "E2008", f"record {record.name} has no field `{kw.name}`", kw, hint=did_you_mean(kw.name, fields)
+                )
                 self.expr(kw.value, None)
                 continue
             if kw.name in given:
@@ -1534,24 +1805,30 @@ class _BodyChecker:
     def fn_call(self, expr: ir.Call, fn: ir.FnDecl) -> ir.TypeRef:
         arguments: list[tuple[ir.Param, ir.Expr]] = []
         if len(expr.args) > len(fn.params):
-            self.error("E3006", f"`{fn.name}` takes {len(fn.params)} argument{'s' if len(fn.params) != 1 else ''}, got {len(expr.args)}", expr)
+            self.error(
+                "E3006",
+                f"`{fn.name}` takes {len(fn.params)} argument{'s' if len(fn.params) != 1 else ''}, got {len(expr.args)}",
+                expr,
+            )
         for param, arg in zip(fn.params, expr.args):
             arguments.append((param, arg))
         params = {p.name: p for p in fn.params}
         for kw in expr.kwargs:
-            param = params.get(kw.name)
-            if param is None:
+            named_param = params.get(kw.name)
+            if named_param is None:
                 self.error("E3006", f"`{fn.name}` has no parameter `{kw.name}`", kw, hint=did_you_mean(kw.name, params))
                 self.expr(kw.value, None)
                 continue
             if any(p.name == kw.name for p, _ in arguments):
                 self.error("E2005", f"argument `{kw.name}` given twice", kw)
                 continue
-            arguments.append((param, kw.value))
+            arguments.append((named_param, kw.value))
         for param, arg in arguments:
             self.expect_assignable(self.expr(arg, param.type), param.type, arg)
         given = {p.name for p, _ in arguments}
-        missing = [p.name for p in fn.params if p.name not in given and p.default is None and not ts.is_optional(p.type)]
+        missing = [
+            p.name for p in fn.params if p.name not in given and p.default is None and not ts.is_optional(p.type)
+        ]
         if missing:
             self.error("E3006", f"`{fn.name}` needs {', '.join(missing)}", expr)
         summary = self.a.summaries.get(fn.name, _Summary())
@@ -1592,33 +1869,55 @@ class _BodyChecker:
 
     def _method_type(self, expr: ir.Call, obj: ir.TypeRef, name: str) -> ir.TypeRef:
         args = expr.args
-        S, I, B = ts.STR, ts.INT, ts.BOOL
+        S, N, B = ts.STR, ts.INT, ts.BOOL
         if obj.name == "str":
             signatures: dict[str, tuple[list[ir.TypeRef], ir.TypeRef, int]] = {
-                "lower": ([], S, 0), "upper": ([], S, 0), "strip": ([], S, 0), "title": ([], S, 0), "isdigit": ([], B, 0),
-                "startswith": ([S], B, 1), "endswith": ([S], B, 1), "find": ([S], I, 1), "count": ([S], I, 1),
-                "split": ([S], ts.list_of(S), 0), "join": ([ts.list_of(S)], S, 1), "replace": ([S, S], S, 2),
+                "lower": ([], S, 0),
+                "upper": ([], S, 0),
+                "strip": ([], S, 0),
+                "title": ([], S, 0),
+                "isdigit": ([], B, 0),
+                "startswith": ([S], B, 1),
+                "endswith": ([S], B, 1),
+                "find": ([S], N, 1),
+                "count": ([S], N, 1),
+                "split": ([S], ts.list_of(S), 0),
+                "join": ([ts.list_of(S)], S, 1),
+                "replace": ([S, S], S, 2),
             }
         elif obj.name == "list":
             item = obj.args[0]
             signatures = {
-                "append": ([item], ts.NONE, 1), "insert": ([I, item], ts.NONE, 2), "remove": ([item], ts.NONE, 1),
-                "extend": ([obj], ts.NONE, 1), "pop": ([I], item, 0), "clear": ([], ts.NONE, 0),
-                "index": ([item], I, 1), "count": ([item], I, 1), "copy": ([], obj, 0),
+                "append": ([item], ts.NONE, 1),
+                "insert": ([N, item], ts.NONE, 2),
+                "remove": ([item], ts.NONE, 1),
+                "extend": ([obj], ts.NONE, 1),
+                "pop": ([N], item, 0),
+                "clear": ([], ts.NONE, 0),
+                "index": ([item], N, 1),
+                "count": ([item], N, 1),
+                "copy": ([], obj, 0),
             }
         else:
             key, value = obj.args
             signatures = {
-                "get": ([key, value], ts.optional(value) if len(args) < 2 else value, 1), "keys": ([], ts.list_of(key), 0),
-                "values": ([], ts.list_of(value), 0), "pop": ([key], ts.optional(value), 1), "clear": ([], ts.NONE, 0),
+                "get": ([key, value], ts.optional(value) if len(args) < 2 else value, 1),
+                "keys": ([], ts.list_of(key), 0),
+                "values": ([], ts.list_of(value), 0),
+                "pop": ([key], ts.optional(value), 1),
+                "clear": ([], ts.NONE, 0),
                 "copy": ([], obj, 0),
             }
         params, result, required = signatures[name]
         if not required <= len(args) <= len(params):
-            self.error("E3006", f"`.{name}()` takes {required if required == len(params) else f'{required} to {len(params)}'} argument(s), got {len(args)}", expr)
+            self.error(
+                "E3006",
+                f"`.{name}()` takes {required if required == len(params) else f'{required} to {len(params)}'} argument(s), got {len(args)}",
+                expr,
+            )
         for param_type, arg in zip(params, args):
             self.expect_assignable(self.expr(arg, param_type), param_type, arg)
-        for arg in args[len(params):]:
+        for arg in args[len(params) :]:
             self.expr(arg, None)
         return result
 
@@ -1674,13 +1973,15 @@ class _BodyChecker:
             self.error("E3006", f"`{name}` takes positional arguments", expr.kwargs[0])
         if not required <= len(args) <= len(params):
             count = str(required) if required == len(params) else f"{required} to {len(params)}"
-            self.error("E3006", f"`{name}` takes {count} argument{'s' if len(params) != 1 else ''}, got {len(args)}", expr)
+            self.error(
+                "E3006", f"`{name}` takes {count} argument{'s' if len(params) != 1 else ''}, got {len(args)}", expr
+            )
         types: list[ir.TypeRef] = []
         for param, arg in zip(params, args):
             ty = self.expr(arg, param)
             self.expect_assignable(ty, param, arg)
             types.append(ty)
-        for arg in args[len(params):]:
+        for arg in args[len(params) :]:
             self.expr(arg, None)
         return types
 
@@ -1811,7 +2112,12 @@ class _BodyChecker:
     def builtin_int(self, expr: ir.Call, expected: ir.TypeRef | None) -> ir.TypeRef:
         ty = self._one_arg(expr, "int")
         if ty.name not in ("int", "float", "bool", "any", "json"):
-            self.error("E3004", f"`int` converts numbers and bools, not {ts.show(ty)}", expr, hint="parse text with a check first; `int` of text can fail")
+            self.error(
+                "E3004",
+                f"`int` converts numbers and bools, not {ts.show(ty)}",
+                expr,
+                hint="parse text with a check first; `int` of text can fail",
+            )
         return ts.INT
 
     def builtin_float(self, expr: ir.Call, expected: ir.TypeRef | None) -> ir.TypeRef:
@@ -1899,7 +2205,12 @@ def _narrowing(cond: ir.Expr, positive: bool, checker: _BodyChecker) -> dict[str
     if isinstance(cond, ir.Unary) and cond.op == "not":
         return _narrowing(cond.operand, not positive, checker)
     if isinstance(cond, ir.Binary):
-        if cond.op in ("is not", "!=", "is", "==") and isinstance(cond.right, ir.Const) and cond.right.value is None and isinstance(cond.left, ir.Name):
+        if (
+            cond.op in ("is not", "!=", "is", "==")
+            and isinstance(cond.right, ir.Const)
+            and cond.right.value is None
+            and isinstance(cond.left, ir.Name)
+        ):
             not_none = cond.op in ("is not", "!=")
             if not_none == positive:
                 local = checker.lookup(cond.left.id)

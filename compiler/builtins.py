@@ -58,16 +58,66 @@ AUDIT_ENTRY = ir.RecordDecl(
 
 # Functions: name -> whether it changes state (which built-in field).
 FUNCTIONS = (
-    "len", "min", "max", "sum", "sorted", "reversed", "abs", "round", "str", "int", "float",
-    "range", "any", "all", "keys", "values", "copy", "unique", "matches",
-    "now", "today", "add_seconds", "add_minutes", "add_hours", "add_days", "seconds_between",
-    "days_between", "date_of", "time_of", "weekday", "at",
-    "audit", "next_id", "random_int", "random_choice", "advance_clock",
+    "len",
+    "min",
+    "max",
+    "sum",
+    "sorted",
+    "reversed",
+    "abs",
+    "round",
+    "str",
+    "int",
+    "float",
+    "range",
+    "any",
+    "all",
+    "keys",
+    "values",
+    "copy",
+    "unique",
+    "matches",
+    "now",
+    "today",
+    "add_seconds",
+    "add_minutes",
+    "add_hours",
+    "add_days",
+    "seconds_between",
+    "days_between",
+    "date_of",
+    "time_of",
+    "weekday",
+    "at",
+    "audit",
+    "next_id",
+    "random_int",
+    "random_choice",
+    "advance_clock",
 )
-EFFECTFUL_FUNCTIONS = {"audit": AUDIT_LOG, "next_id": ID_COUNTERS, "random_int": RNG_STATE, "random_choice": RNG_STATE, "advance_clock": CLOCK}
+EFFECTFUL_FUNCTIONS = {
+    "audit": AUDIT_LOG,
+    "next_id": ID_COUNTERS,
+    "random_int": RNG_STATE,
+    "random_choice": RNG_STATE,
+    "advance_clock": CLOCK,
+}
 CLOCK_READERS = ("now", "today")
 
-STR_METHODS = ("lower", "upper", "strip", "title", "startswith", "endswith", "split", "join", "replace", "find", "count", "isdigit")
+STR_METHODS = (
+    "lower",
+    "upper",
+    "strip",
+    "title",
+    "startswith",
+    "endswith",
+    "split",
+    "join",
+    "replace",
+    "find",
+    "count",
+    "isdigit",
+)
 LIST_METHODS = ("append", "insert", "remove", "extend", "pop", "clear", "index", "count", "copy")
 MAP_METHODS = ("get", "keys", "values", "pop", "clear", "copy")
 MUTATING_METHODS = {"list": ("append", "insert", "remove", "extend", "pop", "clear"), "map": ("pop", "clear")}
@@ -78,10 +128,41 @@ RESERVED = frozenset(
     set(keyword.kwlist)
     | set(keyword.softkwlist)
     | set(FUNCTIONS)
-    | {"self", "cls", "state", "world", "call", "snapshot", "restore", "list", "dict", "map",
-       "set", "bool", "json", "isinstance", "optional", "datetime", "date", "time",
-       "Any", "TypedDict", "Literal", "Optional", "Callable", "Final", "NotRequired", "Environment",
-       "DomainError", "ToolError", "copy", "lambda", "error", "DEFAULT_STATE", "AuditEntry"}
+    | {
+        "self",
+        "cls",
+        "state",
+        "world",
+        "call",
+        "snapshot",
+        "restore",
+        "list",
+        "dict",
+        "map",
+        "set",
+        "bool",
+        "json",
+        "isinstance",
+        "optional",
+        "datetime",
+        "date",
+        "time",
+        "Any",
+        "TypedDict",
+        "Literal",
+        "Optional",
+        "Callable",
+        "Final",
+        "NotRequired",
+        "Environment",
+        "DomainError",
+        "ToolError",
+        "copy",
+        "lambda",
+        "error",
+        "DEFAULT_STATE",
+        "AuditEntry",
+    }
 )
 RESERVED_TOOL_NAMES = frozenset({"call", "state", "snapshot", "restore", "reset", "tools", "schema", "close"})
 

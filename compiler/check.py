@@ -33,11 +33,36 @@ ALLOWED_IMPORTS = {
     "tests/__init__.py": set(),
     "tests/test_environment.py": {"__future__", "threading", "collections.abc", "pathlib", "typing", "pytest"},
 }
-FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "open", "input", "breakpoint", "print", "globals", "locals", "vars", "setattr", "delattr"}
+FORBIDDEN_CALLS = {
+    "eval",
+    "exec",
+    "compile",
+    "__import__",
+    "open",
+    "input",
+    "breakpoint",
+    "print",
+    "globals",
+    "locals",
+    "vars",
+    "setattr",
+    "delattr",
+}
 FORBIDDEN_ATTRIBUTES = {
-    ("time", "time"), ("time", "monotonic"), ("time", "sleep"), ("datetime", "now"), ("datetime", "today"),
-    ("datetime", "utcnow"), ("date", "today"), ("os", "system"), ("os", "popen"), ("os", "environ"),
-    ("random", "random"), ("random", "randint"), ("random", "choice"), ("uuid", "uuid4"),
+    ("time", "time"),
+    ("time", "monotonic"),
+    ("time", "sleep"),
+    ("datetime", "now"),
+    ("datetime", "today"),
+    ("datetime", "utcnow"),
+    ("date", "today"),
+    ("os", "system"),
+    ("os", "popen"),
+    ("os", "environ"),
+    ("random", "random"),
+    ("random", "randint"),
+    ("random", "choice"),
+    ("uuid", "uuid4"),
 }
 INFRASTRUCTURE_METHODS = {"call", "invoke", "view", "state", "state_json", "snapshot", "restore", "fork"}
 
@@ -114,14 +139,29 @@ def _ruff(root: Path, packages: list[Package]) -> Iterator[tuple[str, Finding]]:
     base = [ruff_binary(), "--quiet"]
     options = ["--isolated", "--line-length", str(LINE_LENGTH), "--target-version", "py311"]
     lint = subprocess.run(
-        [*base[:1], "check", *options, "--select", RUFF_RULES, "--ignore", "E501", "--output-format", "json", str(root)],
-        capture_output=True, text=True, check=False,
+        [
+            *base[:1],
+            "check",
+            *options,
+            "--select",
+            RUFF_RULES,
+            "--ignore",
+            "E501",
+            "--output-format",
+            "json",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     for item in json.loads(lint.stdout or "[]"):
         where = _split(root, item["filename"], packages)
         if where:
             yield where[0], Finding("ruff", where[1], item["location"]["row"], f"{item['code']} {item['message']}")
-    fmt = subprocess.run([*base[:1], "format", *options, "--check", str(root)], capture_output=True, text=True, check=False)
+    fmt = subprocess.run(
+        [*base[:1], "format", *options, "--check", str(root)], capture_output=True, text=True, check=False
+    )
     for line in fmt.stdout.splitlines():
         if line.startswith("Would reformat: "):
             where = _split(root, line.removeprefix("Would reformat: ").strip(), packages)
@@ -132,8 +172,17 @@ def _ruff(root: Path, packages: list[Package]) -> Iterator[tuple[str, Finding]]:
 def _mypy(root: Path, packages: list[Package]) -> Iterator[tuple[str, Finding]]:
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "envc" / "mypy"
     command = [
-        sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-absolute-path",
-        "--no-color-output", "--cache-dir", str(cache), "--python-version", "3.11",
+        sys.executable,
+        "-m",
+        "mypy",
+        "--strict",
+        "--no-error-summary",
+        "--show-absolute-path",
+        "--no-color-output",
+        "--cache-dir",
+        str(cache),
+        "--python-version",
+        "3.11",
         *[str(root / p.name) for p in packages],
     ]
     result = subprocess.run(command, capture_output=True, text=True, check=False, cwd=root)
@@ -148,12 +197,31 @@ def _mypy(root: Path, packages: list[Package]) -> Iterator[tuple[str, Finding]]:
 
 
 def _run_tests(root: Path, package: Package, result: CheckResult) -> None:
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root / package.name), str(root / package.name / "tests")]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(root / package.name),
+        str(root / package.name / "tests"),
+    ]
     try:
-        run = subprocess.run(command, capture_output=True, text=True, check=False, cwd=root, timeout=DYNAMIC_TIMEOUT_SECONDS)
+        run = subprocess.run(
+            command, capture_output=True, text=True, check=False, cwd=root, timeout=DYNAMIC_TIMEOUT_SECONDS
+        )
     except subprocess.TimeoutExpired:
         result.dynamic_ok = False
-        result.findings.append(Finding("timeout", "tests/test_environment.py", 0, f"generated tests did not finish in {DYNAMIC_TIMEOUT_SECONDS} s"))
+        result.findings.append(
+            Finding(
+                "timeout",
+                "tests/test_environment.py",
+                0,
+                f"generated tests did not finish in {DYNAMIC_TIMEOUT_SECONDS} s",
+            )
+        )
         return
     summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
     result.tests_passed = _count(summary, "passed")
@@ -221,7 +289,11 @@ def rule_imports(relative: str, tree: ast.Module) -> list[Finding]:
 
 
 def rule_no_bare_except(relative: str, tree: ast.Module) -> list[Finding]:
-    return [Finding("ast", relative, n.lineno, "bare `except:` hides errors") for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler) and n.type is None]
+    return [
+        Finding("ast", relative, n.lineno, "bare `except:` hides errors")
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ExceptHandler) and n.type is None
+    ]
 
 
 def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
@@ -232,11 +304,26 @@ def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
             continue
         func = node.func
         if isinstance(func, ast.Name) and func.id in FORBIDDEN_CALLS:
-            findings.append(Finding("ast", relative, node.lineno, f"call of `{func.id}` is forbidden in an environment"))
+            findings.append(
+                Finding("ast", relative, node.lineno, f"call of `{func.id}` is forbidden in an environment")
+            )
         if isinstance(func, ast.Attribute):
-            owner = func.value.attr if isinstance(func.value, ast.Attribute) else func.value.id if isinstance(func.value, ast.Name) else ""
+            owner = (
+                func.value.attr
+                if isinstance(func.value, ast.Attribute)
+                else func.value.id
+                if isinstance(func.value, ast.Name)
+                else ""
+            )
             if (owner, func.attr) in FORBIDDEN_ATTRIBUTES or owner in ("random", "subprocess", "socket", "time"):
-                findings.append(Finding("ast", relative, node.lineno, f"call of `{owner}.{func.attr}` is forbidden (wall clock, randomness or I/O)"))
+                findings.append(
+                    Finding(
+                        "ast",
+                        relative,
+                        node.lineno,
+                        f"call of `{owner}.{func.attr}` is forbidden (wall clock, randomness or I/O)",
+                    )
+                )
     return findings
 
 
@@ -253,7 +340,10 @@ def rule_tool_parity(relative: str, tree: ast.Module, env: ir.Environment) -> li
     public = {name for name in methods if not name.startswith("_")} - INFRASTRUCTURE_METHODS
     tools = {t.name for t in env.tools}
     findings = [Finding("ast", relative, cls.lineno, f"tool `{name}` has no method") for name in sorted(tools - public)]
-    findings += [Finding("ast", relative, methods[name].lineno, f"public method `{name}` is not a tool of the schema") for name in sorted(public - tools)]
+    findings += [
+        Finding("ast", relative, methods[name].lineno, f"public method `{name}` is not a tool of the schema")
+        for name in sorted(public - tools)
+    ]
     return findings
 
 
@@ -267,9 +357,15 @@ def rule_state_copied(relative: str, tree: ast.Module) -> list[Finding]:
         for target in targets:
             if isinstance(target, ast.Attribute) and target.attr == "_state":
                 value = node.value
-                ok = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("copy_state", "_scenario_state")
+                ok = (
+                    isinstance(value, ast.Call)
+                    and isinstance(value.func, ast.Name)
+                    and value.func.id in ("copy_state", "_scenario_state")
+                )
                 if not ok:
-                    findings.append(Finding("ast", relative, node.lineno, "`_state` must be assigned a deep copy (copy_state)"))
+                    findings.append(
+                        Finding("ast", relative, node.lineno, "`_state` must be assigned a deep copy (copy_state)")
+                    )
     return findings
 
 
@@ -288,10 +384,21 @@ def rule_declared_effects(relative: str, tree: ast.Module, env: ir.Environment) 
         touched, assigned = _state_fields(method)
         for name, line in sorted(touched.items()):
             if name not in tool.reads and name not in tool.writes:
-                findings.append(Finding("ast", relative, line, f"tool `{tool.name}` uses state field `{name}` outside its read and write sets"))
+                findings.append(
+                    Finding(
+                        "ast",
+                        relative,
+                        line,
+                        f"tool `{tool.name}` uses state field `{name}` outside its read and write sets",
+                    )
+                )
         for name, line in sorted(assigned.items()):
             if name not in tool.writes:
-                findings.append(Finding("ast", relative, line, f"tool `{tool.name}` changes `{name}`, which is not in its write set"))
+                findings.append(
+                    Finding(
+                        "ast", relative, line, f"tool `{tool.name}` changes `{name}`, which is not in its write set"
+                    )
+                )
     return findings
 
 
@@ -312,7 +419,9 @@ def _state_fields(method: ast.FunctionDef) -> tuple[dict[str, int], dict[str, in
 
 
 def _is_state(node: ast.expr) -> bool:
-    return (isinstance(node, ast.Name) and node.id == "state") or (isinstance(node, ast.Attribute) and node.attr == "_state")
+    return (isinstance(node, ast.Name) and node.id == "state") or (
+        isinstance(node, ast.Attribute) and node.attr == "_state"
+    )
 
 
 def _root_field(target: ast.expr) -> str:
@@ -347,7 +456,9 @@ def _enclosing_function(text: str, line: int) -> str:
         return ""
     best = ""
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or node.lineno):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (
+            node.end_lineno or node.lineno
+        ):
             best = node.name
     return best
 

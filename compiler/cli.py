@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from compiler import pipeline
 from compiler.diagnostics import Diagnostic, has_errors, render_text, to_json
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -237,14 +238,23 @@ def _format_file(path: Path, check_only: bool) -> tuple[bool, list[Diagnostic]]:
 
 @cli.command("compile")
 @click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Output root (default: [tool.envc] output in pyproject.toml, else generated/).")
-@click.option("--check", "check_only", is_flag=True, help="Write nothing; exit 1 listing files when the output is stale or was edited by hand.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Output root (default: [tool.envc] output in pyproject.toml, else generated/).",
+)
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Write nothing; exit 1 listing files when the output is stale or was edited by hand.",
+)
 @click.option("--no-qc", is_flag=True, help="Skip the static and dynamic checks (faster; for iterating on a spec).")
 @click.option("--force", is_flag=True, help="Overwrite output folders even if files in them were changed by hand.")
 def compile_command(specs: tuple[Path, ...], output: Path | None, check_only: bool, no_qc: bool, force: bool) -> None:
     """Compile specs into checked Python packages (all specs/*.envspec when none are given)."""
-    from compiler import pipeline
-
     root = pipeline.find_project_root(Path.cwd())
     files, problems = expand_paths(specs) if specs else (pipeline.default_specs(root), [])
     if not files and not problems:
@@ -275,11 +285,8 @@ def compile_command(specs: tuple[Path, ...], output: Path | None, check_only: bo
     sys.exit(EXIT_ERRORS if failed or problems else EXIT_OK)
 
 
-def _compile_with_progress(files: list[Path], options: object) -> list[object]:
+def _compile_with_progress(files: list[Path], options: pipeline.Options) -> list[pipeline.SpecResult]:
     """A progress line per spec on a terminal; silence when piped (CI logs stay clean)."""
-    from compiler import pipeline
-
-    assert isinstance(options, pipeline.Options)
     if not sys.stderr.isatty() or len(files) < 2:
         return list(pipeline.compile_specs(files, options))
     from rich.progress import Progress
@@ -293,10 +300,10 @@ def _compile_with_progress(files: list[Path], options: object) -> list[object]:
         return list(pipeline.compile_specs(files, options, advance))
 
 
-def _sources_of(results: list[object]) -> dict[str, str]:
+def _sources_of(results: list[pipeline.SpecResult]) -> dict[str, str]:
     sources: dict[str, str] = {}
     for result in results:
-        for diagnostic in getattr(result, "diagnostics", []):
+        for diagnostic in result.diagnostics:
             if diagnostic.path not in sources:
                 text, _ = read_spec(Path(diagnostic.path))
                 if text is not None:
@@ -304,11 +311,8 @@ def _sources_of(results: list[object]) -> dict[str, str]:
     return sources
 
 
-def _print_compile_table(results: list[object]) -> None:
+def _print_compile_table(rows: list[pipeline.SpecResult]) -> None:
     """One row per spec: tools (read/write), lines, static and dynamic check, time."""
-    from compiler.pipeline import SpecResult
-
-    rows = [r for r in results if isinstance(r, SpecResult)]
     header = ("spec", "env", "tools r/w", "lines", "static", "dynamic", "tests", "time", "result")
     table = [header] + [
         (

@@ -156,7 +156,9 @@ class Lambda(ExprBase):
 
 
 Expr = Annotated[
-    Union[Name, Const, FString, ListLit, MapLit, Attr, Index, Slice, Call, Unary, Binary, Ternary, Comprehension, Lambda],
+    Union[
+        Name, Const, FString, ListLit, MapLit, Attr, Index, Slice, Call, Unary, Binary, Ternary, Comprehension, Lambda
+    ],
     Field(discriminator="kind"),
 ]
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token, Tree, v_args
-from lark.visitors import Transformer_NonRecursive
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.indenter import Indenter
 from lark.tree import Meta
+from lark.visitors import Transformer_NonRecursive
 
 from compiler import ir
 from compiler.diagnostics import Diagnostic
@@ -137,7 +137,7 @@ _ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 
 
 @v_args(meta=True)
-class _ToIR(Transformer_NonRecursive):
+class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     """Builds IR nodes bottom-up without recursion, so deep input cannot overflow it.
 
     It also measures expression depth: later stages walk the IR recursively, so an
@@ -151,7 +151,7 @@ class _ToIR(Transformer_NonRecursive):
 
     def _call_userfunc(self, tree: Tree[Token], new_children: list[Any] | None = None) -> Any:
         children = new_children if new_children is not None else tree.children
-        result = super()._call_userfunc(tree, new_children)
+        result = super()._call_userfunc(tree, new_children)  # type: ignore[no-untyped-call]
         depth = 1 + max((self._depth_of(child) for child in children), default=0)
         self.depths[id(result)] = depth
         if depth == MAX_EXPR_DEPTH + 1 and isinstance(result, ir.Node):
@@ -356,7 +356,8 @@ class _ToIR(Transformer_NonRecursive):
         return ir.IfBranch(cond=children[0], body=children[1], **_pos(meta))
 
     def else_clause(self, meta: Meta, children: list[Any]) -> list[Any]:
-        return children[0]
+        body: list[Any] = children[0]
+        return body
 
     def if_stmt(self, meta: Meta, children: list[Any]) -> ir.If:
         cond, body, *rest = children
@@ -411,7 +412,9 @@ class _ToIR(Transformer_NonRecursive):
                 self.c.add("E1005", f"`{key}` takes a plain string, not an f-string", item_meta.line, item_meta.column)
                 continue
             if key in values:
-                self.c.add("E2017", f"`{key}` is given twice in the environment header", item_meta.line, item_meta.column)
+                self.c.add(
+                    "E2017", f"`{key}` is given twice in the environment header", item_meta.line, item_meta.column
+                )
                 continue
             values[key] = value
         return ir.EnvHeader(name=str(name), **values, **_pos(meta))
@@ -486,7 +489,7 @@ class _ToIR(Transformer_NonRecursive):
         body: list[Any] = []
         for item in items:
             if isinstance(item, tuple):
-                key = {"reads": "declared_reads", "writes": "declared_writes"}.get(item[0], item[0])
+                key = {"reads": "declared_reads", "writes": "declared_writes"}.get(item[0], str(item[0]))
                 if key in fields:
                     self.c.add("E2017", f"`{item[0]}` is given twice", meta.line, meta.column)
                     continue
@@ -765,9 +768,11 @@ def _try_parse(text: str, path: str, collector: _Collector) -> Diagnostic | None
     except UnexpectedInput as exc:
         return _syntax_diagnostic(exc, path, text)
     except _NestingTooDeep as exc:
-        return Diagnostic("E1008", f"nesting deeper than {MAX_NESTING} levels", path, exc.token.line or 0, exc.token.column or 0)
+        return Diagnostic(
+            "E1008", f"nesting deeper than {MAX_NESTING} levels", path, exc.token.line or 0, exc.token.column or 0
+        )
     except _BadDedent as exc:
-        line = (exc.token.end_line or exc.token.line or 1)
+        line = exc.token.end_line or exc.token.line or 1
         indent = len(str(exc.token).rsplit("\n", 1)[1])
         return Diagnostic("E1004", "dedent does not match any outer indentation level", path, line, indent + 1)
     except RecursionError:
@@ -847,10 +852,18 @@ def _describe_terminals(names: set[str]) -> str:
 
 def _syntax_diagnostic(exc: UnexpectedInput, path: str, text: str) -> Diagnostic:
     if isinstance(exc, UnexpectedCharacters):
-        char = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else "?"
+        position = exc.pos_in_stream if exc.pos_in_stream is not None else -1
+        char = text[position] if 0 <= position < len(text) else "?"
         shown = repr(char)[1:-1] if not char.isprintable() else char
         if char == '"':
-            return Diagnostic("E1001", "string is not closed on this line", path, exc.line, exc.column, hint="close the string with `\"`, or use `\"\"\"` for text over several lines")
+            return Diagnostic(
+                "E1001",
+                "string is not closed on this line",
+                path,
+                exc.line,
+                exc.column,
+                hint='close the string with `"`, or use `"""` for text over several lines',
+            )
         return Diagnostic("E1001", f"unexpected character `{shown}`", path, exc.line, exc.column)
     if isinstance(exc, UnexpectedEOF):
         return Diagnostic("E1003", "unexpected end of file", path, _last_line(text), 1)
@@ -862,7 +875,9 @@ def _syntax_diagnostic(exc: UnexpectedInput, path: str, text: str) -> Diagnostic
         line, col = token.line or 1, token.column or 1
         if token.type == "_INDENT":
             line = token.end_line or line
-            return Diagnostic("E1004", "unexpected indentation", path, line, len(str(token)) + 1, hint=f"expected {expected}")
+            return Diagnostic(
+                "E1004", "unexpected indentation", path, line, len(str(token)) + 1, hint=f"expected {expected}"
+            )
         if token.type == "_DEDENT":
             return Diagnostic("E1003", f"block ends too early; expected {expected}", path, line, col)
         if token.type == "_NL":

@@ -93,7 +93,13 @@ def compiler_fingerprint() -> str:
     """A hash of the compiler itself: a new envc regenerates everything."""
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    roots = [package, package.parent / "templates", package.parent / "grammar", package / "templates", package / "grammar"]
+    roots = [
+        package,
+        package.parent / "templates",
+        package.parent / "grammar",
+        package / "templates",
+        package / "grammar",
+    ]
     for folder in roots:
         if not folder.is_dir():
             continue
@@ -166,7 +172,9 @@ def _strays(folder: Path, known: set[str]) -> list[str]:
 # --------------------------------------------------------------------------- compile
 
 
-def compile_specs(specs: list[Path], options: Options, progress: Callable[[str], None] | None = None) -> list[SpecResult]:
+def compile_specs(
+    specs: list[Path], options: Options, progress: Callable[[str], None] | None = None
+) -> list[SpecResult]:
     results: list[SpecResult] = []
     pending: list[tuple[SpecResult, qc.Package, dict[str, str], float]] = []
     for spec in specs:
@@ -244,8 +252,13 @@ def _lower_spec(spec: Path, result: SpecResult, options: Options) -> qc.Package 
 
 def _manifest_files(package: qc.Package, spec: Path, result: SpecResult, options: Options) -> dict[str, str]:
     root = options.project_root
-    inputs = sorted({display_path(Path(d.file), root) for d in [*package.env.tools, *package.env.fns, *package.env.tests] if d.file} | {result.spec})
-    inputs += sorted(display_path(Path(package.env.path).parent / w.source, root) for w in package.env.world if w.source)
+    inputs = sorted(
+        {display_path(Path(d.file), root) for d in [*package.env.tools, *package.env.fns, *package.env.tests] if d.file}
+        | {result.spec}
+    )
+    inputs += sorted(
+        display_path(Path(package.env.path).parent / w.source, root) for w in package.env.world if w.source
+    )
     manifest = {
         "spec": result.spec,
         "inputs": inputs,
@@ -272,7 +285,9 @@ def _check_and_write(pending: list[tuple[SpecResult, qc.Package, dict[str, str],
         if check is not None:
             result.static = "pass" if check.static_ok else "fail"
             result.dynamic = "pass" if check.dynamic_ok else "fail"
-            result.tests = f"{check.tests_passed} passed" + (f", {check.tests_failed} failed" if check.tests_failed else "")
+            result.tests = f"{check.tests_passed} passed" + (
+                f", {check.tests_failed} failed" if check.tests_failed else ""
+            )
             result.diagnostics.extend(qc.to_diagnostics(package, check))
             if not (check.static_ok and check.dynamic_ok):
                 result.status = "error"
@@ -295,7 +310,14 @@ def _check_and_write(pending: list[tuple[SpecResult, qc.Package, dict[str, str],
             result.status = "error"
             result.stale_files = edited
             result.diagnostics.append(
-                Diagnostic("E6003", f"{display_path(folder, options.project_root)} has files changed by hand or not made by envc: {', '.join(edited)}; nothing was written", str(result.spec), 1, 1, hint="move your changes into the spec, or pass --force to overwrite them")
+                Diagnostic(
+                    "E6003",
+                    f"{display_path(folder, options.project_root)} has files changed by hand or not made by envc: {', '.join(edited)}; nothing was written",
+                    str(result.spec),
+                    1,
+                    1,
+                    hint="move your changes into the spec, or pass --force to overwrite them",
+                )
             )
             continue
         replace_folder(folder, files)
@@ -360,4 +382,3 @@ def replace_folder(folder: Path, files: dict[str, str]) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-

@@ -105,7 +105,16 @@ def assignable(src: ir.TypeRef, dst: ir.TypeRef) -> bool:
 
 
 def _invariant(a: ir.TypeRef, b: ir.TypeRef) -> bool:
-    return a.name == "any" or b.name == "any" or same(a, b) or (a.name == b.name and a.name in ("list", "map", "optional") and all(_invariant(x, y) for x, y in zip(a.args, b.args)))
+    return (
+        a.name == "any"
+        or b.name == "any"
+        or same(a, b)
+        or (
+            a.name == b.name
+            and a.name in ("list", "map", "optional")
+            and all(_invariant(x, y) for x, y in zip(a.args, b.args))
+        )
+    )
 
 
 def join(a: ir.TypeRef, b: ir.TypeRef) -> ir.TypeRef | None:
@@ -126,7 +135,9 @@ def join(a: ir.TypeRef, b: ir.TypeRef) -> ir.TypeRef | None:
 # --------------------------------------------------------------------------- JSON Schema
 
 
-def json_schema(ty: ir.TypeRef, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl]) -> dict[str, Any]:
+def json_schema(
+    ty: ir.TypeRef, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl]
+) -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a type; records inline, closed to extra keys."""
     name = ty.name
     if name == "str":
@@ -204,7 +215,12 @@ class DataChecker:
     a list of `path: problem` strings.
     """
 
-    def __init__(self, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl], record_defaults: Mapping[str, dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        enums: Mapping[str, ir.EnumDecl],
+        records: Mapping[str, ir.RecordDecl],
+        record_defaults: Mapping[str, dict[str, Any]],
+    ) -> None:
         self.enums = enums
         self.records = records
         self.record_defaults = record_defaults
@@ -296,7 +312,9 @@ class DataChecker:
 
 
 def _describe(value: Any) -> str:
-    kind = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "map", type(None): "None"}.get(type(value), type(value).__name__)
+    kind = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "map", type(None): "None"}.get(
+        type(value), type(value).__name__
+    )
     text = repr(value)
     return f"{kind} {text if len(text) < 40 else text[:37] + '...'}"
 

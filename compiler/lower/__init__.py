@@ -59,7 +59,9 @@ def lower(env: ir.Environment, spec: str) -> dict[str, str]:
     header = header_line(spec)
     builder = _Builder(env, header, spec)
     files = {
-        "__init__.py": builder.render("__init__.py.jinja", {"header": header, "title": _one_line(env.header.title or env.header.name)}),
+        "__init__.py": builder.render(
+            "__init__.py.jinja", {"header": header, "title": _one_line(env.header.title or env.header.name)}
+        ),
         "environment.py": builder.environment_module(),
         "sessions.py": builder.render("sessions.py.jinja", {"header": header, "name": env.header.name}),
         "tests/__init__.py": f"{header}\n",
@@ -89,7 +91,7 @@ def docstring(text: str) -> str:
 
 
 def ruff_binary() -> str:
-    from ruff.__main__ import find_ruff_bin
+    from ruff.__main__ import find_ruff_bin  # type: ignore[import-untyped]
 
     return str(find_ruff_bin())
 
@@ -97,7 +99,18 @@ def ruff_binary() -> str:
 def format_python(source: str, path: str) -> str:
     """Format with ruff, configured here rather than by whatever config is around."""
     result = subprocess.run(
-        [ruff_binary(), "format", "--isolated", "--line-length", str(LINE_LENGTH), "--target-version", "py311", "--stdin-filename", path, "-"],
+        [
+            ruff_binary(),
+            "format",
+            "--isolated",
+            "--line-length",
+            str(LINE_LENGTH),
+            "--target-version",
+            "py311",
+            "--stdin-filename",
+            path,
+            "-",
+        ],
         input=source,
         capture_output=True,
         text=True,
@@ -132,15 +145,36 @@ class _Builder:
         fns = []
         for fn in env.fns:
             bodies[f"_{fn.name}"] = self._callable_body(fn, "fn")
-            fns.append({"name": fn.name, "signature": self._signature(fn), "returns": self.types.py(fn.returns), "doc": docstring(fn.doc or f"Helper `{fn.name}`.")})
+            fns.append(
+                {
+                    "name": fn.name,
+                    "signature": self._signature(fn),
+                    "returns": self.types.py(fn.returns),
+                    "doc": docstring(fn.doc or f"Helper `{fn.name}`."),
+                }
+            )
         helpers = helpers_needed(self.helpers)
         context = {
             "header": self.header,
             "title": docstring(env.header.title or env.header.name),
             "doc": docstring(env.header.doc or f"Generated from {self.spec}."),
-            "enums": [{"name": e.name, "literal": ", ".join(py_str(m) for m in e.members), "doc": docstring(e.doc) if e.doc else ""} for e in env.enums],
+            "enums": [
+                {
+                    "name": e.name,
+                    "literal": ", ".join(py_str(m) for m in e.members),
+                    "doc": docstring(e.doc) if e.doc else "",
+                }
+                for e in env.enums
+            ],
             "records": [self._record_context(r) for r in env.records],
-            "state_fields": [{"name": f.name, "type": self.types.py(f.type), "copier": copy_expr(f'state["{f.name}"]', f.type, self.records)} for f in env.state],
+            "state_fields": [
+                {
+                    "name": f.name,
+                    "type": self.types.py(f.type),
+                    "copier": copy_expr(f'state["{f.name}"]', f.type, self.records),
+                }
+                for f in env.state
+            ],
             "world_fields": [{"name": f.name, "type": self.types.py(f.type)} for f in env.world],
             "default_state": py_value(env.state_defaults),
             "world": py_value(env.world_values),
@@ -163,7 +197,10 @@ class _Builder:
             if flat_record(record, self.records):
                 copier = "value.copy()"
             else:
-                items = ", ".join(f"{py_str(f.name)}: {copy_expr(f'value[{py_str(f.name)}]', f.type, self.records)}" for f in record.fields)
+                items = ", ".join(
+                    f"{py_str(f.name)}: {copy_expr(f'value[{py_str(f.name)}]', f.type, self.records)}"
+                    for f in record.fields
+                )
                 copier = "{" + items + "}"
         return {
             "name": record.name,
@@ -258,7 +295,9 @@ class _Builder:
             "tests": tests,
             "tasks": tasks,
             "sample_arguments": py_value({tool.name: samples.valid_args(tool) for tool in env.tools}),
-            "bad_arguments": "[" + ", ".join(f"({py_str(t)}, {py_str(label)}, {py_value(args)})" for t, label, args in bad) + "]",
+            "bad_arguments": "["
+            + ", ".join(f"({py_str(t)}, {py_str(label)}, {py_value(args)})" for t, label, args in bad)
+            + "]",
             "error_kinds": "{" + ", ".join(py_str(k) for k in bi.ERROR_KINDS) + "}",
         }
         return self.render("test_environment.py.jinja", context)
@@ -281,13 +320,20 @@ class _Builder:
                 call = step.call
                 assert isinstance(call, ir.Call) and isinstance(call.func, ir.Name)
                 args = "{" + ", ".join(f"{py_str(kw.name)}: {emitter.expr(kw.value)}" for kw in call.kwargs) + "}"
-                lines.append(f"expect_error(env, {py_str(step.error)}, {py_str(step.message)}, {py_str(call.func.id)}, {args})")
+                lines.append(
+                    f"expect_error(env, {py_str(step.error)}, {py_str(step.message)}, {py_str(call.func.id)}, {args})"
+                )
             elif isinstance(step, ir.ExpectTrue):
                 lines.append(f"assert {emitter.expr(step.cond)}")
         uses_state = any("state[" in line for line in lines)
         if not uses_state:
             lines.append("")
-        return {"name": test.name, "doc": docstring(test.doc) if test.doc else "", "scenario": scenario, "lines": [line for line in lines if line]}
+        return {
+            "name": test.name,
+            "doc": docstring(test.doc) if test.doc else "",
+            "scenario": scenario,
+            "lines": [line for line in lines if line],
+        }
 
     def _task_context(self, task: ir.TaskDecl) -> dict[str, Any]:
         emitter = self._test_emitter()
@@ -308,23 +354,29 @@ class _Builder:
             params = []
             for param in tool.params:
                 has_default, default = schema.param_default(param)
-                rules = ", ".join(f"{k.replace('_', ' ')} {json.dumps(v)}" for k, v in schema.constraint_values(param).items())
-                params.append({
-                    "name": param.name,
-                    "type": ts.show(param.type),
-                    "required": "no" if has_default else "yes",
-                    "default": f"`{json.dumps(default)}`" if has_default else "",
-                    "rules": rules,
-                })
-            tools.append({
-                "name": tool.name,
-                "doc": tool.doc or "No description.",
-                "params": params,
-                "returns": ts.show(tool.returns),
-                "writes": bool(tool.writes),
-                "writes_text": ", ".join(f"`{w}`" for w in tool.writes),
-                "errors": ", ".join(f"`{e}`" for e in tool.errors),
-            })
+                rules = ", ".join(
+                    f"{k.replace('_', ' ')} {json.dumps(v)}" for k, v in schema.constraint_values(param).items()
+                )
+                params.append(
+                    {
+                        "name": param.name,
+                        "type": ts.show(param.type),
+                        "required": "no" if has_default else "yes",
+                        "default": f"`{json.dumps(default)}`" if has_default else "",
+                        "rules": rules,
+                    }
+                )
+            tools.append(
+                {
+                    "name": tool.name,
+                    "doc": tool.doc or "No description.",
+                    "params": params,
+                    "returns": ts.show(tool.returns),
+                    "writes": bool(tool.writes),
+                    "writes_text": ", ".join(f"`{w}`" for w in tool.writes),
+                    "errors": ", ".join(f"`{e}`" for e in tool.errors),
+                }
+            )
         example = env.tools[0] if env.tools else None
         context = {
             "header_text": self.header.lstrip("# "),
@@ -340,7 +392,10 @@ class _Builder:
             "first_scenario": env.scenarios[0].name if env.scenarios else "",
             "example_tool": example.name if example else "",
             "example_args": json.dumps(samples.valid_args(example)) if example else "{}",
-            "state_fields": [{"name": f.name, "type": ts.show(f.type), "default": _short_json(env.state_defaults.get(f.name))} for f in env.state],
+            "state_fields": [
+                {"name": f.name, "type": ts.show(f.type), "default": _short_json(env.state_defaults.get(f.name))}
+                for f in env.state
+            ],
             "tools": tools,
             "scenarios": [{"name": s.name, "doc": _one_line(s.doc) or ""} for s in env.scenarios],
             "error_kinds": ", ".join(f"`{k}`" for k in bi.ERROR_KINDS),

@@ -36,7 +36,18 @@ _PREC = {
     "atom": 16,
 }
 _COMPARE_OPS = {"==", "!=", "<", "<=", ">", ">=", "in", "not in", "is", "is not"}
-_NEGATED = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<", "in": "not in", "not in": "in", "is": "is not", "is not": "is"}
+_NEGATED = {
+    "==": "!=",
+    "!=": "==",
+    "<": ">=",
+    "<=": ">",
+    ">": "<=",
+    ">=": "<",
+    "in": "not in",
+    "not in": "in",
+    "is": "is not",
+    "is not": "is",
+}
 
 
 def py_str(text: str, quote: str = '"') -> str:
@@ -67,7 +78,18 @@ class TypeNames:
 
     def py(self, ty: ir.TypeRef) -> str:
         name = ty.name
-        simple = {"str": "str", "int": "int", "float": "float", "bool": "bool", "datetime": "str", "date": "str", "time": "str", "json": "Any", "any": "Any", "None": "None"}
+        simple = {
+            "str": "str",
+            "int": "int",
+            "float": "float",
+            "bool": "bool",
+            "datetime": "str",
+            "date": "str",
+            "time": "str",
+            "json": "Any",
+            "any": "Any",
+            "None": "None",
+        }
         if name in simple:
             return simple[name]
         if name == "list":
@@ -114,7 +136,13 @@ class Emitter:
         value = e.value
         if isinstance(value, str):
             return py_str(value, self.quote), _PREC["atom"]
-        if isinstance(value, float) and value < 0 or isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        if (
+            isinstance(value, float)
+            and value < 0
+            or isinstance(value, int)
+            and not isinstance(value, bool)
+            and value < 0
+        ):
             return repr(value), _PREC["unary"]
         return repr(value), _PREC["atom"]
 
@@ -161,7 +189,9 @@ class Emitter:
     def _e_map(self, e: ir.MapLit) -> tuple[str, int]:
         if e.ty is not None and ts.strip_optional(e.ty).name in self.records:
             record = self.records[ts.strip_optional(e.ty).name]
-            given = {entry.key.value: entry.value for entry in e.entries if isinstance(entry.key, ir.Const)}
+            given: dict[object, ir.Expr] = {
+                entry.key.value: entry.value for entry in e.entries if isinstance(entry.key, ir.Const)
+            }
             return self._record_literal(record, given), _PREC["atom"]
         return "{" + ", ".join(f"{self.expr(x.key)}: {self.expr(x.value)}" for x in e.entries) + "}", _PREC["atom"]
 
@@ -240,7 +270,11 @@ class Emitter:
             return f"cast({py_str(self.types.py(base), self.quote)}, {text})"
         if base.name == "map" and targets == 2:
             return f"{self.expr(e, _PREC['postfix'])}.items()"
-        if isinstance(e, ir.Call) and isinstance(e.func, ir.Name) and e.func.id in ("range", "reversed", "keys", "values"):
+        if (
+            isinstance(e, ir.Call)
+            and isinstance(e.func, ir.Name)
+            and e.func.id in ("range", "reversed", "keys", "values")
+        ):
             return self._iter_builtin(e)
         return text
 
@@ -321,7 +355,9 @@ class Emitter:
         simple_python = {"len", "min", "max", "sum", "sorted", "abs", "round", "str", "int", "float", "any", "all"}
         if name in ("sorted", "min", "max", "sum", "any", "all") and e.args and _is_view_call(e.args[0]):
             # These take any iterable: no list() copy of keys(m) / values(m) needed.
-            rest = [self._iter_builtin(e.args[0])] + args[1:] + [f"{kw.name}={self.expr(kw.value)}" for kw in e.kwargs]
+            view = e.args[0]
+            assert isinstance(view, ir.Call)
+            rest = [self._iter_builtin(view)] + args[1:] + [f"{kw.name}={self.expr(kw.value)}" for kw in e.kwargs]
             return f"{name}({', '.join(rest)})", postfix
         if name in simple_python:
             return f"{name}({self._args(e)})", postfix
@@ -349,8 +385,19 @@ class Emitter:
         if name == "time_of":
             return f"{self.expr(e.args[0], postfix)}[11:]", postfix
         if name == "at":
-            return f"{self.expr(e.args[0], _PREC['+'])} + {py_str('T', q)} + {self.expr(e.args[1], _PREC['+'] + 1)}", _PREC["+"]
-        if name in ("add_seconds", "add_minutes", "add_hours", "add_days", "seconds_between", "days_between", "weekday"):
+            return (
+                f"{self.expr(e.args[0], _PREC['+'])} + {py_str('T', q)} + {self.expr(e.args[1], _PREC['+'] + 1)}",
+                _PREC["+"],
+            )
+        if name in (
+            "add_seconds",
+            "add_minutes",
+            "add_hours",
+            "add_days",
+            "seconds_between",
+            "days_between",
+            "weekday",
+        ):
             self.scope.helpers.add("datetime")
             self.scope.helpers.add(name)
             return f"_{name}({', '.join(args)})", postfix
@@ -401,7 +448,11 @@ class Emitter:
         ty = s.value.ty if s.type is None else None
         annotation = ""
         declared = ts.t(s.type.name, *s.type.args) if s.type is not None else ty
-        if declared is not None and s.name not in self.scope.annotated and (self.mentions_enum(declared) or _needs_annotation(s.value, declared, self.records)):
+        if (
+            declared is not None
+            and s.name not in self.scope.annotated
+            and (self.mentions_enum(declared) or _needs_annotation(s.value, declared, self.records))
+        ):
             annotation = f": {self.types.py(declared)}"
         self.scope.annotated.add(s.name)
         return [*self._journal_calls(s.value, pad), f"{pad}{s.name}{annotation} = {self.expr(s.value)}"]
@@ -422,7 +473,9 @@ class Emitter:
                     return lines
                 lines.append(f"{pad}self._undo.save({container}, {key})")
             else:
-                field_name = target.id if isinstance(target, ir.Name) else target.name if isinstance(target, ir.Attr) else ""
+                field_name = (
+                    target.id if isinstance(target, ir.Name) else target.name if isinstance(target, ir.Attr) else ""
+                )
                 lines.append(f"{pad}self._undo.save({self.scope.state_var}, {py_str(field_name)})")
         lines.append(f"{pad}{self.expr(target)} {s.op} {self.expr(s.value)}")
         return lines
@@ -491,11 +544,22 @@ def _pad(indent: int) -> str:
 
 
 def _is_view_call(e: ir.Expr) -> bool:
-    return isinstance(e, ir.Call) and isinstance(e.func, ir.Name) and e.func.ref == "builtin" and e.func.id in ("keys", "values") and len(e.args) == 1
+    return (
+        isinstance(e, ir.Call)
+        and isinstance(e.func, ir.Name)
+        and e.func.ref == "builtin"
+        and e.func.id in ("keys", "values")
+        and len(e.args) == 1
+    )
 
 
 def _is_state_field(target: ir.Expr) -> bool:
-    return isinstance(target, ir.Attr) and isinstance(target.obj, ir.Name) and target.obj.id == "state" and target.obj.ref == "state"
+    return (
+        isinstance(target, ir.Attr)
+        and isinstance(target.obj, ir.Name)
+        and target.obj.id == "state"
+        and target.obj.ref == "state"
+    )
 
 
 def _has_call(e: ir.Expr) -> bool:
@@ -552,7 +616,7 @@ def _const_json(e: ir.Expr) -> object:
     if isinstance(e, ir.ListLit):
         return [_const_json(i) for i in e.items]
     if isinstance(e, ir.MapLit):
-        return {_const_json(x.key): _const_json(x.value) for x in e.entries}  # type: ignore[misc]
+        return {_const_json(x.key): _const_json(x.value) for x in e.entries}
     raise AssertionError("record defaults are literals (the analyser checks this)")
 
 

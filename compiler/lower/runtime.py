@@ -20,18 +20,18 @@ RUNTIME_HELPERS: dict[str, str] = {
     """Remove the first equal item, if there is one."""
     if item in items:
         items.remove(item)''',
-    "add_seconds": '''def _add_seconds(text: str, seconds: int) -> str:
-    return _format_like(_moment(text) + dt.timedelta(seconds=seconds), text)''',
-    "add_minutes": '''def _add_minutes(text: str, minutes: int) -> str:
-    return _format_like(_moment(text) + dt.timedelta(minutes=minutes), text)''',
-    "add_hours": '''def _add_hours(text: str, hours: int) -> str:
-    return _format_like(_moment(text) + dt.timedelta(hours=hours), text)''',
-    "add_days": '''def _add_days(text: str, days: int) -> str:
-    return _format_like(_moment(text) + dt.timedelta(days=days), text)''',
-    "seconds_between": '''def _seconds_between(start: str, end: str) -> int:
-    return int((_moment(end) - _moment(start)).total_seconds())''',
-    "days_between": '''def _days_between(start: str, end: str) -> int:
-    return (_moment(end).date() - _moment(start).date()).days''',
+    "add_seconds": """def _add_seconds(text: str, seconds: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(seconds=seconds), text)""",
+    "add_minutes": """def _add_minutes(text: str, minutes: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(minutes=minutes), text)""",
+    "add_hours": """def _add_hours(text: str, hours: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(hours=hours), text)""",
+    "add_days": """def _add_days(text: str, days: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(days=days), text)""",
+    "seconds_between": """def _seconds_between(start: str, end: str) -> int:
+    return int((_moment(end) - _moment(start)).total_seconds())""",
+    "days_between": """def _days_between(start: str, end: str) -> int:
+    return (_moment(end).date() - _moment(start).date()).days""",
     "weekday": '''def _weekday(text: str) -> int:
     """Monday is 0."""
     return _moment(text).weekday()''',

@@ -85,7 +85,12 @@ def openai_tools(env: ir.Environment) -> list[dict[str, Any]]:
     result = []
     for tool in env.tools:
         schema = tool_schema(tool, env)
-        result.append({"type": "function", "function": {"name": tool.name, "description": tool.doc, "parameters": schema["parameters"]}})
+        result.append(
+            {
+                "type": "function",
+                "function": {"name": tool.name, "description": tool.doc, "parameters": schema["parameters"]},
+            }
+        )
     return result
 
 
@@ -130,7 +135,9 @@ class Samples:
             return self.enums[name].members[0]
         if name in self.records:
             record = self.records[name]
-            return {f.name: self.value(f.type) for f in record.fields if f.default is None and not ts.is_optional(f.type)}
+            return {
+                f.name: self.value(f.type) for f in record.fields if f.default is None and not ts.is_optional(f.type)
+            }
         return None
 
     def valid_args(self, tool: ir.ToolDecl) -> dict[str, Any]:

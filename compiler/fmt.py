@@ -1,0 +1,777 @@
+"""`envc fmt`: print a parsed module back as `.envspec` text in one canonical style.
+
+Three steps. `_Layout` turns the IR into a tree of `_Item`s (a printed line, or a block
+header with indented children), each remembering the source line it starts on. `_attach`
+gives every comment of the source to an item: a full-line comment leads the next item
+(or closes a block it is indented into), a trailing comment stays on its line. `_Printer`
+prints the tree. Comments come from `_Source`, a scan of the text that skips string
+literals, because the IR does not keep them.
+
+The output parses to the same IR (positions aside) and formatting it again changes
+nothing; tests/test_fmt.py checks both on generated specs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from pydantic import BaseModel
+
+from compiler import ir
+from compiler.diagnostics import Diagnostic
+from compiler.parse import parse_source
+
+INDENT = "    "
+DOC_WIDTH = 80
+POSITION_KEYS = frozenset({"line", "col", "end_line", "end_col"})
+DEFAULT_CLOCK: str = ir.EnvHeader.model_fields["clock"].default
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+@dataclass
+class FormatResult:
+    text: str | None  # None when the input has syntax errors
+    diagnostics: list[Diagnostic]
+
+
+def format_source(text: str, path: str) -> FormatResult:
+    """Format spec text; syntax errors come back as the parser's diagnostics."""
+    parsed = parse_source(text, path)
+    if parsed.module is None:
+        return FormatResult(None, parsed.diagnostics)
+    return FormatResult(format_module(parsed.module, text), [])
+
+
+def format_module(module: ir.Module, source: str = "") -> str:
+    """Print `module`; `source` (the text it was parsed from) supplies comments and layout."""
+    src = _Source(source)
+    root = _Layout(src).module(module)
+    root.kids = _assign_ranges(root.children, src.nlines, src)
+    _attach(root, src)
+    return _Printer().module(root)
+
+
+def strip_positions(model: BaseModel) -> dict[str, Any]:
+    """`model_dump()` without line/col/end_line/end_col: IR equality that ignores layout."""
+    return cast(dict[str, Any], _strip(model.model_dump()))
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in POSITION_KEYS}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------- strings
+
+# compiler/parse.py reads the escape `\\` as an empty string (a bug), so a backslash is
+# written `\u005c`, which it reads right. Set this to "\\\\" once the parser is fixed.
+BACKSLASH_ESCAPE = "\\u005c"
+_NAMED_ESCAPES = {"\\": BACKSLASH_ESCAPE, '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
+
+
+def _escape_char(ch: str) -> str:
+    """Minimal escaping: named escapes, `\\uXXXX` for other unprintable BMP characters."""
+    if ch in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[ch]
+    if ch.isprintable() or ord(ch) > 0xFFFF:
+        return ch
+    return f"\\u{ord(ch):04x}"
+
+
+def quote(value: str) -> str:
+    """A one-line double-quoted string literal that parses back to `value`."""
+    return '"' + "".join(_escape_char(ch) for ch in value) + '"'
+
+
+def _block_line(line: str) -> str:
+    """One line inside `\"\"\"`: tabs and quotes stay raw, but a quote run cannot close it."""
+    text = "".join(ch if ch == "\t" or (ch.isprintable() and ch != "\\") else _escape_char(ch) for ch in line)
+    return re.sub(r'"{3,}', lambda m: '\\"' * len(m.group()), text)
+
+
+def block_string(value: str) -> str | None:
+    """The `\"\"\"` form of `value`, or None when the parser's dedent-and-strip would alter it."""
+    lines = value.split("\n")
+    layout = "\n".join(INDENT + line if line else "" for line in lines) + "\n" + INDENT
+    if not value or textwrap.dedent(layout).strip() != value:
+        return None
+    return '"""\n' + "\n".join(_block_line(line) for line in lines) + '\n"""'
+
+
+def _text(value: str, long: bool = False) -> str:
+    """Docs and other prose: a `\"\"\"` block over several lines (or when long), else quoted."""
+    if "\n" in value or (long and len(value) > DOC_WIDTH):
+        block = block_string(value)
+        if block is not None:
+            return block
+    return quote(value)
+
+
+# --------------------------------------------------------------------------- expressions
+
+# Binding strength, loosest first, as in grammar/envspec.lark.
+LAMBDA, TERNARY, OR, AND, NOT, COMPARE, SUM, TERM, NEG, POSTFIX, ATOM = range(11)
+_COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "is", "is not")
+# op -> (its strength, least strength of the left operand, of the right operand).
+# Comparisons do not chain, so both sides must bind tighter; the rest associate left.
+_BINARY: dict[str, tuple[int, int, int]] = {
+    "or": (OR, OR, AND),
+    "and": (AND, AND, NOT),
+    **{op: (COMPARE, SUM, SUM) for op in _COMPARE_OPS},
+    **{op: (SUM, SUM, TERM) for op in ("+", "-")},
+    **{op: (TERM, TERM, NEG) for op in ("*", "/", "//", "%")},
+}
+
+
+def expr(node: ir.Expr, floor: int = LAMBDA) -> str:
+    """`node` as text, parenthesised when it binds looser than its position allows."""
+    text, strength = _PRINTERS[type(node)](node)
+    return f"({text})" if strength < floor else text
+
+
+def _name(node: ir.Name) -> tuple[str, int]:
+    return node.id, ATOM
+
+
+def _const(node: ir.Const) -> tuple[str, int]:
+    value = node.value
+    if value is None or isinstance(value, bool):
+        return str(value), ATOM
+    if isinstance(value, str):
+        return quote(value), ATOM
+    if isinstance(value, float):
+        if value != value:
+            raise ValueError("NaN has no envspec literal")
+        text = "1e999" if abs(value) == float("inf") else repr(abs(value))
+    else:
+        text = str(abs(value))
+    return ("-" + text, NEG) if value < 0 else (text, ATOM)
+
+
+def _fstring(node: ir.FString) -> tuple[str, int]:
+    out = ['f"']
+    for part in node.parts:
+        if isinstance(part, str):
+            out.append("".join(_escape_char(ch) for ch in part).replace("{", "{{").replace("}", "}}"))
+        else:
+            inner = expr(part)
+            # `{{` would read as a literal brace, so a leading `{` gets a space.
+            out.append("{" + (" " if inner.startswith("{") else "") + inner + "}")
+    out.append('"')
+    return "".join(out), ATOM
+
+
+def _list(node: ir.ListLit) -> tuple[str, int]:
+    return "[" + ", ".join(expr(item) for item in node.items) + "]", ATOM
+
+
+def _entry(entry: ir.MapEntry) -> str:
+    return f"{expr(entry.key, TERNARY)}: {expr(entry.value)}"
+
+
+def _map(node: ir.MapLit) -> tuple[str, int]:
+    return "{" + ", ".join(_entry(e) for e in node.entries) + "}", ATOM
+
+
+def _attr(node: ir.Attr) -> tuple[str, int]:
+    return f"{expr(node.obj, POSTFIX)}.{node.name}", POSTFIX
+
+
+def _index(node: ir.Index) -> tuple[str, int]:
+    return f"{expr(node.obj, POSTFIX)}[{expr(node.index)}]", POSTFIX
+
+
+def _slice(node: ir.Slice) -> tuple[str, int]:
+    lower = expr(node.lower, TERNARY) if node.lower is not None else ""
+    upper = expr(node.upper, TERNARY) if node.upper is not None else ""
+    return f"{expr(node.obj, POSTFIX)}[{lower}:{upper}]", POSTFIX
+
+
+def _arguments(args: Sequence[ir.Expr], kwargs: Sequence[ir.Keyword]) -> str:
+    """Positional arguments first: the IR keeps the two kinds apart, not their order."""
+    return ", ".join([expr(a) for a in args] + [f"{k.name}={expr(k.value)}" for k in kwargs])
+
+
+def _call(node: ir.Call) -> tuple[str, int]:
+    return f"{expr(node.func, POSTFIX)}({_arguments(node.args, node.kwargs)})", POSTFIX
+
+
+def _unary(node: ir.Unary) -> tuple[str, int]:
+    if node.op == "not":
+        return f"not {expr(node.operand, NOT)}", NOT
+    return f"-{expr(node.operand, NEG)}", NEG
+
+
+def _binary(node: ir.Binary) -> tuple[str, int]:
+    strength, left, right = _BINARY[node.op]
+    return f"{expr(node.left, left)} {node.op} {expr(node.right, right)}", strength
+
+
+def _ternary(node: ir.Ternary) -> tuple[str, int]:
+    return f"{expr(node.then, OR)} if {expr(node.cond, OR)} else {expr(node.other, TERNARY)}", TERNARY
+
+
+def _comprehension(node: ir.Comprehension) -> tuple[str, int]:
+    loop = f" for {', '.join(node.targets)} in {expr(node.iter, OR)}"
+    if node.cond is not None:
+        loop += f" if {expr(node.cond, OR)}"
+    if node.value is None:
+        return f"[{expr(node.elt)}{loop}]", ATOM
+    return f"{{{expr(node.elt, TERNARY)}: {expr(node.value)}{loop}}}", ATOM
+
+
+def _lambda(node: ir.Lambda) -> tuple[str, int]:
+    return f"lambda {', '.join(node.params)}: {expr(node.body)}", LAMBDA
+
+
+_PRINTERS: dict[type[Any], Callable[[Any], tuple[str, int]]] = {
+    ir.Name: _name,
+    ir.Const: _const,
+    ir.FString: _fstring,
+    ir.ListLit: _list,
+    ir.MapLit: _map,
+    ir.Attr: _attr,
+    ir.Index: _index,
+    ir.Slice: _slice,
+    ir.Call: _call,
+    ir.Unary: _unary,
+    ir.Binary: _binary,
+    ir.Ternary: _ternary,
+    ir.Comprehension: _comprehension,
+    ir.Lambda: _lambda,
+}
+
+
+def type_ref(ref: ir.TypeRef) -> str:
+    if not ref.args:
+        return ref.name
+    return f"{ref.name}[{', '.join(type_ref(a) for a in ref.args)}]"
+
+
+def _error_call(error: ir.ErrorCall) -> str:
+    args = [] if error.message is None else [error.message]
+    return f"{error.kind}({_arguments(args, error.fields)})"
+
+
+# --------------------------------------------------------------------------- source scan
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass
+class _Comment:
+    line: int
+    indent: int  # width of the whitespace before `#`, as the indenter counts it
+    text: str
+    full_line: bool
+    blank_before: bool = False
+
+
+def _indent_width(text: str) -> int:
+    prefix = text[: len(text) - len(text.lstrip(" \t"))]
+    return prefix.count(" ") + prefix.count("\t") * 4
+
+
+def _long_end(line: str, i: int) -> int:
+    """Index just past the `\"\"\"` that closes a long string, or -1 if it runs on."""
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+        elif line.startswith('"""', i):
+            return i + 3
+        else:
+            i += 1
+    return -1
+
+
+def _short_end(line: str, i: int) -> int:
+    """Index just past the quote closing a one-line string whose body starts at `i`."""
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+        elif line[i] == '"':
+            return i + 1
+        else:
+            i += 1
+    return len(line)
+
+
+def _mask_line(line: str, in_long: bool) -> tuple[str, int, bool]:
+    """Code of one line with string bodies blanked, the comment's column (-1 if none),
+    and whether a long string is still open at the end of the line."""
+    out: list[str] = []
+    i = 0
+    if in_long:
+        i = _long_end(line, 0)
+        if i < 0:
+            return "", -1, True
+        out.append('"')
+    while i < len(line):
+        ch = line[i]
+        if ch == "#":
+            return "".join(out), i, False
+        if ch == '"':
+            fstring = i > 0 and line[i - 1] == "f" and (i == 1 or not (line[i - 2].isalnum() or line[i - 2] == "_"))
+            out.append('""')
+            if not fstring and line.startswith('"""', i):
+                i = _long_end(line, i + 3)
+                if i < 0:
+                    return "".join(out), -1, True
+            else:
+                i = _short_end(line, i + 1)
+            continue
+        if ch != "\\":  # a backslash outside strings only continues the line
+            out.append(ch)
+        i += 1
+    return "".join(out), -1, False
+
+
+class _Source:
+    """What the IR does not keep: comments, blank lines, where each line's code starts."""
+
+    def __init__(self, text: str) -> None:
+        self.comments: list[_Comment] = []
+        self.heads: dict[int, str] = {}  # line -> its code, when code starts the line
+        self.indents: dict[int, int] = {}
+        self.blank: set[int] = set()
+        self.code: list[int] = []  # lines holding code, string bodies included
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        self.nlines = len(lines)
+        in_long = False
+        for number, raw in enumerate(lines, start=1):
+            in_long = self._scan(number, raw[:-1] if raw.endswith("\r") else raw, in_long)
+        for comment in self.comments:
+            comment.blank_before = comment.line - 1 in self.blank
+
+    def _scan(self, number: int, line: str, in_long: bool) -> bool:
+        masked, comment_at, still_long = _mask_line(line, in_long)
+        code = masked.strip()
+        if in_long or code:
+            self.code.append(number)
+        if code and not in_long:
+            self.heads[number] = code
+            self.indents[number] = _indent_width(line)
+        if comment_at >= 0:
+            full = not code and not in_long
+            self.comments.append(_Comment(number, _indent_width(line), line[comment_at:].rstrip(), full))
+        elif not code and not in_long:
+            self.blank.add(number)
+        return still_long
+
+    def head_word(self, line: int) -> str:
+        head = self.heads.get(line, "")
+        match = _WORD.match(head)
+        return match.group() if match else head[:1]
+
+    def starts_string(self, line: int) -> bool:
+        head = self.heads.get(line, "")
+        return head.startswith('"') or head.startswith('f"')
+
+    def first_head(self, lo: int, hi: int) -> int:
+        return next((n for n in range(max(lo, 1), hi + 1) if n in self.heads), 0)
+
+    def find_head(self, lo: int, hi: int, word: str, indent: int | None = None) -> int:
+        """First line in [lo, hi] whose code starts with `word` (at `indent`, if given)."""
+        for n in range(max(lo, 1), hi + 1):
+            if self.head_word(n) == word and (indent is None or self.indents.get(n) == indent):
+                return n
+        return 0
+
+    def last_code(self, lo: int, hi: int) -> int:
+        i = bisect.bisect_right(self.code, hi) - 1
+        return self.code[i] if i >= 0 and self.code[i] >= lo else 0
+
+    def indent(self, line: int) -> int:
+        return self.indents.get(line, 0)
+
+
+# --------------------------------------------------------------------------- layout
+
+
+@dataclass(eq=False)
+class _Item:
+    """One printed line, or a block: a header line, indented children, maybe a closer."""
+
+    text: str  # may hold newlines: a `\"\"\"` string, printed as is
+    start: int = 0  # source line, 0 when unknown (then no comment attaches here)
+    children: list[_Item] = field(default_factory=list)
+    block: bool = False
+    closer: str = ""  # `}` of a literal printed one entry per line
+    closer_line: int = 0
+    # Filled by _assign_ranges and _attach.
+    end: int = 0
+    kids: list[_Item] = field(default_factory=list)  # positioned children by start
+    blank_before: bool = False
+    leading: list[_Comment] = field(default_factory=list)
+    trailing: list[str] = field(default_factory=list)
+    closer_trailing: list[str] = field(default_factory=list)
+    dangling: list[_Comment] = field(default_factory=list)
+
+
+def _block(text: str, start: int, children: list[_Item]) -> _Item:
+    return _Item(text, start, children, block=True)
+
+
+def _explodes(value: ir.Expr | None) -> bool:
+    """A non-empty list or map literal written over several lines: one entry per line."""
+    if isinstance(value, ir.MapLit):
+        size = len(value.entries)
+    elif isinstance(value, ir.ListLit):
+        size = len(value.items)
+    else:
+        return False
+    return size > 0 and 0 < value.line < value.end_line
+
+
+class _Layout:
+    """Builds the item tree; `src` locates what the IR has no positions for."""
+
+    def __init__(self, src: _Source) -> None:
+        self.src = src
+
+    # ------------------------------------------------------------------ module
+    def module(self, module: ir.Module) -> _Item:
+        decls: list[ir.Decl] = [*module.enums, *module.records, *module.state, *module.world, *module.scenarios]
+        decls += [*module.tools, *module.fns, *module.tests, *module.tasks, *module.drops]
+        if module.header is not None:
+            decls.append(module.header)
+        decls.sort(key=lambda d: (d.line, d.col))
+        starts = [d.line for d in decls]
+        items: dict[int, _Item] = {}
+        for d in decls:
+            nxt = bisect.bisect_right(starts, d.line)
+            bound = starts[nxt] - 1 if nxt < len(starts) and d.line else self.src.nlines
+            items[id(d)] = self.decl(d, bound)
+        order = sorted(decls, key=lambda d: not isinstance(d, ir.EnvHeader))
+        return _block("", 1, [items[id(d)] for d in order])
+
+    def decl(self, d: ir.Decl, bound: int) -> _Item:
+        if isinstance(d, ir.EnvHeader):
+            return self.header(d, bound)
+        if isinstance(d, ir.EnumDecl):
+            return self.enum(d, bound)
+        if isinstance(d, ir.ToolDecl):
+            return self.callable(d, bound)
+        if isinstance(d, ir.TaskDecl):
+            return self.task(d, bound)
+        if isinstance(d, ir.DropDecl):
+            return _Item(f"drop {d.what} {d.name}", d.line)
+        header, items = self.simple_decl(d)
+        return _block(header, d.line, self.doc(d.doc, d.line, bound) + items)
+
+    def simple_decl(self, d: ir.Decl) -> tuple[str, list[_Item]]:
+        """Header line and items of the declarations that are plain lists of fields."""
+        if isinstance(d, ir.RecordDecl):
+            return f"{'override ' if d.override else ''}record {d.name}:", [self.field(f) for f in d.fields]
+        if isinstance(d, ir.StateDecl):
+            return "state:", [self.field(f) for f in d.fields]
+        if isinstance(d, ir.WorldDecl):
+            return "world:", [self.world_field(f) for f in d.fields]
+        if isinstance(d, ir.ScenarioDecl):
+            return f"scenario {d.name}:", [self.value(f"{i.name} = ", i.value, i.line) for i in d.items]
+        if isinstance(d, ir.TestDecl):
+            return f"test {d.name}:", [self.test_step(s) for s in d.steps]
+        raise TypeError(f"cannot format {type(d).__name__}")
+
+    def doc(self, doc: str, after: int, bound: int) -> list[_Item]:
+        if not doc:
+            return []
+        line = self.src.first_head(after + 1, bound)
+        return [_Item(_text(doc, long=True), line if self.src.starts_string(line) else 0)]
+
+    def value(self, prefix: str, value: ir.Expr, start: int, suffix: str = "") -> _Item:
+        """`prefix value suffix`; a literal written over several lines keeps one entry per line."""
+        if not _explodes(value):
+            return _Item(prefix + expr(value) + suffix, start)
+        if isinstance(value, ir.MapLit):
+            opener, closer = "{", "}"
+            entries = [(f"{expr(e.key, TERNARY)}: ", e.value, e.line) for e in value.entries]
+        else:
+            assert isinstance(value, ir.ListLit)
+            opener, closer = "[", "]"
+            entries = [("", item, item.line) for item in value.items]
+        last = len(entries) - 1
+        children = [self.value(p, v, line, "," if i < last else "") for i, (p, v, line) in enumerate(entries)]
+        item = _block(prefix + opener, start, children)
+        item.closer = closer + suffix
+        item.closer_line = value.end_line if self.src.heads.get(value.end_line, "").startswith(closer) else 0
+        return item
+
+    # ------------------------------------------------------------------ declarations
+    def header(self, h: ir.EnvHeader, bound: int) -> _Item:
+        lines: list[tuple[str, str]] = []
+        if h.title:
+            lines.append(("title", f"title {quote(h.title)}"))
+        if h.archetype:
+            lines.append(("archetype", f"archetype {h.archetype}"))
+        if h.domains:
+            lines.append(("domains", "domains " + ", ".join(quote(d) for d in h.domains)))
+        if h.doc:
+            lines.append(("doc", "doc " + _text(h.doc, long=True)))
+        if h.extends:
+            lines.append(("extends", f"extends {quote(h.extends)}"))
+        if h.seed != 0 or not lines:  # the grammar wants at least one item
+            lines.append(("seed", f"seed {h.seed}"))
+        if h.clock != DEFAULT_CLOCK:
+            lines.append(("clock", f"clock {quote(h.clock)}"))
+        items = [_Item(text, self.src.find_head(h.line + 1, bound, key)) for key, text in lines]
+        return _block(f"environment {h.name}:", h.line, items)
+
+    def enum(self, e: ir.EnumDecl, bound: int) -> _Item:
+        found = [
+            (name, n)
+            for n in range(e.line + 1, bound + 1)
+            if n in self.src.heads and not self.src.starts_string(n)
+            for name in _WORD.findall(self.src.heads[n])
+        ]
+        lines = [n for _, n in found] if [name for name, _ in found] == e.members else [0] * len(e.members)
+        members = [_Item(name, n) for name, n in zip(e.members, lines)]
+        return _block(f"enum {e.name}:", e.line, self.doc(e.doc, e.line, bound) + members)
+
+    def field(self, f: ir.Field_) -> _Item:
+        head = f"{f.name}: {type_ref(f.type)}"
+        return _Item(head, f.line) if f.default is None else self.value(head + " = ", f.default, f.line)
+
+    def world_field(self, f: ir.WorldField) -> _Item:
+        head = f"{f.name}: {type_ref(f.type)}"
+        if f.value is None:
+            return _Item(f"{head} from {quote(f.source)}", f.line)
+        return self.value(head + " = ", f.value, f.line)
+
+    def callable(self, t: ir.ToolDecl, bound: int) -> _Item:
+        keyword = "fn" if isinstance(t, ir.FnDecl) else "tool"
+        params = ", ".join(param(p) for p in t.params)
+        head = f"{'override ' if t.override else ''}{keyword} {t.name}({params}) -> {type_ref(t.returns)}:"
+        after = max(t.returns.end_line, t.line)
+        body_start = t.escape.line if t.escape is not None else t.body[0].line if t.body else bound + 1
+        effects = [_Item(text, self.src.find_head(after + 1, body_start - 1, key)) for key, text in _effects(t)]
+        body = [self.escape(t.escape)] if t.escape is not None else self.stmts(t.body)
+        return _block(head, t.line, self.doc(t.doc, after, bound) + effects + body)
+
+    def escape(self, escape: ir.Escape) -> _Item:
+        return _Item(f"{escape.kind} {_text(escape.text)}", escape.line)
+
+    def task(self, t: ir.TaskDecl, bound: int) -> _Item:
+        indent = self.src.indents.get(self.src.first_head(t.line + 1, bound), -1)
+
+        def find(word: str) -> int:
+            return self.src.find_head(t.line + 1, bound, word, indent)
+
+        items = self.doc(t.doc, t.line, bound)
+        if t.scenario:
+            items.append(_Item(f"scenario {t.scenario}", find("scenario")))
+        if t.request:
+            items.append(_Item(f"request {_text(t.request)}", find("request")))
+        if t.solution:
+            start = find("solution") or self.src.last_code(1, t.solution[0].line - 1)
+            items.append(_block("solution:", start, [_Item(expr(e), e.line) for e in t.solution]))
+        items += [_Item(f"verify {expr(e)}", e.line) for e in t.verify]
+        return _block(f"task {t.name}:", t.line, items)
+
+    def test_step(self, step: ir.TestStmt) -> _Item:
+        if isinstance(step, ir.UseScenario):
+            return _Item(f"scenario {step.name}", step.line)
+        if isinstance(step, ir.TestLet):
+            return self.value(f"let {step.name} = ", step.value, step.line)
+        if isinstance(step, ir.TestCall):
+            return _Item(expr(step.call), step.line)
+        if isinstance(step, ir.ExpectRaises):
+            message = f" {quote(step.message)}" if step.message else ""
+            return _Item(f"{expr(step.call)} raises {step.error}{message}", step.line)
+        return _Item(f"expect {expr(step.cond)}", step.line)
+
+    # ------------------------------------------------------------------ statements
+    def stmts(self, body: Sequence[ir.Stmt]) -> list[_Item]:
+        return [item for s in body for item in self.stmt(s)]
+
+    def stmt(self, s: ir.Stmt) -> list[_Item]:
+        """A statement's items; an `if` gives one block per branch."""
+        if isinstance(s, ir.If):
+            return self.if_stmt(s)
+        if isinstance(s, ir.For):
+            return [_block(f"for {', '.join(s.targets)} in {expr(s.iter)}:", s.line, self.stmts(s.body))]
+        if isinstance(s, ir.Let):
+            annotation = f": {type_ref(s.type)}" if s.type is not None else ""
+            return [self.value(f"let {s.name}{annotation} = ", s.value, s.line)]
+        if isinstance(s, ir.Assign):
+            return [self.value(f"{expr(s.target, POSTFIX)} {s.op} ", s.value, s.line)]
+        return [_Item(_simple_stmt(s), s.line)]
+
+    def if_stmt(self, s: ir.If) -> list[_Item]:
+        items = [
+            _block(f"{'elif' if i else 'if'} {expr(b.cond)}:", b.line if i else s.line, self.stmts(b.body))
+            for i, b in enumerate(s.branches)
+        ]
+        if s.orelse:
+            start = self.src.last_code(1, s.orelse[0].line - 1) if s.orelse[0].line else 0
+            items.append(_block("else:", start, self.stmts(s.orelse)))
+        return items
+
+
+def _simple_stmt(s: ir.Stmt) -> str:
+    if isinstance(s, ir.Return):
+        return "return" if s.value is None else f"return {expr(s.value)}"
+    if isinstance(s, ir.Require):
+        return f"require {expr(s.cond)} else {_error_call(s.error)}"
+    if isinstance(s, ir.Fail):
+        return f"fail {_error_call(s.error)}"
+    if isinstance(s, ir.Delete):
+        return f"del {expr(s.target, POSTFIX)}"
+    if isinstance(s, ir.ExprStmt):
+        return expr(s.value)
+    if isinstance(s, (ir.Pass, ir.Break, ir.Continue)):
+        return s.kind
+    raise TypeError(f"cannot format {type(s).__name__}")
+
+
+def param(p: ir.Param) -> str:
+    text = f"{p.name}: {type_ref(p.type)}"
+    if p.default is not None:
+        text += f" = {expr(p.default)}"
+    return text + "".join(f" {c.kind} {expr(c.value)}" for c in p.constraints)
+
+
+def _effects(t: ir.ToolDecl) -> list[tuple[str, str]]:
+    lines: list[tuple[str, str]] = []
+    if t.declared_reads:
+        lines.append(("reads", "reads " + ", ".join(t.declared_reads)))
+    if t.declared_writes:
+        lines.append(("writes", "writes " + ", ".join(t.declared_writes)))
+    if t.side_effect:
+        lines.append(("side_effect", f"side_effect {quote(t.side_effect)}"))
+    return lines
+
+
+# --------------------------------------------------------------------------- comments
+
+
+def _assign_ranges(items: list[_Item], bound: int, src: _Source) -> list[_Item]:
+    """Give each positioned item its source lines: up to the last code line before the next
+    sibling (or the end of the parent); return the positioned items by start."""
+    kids = sorted((k for k in items if k.start > 0), key=lambda k: k.start)
+    starts = [k.start for k in kids]
+    for k in kids:
+        nxt = bisect.bisect_right(starts, k.start)
+        limit = starts[nxt] - 1 if nxt < len(starts) else bound
+        k.end = max(k.start, src.last_code(k.start, limit))
+        k.blank_before = k.start - 1 in src.blank
+        k.kids = _assign_ranges(k.children, k.closer_line - 1 if k.closer_line else k.end, src)
+    return kids
+
+
+def _attach(root: _Item, src: _Source) -> None:
+    for comment in src.comments:
+        node = _innermost(root, comment.line)
+        if comment.full_line or node is root:
+            _attach_full(node, comment, src)
+        elif node.closer_line == comment.line:
+            node.closer_trailing.append(comment.text)
+        else:
+            node.trailing.append(comment.text)
+
+
+def _innermost(root: _Item, line: int) -> _Item:
+    node = root
+    while True:
+        inside = [k for k in node.kids if k.start <= line <= k.end]
+        if not inside:
+            return node
+        node = inside[-1]
+
+
+def _attach_full(node: _Item, comment: _Comment, src: _Source) -> None:
+    """Lead the next item, unless indented into the block just before; else close `node`."""
+    before = [k for k in node.kids if k.start < comment.line]
+    after = [k for k in node.kids if k.start > comment.line]
+    target = _open_block(before[-1], comment.indent, src) if before else None
+    if target is not None:
+        target.dangling.append(comment)
+    elif after:
+        after[0].leading.append(comment)
+    elif node.block:
+        node.dangling.append(comment)
+    else:
+        node.leading.append(comment)
+
+
+def _open_block(item: _Item, indent: int, src: _Source) -> _Item | None:
+    """The deepest block ending `item` whose body a comment at `indent` sits in."""
+    found = None
+    node = item
+    while node.block and not node.closer and src.indent(node.start) < indent:
+        found = node
+        if not node.kids:
+            break
+        node = node.kids[-1]
+    return found
+
+
+# --------------------------------------------------------------------------- printing
+
+
+def _trail(comments: list[str]) -> str:
+    return "  " + "  ".join(comments) if comments else ""
+
+
+class _Printer:
+    """Writes items; blank lines are requested, collapsed, and never open a block."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.pending = False
+        self.at_start = True
+
+    def module(self, root: _Item) -> str:
+        for child in root.children:
+            self.blank()
+            self.item(child, 0)
+        self.blank()
+        self.comments(root.dangling, "")
+        return "\n".join(self.lines) + "\n" if self.lines else ""
+
+    def blank(self) -> None:
+        self.pending = not self.at_start
+
+    def line(self, text: str) -> None:
+        if self.pending:
+            self.lines.append("")
+        self.pending = self.at_start = False
+        self.lines.append(text)
+
+    def comments(self, comments: list[_Comment], indent: str) -> None:
+        for comment in comments:
+            if comment.blank_before:
+                self.blank()
+            self.line(indent + comment.text)
+
+    def item(self, item: _Item, depth: int) -> None:
+        indent = INDENT * depth
+        self.comments(item.leading, indent)
+        if item.blank_before:
+            self.blank()
+        first, *rest = item.text.split("\n")
+        self.line(indent + first + ("" if rest else _trail(item.trailing)))
+        for n, text in enumerate(rest, start=1):  # inside a string: no blank-line logic
+            self.lines.append(indent + text if text else "")
+            if n == len(rest):
+                self.lines[-1] += _trail(item.trailing)
+        if not item.block:
+            return
+        self.at_start, self.pending = True, False
+        for child in item.children:
+            self.item(child, depth + 1)
+        self.comments(item.dangling, indent + INDENT)
+        if item.closer:
+            self.line(indent + item.closer + _trail(item.closer_trailing))
