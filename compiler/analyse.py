@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import keyword
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -297,6 +298,8 @@ class _Analyser:
         header = self.header
         if not ENV_NAME.match(header.name):
             self.error("E2016", f"environment name `{header.name}` is not lower_snake_case", header, header.file)
+        elif header.name in sys.stdlib_module_names or header.name in ("compiler", "generated", "tests"):
+            self.error("E2019", f"environment name `{header.name}` is also a Python module name; its package would shadow it", header, header.file, hint=f"call it e.g. `{header.name}_env`")
         if header.archetype and header.archetype not in bi.ARCHETYPES:
             self.error(
                 "E2015",
@@ -1846,7 +1849,7 @@ class _BodyChecker:
             self.error("E3009", f"`.{func.name}()` on a value that may be None", func.obj)
             obj_type = ts.strip_optional(obj_type)
         name = func.name
-        kind = obj_type.name
+        kind = "str" if obj_type.name in ts.TEMPORAL else obj_type.name  # ISO strings
         table = {"str": bi.STR_METHODS, "list": bi.LIST_METHODS, "map": bi.MAP_METHODS}.get(kind)
         if kind == "any":
             for arg in expr.args:
@@ -1870,7 +1873,7 @@ class _BodyChecker:
     def _method_type(self, expr: ir.Call, obj: ir.TypeRef, name: str) -> ir.TypeRef:
         args = expr.args
         S, N, B = ts.STR, ts.INT, ts.BOOL
-        if obj.name == "str":
+        if obj.name in ("str", *ts.TEMPORAL):
             signatures: dict[str, tuple[list[ir.TypeRef], ir.TypeRef, int]] = {
                 "lower": ([], S, 0),
                 "upper": ([], S, 0),

@@ -308,14 +308,9 @@ def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
                 Finding("ast", relative, node.lineno, f"call of `{func.id}` is forbidden in an environment")
             )
         if isinstance(func, ast.Attribute):
-            owner = (
-                func.value.attr
-                if isinstance(func.value, ast.Attribute)
-                else func.value.id
-                if isinstance(func.value, ast.Name)
-                else ""
-            )
-            if (owner, func.attr) in FORBIDDEN_ATTRIBUTES or owner in ("random", "subprocess", "socket", "time"):
+            module = func.value.id if isinstance(func.value, ast.Name) else ""
+            owner = func.value.attr if isinstance(func.value, ast.Attribute) else module
+            if (owner, func.attr) in FORBIDDEN_ATTRIBUTES or module in ("random", "subprocess", "socket", "time", "os"):
                 findings.append(
                     Finding(
                         "ast",

@@ -52,6 +52,7 @@ CODES: dict[str, tuple[str, str]] = {
     "E2016": ("invalid environment name", "use a lower_snake_case identifier"),
     "E2017": ("duplicate header item", "each header item may appear once"),
     "E2018": ("extends cycle", "a prototype cannot extend itself, directly or indirectly"),
+    "E2019": ("environment name shadows a standard-library module", "the generated package would hide that module; add a suffix, e.g. `calendar_env`"),
     "E3001": ("type mismatch", "convert the value or change the declared type"),
     "E3002": ("wrong number of type arguments", "list[T], map[K, V] and optional[T] take exactly these"),
     "E3003": ("invalid map key type", "map keys are str, int or an enum"),

@@ -191,14 +191,15 @@ _ISO_CHECKS = {
     "date": _dt.date.fromisoformat,
     "time": _dt.time.fromisoformat,
 }
-_DATETIME_SHAPE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?$")
+# One fixed-width form each, so that comparing the strings orders the moments.
+_DATETIME_SHAPE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
 _DATE_SHAPE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_TIME_SHAPE = re.compile(r"^\d{2}:\d{2}(:\d{2})?$")
+_TIME_SHAPE = re.compile(r"^\d{2}:\d{2}:\d{2}$")
 _SHAPES = {"datetime": _DATETIME_SHAPE, "date": _DATE_SHAPE, "time": _TIME_SHAPE}
 
 
 def valid_temporal(kind: str, text: str) -> bool:
-    """ISO-8601 without zone offsets: `2025-01-31T09:30:00`, `2025-01-31`, `09:30`."""
+    """ISO-8601 without zone offsets, seconds included: `2025-01-31T09:30:00`, `2025-01-31`, `09:30:00`."""
     if not _SHAPES[kind].match(text):
         return False
     try:

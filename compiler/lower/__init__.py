@@ -238,12 +238,24 @@ class _Builder:
     def _signature(self, tool: ir.ToolDecl) -> str:
         parts = []
         for param in tool.params:
-            text = f"{param.name}: {self.types.py(param.type)}"
             has_default, default = schema.param_default(param)
+            if has_default and isinstance(default, (list, dict)):
+                # A mutable default would be shared between calls: None stands in for it.
+                parts.append(f"{param.name}: {self.types.py(ts.optional(param.type))} = None")
+                continue
+            text = f"{param.name}: {self.types.py(param.type)}"
             if has_default:
                 text += f" = {py_value(default)}"
             parts.append(text)
         return "".join(f", {p}" for p in parts)
+
+    def _default_prologue(self, tool: ir.ToolDecl) -> list[str]:
+        lines = []
+        for param in tool.params:
+            has_default, default = schema.param_default(param)
+            if has_default and isinstance(default, (list, dict)):
+                lines += [f"if {param.name} is None:", f"    {param.name} = {py_value(default)}"]
+        return lines
 
     def _tool_context(self, tool: ir.ToolDecl) -> dict[str, Any]:
         specs = []
@@ -275,7 +287,7 @@ class _Builder:
         lines = emitter.block(tool.body, 0)
         self.helpers |= scope.helpers
         uses_state = any('state["' in line or "state[" in line for line in lines)
-        prologue = ["state = self._state"] if uses_state else []
+        prologue = self._default_prologue(tool) + (["state = self._state"] if uses_state else [])
         if kind == "tool" and tool.writes:
             body = [*prologue, f"with self._undo.begin({py_str(tool.name)}):", *("    " + line for line in lines)]
         else:

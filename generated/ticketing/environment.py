@@ -11,6 +11,7 @@ validates arguments, keeps state unchanged when a call fails, and returns JSON.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Mapping
@@ -234,18 +235,34 @@ _TYPE_NAMES: Final[dict[str, str]] = {
     "int": "an integer",
     "float": "a number",
     "bool": "true or false",
-    "datetime": "an ISO-8601 datetime (YYYY-MM-DDTHH:MM:SS)",
-    "date": "an ISO-8601 date (YYYY-MM-DD)",
-    "time": "an ISO-8601 time (HH:MM:SS)",
+    "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
+    "date": "an ISO-8601 date like 2025-01-31",
+    "time": "an ISO-8601 time like 09:30:00",
     "list": "a list",
     "map": "an object",
     "record": "an object",
 }
 _TEMPORAL_SHAPES: Final[dict[str, re.Pattern[str]]] = {
-    "datetime": re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?"),
+    "datetime": re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"),
     "date": re.compile(r"\d{4}-\d{2}-\d{2}"),
-    "time": re.compile(r"\d{2}:\d{2}(:\d{2})?"),
+    "time": re.compile(r"\d{2}:\d{2}:\d{2}"),
 }
+"""One fixed-width form each, so comparing the strings orders the moments."""
+
+
+def _valid_moment(tag: str, text: str) -> bool:
+    if not _TEMPORAL_SHAPES[tag].fullmatch(text):
+        return False
+    try:
+        if tag == "datetime":
+            dt.datetime.fromisoformat(text)
+        elif tag == "date":
+            dt.date.fromisoformat(text)
+        else:
+            dt.time.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _invalid(where: str, kind: Kind, value: Any) -> DomainError:
@@ -280,7 +297,7 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
             raise _invalid(where, kind, value)
         if tag == "enum" and value not in kind[1]:
             raise _invalid(where, kind, value)
-        if tag in _TEMPORAL_SHAPES and not _TEMPORAL_SHAPES[tag].fullmatch(value):
+        if tag in _TEMPORAL_SHAPES and not _valid_moment(tag, value):
             raise _invalid(where, kind, value)
         return value
     if tag == "int":
