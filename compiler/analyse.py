@@ -156,6 +156,8 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     if not header.domains:
         header.domains = list(parent.header.domains)
     merged = ir.Module(path=child.path, header=header)
+    for rename in child.renames:
+        _apply_rename(parent, rename, diagnostics)
     dropped: dict[str, set[str]] = {}
     for drop in child.drops:
         pools: dict[str, Sequence[Any]] = {
@@ -190,6 +192,36 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     merged.state = [*parent.state, *child.state]
     merged.world = [*parent.world, *child.world]
     return merged
+
+
+def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Diagnostic]) -> None:
+    """Rename a prototype declaration and every reference to it inside the prototype.
+
+    Names of tools, helpers, records and enums are unique across the spec and locals may
+    not reuse them, so every `Name`/type with the old name means that declaration."""
+    pool: Sequence[Any] = {"tool": parent.tools, "fn": parent.fns, "record": parent.records, "enum": parent.enums, "scenario": parent.scenarios}[rename.what]
+    if not any(d.name == rename.old for d in pool):
+        hint = did_you_mean(rename.old, [d.name for d in pool])
+        diagnostics.append(Diagnostic("E2012", f"the prototype has no {rename.what} `{rename.old}` to rename", rename.file, rename.line, rename.col, hint=hint))
+        return
+    for node in _walk(parent):
+        if isinstance(node, (ir.EnumDecl, ir.RecordDecl, ir.ToolDecl, ir.ScenarioDecl)) and node.name == rename.old and _kind_of(node) == rename.what:
+            node.name = rename.new
+        elif rename.what == "scenario":
+            if isinstance(node, (ir.UseScenario,)) and node.name == rename.old:
+                node.name = rename.new
+            elif isinstance(node, ir.TaskDecl) and node.scenario == rename.old:
+                node.scenario = rename.new
+        elif isinstance(node, ir.Name) and node.id == rename.old:
+            node.id = rename.new
+        elif isinstance(node, ir.TypeRef) and node.name == rename.old and rename.what in ("record", "enum"):
+            node.name = rename.new
+
+
+def _kind_of(decl: Any) -> str:
+    if isinstance(decl, ir.FnDecl):
+        return "fn"
+    return {ir.EnumDecl: "enum", ir.RecordDecl: "record", ir.ToolDecl: "tool", ir.ScenarioDecl: "scenario"}.get(type(decl), "")
 
 
 def _merge_named(

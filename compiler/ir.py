@@ -411,6 +411,14 @@ class DropDecl(Decl):
     name: str
 
 
+class RenameDecl(Decl):
+    """`rename tool create_entity as create_ticket`: a prototype name, renamed everywhere."""
+
+    what: Literal["tool", "fn", "record", "enum", "scenario"]
+    old: str
+    new: str
+
+
 class Module(BaseModel):
     """One parsed `.envspec` file, declarations in source order."""
 
@@ -428,6 +436,7 @@ class Module(BaseModel):
     tests: list[TestDecl] = Field(default_factory=list)
     tasks: list[TaskDecl] = Field(default_factory=list)
     drops: list[DropDecl] = Field(default_factory=list)
+    renames: list[RenameDecl] = Field(default_factory=list)
 
 
 class Environment(BaseModel):

@@ -32,7 +32,7 @@ MAX_EXPR_DEPTH = 120
 MAX_SYNTAX_ERRORS = 50
 INT64_MAX = 2**63 - 1
 
-_DECL_START = re.compile(r"^(environment|enum|record|state|world|scenario|tool|fn|test|task|drop|override)\b")
+_DECL_START = re.compile(r"^(environment|enum|record|state|world|scenario|tool|fn|test|task|drop|rename|override)\b")
 
 
 def grammar_path() -> Path:
@@ -515,6 +515,10 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def fn_decl(self, meta: Meta, children: list[Any]) -> ir.ToolDecl:
         return self._callable(meta, children, ir.FnDecl)
 
+    def rename_decl(self, meta: Meta, children: list[Token]) -> ir.RenameDecl:
+        what, old, new = (str(c) for c in children)
+        return ir.RenameDecl(what=what, old=old, new=new, **_pos(meta))  # type: ignore[arg-type]
+
     def drop_decl(self, meta: Meta, children: list[Token]) -> ir.DropDecl:
         return ir.DropDecl(what=str(children[0]), name=str(children[1]), **_pos(meta))
 
@@ -914,6 +918,7 @@ def _assemble(decls: list[Any], path: str) -> tuple[ir.Module, list[Diagnostic]]
         ir.TestDecl: module.tests,
         ir.TaskDecl: module.tasks,
         ir.DropDecl: module.drops,
+        ir.RenameDecl: module.renames,
     }
     for decl in decls:
         decl.file = path
