@@ -38,6 +38,13 @@ class AnalysisResult:
     diagnostics: list[Diagnostic]
     sources: dict[str, str] = field(default_factory=dict)
 
+    def inputs(self) -> list[str]:
+        """Every file the result depends on: specs, prototypes and world data files."""
+        files = set(self.sources)
+        if self.environment is not None:
+            files |= set(self.environment.inputs)
+        return sorted(files)
+
 
 def analyse_file(path: Path) -> AnalysisResult:
     sources: dict[str, str] = {}
@@ -106,6 +113,21 @@ def _parse_and_extend(
         diagnostics.append(Diagnostic("E2004", "the spec has no `environment NAME:` header", str(path), 1, 1))
         return None
     if not module.header.extends:
+        overrides: list[ir.Decl] = [*(d for d in module.tools if d.override), *(d for d in module.fns if d.override)]
+        overrides += [d for d in module.records if d.override]
+        for decl in [*module.drops, *module.renames, *overrides]:
+            keyword_ = (
+                "drop" if isinstance(decl, ir.DropDecl) else "rename" if isinstance(decl, ir.RenameDecl) else "override"
+            )
+            diagnostics.append(
+                Diagnostic(
+                    "E2021",
+                    f"`{keyword_}` changes a prototype, but this spec extends none",
+                    str(path),
+                    decl.line,
+                    decl.col,
+                )
+            )
         return module
     header = module.header
     parent_path = _find_prototype(header.extends, path)
@@ -141,7 +163,7 @@ def _find_prototype(name: str, spec: Path) -> Path | None:
         prototypes_dir() / f"{name}.envspec",
     ]
     for candidate in candidates:
-        if ".." not in Path(name).parts and candidate.is_file():
+        if ".." not in Path(name).parts and not Path(name).is_absolute() and candidate.is_file():
             return candidate
     return None
 
@@ -155,6 +177,10 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
             setattr(header, attr, getattr(parent.header, attr))
     if not header.domains:
         header.domains = list(parent.header.domains)
+    defaults = ir.EnvHeader(name=header.name)
+    for attr in ("seed", "clock"):
+        if getattr(header, attr) == getattr(defaults, attr):
+            setattr(header, attr, getattr(parent.header, attr))
     merged = ir.Module(path=child.path, header=header)
     for rename in child.renames:
         _apply_rename(parent, rename, diagnostics)
@@ -199,13 +225,46 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
 
     Names of tools, helpers, records and enums are unique across the spec and locals may
     not reuse them, so every `Name`/type with the old name means that declaration."""
-    pool: Sequence[Any] = {"tool": parent.tools, "fn": parent.fns, "record": parent.records, "enum": parent.enums, "scenario": parent.scenarios}[rename.what]
+    pools: dict[str, Sequence[Any]] = {
+        "tool": parent.tools,
+        "fn": parent.fns,
+        "record": parent.records,
+        "enum": parent.enums,
+        "scenario": parent.scenarios,
+    }
+    pool = pools[rename.what]
     if not any(d.name == rename.old for d in pool):
         hint = did_you_mean(rename.old, [d.name for d in pool])
-        diagnostics.append(Diagnostic("E2012", f"the prototype has no {rename.what} `{rename.old}` to rename", rename.file, rename.line, rename.col, hint=hint))
+        diagnostics.append(
+            Diagnostic(
+                "E2012",
+                f"the prototype has no {rename.what} `{rename.old}` to rename",
+                rename.file,
+                rename.line,
+                rename.col,
+                hint=hint,
+            )
+        )
+        return
+    taken = [d.name for group in pools.values() for d in group]
+    if rename.new in taken or bi.is_reserved(rename.new):
+        why = "is already declared by the prototype" if rename.new in taken else "is a reserved name"
+        diagnostics.append(
+            Diagnostic(
+                "E2001" if rename.new in taken else "E2014",
+                f"cannot rename to `{rename.new}`: it {why}",
+                rename.file,
+                rename.line,
+                rename.col,
+            )
+        )
         return
     for node in _walk(parent):
-        if isinstance(node, (ir.EnumDecl, ir.RecordDecl, ir.ToolDecl, ir.ScenarioDecl)) and node.name == rename.old and _kind_of(node) == rename.what:
+        if (
+            isinstance(node, (ir.EnumDecl, ir.RecordDecl, ir.ToolDecl, ir.ScenarioDecl))
+            and node.name == rename.old
+            and _kind_of(node) == rename.what
+        ):
             node.name = rename.new
         elif rename.what == "scenario":
             if isinstance(node, (ir.UseScenario,)) and node.name == rename.old:
@@ -221,7 +280,13 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
 def _kind_of(decl: Any) -> str:
     if isinstance(decl, ir.FnDecl):
         return "fn"
-    return {ir.EnumDecl: "enum", ir.RecordDecl: "record", ir.ToolDecl: "tool", ir.ScenarioDecl: "scenario"}.get(type(decl), "")
+    kinds: dict[type, str] = {
+        ir.EnumDecl: "enum",
+        ir.RecordDecl: "record",
+        ir.ToolDecl: "tool",
+        ir.ScenarioDecl: "scenario",
+    }
+    return kinds.get(type(decl), "")
 
 
 def _merge_named(
@@ -255,7 +320,9 @@ def _merge_named(
                     decl.col,
                     hint=f"write `override {what} {decl.name}` to replace it"
                     if what in ("tool", "fn", "record")
-                    else f"write `drop {what} {decl.name}` first to replace it",
+                    else f"write `drop {what} {decl.name}` first to replace it"
+                    if what in ("scenario", "test", "task")
+                    else "enums cannot be replaced; `rename enum` the prototype's and declare a new one",
                 )
             )
     return result
@@ -266,9 +333,13 @@ def _merge_named(
 
 @dataclass
 class _Local:
+    """A local's type and aliasing: `outer` are the state fields the value itself may
+    belong to; `roots` those that anything reachable from it may belong to."""
+
     type: ir.TypeRef
     kind: str  # "local", "param", "loop"
     roots: set[str] = field(default_factory=set)
+    outer: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -331,7 +402,13 @@ class _Analyser:
         if not ENV_NAME.match(header.name):
             self.error("E2016", f"environment name `{header.name}` is not lower_snake_case", header, header.file)
         elif header.name in sys.stdlib_module_names or header.name in ("compiler", "generated", "tests"):
-            self.error("E2019", f"environment name `{header.name}` is also a Python module name; its package would shadow it", header, header.file, hint=f"call it e.g. `{header.name}_env`")
+            self.error(
+                "E2019",
+                f"environment name `{header.name}` is also a Python module name; its package would shadow it",
+                header,
+                header.file,
+                hint=f"call it e.g. `{header.name}_env`",
+            )
         if header.archetype and header.archetype not in bi.ARCHETYPES:
             self.error(
                 "E2015",
@@ -366,7 +443,7 @@ class _Analyser:
             for member in enum.members:
                 if member in seen:
                     self.error("E2005", f"enum {enum.name} lists `{member}` twice", enum, enum.file)
-                if bi.is_reserved(member) and member in ("None", "True", "False"):
+                if keyword.iskeyword(member) or member in ("lambda", "let", "fail", "require", "expect"):
                     self.error("E2014", f"`{member}` cannot be an enum member", enum, enum.file)
                 seen.add(member)
         for record in self.module.records:
@@ -376,8 +453,6 @@ class _Analyser:
         for state_decl in self.module.state:
             for field_ in state_decl.fields:
                 previous = self.state.get(field_.name)
-                if previous is not None and state_decl.file != self.module.path and False:
-                    continue
                 if previous is not None and _decl_file(self.module.state, previous) != state_decl.file:
                     self.state[field_.name] = field_  # a domain spec re-seeds a prototype field
                     continue
@@ -469,6 +544,7 @@ class _Analyser:
         for record in self.records.values():
             for field_ in record.fields:
                 field_.type = self.resolve_type(field_.type, record.file or self.module.path)
+        self._check_record_cycles()
         for name, field_ in self.state.items():
             field_.type = self.resolve_type(field_.type, self._state_file(name))
         for world_field in self.world.values():
@@ -477,6 +553,28 @@ class _Analyser:
             for param in callable_.params:
                 param.type = self.resolve_type(param.type, callable_.file)
             callable_.returns = self.resolve_type(callable_.returns, callable_.file)
+
+    def _check_record_cycles(self) -> None:
+        """Values are trees (JSON), so no record may contain itself."""
+
+        def mentioned(ty: ir.TypeRef) -> set[str]:
+            found = {ty.name} if ty.name in self.records else set()
+            for arg in ty.args:
+                found |= mentioned(arg)
+            return found
+
+        edges = {name: set().union(*(mentioned(f.type) for f in r.fields)) for name, r in self.records.items()}
+        for start, record in self.records.items():
+            seen: set[str] = set()
+            stack = list(edges[start])
+            while stack:
+                name = stack.pop()
+                if name == start:
+                    self.error("E3023", f"record {start} contains itself", record, record.file or self.module.path)
+                    break
+                if name not in seen:
+                    seen.add(name)
+                    stack.extend(edges.get(name, ()))
 
     def _state_file(self, name: str) -> str:
         for decl in self.module.state:
@@ -644,6 +742,7 @@ class _Analyser:
             self.summaries[name] = _Summary(
                 set(effects.reads), set(effects.writes), effects.return_roots, effects.errors
             )
+            self._compare_declared(fn, effects)
             fn.reads, fn.writes, fn.errors = (
                 sorted(effects.reads),
                 sorted(w for w in effects.writes if not w.startswith(PARAM_ROOT)),
@@ -803,6 +902,7 @@ class _Analyser:
             fns=[self.fns[name] for name in self.fns],
             tests=self.module.tests,
             tasks=self.module.tasks,
+            inputs=sorted(str(Path(self._world_file(w)).parent / w.source) for w in self.world.values() if w.source),
         )
 
 
@@ -886,7 +986,9 @@ class _BodyChecker:
                 return scope[name]
         return None
 
-    def declare(self, name: str, ty: ir.TypeRef, kind: str, node: ir.Node, roots: set[str]) -> None:
+    def declare(
+        self, name: str, ty: ir.TypeRef, kind: str, node: ir.Node, roots: set[str], outer: set[str] | None = None
+    ) -> None:
         if bi.is_reserved(name):
             self.error("E2014", f"`{name}` is a reserved name", node)
         if name in self.a.fns or name in self.a.tools or name in self.a.records or name in self.a.enums:
@@ -913,14 +1015,14 @@ class _BodyChecker:
                 hint="use another name",
             )
         self.declared.setdefault(name, ty)
-        self.scopes[-1][name] = _Local(ty, kind, set(roots))
+        self.scopes[-1][name] = _Local(ty, kind, set(roots), set(roots if outer is None else outer))
 
     def push(self, narrowed: dict[str, ir.TypeRef] | None = None) -> None:
         frame: dict[str, _Local] = {}
         for name, ty in (narrowed or {}).items():
             local = self.lookup(name)
             if local is not None:
-                frame[name] = _Local(ty, local.kind, local.roots)
+                frame[name] = _Local(ty, local.kind, local.roots, local.outer)
         self.scopes.append(frame)
 
     def pop(self) -> None:
@@ -930,17 +1032,22 @@ class _BodyChecker:
         for name, ty in narrowed.items():
             local = self.lookup(name)
             if local is not None:
-                self.scopes[-1][name] = _Local(ty, local.kind, local.roots)
+                self.scopes[-1][name] = _Local(ty, local.kind, local.roots, local.outer)
 
     # ------------------------------------------------------------------ entry
     def check(self) -> _Effects:
         assert self.callable is not None
         tool = self.callable
         seen: set[str] = set()
+        defaulted = False
         for index, param in enumerate(tool.params):
             if param.name in seen:
                 self.error("E2005", f"parameter `{param.name}` appears twice", param)
             seen.add(param.name)
+            has_default = param.default is not None or ts.is_optional(param.type)
+            if defaulted and not has_default:
+                self.error("E2020", f"parameter `{param.name}` has no default but follows one that has", param)
+            defaulted = defaulted or has_default
             roots = (
                 {PARAM_ROOT + str(index)} if self.is_helper and ts.is_container(param.type, self.a.records) else set()
             )
@@ -955,12 +1062,10 @@ class _BodyChecker:
         return self.effects
 
     def _check_param_default(self, param: ir.Param) -> None:
-        seen_required = False
         if param.default is not None:
             self.a.const_value(param.default, param.type, self.file, param.name)
         for constraint in param.constraints:
             self._check_constraint(param, constraint)
-        del seen_required
 
     def _check_constraint(self, param: ir.Param, constraint: ir.Constraint) -> None:
         base = ts.strip_optional(param.type)
@@ -994,9 +1099,6 @@ class _BodyChecker:
                 tool,
             )
             return
-        for name in [*tool.declared_reads, *tool.declared_writes]:
-            if name not in self.a.state:
-                self.error("E2006", f"no state field `{name}`", tool, hint=did_you_mean(name, self.a.state))
         for name in tool.declared_reads:
             self.effects.reads.setdefault(name, tool)
         for name in tool.declared_writes:
@@ -1033,13 +1135,15 @@ class _BodyChecker:
                 stmt.value,
                 hint=f"write `let {stmt.name}: optional[T] = None`",
             )
-        self.declare(stmt.name, ty, "local", stmt, self.roots(stmt.value))
+        self.declare(stmt.name, ty, "local", stmt, self.roots(stmt.value), self.outer(stmt.value))
         return False
 
     def stmt_assign(self, stmt: ir.Assign) -> bool:
         self.touched = False
         target_type = self.target(stmt.target)
         stmt.touches_state = self.touched
+        if stmt.op != "=" and isinstance(stmt.target, ir.Name) and stmt.target.ref == "state":
+            self.effects.reads.setdefault(stmt.target.id, stmt.target)
         value_type = self.expr(stmt.value, target_type)
         if stmt.op == "=":
             self.expect_assignable(value_type, target_type, stmt.value)
@@ -1061,11 +1165,14 @@ class _BodyChecker:
             local = self.lookup(stmt.target.id)
             if local is not None:
                 local.roots |= self.roots(stmt.value)
+                local.outer |= self.outer(stmt.value)
                 if not ts.is_optional(value_type) and ts.is_optional(local.type):
-                    self.scopes[-1][stmt.target.id] = _Local(ts.strip_optional(local.type), local.kind, local.roots)
+                    self.scopes[-1][stmt.target.id] = _Local(
+                        ts.strip_optional(local.type), local.kind, local.roots, local.outer
+                    )
                 elif ts.is_optional(value_type):
                     self.scopes[-1][stmt.target.id] = _Local(
-                        self.declared.get(stmt.target.id, local.type), local.kind, local.roots
+                        self.declared.get(stmt.target.id, local.type), local.kind, local.roots, local.outer
                     )
         return False
 
@@ -1124,7 +1231,11 @@ class _BodyChecker:
             self.error("E3008", "`del` removes a map entry: `del m[key]`", stmt.target)
             return False
         self.touched = False
-        obj_type = self.target(stmt.target.obj, mutate=True)
+        obj_type = self.expr(stmt.target.obj, None)
+        if isinstance(stmt.target.obj, ir.Name):
+            self.target(stmt.target.obj, mutate=True)
+        else:
+            self.write_roots(self.outer(stmt.target.obj), stmt.target)
         stmt.touches_state = self.touched
         if ts.strip_optional(obj_type).name != "map" and obj_type.name != "any":
             self.error("E3004", f"`del` works on maps, not {ts.show(obj_type)}", stmt.target)
@@ -1135,9 +1246,9 @@ class _BodyChecker:
 
     def stmt_expr(self, stmt: ir.ExprStmt) -> bool:
         value = stmt.value
-        if not isinstance(value, ir.Call):
-            self.error("E3018", "this expression is computed and thrown away", stmt)
         self.expr(value, None)
+        if not _has_effect(value, self.a.fns):
+            self.error("E3018", "this expression is computed and thrown away", stmt)
         return False
 
     def stmt_pass(self, stmt: ir.Pass) -> bool:
@@ -1179,13 +1290,10 @@ class _BodyChecker:
         return all_terminate and else_ends
 
     def stmt_for(self, stmt: ir.For) -> bool:
-        iter_type = (
-            ts.strip_optional(self.expr(stmt.iter, None))
-            if not ts.is_optional(self.expr_type_peek(stmt.iter))
-            else self.expr(stmt.iter, None)
-        )
+        iter_type = self.expr(stmt.iter, None)
         if ts.is_optional(iter_type):
             self.error("E3009", "cannot loop over a value that may be None", stmt.iter)
+            iter_type = ts.strip_optional(iter_type)
         element_types = self.iteration_types(iter_type, len(stmt.targets), stmt.iter)
         roots = self.roots(stmt.iter)
         self.push()
@@ -1196,9 +1304,6 @@ class _BodyChecker:
         self.loop_depth -= 1
         self.pop()
         return False
-
-    def expr_type_peek(self, expr: ir.Expr) -> ir.TypeRef:
-        return expr.ty or ts.ANY
 
     def iteration_types(self, iter_type: ir.TypeRef, count: int, node: ir.Node) -> list[ir.TypeRef]:
         base = iter_type
@@ -1233,7 +1338,7 @@ class _BodyChecker:
                 expr.ref = "param" if local.kind == "param" else "local"
                 expr.ty = self.declared.get(expr.id, local.type)
                 if mutate:
-                    self.write_roots(local.roots, expr)
+                    self.write_roots(local.outer, expr)
                     expr.ty = local.type
                 return expr.ty
             if expr.id in self.a.state:
@@ -1260,14 +1365,16 @@ class _BodyChecker:
             expr.obj.ref = "state"
             return self._state_target(expr, expr.name, mutate)
         if isinstance(expr, (ir.Attr, ir.Index)):
-            self.target(expr.obj, mutate=True)
             ty = self.expr(expr, None)
+            self.write_roots(self.outer(expr.obj), expr)
             return ty
         self.error("E3008", "cannot assign to this expression", expr)
         self.expr(expr, None)
         return ts.ANY
 
     def _state_target(self, expr: ir.Expr, name: str, mutate: bool) -> ir.TypeRef:
+        if name in (bi.ID_COUNTERS, bi.RNG_STATE):
+            self.error("E4009", f"`{name}` is kept by the runtime", expr)
         if name == bi.AUDIT_LOG:
             self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", expr)
         if isinstance(expr, ir.Name):
@@ -1284,6 +1391,8 @@ class _BodyChecker:
     def write_roots(self, roots: set[str], node: ir.Node) -> None:
         self.touched = self.touched or bool(roots)
         for root in roots:
+            if root in (bi.ID_COUNTERS, bi.RNG_STATE):
+                self.error("E4009", f"`{root}` is kept by the runtime", node)
             if root.startswith(WORLD_ROOT):
                 self.error("E4006", f"world data `{root[len(WORLD_ROOT) :]}` cannot be changed", node)
                 continue
@@ -1342,7 +1451,8 @@ class _BodyChecker:
             if expr.ref == "world":
                 return {WORLD_ROOT + expr.id}
             return set()
-        if isinstance(expr, ir.Attr) and isinstance(expr.obj, ir.Name) and expr.obj.ref == "state":
+        if _is_state_attr(expr):
+            assert isinstance(expr, ir.Attr)
             return {expr.name}
         if isinstance(expr, ir.Call):
             return self._call_roots(expr)
@@ -1352,6 +1462,38 @@ class _BodyChecker:
         for child in _children(expr):
             found |= self.roots(child)
         return found
+
+    def outer(self, expr: ir.Expr | None) -> set[str]:
+        """State fields the value itself may be part of (so changing it changes them).
+
+        Fresh containers (literals, comprehensions, sorted(...), slices, copies) are
+        nobody's: changing the new list leaves state alone, even if its items alias."""
+        if expr is None or expr.ty is None or not ts.is_container(expr.ty, self.a.records):
+            return set()
+        if isinstance(expr, ir.Name):
+            if expr.ref in ("local", "param"):
+                local = self.lookup(expr.id)
+                return set(local.outer) if local else set()
+            return self.roots(expr)
+        if _is_state_attr(expr):
+            return self.roots(expr)
+        if isinstance(expr, (ir.Attr, ir.Index)):
+            return self.roots(expr.obj)
+        if isinstance(expr, ir.Ternary):
+            return self.outer(expr.then) | self.outer(expr.other)
+        if isinstance(expr, ir.Call):
+            func = expr.func
+            if isinstance(func, ir.Name) and func.ref == "fn":
+                return self._call_roots(expr)
+            if isinstance(func, ir.Name) and func.id in ("min", "max", "random_choice") and expr.args:
+                return (
+                    self.roots(expr.args[0])
+                    if len(expr.args) == 1
+                    else set().union(*(self.outer(a) for a in expr.args))
+                )
+            if isinstance(func, ir.Attr) and func.name in ("get", "pop"):
+                return self.roots(func.obj)
+        return set()
 
     def _call_roots(self, call: ir.Call) -> set[str]:
         func = call.func
@@ -1459,6 +1601,10 @@ class _BodyChecker:
 
     def expr_list(self, expr: ir.ListLit, expected: ir.TypeRef | None) -> ir.TypeRef:
         base = ts.strip_optional(expected) if expected else None
+        if base is not None and base.name == "json":
+            for item in expr.items:
+                self.expr(item, ts.JSON)
+            return ts.JSON
         item_expected = base.args[0] if base is not None and base.name == "list" else None
         if not expr.items:
             return ts.list_of(item_expected) if item_expected else ts.list_of(ts.ANY)
@@ -1479,6 +1625,11 @@ class _BodyChecker:
         base = ts.strip_optional(expected) if expected else None
         if base is not None and base.name in self.a.records:
             return self._record_literal(expr, base)
+        if base is not None and base.name == "json":
+            for entry in expr.entries:
+                self.expect_assignable(self.expr(entry.key, ts.STR), ts.STR, entry.key)
+                self.expr(entry.value, ts.JSON)
+            return ts.JSON
         key_expected = base.args[0] if base is not None and base.name == "map" else None
         value_expected = base.args[1] if base is not None and base.name == "map" else None
         if not expr.entries:
@@ -1723,7 +1874,10 @@ class _BodyChecker:
         for name, ty in zip(expr.targets, element_types):
             if self.lookup(name) is not None:
                 self.error("E2001", f"`{name}` is already declared here", expr)
-            self.scopes[-1][name] = _Local(ty, "loop", roots if ts.is_container(ty, self.a.records) else set())
+            elif bi.is_reserved(name):
+                self.error("E2014", f"`{name}` is a reserved name", expr)
+            element_roots = roots if ts.is_container(ty, self.a.records) else set()
+            self.scopes[-1][name] = _Local(ty, "loop", element_roots, set(element_roots))
         if expr.cond is not None:
             self.condition(expr.cond)
             self.narrow_here(_narrowing(expr.cond, True, self))
@@ -1897,7 +2051,9 @@ class _BodyChecker:
             self.error("E3006", f"`.{name}()` takes positional arguments", expr.kwargs[0])
         if name in bi.MUTATING_METHODS.get(kind, ()):
             self.touched = False
-            self.target(func.obj, mutate=True)
+            self.target(func.obj, mutate=True) if isinstance(func.obj, ir.Name) else self.write_roots(
+                self.outer(func.obj), func.obj
+            )
             expr.mutates_state = self.touched
         func.ty = obj_type
         return self._method_type(expr, obj_type, name)
@@ -2257,6 +2413,29 @@ def _narrowing(cond: ir.Expr, positive: bool, checker: _BodyChecker) -> dict[str
         if cond.op == "or" and not positive:
             return {**_narrowing(cond.left, False, checker), **_narrowing(cond.right, False, checker)}
     return {}
+
+
+def _has_effect(expr: ir.Expr, fns: dict[str, ir.FnDecl]) -> bool:
+    """Calls worth making as statements: helpers, mutating methods, effectful built-ins."""
+    if not isinstance(expr, ir.Call):
+        return False
+    func = expr.func
+    if isinstance(func, ir.Name):
+        return func.id in fns or func.id in bi.EFFECTFUL_FUNCTIONS or func.ref == "tool"
+    if isinstance(func, ir.Attr):
+        kind = ts.strip_optional(func.ty).name if func.ty else "any"
+        return func.name in bi.MUTATING_METHODS.get(kind, ()) or kind == "any"
+    return False
+
+
+def _is_state_attr(expr: ir.Expr) -> bool:
+    """The explicit `state.field` form."""
+    return (
+        isinstance(expr, ir.Attr)
+        and isinstance(expr.obj, ir.Name)
+        and expr.obj.id == "state"
+        and expr.obj.ref == "state"
+    )
 
 
 def _orderable(a: ir.TypeRef, b: ir.TypeRef) -> bool:

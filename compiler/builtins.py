@@ -126,7 +126,7 @@ MUTATING_METHODS = {"list": ("append", "insert", "remove", "extend", "pop", "cle
 # code relies on, and the built-ins above.
 RESERVED = frozenset(
     set(keyword.kwlist)
-    | set(keyword.softkwlist)
+    | {"match", "case", "type", "_"}  # soft keywords, fixed so every Python agrees
     | set(FUNCTIONS)
     | {
         "self",
@@ -143,10 +143,6 @@ RESERVED = frozenset(
         "bool",
         "json",
         "isinstance",
-        "optional",
-        "datetime",
-        "date",
-        "time",
         "Any",
         "TypedDict",
         "Literal",
@@ -162,7 +158,18 @@ RESERVED = frozenset(
         "error",
         "DEFAULT_STATE",
         "AuditEntry",
+        "re",
+        "dt",
+        "cast",
+        "WORLD",
+        "SCENARIOS",
+        "State",
+        "World",
+        "nothing",
     }
+    # The language's own keywords, which cannot be names either.
+    | {"let", "fail", "require", "tool", "fn", "record", "enum", "scenario", "test", "task", "expect"}
+    | {"raises", "drop", "rename", "extends", "override", "reads", "writes", "environment", "world"}
 )
 RESERVED_TOOL_NAMES = frozenset({"call", "state", "snapshot", "restore", "reset", "tools", "schema", "close"})
 

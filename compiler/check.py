@@ -93,6 +93,7 @@ class Package:
     env: ir.Environment
     name: str
     files: dict[str, str]
+    inputs: list[str] = field(default_factory=list)  # every file the output depends on
 
 
 def check_packages(packages: list[Package], dynamic: bool = True) -> dict[str, CheckResult]:

@@ -52,7 +52,15 @@ CODES: dict[str, tuple[str, str]] = {
     "E2016": ("invalid environment name", "use a lower_snake_case identifier"),
     "E2017": ("duplicate header item", "each header item may appear once"),
     "E2018": ("extends cycle", "a prototype cannot extend itself, directly or indirectly"),
-    "E2019": ("environment name shadows a standard-library module", "the generated package would hide that module; add a suffix, e.g. `calendar_env`"),
+    "E2020": ("required parameter after one with a default", "put parameters with defaults (and optional ones) last"),
+    "E2021": (
+        "declaration needs `extends`",
+        '`override`, `drop` and `rename` change a prototype: add `extends "proto"` to the header',
+    ),
+    "E2019": (
+        "environment name shadows a standard-library module",
+        "the generated package would hide that module; add a suffix, e.g. `calendar_env`",
+    ),
     "E3001": ("type mismatch", "convert the value or change the declared type"),
     "E3002": ("wrong number of type arguments", "list[T], map[K, V] and optional[T] take exactly these"),
     "E3003": ("invalid map key type", "map keys are str, int or an enum"),
@@ -78,6 +86,10 @@ CODES: dict[str, tuple[str, str]] = {
     "E3020": ("cannot infer the type of an empty literal", "give the type: `let xs: list[int] = []`"),
     "E3021": ("recursive helper", "helpers may not call themselves, directly or indirectly"),
     "E3022": ("loop variable reassigned", "bind a new local with `let` instead"),
+    "E3023": (
+        "recursive record",
+        "a record cannot contain itself, directly or through other records; refer by id instead",
+    ),
     "E4001": ("undeclared state write", "add the field to `writes`, or remove the `writes` line to let envc infer it"),
     "E4002": ("declared write never happens", "remove the field from `writes`"),
     "E4003": ("undeclared state read", "add the field to `reads`, or remove the `reads` line"),
@@ -85,6 +97,10 @@ CODES: dict[str, tuple[str, str]] = {
     "E4005": ("escape body needs declared effects", "a python or llm body must say `reads` and `writes`"),
     "E4006": ("world data is immutable", "copy it into state if it must change"),
     "E4007": ("parameter is read-only", "bind a local with `let` and change that"),
+    "E4009": (
+        "built-in state is managed by the runtime",
+        "use next_id(...) and random_int(...); they keep id_counters and rng_state",
+    ),
     "E4008": ("declared read never happens", "remove the field from `reads`"),
     "E5001": ("test step is not a tool call", 'a test step calls a tool: `create_ticket(title="x")`'),
     "E5002": ("scenario must come first", "put `scenario NAME` before the first call"),

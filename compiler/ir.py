@@ -462,6 +462,7 @@ class Environment(BaseModel):
     fns: list[FnDecl]
     tests: list[TestDecl]
     tasks: list[TaskDecl]
+    inputs: list[str] = Field(default_factory=list)  # world data files read
 
 
 for _model in list(globals().values()):

@@ -381,7 +381,11 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
 
     # ------------------------------------------------------------------ declarations
     def doc(self, meta: Meta, children: list[Any]) -> tuple[str, str]:
-        return ("doc", str(children[0].value))
+        text = children[0]
+        if not isinstance(text, ir.Const):
+            self.c.add("E1005", "a doc string is plain text, not an f-string", text.line, text.col)
+            return ("doc", "")
+        return ("doc", str(text.value))
 
     def env_title(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
         return ("title", children[0].value, meta)
@@ -472,11 +476,14 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def params(self, meta: Meta, children: list[Any]) -> list[ir.Param]:
         return children
 
-    def reads_decl(self, meta: Meta, children: list[Token]) -> tuple[str, list[str]]:
-        return ("reads", [str(t) for t in children])
+    def field_list(self, meta: Meta, children: list[Token]) -> list[str]:
+        return [str(t) for t in children]  # `nothing` leaves no children
 
-    def writes_decl(self, meta: Meta, children: list[Token]) -> tuple[str, list[str]]:
-        return ("writes", [str(t) for t in children])
+    def reads_decl(self, meta: Meta, children: list[Any]) -> tuple[str, list[str]]:
+        return ("reads", children[0])
+
+    def writes_decl(self, meta: Meta, children: list[Any]) -> tuple[str, list[str]]:
+        return ("writes", children[0])
 
     def side_effect_decl(self, meta: Meta, children: list[Any]) -> tuple[str, str]:
         return ("side_effect", str(children[0].value))
@@ -517,7 +524,7 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
 
     def rename_decl(self, meta: Meta, children: list[Token]) -> ir.RenameDecl:
         what, old, new = (str(c) for c in children)
-        return ir.RenameDecl(what=what, old=old, new=new, **_pos(meta))  # type: ignore[arg-type]
+        return ir.RenameDecl(what=what, old=old, new=new, **_pos(meta))
 
     def drop_decl(self, meta: Meta, children: list[Token]) -> ir.DropDecl:
         return ir.DropDecl(what=str(children[0]), name=str(children[1]), **_pos(meta))

@@ -204,7 +204,8 @@ def _up_to_date(spec: Path, result: SpecResult, options: Options) -> bool:
         files = manifest.get("files")
         if not isinstance(inputs, list) or not isinstance(files, dict):
             return False
-        if manifest.get("inputs_sha") != _inputs_digest([str(i) for i in inputs], options.project_root):
+        digest = _inputs_digest([str(i) for i in inputs], options.project_root)
+        if digest is None or manifest.get("inputs_sha") != digest:
             return False
         if _disk_matches(folder, {str(k): str(v) for k, v in files.items()}):
             return False
@@ -247,18 +248,12 @@ def _lower_spec(spec: Path, result: SpecResult, options: Options) -> qc.Package 
         result.diagnostics.append(Diagnostic("E6001", str(exc), str(spec), env.header.line or 1, 1))
         return None
     result.lines = sum(text.count("\n") for path, text in files.items() if path.endswith(".py"))
-    return qc.Package(env=env, name=env.header.name, files=files)
+    return qc.Package(env=env, name=env.header.name, files=files, inputs=analysis.inputs())
 
 
 def _manifest_files(package: qc.Package, spec: Path, result: SpecResult, options: Options) -> dict[str, str]:
     root = options.project_root
-    inputs = sorted(
-        {display_path(Path(d.file), root) for d in [*package.env.tools, *package.env.fns, *package.env.tests] if d.file}
-        | {result.spec}
-    )
-    inputs += sorted(
-        display_path(Path(package.env.path).parent / w.source, root) for w in package.env.world if w.source
-    )
+    inputs = sorted({display_path(Path(name), root) for name in package.inputs} | {result.spec})
     manifest = {
         "spec": result.spec,
         "inputs": inputs,

@@ -92,7 +92,7 @@ def assignable(src: ir.TypeRef, dst: ir.TypeRef) -> bool:
         inner = dst.args[0]
         if src.name == "None":
             return True
-        return assignable(strip_optional(src), inner) and (src.name != "optional" or True)
+        return assignable(strip_optional(src), inner)
     if src.name == "optional":
         return False
     if src.name == "int" and dst.name == "float":
@@ -148,12 +148,14 @@ def json_schema(
         return {"type": "number"}
     if name == "bool":
         return {"type": "boolean"}
+    # No `format`: JSON Schema's date-time and time demand a zone offset, and these
+    # values are zone-less local times in one fixed-width form.
     if name == "datetime":
-        return {"type": "string", "format": "date-time"}
+        return {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$"}
     if name == "date":
-        return {"type": "string", "format": "date"}
+        return {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
     if name == "time":
-        return {"type": "string", "format": "time"}
+        return {"type": "string", "pattern": "^[0-9]{2}:[0-9]{2}:[0-9]{2}$"}
     if name in ("json", "any"):
         return {}
     if name == "None":

@@ -275,11 +275,24 @@ class _Builder:
             "writes": "{" + ", ".join(py_str(w) for w in tool.writes) + "}" if tool.writes else "",
         }
 
+    def _escape_body(self, tool: ir.ToolDecl, kind: str) -> str:
+        """A python body goes in as written; its declared writes are saved whole first,
+        since the journal cannot see inside it."""
+        assert tool.escape is not None
+        if tool.escape.kind == "llm":
+            raise LoweringError(f"`{tool.name}` has an llm body; an LLM must fill it before it can be compiled")
+        text = tool.escape.text.strip("\n")
+        if kind != "tool" or not tool.writes:
+            return text + "\n"
+        saves = [f"self._undo.save_deep(self._state, {py_str(field)})" for field in tool.writes]
+        indented = "\n".join("    " + line if line.strip() else line for line in text.splitlines())
+        return (
+            "\n".join([f"with self._undo.begin({py_str(tool.name)}):", *("    " + s for s in saves), indented]) + "\n"
+        )
+
     def _callable_body(self, tool: ir.ToolDecl, kind: str) -> str:
         if tool.escape is not None:
-            if tool.escape.kind == "llm":
-                raise LoweringError(f"`{tool.name}` has an llm body; fill it with `envc synthesise` first")
-            return tool.escape.text
+            return self._escape_body(tool, kind)
         scope = Scope(kind=kind)
         emitter = Emitter(self.env, scope)
         for param in tool.params:

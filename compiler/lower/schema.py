@@ -41,7 +41,8 @@ def param_schema(param: ir.Param, enums: dict[str, ir.EnumDecl], records: dict[s
     if "anyOf" in schema:
         target = schema["anyOf"][0]
     for kind, value in constraint_values(param).items():
-        target[_CONSTRAINT_KEYWORDS[kind]] = value
+        # envc matches patterns against the whole string; JSON Schema searches.
+        target[_CONSTRAINT_KEYWORDS[kind]] = f"^(?:{value})$" if kind == "pattern" else value
     has_default, default = param_default(param)
     if has_default:
         schema["default"] = default

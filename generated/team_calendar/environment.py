@@ -761,6 +761,10 @@ class _UndoLog:
         """Before a map is cleared."""
         self._entries.append((3, mapping, None, dict(mapping)))
 
+    def save_deep(self, container: Any, key: Any) -> None:
+        """Before code the journal cannot follow (a python body) may change container[key]."""
+        self._entries.append((0, container, key, copy_json(container[key])))
+
     def rollback(self) -> None:
         for op, container, key, old in reversed(self._entries):
             if op == 0:
