@@ -2142,16 +2142,29 @@ class _BodyChecker:
         "random_int": (("int", "int"), "int"),
         "advance_clock": (("int",), "None"),
         "matches": (("str", "str"), "bool"),
+        "stable_hash": (("str",), "int"),
+        "type_of": (("json",), "str"),
+    }
+
+    _JSON_VIEWS: dict[str, ir.TypeRef] = {
+        "as_number": ts.optional(ts.FLOAT),
+        "as_text": ts.optional(ts.STR),
+        "as_bool": ts.optional(ts.BOOL),
+        "as_list": ts.optional(ts.list_of(ts.JSON)),
+        "as_map": ts.optional(ts.map_of(ts.STR, ts.JSON)),
     }
 
     def _simple_builtin(self, expr: ir.Call, name: str) -> ir.TypeRef:
+        if name in self._JSON_VIEWS:
+            self._positional(expr, name, [ts.JSON], 1)
+            return self._JSON_VIEWS[name]
         params, result = self._SIMPLE[name]
         self._positional(expr, name, [ts.t(p) for p in params], len(params))
         if name == "matches" and len(expr.args) == 2:
             pattern = expr.args[1]
-            if not (isinstance(pattern, ir.Const) and isinstance(pattern.value, str)):
-                self.error("E3014", "`matches` takes its pattern as a string literal", pattern)
-            else:
+            # A literal pattern is checked now; one computed at run time that is not a
+            # valid regular expression simply matches nothing.
+            if isinstance(pattern, ir.Const) and isinstance(pattern.value, str):
                 try:
                     re.compile(pattern.value)
                 except re.error as exc:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Tree, v_args
+from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.indenter import Indenter
 from lark.tree import Meta
@@ -136,13 +136,16 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0"
 _ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 
 
-@v_args(meta=True)
 class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     """Builds IR nodes bottom-up without recursion, so deep input cannot overflow it.
 
+    Each rule method takes (meta, children). Dispatch is done here rather than through
+    Lark's `v_args`, which wraps the method anew for every node (a third of the time).
     It also measures expression depth: later stages walk the IR recursively, so an
     expression nested deeper than MAX_EXPR_DEPTH is refused here with E1008.
     """
+
+    __visit_tokens__ = False
 
     def __init__(self, collector: _Collector) -> None:
         super().__init__()
@@ -151,7 +154,10 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
 
     def _call_userfunc(self, tree: Tree[Token], new_children: list[Any] | None = None) -> Any:
         children = new_children if new_children is not None else tree.children
-        result = super()._call_userfunc(tree, new_children)  # type: ignore[no-untyped-call]
+        method = getattr(self, str(tree.data), None)
+        if method is None:
+            raise AssertionError(f"no IR builder for grammar rule {tree.data}")
+        result = method(tree.meta, children)
         depth = 1 + max((self._depth_of(child) for child in children), default=0)
         self.depths[id(result)] = depth
         if depth == MAX_EXPR_DEPTH + 1 and isinstance(result, ir.Node):
@@ -165,6 +171,9 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
 
     # ------------------------------------------------------------------ strings
     def _unescape(self, body: str, token: Token, keep_brace_escapes: bool = False) -> str:
+        if "\\" not in body:
+            return body
+
         def replace(match: re.Match[str]) -> str:
             esc = match.group(1)
             if esc.startswith("u") and len(esc) == 5:

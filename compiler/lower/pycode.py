@@ -374,8 +374,14 @@ class Emitter:
         if name == "unique":
             return f"list(dict.fromkeys({args[0]}))", postfix
         if name == "matches":
-            self.scope.helpers.add("re")
-            return f"re.fullmatch({args[1]}, {args[0]}) is not None", _PREC["compare"]
+            pattern = e.args[1]
+            if isinstance(pattern, ir.Const):
+                return f"re.fullmatch({args[1]}, {args[0]}) is not None", _PREC["compare"]
+            self.scope.helpers.add("matches")
+            return f"_matches({args[0]}, {args[1]})", postfix
+        if name in ("stable_hash", "type_of", "as_number", "as_text", "as_bool", "as_list", "as_map"):
+            self.scope.helpers.add(name)
+            return f"_{name}({args[0]})", postfix
         if name == "now":
             return f"{s}[{py_str('clock', q)}]", postfix
         if name == "today":
@@ -637,7 +643,7 @@ def _copy_inner(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], 
     if ty.name in records:
         return f"_copy_{ty.name}({source})"
     if ty.name in ("json", "any"):
-        return f"_copy_json({source})"
+        return f"copy_json({source})"
     var = "abcdefgh"[depth % 8] if depth < 8 else f"v{depth}"
     if ty.name == "list":
         item = ty.args[0]

@@ -32,6 +32,44 @@ RUNTIME_HELPERS: dict[str, str] = {
     return int((_moment(end) - _moment(start)).total_seconds())""",
     "days_between": """def _days_between(start: str, end: str) -> int:
     return (_moment(end).date() - _moment(start).date()).days""",
+    "matches": '''def _matches(text: str, pattern: str) -> bool:
+    """Whole-string match; a pattern that is not a valid regular expression matches nothing."""
+    try:
+        return re.fullmatch(pattern, text) is not None
+    except re.error:
+        return False''',
+    "stable_hash": '''def _stable_hash(text: str) -> int:
+    """FNV-1a (32 bit): the same on every run and machine, unlike hash()."""
+    value = 0x811C9DC5
+    for byte in text.encode("utf-8"):
+        value = ((value ^ byte) * 0x01000193) % 2**32
+    return value''',
+    "type_of": '''def _type_of(value: Any) -> str:
+    """The JSON type of a value: null, bool, int, float, str, list or map."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    return "list" if isinstance(value, list) else "map"''',
+    "as_number": '''def _as_number(value: Any) -> float | None:
+    """A number as float, or None for anything else (bools are not numbers)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None''',
+    "as_text": """def _as_text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None""",
+    "as_bool": """def _as_bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None""",
+    "as_list": """def _as_list(value: Any) -> list[Any] | None:
+    return value if isinstance(value, list) else None""",
+    "as_map": """def _as_map(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None""",
     "weekday": '''def _weekday(text: str) -> int:
     """Monday is 0."""
     return _moment(text).weekday()''',
