@@ -333,6 +333,38 @@ def _print_compile_table(rows: list[pipeline.SpecResult]) -> None:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
+@cli.command("new")
+@click.argument("name")
+@click.option(
+    "--archetype",
+    "archetype",
+    default="custom",
+    show_default=True,
+    help="A prototype to extend (see docs/prototypes/), or `custom`.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where to write the spec (default: specs/NAME.envspec).",
+)
+def new_command(name: str, archetype: str, output: Path | None) -> None:
+    """Scaffold a domain spec that compiles as it stands."""
+    from compiler import scaffold
+
+    root = pipeline.find_project_root(Path.cwd())
+    target = output if output is not None else root / "specs" / f"{name}.envspec"
+    problem = scaffold.problem_with(name, archetype, target)
+    if problem:
+        click.echo(f"envc new: {problem}", err=True)
+        sys.exit(EXIT_USAGE)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "x", encoding="utf-8") as handle:  # never overwrite an existing spec
+        handle.write(scaffold.render(name, archetype))
+    click.echo(f"wrote {target}; next: envc compile {target}")
+
+
 # --------------------------------------------------------------------------- entry point
 
 

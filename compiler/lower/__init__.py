@@ -41,7 +41,7 @@ def templates_dir() -> Path:
 
 
 @functools.cache
-def _jinja() -> jinja2.Environment:
+def jinja_environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
@@ -132,7 +132,7 @@ class _Builder:
         self.helpers: set[str] = set()
 
     def render(self, template: str, context: dict[str, Any]) -> str:
-        return _jinja().get_template(template).render(**context)
+        return jinja_environment().get_template(template).render(**context)
 
     # ------------------------------------------------------------------ environment.py
     def environment_module(self) -> str:
