@@ -226,6 +226,8 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
     Names of tools, helpers, records and enums are unique across the spec and locals may
     not reuse them, so every `Name`/type with the old name means that declaration."""
     pools: dict[str, Sequence[Any]] = {
+        "state": [f for decl in parent.state for f in decl.fields],
+        "param": [p for c in [*parent.tools, *parent.fns] for p in c.params],
         "tool": parent.tools,
         "fn": parent.fns,
         "record": parent.records,
@@ -246,7 +248,7 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
             )
         )
         return
-    taken = [d.name for group in pools.values() for d in group]
+    taken = [d.name for what, group in pools.items() if what != "param" for d in group]
     if rename.new in taken or bi.is_reserved(rename.new):
         why = "is already declared by the prototype" if rename.new in taken else "is a reserved name"
         diagnostics.append(
@@ -258,6 +260,12 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
                 rename.col,
             )
         )
+        return
+    if rename.what == "state":
+        _rename_state_field(parent, rename.old, rename.new)
+        return
+    if rename.what == "param":
+        _rename_param(parent, rename.old, rename.new)
         return
     for node in _walk(parent):
         if (
@@ -275,6 +283,59 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
             node.id = rename.new
         elif isinstance(node, ir.TypeRef) and node.name == rename.old and rename.what in ("record", "enum"):
             node.name = rename.new
+
+
+def _rename_state_field(parent: ir.Module, old: str, new: str) -> None:
+    """A state field renamed in its declaration, scenarios, effect lists and every use.
+
+    Locals and parameters may shadow state fields, so a name is renamed only where no
+    parameter or `let` of the same name is in the same callable."""
+    for decl in parent.state:
+        for field_ in decl.fields:
+            if field_.name == old:
+                field_.name = new
+    for scenario in parent.scenarios:
+        for item in scenario.items:
+            if item.name == old:
+                item.name = new
+    callables: list[Any] = [*parent.tools, *parent.fns, *parent.tests, *parent.tasks]
+    for callable_ in callables:
+        shadowed = any(isinstance(n, (ir.Param, ir.Let)) and n.name == old for n in _walk(callable_))
+        for attr in ("declared_reads", "declared_writes"):
+            names = getattr(callable_, attr, None)
+            if names:
+                setattr(callable_, attr, [new if n == old else n for n in names])
+        for node in _walk(callable_):
+            if isinstance(node, ir.Name) and node.id == old and not shadowed:
+                node.id = new
+            elif (
+                isinstance(node, ir.Attr)
+                and node.name == old
+                and isinstance(node.obj, ir.Name)
+                and node.obj.id == "state"
+            ):
+                node.name = new
+
+
+def _rename_param(parent: ir.Module, old: str, new: str) -> None:
+    """A parameter renamed in every tool and helper that has it, in their bodies (a
+    parameter cannot be shadowed by `let`), and in named arguments of calls to them."""
+    owners: set[str] = set()
+    for callable_ in [*parent.tools, *parent.fns]:
+        if not any(p.name == old for p in callable_.params):
+            continue
+        owners.add(callable_.name)
+        for param in callable_.params:
+            if param.name == old:
+                param.name = new
+        for node in _walk(callable_.body):
+            if isinstance(node, ir.Name) and node.id == old:
+                node.id = new
+    for node in _walk(parent):
+        if isinstance(node, ir.Call) and isinstance(node.func, ir.Name) and node.func.id in owners:
+            for keyword_arg in node.kwargs:
+                if keyword_arg.name == old:
+                    keyword_arg.name = new
 
 
 def _kind_of(decl: Any) -> str:

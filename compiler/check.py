@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import os
 import subprocess
 import sys
@@ -436,6 +437,12 @@ def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
     env = package.env
     text = package.files.get(finding.file, "")
     method = _enclosing_function(text, finding.line) if finding.line else ""
+    failed_test = re.search(r"::(test_\w+)", finding.message)
+    if failed_test:
+        method = failed_test.group(1)
+        for task in env.tasks:
+            if method == f"test_task_{task.name}":
+                return task.file, task.line, task.col
     for decl in [*env.tools, *env.fns]:
         if method in (decl.name, f"_{decl.name}", f"run_{decl.name}", f"test_{decl.name}"):
             return decl.file, decl.line, decl.col

@@ -54,6 +54,7 @@ def format_module(module: ir.Module, source: str = "") -> str:
     src = _Source(source)
     root = _Layout(src).module(module)
     root.kids = _assign_ranges(root.children, src.nlines, src)
+    root.kid_starts = [kid.start for kid in root.kids]
     _attach(root, src)
     return _Printer().module(root)
 
@@ -73,9 +74,11 @@ def _strip(value: Any) -> Any:
 
 # --------------------------------------------------------------------------- strings
 
-# compiler/parse.py reads the escape `\\` as an empty string (a bug), so a backslash is
-# written `\u005c`, which it reads right. Set this to "\\\\" once the parser is fixed.
-BACKSLASH_ESCAPE = "\\u005c"
+# compiler/parse.py reads the escape `\\` as an empty string (a bug). Until it is fixed,
+# a backslash is written `\u005c`, which it reads right, and an empty literal part of an
+# f-string, which only that bug produces, is written `\\`. Set False once it is fixed.
+PARSER_DROPS_BACKSLASH = True
+BACKSLASH_ESCAPE = "\\u005c" if PARSER_DROPS_BACKSLASH else "\\\\"
 _NAMED_ESCAPES = {"\\": BACKSLASH_ESCAPE, '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
 
 
@@ -161,7 +164,9 @@ def _const(node: ir.Const) -> tuple[str, int]:
 def _fstring(node: ir.FString) -> tuple[str, int]:
     out = ['f"']
     for part in node.parts:
-        if isinstance(part, str):
+        if part == "" and PARSER_DROPS_BACKSLASH:
+            out.append("\\\\")
+        elif isinstance(part, str):
             out.append("".join(_escape_char(ch) for ch in part).replace("{", "{{").replace("}", "}}"))
         else:
             inner = expr(part)
@@ -413,6 +418,7 @@ class _Item:
     # Filled by _assign_ranges and _attach.
     end: int = 0
     kids: list[_Item] = field(default_factory=list)  # positioned children by start
+    kid_starts: list[int] = field(default_factory=list)
     blank_before: bool = False
     leading: list[_Comment] = field(default_factory=list)
     trailing: list[str] = field(default_factory=list)
@@ -444,7 +450,7 @@ class _Layout:
     # ------------------------------------------------------------------ module
     def module(self, module: ir.Module) -> _Item:
         decls: list[ir.Decl] = [*module.enums, *module.records, *module.state, *module.world, *module.scenarios]
-        decls += [*module.tools, *module.fns, *module.tests, *module.tasks, *module.drops]
+        decls += [*module.tools, *module.fns, *module.tests, *module.tasks, *module.drops, *module.renames]
         if module.header is not None:
             decls.append(module.header)
         decls.sort(key=lambda d: (d.line, d.col))
@@ -468,6 +474,8 @@ class _Layout:
             return self.task(d, bound)
         if isinstance(d, ir.DropDecl):
             return _Item(f"drop {d.what} {d.name}", d.line)
+        if isinstance(d, ir.RenameDecl):
+            return _Item(f"rename {d.what} {d.old} as {d.new}", d.line)
         header, items = self.simple_decl(d)
         return _block(header, d.line, self.doc(d.doc, d.line, bound) + items)
 
@@ -572,7 +580,7 @@ class _Layout:
         items = self.doc(t.doc, t.line, bound)
         if t.scenario:
             items.append(_Item(f"scenario {t.scenario}", find("scenario")))
-        if t.request:
+        if t.request or not (t.scenario or t.solution or t.verify):  # the grammar wants an item
             items.append(_Item(f"request {_text(t.request)}", find("request")))
         if t.solution:
             start = find("solution") or self.src.last_code(1, t.solution[0].line - 1)
@@ -644,11 +652,11 @@ def param(p: ir.Param) -> str:
 
 
 def _effects(t: ir.ToolDecl) -> list[tuple[str, str]]:
+    """`reads`, `writes`, `side_effect` lines; an empty declared list is `nothing`."""
     lines: list[tuple[str, str]] = []
-    if t.declared_reads:
-        lines.append(("reads", "reads " + ", ".join(t.declared_reads)))
-    if t.declared_writes:
-        lines.append(("writes", "writes " + ", ".join(t.declared_writes)))
+    for key, names in (("reads", t.declared_reads), ("writes", t.declared_writes)):
+        if names is not None:
+            lines.append((key, f"{key} {', '.join(names) or 'nothing'}"))
     if t.side_effect:
         lines.append(("side_effect", f"side_effect {quote(t.side_effect)}"))
     return lines
@@ -668,6 +676,7 @@ def _assign_ranges(items: list[_Item], bound: int, src: _Source) -> list[_Item]:
         k.end = max(k.start, src.last_code(k.start, limit))
         k.blank_before = k.start - 1 in src.blank
         k.kids = _assign_ranges(k.children, k.closer_line - 1 if k.closer_line else k.end, src)
+        k.kid_starts = [kid.start for kid in k.kids]
     return kids
 
 
@@ -683,23 +692,24 @@ def _attach(root: _Item, src: _Source) -> None:
 
 
 def _innermost(root: _Item, line: int) -> _Item:
+    """The deepest item whose lines hold `line` (ranges of siblings never overlap)."""
     node = root
     while True:
-        inside = [k for k in node.kids if k.start <= line <= k.end]
-        if not inside:
+        i = bisect.bisect_right(node.kid_starts, line) - 1
+        if i < 0 or node.kids[i].end < line:
             return node
-        node = inside[-1]
+        node = node.kids[i]
 
 
 def _attach_full(node: _Item, comment: _Comment, src: _Source) -> None:
     """Lead the next item, unless indented into the block just before; else close `node`."""
-    before = [k for k in node.kids if k.start < comment.line]
-    after = [k for k in node.kids if k.start > comment.line]
-    target = _open_block(before[-1], comment.indent, src) if before else None
+    before = bisect.bisect_left(node.kid_starts, comment.line) - 1
+    after = bisect.bisect_right(node.kid_starts, comment.line)
+    target = _open_block(node.kids[before], comment.indent, src) if before >= 0 else None
     if target is not None:
         target.dangling.append(comment)
-    elif after:
-        after[0].leading.append(comment)
+    elif after < len(node.kids):
+        node.kids[after].leading.append(comment)
     elif node.block:
         node.dangling.append(comment)
     else:

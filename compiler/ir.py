@@ -414,7 +414,7 @@ class DropDecl(Decl):
 class RenameDecl(Decl):
     """`rename tool create_entity as create_ticket`: a prototype name, renamed everywhere."""
 
-    what: Literal["tool", "fn", "record", "enum", "scenario"]
+    what: Literal["tool", "fn", "record", "enum", "scenario", "state", "param"]
     old: str
     new: str
 

@@ -2,8 +2,9 @@
 """Support ticketing workspace.
 
 A help-desk queue. An agent logs in as a support user, then creates, edits,
-assigns, progresses, resolves and closes tickets. Status only moves forward
-(open -> in_progress -> resolved -> closed); every change lands in the audit log.
+assigns, categorises, progresses, resolves and closes tickets. Status only moves
+forward (open -> in_progress -> resolved -> closed); every change lands in the audit
+log.
 
 Everything an agent can do is a method of `Environment`; harnesses use `call`, which
 validates arguments, keeps state unchanged when a call fails, and returns JSON.
@@ -93,6 +94,51 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
         "tickets": {
             1: {
                 "id": 1,
+                "title": "First",
+                "description": "",
+                "category": "other",
+                "priority": 4,
+                "status": "open",
+                "created_by": "alice",
+                "assignee": None,
+                "resolution": None,
+                "created_at": "2025-01-01T08:00:00",
+                "updated_at": "2025-01-01T08:00:00",
+            },
+            2: {
+                "id": 2,
+                "title": "Second",
+                "description": "",
+                "category": "other",
+                "priority": 2,
+                "status": "in_progress",
+                "created_by": "alice",
+                "assignee": "bob",
+                "resolution": None,
+                "created_at": "2025-01-01T08:10:00",
+                "updated_at": "2025-01-01T08:30:00",
+            },
+            3: {
+                "id": 3,
+                "title": "Third",
+                "description": "",
+                "category": "other",
+                "priority": 1,
+                "status": "resolved",
+                "created_by": "bob",
+                "assignee": None,
+                "resolution": "Done by phone",
+                "created_at": "2025-01-01T08:20:00",
+                "updated_at": "2025-01-01T08:40:00",
+            },
+        },
+    },
+    "help_desk_monday": {
+        "current_user": "alice",
+        "next_ticket_id": 5,
+        "tickets": {
+            1: {
+                "id": 1,
                 "title": "Laptop will not boot",
                 "description": "",
                 "category": "hardware",
@@ -129,6 +175,19 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
                 "resolution": "Reset by phone",
                 "created_at": "2025-01-01T08:20:00",
                 "updated_at": "2025-01-01T08:40:00",
+            },
+            4: {
+                "id": 4,
+                "title": "Excel crashes on open",
+                "description": "",
+                "category": "software",
+                "priority": 3,
+                "status": "open",
+                "created_by": "carol",
+                "assignee": None,
+                "resolution": None,
+                "created_at": "2025-01-01T08:50:00",
+                "updated_at": "2025-01-01T08:50:00",
             },
         },
     },
@@ -416,20 +475,6 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
             ),
             Param("description", ("str",), False),
             Param(
-                "category",
-                (
-                    "enum",
-                    (
-                        "hardware",
-                        "software",
-                        "network",
-                        "access",
-                        "other",
-                    ),
-                ),
-                False,
-            ),
-            Param(
                 "priority",
                 ("int",),
                 False,
@@ -454,23 +499,6 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
             Param("ticket_id", ("int",), True),
             Param("title", ("optional", ("str",)), False),
             Param("description", ("optional", ("str",)), False),
-            Param(
-                "category",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "hardware",
-                            "software",
-                            "network",
-                            "access",
-                            "other",
-                        ),
-                    ),
-                ),
-                False,
-            ),
             Param(
                 "priority",
                 ("optional", ("int",)),
@@ -559,6 +587,34 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
                 ),
             ),
         ),
+        frozenset({"current_user", "tickets"}),
+        frozenset(),
+    ),
+    "categorize_ticket": ToolSpec(
+        "categorize_ticket",
+        (
+            Param("ticket_id", ("int",), True),
+            Param(
+                "category",
+                (
+                    "enum",
+                    (
+                        "hardware",
+                        "software",
+                        "network",
+                        "access",
+                        "other",
+                    ),
+                ),
+                True,
+            ),
+        ),
+        frozenset({"audit_log", "clock", "current_user", "tickets"}),
+        frozenset({"audit_log", "tickets"}),
+    ),
+    "queue_by_category": ToolSpec(
+        "queue_by_category",
+        (),
         frozenset({"current_user", "tickets"}),
         frozenset(),
     ),
@@ -818,7 +874,7 @@ class Environment:
             return copy_json(INTERNAL_ERROR)
 
     def login(self, username: str, password: str) -> bool:
-        """Start a session as a support user."""
+        """Start a session as a workspace user."""
         state = self._state
         with self._undo.begin("login"):
             if username not in WORLD["users"]:
@@ -851,18 +907,16 @@ class Environment:
         state = self._state
         return state["current_user"]
 
-    def create_ticket(
-        self, title: str, description: str = "", category: Category = "other", priority: int = 3
-    ) -> Ticket:
-        """Open a new ticket owned by the logged-in user."""
+    def create_ticket(self, title: str, description: str = "", priority: int = 3) -> Ticket:
+        """Create an entity owned by the logged-in user; it starts open."""
         state = self._state
         with self._undo.begin("create_ticket"):
             user = self._require_login()
-            ticket: Ticket = {
+            item: Ticket = {
                 "id": state["next_ticket_id"],
                 "title": title,
                 "description": description,
-                "category": category,
+                "category": "other",
                 "priority": priority,
                 "status": "open",
                 "created_by": user,
@@ -871,15 +925,15 @@ class Environment:
                 "created_at": state["clock"],
                 "updated_at": state["clock"],
             }
-            self._undo.save(state["tickets"], ticket["id"])
-            state["tickets"][ticket["id"]] = ticket
+            self._undo.save(state["tickets"], item["id"])
+            state["tickets"][item["id"]] = item
             self._undo.save(state, "next_ticket_id")
             state["next_ticket_id"] += 1
-            self._audit("create", f"ticket {ticket['id']}", "")
-            return ticket
+            self._audit("create", f"entity {item['id']}", "")
+            return item
 
     def get_ticket(self, ticket_id: int) -> Ticket:
-        """Look up one ticket by id."""
+        """Read one entity by id."""
         self._require_login()
         return self._find_ticket(ticket_id)
 
@@ -888,181 +942,189 @@ class Environment:
         ticket_id: int,
         title: str | None = None,
         description: str | None = None,
-        category: Category | None = None,
         priority: int | None = None,
     ) -> Ticket:
-        """Change selected fields of a ticket that is not closed; omitted fields stay."""
+        """Change selected fields of an entity that is not closed; omitted fields stay."""
         state = self._state
         with self._undo.begin("update_ticket"):
             self._require_login()
-            ticket = self._find_ticket(ticket_id)
-            if ticket["status"] == "closed":
-                raise DomainError(
-                    "invalid_state",
-                    f"ticket {ticket_id} is closed and cannot be edited",
-                    entity="ticket",
-                    field="status",
-                    current=ticket["status"],
-                )
-            if not (
-                title is not None
-                or description is not None
-                or category is not None
-                or priority is not None
-            ):
+            item = self._find_ticket(ticket_id)
+            self._require_not_closed(item)
+            if not (title is not None or description is not None or priority is not None):
                 raise DomainError(
                     "invalid_argument",
                     "give at least one field to update",
-                    allowed=["title", "description", "category", "priority"],
+                    allowed=["title", "description", "priority"],
                 )
             if title is not None:
                 if len(title) <= 0:
                     raise DomainError("invalid_argument", "title must not be empty", field="title")
-                self._undo.save(ticket, "title")
-                ticket["title"] = title
+                self._undo.save(item, "title")
+                item["title"] = title
             if description is not None:
-                self._undo.save(ticket, "description")
-                ticket["description"] = description
-            if category is not None:
-                self._undo.save(ticket, "category")
-                ticket["category"] = category
+                self._undo.save(item, "description")
+                item["description"] = description
             if priority is not None:
-                self._undo.save(ticket, "priority")
-                ticket["priority"] = priority
-            self._undo.save(ticket, "updated_at")
-            ticket["updated_at"] = state["clock"]
-            self._audit("update", f"ticket {ticket_id}", "")
-            return ticket
+                self._undo.save(item, "priority")
+                item["priority"] = priority
+            self._undo.save(item, "updated_at")
+            item["updated_at"] = state["clock"]
+            self._audit("update", f"entity {ticket_id}", "")
+            return item
 
     def assign_ticket(self, ticket_id: int, assignee: str) -> Ticket:
-        """Hand a ticket to a support agent."""
+        """Hand an entity that is not yet resolved to an agent."""
         state = self._state
         with self._undo.begin("assign_ticket"):
             self._require_login()
-            ticket = self._find_ticket(ticket_id)
+            item = self._find_ticket(ticket_id)
             if assignee not in WORLD["agents"]:
                 raise DomainError(
                     "not_found",
-                    f"{assignee} is not a support agent",
+                    f"{assignee} is not an agent",
                     entity="agent",
                     field="assignee",
                     allowed=WORLD["agents"],
                 )
-            if self._rank(ticket["status"]) >= 2:
+            if self._rank(item["status"]) >= 2:
                 raise DomainError(
                     "invalid_state",
-                    f"ticket {ticket_id} is already {ticket['status']}",
-                    entity="ticket",
+                    f"entity {ticket_id} is already {item['status']}",
+                    entity="entity",
                     field="status",
-                    current=ticket["status"],
+                    current=item["status"],
                 )
-            self._undo.save(ticket, "assignee")
-            ticket["assignee"] = assignee
-            self._undo.save(ticket, "updated_at")
-            ticket["updated_at"] = state["clock"]
-            self._audit("assign", f"ticket {ticket_id}", assignee)
-            return ticket
+            self._undo.save(item, "assignee")
+            item["assignee"] = assignee
+            self._undo.save(item, "updated_at")
+            item["updated_at"] = state["clock"]
+            self._audit("assign", f"entity {ticket_id}", assignee)
+            return item
 
     def set_status(self, ticket_id: int, status: Status) -> Ticket:
-        """Move a ticket forward; resolving needs `resolve_ticket`, reopening is refused."""
+        """Move an entity forward; resolving goes through `resolve_entity`, reverting is refused."""
         state = self._state
         with self._undo.begin("set_status"):
             self._require_login()
-            ticket = self._find_ticket(ticket_id)
-            if ticket["status"] == "closed":
+            item = self._find_ticket(ticket_id)
+            if item["status"] == "closed":
                 raise DomainError(
                     "invalid_state",
-                    f"ticket {ticket_id} is already closed",
-                    entity="ticket",
+                    f"entity {ticket_id} is already closed",
+                    entity="entity",
                     field="status",
-                    current=ticket["status"],
+                    current=item["status"],
                 )
             if status == "resolved":
                 raise DomainError(
                     "invalid_argument",
-                    "use resolve_ticket to resolve, it records the resolution",
+                    "use resolve_entity to resolve; it records the resolution",
                     field="status",
                 )
-            if self._rank(status) <= self._rank(ticket["status"]):
+            if self._rank(status) <= self._rank(item["status"]):
                 raise DomainError(
                     "invalid_state",
-                    f"ticket {ticket_id} cannot move from {ticket['status']} back to {status}",
-                    entity="ticket",
+                    f"entity {ticket_id} cannot move from {item['status']} back to {status}",
+                    entity="entity",
                     field="status",
-                    current=ticket["status"],
+                    current=item["status"],
                     allowed=[
                         s
                         for s in cast("list[Status]", ["in_progress", "closed"])
-                        if self._rank(s) > self._rank(ticket["status"])
+                        if self._rank(s) > self._rank(item["status"])
                     ],
                 )
-            self._undo.save(ticket, "status")
-            ticket["status"] = status
-            self._undo.save(ticket, "updated_at")
-            ticket["updated_at"] = state["clock"]
-            self._audit("status", f"ticket {ticket_id}", f"{status}")
-            return ticket
+            self._undo.save(item, "status")
+            item["status"] = status
+            self._undo.save(item, "updated_at")
+            item["updated_at"] = state["clock"]
+            self._audit("status", f"entity {ticket_id}", f"{status}")
+            return item
 
     def resolve_ticket(self, ticket_id: int, resolution: str) -> Ticket:
-        """Mark a ticket resolved; the resolution text is mandatory."""
+        """Mark an entity resolved; the resolution text is mandatory."""
         state = self._state
         with self._undo.begin("resolve_ticket"):
             self._require_login()
-            ticket = self._find_ticket(ticket_id)
-            if self._rank(ticket["status"]) >= 2:
+            item = self._find_ticket(ticket_id)
+            if self._rank(item["status"]) >= 2:
                 raise DomainError(
                     "invalid_state",
-                    f"ticket {ticket_id} is already {ticket['status']}",
-                    entity="ticket",
+                    f"entity {ticket_id} is already {item['status']}",
+                    entity="entity",
                     field="status",
-                    current=ticket["status"],
+                    current=item["status"],
                 )
-            self._undo.save(ticket, "status")
-            ticket["status"] = "resolved"
-            self._undo.save(ticket, "resolution")
-            ticket["resolution"] = resolution
-            self._undo.save(ticket, "updated_at")
-            ticket["updated_at"] = state["clock"]
-            self._audit("resolve", f"ticket {ticket_id}", "")
-            return ticket
+            self._undo.save(item, "status")
+            item["status"] = "resolved"
+            self._undo.save(item, "resolution")
+            item["resolution"] = resolution
+            self._undo.save(item, "updated_at")
+            item["updated_at"] = state["clock"]
+            self._audit("resolve", f"entity {ticket_id}", "")
+            return item
 
     def close_ticket(self, ticket_id: int) -> Ticket:
-        """Close a ticket for good; closing twice is refused."""
+        """Close an entity for good; closing twice is refused."""
         state = self._state
         with self._undo.begin("close_ticket"):
             self._require_login()
-            ticket = self._find_ticket(ticket_id)
-            if ticket["status"] == "closed":
+            item = self._find_ticket(ticket_id)
+            if item["status"] == "closed":
                 raise DomainError(
                     "invalid_state",
-                    f"ticket {ticket_id} is already closed",
-                    entity="ticket",
+                    f"entity {ticket_id} is already closed",
+                    entity="entity",
                     field="status",
-                    current=ticket["status"],
+                    current=item["status"],
                 )
-            self._undo.save(ticket, "status")
-            ticket["status"] = "closed"
-            self._undo.save(ticket, "updated_at")
-            ticket["updated_at"] = state["clock"]
-            self._audit("close", f"ticket {ticket_id}", "")
-            return ticket
+            self._undo.save(item, "status")
+            item["status"] = "closed"
+            self._undo.save(item, "updated_at")
+            item["updated_at"] = state["clock"]
+            self._audit("close", f"entity {ticket_id}", "")
+            return item
 
     def list_tickets(
         self, status: Status | None = None, mine_only: bool = False, limit: int = 50
     ) -> list[Ticket]:
-        """Tickets in id order, filtered by status and, if asked, by the logged-in creator."""
+        """Entities in id order, filtered by status and, if asked, by the signed-in creator."""
         state = self._state
         user = self._require_login()
         found: list[Ticket] = [
-            t
-            for t in state["tickets"].values()
-            if (status is None or t["status"] == status)
-            and (not mine_only or t["created_by"] == user)
+            e
+            for e in state["tickets"].values()
+            if (status is None or e["status"] == status)
+            and (not mine_only or e["created_by"] == user)
         ]
-        return sorted(found, key=lambda t: t["id"])[:limit]
+        return sorted(found, key=lambda e: e["id"])[:limit]
+
+    def categorize_ticket(self, ticket_id: int, category: Category) -> Ticket:
+        """File a ticket that is not closed under a category."""
+        state = self._state
+        with self._undo.begin("categorize_ticket"):
+            self._require_login()
+            ticket = self._find_ticket(ticket_id)
+            self._require_not_closed(ticket)
+            self._undo.save(ticket, "category")
+            ticket["category"] = category
+            self._undo.save(ticket, "updated_at")
+            ticket["updated_at"] = state["clock"]
+            self._audit("categorize", f"ticket {ticket_id}", f"{category}")
+            return ticket
+
+    def queue_by_category(self) -> dict[Category, int]:
+        """How many tickets that are not closed sit in each category."""
+        state = self._state
+        self._require_login()
+        counts: dict[Category, int] = {}
+        for ticket in state["tickets"].values():
+            if ticket["status"] != "closed":
+                counts[ticket["category"]] = counts.get(ticket["category"], 0) + 1
+        return counts
 
     def _require_login(self) -> str:
-        """The signed-in user; every ticket operation is gated on a session."""
+        """The signed-in user; every operation is gated on a session."""
         state = self._state
         user = state["current_user"]
         if user is None:
@@ -1070,7 +1132,7 @@ class Environment:
         return user
 
     def _find_ticket(self, ticket_id: int) -> Ticket:
-        """Helper `find_ticket`."""
+        """Tickets are looked up by id; the error names the ids that exist."""
         state = self._state
         if ticket_id not in state["tickets"]:
             raise DomainError(
@@ -1091,6 +1153,17 @@ class Environment:
         elif status == "resolved":
             return 2
         return 3
+
+    def _require_not_closed(self, item: Ticket) -> None:
+        """Helper `require_not_closed`."""
+        if item["status"] == "closed":
+            raise DomainError(
+                "invalid_state",
+                f"entity {item['id']} is closed",
+                entity="entity",
+                field="status",
+                current=item["status"],
+            )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
         log = self._state["audit_log"]

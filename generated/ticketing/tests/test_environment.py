@@ -57,14 +57,13 @@ def expect_error(env: Environment, kind: str, text: str, tool: str, args: dict[s
 
 def run_create_and_read_back(env: Recorder) -> None:
     state = env.view()
-    t = env.invoke(
-        "create_ticket", {"title": "Printer jams", "category": "hardware", "priority": 4}
-    )
-    assert t["id"] == 1
-    assert t["status"] == "open"
+    item = env.invoke("create_ticket", {"title": "Printer jams", "priority": 4})
+    assert item["id"] == 1
+    assert item["status"] == "open"
     assert env.invoke("get_ticket", {"ticket_id": 1})["title"] == "Printer jams"
     assert state["next_ticket_id"] == 2
     assert len(state["audit_log"]) == 1
+    assert state["audit_log"][0]["action"] == "create"
     del state
 
 
@@ -94,6 +93,7 @@ def run_closing_twice_is_refused(env: Recorder) -> None:
     env.invoke("close_ticket", {"ticket_id": 3})
     expect_error(env, "invalid_state", "already closed", "close_ticket", {"ticket_id": 3})
     expect_error(env, "invalid_state", "", "update_ticket", {"ticket_id": 3, "title": "x"})
+    expect_error(env, "invalid_state", "", "assign_ticket", {"ticket_id": 3, "assignee": "bob"})
     del state
 
 
@@ -107,6 +107,13 @@ def run_resolution_is_mandatory(env: Recorder) -> None:
     expect_error(
         env, "invalid_state", "", "resolve_ticket", {"ticket_id": 3, "resolution": "again"}
     )
+    expect_error(
+        env,
+        "invalid_argument",
+        "resolve_entity",
+        "set_status",
+        {"ticket_id": 1, "status": "resolved"},
+    )
     del state
 
 
@@ -114,44 +121,93 @@ def test_resolution_is_mandatory() -> None:
     run_resolution_is_mandatory(Recorder("busy_queue"))
 
 
-def run_login_gates_every_operation(env: Recorder) -> None:
+def run_session_gates_every_operation(env: Recorder) -> None:
     state = env.view()
     expect_error(env, "unauthenticated", "", "create_ticket", {"title": "No session"})
+    expect_error(env, "unauthenticated", "", "list_tickets", {})
     expect_error(env, "unauthenticated", "", "login", {"username": "alice", "password": "nope"})
     expect_error(env, "not_found", "", "login", {"username": "zed", "password": "x"})
     env.invoke("login", {"username": "alice", "password": "alice-pass"})
     assert env.invoke("whoami", {}) == "alice"
     env.invoke("logout", {})
+    expect_error(env, "unauthenticated", "", "logout", {})
     expect_error(env, "unauthenticated", "", "get_ticket", {"ticket_id": 1})
     del state
 
 
-def test_login_gates_every_operation() -> None:
-    run_login_gates_every_operation(Recorder(None))
+def test_session_gates_every_operation() -> None:
+    run_session_gates_every_operation(Recorder(None))
 
 
-def run_selective_update_and_listing(env: Recorder) -> None:
+def run_selective_update_and_scoped_listing(env: Recorder) -> None:
     state = env.view()
     env.invoke("update_ticket", {"ticket_id": 1, "priority": 5})
     assert state["tickets"][1]["priority"] == 5
-    assert state["tickets"][1]["title"] == "Laptop will not boot"
+    assert state["tickets"][1]["title"] == "First"
     expect_error(env, "invalid_argument", "", "update_ticket", {"ticket_id": 1})
     expect_error(env, "not_found", "", "update_ticket", {"ticket_id": 99, "priority": 2})
     assert len(env.invoke("list_tickets", {})) == 3
     assert len(env.invoke("list_tickets", {"mine_only": True})) == 2
     assert len(env.invoke("list_tickets", {"status": "resolved"})) == 1
-    expect_error(
-        env,
-        "not_found",
-        "not a support agent",
-        "assign_ticket",
-        {"ticket_id": 1, "assignee": "carol"},
-    )
+    assert len(env.invoke("list_tickets", {"limit": 1})) == 1
     del state
 
 
-def test_selective_update_and_listing() -> None:
-    run_selective_update_and_listing(Recorder("busy_queue"))
+def test_selective_update_and_scoped_listing() -> None:
+    run_selective_update_and_scoped_listing(Recorder("busy_queue"))
+
+
+def run_audit_log_records_every_change(env: Recorder) -> None:
+    state = env.view()
+    env.invoke("assign_ticket", {"ticket_id": 1, "assignee": "bob"})
+    env.invoke("set_status", {"ticket_id": 1, "status": "in_progress"})
+    env.invoke("close_ticket", {"ticket_id": 2})
+    expect_error(env, "invalid_state", "", "close_ticket", {"ticket_id": 2})
+    assert [e["action"] for e in state["audit_log"]] == ["assign", "status", "close"]
+    assert [e["seq"] for e in state["audit_log"]] == [1, 2, 3]
+    assert state["audit_log"][0]["detail"] == "bob"
+    del state
+
+
+def test_audit_log_records_every_change() -> None:
+    run_audit_log_records_every_change(Recorder("busy_queue"))
+
+
+def run_categorising_tickets(env: Recorder) -> None:
+    state = env.view()
+    env.invoke("categorize_ticket", {"ticket_id": 4, "category": "hardware"})
+    assert state["tickets"][4]["category"] == "hardware"
+    assert env.invoke("queue_by_category", {})["hardware"] == 2
+    env.invoke("close_ticket", {"ticket_id": 4})
+    expect_error(
+        env, "invalid_state", "closed", "categorize_ticket", {"ticket_id": 4, "category": "other"}
+    )
+    expect_error(
+        env, "not_found", "ticket 42", "categorize_ticket", {"ticket_id": 42, "category": "other"}
+    )
+    assert env.invoke("queue_by_category", {})["hardware"] == 1
+    del state
+
+
+def test_categorising_tickets() -> None:
+    run_categorising_tickets(Recorder("help_desk_monday"))
+
+
+def run_domain_users_and_agents(env: Recorder) -> None:
+    state = env.view()
+    env.invoke("login", {"username": "carol", "password": "carol-pass"})
+    assert env.invoke("whoami", {}) == "carol"
+    assert len(env.invoke("list_tickets", {"mine_only": True})) == 1
+    expect_error(
+        env, "not_found", "not an agent", "assign_ticket", {"ticket_id": 4, "assignee": "carol"}
+    )
+    env.invoke("assign_ticket", {"ticket_id": 4, "assignee": "bob"})
+    assert state["tickets"][4]["assignee"] == "bob"
+    del state
+
+
+def test_domain_users_and_agents() -> None:
+    run_domain_users_and_agents(Recorder("help_desk_monday"))
 
 
 SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
@@ -159,14 +215,17 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "status_moves_forward_only": ("busy_queue", run_status_moves_forward_only),
     "closing_twice_is_refused": ("busy_queue", run_closing_twice_is_refused),
     "resolution_is_mandatory": ("busy_queue", run_resolution_is_mandatory),
-    "login_gates_every_operation": (None, run_login_gates_every_operation),
-    "selective_update_and_listing": ("busy_queue", run_selective_update_and_listing),
+    "session_gates_every_operation": (None, run_session_gates_every_operation),
+    "selective_update_and_scoped_listing": ("busy_queue", run_selective_update_and_scoped_listing),
+    "audit_log_records_every_change": ("busy_queue", run_audit_log_records_every_change),
+    "categorising_tickets": ("help_desk_monday", run_categorising_tickets),
+    "domain_users_and_agents": ("help_desk_monday", run_domain_users_and_agents),
 }
 
 
 def test_task_close_vpn_ticket() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
-    env = Recorder("busy_queue")
+    env = Recorder("help_desk_monday")
     state = env.view()
     assert not (
         state["tickets"][2]["status"] == "closed" and state["tickets"][2]["resolution"] is not None
@@ -194,6 +253,8 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "resolve_ticket": {"ticket_id": 1, "resolution": "sample"},
     "close_ticket": {"ticket_id": 1},
     "list_tickets": {},
+    "categorize_ticket": {"ticket_id": 1, "category": "hardware"},
+    "queue_by_category": {},
 }
 """A well-typed argument set per tool (it may still be refused by the tool's rules)."""
 
@@ -223,8 +284,6 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
         },
     ),
     ("create_ticket", "description of the wrong type", {"title": "sample", "description": 12345}),
-    ("create_ticket", "category of the wrong type", {"title": "sample", "category": 12345}),
-    ("create_ticket", "category not a member", {"title": "sample", "category": "__not_a_member__"}),
     (
         "create_ticket",
         "priority of the wrong type",
@@ -240,8 +299,6 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("update_ticket", "ticket_id of the wrong type", {"ticket_id": "not a number"}),
     ("update_ticket", "title of the wrong type", {"ticket_id": 1, "title": 12345}),
     ("update_ticket", "description of the wrong type", {"ticket_id": 1, "description": 12345}),
-    ("update_ticket", "category of the wrong type", {"ticket_id": 1, "category": 12345}),
-    ("update_ticket", "category not a member", {"ticket_id": 1, "category": "__not_a_member__"}),
     ("update_ticket", "priority of the wrong type", {"ticket_id": 1, "priority": "not a number"}),
     ("update_ticket", "priority below min", {"ticket_id": 1, "priority": 0}),
     ("update_ticket", "priority above max", {"ticket_id": 1, "priority": 6}),
@@ -292,6 +349,25 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("list_tickets", "limit of the wrong type", {"limit": "not a number"}),
     ("list_tickets", "limit below min", {"limit": 0}),
     ("list_tickets", "limit above max", {"limit": 501}),
+    (
+        "categorize_ticket",
+        "unknown parameter",
+        {"ticket_id": 1, "category": "hardware", "unexpected_parameter": 1},
+    ),
+    ("categorize_ticket", "missing ticket_id", {"category": "hardware"}),
+    (
+        "categorize_ticket",
+        "ticket_id of the wrong type",
+        {"ticket_id": "not a number", "category": "hardware"},
+    ),
+    ("categorize_ticket", "missing category", {"ticket_id": 1}),
+    ("categorize_ticket", "category of the wrong type", {"ticket_id": 1, "category": 12345}),
+    (
+        "categorize_ticket",
+        "category not a member",
+        {"ticket_id": 1, "category": "__not_a_member__"},
+    ),
+    ("queue_by_category", "unknown parameter", {"unexpected_parameter": 1}),
 ]
 """(tool, what is wrong, arguments): each must be refused as invalid_argument."""
 
