@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import tempfile

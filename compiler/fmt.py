@@ -53,8 +53,7 @@ def format_module(module: ir.Module, source: str = "") -> str:
     """Print `module`; `source` (the text it was parsed from) supplies comments and layout."""
     src = _Source(source)
     root = _Layout(src).module(module)
-    root.kids = _assign_ranges(root.children, src.nlines, src)
-    root.kid_starts = [kid.start for kid in root.kids]
+    _assign_ranges(root, src.nlines, src)
     _attach(root, src)
     return _Printer().module(root)
 
@@ -665,19 +664,17 @@ def _effects(t: ir.ToolDecl) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- comments
 
 
-def _assign_ranges(items: list[_Item], bound: int, src: _Source) -> list[_Item]:
-    """Give each positioned item its source lines: up to the last code line before the next
-    sibling (or the end of the parent); return the positioned items by start."""
-    kids = sorted((k for k in items if k.start > 0), key=lambda k: k.start)
-    starts = [k.start for k in kids]
-    for k in kids:
-        nxt = bisect.bisect_right(starts, k.start)
-        limit = starts[nxt] - 1 if nxt < len(starts) else bound
+def _assign_ranges(parent: _Item, bound: int, src: _Source) -> None:
+    """Give each positioned child its source lines: up to the last code line before the
+    next sibling (or `bound`, the parent's last line); list them by start on the parent."""
+    parent.kids = sorted((k for k in parent.children if k.start > 0), key=lambda k: k.start)
+    parent.kid_starts = [k.start for k in parent.kids]
+    for k in parent.kids:
+        nxt = bisect.bisect_right(parent.kid_starts, k.start)
+        limit = parent.kid_starts[nxt] - 1 if nxt < len(parent.kids) else bound
         k.end = max(k.start, src.last_code(k.start, limit))
         k.blank_before = k.start - 1 in src.blank
-        k.kids = _assign_ranges(k.children, k.closer_line - 1 if k.closer_line else k.end, src)
-        k.kid_starts = [kid.start for kid in k.kids]
-    return kids
+        _assign_ranges(k, k.closer_line - 1 if k.closer_line else k.end, src)
 
 
 def _attach(root: _Item, src: _Source) -> None:
