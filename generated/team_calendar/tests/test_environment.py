@@ -307,6 +307,84 @@ def test_listing_filters_and_validation() -> None:
     run_listing_filters_and_validation(Recorder("team_week"))
 
 
+def run_rooms_are_never_double_booked(env: Recorder) -> None:
+    state = env.view()
+    env.invoke(
+        "book_room",
+        {
+            "room": "room_b",
+            "title": "Retro",
+            "start": "2025-03-07T14:00:00",
+            "end": "2025-03-07T15:00:00",
+            "attendees": ["alice", "bob"],
+        },
+    )
+    expect_error(
+        env,
+        "conflict",
+        "already booked",
+        "book_room",
+        {
+            "room": "room_b",
+            "title": "Clash",
+            "start": "2025-03-07T14:30:00",
+            "end": "2025-03-07T15:30:00",
+        },
+    )
+    expect_error(
+        env,
+        "invalid_state",
+        "no calendar",
+        "book_room",
+        {
+            "room": "room_a",
+            "title": "Nowhere",
+            "start": "2025-03-07T14:30:00",
+            "end": "2025-03-07T15:30:00",
+        },
+    )
+    expect_error(
+        env,
+        "not_found",
+        "bookable",
+        "book_room",
+        {
+            "room": "roof",
+            "title": "Outside",
+            "start": "2025-03-07T14:30:00",
+            "end": "2025-03-07T15:30:00",
+        },
+    )
+    assert len(state["events"]) == 2
+    del state
+
+
+def test_rooms_are_never_double_booked() -> None:
+    run_rooms_are_never_double_booked(Recorder("quiet_friday"))
+
+
+def run_agenda_spans_calendars(env: Recorder) -> None:
+    state = env.view()
+    env.invoke(
+        "book_room",
+        {
+            "room": "room_b",
+            "title": "Retro",
+            "start": "2025-03-07T16:30:00",
+            "end": "2025-03-07T17:00:00",
+            "attendees": ["alice", "bob"],
+        },
+    )
+    agenda = env.invoke("attendee_agenda", {"attendee": "bob", "day": "2025-03-07"})
+    assert [e["title"] for e in agenda] == ["Workshop", "Retro"]
+    assert len(env.invoke("attendee_agenda", {"attendee": "alice", "day": "2025-03-08"})) == 0
+    del state
+
+
+def test_agenda_spans_calendars() -> None:
+    run_agenda_spans_calendars(Recorder("quiet_friday"))
+
+
 SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "overlap_is_detected_on_insert": ("empty_office", run_overlap_is_detected_on_insert),
     "cancel_clears_the_conflict": ("team_week", run_cancel_clears_the_conflict),
@@ -315,6 +393,8 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "reschedule_moves_the_event": ("team_week", run_reschedule_moves_the_event),
     "availability_walks_working_hours": ("team_week", run_availability_walks_working_hours),
     "listing_filters_and_validation": ("team_week", run_listing_filters_and_validation),
+    "rooms_are_never_double_booked": ("quiet_friday", run_rooms_are_never_double_booked),
+    "agenda_spans_calendars": ("quiet_friday", run_agenda_spans_calendars),
 }
 
 
@@ -328,6 +408,46 @@ def test_task_resolve_monday_clash() -> None:
     env.invoke("resolve_conflict", {"event_id": 2, "strategy": "override"})
     assert (
         state["events"][1]["status"] == "scheduled" and state["events"][2]["status"] == "cancelled"
+    )
+
+
+def test_task_book_retro_room() -> None:
+    """The task's solution reaches a state its verifier accepts; S0 alone does not."""
+    env = Recorder("quiet_friday")
+    state = env.view()
+    assert not (
+        len(
+            [
+                e
+                for e in state["events"]
+                if e["calendar_id"] == "room_b"
+                and e["start"] == "2025-03-07T16:30:00"
+                and e["end"] == "2025-03-07T17:00:00"
+            ]
+        )
+        == 1
+    ), "the task is already solved before any call"
+    env.invoke(
+        "book_room",
+        {
+            "room": "room_b",
+            "title": "Team retro",
+            "start": "2025-03-07T16:30:00",
+            "end": "2025-03-07T17:00:00",
+            "attendees": ["alice", "bob"],
+        },
+    )
+    assert (
+        len(
+            [
+                e
+                for e in state["events"]
+                if e["calendar_id"] == "room_b"
+                and e["start"] == "2025-03-07T16:30:00"
+                and e["end"] == "2025-03-07T17:00:00"
+            ]
+        )
+        == 1
     )
 
 
@@ -348,6 +468,13 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "resolve_conflict": {"event_id": 1, "strategy": "reschedule"},
     "list_events": {},
     "find_availability": {"calendar_id": "sample", "day": "2025-03-03"},
+    "attendee_agenda": {"attendee": "sample", "day": "2025-03-03"},
+    "book_room": {
+        "room": "sample",
+        "title": "sample",
+        "start": "2025-03-03T08:00:00",
+        "end": "2025-03-03T08:00:00",
+    },
 }
 """A well-typed argument set per tool (it may still be refused by the tool's rules)."""
 
@@ -647,6 +774,98 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
         "find_availability",
         "min_minutes above max",
         {"calendar_id": "sample", "day": "2025-03-03", "min_minutes": 1441},
+    ),
+    (
+        "attendee_agenda",
+        "unknown parameter",
+        {"attendee": "sample", "day": "2025-03-03", "unexpected_parameter": 1},
+    ),
+    ("attendee_agenda", "missing attendee", {"day": "2025-03-03"}),
+    ("attendee_agenda", "attendee of the wrong type", {"attendee": 12345, "day": "2025-03-03"}),
+    ("attendee_agenda", "attendee too short", {"attendee": "", "day": "2025-03-03"}),
+    ("attendee_agenda", "missing day", {"attendee": "sample"}),
+    ("attendee_agenda", "day of the wrong type", {"attendee": "sample", "day": 12345}),
+    (
+        "book_room",
+        "unknown parameter",
+        {
+            "room": "sample",
+            "title": "sample",
+            "start": "2025-03-03T08:00:00",
+            "end": "2025-03-03T08:00:00",
+            "unexpected_parameter": 1,
+        },
+    ),
+    (
+        "book_room",
+        "missing room",
+        {"title": "sample", "start": "2025-03-03T08:00:00", "end": "2025-03-03T08:00:00"},
+    ),
+    (
+        "book_room",
+        "room of the wrong type",
+        {
+            "room": 12345,
+            "title": "sample",
+            "start": "2025-03-03T08:00:00",
+            "end": "2025-03-03T08:00:00",
+        },
+    ),
+    (
+        "book_room",
+        "missing title",
+        {"room": "sample", "start": "2025-03-03T08:00:00", "end": "2025-03-03T08:00:00"},
+    ),
+    (
+        "book_room",
+        "title of the wrong type",
+        {
+            "room": "sample",
+            "title": 12345,
+            "start": "2025-03-03T08:00:00",
+            "end": "2025-03-03T08:00:00",
+        },
+    ),
+    (
+        "book_room",
+        "title too short",
+        {
+            "room": "sample",
+            "title": "",
+            "start": "2025-03-03T08:00:00",
+            "end": "2025-03-03T08:00:00",
+        },
+    ),
+    (
+        "book_room",
+        "missing start",
+        {"room": "sample", "title": "sample", "end": "2025-03-03T08:00:00"},
+    ),
+    (
+        "book_room",
+        "start of the wrong type",
+        {"room": "sample", "title": "sample", "start": 12345, "end": "2025-03-03T08:00:00"},
+    ),
+    (
+        "book_room",
+        "missing end",
+        {"room": "sample", "title": "sample", "start": "2025-03-03T08:00:00"},
+    ),
+    (
+        "book_room",
+        "end of the wrong type",
+        {"room": "sample", "title": "sample", "start": "2025-03-03T08:00:00", "end": 12345},
+    ),
+    (
+        "book_room",
+        "attendees of the wrong type",
+        {
+            "room": "sample",
+            "title": "sample",
+            "start": "2025-03-03T08:00:00",
+            "end": "2025-03-03T08:00:00",
+            "attendees": "not a list",
+        },
     ),
 ]
 """(tool, what is wrong, arguments): each must be refused as invalid_argument."""
