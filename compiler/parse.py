@@ -158,16 +158,12 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         if method is None:
             raise AssertionError(f"no IR builder for grammar rule {tree.data}")
         result = method(tree.meta, children)
-        depth = 1 + max((self._depth_of(child) for child in children), default=0)
-        self.depths[id(result)] = depth
-        if depth == MAX_EXPR_DEPTH + 1 and isinstance(result, ir.Node):
-            self.c.add("E1008", f"expression nested deeper than {MAX_EXPR_DEPTH} levels", result.line, result.col)
+        if isinstance(result, (ir.ExprBase, ir.Keyword, ir.MapEntry)) or tree.data == "args":
+            depth = 1 + max((self.depths.get(id(child), 0) for child in _flat(children)), default=0)
+            self.depths[id(result)] = depth
+            if depth == MAX_EXPR_DEPTH + 1 and isinstance(result, ir.Node):
+                self.c.add("E1008", f"expression nested deeper than {MAX_EXPR_DEPTH} levels", result.line, result.col)
         return result
-
-    def _depth_of(self, child: Any) -> int:
-        if isinstance(child, list):
-            return max((self._depth_of(item) for item in child), default=0)
-        return self.depths.get(id(child), 0)
 
     # ------------------------------------------------------------------ strings
     def _unescape(self, body: str, token: Token, keep_brace_escapes: bool = False) -> str:
@@ -596,6 +592,17 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
 
     def start(self, meta: Meta, children: list[Any]) -> list[Any]:
         return children
+
+
+def _flat(children: list[Any]) -> list[Any]:
+    """Children with one level of argument lists opened (they hold expressions)."""
+    flat: list[Any] = []
+    for child in children:
+        if isinstance(child, list):
+            flat.extend(child)
+        else:
+            flat.append(child)
+    return flat
 
 
 def _take_doc(items: list[Any]) -> tuple[str, list[Any]]:
