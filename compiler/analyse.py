@@ -552,7 +552,7 @@ class _Analyser:
         for field_ in fields:
             if field_.name in seen:
                 self.error("E2005", f"{owner} has two fields named `{field_.name}`", field_, file)
-            if keyword.iskeyword(field_.name) or field_.name.startswith("_"):
+            if keyword.iskeyword(field_.name) or field_.name.startswith("_") or field_.name == "error":
                 self.error("E2014", f"`{field_.name}` cannot be a field name", field_, file)
             seen.add(field_.name)
 

@@ -178,7 +178,22 @@ RESERVED = frozenset(
     | {"let", "fail", "require", "tool", "fn", "record", "enum", "scenario", "test", "task", "expect"}
     | {"raises", "drop", "rename", "extends", "override", "reads", "writes", "environment", "world"}
 )
-RESERVED_TOOL_NAMES = frozenset({"call", "state", "snapshot", "restore", "reset", "tools", "schema", "close"})
+RESERVED_TOOL_NAMES = frozenset(
+    {
+        "call",
+        "invoke",
+        "view",
+        "state",
+        "state_json",
+        "snapshot",
+        "restore",
+        "fork",
+        "reset",
+        "tools",
+        "schema",
+        "close",
+    }
+)
 
 
 def is_reserved(name: str) -> bool:

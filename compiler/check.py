@@ -8,12 +8,14 @@ diagnostics at the spec line of the tool whose code failed, where that can be kn
 from __future__ import annotations
 
 import ast
+import contextlib
+import fcntl
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,13 +99,33 @@ class Package:
     inputs: list[str] = field(default_factory=list)  # every file the output depends on
 
 
+def _cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "envc"
+
+
+@contextlib.contextmanager
+def _check_tree() -> Iterator[Path]:
+    """The folder packages are checked in: always the same path, so mypy's cache (which
+    replays findings with the paths they had) stays right; locked, so two envc runs
+    never check in it at once."""
+    root = _cache_root() / "check-tree"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(_cache_root() / "check-tree.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            for stale in root.iterdir():
+                shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+            yield root
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def check_packages(packages: list[Package], dynamic: bool = True) -> dict[str, CheckResult]:
-    """Run every check on every package (in one temporary tree, so mypy runs once)."""
+    """Run every check on every package (in one tree, so mypy runs once)."""
     results = {p.name: CheckResult() for p in packages}
     if not packages:
         return results
-    with tempfile.TemporaryDirectory(prefix="envc-check-") as tmp:
-        root = Path(tmp)
+    with _check_tree() as root:
         for package in packages:
             write_tree(root / package.name, package.files)
         for finding_package, finding in _ruff(root, packages):
@@ -172,7 +194,7 @@ def _ruff(root: Path, packages: list[Package]) -> Iterator[tuple[str, Finding]]:
 
 
 def _mypy(root: Path, packages: list[Package]) -> Iterator[tuple[str, Finding]]:
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "envc" / "mypy"
+    cache = _cache_root() / "mypy"
     command = [
         sys.executable,
         "-m",
@@ -437,9 +459,12 @@ def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
     env = package.env
     text = package.files.get(finding.file, "")
     method = _enclosing_function(text, finding.line) if finding.line else ""
-    failed_test = re.search(r"::(test_\w+)", finding.message)
+    failed_test = re.search(r"::(test_\w+)(?:\[(\w+)-)?", finding.message)
     if failed_test:
         method = failed_test.group(1)
+        tool = failed_test.group(2)
+        if tool and any(t.name == tool for t in env.tools):
+            method = tool
         for task in env.tasks:
             if method == f"test_task_{task.name}":
                 return task.file, task.line, task.col

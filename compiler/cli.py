@@ -1,4 +1,4 @@
-"""The `envc` command line: `check` and `fmt` (`compile` and `new` come later).
+"""The `envc` command line: `check`, `fmt`, `compile` and `new`.
 
 Why click: subcommands, `--help` and usage errors (exit 2) come for free. Exit codes are
 part of the contract with CI scripts: 0 clean, 1 errors in a spec (or `fmt --check`
@@ -280,7 +280,7 @@ def compile_command(specs: tuple[Path, ...], output: Path | None, check_only: bo
     failed = [r for r in results if not r.ok]
     if problems and all(d.code in IO_CODES for d in problems):
         sys.exit(EXIT_USAGE)
-    if any(d.code in IO_CODES for r in failed for d in r.diagnostics):
+    if any(d.code in IO_CODES or d.code == "E6007" for r in failed for d in r.diagnostics):
         sys.exit(EXIT_USAGE)
     sys.exit(EXIT_ERRORS if failed or problems else EXIT_OK)
 

@@ -111,6 +111,9 @@ CODES: dict[str, tuple[str, str]] = {
     "E6002": ("generated tests failed", "see the failing test; fix the spec's test or the tool body"),
     "E6003": ("generated output is stale", "run `envc compile` and commit the result"),
     "E6004": ("dynamic check timed out", "a tool body may loop forever"),
+    "E6005": ("two specs generate the same package", "give each environment its own name"),
+    "E6006": ("output folder changed by hand", "move your changes into the spec, or pass --force to overwrite them"),
+    "E6007": ("cannot write the output", "check the output path and its permissions"),
 }
 
 

@@ -7,8 +7,14 @@ gives every comment of the source to an item: a full-line comment leads the next
 prints the tree. Comments come from `_Source`, a scan of the text that skips string
 literals, because the IR does not keep them.
 
-The output parses to the same IR (positions aside) and formatting it again changes
-nothing; tests/test_fmt.py checks both on generated specs.
+The style: 4-space indents; the header first, then declarations in source order, one
+blank line apart; header, effect and task items in a fixed order, defaults left out;
+one enum member per line; minimal parentheses and escapes; a doc over one line (or
+longer than DOC_WIDTH) as a `\"\"\"` block, else a plain string; no line wrapping, but a
+list or map literal written over several lines keeps one entry per line. Blank lines
+inside a block are kept (at most one in a row). The output parses to the same IR
+(positions aside) and formatting it again changes nothing; tests/test_fmt.py checks
+both, and that no comment is lost, on generated specs.
 """
 
 from __future__ import annotations
@@ -310,6 +316,9 @@ def _short_end(line: str, i: int) -> int:
     return len(line)
 
 
+_SPECIAL = re.compile(r'[#"\\]')
+
+
 def _mask_line(line: str, in_long: bool) -> tuple[str, int, bool]:
     """Code of one line with string bodies blanked, the comment's column (-1 if none),
     and whether a long string is still open at the end of the line."""
@@ -320,23 +329,23 @@ def _mask_line(line: str, in_long: bool) -> tuple[str, int, bool]:
         if i < 0:
             return "", -1, True
         out.append('"')
-    while i < len(line):
-        ch = line[i]
-        if ch == "#":
+    while (match := _SPECIAL.search(line, i)) is not None:
+        out.append(line[i : match.start()])
+        i = match.start()
+        if line[i] == "#":
             return "".join(out), i, False
-        if ch == '"':
-            fstring = i > 0 and line[i - 1] == "f" and (i == 1 or not (line[i - 2].isalnum() or line[i - 2] == "_"))
-            out.append('""')
-            if not fstring and line.startswith('"""', i):
-                i = _long_end(line, i + 3)
-                if i < 0:
-                    return "".join(out), -1, True
-            else:
-                i = _short_end(line, i + 1)
+        if line[i] == "\\":  # outside strings a backslash only continues the line
+            i += 1
             continue
-        if ch != "\\":  # a backslash outside strings only continues the line
-            out.append(ch)
-        i += 1
+        fstring = i > 0 and line[i - 1] == "f" and (i == 1 or not (line[i - 2].isalnum() or line[i - 2] == "_"))
+        out.append('""')
+        if not fstring and line.startswith('"""', i):
+            i = _long_end(line, i + 3)
+            if i < 0:
+                return "".join(out), -1, True
+        else:
+            i = _short_end(line, i + 1)
+    out.append(line[i:])
     return "".join(out), -1, False
 
 
@@ -769,11 +778,9 @@ class _Printer:
         if item.blank_before:
             self.blank()
         first, *rest = item.text.split("\n")
-        self.line(indent + first + ("" if rest else _trail(item.trailing)))
-        for n, text in enumerate(rest, start=1):  # inside a string: no blank-line logic
-            self.lines.append(indent + text if text else "")
-            if n == len(rest):
-                self.lines[-1] += _trail(item.trailing)
+        self.line(indent + first)
+        self.lines.extend(indent + text if text else "" for text in rest)  # a string's lines
+        self.lines[-1] += _trail(item.trailing)
         if not item.block:
             return
         self.at_start, self.pending = True, False

@@ -90,23 +90,21 @@ def default_specs(root: Path) -> list[Path]:
 
 @functools.cache
 def compiler_fingerprint() -> str:
-    """A hash of the compiler itself: a new envc regenerates everything."""
+    """A hash of the parts of envc that shape its output (front end, lowering, grammar,
+    templates): changing them regenerates everything; editing the CLI does not. Files
+    are named by a layout-independent key, so a source checkout and a wheel agree."""
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    roots = [
-        package,
-        package.parent / "templates",
-        package.parent / "grammar",
-        package / "templates",
-        package / "grammar",
-    ]
-    for folder in roots:
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.rglob("*")):
-            if path.suffix in (".py", ".jinja", ".lark") and "__pycache__" not in path.parts:
-                digest.update(path.name.encode())
-                digest.update(path.read_bytes())
+    sources = [package / f"{name}.py" for name in ("parse", "ir", "analyse", "typesys", "builtins")]
+    sources += sorted((package / "lower").glob("*.py"))
+    for folder_name in ("templates", "grammar"):
+        inside, beside = package / folder_name, package.parent / folder_name
+        folder = inside if inside.is_dir() else beside
+        sources += sorted(p for p in folder.glob("*") if p.suffix in (".jinja", ".lark"))
+    for path in sources:
+        if path.is_file():
+            digest.update(f"{path.parent.name}/{path.name}".encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
@@ -190,8 +188,21 @@ def compile_specs(
         if package is not None:
             pending.append((result, package, _manifest_files(package, spec, result, options), started))
         result.seconds = time.perf_counter() - started
-    _check_and_write(pending, options)
+    _refuse_shared_names(pending)
+    _check_and_write([p for p in pending if not p[0].diagnostics], options)
     return results
+
+
+def _refuse_shared_names(pending: list[tuple[SpecResult, qc.Package, dict[str, str], float]]) -> None:
+    """Two specs naming the same environment would overwrite one folder in turn."""
+    by_name: dict[str, list[SpecResult]] = {}
+    for result, package, _, _ in pending:
+        by_name.setdefault(package.name, []).append(result)
+    for name, results in by_name.items():
+        if len(results) > 1:
+            specs = ", ".join(r.spec for r in results)
+            for result in results:
+                result.diagnostics.append(Diagnostic("E6005", f"{specs} all generate `{name}`", str(result.spec), 1, 1))
 
 
 def _up_to_date(spec: Path, result: SpecResult, options: Options) -> bool:
@@ -217,7 +228,7 @@ def _up_to_date(spec: Path, result: SpecResult, options: Options) -> bool:
             result.read_tools = int(summary.get("read_tools", 0))
             result.write_tools = int(summary.get("write_tools", 0))
             result.lines = int(summary.get("lines", 0))
-        result.static = result.dynamic = "cached"
+        result.static = result.dynamic = "cached" if options.qc else "skipped"
         result.status = "up-to-date"
         return True
     return False
@@ -294,6 +305,10 @@ def _check_and_write(pending: list[tuple[SpecResult, qc.Package, dict[str, str],
         if options.check_only:
             result.status = "stale" if differing else "up-to-date"
             result.stale_files = differing
+            if differing:
+                shown = ", ".join(differing[:8]) + (" ..." if len(differing) > 8 else "")
+                message = f"{display_path(folder, options.project_root)} does not match the spec: {shown}"
+                result.diagnostics.append(Diagnostic("E6003", message, str(result.spec), 1, 1))
             continue
         if not differing:
             result.status = "unchanged"
@@ -306,7 +321,7 @@ def _check_and_write(pending: list[tuple[SpecResult, qc.Package, dict[str, str],
             result.stale_files = edited
             result.diagnostics.append(
                 Diagnostic(
-                    "E6003",
+                    "E6006",
                     f"{display_path(folder, options.project_root)} has files changed by hand or not made by envc: {', '.join(edited)}; nothing was written",
                     str(result.spec),
                     1,
@@ -315,7 +330,13 @@ def _check_and_write(pending: list[tuple[SpecResult, qc.Package, dict[str, str],
                 )
             )
             continue
-        replace_folder(folder, files)
+        try:
+            replace_folder(folder, files)
+        except OSError as exc:
+            result.status = "error"
+            message = f"cannot write {display_path(folder, options.project_root)}: {exc.strerror or exc}"
+            result.diagnostics.append(Diagnostic("E6007", message, str(result.spec), 1, 1))
+            continue
         result.status = "written"
         if check is not None:
             _mark_checked(options, files)

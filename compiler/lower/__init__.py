@@ -68,8 +68,8 @@ def lower(env: ir.Environment, spec: str) -> dict[str, str]:
         "tests/test_environment.py": builder.tests_module(),
     }
     formatted = {path: format_python(text, path) for path, text in files.items()}
-    formatted["tools.json"] = _json_text(schema.tools_document(env))
-    formatted["openai_tools.json"] = _json_text(schema.openai_tools(env))
+    formatted["tools.json"] = _json_text(schema.tools_document(env, spec))
+    formatted["openai_tools.json"] = _json_text(schema.openai_tools(env, spec))
     formatted["README.md"] = builder.readme()
     return dict(sorted(formatted.items()))
 

@@ -71,8 +71,9 @@ def tool_schema(tool: ir.ToolDecl, env: ir.Environment) -> dict[str, Any]:
     }
 
 
-def tools_document(env: ir.Environment) -> dict[str, Any]:
+def tools_document(env: ir.Environment, spec: str) -> dict[str, Any]:
     return {
+        "generated": f"by envc from {spec}; do not edit",
         "environment": env.header.name,
         "title": env.header.title,
         "archetype": env.header.archetype,
@@ -81,8 +82,8 @@ def tools_document(env: ir.Environment) -> dict[str, Any]:
     }
 
 
-def openai_tools(env: ir.Environment) -> list[dict[str, Any]]:
-    """The same tools in OpenAI's function-calling format."""
+def openai_tools(env: ir.Environment, spec: str) -> dict[str, Any]:
+    """The same tools in OpenAI's function-calling format (`tools` is what the API takes)."""
     result = []
     for tool in env.tools:
         schema = tool_schema(tool, env)
@@ -92,7 +93,7 @@ def openai_tools(env: ir.Environment) -> list[dict[str, Any]]:
                 "function": {"name": tool.name, "description": tool.doc, "parameters": schema["parameters"]},
             }
         )
-    return result
+    return {"generated": f"by envc from {spec}; do not edit", "tools": result}
 
 
 # --------------------------------------------------------------------------- sample arguments

@@ -439,8 +439,12 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
     raise AssertionError(f"unknown kind {kind!r}")
 
 
+_INT_KEY: Final = re.compile(r"-?[0-9]+")
+"""JSON object keys are strings: an int-keyed map arrives with keys like "12"."""
+
+
 def _conform_key(key: Any, kind: Kind, where: str) -> Any:
-    if kind[0] == "int" and isinstance(key, str) and key.lstrip("-").isdigit():
+    if kind[0] == "int" and isinstance(key, str) and _INT_KEY.fullmatch(key):
         return int(key)
     return conform(key, kind, f"{where} key")
 

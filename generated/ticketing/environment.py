@@ -67,6 +67,7 @@ class State(TypedDict):
 class World(TypedDict):
     """Immutable reference data shared by every session."""
 
+    noun: str
     users: dict[str, str]
     agents: list[str]
 
@@ -82,6 +83,7 @@ DEFAULT_STATE: Final[State] = {
 }
 
 WORLD: Final[World] = {
+    "noun": "ticket",
     "users": {"alice": "alice-pass", "bob": "bob-pass", "carol": "carol-pass"},
     "agents": ["alice", "bob"],
 }
@@ -387,8 +389,12 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
     raise AssertionError(f"unknown kind {kind!r}")
 
 
+_INT_KEY: Final = re.compile(r"-?[0-9]+")
+"""JSON object keys are strings: an int-keyed map arrives with keys like "12"."""
+
+
 def _conform_key(key: Any, kind: Kind, where: str) -> Any:
-    if kind[0] == "int" and isinstance(key, str) and key.lstrip("-").isdigit():
+    if kind[0] == "int" and isinstance(key, str) and _INT_KEY.fullmatch(key):
         return int(key)
     return conform(key, kind, f"{where} key")
 
@@ -929,7 +935,7 @@ class Environment:
             state["tickets"][item["id"]] = item
             self._undo.save(state, "next_ticket_id")
             state["next_ticket_id"] += 1
-            self._audit("create", f"entity {item['id']}", "")
+            self._audit("create", f"{WORLD['noun']} {item['id']}", "")
             return item
 
     def get_ticket(self, ticket_id: int) -> Ticket:
@@ -969,7 +975,7 @@ class Environment:
                 item["priority"] = priority
             self._undo.save(item, "updated_at")
             item["updated_at"] = state["clock"]
-            self._audit("update", f"entity {ticket_id}", "")
+            self._audit("update", f"{WORLD['noun']} {ticket_id}", "")
             return item
 
     def assign_ticket(self, ticket_id: int, assignee: str) -> Ticket:
@@ -989,8 +995,8 @@ class Environment:
             if self._rank(item["status"]) >= 2:
                 raise DomainError(
                     "invalid_state",
-                    f"entity {ticket_id} is already {item['status']}",
-                    entity="entity",
+                    f"{WORLD['noun']} {ticket_id} is already {item['status']}",
+                    entity=WORLD["noun"],
                     field="status",
                     current=item["status"],
                 )
@@ -998,7 +1004,7 @@ class Environment:
             item["assignee"] = assignee
             self._undo.save(item, "updated_at")
             item["updated_at"] = state["clock"]
-            self._audit("assign", f"entity {ticket_id}", assignee)
+            self._audit("assign", f"{WORLD['noun']} {ticket_id}", assignee)
             return item
 
     def set_status(self, ticket_id: int, status: Status) -> Ticket:
@@ -1010,8 +1016,8 @@ class Environment:
             if item["status"] == "closed":
                 raise DomainError(
                     "invalid_state",
-                    f"entity {ticket_id} is already closed",
-                    entity="entity",
+                    f"{WORLD['noun']} {ticket_id} is already closed",
+                    entity=WORLD["noun"],
                     field="status",
                     current=item["status"],
                 )
@@ -1024,8 +1030,8 @@ class Environment:
             if self._rank(status) <= self._rank(item["status"]):
                 raise DomainError(
                     "invalid_state",
-                    f"entity {ticket_id} cannot move from {item['status']} back to {status}",
-                    entity="entity",
+                    f"{WORLD['noun']} {ticket_id} cannot move from {item['status']} back to {status}",
+                    entity=WORLD["noun"],
                     field="status",
                     current=item["status"],
                     allowed=[
@@ -1038,7 +1044,7 @@ class Environment:
             item["status"] = status
             self._undo.save(item, "updated_at")
             item["updated_at"] = state["clock"]
-            self._audit("status", f"entity {ticket_id}", f"{status}")
+            self._audit("status", f"{WORLD['noun']} {ticket_id}", f"{status}")
             return item
 
     def resolve_ticket(self, ticket_id: int, resolution: str) -> Ticket:
@@ -1050,8 +1056,8 @@ class Environment:
             if self._rank(item["status"]) >= 2:
                 raise DomainError(
                     "invalid_state",
-                    f"entity {ticket_id} is already {item['status']}",
-                    entity="entity",
+                    f"{WORLD['noun']} {ticket_id} is already {item['status']}",
+                    entity=WORLD["noun"],
                     field="status",
                     current=item["status"],
                 )
@@ -1061,7 +1067,7 @@ class Environment:
             item["resolution"] = resolution
             self._undo.save(item, "updated_at")
             item["updated_at"] = state["clock"]
-            self._audit("resolve", f"entity {ticket_id}", "")
+            self._audit("resolve", f"{WORLD['noun']} {ticket_id}", "")
             return item
 
     def close_ticket(self, ticket_id: int) -> Ticket:
@@ -1073,8 +1079,8 @@ class Environment:
             if item["status"] == "closed":
                 raise DomainError(
                     "invalid_state",
-                    f"entity {ticket_id} is already closed",
-                    entity="entity",
+                    f"{WORLD['noun']} {ticket_id} is already closed",
+                    entity=WORLD["noun"],
                     field="status",
                     current=item["status"],
                 )
@@ -1082,7 +1088,7 @@ class Environment:
             item["status"] = "closed"
             self._undo.save(item, "updated_at")
             item["updated_at"] = state["clock"]
-            self._audit("close", f"entity {ticket_id}", "")
+            self._audit("close", f"{WORLD['noun']} {ticket_id}", "")
             return item
 
     def list_tickets(
@@ -1110,7 +1116,7 @@ class Environment:
             ticket["category"] = category
             self._undo.save(ticket, "updated_at")
             ticket["updated_at"] = state["clock"]
-            self._audit("categorize", f"ticket {ticket_id}", f"{category}")
+            self._audit("categorize", f"{WORLD['noun']} {ticket_id}", f"{category}")
             return ticket
 
     def queue_by_category(self) -> dict[Category, int]:
@@ -1138,7 +1144,7 @@ class Environment:
             raise DomainError(
                 "not_found",
                 f"ticket {ticket_id} does not exist",
-                entity="ticket",
+                entity=WORLD["noun"],
                 field="ticket_id",
                 allowed=sorted(state["tickets"]),
             )
@@ -1159,8 +1165,8 @@ class Environment:
         if item["status"] == "closed":
             raise DomainError(
                 "invalid_state",
-                f"entity {item['id']} is closed",
-                entity="entity",
+                f"{WORLD['noun']} {item['id']} is closed",
+                entity=WORLD["noun"],
                 field="status",
                 current=item["status"],
             )

@@ -66,10 +66,15 @@ class SessionStore:
             return env.state()
 
     def save(self, directory: Path) -> None:
-        """Write every session to `directory/<id>.json`; each file appears whole or not at all."""
+        """Make `directory` hold exactly the open sessions, one `<id>.json` each; every file
+        appears whole or not at all, and files of closed sessions are removed."""
         directory.mkdir(parents=True, exist_ok=True)
-        for session_id in self.ids():
+        open_ids = self.ids()
+        for session_id in open_ids:
             _write_atomically(directory / f"{session_id}.json", self.state(session_id))
+        for path in directory.glob("*.json"):
+            if SESSION_ID.fullmatch(path.stem) and path.stem not in open_ids:
+                path.unlink()
 
     def load(self, directory: Path) -> None:
         """Add every session saved in `directory`; a bad file adds none of them."""

@@ -444,6 +444,30 @@ def test_sessions_on_threads_do_not_interfere() -> None:
     assert results == [expected] * 4
 
 
+def test_one_store_serves_many_threads() -> None:
+    """Sessions of one shared store, driven from several threads at once, end exactly
+    where the same calls end when made on a single environment."""
+    calls = sorted(SAMPLE_ARGUMENTS.items()) * 3
+    scenario = SCENARIO_NAMES[-1]
+    alone = Environment(scenario)
+    for tool, args in calls:
+        alone.call(tool, args)
+    store = SessionStore()
+    for index in range(8):
+        store.open(f"worker{index}", scenario)
+
+    def work(session: str) -> None:
+        for tool, args in calls:
+            store.call(session, tool, args)
+
+    threads = [threading.Thread(target=work, args=(session,)) for session in store.ids()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(store.state(session) == alone.state() for session in store.ids())
+
+
 def test_session_store_keeps_sessions_apart(tmp_path: Path) -> None:
     store = SessionStore()
     for index, scenario in enumerate(SCENARIO_NAMES):
