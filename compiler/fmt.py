@@ -82,7 +82,7 @@ def _strip(value: Any) -> Any:
 # compiler/parse.py reads the escape `\\` as an empty string (a bug). Until it is fixed,
 # a backslash is written `\u005c`, which it reads right, and an empty literal part of an
 # f-string, which only that bug produces, is written `\\`. Set False once it is fixed.
-PARSER_DROPS_BACKSLASH = True
+PARSER_DROPS_BACKSLASH = False
 BACKSLASH_ESCAPE = "\\u005c" if PARSER_DROPS_BACKSLASH else "\\\\"
 _NAMED_ESCAPES = {"\\": BACKSLASH_ESCAPE, '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
 

@@ -132,7 +132,7 @@ def _pos(meta: Meta | Token) -> dict[str, int]:
     return {"line": meta.line, "col": meta.column, "end_line": meta.end_line, "end_col": meta.end_column}
 
 
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0", "{": "\\{", "}": "\\}"}
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0", "{": "{", "}": "}"}
 _ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 
 
@@ -166,7 +166,7 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         return result
 
     # ------------------------------------------------------------------ strings
-    def _unescape(self, body: str, token: Token, keep_brace_escapes: bool = False) -> str:
+    def _unescape(self, body: str, token: Token) -> str:
         if "\\" not in body:
             return body
 
@@ -175,10 +175,7 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
             if esc.startswith("u") and len(esc) == 5:
                 return chr(int(esc[1:], 16))
             if esc in _ESCAPES:
-                value = _ESCAPES[esc]
-                if value.startswith("\\") and not keep_brace_escapes:
-                    return value[1:]
-                return value
+                return _ESCAPES[esc]
             self.c.add("E1006", f"invalid escape `\\{esc}` in string", token.line or 0, token.column or 0)
             return esc
 
@@ -760,7 +757,8 @@ def parse_source(source: str, path: str) -> ParseResult:
     """Parse spec text. Never raises for bad input: problems come back as diagnostics."""
     if len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         return ParseResult(None, [Diagnostic("E0005", "spec is larger than 5 MB", path, 1, 1)])
-    text = source if source.endswith("\n") else source + "\n"
+    text = source.replace("\r\n", "\n")  # CRLF files: lines and columns stay the same
+    text = text if text.endswith("\n") else text + "\n"
     collector = _Collector(path)
     syntax = _try_parse(text, path, collector)
     if syntax is None:
