@@ -79,12 +79,7 @@ def _strip(value: Any) -> Any:
 
 # --------------------------------------------------------------------------- strings
 
-# compiler/parse.py reads the escape `\\` as an empty string (a bug). Until it is fixed,
-# a backslash is written `\u005c`, which it reads right, and an empty literal part of an
-# f-string, which only that bug produces, is written `\\`. Set False once it is fixed.
-PARSER_DROPS_BACKSLASH = False
-BACKSLASH_ESCAPE = "\\u005c" if PARSER_DROPS_BACKSLASH else "\\\\"
-_NAMED_ESCAPES = {"\\": BACKSLASH_ESCAPE, '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
+_NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
 
 
 def _escape_char(ch: str) -> str:
@@ -169,9 +164,7 @@ def _const(node: ir.Const) -> tuple[str, int]:
 def _fstring(node: ir.FString) -> tuple[str, int]:
     out = ['f"']
     for part in node.parts:
-        if part == "" and PARSER_DROPS_BACKSLASH:
-            out.append("\\\\")
-        elif isinstance(part, str):
+        if isinstance(part, str):
             out.append("".join(_escape_char(ch) for ch in part).replace("{", "{{").replace("}", "}}"))
         else:
             inner = expr(part)
