@@ -560,7 +560,8 @@ class _Analyser:
         self.state[bi.AUDIT_LOG] = ir.Field_(
             name=bi.AUDIT_LOG, type=ts.list_of(ts.t("AuditEntry")), default=ir.ListLit(items=[])
         )
-        self.state[bi.CLOCK] = ir.Field_(name=bi.CLOCK, type=ts.DATETIME, default=ir.Const(value=self.header.clock))
+        clock = self.header.clock if ts.valid_temporal("datetime", self.header.clock) else ir.EnvHeader(name="x").clock
+        self.state[bi.CLOCK] = ir.Field_(name=bi.CLOCK, type=ts.DATETIME, default=ir.Const(value=clock))
         used = _effectful_builtins_used(self.module)
         self.uses = used
         if "next_id" in used:
@@ -843,6 +844,8 @@ class _Analyser:
         return order
 
     def _compare_declared(self, tool: ir.ToolDecl, effects: _Effects) -> None:
+        if tool.escape is not None and (tool.declared_reads is None or tool.declared_writes is None):
+            return  # E4005 already says what is missing
         implicit = {bi.AUDIT_LOG, bi.CLOCK, bi.ID_COUNTERS, bi.RNG_STATE}
         for declared, inferred, extra_code, missing_code, verb in (
             (tool.declared_writes, effects.writes, "E4001", "E4002", "writes"),
@@ -1104,6 +1107,7 @@ class _BodyChecker:
         for index, param in enumerate(tool.params):
             if param.name in seen:
                 self.error("E2005", f"parameter `{param.name}` appears twice", param)
+                continue
             seen.add(param.name)
             has_default = param.default is not None or ts.is_optional(param.type)
             if defaulted and not has_default:
@@ -1496,7 +1500,7 @@ class _BodyChecker:
         candidates += [*self.a.state, *self.a.world, *self.a.enums, *self.a.records, *self.a.fns, *bi.FUNCTIONS]
         if self.in_test:
             candidates += list(self.a.tools)
-        return did_you_mean(name, candidates)
+        return did_you_mean(name, [c for c in candidates if c != name])
 
     # ------------------------------------------------------------------ roots (aliasing)
     def roots(self, expr: ir.Expr | None) -> set[str]:
@@ -1821,6 +1825,9 @@ class _BodyChecker:
 
     def expr_slice(self, expr: ir.Slice, expected: ir.TypeRef | None) -> ir.TypeRef:
         obj_type = self.expr(expr.obj, None)
+        if ts.is_optional(obj_type) and obj_type.name != "None":
+            self.error("E3009", "slicing a value that may be None", expr.obj)
+            obj_type = ts.strip_optional(obj_type)
         for bound in (expr.lower, expr.upper):
             if bound is not None:
                 self.expect_assignable(self.expr(bound, ts.INT), ts.INT, bound)
@@ -2010,6 +2017,10 @@ class _BodyChecker:
         expr.func.ref = "tool"
         if expr.args:
             self.error("E5004", f"pass arguments to `{name}` by name", expr.args[0])
+            for arg in expr.args:
+                self.expr(arg, None)
+            expr.ty = tool.returns
+            return tool.returns
         params = {p.name: p for p in tool.params}
         given: set[str] = set()
         for kw in expr.kwargs:

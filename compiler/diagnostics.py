@@ -173,10 +173,15 @@ def _caret_excerpt(diagnostic: Diagnostic, source: str | None) -> str:
     source_lines = source.splitlines()
     if diagnostic.line > len(source_lines):
         return ""
-    text = source_lines[diagnostic.line - 1].expandtabs(4)
+    raw = source_lines[diagnostic.line - 1]
+    col = len(raw[: max(diagnostic.col, 1) - 1].expandtabs(4)) + 1  # where the caret goes once tabs are expanded
+    text = raw.expandtabs(4)
+    if col > 160:  # show a window around the column of a very long line
+        start = col - 80
+        text = "…" + text[start : start + 160]
+        col = 81 + 1
     if len(text) > 200:
         text = text[:200] + "…"
-    col = max(diagnostic.col, 1)
     width = 1
     if diagnostic.end_line == diagnostic.line and diagnostic.end_col > col:
         width = diagnostic.end_col - col

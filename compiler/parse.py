@@ -74,7 +74,7 @@ class EnvspecIndenter(Indenter):
         indent = indent_str.count(" ") + indent_str.count("\t") * self.tab_len
         if indent > self.indent_level[-1]:
             self.indent_level.append(indent)
-            if len(self.indent_level) > MAX_NESTING:
+            if len(self.indent_level) > MAX_NESTING + 1:
                 raise _NestingTooDeep(token)
             yield Token.new_borrow_pos(self.INDENT_type, indent_str, token)
         else:
@@ -85,7 +85,9 @@ class EnvspecIndenter(Indenter):
                 raise _BadDedent(token)
 
     def _process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        last: Token | None = None
         for token in stream:
+            last = token
             if token.type == self.NL_type:
                 yield from self.handle_NL(token)
             else:
@@ -99,7 +101,11 @@ class EnvspecIndenter(Indenter):
         # Close the blocks still open at the end of input.
         while len(self.indent_level) > 1:
             self.indent_level.pop()
-            yield Token(self.DEDENT_type, "")
+            if last is not None:
+                end = Token(self.DEDENT_type, "", line=last.end_line, column=last.end_column)
+                yield Token.new_borrow_pos(self.DEDENT_type, "", end)
+            else:
+                yield Token(self.DEDENT_type, "")
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         self.paren_level = 0
@@ -173,7 +179,16 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         def replace(match: re.Match[str]) -> str:
             esc = match.group(1)
             if esc.startswith("u") and len(esc) == 5:
-                return chr(int(esc[1:], 16))
+                code = int(esc[1:], 16)
+                if 0xD800 <= code <= 0xDFFF:
+                    self.c.add(
+                        "E1006",
+                        f"`\\{esc}` is half of a surrogate pair, not a character",
+                        token.line or 0,
+                        token.column or 0,
+                    )
+                    return "\ufffd"
+                return chr(code)
             if esc in _ESCAPES:
                 return _ESCAPES[esc]
             self.c.add("E1006", f"invalid escape `\\{esc}` in string", token.line or 0, token.column or 0)
@@ -757,7 +772,7 @@ def parse_source(source: str, path: str) -> ParseResult:
     """Parse spec text. Never raises for bad input: problems come back as diagnostics."""
     if len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         return ParseResult(None, [Diagnostic("E0005", "spec is larger than 5 MB", path, 1, 1)])
-    text = source.replace("\r\n", "\n")  # CRLF files: lines and columns stay the same
+    text = source.removeprefix("\ufeff").replace("\r\n", "\n")  # BOM, CRLF: positions stay the same
     text = text if text.endswith("\n") else text + "\n"
     collector = _Collector(path)
     syntax = _try_parse(text, path, collector)
