@@ -24,7 +24,7 @@ from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
 from compiler.diagnostics import Diagnostic, did_you_mean, has_errors
-from compiler.parse import parse_source
+from compiler.parse import gc_paused, parse_source
 
 ENV_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 PARAM_ROOT = "@"  # roots starting with this name a helper's parameter, not a state field
@@ -65,7 +65,8 @@ def _finish(module: ir.Module | None, sources: dict[str, str], diagnostics: list
     if module is None or has_errors(diagnostics):
         return AnalysisResult(None, module, _sorted(diagnostics), sources)
     try:
-        environment = _Analyser(module, diagnostics).run()
+        with gc_paused():
+            environment = _Analyser(module, diagnostics).run()
     except RecursionError:
         diagnostics.append(Diagnostic("E1008", "spec is nested too deeply to analyse", module.path, 1, 1))
         environment = None
