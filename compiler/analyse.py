@@ -492,7 +492,9 @@ class _Analyser:
             if name in taken:
                 self.error("E2001", f"`{name}` is already declared as a {taken[name]}", node, file)
                 return False
-            if reserved and bi.is_reserved(name):
+            # Records and enums become module-level classes, which may not hide a built-in.
+            strict = what in ("enum", "record")
+            if reserved and (bi.is_reserved(name) if strict else bi.is_reserved_declaration(name)):
                 self.error("E2014", f"`{name}` is a reserved name", node, file)
                 return False
             taken[name] = what
@@ -1986,6 +1988,8 @@ class _BodyChecker:
         if name in self.a.fns:
             func.ref = "fn"
             return self.fn_call(expr, self.a.fns[name])
+        if name in self.a.tools and self.allow_tools:  # in tests a tool may share a built-in's name
+            return self.tool_call(expr, statement=False)
         if name in bi.FUNCTIONS:
             func.ref = "builtin"
             return self.builtin_call(expr, name, expected)
@@ -2098,7 +2102,10 @@ class _BodyChecker:
             if not field_name.startswith(PARAM_ROOT):
                 self.effects.reads.setdefault(field_name, expr)
         written = self._map_param_roots(summary.writes, expr)
-        self.write_roots(written, expr)
+        managed = {bi.AUDIT_LOG, bi.ID_COUNTERS, bi.RNG_STATE} & written  # changed by built-ins inside the helper
+        for name in managed:
+            self.effects.writes.setdefault(name, expr)
+        self.write_roots(written - managed, expr)
         self.effects.errors |= summary.errors
         return fn.returns
 
@@ -2216,6 +2223,8 @@ class _BodyChecker:
         "advance_clock": (("int",), "None"),
         "matches": (("str", "str"), "bool"),
         "stable_hash": (("str",), "int"),
+        "valid_regex": (("str",), "bool"),
+        "search": (("str", "str"), "bool"),
         "type_of": (("json",), "str"),
     }
 
@@ -2227,10 +2236,19 @@ class _BodyChecker:
         "as_map": ts.optional(ts.map_of(ts.STR, ts.JSON)),
     }
 
+    _PARSERS: dict[str, ir.TypeRef] = {
+        "parse_int": ts.optional(ts.INT),
+        "parse_number": ts.optional(ts.FLOAT),
+        "parse_json": ts.optional(ts.JSON),
+    }
+
     def _simple_builtin(self, expr: ir.Call, name: str) -> ir.TypeRef:
         if name in self._JSON_VIEWS:
             self._positional(expr, name, [ts.JSON], 1)
             return self._JSON_VIEWS[name]
+        if name in self._PARSERS:
+            self._positional(expr, name, [ts.STR], 1)
+            return self._PARSERS[name]
         params, result = self._SIMPLE[name]
         self._positional(expr, name, [ts.t(p) for p in params], len(params))
         if name == "matches" and len(expr.args) == 2:

@@ -84,6 +84,11 @@ FUNCTIONS = (
     "as_bool",
     "as_list",
     "as_map",
+    "parse_int",
+    "parse_number",
+    "parse_json",
+    "valid_regex",
+    "search",
     "now",
     "today",
     "add_seconds",
@@ -197,4 +202,12 @@ RESERVED_TOOL_NAMES = frozenset(
 
 
 def is_reserved(name: str) -> bool:
+    """For names that become Python variables (parameters, locals, loop variables)."""
     return name in RESERVED or name.startswith("_")
+
+
+def is_reserved_declaration(name: str) -> bool:
+    """For tools, helpers, state and world fields: they become methods and dict keys, so
+    they may reuse a built-in function's name (`search`, `matches`); calls in bodies
+    still mean the built-in, names in tests the tool."""
+    return is_reserved(name) and name not in FUNCTIONS

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import gc
 import re
-import textwrap
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -201,10 +200,8 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def _string_value(self, token: Token) -> str:
         text = str(token)
         if text.startswith('"""'):
-            inner = text[3:-3]
-            if inner.startswith("\n"):
-                inner = inner[1:]
-            return textwrap.dedent(self._unescape(inner, token)).strip()
+            # Like a Python docstring: the first line as written, the rest dedented.
+            return _clean_block(self._unescape(text[3:-3], token))
         return self._unescape(text[1:-1], token)
 
     def str_lit(self, meta: Meta, children: list[Token]) -> ir.Const:
@@ -606,6 +603,22 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
 
     def start(self, meta: Meta, children: list[Any]) -> list[Any]:
         return children
+
+
+def _clean_block(text: str) -> str:
+    """A triple-quoted string like a Python docstring: the first line as written, the
+    common indentation of the others removed, blank lines at either end dropped. Unlike
+    inspect.cleandoc, tabs are kept as they are."""
+    lines = text.split("\n")
+    rest = lines[1:]
+    indents = [len(line) - len(line.lstrip()) for line in rest if line.strip()]
+    margin = min(indents, default=0)
+    cleaned = [lines[0].strip(), *(line[margin:].rstrip() if line.strip() else "" for line in rest)]
+    while cleaned and not cleaned[0]:
+        cleaned.pop(0)
+    while cleaned and not cleaned[-1]:
+        cleaned.pop()
+    return "\n".join(cleaned)
 
 
 def _flat(children: list[Any]) -> list[Any]:

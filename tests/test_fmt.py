@@ -141,7 +141,7 @@ def test_expression_style(source: str, expected: str) -> None:
         ('"😀"', '"😀"'),
         (r'"a\u005cb"', r'"a\\b"'),
         (r'"a\\b"', r'"a\\b"'),
-        ('"""long\n   string"""', r'"long\n   string"'),
+        ('"""long\n   string"""', r'"long\nstring"'),
     ],
 )
 def test_string_escapes(source: str, expected: str) -> None:

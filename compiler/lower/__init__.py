@@ -62,11 +62,12 @@ def lower(env: ir.Environment, spec: str) -> dict[str, str]:
         "__init__.py": builder.render(
             "__init__.py.jinja", {"header": header, "title": _one_line(env.header.title or env.header.name)}
         ),
-        "environment.py": builder.environment_module(),
-        "sessions.py": builder.render("sessions.py.jinja", {"header": header, "name": env.header.name}),
-        "tests/__init__.py": f"{header}\n",
-        "tests/test_environment.py": builder.tests_module(),
     }
+    tests = builder.tests_module()  # first: the helpers tests use must exist in the environment module
+    files["environment.py"] = builder.environment_module()
+    files["sessions.py"] = builder.render("sessions.py.jinja", {"header": header, "name": env.header.name})
+    files["tests/__init__.py"] = f"{header}\n"
+    files["tests/test_environment.py"] = tests
     formatted = {path: format_python(text, path) for path, text in files.items()}
     formatted["tools.json"] = _json_text(schema.tools_document(env, spec))
     formatted["openai_tools.json"] = _json_text(schema.openai_tools(env, spec))
@@ -130,6 +131,7 @@ class _Builder:
         self.records = {r.name: r for r in env.records}
         self.types = TypeNames(self.enums, self.records)
         self.helpers: set[str] = set()
+        self._test_scopes: list[Scope] = []
 
     def render(self, template: str, context: dict[str, Any]) -> str:
         return jinja_environment().get_template(template).render(**context)
@@ -153,7 +155,7 @@ class _Builder:
                     "doc": docstring(fn.doc or f"Helper `{fn.name}`."),
                 }
             )
-        helpers = helpers_needed(self.helpers)
+        helpers = helpers_needed(self.helpers.union(*(s.helpers for s in self._test_scopes)))
         context = {
             "header": self.header,
             "title": docstring(env.header.title or env.header.name),
@@ -324,11 +326,14 @@ class _Builder:
             + ", ".join(f"({py_str(t)}, {py_str(label)}, {py_value(args)})" for t, label, args in bad)
             + "]",
             "error_kinds": "{" + ", ".join(py_str(k) for k in bi.ERROR_KINDS) + "}",
+            "uses_environment_module": any(s.helpers for s in self._test_scopes),
         }
         return self.render("test_environment.py.jinja", context)
 
     def _test_emitter(self) -> Emitter:
-        return Emitter(self.env, Scope(kind="test"))
+        scope = Scope(kind="test", module_prefix="environment.")
+        self._test_scopes.append(scope)
+        return Emitter(self.env, scope)
 
     def _test_context(self, test: ir.TestDecl) -> dict[str, Any]:
         emitter = self._test_emitter()

@@ -110,6 +110,7 @@ class Scope:
     helpers: set[str] = field(default_factory=set)  # runtime helpers used (for the template)
     temp_counter: int = 0
     annotated: set[str] = field(default_factory=set)
+    module_prefix: str = ""  # how module-level runtime helpers are reached ("environment." in tests)
 
 
 class Emitter:
@@ -246,6 +247,8 @@ class Emitter:
         if op in _COMPARE_OPS:
             if isinstance(e.right, ir.Const) and e.right.value is None and op in ("==", "!="):
                 op = "is" if op == "==" else "is not"
+            if isinstance(e.right, ir.Const) and isinstance(e.right.value, bool) and op in ("==", "!="):
+                op = "is" if op == "==" else "is not"  # `x == True` is how ruff's E712 asks it not be said
             prec = _PREC["compare"]
             return f"{self.expr(e.left, prec + 1)} {op} {self.expr(e.right, prec + 1)}", prec
         prec = _PREC[op]
@@ -303,7 +306,8 @@ class Emitter:
             record = self.records[func.id]
             return self._record_literal(record, {kw.name: kw.value for kw in e.kwargs}), _PREC["atom"]
         if func.ref == "fn":
-            return f"self._{func.id}({self._args(e)})", _PREC["postfix"]
+            owner = "env" if self.scope.kind == "test" else "self"
+            return f"{owner}._{func.id}({self._args(e)})", _PREC["postfix"]
         if func.ref == "tool":
             return self._tool_call(e), _PREC["postfix"]
         return self._builtin(e, func.id)
@@ -359,6 +363,13 @@ class Emitter:
             assert isinstance(view, ir.Call)
             rest = [self._iter_builtin(view)] + args[1:] + [f"{kw.name}={self.expr(kw.value)}" for kw in e.kwargs]
             return f"{name}({', '.join(rest)})", postfix
+        if (
+            name in ("any", "all")
+            and len(e.args) == 1
+            and isinstance(e.args[0], ir.Comprehension)
+            and e.args[0].value is None
+        ):
+            return f"{name}{self.expr(e.args[0])[1:-1].join('()')}", postfix
         if name in simple_python:
             return f"{name}({self._args(e)})", postfix
         if name == "reversed":
@@ -378,10 +389,23 @@ class Emitter:
             if isinstance(pattern, ir.Const):
                 return f"re.fullmatch({args[1]}, {args[0]}) is not None", _PREC["compare"]
             self.scope.helpers.add("matches")
-            return f"_matches({args[0]}, {args[1]})", postfix
-        if name in ("stable_hash", "type_of", "as_number", "as_text", "as_bool", "as_list", "as_map"):
+            return f"{self.scope.module_prefix}_matches({args[0]}, {args[1]})", postfix
+        if name in (
+            "stable_hash",
+            "type_of",
+            "as_number",
+            "as_text",
+            "as_bool",
+            "as_list",
+            "as_map",
+            "parse_int",
+            "parse_number",
+            "parse_json",
+            "valid_regex",
+            "search",
+        ):
             self.scope.helpers.add(name)
-            return f"_{name}({args[0]})", postfix
+            return f"{self.scope.module_prefix}_{name}({', '.join(args)})", postfix
         if name == "now":
             return f"{s}[{py_str('clock', q)}]", postfix
         if name == "today":
@@ -406,7 +430,7 @@ class Emitter:
         ):
             self.scope.helpers.add("datetime")
             self.scope.helpers.add(name)
-            return f"_{name}({', '.join(args)})", postfix
+            return f"{self.scope.module_prefix}_{name}({', '.join(args)})", postfix
         if name == "audit":
             kwargs = {kw.name: self.expr(kw.value) for kw in e.kwargs}
             entity = kwargs.get("entity", py_str("", q))

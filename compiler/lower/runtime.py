@@ -70,6 +70,39 @@ RUNTIME_HELPERS: dict[str, str] = {
     return value if isinstance(value, list) else None""",
     "as_map": """def _as_map(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None""",
+    "valid_regex": """def _valid_regex(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True""",
+    "search": '''def _search(text: str, pattern: str) -> bool:
+    """Whether the pattern occurs anywhere; an invalid pattern occurs nowhere."""
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return False''',
+    "parse_int": '''def _parse_int(text: str) -> int | None:
+    """Decimal digits with an optional sign, else None."""
+    stripped = text.strip()
+    return int(stripped) if re.fullmatch(r"[-+]?[0-9]{1,18}", stripped) else None''',
+    "parse_number": '''def _parse_number(text: str) -> float | None:
+    """A finite decimal number, else None."""
+    stripped = text.strip()
+    if not re.fullmatch(r"[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?", stripped):
+        return None
+    value = float(stripped)
+    return value if value not in (float("inf"), float("-inf")) else None''',
+    "parse_json": '''def _parse_json(text: str) -> Any:
+    """The JSON value of a text, or None when it is not valid JSON."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except ValueError:
+        return None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")''',
     "weekday": '''def _weekday(text: str) -> int:
     """Monday is 0."""
     return _moment(text).weekday()''',
