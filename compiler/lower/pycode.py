@@ -250,7 +250,10 @@ class Emitter:
             if isinstance(e.right, ir.Const) and isinstance(e.right.value, bool) and op in ("==", "!="):
                 op = "is" if op == "==" else "is not"  # `x == True` is how ruff's E712 asks it not be said
             prec = _PREC["compare"]
-            return f"{self.expr(e.left, prec + 1)} {op} {self.expr(e.right, prec + 1)}", prec
+            text = f"{self.expr(e.left, prec + 1)} {op} {self.expr(e.right, prec + 1)}"
+            if _is_dynamic(e.left) or _is_dynamic(e.right):
+                return f"bool({text})", _PREC["postfix"]  # comparing Any gives Any to mypy
+            return text, prec
         prec = _PREC[op]
         return f"{self.expr(e.left, prec)} {op} {self.expr(e.right, prec + 1)}", prec
 
@@ -259,6 +262,8 @@ class Emitter:
         return f"{self.expr(e.then, prec + 1)} if {self.expr(e.cond, prec + 1)} else {self.expr(e.other, prec)}", prec
 
     def _e_comprehension(self, e: ir.Comprehension) -> tuple[str, int]:
+        if e.value is None and e.cond is None and isinstance(e.elt, ir.Name) and e.targets == [e.elt.id]:
+            return f"list({self.iterable(e.iter, 1)})", _PREC["postfix"]  # [x for x in xs]
         head = self.expr(e.elt) if e.value is None else f"{self.expr(e.elt)}: {self.expr(e.value)}"
         loop = f"for {', '.join(e.targets)} in {self.iterable(e.iter, len(e.targets))}"
         cond = f" if {self.expr(e.cond, _PREC['or'])}" if e.cond is not None else ""
@@ -563,14 +568,33 @@ class Emitter:
         return lines
 
     def _s_for(self, s: ir.For, pad: str, indent: int) -> list[str]:
-        for name in s.targets:
+        used = {n.id for n in _names_in(s.body)}
+        # A counting loop's variable goes unused: `_i` says so (and satisfies ruff's B007).
+        targets = [name if name in used else f"_{name}" for name in s.targets]
+        for name in targets:
             self.scope.annotated.add(name)
-        head = f"{pad}for {', '.join(s.targets)} in {self.iterable(s.iter, len(s.targets))}:"
+        head = f"{pad}for {', '.join(targets)} in {self.iterable(s.iter, len(s.targets))}:"
         return [head, *self.block(s.body, indent + 1)]
 
 
 def _pad(indent: int) -> str:
     return "    " * indent
+
+
+def _is_dynamic(e: ir.Expr) -> bool:
+    return e.ty is not None and e.ty.name in ("json", "any")
+
+
+def _names_in(stmts: list[ir.Stmt]) -> Iterator[ir.Name]:
+    stack: list[object] = list(stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, ir.Node):
+            if isinstance(node, ir.Name):
+                yield node
+            stack.extend(getattr(node, name) for name in type(node).model_fields if name != "ty")
 
 
 def _is_view_call(e: ir.Expr) -> bool:

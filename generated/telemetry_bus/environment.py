@@ -2278,7 +2278,7 @@ class Environment:
         y = _as_number(b)
         if x is not None and y is not None:
             return x == y
-        return _type_of(a) == _type_of(b) and a == b
+        return _type_of(a) == _type_of(b) and bool(a == b)
 
     def _filter_matches(self, filter: dict[str, Any], payload: dict[str, Any]) -> bool:
         """The pure filter predicate: every filter field is present and exactly equal."""

@@ -56,7 +56,7 @@ def expect_error(env: Environment, kind: str, text: str, tool: str, args: dict[s
 
 
 def run_hostile_paths_are_refused_by_rule(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(env, "invalid_argument", "(parent segment)", "read", {"path": "../etc/passwd"})
     expect_error(env, "invalid_argument", "(parent segment)", "read", {"path": "docs/../../secret"})
     expect_error(env, "invalid_argument", "(parent segment)", "read", {"path": "docs/.."})
@@ -105,7 +105,7 @@ def test_hostile_paths_are_refused_by_rule() -> None:
 
 
 def run_refusals_name_the_path_and_the_rule(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "invalid_argument",
@@ -156,7 +156,7 @@ def test_refusals_name_the_path_and_the_rule() -> None:
 
 
 def run_listing_directories(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     top = env.invoke("ls", {})
     assert [e["path"] for e in top] == ["README.md", "archive", "data", "docs", "notes"]
     assert top[1]["kind"] == "directory" and top[1]["size"] == 1 and top[1]["file_type"] is None
@@ -181,7 +181,7 @@ def test_listing_directories() -> None:
 
 
 def run_listing_an_empty_workspace(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert env.invoke("ls", {}) == []
     assert env.invoke("ls", {"recursive": True}) == []
     expect_error(env, "not_found", "", "ls", {"path": "docs"})
@@ -193,7 +193,7 @@ def test_listing_an_empty_workspace() -> None:
 
 
 def run_reading_files(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     whole = env.invoke("read", {"path": "docs/guide.md"})
     assert whole["content"] == "# Guide\n\n1. Install\n2. Run the report\n3. Check the output\n"
     assert whole["total_lines"] == 5 and whole["file_type"] == "markdown" and whole["size"] == 58
@@ -223,7 +223,7 @@ def test_reading_files() -> None:
 
 
 def run_searching_names_and_content(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     both = env.invoke("search", {"query": "report"})
     assert [h["path"] for h in both["hits"]] == [
         "archive/2024/old_report.md",
@@ -272,7 +272,7 @@ def test_searching_names_and_content() -> None:
 
 
 def run_writing_creates_and_replaces(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     made = env.invoke("write", {"path": "reports/2025/summary.md", "content": "# Summary\n"})
     assert (
         made["created"]
@@ -321,7 +321,7 @@ def test_writing_creates_and_replaces() -> None:
 
 
 def run_appending_extends_existing_files_only(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     r = env.invoke("append", {"path": "data/sales.csv", "content": "east,95\n"})
     assert (
         state["files"]["data/sales.csv"]["content"]
@@ -349,7 +349,7 @@ def test_appending_extends_existing_files_only() -> None:
 
 
 def run_moving_files_and_directories(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     m = env.invoke("move", {"source": "notes/todo.txt", "destination": "archive/todo-2025.txt"})
     assert len(m) == 1 and m[0]["destination"] == "archive/todo-2025.txt"
     assert (
@@ -411,7 +411,7 @@ def test_moving_files_and_directories() -> None:
 
 
 def run_deleting_files_and_directories(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert env.invoke("delete", {"path": "notes/todo.txt"}) == ["notes/todo.txt"]
     assert "notes" not in [e["path"] for e in env.invoke("ls", {})]
     expect_error(env, "not_found", "notes/todo.txt", "delete", {"path": "notes/todo.txt"})
@@ -432,7 +432,7 @@ def test_deleting_files_and_directories() -> None:
 
 
 def run_seeded_paths_obey_the_rules(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert len(env.invoke("ls", {"recursive": True})) == 12
     assert len([e for e in env.invoke("ls", {"recursive": True}) if e["kind"] == "file"]) == len(
         state["files"]
@@ -445,7 +445,7 @@ def test_seeded_paths_obey_the_rules() -> None:
 
 
 def run_workspace_is_seeded_and_listed(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert [e["path"] for e in env.invoke("ls", {})] == [
         "README.md",
         "hr",
@@ -473,7 +473,7 @@ def test_workspace_is_seeded_and_listed() -> None:
 
 
 def run_roster_and_ledger_carry_the_noise(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     roster = env.invoke("csv_preview", {"path": "hr/employee_roster.csv", "max_rows": 50})
     assert roster["columns"] == ["employee_id", "name", "role", "team", "status", "start_date"]
     assert (
@@ -504,7 +504,7 @@ def test_roster_and_ledger_carry_the_noise() -> None:
 
 
 def run_search_finds_the_rules_and_the_distractor(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     found = env.invoke("search", {"query": "scoring", "target": "names"})
     assert [h["path"] for h in found["hits"]] == [
         "policy/scoring_rules.md",
@@ -526,7 +526,7 @@ def test_search_finds_the_rules_and_the_distractor() -> None:
 
 
 def run_source_folders_are_read_only(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "forbidden",
@@ -575,7 +575,7 @@ def test_source_folders_are_read_only() -> None:
 
 
 def run_hostile_paths_never_touch_the_workspace(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "invalid_argument",
@@ -643,7 +643,7 @@ def test_hostile_paths_never_touch_the_workspace() -> None:
 
 
 def run_writing_the_report_and_verifying_it(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke(
         "write",
         {
@@ -688,7 +688,7 @@ def test_writing_the_report_and_verifying_it() -> None:
 
 
 def run_handover_cleanup_state(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert [e["path"] for e in env.invoke("ls", {"path": "tmp", "recursive": True})] == [
         "tmp/cache",
         "tmp/cache/ledger.idx",
@@ -747,7 +747,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
 def test_task_march_scores_report() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("march_close")
-    state = env.view()
+    state: Any = env.view()
     assert not (
         "reports/scores_2025-03.csv" in state["files"]
         and (
@@ -826,7 +826,7 @@ def test_task_march_scores_report() -> None:
 def test_task_bruno_handover() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("handover_cleanup")
-    state = env.view()
+    state: Any = env.view()
     assert not (
         (
             "archive/bruno/scores_2025-03_draft.csv" in state["files"]
@@ -861,7 +861,7 @@ def test_task_bruno_handover() -> None:
 def test_task_add_missing_ledger_row() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("march_close")
-    state = env.view()
+    state: Any = env.view()
     assert not (
         (
             "ops/ledger/output_2025-03.csv" in state["files"]

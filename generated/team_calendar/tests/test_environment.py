@@ -56,7 +56,7 @@ def expect_error(env: Environment, kind: str, text: str, tool: str, args: dict[s
 
 
 def run_overlap_is_detected_on_insert(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     first = env.invoke(
         "schedule_event",
         {
@@ -107,7 +107,7 @@ def test_overlap_is_detected_on_insert() -> None:
 
 
 def run_cancel_clears_the_conflict(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert len(env.invoke("list_conflicts", {})) == 1
     env.invoke("resolve_conflict", {"event_id": 3, "strategy": "cancel"})
     assert state["events"][1]["status"] == "scheduled"
@@ -128,7 +128,7 @@ def test_cancel_clears_the_conflict() -> None:
 
 
 def run_override_cancels_only_lower_priority(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "conflict",
@@ -147,7 +147,7 @@ def test_override_cancels_only_lower_priority() -> None:
 
 
 def run_split_spawns_a_continuation(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "invalid_argument",
@@ -180,7 +180,7 @@ def test_split_spawns_a_continuation() -> None:
 
 
 def run_reschedule_moves_the_event(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "invalid_argument",
@@ -220,7 +220,7 @@ def test_reschedule_moves_the_event() -> None:
 
 
 def run_availability_walks_working_hours(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     free = env.invoke(
         "find_availability", {"calendar_id": "alice", "day": "2025-03-03", "min_minutes": 30}
     )
@@ -250,7 +250,7 @@ def test_availability_walks_working_hours() -> None:
 
 
 def run_listing_filters_and_validation(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert len(env.invoke("list_events", {"calendar_id": "alice"})) == 3
     assert len(env.invoke("list_events", {"status": "conflicted"})) == 2
     assert len(env.invoke("list_events", {"date_prefix": "2025-03-04"})) == 0
@@ -308,7 +308,7 @@ def test_listing_filters_and_validation() -> None:
 
 
 def run_rooms_are_never_double_booked(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke(
         "book_room",
         {
@@ -364,7 +364,7 @@ def test_rooms_are_never_double_booked() -> None:
 
 
 def run_agenda_spans_calendars(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke(
         "book_room",
         {
@@ -401,7 +401,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
 def test_task_resolve_monday_clash() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("team_week")
-    state = env.view()
+    state: Any = env.view()
     assert not (
         state["events"][1]["status"] == "scheduled" and state["events"][2]["status"] == "cancelled"
     ), "the task is already solved before any call"
@@ -414,7 +414,7 @@ def test_task_resolve_monday_clash() -> None:
 def test_task_book_retro_room() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("quiet_friday")
-    state = env.view()
+    state: Any = env.view()
     assert not (
         len(
             [

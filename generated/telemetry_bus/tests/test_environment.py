@@ -56,7 +56,7 @@ def expect_error(env: Environment, kind: str, text: str, tool: str, args: dict[s
 
 
 def run_schema_contract_is_declared_with_known_types(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     s = env.invoke(
         "create_stream",
         {
@@ -108,7 +108,7 @@ def test_schema_contract_is_declared_with_known_types() -> None:
 
 
 def run_payload_must_satisfy_the_contract(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "invalid_argument",
@@ -175,7 +175,7 @@ def run_payload_must_satisfy_the_contract(env: Recorder) -> None:
         },
     )
     assert r["offset"] == 3
-    assert state["events"][r["event_id"]]["payload"]["amount"] == 4
+    assert bool(state["events"][r["event_id"]]["payload"]["amount"] == 4)
     del state
 
 
@@ -184,7 +184,7 @@ def test_payload_must_satisfy_the_contract() -> None:
 
 
 def run_int_does_not_satisfy_a_float_field_in_reverse(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke(
         "create_stream",
         {"name": "counts", "schema": {"n": "int", "ratio": "float", "tags": "list", "meta": "map"}},
@@ -233,7 +233,7 @@ def test_int_does_not_satisfy_a_float_field_in_reverse() -> None:
 
 
 def run_history_is_append_only_with_offsets(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke("create_stream", {"name": "ticks", "schema": {"n": "int"}})
     a = env.invoke("ingest", {"stream": "ticks", "payload": {"n": 1}})
     b = env.invoke("ingest", {"stream": "ticks", "payload": {"n": 2}, "priority": "critical"})
@@ -251,7 +251,7 @@ def test_history_is_append_only_with_offsets() -> None:
 
 
 def run_fan_out_reaches_every_active_matching_subscription(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     r = env.invoke(
         "ingest",
         {
@@ -288,7 +288,7 @@ def test_fan_out_reaches_every_active_matching_subscription() -> None:
 
 
 def run_filter_is_exact_equality(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke(
         "create_stream",
         {
@@ -354,7 +354,7 @@ def test_filter_is_exact_equality() -> None:
 
 
 def run_subscribe_validates_filter_mode_and_duplicates(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "invalid_argument",
@@ -410,7 +410,7 @@ def test_subscribe_validates_filter_mode_and_duplicates() -> None:
 
 
 def run_late_subscribers_see_only_new_events(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     late = env.invoke("subscribe", {"stream": "orders", "consumer": "late"})
     assert late["pending"] == []
     r = env.invoke(
@@ -429,7 +429,7 @@ def test_late_subscribers_see_only_new_events() -> None:
 
 
 def run_filter_change_applies_to_later_events_only(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke("change_filter", {"subscription_id": 1, "filter": {"region": "us"}})
     assert state["subscriptions"][1]["pending"] == [3]
     eu = env.invoke(
@@ -461,7 +461,7 @@ def run_filter_change_applies_to_later_events_only(env: Recorder) -> None:
     expect_error(
         env, "not_found", "subscription 99", "change_filter", {"subscription_id": 99, "filter": {}}
     )
-    assert state["subscriptions"][1]["filter"]["region"] == "us"
+    assert bool(state["subscriptions"][1]["filter"]["region"] == "us")
     del state
 
 
@@ -470,7 +470,7 @@ def test_filter_change_applies_to_later_events_only() -> None:
 
 
 def run_unsubscribe_stops_delivery_but_keeps_pending(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     s = env.invoke("unsubscribe", {"subscription_id": 2})
     assert s["status"] == "unsubscribed"
     assert state["subscriptions"][2]["pending"] == [2, 3]
@@ -500,7 +500,7 @@ def test_unsubscribe_stops_delivery_but_keeps_pending() -> None:
 
 
 def run_acknowledgement_is_the_only_way_out(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     first = env.invoke("poll", {"subscription_id": 2})
     assert [d["event"]["id"] for d in first["events"]] == [2, 3]
     assert first["events"][0]["attempt"] == 3
@@ -523,7 +523,7 @@ def test_acknowledgement_is_the_only_way_out() -> None:
 
 
 def run_acknowledge_refusals_change_nothing(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "invalid_state",
@@ -562,7 +562,7 @@ def test_acknowledge_refusals_change_nothing() -> None:
 
 
 def run_delivery_order_and_batches(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke(
         "ingest",
         {
@@ -600,7 +600,7 @@ def test_delivery_order_and_batches() -> None:
 
 
 def run_batch_waits_for_a_full_batch(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     waiting = env.invoke("poll", {"subscription_id": 3})
     assert not waiting["ready"] and waiting["depth"] == 1
     assert state["subscriptions"][3]["deliveries"].get(3, 0) == 0
@@ -621,7 +621,7 @@ def test_batch_waits_for_a_full_batch() -> None:
 
 
 def run_push_redelivers_until_acknowledged(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     r = env.invoke(
         "ingest",
         {
@@ -644,7 +644,7 @@ def test_push_redelivers_until_acknowledged() -> None:
 
 
 def run_backpressure_is_visible_as_depth(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     before = env.invoke("list_subscriptions", {"stream": "orders"})
     assert [s["depth"] for s in before] == [1, 2, 1]
     assert [s["backpressured"] for s in before] == [False, True, False]
@@ -672,7 +672,7 @@ def test_backpressure_is_visible_as_depth() -> None:
 
 
 def run_history_queries_filter_by_offset_priority_and_payload(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert [e["id"] for e in env.invoke("stream_history", {"stream": "orders"})] == [1, 2, 3]
     assert [
         e["id"] for e in env.invoke("stream_history", {"stream": "orders", "from_offset": 1})
@@ -713,7 +713,7 @@ def test_history_queries_filter_by_offset_priority_and_payload() -> None:
 
 
 def run_seeded_scenario_is_consistent(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert (
         len(
             [
@@ -753,7 +753,7 @@ def test_seeded_scenario_is_consistent() -> None:
 
 
 def run_readings_need_a_registered_active_device(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "not_found",
@@ -820,7 +820,7 @@ def test_readings_need_a_registered_active_device() -> None:
 
 
 def run_measurements_must_be_plausible(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "invalid_argument",
@@ -891,7 +891,7 @@ def test_measurements_must_be_plausible() -> None:
 
 
 def run_schema_contract_still_applies(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
         env,
         "invalid_argument",
@@ -964,7 +964,7 @@ def test_schema_contract_still_applies() -> None:
 
 
 def run_cold_chain_queue_orders_critical_first(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     view = env.invoke("pending_events", {"subscription_id": 1})
     assert [d["event"]["id"] for d in view["events"]] == [4, 6, 3, 8, 5]
     assert view["backpressured"] and view["depth"] == 5
@@ -984,7 +984,7 @@ def test_cold_chain_queue_orders_critical_first() -> None:
 
 
 def run_new_reading_fans_out_by_site(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     wh5 = env.invoke(
         "ingest",
         {
@@ -1026,12 +1026,12 @@ def test_new_reading_fans_out_by_site() -> None:
 
 
 def run_alerts_reach_the_pager(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     alert = env.invoke(
         "raise_alert", {"device": "t-501", "message": "Chiller 1 door open", "priority": "critical"}
     )
     assert alert["queued_for"] == [3] and alert["pushed_to"] == [3]
-    assert state["events"][alert["event_id"]]["payload"]["site"] == "warehouse-5"
+    assert bool(state["events"][alert["event_id"]]["payload"]["site"] == "warehouse-5")
     assert state["subscriptions"][3]["pending"] == [9, alert["event_id"]]
     expect_error(
         env, "forbidden", "retired", "raise_alert", {"device": "v-111", "message": "Noise"}
@@ -1049,7 +1049,7 @@ def test_alerts_reach_the_pager() -> None:
 
 
 def run_maintenance_lifecycle(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     hot = env.invoke(
         "ingest",
         {
@@ -1088,7 +1088,7 @@ def test_maintenance_lifecycle() -> None:
 
 
 def run_archiver_takes_full_batches(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert not env.invoke("poll", {"subscription_id": 2})["ready"]
     env.invoke(
         "ingest",
@@ -1119,7 +1119,7 @@ def test_archiver_takes_full_batches() -> None:
 
 
 def run_leftover_heartbeats_of_a_retired_link(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert env.invoke("pending_events", {"subscription_id": 4})["depth"] == 2
     expect_error(env, "invalid_state", "unsubscribed", "poll", {"subscription_id": 4})
     hb = env.invoke(
@@ -1139,7 +1139,7 @@ def test_leftover_heartbeats_of_a_retired_link() -> None:
 
 
 def run_device_registry_and_history(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert [d["id"] for d in env.invoke("list_devices", {"site": "warehouse-3"})] == [
         "gw-3",
         "h-301",
@@ -1175,7 +1175,7 @@ def test_device_registry_and_history() -> None:
 
 
 def run_operators_can_add_a_stream(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke(
         "create_stream",
         {
@@ -1284,7 +1284,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
 def test_task_ack_cold_chain_criticals() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("cold_chain_incident")
-    state = env.view()
+    state: Any = env.view()
     assert not (
         state["subscriptions"][1]["pending"] == [3, 5, 8]
         and state["subscriptions"][1]["acknowledged"] == 3
@@ -1313,7 +1313,7 @@ def test_task_ack_cold_chain_criticals() -> None:
 def test_task_subscribe_freezer_audit() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("night_shift")
-    state = env.view()
+    state: Any = env.view()
     assert not (
         len(
             [
@@ -1362,17 +1362,21 @@ def test_task_subscribe_freezer_audit() -> None:
 def test_task_report_door_left_open() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("night_shift")
-    state = env.view()
+    state: Any = env.view()
     assert not (
         len(state["streams"]["sensor.temperature"]["history"]) == 4
-        and state["events"][state["streams"]["sensor.temperature"]["history"][3]]["payload"][
-            "device"
-        ]
-        == "t-302"
-        and state["events"][state["streams"]["sensor.temperature"]["history"][3]]["payload"][
-            "celsius"
-        ]
-        == -6.5
+        and bool(
+            state["events"][state["streams"]["sensor.temperature"]["history"][3]]["payload"][
+                "device"
+            ]
+            == "t-302"
+        )
+        and bool(
+            state["events"][state["streams"]["sensor.temperature"]["history"][3]]["payload"][
+                "celsius"
+            ]
+            == -6.5
+        )
         and [
             state["events"][state["streams"]["sensor.temperature"]["history"][3]]["payload"][
                 "door_open"
@@ -1398,14 +1402,18 @@ def test_task_report_door_left_open() -> None:
     )
     assert (
         len(state["streams"]["sensor.temperature"]["history"]) == 4
-        and state["events"][state["streams"]["sensor.temperature"]["history"][3]]["payload"][
-            "device"
-        ]
-        == "t-302"
-        and state["events"][state["streams"]["sensor.temperature"]["history"][3]]["payload"][
-            "celsius"
-        ]
-        == -6.5
+        and bool(
+            state["events"][state["streams"]["sensor.temperature"]["history"][3]]["payload"][
+                "device"
+            ]
+            == "t-302"
+        )
+        and bool(
+            state["events"][state["streams"]["sensor.temperature"]["history"][3]]["payload"][
+                "celsius"
+            ]
+            == -6.5
+        )
         and [
             state["events"][state["streams"]["sensor.temperature"]["history"][3]]["payload"][
                 "door_open"

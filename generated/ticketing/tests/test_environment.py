@@ -56,7 +56,7 @@ def expect_error(env: Environment, kind: str, text: str, tool: str, args: dict[s
 
 
 def run_create_and_read_back(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     item = env.invoke("create_ticket", {"title": "Printer jams", "priority": 4})
     assert item["id"] == 1
     assert item["status"] == "open"
@@ -72,7 +72,7 @@ def test_create_and_read_back() -> None:
 
 
 def run_status_moves_forward_only(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke("set_status", {"ticket_id": 1, "status": "in_progress"})
     expect_error(
         env, "invalid_state", "back to open", "set_status", {"ticket_id": 1, "status": "open"}
@@ -89,7 +89,7 @@ def test_status_moves_forward_only() -> None:
 
 
 def run_closing_twice_is_refused(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke("close_ticket", {"ticket_id": 3})
     expect_error(env, "invalid_state", "already closed", "close_ticket", {"ticket_id": 3})
     expect_error(env, "invalid_state", "", "update_ticket", {"ticket_id": 3, "title": "x"})
@@ -102,7 +102,7 @@ def test_closing_twice_is_refused() -> None:
 
 
 def run_resolution_is_mandatory(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(env, "invalid_argument", "", "resolve_ticket", {"ticket_id": 1, "resolution": ""})
     expect_error(
         env, "invalid_state", "", "resolve_ticket", {"ticket_id": 3, "resolution": "again"}
@@ -122,7 +122,7 @@ def test_resolution_is_mandatory() -> None:
 
 
 def run_session_gates_every_operation(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(env, "unauthenticated", "", "create_ticket", {"title": "No session"})
     expect_error(env, "unauthenticated", "", "list_tickets", {})
     expect_error(env, "unauthenticated", "", "login", {"username": "alice", "password": "nope"})
@@ -140,7 +140,7 @@ def test_session_gates_every_operation() -> None:
 
 
 def run_selective_update_and_scoped_listing(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke("update_ticket", {"ticket_id": 1, "priority": 5})
     assert state["tickets"][1]["priority"] == 5
     assert state["tickets"][1]["title"] == "First"
@@ -158,7 +158,7 @@ def test_selective_update_and_scoped_listing() -> None:
 
 
 def run_audit_log_records_every_change(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke("assign_ticket", {"ticket_id": 1, "assignee": "bob"})
     env.invoke("set_status", {"ticket_id": 1, "status": "in_progress"})
     env.invoke("close_ticket", {"ticket_id": 2})
@@ -174,7 +174,7 @@ def test_audit_log_records_every_change() -> None:
 
 
 def run_categorising_tickets(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke("categorize_ticket", {"ticket_id": 4, "category": "hardware"})
     assert state["tickets"][4]["category"] == "hardware"
     assert env.invoke("queue_by_category", {})["hardware"] == 2
@@ -194,7 +194,7 @@ def test_categorising_tickets() -> None:
 
 
 def run_domain_users_and_agents(env: Recorder) -> None:
-    state = env.view()
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke("login", {"username": "carol", "password": "carol-pass"})
     assert env.invoke("whoami", {}) == "carol"
     assert len(env.invoke("list_tickets", {"mine_only": True})) == 1
@@ -226,7 +226,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
 def test_task_close_vpn_ticket() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("help_desk_monday")
-    state = env.view()
+    state: Any = env.view()
     assert not (
         state["tickets"][2]["status"] == "closed" and state["tickets"][2]["resolution"] is not None
     ), "the task is already solved before any call"
