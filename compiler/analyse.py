@@ -1112,7 +1112,7 @@ class _BodyChecker:
                 self.error("E2005", f"parameter `{param.name}` appears twice", param)
                 continue
             seen.add(param.name)
-            has_default = param.default is not None or ts.is_optional(param.type)
+            has_default = param.default is not None or (ts.is_optional(param.type) and not self.is_helper)
             if defaulted and not has_default:
                 self.error("E2020", f"parameter `{param.name}` has no default but follows one that has", param)
             defaulted = defaulted or has_default
@@ -2092,9 +2092,7 @@ class _BodyChecker:
         for param, arg in arguments:
             self.expect_assignable(self.expr(arg, param.type), param.type, arg)
         given = {p.name for p, _ in arguments}
-        missing = [
-            p.name for p in fn.params if p.name not in given and p.default is None and not ts.is_optional(p.type)
-        ]
+        missing = [p.name for p in fn.params if p.name not in given and p.default is None]
         if missing:
             self.error("E3006", f"`{fn.name}` needs {', '.join(missing)}", expr)
         summary = self.a.summaries.get(fn.name, _Summary())

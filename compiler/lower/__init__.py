@@ -240,10 +240,14 @@ class _Builder:
     def _signature(self, tool: ir.ToolDecl) -> str:
         parts = []
         for param in tool.params:
-            has_default, default = schema.param_default(param)
+            has_default, default = schema.param_default(param, tool=not isinstance(tool, ir.FnDecl))
             if has_default and isinstance(default, (list, dict)):
-                # A mutable default would be shared between calls: None stands in for it.
-                parts.append(f"{param.name}: {self.types.py(ts.optional(param.type))} = None")
+                # A mutable default would be shared between calls: a sentinel stands in for
+                # it, None where None is no valid value, UNSET for json (null is one).
+                if ts.strip_optional(param.type).name in ("json", "any"):
+                    parts.append(f"{param.name}: Any = UNSET")
+                else:
+                    parts.append(f"{param.name}: {self.types.py(ts.optional(param.type))} = None")
                 continue
             text = f"{param.name}: {self.types.py(param.type)}"
             if has_default:
@@ -254,9 +258,10 @@ class _Builder:
     def _default_prologue(self, tool: ir.ToolDecl) -> list[str]:
         lines = []
         for param in tool.params:
-            has_default, default = schema.param_default(param)
+            has_default, default = schema.param_default(param, tool=not isinstance(tool, ir.FnDecl))
             if has_default and isinstance(default, (list, dict)):
-                lines += [f"if {param.name} is None:", f"    {param.name} = {py_value(default)}"]
+                sentinel = "UNSET" if ts.strip_optional(param.type).name in ("json", "any") else "None"
+                lines += [f"if {param.name} is {sentinel}:", f"    {param.name} = {py_value(default)}"]
         return lines
 
     def _tool_context(self, tool: ir.ToolDecl) -> dict[str, Any]:

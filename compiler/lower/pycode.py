@@ -296,6 +296,8 @@ class Emitter:
             return self.expr(e.args[0], _PREC["or"])
         if e.func.id == "values":
             return f"{self.expr(e.args[0], _PREC['postfix'])}.values()"
+        if e.func.id == "unique":
+            return f"dict.fromkeys({args})"
         return f"{e.func.id}({args})"
 
     def _e_lambda(self, e: ir.Lambda) -> tuple[str, int]:
@@ -602,7 +604,7 @@ def _is_view_call(e: ir.Expr) -> bool:
         isinstance(e, ir.Call)
         and isinstance(e.func, ir.Name)
         and e.func.ref == "builtin"
-        and e.func.id in ("keys", "values")
+        and e.func.id in ("keys", "values", "unique")
         and len(e.args) == 1
     )
 

@@ -26,11 +26,12 @@ def constraint_values(param: ir.Param) -> dict[str, Any]:
     return {c.kind: _const_json(c.value) for c in param.constraints}
 
 
-def param_default(param: ir.Param) -> tuple[bool, Any]:
-    """(has a default, the default); optional parameters default to None."""
+def param_default(param: ir.Param, tool: bool = True) -> tuple[bool, Any]:
+    """(has a default, the default). A tool's optional parameters default to None, so an
+    agent may leave them out; a helper's are passed like any other unless given one."""
     if param.default is not None:
         return True, _const_json(param.default)
-    if ts.is_optional(param.type):
+    if tool and ts.is_optional(param.type):
         return True, None
     return False, None
 

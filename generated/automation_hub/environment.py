@@ -1541,6 +1541,9 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
+UNSET: Final[Any] = object()
+"""Stands in for a json parameter's container default: None (null) is a json value."""
+
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -2200,7 +2203,7 @@ class Environment:
                     found.append(t)
         return sorted(found)
 
-    def _check_trigger(self, trigger: str, source_filter: str | None = None) -> None:
+    def _check_trigger(self, trigger: str, source_filter: str | None) -> None:
         """The trigger must be a known event type, one the filtered source can emit."""
         if trigger not in self._all_event_types():
             raise DomainError(
@@ -2329,7 +2332,7 @@ class Environment:
         text = self._scalar_text(value)
         return text if text is not None else _type_of(value)
 
-    def _evaluate(self, payload: dict[str, Any], condition: Condition | None = None) -> Verdict:
+    def _evaluate(self, payload: dict[str, Any], condition: Condition | None) -> Verdict:
         """A pure function of the payload and the condition, with fail-closed fallbacks."""
         if condition is None:
             return {"satisfied": True, "reason": "no condition"}

@@ -1634,6 +1634,9 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
+UNSET: Final[Any] = object()
+"""Stands in for a json parameter's container default: None (null) is a json value."""
+
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -2304,7 +2307,7 @@ class Environment:
         """Helper `stage_key`."""
         return f"{pipeline['id']}/{stage['id']}"
 
-    def _eligible_workers(self, requires: str | None = None) -> list[str]:
+    def _eligible_workers(self, requires: str | None) -> list[str]:
         """Helper `eligible_workers`."""
         state = self._state
         return sorted(
@@ -2666,7 +2669,7 @@ class Environment:
             "compensated": [s["id"] for s in pipeline["stages"] if s["status"] == "compensated"],
         }
 
-    def _first_capable(self, requires: str | None = None) -> str | None:
+    def _first_capable(self, requires: str | None) -> str | None:
         """The first registered runner (by id) with the capability, if any."""
         capable = self._eligible_workers(requires)
         if len(capable) == 0:

@@ -1454,6 +1454,9 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
+UNSET: Final[Any] = object()
+"""Stands in for a json parameter's container default: None (null) is a json value."""
+
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -2385,7 +2388,7 @@ class Environment:
             )
 
     def _start_loan(
-        self, machine_id: str, label: str, data: dict[str, Any], start_state: str | None = None
+        self, machine_id: str, label: str, data: dict[str, Any], start_state: str | None
     ) -> Loan:
         """Create an entity at an initial state of a machine and run that state's on-enter
         hooks; an initial state that is also terminal completes it at once. With several

@@ -1739,6 +1739,9 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
+UNSET: Final[Any] = object()
+"""Stands in for a json parameter's container default: None (null) is a json value."""
+
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -2817,14 +2820,14 @@ class Environment:
         """Helper `json_strings`."""
         return "[" + ", ".join([self._json_text(s) for s in items]) + "]"
 
-    def _shown_fields(self, entry: Merged, only: list[str] | None = None) -> list[str]:
+    def _shown_fields(self, entry: Merged, only: list[str] | None) -> list[str]:
         """Helper `shown_fields`."""
         names = sorted(entry["fields"])
         if only is None:
             return names
         return [n for n in only if n in entry["fields"]]
 
-    def _render_markdown(self, agg: Digest, title: str, only: list[str] | None = None) -> str:
+    def _render_markdown(self, agg: Digest, title: str, only: list[str] | None) -> str:
         """Helper `render_markdown`."""
         key_names = ", ".join(agg["dedup_keys"])
         lines: list[str] = [
@@ -2851,7 +2854,7 @@ class Environment:
             )
         return "\n".join(lines)
 
-    def _render_bullets(self, agg: Digest, title: str, only: list[str] | None = None) -> str:
+    def _render_bullets(self, agg: Digest, title: str, only: list[str] | None) -> str:
         """Helper `render_bullets`."""
         lines: list[str] = [f"{title}:"]
         for entry in agg["items"]:
@@ -2867,7 +2870,7 @@ class Environment:
             )
         return "\n".join(lines)
 
-    def _render_json(self, agg: Digest, title: str, only: list[str] | None = None) -> str:
+    def _render_json(self, agg: Digest, title: str, only: list[str] | None) -> str:
         """Helper `render_json`."""
         entries: list[str] = []
         for entry in agg["items"]:

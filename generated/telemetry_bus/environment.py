@@ -1752,6 +1752,9 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
+UNSET: Final[Any] = object()
+"""Stands in for a json parameter's container default: None (null) is a json value."""
+
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""

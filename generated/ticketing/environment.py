@@ -503,7 +503,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         "update_ticket",
         (
             Param("ticket_id", ("int",), True),
-            Param("title", ("optional", ("str",)), False),
+            Param("title", ("optional", ("str",)), False, (("max_length", 120),)),
             Param("description", ("optional", ("str",)), False),
             Param(
                 "priority",
@@ -744,6 +744,9 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 # --------------------------------------------------------------------------- atomic calls
 
 _MISSING: Final = object()
+
+UNSET: Final[Any] = object()
+"""Stands in for a json parameter's container default: None (null) is a json value."""
 
 
 class _UndoLog:
@@ -1008,7 +1011,7 @@ class Environment:
             return item
 
     def set_status(self, ticket_id: int, status: Status) -> Ticket:
-        """Move an entity forward; resolving goes through `resolve_entity`, reverting is refused."""
+        """Move an entity forward (resolving records a resolution, so it has its own tool); reverting is refused."""
         state = self._state
         with self._undo.begin("set_status"):
             self._require_login()
@@ -1024,7 +1027,7 @@ class Environment:
             if status == "resolved":
                 raise DomainError(
                     "invalid_argument",
-                    "use resolve_entity to resolve; it records the resolution",
+                    f"use resolve_{WORLD['noun']} to resolve; it records the resolution",
                     field="status",
                 )
             if self._rank(status) <= self._rank(item["status"]):

@@ -110,10 +110,11 @@ def run_resolution_is_mandatory(env: Recorder) -> None:
     expect_error(
         env,
         "invalid_argument",
-        "resolve_entity",
+        "records the resolution",
         "set_status",
         {"ticket_id": 1, "status": "resolved"},
     )
+    expect_error(env, "invalid_argument", "", "update_ticket", {"ticket_id": 1, "title": "x" * 121})
     del state
 
 
@@ -298,6 +299,14 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("update_ticket", "missing ticket_id", {}),
     ("update_ticket", "ticket_id of the wrong type", {"ticket_id": "not a number"}),
     ("update_ticket", "title of the wrong type", {"ticket_id": 1, "title": 12345}),
+    (
+        "update_ticket",
+        "title too long",
+        {
+            "ticket_id": 1,
+            "title": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        },
+    ),
     ("update_ticket", "description of the wrong type", {"ticket_id": 1, "description": 12345}),
     ("update_ticket", "priority of the wrong type", {"ticket_id": 1, "priority": "not a number"}),
     ("update_ticket", "priority below min", {"ticket_id": 1, "priority": 0}),
