@@ -30,7 +30,17 @@ DYNAMIC_TIMEOUT_SECONDS = 300
 # Imports a generated module may use: the standard library only, and per file only
 # what it needs (the environment itself does no I/O; sessions save to disk).
 ALLOWED_IMPORTS = {
-    "environment.py": {"__future__", "json", "re", "datetime", "collections.abc", "dataclasses", "types", "typing"},
+    "environment.py": {
+        "__future__",
+        "json",
+        "math",
+        "re",
+        "datetime",
+        "collections.abc",
+        "dataclasses",
+        "types",
+        "typing",
+    },
     "sessions.py": {"__future__", "json", "os", "re", "tempfile", "threading", "collections.abc", "pathlib", "typing"},
     "__init__.py": {"__future__"},
     "tests/__init__.py": set(),
@@ -323,6 +333,12 @@ def rule_no_bare_except(relative: str, tree: ast.Module) -> list[Finding]:
 def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
     """No I/O, no eval/exec, no wall clock, no unseeded randomness."""
     findings = []
+    imported = {
+        (alias.asname or alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -334,7 +350,11 @@ def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
         if isinstance(func, ast.Attribute):
             module = func.value.id if isinstance(func.value, ast.Name) else ""
             owner = func.value.attr if isinstance(func.value, ast.Attribute) else module
-            if (owner, func.attr) in FORBIDDEN_ATTRIBUTES or module in ("random", "subprocess", "socket", "time", "os"):
+            # A bare `random.x()` is only the module if this file imports it; otherwise it
+            # is a spec's own variable that happens to share the name.
+            is_module = module in imported
+            risky = module in ("random", "subprocess", "socket", "time", "os") and is_module
+            if risky or ((owner, func.attr) in FORBIDDEN_ATTRIBUTES and (owner != module or is_module)):
                 findings.append(
                     Finding(
                         "ast",

@@ -208,6 +208,8 @@ def _refuse_shared_names(pending: list[tuple[SpecResult, qc.Package, dict[str, s
 def _up_to_date(spec: Path, result: SpecResult, options: Options) -> bool:
     """The fast path: inputs and compiler unchanged, and the output untouched on disk."""
     for folder in sorted(options.output.glob("*")):
+        if folder.name.startswith("."):  # staging or backup folders of an interrupted write
+            continue
         manifest = read_manifest(folder)
         if not manifest or manifest.get("spec") != result.spec:
             continue
@@ -392,7 +394,12 @@ def replace_folder(folder: Path, files: dict[str, str]) -> None:
             shutil.rmtree(backup)
         if folder.exists():
             os.replace(folder, backup)
-        os.replace(staging, folder)
+        try:
+            os.replace(staging, folder)
+        except OSError:
+            if backup.exists():
+                os.replace(backup, folder)  # put the old package back
+            raise
         if backup.exists():
             shutil.rmtree(backup)
     except BaseException:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -999,7 +1000,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
 _TYPE_NAMES: Final[dict[str, str]] = {
     "str": "a string",
     "int": "an integer",
-    "float": "a number",
+    "float": "a finite number",
     "bool": "true or false",
     "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
     "date": "an ISO-8601 date like 2025-01-31",
@@ -1046,8 +1047,14 @@ def _invalid(where: str, kind: Kind, value: Any) -> DomainError:
     )
 
 
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
 def _show(value: Any) -> str:
-    text = json.dumps(value, default=repr)
+    try:
+        text = json.dumps(value, default=repr)
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__} nested too deeply to show"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -1061,6 +1068,12 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
     if tag in ("str", "enum", "datetime", "date", "time"):
         if not isinstance(value, str):
             raise _invalid(where, kind, value)
+        if _SURROGATE.search(value):
+            raise DomainError(
+                "invalid_argument",
+                f"`{where}` holds a lone surrogate, which is not text",
+                field=where,
+            )
         if tag == "enum" and value not in kind[1]:
             raise _invalid(where, kind, value)
         if tag in _TEMPORAL_SHAPES and not _valid_moment(tag, value):
@@ -1071,7 +1084,7 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
             raise _invalid(where, kind, value)
         return value
     if tag == "float":
-        if type(value) not in (int, float):
+        if type(value) not in (int, float) or not math.isfinite(value):
             raise _invalid(where, kind, value)
         return float(value)
     if tag == "bool":
@@ -1691,7 +1704,9 @@ class _UndoLog:
         for op, container, key, old in reversed(self._entries):
             if op == 0:
                 if old is _MISSING:
-                    del container[key]
+                    container.pop(
+                        key, None
+                    )  # the call may have added it, or not (pop of a missing key)
                 else:
                     container[key] = old
             elif op == 1:
@@ -1725,6 +1740,10 @@ class Environment:
 
     def _load_scenario(self, scenario: str | Mapping[str, Any]) -> None:
         """Reset to S0, then apply a named scenario or a mapping of state fields."""
+        if not isinstance(scenario, (str, Mapping)):
+            raise ScenarioError(
+                f"a scenario is a name or a mapping of state fields, not {type(scenario).__name__}"
+            )
         if isinstance(scenario, str):
             if scenario not in SCENARIO_STATES:
                 raise ScenarioError(
@@ -1762,7 +1781,7 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
-        spec = TOOL_SPECS.get(tool)
+        spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)

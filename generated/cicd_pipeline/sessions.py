@@ -84,6 +84,10 @@ class SessionStore:
             _check_id(session_id)
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(data, dict):
+                    raise ScenarioError(
+                        f"a saved session is a JSON object, not {type(data).__name__}"
+                    )
                 loaded[session_id] = Environment(data)
             except (OSError, ValueError, ScenarioError) as error:
                 raise SessionError(f"cannot load session {session_id!r}: {error}") from None

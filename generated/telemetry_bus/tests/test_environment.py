@@ -9,11 +9,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from ..environment import SCENARIOS, TOOL_SPECS, DomainError, Environment, copy_json, to_json
+from ..environment import (
+    INTERNAL_ERROR,
+    SCENARIOS,
+    TOOL_SPECS,
+    DomainError,
+    Environment,
+    copy_json,
+    to_json,
+)
 from ..sessions import SessionStore
 
 
@@ -25,6 +33,12 @@ class Recorder(Environment):
         self.trace: list[tuple[str, Any, Any]] = []
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
+        probe = self.fork()
+        _arm(probe, -1)
+        probe.call(tool, args)
+        assert probe.state_json() == self.state_json(), (
+            f"{tool}: a failure at the end of the call left a change behind"
+        )
         before = self.state()
         try:
             result = super().invoke(tool, args)
@@ -2902,6 +2916,78 @@ def test_calls_keep_to_their_effects(tool: str, scenario: str | None) -> None:
             "forbidden",
             "limit_exceeded",
         }
+
+
+class _Fault(Exception):
+    """Stands for anything that goes wrong in the middle of a tool call."""
+
+
+def _arm(env: Environment, fail_at: int) -> list[int]:
+    """Wrap the env's undo journal: count its entries, and raise at the `fail_at`-th
+    (0: never; -1: after the call's last change, undoing all of it first)."""
+    count = [0]
+    env._undo = cast(Any, _Journal(env._undo, count, fail_at))
+    return count
+
+
+class _Journal:
+    """Wraps the real journal: counts entries and raises at one of them."""
+
+    def __init__(self, inner: Any, count: list[int], fail_at: int) -> None:
+        self.inner, self.count, self.fail_at = inner, count, fail_at
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.inner, name)
+        if not name.startswith("save"):
+            return target
+
+        def step(*args: Any) -> None:
+            self.count[0] += 1
+            if self.count[0] == self.fail_at:
+                raise _Fault("injected")
+            target(*args)
+
+        return step
+
+    def begin(self, tool: str) -> Any:
+        self.inner.begin(tool)
+        return self
+
+    def __enter__(self) -> Any:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if kind is None and self.fail_at < 0:
+            # Fail at the very end: the journal alone must undo everything the call did.
+            self.inner.__exit__(_Fault, _Fault("at the end"), None)
+            raise _Fault("injected at the end of the call")
+        self.inner.__exit__(kind, error, trace)
+
+
+WRITE_CALLS: list[tuple[str, str | None]] = [
+    (tool, scenario)
+    for tool in sorted(SAMPLE_ARGUMENTS)
+    if TOOL_SPECS[tool].writes
+    for scenario in SCENARIO_NAMES
+]
+
+
+@pytest.mark.parametrize(("tool", "scenario"), WRITE_CALLS)
+def test_a_failure_at_any_point_of_a_call_changes_nothing(tool: str, scenario: str | None) -> None:
+    """Fault injection: a call that breaks after its 1st, 2nd, ... change leaves the
+    state exactly as it was (every change must be journaled before it is made)."""
+    counter = Environment(scenario)
+    entries = _arm(counter, 0)
+    counter.call(tool, SAMPLE_ARGUMENTS[tool])
+    for fail_at in range(2, entries[0] + 1):
+        env = Environment(scenario)
+        before = env.state_json()
+        _arm(env, fail_at)
+        assert env.call(tool, SAMPLE_ARGUMENTS[tool]) == INTERNAL_ERROR
+        assert env.state_json() == before, (
+            f"{tool} failing at change {fail_at} left a change behind"
+        )
 
 
 def _traces() -> dict[str, list[tuple[str, Any, Any]]]:

@@ -1,0 +1,383 @@
+"""`envc compile` end to end on a throwaway project (`compiler/pipeline.py`, `compiler/cli.py`).
+
+Each test builds a project in tmp_path: a pyproject.toml with `[tool.envc] output = "out"`
+and specs under specs/. Most runs pass `--no-qc` (the checks are not the point and cost
+seconds); two tests run the full static and dynamic QC.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from compiler import cli as cli_module
+from compiler import pipeline
+from compiler.analyse import analyse_file
+from compiler.lower import lower
+
+ROOT = Path(__file__).resolve().parent.parent
+COUNTER = '''\
+environment counter:
+    title "Counter"
+    doc "A counter that only goes up."
+
+state:
+    count: int = 0
+
+tool bump(by: int = 1 min 1 max 10) -> int:
+    """Add to the counter."""
+    count += by
+    return count
+
+tool peek() -> int:
+    """The counter."""
+    return count
+
+test bumping:
+    bump(by=2)
+    expect count == 2
+'''
+# A type error (E3001) in a tool body: the spec analyses to nothing.
+BROKEN = COUNTER.replace("    count += by\n", '    count += "by"\n')
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.envc]\noutput = "out"\n')
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "counter.envspec").write_text(COUNTER, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+
+
+def envc(*args: str) -> Result:
+    return CliRunner().invoke(cli_module.cli, ["compile", *args], catch_exceptions=False)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file below `folder` (hidden ones included), by relative path."""
+    if not folder.exists():
+        return {}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def expected_files(spec: Path, display: str) -> dict[str, str]:
+    analysis = analyse_file(spec)
+    assert analysis.environment is not None
+    return lower(analysis.environment, display)
+
+
+def row(result: Result, spec: str) -> str:
+    return next(line for line in result.stdout.splitlines() if line.startswith(spec))
+
+
+def edit_spec(project: Path) -> None:
+    path = project / "specs" / "counter.envspec"
+    path.write_text(path.read_text().replace('"""The counter."""', '"""The counter, now."""'), encoding="utf-8")
+
+
+def leftovers(output: Path) -> list[str]:
+    """Staging and backup folders replace_folder may leave beside the packages."""
+    return sorted(p.name for p in output.iterdir() if p.name.startswith(".")) if output.exists() else []
+
+
+# --------------------------------------------------------------------------- writing and the fast path
+
+
+def test_first_compile_writes_the_configured_output(project: Path) -> None:
+    result = envc("--no-qc")
+    assert result.exit_code == 0, result.output
+    assert row(result, "specs/counter.envspec").split()[-1] == "written"
+    folder = project / "out" / "counter"
+    files = snapshot(folder)
+    expected = expected_files(project / "specs" / "counter.envspec", "specs/counter.envspec")
+    assert set(files) == {*expected, pipeline.MANIFEST}
+    for relative, text in expected.items():
+        assert files[relative] == text.encode("utf-8"), relative
+    manifest = json.loads(files[pipeline.MANIFEST])
+    assert manifest["spec"] == "specs/counter.envspec"
+    assert manifest["inputs"] == ["specs/counter.envspec"]
+    assert set(manifest["files"]) == set(expected)
+    assert not (project / "generated").exists(), "the configured output replaces the default"
+    assert leftovers(project / "out") == []
+
+
+def test_second_compile_takes_the_fast_path(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert envc("--no-qc").exit_code == 0
+    before = snapshot(project / "out")
+    stamps = {p: p.stat().st_mtime_ns for p in (project / "out").rglob("*")}
+
+    def must_not_run(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("an up-to-date spec is neither analysed nor lowered")
+
+    monkeypatch.setattr("compiler.analyse.analyse_file", must_not_run)
+    monkeypatch.setattr("compiler.lower.lower", must_not_run)
+    result = envc("--no-qc")
+    assert result.exit_code == 0, result.output
+    assert row(result, "specs/counter.envspec").split()[-1] == "up-to-date"
+    assert snapshot(project / "out") == before
+    assert {p: p.stat().st_mtime_ns for p in (project / "out").rglob("*")} == stamps
+
+
+def test_output_option_overrides_the_config(project: Path) -> None:
+    result = envc("specs/counter.envspec", "-o", "elsewhere", "--no-qc")
+    assert result.exit_code == 0, result.output
+    assert (project / "elsewhere" / "counter" / "environment.py").is_file()
+    assert not (project / "out").exists()
+
+
+def test_changed_inputs_digest_misses_the_fast_path(project: Path) -> None:
+    """As if envc itself had changed: the spec is compiled again and the manifest renewed."""
+    assert envc("--no-qc").exit_code == 0
+    manifest = project / "out" / "counter" / pipeline.MANIFEST
+    data = json.loads(manifest.read_text())
+    data["inputs_sha"] = "0" * 64  # as if envc itself had changed
+    manifest.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    result = envc("--no-qc")
+    assert result.exit_code == 0, result.output
+    assert row(result, "specs/counter.envspec").split()[-1] == "written"
+    assert json.loads(manifest.read_text())["inputs_sha"] != "0" * 64
+
+
+# --------------------------------------------------------------------------- --check
+
+
+def test_check_lists_stale_files_and_writes_nothing(project: Path) -> None:
+    assert envc("--no-qc").exit_code == 0
+    assert envc("--check").exit_code == 0
+    edit_spec(project)
+    before = snapshot(project / "out")
+    result = envc("--check")
+    assert result.exit_code == 1, result.output
+    assert row(result, "specs/counter.envspec").split()[-1] == "stale"
+    stale = sorted(line for line in result.stderr.splitlines() if line.startswith("stale: "))
+    assert "stale: out/counter/environment.py" in stale
+    assert "stale: out/counter/tools.json" in stale
+    assert "stale: out/counter/sessions.py" not in stale, "only files that would change are listed"
+    assert snapshot(project / "out") == before
+    assert envc("--no-qc").exit_code == 0
+    assert envc("--check").exit_code == 0
+
+
+def test_check_on_a_fresh_project_lists_every_file(project: Path) -> None:
+    result = envc("--check")
+    assert result.exit_code == 1
+    assert "stale: out/counter/environment.py" in result.stderr
+    assert not (project / "out").exists()
+
+
+# --------------------------------------------------------------------------- hand edits and strays
+
+
+def test_hand_edit_is_refused_without_force(project: Path) -> None:
+    assert envc("--no-qc").exit_code == 0
+    folder = project / "out" / "counter"
+    target = folder / "environment.py"
+    target.write_text(target.read_text() + "# my local fix\n")
+    edit_spec(project)
+    before = snapshot(project / "out")
+    result = envc("--no-qc")
+    assert result.exit_code == 1, result.output
+    assert "E6006" in result.stderr and "environment.py" in result.stderr
+    assert "--force" in result.stderr
+    assert snapshot(project / "out") == before, "nothing was written"
+    check = envc("--check")
+    assert check.exit_code == 1 and "stale: out/counter/environment.py" in check.stderr
+
+    forced = envc("--no-qc", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert "# my local fix" not in target.read_text()
+    expected = expected_files(project / "specs" / "counter.envspec", "specs/counter.envspec")
+    assert target.read_text(encoding="utf-8") == expected["environment.py"]
+    assert envc("--check").exit_code == 0
+    assert leftovers(project / "out") == []
+
+
+def test_stray_file_is_refused_without_force(project: Path) -> None:
+    assert envc("--no-qc").exit_code == 0
+    folder = project / "out" / "counter"
+    (folder / "notes.txt").write_text("keep me\n")
+    (folder / "tests" / "test_mine.py").write_text("def test_mine() -> None: ...\n")
+    before = snapshot(project / "out")
+    result = envc("--no-qc")
+    assert result.exit_code == 1, result.output
+    assert "E6006" in result.stderr and "notes.txt" in result.stderr and "tests/test_mine.py" in result.stderr
+    assert snapshot(project / "out") == before
+    assert envc("--no-qc", "--force").exit_code == 0
+    assert not (folder / "notes.txt").exists() and not (folder / "tests" / "test_mine.py").exists()
+
+
+def test_folder_without_manifest_is_not_overwritten(project: Path) -> None:
+    folder = project / "out" / "counter"
+    folder.mkdir(parents=True)
+    (folder / "environment.py").write_text("# somebody else's package\n")
+    result = envc("--no-qc")
+    assert result.exit_code == 1, result.output
+    assert "E6006" in result.stderr
+    assert snapshot(folder) == {"environment.py": b"# somebody else's package\n"}
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_spec_with_an_analysis_error_writes_nothing(project: Path) -> None:
+    (project / "specs" / "counter.envspec").write_text(BROKEN, encoding="utf-8")
+    result = envc("--no-qc")
+    assert result.exit_code == 1, result.output
+    line = BROKEN.splitlines().index('    count += "by"') + 1
+    assert f"counter.envspec:{line}:" in result.stderr and " - error E3" in result.stderr
+    assert "Traceback" not in result.output
+    assert not (project / "out").exists() or snapshot(project / "out") == {}
+
+
+def test_broken_spec_leaves_the_previous_output_alone(project: Path) -> None:
+    assert envc("--no-qc").exit_code == 0
+    before = snapshot(project / "out")
+    (project / "specs" / "counter.envspec").write_text(BROKEN, encoding="utf-8")
+    assert envc("--no-qc").exit_code == 1
+    assert envc("--check").exit_code == 1
+    assert snapshot(project / "out") == before
+
+
+def test_one_broken_spec_does_not_stop_the_others(project: Path) -> None:
+    (project / "specs" / "bad.envspec").write_text(BROKEN.replace("counter", "bad_counter", 1), encoding="utf-8")
+    result = envc("--no-qc")
+    assert result.exit_code == 1
+    assert row(result, "specs/counter.envspec").split()[-1] == "written"
+    assert row(result, "specs/bad.envspec").split()[-1] == "error"
+    assert sorted(p.name for p in (project / "out").iterdir()) == ["counter"]
+
+
+def test_missing_spec_is_a_usage_error(project: Path) -> None:
+    result = envc("specs/nope.envspec", "--no-qc")
+    assert result.exit_code == 2, result.output
+    assert "nope.envspec" in result.stderr
+    empty = project / "empty"
+    empty.mkdir()
+    assert envc(str(empty), "--no-qc").exit_code == 2
+    assert not (project / "out").exists()
+
+
+def test_no_specs_at_all_is_a_usage_error(project: Path) -> None:
+    (project / "specs" / "counter.envspec").unlink()
+    result = envc("--no-qc")
+    assert result.exit_code == 2
+    assert "no specs" in result.stderr
+
+
+# --------------------------------------------------------------------------- atomic replacement
+
+
+def fail_on_nth_open(monkeypatch: pytest.MonkeyPatch, n: int, error: BaseException) -> None:
+    """Make the n-th file replace_folder opens fail (it writes each file of the package)."""
+    opened = 0
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        nonlocal opened
+        opened += 1
+        if opened == n:
+            raise error
+        return open(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "open", flaky, raising=False)
+
+
+def test_failure_while_writing_keeps_the_old_package(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert envc("--no-qc").exit_code == 0
+    before = snapshot(project / "out")
+    edit_spec(project)
+    fail_on_nth_open(monkeypatch, 4, OSError(28, "No space left on device"))
+    result = envc("--no-qc")
+    monkeypatch.undo()
+    assert result.exit_code == 2, result.output  # an I/O error, like an unreadable spec
+    assert "E6007" in result.stderr and "No space left on device" in result.stderr
+    assert snapshot(project / "out") == before, "the old package is intact"
+    assert leftovers(project / "out") == [], "no staging folder is left behind"
+    monkeypatch.chdir(project)
+    assert envc("--no-qc").exit_code == 0, "the next run recovers"
+    assert envc("--check").exit_code == 0
+
+
+def test_interrupt_while_writing_keeps_the_old_package(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert envc("--no-qc").exit_code == 0
+    before = snapshot(project / "out")
+    edit_spec(project)
+    fail_on_nth_open(monkeypatch, 4, KeyboardInterrupt())
+    options = pipeline.Options(output=project / "out", project_root=project, qc=False)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.compile_specs([project / "specs" / "counter.envspec"], options)
+    monkeypatch.undo()
+    assert snapshot(project / "out") == before
+    assert leftovers(project / "out") == []
+
+
+def test_failure_while_writing_a_new_package_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fail_on_nth_open(monkeypatch, 2, OSError(5, "Input/output error"))
+    with pytest.raises(OSError):
+        pipeline.replace_folder(tmp_path / "out" / "pkg", {"a.py": "a\n", "b/c.py": "c\n", "d.json": "{}\n"})
+    assert os.listdir(tmp_path / "out") == []
+
+
+def test_replace_folder_swaps_whole_packages(tmp_path: Path) -> None:
+    folder = tmp_path / "out" / "pkg"
+    pipeline.replace_folder(folder, {"a.py": "one\n", "sub/b.py": "two\n"})
+    pipeline.replace_folder(folder, {"a.py": "three\n"})
+    assert snapshot(folder) == {"a.py": b"three\n"}
+    assert os.listdir(tmp_path / "out") == ["pkg"]
+    mode = (folder / "a.py").stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    assert folder.stat().st_mode & 0o777 == 0o777 & ~umask
+    assert mode == 0o666 & ~umask
+
+
+# --------------------------------------------------------------------------- full QC (the two slow tests)
+
+
+def test_full_qc_on_a_copy_of_ticketing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped spec compiles, passes every check, is cached, and matches generated/."""
+    (project / "specs" / "counter.envspec").unlink()
+    shutil.copy(ROOT / "specs" / "ticketing.envspec", project / "specs" / "ticketing.envspec")
+    options = pipeline.Options(output=project / "out", project_root=project)
+    [result] = pipeline.compile_specs([project / "specs" / "ticketing.envspec"], options)
+    assert result.status == "written", [d.message for d in result.diagnostics]
+    assert (result.static, result.dynamic) == ("pass", "pass")
+    assert result.tests.endswith(" passed") and int(result.tests.split()[0]) > 50
+    assert result.diagnostics == []
+    written = snapshot(project / "out" / "ticketing")
+    committed = snapshot(ROOT / "generated" / "ticketing")
+    assert {k: v for k, v in written.items() if k != pipeline.MANIFEST} == {
+        k: v for k, v in committed.items() if k != pipeline.MANIFEST
+    }, "the same spec gives the same package wherever it is compiled"
+    assert list((project / ".envc-cache" / "qc").iterdir()), "a QC marker records the pass"
+
+    def must_not_run(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("QC already passed for these inputs")
+
+    monkeypatch.setattr("compiler.check.check_packages", must_not_run)
+    [again] = pipeline.compile_specs([project / "specs" / "ticketing.envspec"], options)
+    assert (again.status, again.static, again.dynamic) == ("up-to-date", "cached", "cached")
+
+
+def test_failing_generated_test_writes_nothing(project: Path) -> None:
+    wrong = COUNTER.replace("expect count == 2", "expect count == 3")
+    (project / "specs" / "counter.envspec").write_text(wrong, encoding="utf-8")
+    result = envc()
+    assert result.exit_code == 1, result.output
+    assert "E6002" in result.stderr and "test_bumping" in result.stderr
+    test_line = wrong.splitlines().index("test bumping:") + 1
+    assert f"counter.envspec:{test_line}:1 - error E6002" in result.stderr, "reported at the spec's test"
+    assert "fail" in row(result, "specs/counter.envspec").split()
+    assert not (project / "out").exists() or snapshot(project / "out") == {}
+    assert not (project / ".envc-cache" / "qc").exists() or not list((project / ".envc-cache" / "qc").iterdir())
