@@ -153,8 +153,10 @@ def _parse_and_extend(
 
 
 def prototypes_dir() -> Path:
-    """Shipped prototypes: `specs/prototypes/` of the repository."""
-    return Path(__file__).resolve().parent.parent / "specs" / "prototypes"
+    """Shipped prototypes: inside the package when installed from a wheel, else the
+    repository's `specs/prototypes/`."""
+    inside = Path(__file__).resolve().parent / "prototypes"
+    return inside if inside.is_dir() else Path(__file__).resolve().parent.parent / "specs" / "prototypes"
 
 
 def _find_prototype(name: str, spec: Path) -> Path | None:
@@ -492,8 +494,12 @@ class _Analyser:
             if name in taken:
                 self.error("E2001", f"`{name}` is already declared as a {taken[name]}", node, file)
                 return False
-            # Records and enums become module-level classes, which may not hide a built-in.
-            strict = what in ("enum", "record")
+            # Records and enums become module-level classes, which may not hide a built-in
+            # or a type name; a helper named like a built-in would hide it in every body.
+            strict = what in ("enum", "record", "helper fn")
+            if what in ("enum", "record") and name in (*ts.PRIMITIVES, "list", "map", "optional", "any", "None"):
+                self.error("E2014", f"`{name}` is a type name", node, file)
+                return False
             if reserved and (bi.is_reserved(name) if strict else bi.is_reserved_declaration(name)):
                 self.error("E2014", f"`{name}` is a reserved name", node, file)
                 return False
@@ -2096,6 +2102,8 @@ class _BodyChecker:
         if missing:
             self.error("E3006", f"`{fn.name}` needs {', '.join(missing)}", expr)
         summary = self.a.summaries.get(fn.name, _Summary())
+        if self.in_test and any(not w.startswith(PARAM_ROOT) for w in summary.writes):
+            self.error("E3008", f"`{fn.name}` changes state; tests change state only through tools", expr.func)
         for field_name in summary.reads:
             if not field_name.startswith(PARAM_ROOT):
                 self.effects.reads.setdefault(field_name, expr)

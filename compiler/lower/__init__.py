@@ -289,9 +289,11 @@ class _Builder:
         if tool.escape.kind == "llm":
             raise LoweringError(f"`{tool.name}` has an llm body; an LLM must fill it before it can be compiled")
         text = tool.escape.text.strip("\n")
-        if kind != "tool" or not tool.writes:
+        if not tool.writes:
             return text + "\n"
         saves = [f"self._undo.save_deep(self._state, {py_str(field)})" for field in tool.writes]
+        if kind != "tool":  # a helper runs inside its caller's journaled call
+            return "\n".join([*saves, text]) + "\n"
         indented = "\n".join("    " + line if line.strip() else line for line in text.splitlines())
         return (
             "\n".join([f"with self._undo.begin({py_str(tool.name)}):", *("    " + s for s in saves), indented]) + "\n"

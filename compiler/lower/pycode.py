@@ -393,7 +393,7 @@ class Emitter:
             return f"list(dict.fromkeys({args[0]}))", postfix
         if name == "matches":
             pattern = e.args[1]
-            if isinstance(pattern, ir.Const):
+            if isinstance(pattern, ir.Const) and self.scope.kind != "test":  # tests do not import re
                 return f"re.fullmatch({args[1]}, {args[0]}) is not None", _PREC["compare"]
             self.scope.helpers.add("matches")
             return f"{self.scope.module_prefix}_matches({args[0]}, {args[1]})", postfix
