@@ -22,7 +22,17 @@ from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
 from compiler.lower import schema
-from compiler.lower.pycode import Emitter, Scope, TypeNames, _const_json, copy_expr, flat_record, py_str, py_value
+from compiler.lower.pycode import (
+    Emitter,
+    Scope,
+    TypeNames,
+    _const_json,
+    copy_expr,
+    flat_record,
+    json_expr,
+    py_str,
+    py_value,
+)
 from compiler.lower.runtime import RUNTIME_HELPERS, helpers_needed
 
 LINE_LENGTH = 100
@@ -280,6 +290,8 @@ class _Builder:
             "param_specs": specs,
             "reads": "{" + ", ".join(py_str(r) for r in tool.reads) + "}" if tool.reads else "",
             "writes": "{" + ", ".join(py_str(w) for w in tool.writes) + "}" if tool.writes else "",
+            "result_type": self.types.py(tool.returns),
+            "result_json": json_expr("value", tool.returns, self.records),
         }
 
     def _escape_body(self, tool: ir.ToolDecl, kind: str) -> str:

@@ -709,6 +709,46 @@ def _copy_inner(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], 
     return source
 
 
+def json_expr(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], depth: int = 0) -> str:
+    """An expression turning `source` of type `ty` into a detached JSON value, written for
+    that type (a flat record is one `dict(...)`), so results leave no aliases behind."""
+    base = ts.strip_optional(ty)
+    if not ts.is_container(base, records):
+        return source
+    var = f"v{depth}"
+    if base.name in ("json", "any"):
+        inner = f"to_json({source})"
+    elif base.name in records:
+        record = records[base.name]
+        if flat_record(record, records):
+            inner = f"dict({source})"
+        else:
+            items = ", ".join(
+                f"{py_str(f.name)}: {json_expr(f'{source}[{py_str(f.name)}]', f.type, records, depth + 1)}"
+                for f in record.fields
+            )
+            inner = "{" + items + "}"
+    elif base.name == "list":
+        item = base.args[0]
+        inner = (
+            f"list({source})"
+            if not ts.is_container(item, records)
+            else f"[{json_expr(var, item, records, depth + 1)} for {var} in {source}]"
+        )
+    else:
+        key, value = base.args
+        key_text = f"str(k{depth})" if key.name == "int" else f"k{depth}"
+        if key.name != "int" and not ts.is_container(value, records):
+            inner = f"dict({source})"
+        else:
+            inner = (
+                f"{{{key_text}: {json_expr(var, value, records, depth + 1)} for k{depth}, {var} in {source}.items()}}"
+            )
+    if ts.is_optional(ty) and base is not ty:
+        return f"None if {source} is None else {inner}"
+    return inner
+
+
 def flat_record(record: ir.RecordDecl, records: dict[str, ir.RecordDecl]) -> bool:
     return not any(ts.is_container(f.type, records) for f in record.fields)
 

@@ -19,7 +19,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
@@ -1049,6 +1049,247 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
+    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+
+    @property
+    def names(self) -> frozenset[str]:
+        return _PARAM_NAMES[self.name]
+
+
+def _connect_source_result(value: Source) -> Any:
+    return dict(value)
+
+
+def _list_sources_result(value: list[Source]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _list_event_types_result(value: dict[SourceCategory, list[str]]) -> Any:
+    return {k0: list(v0) for k0, v0 in value.items()}
+
+
+def _create_automation_result(value: Automation) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "trigger": value["trigger"],
+        "source_filter": value["source_filter"],
+        "condition": None
+        if value["condition"] is None
+        else {
+            "field": value["condition"]["field"],
+            "op": value["condition"]["op"],
+            "value": to_json(value["condition"]["value"]),
+        },
+        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
+        "enabled": value["enabled"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+        "fire_count": value["fire_count"],
+        "last_fired_at": value["last_fired_at"],
+    }
+
+
+def _get_automation_result(value: Automation) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "trigger": value["trigger"],
+        "source_filter": value["source_filter"],
+        "condition": None
+        if value["condition"] is None
+        else {
+            "field": value["condition"]["field"],
+            "op": value["condition"]["op"],
+            "value": to_json(value["condition"]["value"]),
+        },
+        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
+        "enabled": value["enabled"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+        "fire_count": value["fire_count"],
+        "last_fired_at": value["last_fired_at"],
+    }
+
+
+def _list_automations_result(value: list[Automation]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "name": v0["name"],
+            "trigger": v0["trigger"],
+            "source_filter": v0["source_filter"],
+            "condition": None
+            if v0["condition"] is None
+            else {
+                "field": v0["condition"]["field"],
+                "op": v0["condition"]["op"],
+                "value": to_json(v0["condition"]["value"]),
+            },
+            "actions": [{"type": v2["type"], "params": dict(v2["params"])} for v2 in v0["actions"]],
+            "enabled": v0["enabled"],
+            "created_at": v0["created_at"],
+            "updated_at": v0["updated_at"],
+            "fire_count": v0["fire_count"],
+            "last_fired_at": v0["last_fired_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _update_automation_result(value: Automation) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "trigger": value["trigger"],
+        "source_filter": value["source_filter"],
+        "condition": None
+        if value["condition"] is None
+        else {
+            "field": value["condition"]["field"],
+            "op": value["condition"]["op"],
+            "value": to_json(value["condition"]["value"]),
+        },
+        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
+        "enabled": value["enabled"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+        "fire_count": value["fire_count"],
+        "last_fired_at": value["last_fired_at"],
+    }
+
+
+def _resume_automation_result(value: Automation) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "trigger": value["trigger"],
+        "source_filter": value["source_filter"],
+        "condition": None
+        if value["condition"] is None
+        else {
+            "field": value["condition"]["field"],
+            "op": value["condition"]["op"],
+            "value": to_json(value["condition"]["value"]),
+        },
+        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
+        "enabled": value["enabled"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+        "fire_count": value["fire_count"],
+        "last_fired_at": value["last_fired_at"],
+    }
+
+
+def _pause_automation_result(value: Automation) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "trigger": value["trigger"],
+        "source_filter": value["source_filter"],
+        "condition": None
+        if value["condition"] is None
+        else {
+            "field": value["condition"]["field"],
+            "op": value["condition"]["op"],
+            "value": to_json(value["condition"]["value"]),
+        },
+        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
+        "enabled": value["enabled"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+        "fire_count": value["fire_count"],
+        "last_fired_at": value["last_fired_at"],
+    }
+
+
+def _delete_automation_result(value: Automation) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "trigger": value["trigger"],
+        "source_filter": value["source_filter"],
+        "condition": None
+        if value["condition"] is None
+        else {
+            "field": value["condition"]["field"],
+            "op": value["condition"]["op"],
+            "value": to_json(value["condition"]["value"]),
+        },
+        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
+        "enabled": value["enabled"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+        "fire_count": value["fire_count"],
+        "last_fired_at": value["last_fired_at"],
+    }
+
+
+def _evaluate_condition_result(value: Verdict) -> Any:
+    return dict(value)
+
+
+def _inject_event_result(value: Injection) -> Any:
+    return {
+        "event": {
+            "id": value["event"]["id"],
+            "source_id": value["event"]["source_id"],
+            "category": value["event"]["category"],
+            "type": value["event"]["type"],
+            "payload": {k2: to_json(v2) for k2, v2 in value["event"]["payload"].items()},
+            "at": value["event"]["at"],
+            "matched": list(value["event"]["matched"]),
+            "fired": list(value["event"]["fired"]),
+        },
+        "evaluations": [dict(v1) for v1 in value["evaluations"]],
+        "actions": [
+            {
+                "id": v1["id"],
+                "event_id": v1["event_id"],
+                "rule_id": v1["rule_id"],
+                "position": v1["position"],
+                "type": v1["type"],
+                "params": dict(v1["params"]),
+                "at": v1["at"],
+            }
+            for v1 in value["actions"]
+        ],
+    }
+
+
+def _search_event_log_result(value: list[Event]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "source_id": v0["source_id"],
+            "category": v0["category"],
+            "type": v0["type"],
+            "payload": {k2: to_json(v2) for k2, v2 in v0["payload"].items()},
+            "at": v0["at"],
+            "matched": list(v0["matched"]),
+            "fired": list(v0["fired"]),
+        }
+        for v0 in value
+    ]
+
+
+def _search_action_log_result(value: list[ActionRecord]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "event_id": v0["event_id"],
+            "rule_id": v0["rule_id"],
+            "position": v0["position"],
+            "type": v0["type"],
+            "params": dict(v0["params"]),
+            "at": v0["at"],
+        }
+        for v0 in value
+    ]
+
+
+def _automation_stats_result(value: list[AutomationStats]) -> Any:
+    return [dict(v0) for v0 in value]
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -1085,6 +1326,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "sources"}),
         frozenset({"audit_log", "sources"}),
+        _connect_source_result,
     ),
     "list_sources": ToolSpec(
         "list_sources",
@@ -1112,6 +1354,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"sources"}),
         frozenset(),
+        _list_sources_result,
     ),
     "list_event_types": ToolSpec(
         "list_event_types",
@@ -1139,6 +1382,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset(),
         frozenset(),
+        _list_event_types_result,
     ),
     "create_automation": ToolSpec(
         "create_automation",
@@ -1168,12 +1412,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "automations", "clock", "next_automation_id", "sources"}),
         frozenset({"audit_log", "automations", "next_automation_id"}),
+        _create_automation_result,
     ),
     "get_automation": ToolSpec(
         "get_automation",
         (Param("automation_id", ("int",), True),),
         frozenset({"automations"}),
         frozenset(),
+        _get_automation_result,
     ),
     "list_automations": ToolSpec(
         "list_automations",
@@ -1184,6 +1430,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"automations"}),
         frozenset(),
+        _list_automations_result,
     ),
     "update_automation": ToolSpec(
         "update_automation",
@@ -1215,24 +1462,28 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "automations", "clock", "sources"}),
         frozenset({"audit_log", "automations"}),
+        _update_automation_result,
     ),
     "resume_automation": ToolSpec(
         "resume_automation",
         (Param("automation_id", ("int",), True),),
         frozenset({"audit_log", "automations", "clock"}),
         frozenset({"audit_log", "automations"}),
+        _resume_automation_result,
     ),
     "pause_automation": ToolSpec(
         "pause_automation",
         (Param("automation_id", ("int",), True),),
         frozenset({"audit_log", "automations", "clock"}),
         frozenset({"audit_log", "automations"}),
+        _pause_automation_result,
     ),
     "delete_automation": ToolSpec(
         "delete_automation",
         (Param("automation_id", ("int",), True),),
         frozenset({"audit_log", "automations", "clock"}),
         frozenset({"audit_log", "automations"}),
+        _delete_automation_result,
     ),
     "evaluate_condition": ToolSpec(
         "evaluate_condition",
@@ -1242,6 +1493,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset(),
         frozenset(),
+        _evaluate_condition_result,
     ),
     "inject_event": ToolSpec(
         "inject_event",
@@ -1274,6 +1526,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
                 "sources",
             }
         ),
+        _inject_event_result,
     ),
     "search_event_log": ToolSpec(
         "search_event_log",
@@ -1316,6 +1569,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"events"}),
         frozenset(),
+        _search_event_log_result,
     ),
     "search_action_log": ToolSpec(
         "search_action_log",
@@ -1353,14 +1607,24 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"action_log"}),
         frozenset(),
+        _search_action_log_result,
     ),
     "automation_stats": ToolSpec(
         "automation_stats",
         (Param("enabled", ("optional", ("bool",)), False),),
         frozenset({"action_log", "automations", "events"}),
         frozenset(),
+        _automation_stats_result,
     ),
 }
+
+
+_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
+    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
+}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -1393,19 +1657,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    names = [p.name for p in spec.params]
     for key in args:
-        if key not in names:
+        if key not in spec.names:
+            allowed = [p.name for p in spec.params]
             raise DomainError(
                 "invalid_argument",
                 f"`{spec.name}` has no parameter `{key}`",
                 field=str(key),
-                allowed=names,
+                allowed=allowed,
             )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
         if param.name in args:
-            value = conform(args[param.name], param.kind, param.name)
+            value = args[param.name]
+            simple = _SIMPLE_TYPES.get(param.kind[0])
+            if simple is None or type(value) is not simple:  # the common case costs one lookup
+                value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
             kwargs[param.name] = value
@@ -1746,18 +2013,22 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
+        return copy_json(self._run(tool, args)[1])
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None) -> tuple[ToolSpec, Any]:
+        """Validate and run; the result is live (callers detach it once)."""
         spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)
             )
-        kwargs = check_arguments(spec, {} if args is None else args)
-        return copy_json(getattr(self, tool)(**kwargs))
+        return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            return to_json(self.invoke(tool, args))
+            spec, result = self._run(tool, args)
+            return spec.result(result)
         except DomainError as error:
             return error.to_json()
         except Exception:

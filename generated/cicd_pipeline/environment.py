@@ -21,7 +21,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
@@ -1161,6 +1161,298 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
+    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+
+    @property
+    def names(self) -> frozenset[str]:
+        return _PARAM_NAMES[self.name]
+
+
+def _register_runner_result(value: Runner) -> Any:
+    return {
+        "id": value["id"],
+        "role": value["role"],
+        "capabilities": list(value["capabilities"]),
+        "status": value["status"],
+        "holding": value["holding"],
+        "registered_at": value["registered_at"],
+    }
+
+
+def _deregister_runner_result(value: Runner) -> Any:
+    return {
+        "id": value["id"],
+        "role": value["role"],
+        "capabilities": list(value["capabilities"]),
+        "status": value["status"],
+        "holding": value["holding"],
+        "registered_at": value["registered_at"],
+    }
+
+
+def _list_runners_result(value: list[Runner]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "role": v0["role"],
+            "capabilities": list(v0["capabilities"]),
+            "status": v0["status"],
+            "holding": v0["holding"],
+            "registered_at": v0["registered_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _create_pipeline_result(value: Pipeline) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "mode": value["mode"],
+        "status": value["status"],
+        "stages": [
+            {
+                "id": v1["id"],
+                "action": v1["action"],
+                "depends_on": list(v1["depends_on"]),
+                "worker_id": v1["worker_id"],
+                "requires": v1["requires"],
+                "policy": v1["policy"],
+                "max_retries": v1["max_retries"],
+                "fail_attempts": v1["fail_attempts"],
+                "compensation": v1["compensation"],
+                "status": v1["status"],
+                "attempts": v1["attempts"],
+                "retries": v1["retries"],
+                "output": v1["output"],
+                "last_error": v1["last_error"],
+                "completed_seq": v1["completed_seq"],
+                "wave": v1["wave"],
+            }
+            for v1 in value["stages"]
+        ],
+        "waves": value["waves"],
+        "completions": value["completions"],
+        "created_at": value["created_at"],
+        "finished_at": value["finished_at"],
+    }
+
+
+def _assign_stage_result(value: Stage) -> Any:
+    return {
+        "id": value["id"],
+        "action": value["action"],
+        "depends_on": list(value["depends_on"]),
+        "worker_id": value["worker_id"],
+        "requires": value["requires"],
+        "policy": value["policy"],
+        "max_retries": value["max_retries"],
+        "fail_attempts": value["fail_attempts"],
+        "compensation": value["compensation"],
+        "status": value["status"],
+        "attempts": value["attempts"],
+        "retries": value["retries"],
+        "output": value["output"],
+        "last_error": value["last_error"],
+        "completed_seq": value["completed_seq"],
+        "wave": value["wave"],
+    }
+
+
+def _execute_stage_result(value: StageRun) -> Any:
+    return dict(value)
+
+
+def _run_pipeline_result(value: RunReport) -> Any:
+    return {
+        "pipeline_id": value["pipeline_id"],
+        "mode": value["mode"],
+        "status": value["status"],
+        "executed": [dict(v1) for v1 in value["executed"]],
+        "waiting": dict(value["waiting"]),
+        "awaiting_retry": list(value["awaiting_retry"]),
+    }
+
+
+def _retry_stage_result(value: StageRun) -> Any:
+    return dict(value)
+
+
+def _rollback_pipeline_result(value: list[Compensation]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _collect_results_result(value: PipelineResults) -> Any:
+    return {
+        "pipeline_id": value["pipeline_id"],
+        "status": value["status"],
+        "stages": [dict(v1) for v1 in value["stages"]],
+        "outputs": dict(value["outputs"]),
+        "completed": list(value["completed"]),
+        "skipped": list(value["skipped"]),
+        "failed": list(value["failed"]),
+        "pending": list(value["pending"]),
+        "awaiting_retry": list(value["awaiting_retry"]),
+        "compensated": list(value["compensated"]),
+    }
+
+
+def _get_pipeline_result(value: Pipeline) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "mode": value["mode"],
+        "status": value["status"],
+        "stages": [
+            {
+                "id": v1["id"],
+                "action": v1["action"],
+                "depends_on": list(v1["depends_on"]),
+                "worker_id": v1["worker_id"],
+                "requires": v1["requires"],
+                "policy": v1["policy"],
+                "max_retries": v1["max_retries"],
+                "fail_attempts": v1["fail_attempts"],
+                "compensation": v1["compensation"],
+                "status": v1["status"],
+                "attempts": v1["attempts"],
+                "retries": v1["retries"],
+                "output": v1["output"],
+                "last_error": v1["last_error"],
+                "completed_seq": v1["completed_seq"],
+                "wave": v1["wave"],
+            }
+            for v1 in value["stages"]
+        ],
+        "waves": value["waves"],
+        "completions": value["completions"],
+        "created_at": value["created_at"],
+        "finished_at": value["finished_at"],
+    }
+
+
+def _list_pipelines_result(value: list[Pipeline]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "name": v0["name"],
+            "mode": v0["mode"],
+            "status": v0["status"],
+            "stages": [
+                {
+                    "id": v2["id"],
+                    "action": v2["action"],
+                    "depends_on": list(v2["depends_on"]),
+                    "worker_id": v2["worker_id"],
+                    "requires": v2["requires"],
+                    "policy": v2["policy"],
+                    "max_retries": v2["max_retries"],
+                    "fail_attempts": v2["fail_attempts"],
+                    "compensation": v2["compensation"],
+                    "status": v2["status"],
+                    "attempts": v2["attempts"],
+                    "retries": v2["retries"],
+                    "output": v2["output"],
+                    "last_error": v2["last_error"],
+                    "completed_seq": v2["completed_seq"],
+                    "wave": v2["wave"],
+                }
+                for v2 in v0["stages"]
+            ],
+            "waves": v0["waves"],
+            "completions": v0["completions"],
+            "created_at": v0["created_at"],
+            "finished_at": v0["finished_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _list_stage_runs_result(value: list[StageRun]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _list_compensations_result(value: list[Compensation]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _send_message_result(value: Message) -> Any:
+    return dict(value)
+
+
+def _list_messages_result(value: list[Message]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _trigger_build_result(value: Pipeline) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "mode": value["mode"],
+        "status": value["status"],
+        "stages": [
+            {
+                "id": v1["id"],
+                "action": v1["action"],
+                "depends_on": list(v1["depends_on"]),
+                "worker_id": v1["worker_id"],
+                "requires": v1["requires"],
+                "policy": v1["policy"],
+                "max_retries": v1["max_retries"],
+                "fail_attempts": v1["fail_attempts"],
+                "compensation": v1["compensation"],
+                "status": v1["status"],
+                "attempts": v1["attempts"],
+                "retries": v1["retries"],
+                "output": v1["output"],
+                "last_error": v1["last_error"],
+                "completed_seq": v1["completed_seq"],
+                "wave": v1["wave"],
+            }
+            for v1 in value["stages"]
+        ],
+        "waves": value["waves"],
+        "completions": value["completions"],
+        "created_at": value["created_at"],
+        "finished_at": value["finished_at"],
+    }
+
+
+def _pipelines_for_commit_result(value: list[Pipeline]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "name": v0["name"],
+            "mode": v0["mode"],
+            "status": v0["status"],
+            "stages": [
+                {
+                    "id": v2["id"],
+                    "action": v2["action"],
+                    "depends_on": list(v2["depends_on"]),
+                    "worker_id": v2["worker_id"],
+                    "requires": v2["requires"],
+                    "policy": v2["policy"],
+                    "max_retries": v2["max_retries"],
+                    "fail_attempts": v2["fail_attempts"],
+                    "compensation": v2["compensation"],
+                    "status": v2["status"],
+                    "attempts": v2["attempts"],
+                    "retries": v2["retries"],
+                    "output": v2["output"],
+                    "last_error": v2["last_error"],
+                    "completed_seq": v2["completed_seq"],
+                    "wave": v2["wave"],
+                }
+                for v2 in v0["stages"]
+            ],
+            "waves": v0["waves"],
+            "completions": v0["completions"],
+            "created_at": v0["created_at"],
+            "finished_at": v0["finished_at"],
+        }
+        for v0 in value
+    ]
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -1181,12 +1473,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "runners"}),
         frozenset({"audit_log", "runners"}),
+        _register_runner_result,
     ),
     "deregister_runner": ToolSpec(
         "deregister_runner",
         (Param("worker_id", ("str",), True),),
         frozenset({"audit_log", "clock", "pipelines", "runners"}),
         frozenset({"audit_log", "pipelines", "runners"}),
+        _deregister_runner_result,
     ),
     "list_runners": ToolSpec(
         "list_runners",
@@ -1210,6 +1504,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"runners"}),
         frozenset(),
+        _list_runners_result,
     ),
     "create_pipeline": ToolSpec(
         "create_pipeline",
@@ -1247,6 +1542,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "pipelines", "runners"}),
         frozenset({"audit_log", "pipelines"}),
+        _create_pipeline_result,
     ),
     "assign_stage": ToolSpec(
         "assign_stage",
@@ -1257,6 +1553,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "pipelines", "runners"}),
         frozenset({"audit_log", "pipelines"}),
+        _assign_stage_result,
     ),
     "execute_stage": ToolSpec(
         "execute_stage",
@@ -1266,12 +1563,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "run_log", "runners"}),
         frozenset({"audit_log", "pipelines", "run_log", "runners"}),
+        _execute_stage_result,
     ),
     "run_pipeline": ToolSpec(
         "run_pipeline",
         (Param("pipeline_id", ("str",), True),),
         frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "run_log", "runners"}),
         frozenset({"audit_log", "pipelines", "run_log", "runners"}),
+        _run_pipeline_result,
     ),
     "retry_stage": ToolSpec(
         "retry_stage",
@@ -1281,24 +1580,28 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "run_log", "runners"}),
         frozenset({"audit_log", "pipelines", "run_log", "runners"}),
+        _retry_stage_result,
     ),
     "rollback_pipeline": ToolSpec(
         "rollback_pipeline",
         (Param("pipeline_id", ("str",), True),),
         frozenset({"audit_log", "clock", "compensation_log", "pipelines", "runners"}),
         frozenset({"audit_log", "compensation_log", "pipelines", "runners"}),
+        _rollback_pipeline_result,
     ),
     "collect_results": ToolSpec(
         "collect_results",
         (Param("pipeline_id", ("str",), True),),
         frozenset({"pipelines"}),
         frozenset(),
+        _collect_results_result,
     ),
     "get_pipeline": ToolSpec(
         "get_pipeline",
         (Param("pipeline_id", ("str",), True),),
         frozenset({"pipelines"}),
         frozenset(),
+        _get_pipeline_result,
     ),
     "list_pipelines": ToolSpec(
         "list_pipelines",
@@ -1337,6 +1640,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"pipelines"}),
         frozenset(),
+        _list_pipelines_result,
     ),
     "list_stage_runs": ToolSpec(
         "list_stage_runs",
@@ -1362,12 +1666,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"run_log"}),
         frozenset(),
+        _list_stage_runs_result,
     ),
     "list_compensations": ToolSpec(
         "list_compensations",
         (Param("pipeline_id", ("optional", ("str",)), False),),
         frozenset({"compensation_log"}),
         frozenset(),
+        _list_compensations_result,
     ),
     "send_message": ToolSpec(
         "send_message",
@@ -1387,6 +1693,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "messages", "pipelines", "runners"}),
         frozenset({"audit_log", "messages"}),
+        _send_message_result,
     ),
     "list_messages": ToolSpec(
         "list_messages",
@@ -1397,6 +1704,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"messages"}),
         frozenset(),
+        _list_messages_result,
     ),
     "trigger_build": ToolSpec(
         "trigger_build",
@@ -1418,14 +1726,24 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "runners"}),
         frozenset({"audit_log", "pipeline_commits", "pipelines"}),
+        _trigger_build_result,
     ),
     "pipelines_for_commit": ToolSpec(
         "pipelines_for_commit",
         (Param("commit", ("str",), True, (("pattern", "[0-9a-f]{7,40}"),)),),
         frozenset({"pipeline_commits", "pipelines"}),
         frozenset(),
+        _pipelines_for_commit_result,
     ),
 }
+
+
+_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
+    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
+}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -1458,19 +1776,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    names = [p.name for p in spec.params]
     for key in args:
-        if key not in names:
+        if key not in spec.names:
+            allowed = [p.name for p in spec.params]
             raise DomainError(
                 "invalid_argument",
                 f"`{spec.name}` has no parameter `{key}`",
                 field=str(key),
-                allowed=names,
+                allowed=allowed,
             )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
         if param.name in args:
-            value = conform(args[param.name], param.kind, param.name)
+            value = args[param.name]
+            simple = _SIMPLE_TYPES.get(param.kind[0])
+            if simple is None or type(value) is not simple:  # the common case costs one lookup
+                value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
             kwargs[param.name] = value
@@ -1781,18 +2102,22 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
+        return copy_json(self._run(tool, args)[1])
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None) -> tuple[ToolSpec, Any]:
+        """Validate and run; the result is live (callers detach it once)."""
         spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)
             )
-        kwargs = check_arguments(spec, {} if args is None else args)
-        return copy_json(getattr(self, tool)(**kwargs))
+        return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            return to_json(self.invoke(tool, args))
+            spec, result = self._run(tool, args)
+            return spec.result(result)
         except DomainError as error:
             return error.to_json()
         except Exception:

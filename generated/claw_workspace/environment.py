@@ -18,7 +18,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
@@ -695,6 +695,55 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
+    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+
+    @property
+    def names(self) -> frozenset[str]:
+        return _PARAM_NAMES[self.name]
+
+
+def _ls_result(value: list[Entry]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _read_result(value: FileContent) -> Any:
+    return dict(value)
+
+
+def _search_result(value: SearchResult) -> Any:
+    return {
+        "query": value["query"],
+        "hits": [dict(v1) for v1 in value["hits"]],
+        "total": value["total"],
+        "truncated": value["truncated"],
+    }
+
+
+def _write_result(value: WriteResult) -> Any:
+    return dict(value)
+
+
+def _append_result(value: WriteResult) -> Any:
+    return dict(value)
+
+
+def _move_result(value: list[Moved]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _delete_result(value: list[str]) -> Any:
+    return list(value)
+
+
+def _csv_preview_result(value: CsvPreview) -> Any:
+    return {
+        "path": value["path"],
+        "columns": list(value["columns"]),
+        "rows": [list(v1) for v1 in value["rows"]],
+        "total_rows": value["total_rows"],
+        "ragged_rows": list(value["ragged_rows"]),
+        "rows_with_blanks": list(value["rows_with_blanks"]),
+    }
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -706,6 +755,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"files"}),
         frozenset(),
+        _ls_result,
     ),
     "read": ToolSpec(
         "read",
@@ -716,6 +766,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"files"}),
         frozenset(),
+        _read_result,
     ),
     "search": ToolSpec(
         "search",
@@ -756,6 +807,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"files"}),
         frozenset(),
+        _search_result,
     ),
     "write": ToolSpec(
         "write",
@@ -766,6 +818,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
+        _write_result,
     ),
     "append": ToolSpec(
         "append",
@@ -775,6 +828,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
+        _append_result,
     ),
     "move": ToolSpec(
         "move",
@@ -784,6 +838,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
+        _move_result,
     ),
     "delete": ToolSpec(
         "delete",
@@ -793,6 +848,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
+        _delete_result,
     ),
     "csv_preview": ToolSpec(
         "csv_preview",
@@ -810,8 +866,17 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"files"}),
         frozenset(),
+        _csv_preview_result,
     ),
 }
+
+
+_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
+    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
+}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -844,19 +909,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    names = [p.name for p in spec.params]
     for key in args:
-        if key not in names:
+        if key not in spec.names:
+            allowed = [p.name for p in spec.params]
             raise DomainError(
                 "invalid_argument",
                 f"`{spec.name}` has no parameter `{key}`",
                 field=str(key),
-                allowed=names,
+                allowed=allowed,
             )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
         if param.name in args:
-            value = conform(args[param.name], param.kind, param.name)
+            value = args[param.name]
+            simple = _SIMPLE_TYPES.get(param.kind[0])
+            if simple is None or type(value) is not simple:  # the common case costs one lookup
+                value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
             kwargs[param.name] = value
@@ -1108,18 +1176,22 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
+        return copy_json(self._run(tool, args)[1])
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None) -> tuple[ToolSpec, Any]:
+        """Validate and run; the result is live (callers detach it once)."""
         spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)
             )
-        kwargs = check_arguments(spec, {} if args is None else args)
-        return copy_json(getattr(self, tool)(**kwargs))
+        return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            return to_json(self.invoke(tool, args))
+            spec, result = self._run(tool, args)
+            return spec.result(result)
         except DomainError as error:
             return error.to_json()
         except Exception:

@@ -19,7 +19,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
@@ -859,6 +859,255 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
+    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+
+    @property
+    def names(self) -> frozenset[str]:
+        return _PARAM_NAMES[self.name]
+
+
+def _create_pool_result(value: HiringPool) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "criteria": dict(value["criteria"]),
+        "top_k": value["top_k"],
+        "supply": {
+            k1: {
+                "id": v1["id"],
+                "side": v1["side"],
+                "name": v1["name"],
+                "attributes": {k3: to_json(v3) for k3, v3 in v1["attributes"].items()},
+                "added_at": v1["added_at"],
+            }
+            for k1, v1 in value["supply"].items()
+        },
+        "demand": {
+            k1: {
+                "id": v1["id"],
+                "side": v1["side"],
+                "name": v1["name"],
+                "attributes": {k3: to_json(v3) for k3, v3 in v1["attributes"].items()},
+                "added_at": v1["added_at"],
+            }
+            for k1, v1 in value["demand"].items()
+        },
+        "created_at": value["created_at"],
+    }
+
+
+def _add_applicant_result(value: PoolMember) -> Any:
+    return {
+        "id": value["id"],
+        "side": value["side"],
+        "name": value["name"],
+        "attributes": {k1: to_json(v1) for k1, v1 in value["attributes"].items()},
+        "added_at": value["added_at"],
+    }
+
+
+def _add_opening_result(value: PoolMember) -> Any:
+    return {
+        "id": value["id"],
+        "side": value["side"],
+        "name": value["name"],
+        "attributes": {k1: to_json(v1) for k1, v1 in value["attributes"].items()},
+        "added_at": value["added_at"],
+    }
+
+
+def _get_pool_result(value: HiringPool) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "criteria": dict(value["criteria"]),
+        "top_k": value["top_k"],
+        "supply": {
+            k1: {
+                "id": v1["id"],
+                "side": v1["side"],
+                "name": v1["name"],
+                "attributes": {k3: to_json(v3) for k3, v3 in v1["attributes"].items()},
+                "added_at": v1["added_at"],
+            }
+            for k1, v1 in value["supply"].items()
+        },
+        "demand": {
+            k1: {
+                "id": v1["id"],
+                "side": v1["side"],
+                "name": v1["name"],
+                "attributes": {k3: to_json(v3) for k3, v3 in v1["attributes"].items()},
+                "added_at": v1["added_at"],
+            }
+            for k1, v1 in value["demand"].items()
+        },
+        "created_at": value["created_at"],
+    }
+
+
+def _list_pools_result(value: list[HiringPool]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "name": v0["name"],
+            "criteria": dict(v0["criteria"]),
+            "top_k": v0["top_k"],
+            "supply": {
+                k2: {
+                    "id": v2["id"],
+                    "side": v2["side"],
+                    "name": v2["name"],
+                    "attributes": {k4: to_json(v4) for k4, v4 in v2["attributes"].items()},
+                    "added_at": v2["added_at"],
+                }
+                for k2, v2 in v0["supply"].items()
+            },
+            "demand": {
+                k2: {
+                    "id": v2["id"],
+                    "side": v2["side"],
+                    "name": v2["name"],
+                    "attributes": {k4: to_json(v4) for k4, v4 in v2["attributes"].items()},
+                    "added_at": v2["added_at"],
+                }
+                for k2, v2 in v0["demand"].items()
+            },
+            "created_at": v0["created_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _list_pool_members_result(value: list[PoolMember]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "side": v0["side"],
+            "name": v0["name"],
+            "attributes": {k2: to_json(v2) for k2, v2 in v0["attributes"].items()},
+            "added_at": v0["added_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _score_fit_result(value: ScoredPair) -> Any:
+    return {
+        "supply_id": value["supply_id"],
+        "demand_id": value["demand_id"],
+        "score": value["score"],
+        "breakdown": [dict(v1) for v1 in value["breakdown"]],
+    }
+
+
+def _run_shortlist_result(value: list[Match]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "pool_id": v0["pool_id"],
+            "supply_id": v0["supply_id"],
+            "demand_id": v0["demand_id"],
+            "score": v0["score"],
+            "breakdown": [dict(v2) for v2 in v0["breakdown"]],
+            "status": v0["status"],
+            "decided_by": v0["decided_by"],
+            "note": v0["note"],
+            "created_at": v0["created_at"],
+            "decided_at": v0["decided_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _rerank_matches_result(value: list[Match]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "pool_id": v0["pool_id"],
+            "supply_id": v0["supply_id"],
+            "demand_id": v0["demand_id"],
+            "score": v0["score"],
+            "breakdown": [dict(v2) for v2 in v0["breakdown"]],
+            "status": v0["status"],
+            "decided_by": v0["decided_by"],
+            "note": v0["note"],
+            "created_at": v0["created_at"],
+            "decided_at": v0["decided_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _accept_match_result(value: Match) -> Any:
+    return {
+        "id": value["id"],
+        "pool_id": value["pool_id"],
+        "supply_id": value["supply_id"],
+        "demand_id": value["demand_id"],
+        "score": value["score"],
+        "breakdown": [dict(v1) for v1 in value["breakdown"]],
+        "status": value["status"],
+        "decided_by": value["decided_by"],
+        "note": value["note"],
+        "created_at": value["created_at"],
+        "decided_at": value["decided_at"],
+    }
+
+
+def _reject_match_result(value: Match) -> Any:
+    return {
+        "id": value["id"],
+        "pool_id": value["pool_id"],
+        "supply_id": value["supply_id"],
+        "demand_id": value["demand_id"],
+        "score": value["score"],
+        "breakdown": [dict(v1) for v1 in value["breakdown"]],
+        "status": value["status"],
+        "decided_by": value["decided_by"],
+        "note": value["note"],
+        "created_at": value["created_at"],
+        "decided_at": value["decided_at"],
+    }
+
+
+def _list_matches_result(value: list[Match]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "pool_id": v0["pool_id"],
+            "supply_id": v0["supply_id"],
+            "demand_id": v0["demand_id"],
+            "score": v0["score"],
+            "breakdown": [dict(v2) for v2 in v0["breakdown"]],
+            "status": v0["status"],
+            "decided_by": v0["decided_by"],
+            "note": v0["note"],
+            "created_at": v0["created_at"],
+            "decided_at": v0["decided_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _import_resume_result(value: PoolMember) -> Any:
+    return {
+        "id": value["id"],
+        "side": value["side"],
+        "name": value["name"],
+        "attributes": {k1: to_json(v1) for k1, v1 in value["attributes"].items()},
+        "added_at": value["added_at"],
+    }
+
+
+def _post_opening_result(value: PoolMember) -> Any:
+    return {
+        "id": value["id"],
+        "side": value["side"],
+        "name": value["name"],
+        "attributes": {k1: to_json(v1) for k1, v1 in value["attributes"].items()},
+        "added_at": value["added_at"],
+    }
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -896,6 +1145,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "pools"}),
         frozenset({"audit_log", "pools"}),
+        _create_pool_result,
     ),
     "add_applicant": ToolSpec(
         "add_applicant",
@@ -915,6 +1165,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "pools"}),
         frozenset({"audit_log", "pools"}),
+        _add_applicant_result,
     ),
     "add_opening": ToolSpec(
         "add_opening",
@@ -934,18 +1185,21 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "pools"}),
         frozenset({"audit_log", "pools"}),
+        _add_opening_result,
     ),
     "get_pool": ToolSpec(
         "get_pool",
         (Param("pool_id", ("str",), True),),
         frozenset({"pools"}),
         frozenset(),
+        _get_pool_result,
     ),
     "list_pools": ToolSpec(
         "list_pools",
         (),
         frozenset({"pools"}),
         frozenset(),
+        _list_pools_result,
     ),
     "list_pool_members": ToolSpec(
         "list_pool_members",
@@ -968,6 +1222,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"pools"}),
         frozenset(),
+        _list_pool_members_result,
     ),
     "score_fit": ToolSpec(
         "score_fit",
@@ -978,6 +1233,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"pools"}),
         frozenset(),
+        _score_fit_result,
     ),
     "run_shortlist": ToolSpec(
         "run_shortlist",
@@ -988,6 +1244,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "match_records", "next_match_id", "pools"}),
         frozenset({"audit_log", "match_records", "next_match_id"}),
+        _run_shortlist_result,
     ),
     "rerank_matches": ToolSpec(
         "rerank_matches",
@@ -1023,6 +1280,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"match_records", "pools"}),
         frozenset(),
+        _rerank_matches_result,
     ),
     "accept_match": ToolSpec(
         "accept_match",
@@ -1043,6 +1301,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "match_records"}),
         frozenset({"audit_log", "match_records"}),
+        _accept_match_result,
     ),
     "reject_match": ToolSpec(
         "reject_match",
@@ -1063,6 +1322,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "match_records"}),
         frozenset({"audit_log", "match_records"}),
+        _reject_match_result,
     ),
     "list_matches": ToolSpec(
         "list_matches",
@@ -1097,6 +1357,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"match_records", "pools"}),
         frozenset(),
+        _list_matches_result,
     ),
     "import_resume": ToolSpec(
         "import_resume",
@@ -1106,6 +1367,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "pools"}),
         frozenset({"audit_log", "pools"}),
+        _import_resume_result,
     ),
     "post_opening": ToolSpec(
         "post_opening",
@@ -1115,8 +1377,17 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "pools"}),
         frozenset({"audit_log", "pools"}),
+        _post_opening_result,
     ),
 }
+
+
+_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
+    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
+}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -1149,19 +1420,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    names = [p.name for p in spec.params]
     for key in args:
-        if key not in names:
+        if key not in spec.names:
+            allowed = [p.name for p in spec.params]
             raise DomainError(
                 "invalid_argument",
                 f"`{spec.name}` has no parameter `{key}`",
                 field=str(key),
-                allowed=names,
+                allowed=allowed,
             )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
         if param.name in args:
-            value = conform(args[param.name], param.kind, param.name)
+            value = args[param.name]
+            simple = _SIMPLE_TYPES.get(param.kind[0])
+            if simple is None or type(value) is not simple:  # the common case costs one lookup
+                value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
             kwargs[param.name] = value
@@ -1469,18 +1743,22 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
+        return copy_json(self._run(tool, args)[1])
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None) -> tuple[ToolSpec, Any]:
+        """Validate and run; the result is live (callers detach it once)."""
         spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)
             )
-        kwargs = check_arguments(spec, {} if args is None else args)
-        return copy_json(getattr(self, tool)(**kwargs))
+        return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            return to_json(self.invoke(tool, args))
+            spec, result = self._run(tool, args)
+            return spec.result(result)
         except DomainError as error:
             return error.to_json()
         except Exception:

@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
@@ -1037,6 +1037,312 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
+    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+
+    @property
+    def names(self) -> frozenset[str]:
+        return _PARAM_NAMES[self.name]
+
+
+def _create_machine_result(value: Machine) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "description": value["description"],
+        "states": [
+            {
+                "name": v1["name"],
+                "on_enter": list(v1["on_enter"]),
+                "on_exit": list(v1["on_exit"]),
+                "initial": v1["initial"],
+                "terminal": v1["terminal"],
+            }
+            for v1 in value["states"]
+        ],
+        "transitions": [
+            {
+                "id": v1["id"],
+                "source": v1["source"],
+                "target": v1["target"],
+                "trigger": v1["trigger"],
+                "guards": {
+                    k3: {k4: to_json(v4) for k4, v4 in v3.items()}
+                    for k3, v3 in v1["guards"].items()
+                },
+            }
+            for v1 in value["transitions"]
+        ],
+        "next_transition_id": value["next_transition_id"],
+    }
+
+
+def _add_state_result(value: StateDef) -> Any:
+    return {
+        "name": value["name"],
+        "on_enter": list(value["on_enter"]),
+        "on_exit": list(value["on_exit"]),
+        "initial": value["initial"],
+        "terminal": value["terminal"],
+    }
+
+
+def _add_transition_result(value: Transition) -> Any:
+    return {
+        "id": value["id"],
+        "source": value["source"],
+        "target": value["target"],
+        "trigger": value["trigger"],
+        "guards": {
+            k1: {k2: to_json(v2) for k2, v2 in v1.items()} for k1, v1 in value["guards"].items()
+        },
+    }
+
+
+def _evaluate_guards_result(value: GuardCheck) -> Any:
+    return {
+        "passed": value["passed"],
+        "failures": [
+            {
+                "transition_id": v1["transition_id"],
+                "field": v1["field"],
+                "op": v1["op"],
+                "expected": to_json(v1["expected"]),
+                "actual": None if v1["actual"] is None else to_json(v1["actual"]),
+                "reason": v1["reason"],
+            }
+            for v1 in value["failures"]
+        ],
+    }
+
+
+def _get_machine_result(value: Machine) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "description": value["description"],
+        "states": [
+            {
+                "name": v1["name"],
+                "on_enter": list(v1["on_enter"]),
+                "on_exit": list(v1["on_exit"]),
+                "initial": v1["initial"],
+                "terminal": v1["terminal"],
+            }
+            for v1 in value["states"]
+        ],
+        "transitions": [
+            {
+                "id": v1["id"],
+                "source": v1["source"],
+                "target": v1["target"],
+                "trigger": v1["trigger"],
+                "guards": {
+                    k3: {k4: to_json(v4) for k4, v4 in v3.items()}
+                    for k3, v3 in v1["guards"].items()
+                },
+            }
+            for v1 in value["transitions"]
+        ],
+        "next_transition_id": value["next_transition_id"],
+    }
+
+
+def _list_machines_result(value: list[Machine]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "name": v0["name"],
+            "description": v0["description"],
+            "states": [
+                {
+                    "name": v2["name"],
+                    "on_enter": list(v2["on_enter"]),
+                    "on_exit": list(v2["on_exit"]),
+                    "initial": v2["initial"],
+                    "terminal": v2["terminal"],
+                }
+                for v2 in v0["states"]
+            ],
+            "transitions": [
+                {
+                    "id": v2["id"],
+                    "source": v2["source"],
+                    "target": v2["target"],
+                    "trigger": v2["trigger"],
+                    "guards": {
+                        k4: {k5: to_json(v5) for k5, v5 in v4.items()}
+                        for k4, v4 in v2["guards"].items()
+                    },
+                }
+                for v2 in v0["transitions"]
+            ],
+            "next_transition_id": v0["next_transition_id"],
+        }
+        for v0 in value
+    ]
+
+
+def _list_transitions_result(value: list[Transition]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "source": v0["source"],
+            "target": v0["target"],
+            "trigger": v0["trigger"],
+            "guards": {
+                k2: {k3: to_json(v3) for k3, v3 in v2.items()} for k2, v2 in v0["guards"].items()
+            },
+        }
+        for v0 in value
+    ]
+
+
+def _update_loan_data_result(value: Loan) -> Any:
+    return {
+        "id": value["id"],
+        "machine_id": value["machine_id"],
+        "label": value["label"],
+        "state": value["state"],
+        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
+        "history": list(value["history"]),
+        "completed": value["completed"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+    }
+
+
+def _move_loan_result(value: TransitionResult) -> Any:
+    return {
+        "outcome": value["outcome"],
+        "entity_id": value["entity_id"],
+        "source": value["source"],
+        "target": value["target"],
+        "state": value["state"],
+        "completed": value["completed"],
+        "transition_id": value["transition_id"],
+        "trigger": value["trigger"],
+        "failed_guards": [
+            {
+                "transition_id": v1["transition_id"],
+                "field": v1["field"],
+                "op": v1["op"],
+                "expected": to_json(v1["expected"]),
+                "actual": None if v1["actual"] is None else to_json(v1["actual"]),
+                "reason": v1["reason"],
+            }
+            for v1 in value["failed_guards"]
+        ],
+        "hooks": [dict(v1) for v1 in value["hooks"]],
+        "available": list(value["available"]),
+        "message": value["message"],
+    }
+
+
+def _available_moves_result(value: list[AvailableTarget]) -> Any:
+    return [
+        {
+            "target": v0["target"],
+            "transition_id": v0["transition_id"],
+            "trigger": v0["trigger"],
+            "guards": {
+                k2: {k3: to_json(v3) for k3, v3 in v2.items()} for k2, v2 in v0["guards"].items()
+            },
+            "ready": v0["ready"],
+            "failed_guards": [
+                {
+                    "transition_id": v2["transition_id"],
+                    "field": v2["field"],
+                    "op": v2["op"],
+                    "expected": to_json(v2["expected"]),
+                    "actual": None if v2["actual"] is None else to_json(v2["actual"]),
+                    "reason": v2["reason"],
+                }
+                for v2 in v0["failed_guards"]
+            ],
+        }
+        for v0 in value
+    ]
+
+
+def _get_loan_result(value: Loan) -> Any:
+    return {
+        "id": value["id"],
+        "machine_id": value["machine_id"],
+        "label": value["label"],
+        "state": value["state"],
+        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
+        "history": list(value["history"]),
+        "completed": value["completed"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+    }
+
+
+def _list_loans_result(value: list[Loan]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "machine_id": v0["machine_id"],
+            "label": v0["label"],
+            "state": v0["state"],
+            "data": {k2: to_json(v2) for k2, v2 in v0["data"].items()},
+            "history": list(v0["history"]),
+            "completed": v0["completed"],
+            "created_at": v0["created_at"],
+            "updated_at": v0["updated_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _list_moves_result(value: list[MoveRecord]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _list_hook_runs_result(value: list[HookRun]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _submit_application_result(value: Loan) -> Any:
+    return {
+        "id": value["id"],
+        "machine_id": value["machine_id"],
+        "label": value["label"],
+        "state": value["state"],
+        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
+        "history": list(value["history"]),
+        "completed": value["completed"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+    }
+
+
+def _receive_document_result(value: Loan) -> Any:
+    return {
+        "id": value["id"],
+        "machine_id": value["machine_id"],
+        "label": value["label"],
+        "state": value["state"],
+        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
+        "history": list(value["history"]),
+        "completed": value["completed"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+    }
+
+
+def _pull_credit_report_result(value: Loan) -> Any:
+    return {
+        "id": value["id"],
+        "machine_id": value["machine_id"],
+        "label": value["label"],
+        "state": value["state"],
+        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
+        "history": list(value["history"]),
+        "completed": value["completed"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+    }
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -1057,6 +1363,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "machines"}),
         frozenset({"audit_log", "machines"}),
+        _create_machine_result,
     ),
     "add_state": ToolSpec(
         "add_state",
@@ -1070,6 +1377,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "machines"}),
         frozenset({"audit_log", "machines"}),
+        _add_state_result,
     ),
     "add_transition": ToolSpec(
         "add_transition",
@@ -1082,6 +1390,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "machines"}),
         frozenset({"audit_log", "machines"}),
+        _add_transition_result,
     ),
     "evaluate_guards": ToolSpec(
         "evaluate_guards",
@@ -1091,18 +1400,21 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset(),
         frozenset(),
+        _evaluate_guards_result,
     ),
     "get_machine": ToolSpec(
         "get_machine",
         (Param("machine_id", ("str",), True),),
         frozenset({"machines"}),
         frozenset(),
+        _get_machine_result,
     ),
     "list_machines": ToolSpec(
         "list_machines",
         (),
         frozenset({"machines"}),
         frozenset(),
+        _list_machines_result,
     ),
     "list_transitions": ToolSpec(
         "list_transitions",
@@ -1114,6 +1426,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"machines"}),
         frozenset(),
+        _list_transitions_result,
     ),
     "update_loan_data": ToolSpec(
         "update_loan_data",
@@ -1124,6 +1437,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "loans"}),
         frozenset({"audit_log", "loans"}),
+        _update_loan_data_result,
     ),
     "move_loan": ToolSpec(
         "move_loan",
@@ -1133,6 +1447,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "hook_log", "loans", "machines", "move_log"}),
         frozenset({"audit_log", "hook_log", "loans", "move_log"}),
+        _move_loan_result,
     ),
     "available_moves": ToolSpec(
         "available_moves",
@@ -1142,12 +1457,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"loans", "machines"}),
         frozenset(),
+        _available_moves_result,
     ),
     "get_loan": ToolSpec(
         "get_loan",
         (Param("loan_id", ("int",), True),),
         frozenset({"loans"}),
         frozenset(),
+        _get_loan_result,
     ),
     "list_loans": ToolSpec(
         "list_loans",
@@ -1159,6 +1476,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"loans", "machines"}),
         frozenset(),
+        _list_loans_result,
     ),
     "list_moves": ToolSpec(
         "list_moves",
@@ -1170,6 +1488,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"move_log"}),
         frozenset(),
+        _list_moves_result,
     ),
     "list_hook_runs": ToolSpec(
         "list_hook_runs",
@@ -1193,6 +1512,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"hook_log"}),
         frozenset(),
+        _list_hook_runs_result,
     ),
     "submit_application": ToolSpec(
         "submit_application",
@@ -1213,6 +1533,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "hook_log", "loans", "machines", "next_loan_id"}),
         frozenset({"audit_log", "hook_log", "loans", "next_loan_id"}),
+        _submit_application_result,
     ),
     "receive_document": ToolSpec(
         "receive_document",
@@ -1222,14 +1543,24 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "loans"}),
         frozenset({"audit_log", "loans"}),
+        _receive_document_result,
     ),
     "pull_credit_report": ToolSpec(
         "pull_credit_report",
         (Param("loan_id", ("int",), True),),
         frozenset({"audit_log", "clock", "loans"}),
         frozenset({"audit_log", "loans"}),
+        _pull_credit_report_result,
     ),
 }
+
+
+_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
+    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
+}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -1262,19 +1593,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    names = [p.name for p in spec.params]
     for key in args:
-        if key not in names:
+        if key not in spec.names:
+            allowed = [p.name for p in spec.params]
             raise DomainError(
                 "invalid_argument",
                 f"`{spec.name}` has no parameter `{key}`",
                 field=str(key),
-                allowed=names,
+                allowed=allowed,
             )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
         if param.name in args:
-            value = conform(args[param.name], param.kind, param.name)
+            value = args[param.name]
+            simple = _SIMPLE_TYPES.get(param.kind[0])
+            if simple is None or type(value) is not simple:  # the common case costs one lookup
+                value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
             kwargs[param.name] = value
@@ -1631,18 +1965,22 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
+        return copy_json(self._run(tool, args)[1])
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None) -> tuple[ToolSpec, Any]:
+        """Validate and run; the result is live (callers detach it once)."""
         spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)
             )
-        kwargs = check_arguments(spec, {} if args is None else args)
-        return copy_json(getattr(self, tool)(**kwargs))
+        return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            return to_json(self.invoke(tool, args))
+            spec, result = self._run(tool, args)
+            return spec.result(result)
         except DomainError as error:
             return error.to_json()
         except Exception:

@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
@@ -1304,6 +1304,279 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
+    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+
+    @property
+    def names(self) -> frozenset[str]:
+        return _PARAM_NAMES[self.name]
+
+
+def _register_feed_result(value: Feed) -> Any:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "format": value["format"],
+        "tags": list(value["tags"]),
+        "registered_at": value["registered_at"],
+        "jobs_ingested": value["jobs_ingested"],
+    }
+
+
+def _list_feeds_result(value: list[Feed]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "name": v0["name"],
+            "format": v0["format"],
+            "tags": list(v0["tags"]),
+            "registered_at": v0["registered_at"],
+            "jobs_ingested": v0["jobs_ingested"],
+        }
+        for v0 in value
+    ]
+
+
+def _ingest_result(value: Job) -> Any:
+    return {
+        "id": value["id"],
+        "source_id": value["source_id"],
+        "format": value["format"],
+        "job_type": value["job_type"],
+        "status": value["status"],
+        "label": value["label"],
+        "parsed": {
+            "format": value["parsed"]["format"],
+            "uri": value["parsed"]["uri"],
+            "title": value["parsed"]["title"],
+            "duration_s": value["parsed"]["duration_s"],
+            "columns": list(value["parsed"]["columns"]),
+            "units": [
+                {"index": v2["index"], "text": v2["text"], "attrs": dict(v2["attrs"])}
+                for v2 in value["parsed"]["units"]
+            ],
+        },
+        "results": [
+            {
+                "job_id": v1["job_id"],
+                "source_id": v1["source_id"],
+                "seq": v1["seq"],
+                "fields": dict(v1["fields"]),
+            }
+            for v1 in value["results"]
+        ],
+        "failure": value["failure"],
+        "processor": value["processor"],
+        "created_at": value["created_at"],
+        "processed_at": value["processed_at"],
+    }
+
+
+def _process_job_result(value: Job) -> Any:
+    return {
+        "id": value["id"],
+        "source_id": value["source_id"],
+        "format": value["format"],
+        "job_type": value["job_type"],
+        "status": value["status"],
+        "label": value["label"],
+        "parsed": {
+            "format": value["parsed"]["format"],
+            "uri": value["parsed"]["uri"],
+            "title": value["parsed"]["title"],
+            "duration_s": value["parsed"]["duration_s"],
+            "columns": list(value["parsed"]["columns"]),
+            "units": [
+                {"index": v2["index"], "text": v2["text"], "attrs": dict(v2["attrs"])}
+                for v2 in value["parsed"]["units"]
+            ],
+        },
+        "results": [
+            {
+                "job_id": v1["job_id"],
+                "source_id": v1["source_id"],
+                "seq": v1["seq"],
+                "fields": dict(v1["fields"]),
+            }
+            for v1 in value["results"]
+        ],
+        "failure": value["failure"],
+        "processor": value["processor"],
+        "created_at": value["created_at"],
+        "processed_at": value["processed_at"],
+    }
+
+
+def _process_queue_result(value: list[Job]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "source_id": v0["source_id"],
+            "format": v0["format"],
+            "job_type": v0["job_type"],
+            "status": v0["status"],
+            "label": v0["label"],
+            "parsed": {
+                "format": v0["parsed"]["format"],
+                "uri": v0["parsed"]["uri"],
+                "title": v0["parsed"]["title"],
+                "duration_s": v0["parsed"]["duration_s"],
+                "columns": list(v0["parsed"]["columns"]),
+                "units": [
+                    {"index": v3["index"], "text": v3["text"], "attrs": dict(v3["attrs"])}
+                    for v3 in v0["parsed"]["units"]
+                ],
+            },
+            "results": [
+                {
+                    "job_id": v2["job_id"],
+                    "source_id": v2["source_id"],
+                    "seq": v2["seq"],
+                    "fields": dict(v2["fields"]),
+                }
+                for v2 in v0["results"]
+            ],
+            "failure": v0["failure"],
+            "processor": v0["processor"],
+            "created_at": v0["created_at"],
+            "processed_at": v0["processed_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _get_job_result(value: Job) -> Any:
+    return {
+        "id": value["id"],
+        "source_id": value["source_id"],
+        "format": value["format"],
+        "job_type": value["job_type"],
+        "status": value["status"],
+        "label": value["label"],
+        "parsed": {
+            "format": value["parsed"]["format"],
+            "uri": value["parsed"]["uri"],
+            "title": value["parsed"]["title"],
+            "duration_s": value["parsed"]["duration_s"],
+            "columns": list(value["parsed"]["columns"]),
+            "units": [
+                {"index": v2["index"], "text": v2["text"], "attrs": dict(v2["attrs"])}
+                for v2 in value["parsed"]["units"]
+            ],
+        },
+        "results": [
+            {
+                "job_id": v1["job_id"],
+                "source_id": v1["source_id"],
+                "seq": v1["seq"],
+                "fields": dict(v1["fields"]),
+            }
+            for v1 in value["results"]
+        ],
+        "failure": value["failure"],
+        "processor": value["processor"],
+        "created_at": value["created_at"],
+        "processed_at": value["processed_at"],
+    }
+
+
+def _list_jobs_result(value: list[Job]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "source_id": v0["source_id"],
+            "format": v0["format"],
+            "job_type": v0["job_type"],
+            "status": v0["status"],
+            "label": v0["label"],
+            "parsed": {
+                "format": v0["parsed"]["format"],
+                "uri": v0["parsed"]["uri"],
+                "title": v0["parsed"]["title"],
+                "duration_s": v0["parsed"]["duration_s"],
+                "columns": list(v0["parsed"]["columns"]),
+                "units": [
+                    {"index": v3["index"], "text": v3["text"], "attrs": dict(v3["attrs"])}
+                    for v3 in v0["parsed"]["units"]
+                ],
+            },
+            "results": [
+                {
+                    "job_id": v2["job_id"],
+                    "source_id": v2["source_id"],
+                    "seq": v2["seq"],
+                    "fields": dict(v2["fields"]),
+                }
+                for v2 in v0["results"]
+            ],
+            "failure": v0["failure"],
+            "processor": v0["processor"],
+            "created_at": v0["created_at"],
+            "processed_at": v0["processed_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _build_digest_result(value: Digest) -> Any:
+    return {
+        "id": value["id"],
+        "dedup_keys": list(value["dedup_keys"]),
+        "normalization": list(value["normalization"]),
+        "job_ids": list(value["job_ids"]),
+        "input_count": value["input_count"],
+        "duplicates_removed": value["duplicates_removed"],
+        "unkeyed": value["unkeyed"],
+        "items": [
+            {
+                "key": v1["key"],
+                "fields": dict(v1["fields"]),
+                "sources": list(v1["sources"]),
+                "jobs": list(v1["jobs"]),
+                "mentions": v1["mentions"],
+            }
+            for v1 in value["items"]
+        ],
+        "created_at": value["created_at"],
+    }
+
+
+def _get_digest_result(value: Digest) -> Any:
+    return {
+        "id": value["id"],
+        "dedup_keys": list(value["dedup_keys"]),
+        "normalization": list(value["normalization"]),
+        "job_ids": list(value["job_ids"]),
+        "input_count": value["input_count"],
+        "duplicates_removed": value["duplicates_removed"],
+        "unkeyed": value["unkeyed"],
+        "items": [
+            {
+                "key": v1["key"],
+                "fields": dict(v1["fields"]),
+                "sources": list(v1["sources"]),
+                "jobs": list(v1["jobs"]),
+                "mentions": v1["mentions"],
+            }
+            for v1 in value["items"]
+        ],
+        "created_at": value["created_at"],
+    }
+
+
+def _publish_result(value: Brief) -> Any:
+    return dict(value)
+
+
+def _get_brief_result(value: Brief) -> Any:
+    return dict(value)
+
+
+def _watch_brand_result(value: list[str]) -> Any:
+    return list(value)
+
+
+def _share_of_voice_result(value: list[VoiceShare]) -> Any:
+    return [dict(v0) for v0 in value]
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -1337,6 +1610,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "feeds"}),
         frozenset({"audit_log", "feeds"}),
+        _register_feed_result,
     ),
     "list_feeds": ToolSpec(
         "list_feeds",
@@ -1360,6 +1634,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"feeds"}),
         frozenset(),
+        _list_feeds_result,
     ),
     "ingest": ToolSpec(
         "ingest",
@@ -1370,24 +1645,28 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "feeds", "jobs", "next_job_id"}),
         frozenset({"audit_log", "feeds", "jobs", "next_job_id"}),
+        _ingest_result,
     ),
     "process_job": ToolSpec(
         "process_job",
         (Param("job_id", ("int",), True),),
         frozenset({"audit_log", "clock", "jobs"}),
         frozenset({"audit_log", "jobs"}),
+        _process_job_result,
     ),
     "process_queue": ToolSpec(
         "process_queue",
         (Param("feed_id", ("optional", ("str",)), False),),
         frozenset({"audit_log", "clock", "feeds", "jobs"}),
         frozenset({"audit_log", "jobs"}),
+        _process_queue_result,
     ),
     "get_job": ToolSpec(
         "get_job",
         (Param("job_id", ("int",), True),),
         frozenset({"jobs"}),
         frozenset(),
+        _get_job_result,
     ),
     "list_jobs": ToolSpec(
         "list_jobs",
@@ -1427,6 +1706,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"jobs"}),
         frozenset(),
+        _list_jobs_result,
     ),
     "build_digest": ToolSpec(
         "build_digest",
@@ -1460,12 +1740,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "digests", "jobs", "next_digest_id"}),
         frozenset({"audit_log", "digests", "next_digest_id"}),
+        _build_digest_result,
     ),
     "get_digest": ToolSpec(
         "get_digest",
         (Param("digest_id", ("int",), True),),
         frozenset({"digests"}),
         frozenset(),
+        _get_digest_result,
     ),
     "publish": ToolSpec(
         "publish",
@@ -1497,12 +1779,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "briefs", "clock", "digests", "next_brief_id"}),
         frozenset({"audit_log", "briefs", "next_brief_id"}),
+        _publish_result,
     ),
     "get_brief": ToolSpec(
         "get_brief",
         (Param("brief_id", ("int",), True),),
         frozenset({"briefs"}),
         frozenset(),
+        _get_brief_result,
     ),
     "watch_brand": ToolSpec(
         "watch_brand",
@@ -1519,14 +1803,24 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "watchlist"}),
         frozenset({"audit_log", "watchlist"}),
+        _watch_brand_result,
     ),
     "share_of_voice": ToolSpec(
         "share_of_voice",
         (Param("digest_id", ("int",), True),),
         frozenset({"digests", "watchlist"}),
         frozenset(),
+        _share_of_voice_result,
     ),
 }
+
+
+_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
+    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
+}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -1559,19 +1853,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    names = [p.name for p in spec.params]
     for key in args:
-        if key not in names:
+        if key not in spec.names:
+            allowed = [p.name for p in spec.params]
             raise DomainError(
                 "invalid_argument",
                 f"`{spec.name}` has no parameter `{key}`",
                 field=str(key),
-                allowed=names,
+                allowed=allowed,
             )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
         if param.name in args:
-            value = conform(args[param.name], param.kind, param.name)
+            value = args[param.name]
+            simple = _SIMPLE_TYPES.get(param.kind[0])
+            if simple is None or type(value) is not simple:  # the common case costs one lookup
+                value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
             kwargs[param.name] = value
@@ -1916,18 +2213,22 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
+        return copy_json(self._run(tool, args)[1])
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None) -> tuple[ToolSpec, Any]:
+        """Validate and run; the result is live (callers detach it once)."""
         spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)
             )
-        kwargs = check_arguments(spec, {} if args is None else args)
-        return copy_json(getattr(self, tool)(**kwargs))
+        return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            return to_json(self.invoke(tool, args))
+            spec, result = self._run(tool, args)
+            return spec.result(result)
         except DomainError as error:
             return error.to_json()
         except Exception:

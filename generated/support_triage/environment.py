@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
@@ -1401,6 +1401,101 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
+    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+
+    @property
+    def names(self) -> frozenset[str]:
+        return _PARAM_NAMES[self.name]
+
+
+def _open_conversation_result(value: Conversation) -> Any:
+    return dict(value)
+
+
+def _reply_to_customer_result(value: Exchange) -> Any:
+    return {
+        "session_id": value["session_id"],
+        "turn": value["turn"],
+        "reply": value["reply"],
+        "status": value["status"],
+        "delta": {
+            "confidence_before": value["delta"]["confidence_before"],
+            "confidence_after": value["delta"]["confidence_after"],
+            "valence_before": value["delta"]["valence_before"],
+            "valence_after": value["delta"]["valence_after"],
+            "mood": value["delta"]["mood"],
+            "trend": value["delta"]["trend"],
+            "signals": list(value["delta"]["signals"]),
+            "newly_confirmed": list(value["delta"]["newly_confirmed"]),
+            "changed": dict(value["delta"]["changed"]),
+        },
+    }
+
+
+def _get_transcript_result(value: list[Message]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _get_case_fields_result(value: dict[str, str]) -> Any:
+    return dict(value)
+
+
+def _set_case_field_result(value: ContextChange) -> Any:
+    return {
+        "key": value["key"],
+        "previous": value["previous"],
+        "value": value["value"],
+        "context": dict(value["context"]),
+    }
+
+
+def _summarize_conversation_result(value: Summary) -> Any:
+    return {
+        "session_id": value["session_id"],
+        "customer": value["customer"],
+        "status": value["status"],
+        "turns": value["turns"],
+        "outcome": value["outcome"],
+        "confidence_start": value["confidence_start"],
+        "confidence_end": value["confidence_end"],
+        "valence_start": value["valence_start"],
+        "valence_end": value["valence_end"],
+        "lowest_valence": value["lowest_valence"],
+        "lowest_turn": value["lowest_turn"],
+        "overall_trend": value["overall_trend"],
+        "improving_turns": value["improving_turns"],
+        "deteriorating_turns": value["deteriorating_turns"],
+        "patience": value["patience"],
+        "confirmed": list(value["confirmed"]),
+        "outstanding_count": value["outstanding_count"],
+        "confidence_path": list(value["confidence_path"]),
+        "mood_path": list(value["mood_path"]),
+        "analysis": value["analysis"],
+    }
+
+
+def _escalate_to_tier2_result(value: Conversation) -> Any:
+    return dict(value)
+
+
+def _close_conversation_result(value: Conversation) -> Any:
+    return dict(value)
+
+
+def _list_conversations_result(value: list[Conversation]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _lookup_order_result(value: Order) -> Any:
+    return dict(value)
+
+
+def _orders_of_result(value: list[Order]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _issue_refund_result(value: Refund) -> Any:
+    return dict(value)
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -1467,6 +1562,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset(
             {"audit_log", "case_fields", "conversations", "personas", "trajectories", "transcripts"}
         ),
+        _open_conversation_result,
     ),
     "reply_to_customer": ToolSpec(
         "reply_to_customer",
@@ -1496,6 +1592,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset(
             {"audit_log", "case_fields", "conversations", "personas", "trajectories", "transcripts"}
         ),
+        _reply_to_customer_result,
     ),
     "get_transcript": ToolSpec(
         "get_transcript",
@@ -1528,12 +1625,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"conversations", "transcripts"}),
         frozenset(),
+        _get_transcript_result,
     ),
     "get_case_fields": ToolSpec(
         "get_case_fields",
         (Param("conversation_id", ("str",), True),),
         frozenset({"case_fields", "conversations"}),
         frozenset(),
+        _get_case_fields_result,
     ),
     "set_case_field": ToolSpec(
         "set_case_field",
@@ -1544,12 +1643,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "case_fields", "clock", "conversations", "transcripts"}),
         frozenset({"audit_log", "case_fields", "conversations", "transcripts"}),
+        _set_case_field_result,
     ),
     "summarize_conversation": ToolSpec(
         "summarize_conversation",
         (Param("conversation_id", ("str",), True),),
         frozenset({"conversations", "personas", "trajectories"}),
         frozenset(),
+        _summarize_conversation_result,
     ),
     "escalate_to_tier2": ToolSpec(
         "escalate_to_tier2",
@@ -1567,6 +1668,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "conversations", "transcripts"}),
         frozenset({"audit_log", "conversations", "transcripts"}),
+        _escalate_to_tier2_result,
     ),
     "close_conversation": ToolSpec(
         "close_conversation",
@@ -1576,6 +1678,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "conversations", "transcripts"}),
         frozenset({"audit_log", "conversations", "transcripts"}),
+        _close_conversation_result,
     ),
     "list_conversations": ToolSpec(
         "list_conversations",
@@ -1599,18 +1702,21 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"conversations"}),
         frozenset(),
+        _list_conversations_result,
     ),
     "lookup_order": ToolSpec(
         "lookup_order",
         (Param("order_id", ("str",), True),),
         frozenset({"orders"}),
         frozenset(),
+        _lookup_order_result,
     ),
     "orders_of": ToolSpec(
         "orders_of",
         (Param("customer", ("str",), True),),
         frozenset({"orders"}),
         frozenset(),
+        _orders_of_result,
     ),
     "issue_refund": ToolSpec(
         "issue_refund",
@@ -1634,8 +1740,17 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset(
             {"audit_log", "case_fields", "next_refund_id", "orders", "refunds", "transcripts"}
         ),
+        _issue_refund_result,
     ),
 }
+
+
+_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
+    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
+}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -1668,19 +1783,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    names = [p.name for p in spec.params]
     for key in args:
-        if key not in names:
+        if key not in spec.names:
+            allowed = [p.name for p in spec.params]
             raise DomainError(
                 "invalid_argument",
                 f"`{spec.name}` has no parameter `{key}`",
                 field=str(key),
-                allowed=names,
+                allowed=allowed,
             )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
         if param.name in args:
-            value = conform(args[param.name], param.kind, param.name)
+            value = args[param.name]
+            simple = _SIMPLE_TYPES.get(param.kind[0])
+            if simple is None or type(value) is not simple:  # the common case costs one lookup
+                value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
             kwargs[param.name] = value
@@ -2028,18 +2146,22 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
+        return copy_json(self._run(tool, args)[1])
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None) -> tuple[ToolSpec, Any]:
+        """Validate and run; the result is live (callers detach it once)."""
         spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)
             )
-        kwargs = check_arguments(spec, {} if args is None else args)
-        return copy_json(getattr(self, tool)(**kwargs))
+        return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            return to_json(self.invoke(tool, args))
+            spec, result = self._run(tool, args)
+            return spec.result(result)
         except DomainError as error:
             return error.to_json()
         except Exception:

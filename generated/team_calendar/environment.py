@@ -16,7 +16,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
@@ -506,6 +506,119 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
+    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+
+    @property
+    def names(self) -> frozenset[str]:
+        return _PARAM_NAMES[self.name]
+
+
+def _create_calendar_result(value: Calendar) -> Any:
+    return dict(value)
+
+
+def _schedule_event_result(value: Event) -> Any:
+    return {
+        "id": value["id"],
+        "calendar_id": value["calendar_id"],
+        "title": value["title"],
+        "start": value["start"],
+        "end": value["end"],
+        "priority": value["priority"],
+        "status": value["status"],
+        "attendees": list(value["attendees"]),
+        "location": value["location"],
+        "continued_from": value["continued_from"],
+    }
+
+
+def _cancel_event_result(value: Event) -> Any:
+    return {
+        "id": value["id"],
+        "calendar_id": value["calendar_id"],
+        "title": value["title"],
+        "start": value["start"],
+        "end": value["end"],
+        "priority": value["priority"],
+        "status": value["status"],
+        "attendees": list(value["attendees"]),
+        "location": value["location"],
+        "continued_from": value["continued_from"],
+    }
+
+
+def _list_conflicts_result(value: list[Conflict]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _resolve_conflict_result(value: Event) -> Any:
+    return {
+        "id": value["id"],
+        "calendar_id": value["calendar_id"],
+        "title": value["title"],
+        "start": value["start"],
+        "end": value["end"],
+        "priority": value["priority"],
+        "status": value["status"],
+        "attendees": list(value["attendees"]),
+        "location": value["location"],
+        "continued_from": value["continued_from"],
+    }
+
+
+def _list_events_result(value: list[Event]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "calendar_id": v0["calendar_id"],
+            "title": v0["title"],
+            "start": v0["start"],
+            "end": v0["end"],
+            "priority": v0["priority"],
+            "status": v0["status"],
+            "attendees": list(v0["attendees"]),
+            "location": v0["location"],
+            "continued_from": v0["continued_from"],
+        }
+        for v0 in value
+    ]
+
+
+def _find_availability_result(value: list[FreeSlot]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _attendee_agenda_result(value: list[Event]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "calendar_id": v0["calendar_id"],
+            "title": v0["title"],
+            "start": v0["start"],
+            "end": v0["end"],
+            "priority": v0["priority"],
+            "status": v0["status"],
+            "attendees": list(v0["attendees"]),
+            "location": v0["location"],
+            "continued_from": v0["continued_from"],
+        }
+        for v0 in value
+    ]
+
+
+def _book_room_result(value: Event) -> Any:
+    return {
+        "id": value["id"],
+        "calendar_id": value["calendar_id"],
+        "title": value["title"],
+        "start": value["start"],
+        "end": value["end"],
+        "priority": value["priority"],
+        "status": value["status"],
+        "attendees": list(value["attendees"]),
+        "location": value["location"],
+        "continued_from": value["continued_from"],
+    }
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -520,6 +633,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"calendars"}),
         frozenset({"calendars"}),
+        _create_calendar_result,
     ),
     "schedule_event": ToolSpec(
         "schedule_event",
@@ -550,18 +664,21 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"calendars", "events", "next_event_id"}),
         frozenset({"events", "next_event_id"}),
+        _schedule_event_result,
     ),
     "cancel_event": ToolSpec(
         "cancel_event",
         (Param("event_id", ("int",), True),),
         frozenset({"events"}),
         frozenset({"events"}),
+        _cancel_event_result,
     ),
     "list_conflicts": ToolSpec(
         "list_conflicts",
         (Param("calendar_id", ("optional", ("str",)), False),),
         frozenset({"calendars", "events"}),
         frozenset(),
+        _list_conflicts_result,
     ),
     "resolve_conflict": ToolSpec(
         "resolve_conflict",
@@ -586,6 +703,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"events", "next_event_id"}),
         frozenset({"events", "next_event_id"}),
+        _resolve_conflict_result,
     ),
     "list_events": ToolSpec(
         "list_events",
@@ -610,6 +728,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"events"}),
         frozenset(),
+        _list_events_result,
     ),
     "find_availability": ToolSpec(
         "find_availability",
@@ -628,6 +747,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"calendars", "events"}),
         frozenset(),
+        _find_availability_result,
     ),
     "attendee_agenda": ToolSpec(
         "attendee_agenda",
@@ -637,6 +757,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"events"}),
         frozenset(),
+        _attendee_agenda_result,
     ),
     "book_room": ToolSpec(
         "book_room",
@@ -649,8 +770,17 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"calendars", "events", "next_event_id"}),
         frozenset({"events", "next_event_id"}),
+        _book_room_result,
     ),
 }
+
+
+_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
+    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
+}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -683,19 +813,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    names = [p.name for p in spec.params]
     for key in args:
-        if key not in names:
+        if key not in spec.names:
+            allowed = [p.name for p in spec.params]
             raise DomainError(
                 "invalid_argument",
                 f"`{spec.name}` has no parameter `{key}`",
                 field=str(key),
-                allowed=names,
+                allowed=allowed,
             )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
         if param.name in args:
-            value = conform(args[param.name], param.kind, param.name)
+            value = args[param.name]
+            simple = _SIMPLE_TYPES.get(param.kind[0])
+            if simple is None or type(value) is not simple:  # the common case costs one lookup
+                value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
             kwargs[param.name] = value
@@ -929,18 +1062,22 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
+        return copy_json(self._run(tool, args)[1])
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None) -> tuple[ToolSpec, Any]:
+        """Validate and run; the result is live (callers detach it once)."""
         spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)
             )
-        kwargs = check_arguments(spec, {} if args is None else args)
-        return copy_json(getattr(self, tool)(**kwargs))
+        return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            return to_json(self.invoke(tool, args))
+            spec, result = self._run(tool, args)
+            return spec.result(result)
         except DomainError as error:
             return error.to_json()
         except Exception:

@@ -18,7 +18,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
@@ -1258,6 +1258,237 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
+    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+
+    @property
+    def names(self) -> frozenset[str]:
+        return _PARAM_NAMES[self.name]
+
+
+def _create_stream_result(value: Stream) -> Any:
+    return {
+        "name": value["name"],
+        "schema": dict(value["schema"]),
+        "description": value["description"],
+        "created_at": value["created_at"],
+        "history": list(value["history"]),
+    }
+
+
+def _list_streams_result(value: list[StreamInfo]) -> Any:
+    return [
+        {
+            "name": v0["name"],
+            "schema": dict(v0["schema"]),
+            "description": v0["description"],
+            "events": v0["events"],
+            "active_subscriptions": v0["active_subscriptions"],
+        }
+        for v0 in value
+    ]
+
+
+def _subscribe_result(value: Subscription) -> Any:
+    return {
+        "id": value["id"],
+        "stream": value["stream"],
+        "consumer": value["consumer"],
+        "mode": value["mode"],
+        "filter": {k1: to_json(v1) for k1, v1 in value["filter"].items()},
+        "batch_size": value["batch_size"],
+        "max_pending": value["max_pending"],
+        "status": value["status"],
+        "pending": list(value["pending"]),
+        "deliveries": {str(k1): v1 for k1, v1 in value["deliveries"].items()},
+        "acknowledged": value["acknowledged"],
+        "created_at": value["created_at"],
+    }
+
+
+def _change_filter_result(value: Subscription) -> Any:
+    return {
+        "id": value["id"],
+        "stream": value["stream"],
+        "consumer": value["consumer"],
+        "mode": value["mode"],
+        "filter": {k1: to_json(v1) for k1, v1 in value["filter"].items()},
+        "batch_size": value["batch_size"],
+        "max_pending": value["max_pending"],
+        "status": value["status"],
+        "pending": list(value["pending"]),
+        "deliveries": {str(k1): v1 for k1, v1 in value["deliveries"].items()},
+        "acknowledged": value["acknowledged"],
+        "created_at": value["created_at"],
+    }
+
+
+def _unsubscribe_result(value: Subscription) -> Any:
+    return {
+        "id": value["id"],
+        "stream": value["stream"],
+        "consumer": value["consumer"],
+        "mode": value["mode"],
+        "filter": {k1: to_json(v1) for k1, v1 in value["filter"].items()},
+        "batch_size": value["batch_size"],
+        "max_pending": value["max_pending"],
+        "status": value["status"],
+        "pending": list(value["pending"]),
+        "deliveries": {str(k1): v1 for k1, v1 in value["deliveries"].items()},
+        "acknowledged": value["acknowledged"],
+        "created_at": value["created_at"],
+    }
+
+
+def _list_subscriptions_result(value: list[SubscriptionInfo]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "stream": v0["stream"],
+            "consumer": v0["consumer"],
+            "mode": v0["mode"],
+            "filter": {k2: to_json(v2) for k2, v2 in v0["filter"].items()},
+            "batch_size": v0["batch_size"],
+            "status": v0["status"],
+            "depth": v0["depth"],
+            "max_pending": v0["max_pending"],
+            "backpressured": v0["backpressured"],
+            "oldest_pending": v0["oldest_pending"],
+            "acknowledged": v0["acknowledged"],
+        }
+        for v0 in value
+    ]
+
+
+def _ingest_result(value: IngestReceipt) -> Any:
+    return {
+        "event_id": value["event_id"],
+        "stream": value["stream"],
+        "offset": value["offset"],
+        "priority": value["priority"],
+        "queued_for": list(value["queued_for"]),
+        "pushed_to": list(value["pushed_to"]),
+        "backpressured": list(value["backpressured"]),
+    }
+
+
+def _poll_result(value: Delivery) -> Any:
+    return {
+        "subscription_id": value["subscription_id"],
+        "mode": value["mode"],
+        "ready": value["ready"],
+        "events": [
+            {
+                "event": {
+                    "id": v1["event"]["id"],
+                    "stream": v1["event"]["stream"],
+                    "offset": v1["event"]["offset"],
+                    "payload": {k4: to_json(v4) for k4, v4 in v1["event"]["payload"].items()},
+                    "priority": v1["event"]["priority"],
+                    "published_at": v1["event"]["published_at"],
+                },
+                "attempt": v1["attempt"],
+            }
+            for v1 in value["events"]
+        ],
+        "depth": value["depth"],
+    }
+
+
+def _acknowledge_result(value: AckReceipt) -> Any:
+    return {
+        "subscription_id": value["subscription_id"],
+        "acknowledged": list(value["acknowledged"]),
+        "depth": value["depth"],
+    }
+
+
+def _pending_events_result(value: PendingView) -> Any:
+    return {
+        "subscription_id": value["subscription_id"],
+        "status": value["status"],
+        "depth": value["depth"],
+        "max_pending": value["max_pending"],
+        "backpressured": value["backpressured"],
+        "events": [
+            {
+                "event": {
+                    "id": v1["event"]["id"],
+                    "stream": v1["event"]["stream"],
+                    "offset": v1["event"]["offset"],
+                    "payload": {k4: to_json(v4) for k4, v4 in v1["event"]["payload"].items()},
+                    "priority": v1["event"]["priority"],
+                    "published_at": v1["event"]["published_at"],
+                },
+                "attempt": v1["attempt"],
+            }
+            for v1 in value["events"]
+        ],
+    }
+
+
+def _stream_history_result(value: list[Reading]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "stream": v0["stream"],
+            "offset": v0["offset"],
+            "payload": {k2: to_json(v2) for k2, v2 in v0["payload"].items()},
+            "priority": v0["priority"],
+            "published_at": v0["published_at"],
+        }
+        for v0 in value
+    ]
+
+
+def _raise_alert_result(value: IngestReceipt) -> Any:
+    return {
+        "event_id": value["event_id"],
+        "stream": value["stream"],
+        "offset": value["offset"],
+        "priority": value["priority"],
+        "queued_for": list(value["queued_for"]),
+        "pushed_to": list(value["pushed_to"]),
+        "backpressured": list(value["backpressured"]),
+    }
+
+
+def _list_devices_result(value: list[Device]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _lagging_consumers_result(value: list[SubscriptionInfo]) -> Any:
+    return [
+        {
+            "id": v0["id"],
+            "stream": v0["stream"],
+            "consumer": v0["consumer"],
+            "mode": v0["mode"],
+            "filter": {k2: to_json(v2) for k2, v2 in v0["filter"].items()},
+            "batch_size": v0["batch_size"],
+            "status": v0["status"],
+            "depth": v0["depth"],
+            "max_pending": v0["max_pending"],
+            "backpressured": v0["backpressured"],
+            "oldest_pending": v0["oldest_pending"],
+            "acknowledged": v0["acknowledged"],
+        }
+        for v0 in value
+    ]
+
+
+def _latest_reading_result(value: Reading | None) -> Any:
+    return (
+        None
+        if value is None
+        else {
+            "id": value["id"],
+            "stream": value["stream"],
+            "offset": value["offset"],
+            "payload": {k1: to_json(v1) for k1, v1 in value["payload"].items()},
+            "priority": value["priority"],
+            "published_at": value["published_at"],
+        }
+    )
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -1278,12 +1509,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "streams"}),
         frozenset({"audit_log", "streams"}),
+        _create_stream_result,
     ),
     "list_streams": ToolSpec(
         "list_streams",
         (),
         frozenset({"streams", "subscriptions"}),
         frozenset(),
+        _list_streams_result,
     ),
     "subscribe": ToolSpec(
         "subscribe",
@@ -1324,6 +1557,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "next_subscription_id", "streams", "subscriptions"}),
         frozenset({"audit_log", "next_subscription_id", "subscriptions"}),
+        _subscribe_result,
     ),
     "change_filter": ToolSpec(
         "change_filter",
@@ -1333,12 +1567,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "streams", "subscriptions"}),
         frozenset({"audit_log", "subscriptions"}),
+        _change_filter_result,
     ),
     "unsubscribe": ToolSpec(
         "unsubscribe",
         (Param("subscription_id", ("int",), True),),
         frozenset({"audit_log", "clock", "subscriptions"}),
         frozenset({"audit_log", "subscriptions"}),
+        _unsubscribe_result,
     ),
     "list_subscriptions": ToolSpec(
         "list_subscriptions",
@@ -1349,6 +1585,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"streams", "subscriptions"}),
         frozenset(),
+        _list_subscriptions_result,
     ),
     "ingest": ToolSpec(
         "ingest",
@@ -1371,6 +1608,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "events", "next_event_id", "streams", "subscriptions"}),
         frozenset({"audit_log", "events", "next_event_id", "streams", "subscriptions"}),
+        _ingest_result,
     ),
     "poll": ToolSpec(
         "poll",
@@ -1388,6 +1626,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"events", "subscriptions"}),
         frozenset({"subscriptions"}),
+        _poll_result,
     ),
     "acknowledge": ToolSpec(
         "acknowledge",
@@ -1405,6 +1644,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "events", "subscriptions"}),
         frozenset({"audit_log", "subscriptions"}),
+        _acknowledge_result,
     ),
     "pending_events": ToolSpec(
         "pending_events",
@@ -1422,6 +1662,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"events", "subscriptions"}),
         frozenset(),
+        _pending_events_result,
     ),
     "stream_history": ToolSpec(
         "stream_history",
@@ -1457,6 +1698,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"events", "streams"}),
         frozenset(),
+        _stream_history_result,
     ),
     "raise_alert": ToolSpec(
         "raise_alert",
@@ -1487,6 +1729,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "events", "next_event_id", "streams", "subscriptions"}),
         frozenset({"audit_log", "events", "next_event_id", "streams", "subscriptions"}),
+        _raise_alert_result,
     ),
     "list_devices": ToolSpec(
         "list_devices",
@@ -1512,12 +1755,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset(),
         frozenset(),
+        _list_devices_result,
     ),
     "lagging_consumers": ToolSpec(
         "lagging_consumers",
         (Param("stream", ("optional", ("str",)), False),),
         frozenset({"streams", "subscriptions"}),
         frozenset(),
+        _lagging_consumers_result,
     ),
     "latest_reading": ToolSpec(
         "latest_reading",
@@ -1527,8 +1772,17 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"events", "streams"}),
         frozenset(),
+        _latest_reading_result,
     ),
 }
+
+
+_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
+    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
+}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -1561,19 +1815,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    names = [p.name for p in spec.params]
     for key in args:
-        if key not in names:
+        if key not in spec.names:
+            allowed = [p.name for p in spec.params]
             raise DomainError(
                 "invalid_argument",
                 f"`{spec.name}` has no parameter `{key}`",
                 field=str(key),
-                allowed=names,
+                allowed=allowed,
             )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
         if param.name in args:
-            value = conform(args[param.name], param.kind, param.name)
+            value = args[param.name]
+            simple = _SIMPLE_TYPES.get(param.kind[0])
+            if simple is None or type(value) is not simple:  # the common case costs one lookup
+                value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
             kwargs[param.name] = value
@@ -1923,18 +2180,22 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
+        return copy_json(self._run(tool, args)[1])
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None) -> tuple[ToolSpec, Any]:
+        """Validate and run; the result is live (callers detach it once)."""
         spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)
             )
-        kwargs = check_arguments(spec, {} if args is None else args)
-        return copy_json(getattr(self, tool)(**kwargs))
+        return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            return to_json(self.invoke(tool, args))
+            spec, result = self._run(tool, args)
+            return spec.result(result)
         except DomainError as error:
             return error.to_json()
         except Exception:

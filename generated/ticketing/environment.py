@@ -16,7 +16,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
@@ -456,6 +456,63 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
+    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+
+    @property
+    def names(self) -> frozenset[str]:
+        return _PARAM_NAMES[self.name]
+
+
+def _login_result(value: bool) -> Any:
+    return value
+
+
+def _logout_result(value: bool) -> Any:
+    return value
+
+
+def _whoami_result(value: str | None) -> Any:
+    return value
+
+
+def _create_ticket_result(value: Ticket) -> Any:
+    return dict(value)
+
+
+def _get_ticket_result(value: Ticket) -> Any:
+    return dict(value)
+
+
+def _update_ticket_result(value: Ticket) -> Any:
+    return dict(value)
+
+
+def _assign_ticket_result(value: Ticket) -> Any:
+    return dict(value)
+
+
+def _set_status_result(value: Ticket) -> Any:
+    return dict(value)
+
+
+def _resolve_ticket_result(value: Ticket) -> Any:
+    return dict(value)
+
+
+def _close_ticket_result(value: Ticket) -> Any:
+    return dict(value)
+
+
+def _list_tickets_result(value: list[Ticket]) -> Any:
+    return [dict(v0) for v0 in value]
+
+
+def _categorize_ticket_result(value: Ticket) -> Any:
+    return dict(value)
+
+
+def _queue_by_category_result(value: dict[Category, int]) -> Any:
+    return dict(value)
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -467,18 +524,21 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock"}),
         frozenset({"audit_log", "current_user"}),
+        _login_result,
     ),
     "logout": ToolSpec(
         "logout",
         (),
         frozenset({"audit_log", "clock", "current_user"}),
         frozenset({"audit_log", "current_user"}),
+        _logout_result,
     ),
     "whoami": ToolSpec(
         "whoami",
         (),
         frozenset({"current_user"}),
         frozenset(),
+        _whoami_result,
     ),
     "create_ticket": ToolSpec(
         "create_ticket",
@@ -505,12 +565,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "current_user", "next_ticket_id", "tickets"}),
         frozenset({"audit_log", "next_ticket_id", "tickets"}),
+        _create_ticket_result,
     ),
     "get_ticket": ToolSpec(
         "get_ticket",
         (Param("ticket_id", ("int",), True),),
         frozenset({"current_user", "tickets"}),
         frozenset(),
+        _get_ticket_result,
     ),
     "update_ticket": ToolSpec(
         "update_ticket",
@@ -530,6 +592,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "current_user", "tickets"}),
         frozenset({"audit_log", "tickets"}),
+        _update_ticket_result,
     ),
     "assign_ticket": ToolSpec(
         "assign_ticket",
@@ -539,6 +602,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "current_user", "tickets"}),
         frozenset({"audit_log", "tickets"}),
+        _assign_ticket_result,
     ),
     "set_status": ToolSpec(
         "set_status",
@@ -560,6 +624,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "current_user", "tickets"}),
         frozenset({"audit_log", "tickets"}),
+        _set_status_result,
     ),
     "resolve_ticket": ToolSpec(
         "resolve_ticket",
@@ -569,12 +634,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "current_user", "tickets"}),
         frozenset({"audit_log", "tickets"}),
+        _resolve_ticket_result,
     ),
     "close_ticket": ToolSpec(
         "close_ticket",
         (Param("ticket_id", ("int",), True),),
         frozenset({"audit_log", "clock", "current_user", "tickets"}),
         frozenset({"audit_log", "tickets"}),
+        _close_ticket_result,
     ),
     "list_tickets": ToolSpec(
         "list_tickets",
@@ -608,6 +675,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"current_user", "tickets"}),
         frozenset(),
+        _list_tickets_result,
     ),
     "categorize_ticket": ToolSpec(
         "categorize_ticket",
@@ -630,14 +698,24 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "current_user", "tickets"}),
         frozenset({"audit_log", "tickets"}),
+        _categorize_ticket_result,
     ),
     "queue_by_category": ToolSpec(
         "queue_by_category",
         (),
         frozenset({"current_user", "tickets"}),
         frozenset(),
+        _queue_by_category_result,
     ),
 }
+
+
+_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
+    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
+}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -670,19 +748,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    names = [p.name for p in spec.params]
     for key in args:
-        if key not in names:
+        if key not in spec.names:
+            allowed = [p.name for p in spec.params]
             raise DomainError(
                 "invalid_argument",
                 f"`{spec.name}` has no parameter `{key}`",
                 field=str(key),
-                allowed=names,
+                allowed=allowed,
             )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
         if param.name in args:
-            value = conform(args[param.name], param.kind, param.name)
+            value = args[param.name]
+            simple = _SIMPLE_TYPES.get(param.kind[0])
+            if simple is None or type(value) is not simple:  # the common case costs one lookup
+                value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
             kwargs[param.name] = value
@@ -884,18 +965,22 @@ class Environment:
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
+        return copy_json(self._run(tool, args)[1])
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None) -> tuple[ToolSpec, Any]:
+        """Validate and run; the result is live (callers detach it once)."""
         spec = TOOL_SPECS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise DomainError(
                 "not_found", f"there is no tool `{tool}`", entity="tool", allowed=sorted(TOOL_SPECS)
             )
-        kwargs = check_arguments(spec, {} if args is None else args)
-        return copy_json(getattr(self, tool)(**kwargs))
+        return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            return to_json(self.invoke(tool, args))
+            spec, result = self._run(tool, args)
+            return spec.result(result)
         except DomainError as error:
             return error.to_json()
         except Exception:
