@@ -242,9 +242,11 @@ def _run_tests(root: Path, package: Package, result: CheckResult) -> None:
         str(root / package.name),
         str(root / package.name / "tests"),
     ]
+    # No third-party pytest plugins: they cost start-up time and could change the verdict.
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     try:
         run = subprocess.run(
-            command, capture_output=True, text=True, check=False, cwd=root, timeout=DYNAMIC_TIMEOUT_SECONDS
+            command, capture_output=True, text=True, check=False, cwd=root, timeout=DYNAMIC_TIMEOUT_SECONDS, env=env
         )
     except subprocess.TimeoutExpired:
         result.dynamic_ok = False

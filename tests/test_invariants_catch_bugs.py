@@ -117,9 +117,9 @@ def counter_leaks_into_results(text: str) -> str:
     text = replace_line(
         text,
         "invoke",
-        "return copy_json(getattr(self, tool)(**kwargs))",
+        "return copy_json(self._run(tool, args)[1])",
         "_CALLS.append(tool)\n"
-        "result = copy_json(getattr(self, tool)(**kwargs))\n"
+        "result = copy_json(self._run(tool, args)[1])\n"
         "if isinstance(result, dict):\n"
         '    result["served_as_call"] = len(_CALLS)\n'
         "return result",

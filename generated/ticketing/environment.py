@@ -1251,18 +1251,17 @@ class Environment:
                 f"ticket {ticket_id} does not exist",
                 entity=WORLD["noun"],
                 field="ticket_id",
-                allowed=sorted(state["tickets"]),
+                allowed=sorted(state["tickets"])[:20],
             )
         return state["tickets"][ticket_id]
 
     def _issue_id(self) -> int:
         """The next free id: the counter, unless a seeded state already holds that id."""
         state = self._state
-        taken = list(state["tickets"])
         issued = (
             state["next_ticket_id"]
-            if len(taken) == 0
-            else max(state["next_ticket_id"], max(taken) + 1)
+            if state["next_ticket_id"] not in state["tickets"]
+            else max(state["tickets"]) + 1
         )
         self._undo.save(state, "next_ticket_id")
         state["next_ticket_id"] = issued + 1
