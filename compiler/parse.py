@@ -613,10 +613,10 @@ def _clean_block(text: str) -> str:
     rest = lines[1:]
     indents = [len(line) - len(line.lstrip()) for line in rest if line.strip()]
     margin = min(indents, default=0)
-    cleaned = [lines[0].strip(), *(line[margin:].rstrip() if line.strip() else "" for line in rest)]
-    while cleaned and not cleaned[0]:
+    cleaned = [lines[0].lstrip(), *(line[margin:] for line in rest)]
+    while cleaned and not cleaned[0].strip():
         cleaned.pop(0)
-    while cleaned and not cleaned[-1]:
+    while cleaned and not cleaned[-1].strip():
         cleaned.pop()
     return "\n".join(cleaned)
 
