@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
+import pytest
 from hypothesis import Phase, settings
 
 # CI runs property tests with a fixed seed, so a run is repeatable, and without the shrink
@@ -16,3 +18,12 @@ settings.register_profile(
 )
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep this session's temporary files out of /tmp/pytest-of-<user>: tests here start
+    pytest subprocesses (generated packages' own tests), and each new session there prunes
+    the older numbered folders, which would include this one's."""
+    if not config.option.basetemp:
+        config.option.basetemp = tempfile.mkdtemp(prefix="envc-tests-")
