@@ -192,12 +192,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     sources = {"ticketing": ticketing_files(), "undo_probe": undo_probe_files()}
     environ = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     started = {}
+    roots = []
     for name, case in CASES.items():
         files = dict(sources[case.source])
         if case.plant is not None:
             files["environment.py"] = case.plant(files["environment.py"])
             assert files["environment.py"] != sources[case.source]["environment.py"]
         root = tmp_path_factory.mktemp(name)
+        roots.append(root)
         package = root / case.source
         write_tree(package, files)
         command = [
@@ -225,7 +227,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
         for process, _ in started.values():
             if process.poll() is None:
                 process.kill()
-    shutil.rmtree(tmp_path_factory.getbasetemp(), ignore_errors=True)
+    for root in roots:  # only what this fixture made: the session's temp dir is shared
+        shutil.rmtree(root, ignore_errors=True)
     return results
 
 
