@@ -181,7 +181,7 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     if not header.domains:
         header.domains = list(parent.header.domains)
     defaults = ir.EnvHeader(name=header.name)
-    for attr in ("seed", "clock"):
+    for attr in ("seed", "rng", "clock"):
         if getattr(header, attr) == getattr(defaults, attr):
             setattr(header, attr, getattr(parent.header, attr))
     merged = ir.Module(path=child.path, header=header)
@@ -481,6 +481,14 @@ class _Analyser:
                 header.file,
                 hint=did_you_mean(header.archetype, bi.ARCHETYPES) or "one of: " + ", ".join(bi.ARCHETYPES),
             )
+        if header.rng not in bi.RNG_KINDS:
+            self.error(
+                "E2022",
+                f"unknown random generator `{header.rng}`",
+                header,
+                header.file,
+                hint="one of: " + ", ".join(bi.RNG_KINDS),
+            )
         if not ts.valid_temporal("datetime", header.clock):
             self.error("E3001", f"clock start {header.clock!r} is not an ISO-8601 datetime", header, header.file)
 
@@ -577,7 +585,13 @@ class _Analyser:
             self.state[bi.ID_COUNTERS] = ir.Field_(
                 name=bi.ID_COUNTERS, type=ts.map_of(ts.STR, ts.INT), default=ir.MapLit(entries=[])
             )
-        if used & {"random_int", "random_choice"}:
+        if used & {"random_int", "random_choice"} and self.header.rng == "python":
+            # Python's generator: seeded with random_seed, rng_state counts the 32-bit words drawn.
+            self.state[bi.RANDOM_SEED] = ir.Field_(
+                name=bi.RANDOM_SEED, type=ts.INT, default=ir.Const(value=self.header.seed)
+            )
+            self.state[bi.RNG_STATE] = ir.Field_(name=bi.RNG_STATE, type=ts.INT, default=ir.Const(value=0))
+        elif used & {"random_int", "random_choice"}:
             self.state[bi.RNG_STATE] = ir.Field_(
                 name=bi.RNG_STATE, type=ts.INT, default=ir.Const(value=self.header.seed)
             )
@@ -586,7 +600,7 @@ class _Analyser:
     def resolve_type(self, ref: ir.TypeRef, file: str) -> ir.TypeRef:
         """Check a written type and return its canonical (position-free) form."""
         name, args = ref.name, ref.args
-        arity = {"list": 1, "map": 2, "optional": 1}
+        arity = {"list": 1, "map": 2, "set": 1, "optional": 1}
         if name in arity:
             if len(args) != arity[name]:
                 self.error(
@@ -597,8 +611,16 @@ class _Analyser:
                 )
                 return ts.ANY
             resolved = [self.resolve_type(a, file) for a in args]
-            if name == "map" and resolved[0].name not in ("str", "int", "any") and resolved[0].name not in self.enums:
+            if (
+                name == "map"
+                and resolved[0].name not in ("str", "int", "json", "any")
+                and resolved[0].name not in self.enums
+            ):
                 self.error("E3003", f"map keys cannot be {ts.show(resolved[0])}", args[0], file)
+            if name == "set" and resolved[0].name not in (*ts.SET_ITEMS, "any") and resolved[0].name not in self.enums:
+                self.error(
+                    "E3003", f"set items cannot be {ts.show(resolved[0])}; they are str, int or an enum", args[0], file
+                )
             if name == "optional":
                 return ts.optional(resolved[0])
             return ts.t(name, *resolved)
@@ -607,7 +629,7 @@ class _Analyser:
             return ts.ANY
         if name in ts.PRIMITIVES or name == "None" or name in self.enums or name in self.records:
             return ts.t(name)
-        known = [*ts.PRIMITIVES, "list", "map", "optional", *self.enums, *self.records]
+        known = [*ts.PRIMITIVES, "list", "map", "set", "optional", *self.enums, *self.records]
         self.error("E2003", f"unknown type `{name}`", ref, file, hint=did_you_mean(name, known))
         return ts.ANY
 
@@ -688,7 +710,9 @@ class _Analyser:
             return True, -expr.operand.value
         if isinstance(expr, ir.ListLit):
             item_type = (
-                ts.strip_optional(expected).args[0] if expected and ts.strip_optional(expected).name == "list" else None
+                ts.strip_optional(expected).args[0]
+                if expected and ts.strip_optional(expected).name in ("list", "set")
+                else None
             )
             results = [self._literal(item, item_type, file) for item in expr.items]
             return all(ok for ok, _ in results), [v for _, v in results]
@@ -745,8 +769,8 @@ class _Analyser:
             if field_.default is None:
                 if ts.is_optional(field_.type):
                     self.state_defaults[name] = None
-                elif field_.type.name in ("list", "map"):
-                    self.state_defaults[name] = [] if field_.type.name == "list" else {}
+                elif field_.type.name in ("list", "map", "set"):
+                    self.state_defaults[name] = {} if field_.type.name == "map" else []
                 else:
                     self.error("E3014", f"state field `{name}` needs a default value (its value in S0)", field_, file)
                 continue
@@ -855,7 +879,7 @@ class _Analyser:
     def _compare_declared(self, tool: ir.ToolDecl, effects: _Effects) -> None:
         if tool.escape is not None and (tool.declared_reads is None or tool.declared_writes is None):
             return  # E4005 already says what is missing
-        implicit = {bi.AUDIT_LOG, bi.CLOCK, bi.ID_COUNTERS, bi.RNG_STATE}
+        implicit = set(bi.BUILTIN_STATE)
         for declared, inferred, extra_code, missing_code, verb in (
             (tool.declared_writes, effects.writes, "E4001", "E4002", "writes"),
             (tool.declared_reads, effects.reads, "E4003", "E4008", "reads"),
@@ -1315,7 +1339,7 @@ class _BodyChecker:
             self.error("E3004", f"`del` works on maps, not {ts.show(obj_type)}", stmt.target)
             return False
         key_type = obj_type.args[0] if obj_type.name == "map" else ts.ANY
-        self.expect_assignable(self.expr(stmt.target.index, key_type), key_type, stmt.target.index)
+        self.check_key(self.expr(stmt.target.index, key_type), key_type, stmt.target.index)
         return False
 
     def stmt_expr(self, stmt: ir.ExprStmt) -> bool:
@@ -1383,9 +1407,9 @@ class _BodyChecker:
         base = iter_type
         if base.name == "any" or base.name == "json":
             return [base] * count
-        if base.name == "list":
+        if base.name in ("list", "set"):
             if count != 1:
-                self.error("E3006", "a list gives one value per step: `for x in xs`", node)
+                self.error("E3006", f"a {base.name} gives one value per step: `for x in xs`", node)
             return [base.args[0]] * count
         if base.name == "map":
             if count == 1:
@@ -1447,7 +1471,7 @@ class _BodyChecker:
         return ts.ANY
 
     def _state_target(self, expr: ir.Expr, name: str, mutate: bool) -> ir.TypeRef:
-        if name in (bi.ID_COUNTERS, bi.RNG_STATE):
+        if name in bi.RUNTIME_KEPT:
             self.error("E4009", f"`{name}` is kept by the runtime", expr)
         if name == bi.AUDIT_LOG:
             self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", expr)
@@ -1465,7 +1489,7 @@ class _BodyChecker:
     def write_roots(self, roots: set[str], node: ir.Node) -> None:
         self.touched = self.touched or bool(roots)
         for root in roots:
-            if root in (bi.ID_COUNTERS, bi.RNG_STATE):
+            if root in bi.RUNTIME_KEPT:
                 self.error("E4009", f"`{root}` is kept by the runtime", node)
             if root.startswith(WORLD_ROOT):
                 self.error("E4006", f"world data `{root[len(WORLD_ROOT) :]}` cannot be changed", node)
@@ -1494,6 +1518,24 @@ class _BodyChecker:
             self.error("E3009", f"value may be None where {ts.show(dst)} is expected", node)
             return
         self.error("E3001", f"expected {ts.show(dst)}, got {ts.show(src)}", node)
+
+    def check_key(self, src: ir.TypeRef, key: ir.TypeRef, node: ir.Node) -> None:
+        """A map key or set item. A map[json, V] takes str and int keys only: a json value
+        could be a float, a bool or a list at run time, so it needs converting first."""
+        if key.name == "json":
+            # A json value is checked when the call runs; a container literal never fits.
+            literal = isinstance(node, (ir.ListLit, ir.MapLit))
+            if literal or (
+                src.name not in ("str", "int", "json", "any", *ts.TEMPORAL) and src.name not in self.a.enums
+            ):
+                self.error(
+                    "E3003",
+                    f"keys of a map[json, ...] are str or int, not {ts.show(src)}",
+                    node,
+                    hint="convert a json value first, e.g. with as_text(...) or int(...)",
+                )
+            return
+        self.expect_assignable(src, key, node)
 
     def known_name(self, name: str) -> bool:
         return (
@@ -1634,7 +1676,7 @@ class _BodyChecker:
         for part in expr.parts:
             if not isinstance(part, str):
                 ty = self.expr(part, None)
-                if ty.name in ("list", "map", "json") or ty.name in self.a.records:
+                if ty.name in ("list", "map", "set", "json") or ty.name in self.a.records:
                     self.error(
                         "E3001",
                         f"f-strings show scalars; this is {ts.show(ty)}",
@@ -1679,6 +1721,10 @@ class _BodyChecker:
             for item in expr.items:
                 self.expr(item, ts.JSON)
             return ts.JSON
+        if base is not None and base.name == "set":  # `[...]` where a set is expected is a set
+            for item in expr.items:
+                self.check_key(self.expr(item, base.args[0]), base.args[0], item)
+            return base
         item_expected = base.args[0] if base is not None and base.name == "list" else None
         if not expr.items:
             return ts.list_of(item_expected) if item_expected else ts.list_of(ts.ANY)
@@ -1730,7 +1776,7 @@ class _BodyChecker:
                     )
                 value_type = joined or ts.ANY
         key = key_type or ts.ANY
-        if key.name not in ("str", "int", "any") and key.name not in self.a.enums:
+        if key.name not in ("str", "int", "json", "any") and key.name not in self.a.enums:
             self.error("E3003", f"map keys cannot be {ts.show(key)}", expr)
         return ts.map_of(key, value_type or ts.ANY)
 
@@ -1826,7 +1872,7 @@ class _BodyChecker:
             self.expect_assignable(self.expr(expr.index, ts.INT), ts.INT, expr.index)
             return obj_type.args[0] if obj_type.name == "list" else ts.STR
         if obj_type.name == "map":
-            self.expect_assignable(self.expr(expr.index, obj_type.args[0]), obj_type.args[0], expr.index)
+            self.check_key(self.expr(expr.index, obj_type.args[0]), obj_type.args[0], expr.index)
             return obj_type.args[1]
         self.error("E3004", f"cannot index {ts.show(obj_type)}", expr)
         self.expr(expr.index, None)
@@ -1887,17 +1933,24 @@ class _BodyChecker:
             if ts.is_optional(container):
                 self.error("E3009", f"`{op}` on a value that may be None", expr.right)
                 base = ts.strip_optional(container)
-            element = {"list": lambda: base.args[0], "map": lambda: base.args[0], "str": lambda: ts.STR}.get(base.name)
+            element = {
+                "list": lambda: base.args[0],
+                "map": lambda: base.args[0],
+                "set": lambda: base.args[0],
+                "str": lambda: ts.STR,
+            }.get(base.name)
             if element is None:
                 item_type = self.expr(expr.left, None)
                 if base.name not in ("any", "json"):
                     self.error(
-                        "E3004", f"`{op}` needs a list, map or str on the right, not {ts.show(container)}", expr.right
+                        "E3004",
+                        f"`{op}` needs a list, set, map or str on the right, not {ts.show(container)}",
+                        expr.right,
                     )
                 del item_type
                 return ts.BOOL
             wanted = element()
-            self.expect_assignable(self.expr(expr.left, wanted), wanted, expr.left)
+            self.check_key(self.expr(expr.left, wanted), wanted, expr.left)
             return ts.BOOL
         if op in ("<", "<=", ">", ">="):
             left = self.expr(expr.left, None)
@@ -2122,7 +2175,7 @@ class _BodyChecker:
             obj_type = ts.strip_optional(obj_type)
         name = func.name
         kind = "str" if obj_type.name in ts.TEMPORAL else obj_type.name  # ISO strings
-        table = {"str": bi.STR_METHODS, "list": bi.LIST_METHODS, "map": bi.MAP_METHODS}.get(kind)
+        table = {"str": bi.STR_METHODS, "list": bi.LIST_METHODS, "map": bi.MAP_METHODS, "set": bi.SET_METHODS}.get(kind)
         if kind == "any":
             for arg in expr.args:
                 self.expr(arg, None)
@@ -2161,6 +2214,7 @@ class _BodyChecker:
                 "split": ([S], ts.list_of(S), 0),
                 "join": ([ts.list_of(S)], S, 1),
                 "replace": ([S, S], S, 2),
+                "zfill": ([N], S, 1),
             }
         elif obj.name == "list":
             item = obj.args[0]
@@ -2173,6 +2227,13 @@ class _BodyChecker:
                 "clear": ([], ts.NONE, 0),
                 "index": ([item], N, 1),
                 "count": ([item], N, 1),
+                "copy": ([], obj, 0),
+            }
+        elif obj.name == "set":
+            item = obj.args[0]
+            signatures = {
+                "add": ([item], ts.NONE, 1),
+                "discard": ([item], ts.NONE, 1),
                 "copy": ([], obj, 0),
             }
         else:
@@ -2192,8 +2253,11 @@ class _BodyChecker:
                 f"`.{name}()` takes {required if required == len(params) else f'{required} to {len(params)}'} argument(s), got {len(args)}",
                 expr,
             )
-        for param_type, arg in zip(params, args):
-            self.expect_assignable(self.expr(arg, param_type), param_type, arg)
+        for index, (param_type, arg) in enumerate(zip(params, args)):
+            if index == 0 and obj.name == "map" and name in ("get", "pop"):
+                self.check_key(self.expr(arg, param_type), param_type, arg)
+            else:
+                self.expect_assignable(self.expr(arg, param_type), param_type, arg)
         for arg in args[len(params) :]:
             self.expr(arg, None)
         return result
@@ -2206,6 +2270,8 @@ class _BodyChecker:
             else:
                 self.effects.writes.setdefault(bi.EFFECTFUL_FUNCTIONS[name], expr)
                 self.effects.reads.setdefault(bi.EFFECTFUL_FUNCTIONS[name], expr)
+                if bi.EFFECTFUL_FUNCTIONS[name] == bi.RNG_STATE and bi.RANDOM_SEED in self.a.state:
+                    self.effects.reads.setdefault(bi.RANDOM_SEED, expr)
         if name in bi.CLOCK_READERS or name == "audit":
             self.effects.reads.setdefault(bi.CLOCK, expr)
         handler = getattr(self, f"builtin_{name}", None)
@@ -2300,7 +2366,7 @@ class _BodyChecker:
 
     def builtin_len(self, expr: ir.Call, expected: ir.TypeRef | None) -> ir.TypeRef:
         ty = self._one_arg(expr, "len")
-        if ty.name not in ("str", "list", "map", "json", "any"):
+        if ty.name not in ("str", "list", "map", "set", "json", "any"):
             self.error("E3004", f"`len` of {ts.show(ty)}", expr.args[0])
         return ts.INT
 
@@ -2336,12 +2402,15 @@ class _BodyChecker:
             self.error("E3006", "`sorted` takes one list (and key=, reverse=)", expr)
             return ts.ANY
         ty = self.expr(expr.args[0], expected)
+        from_set = ty.name == "set"
+        if from_set:  # the way to list a set's items in a fixed order (enums by their names)
+            ty = ts.list_of(ty.args[0])
         if ty.name != "list":
             if ty.name != "any":
-                self.error("E3004", f"`sorted` needs a list, not {ts.show(ty)}", expr.args[0])
+                self.error("E3004", f"`sorted` needs a list or set, not {ts.show(ty)}", expr.args[0])
             return ts.ANY
         has_key = any(kw.name == "key" for kw in expr.kwargs)
-        if not has_key and not _orderable(ty.args[0], ty.args[0]):
+        if not has_key and not from_set and not _orderable(ty.args[0], ty.args[0]):
             self.error("E3004", f"cannot order {ts.show(ty.args[0])} values; give `key=lambda x: x.field`", expr)
         self._key_lambda(expr, ty.args[0])
         return ty
@@ -2406,7 +2475,7 @@ class _BodyChecker:
 
     def builtin_str(self, expr: ir.Call, expected: ir.TypeRef | None) -> ir.TypeRef:
         ty = self._one_arg(expr, "str")
-        if ty.name in ("list", "map") or ty.name in self.a.records:
+        if ty.name in ("list", "map", "set") or ty.name in self.a.records:
             self.error("E3004", f"`str` shows scalars, not {ts.show(ty)}", expr)
         return ts.STR
 

@@ -41,7 +41,13 @@ AUDIT_LOG = "audit_log"
 CLOCK = "clock"
 ID_COUNTERS = "id_counters"
 RNG_STATE = "rng_state"
-BUILTIN_STATE = (AUDIT_LOG, CLOCK, ID_COUNTERS, RNG_STATE)
+RANDOM_SEED = "random_seed"
+BUILTIN_STATE = (AUDIT_LOG, CLOCK, ID_COUNTERS, RNG_STATE, RANDOM_SEED)
+RUNTIME_KEPT = (ID_COUNTERS, RNG_STATE, RANDOM_SEED)
+"""Built-in fields only the runtime changes (scenarios may set them)."""
+RNG_KINDS = ("splitmix64", "python")
+"""`rng` header values: envc's own splitmix64 (the default), or Python's `random.Random`
+(Mersenne Twister) seeded with `random_seed`, for ports of Python code that uses it."""
 
 AUDIT_ENTRY = ir.RecordDecl(
     name="AuditEntry",
@@ -129,10 +135,16 @@ STR_METHODS = (
     "find",
     "count",
     "isdigit",
+    "zfill",
 )
 LIST_METHODS = ("append", "insert", "remove", "extend", "pop", "clear", "index", "count", "copy")
 MAP_METHODS = ("get", "keys", "values", "pop", "clear", "copy")
-MUTATING_METHODS = {"list": ("append", "insert", "remove", "extend", "pop", "clear"), "map": ("pop", "clear")}
+SET_METHODS = ("add", "discard", "copy")
+MUTATING_METHODS = {
+    "list": ("append", "insert", "remove", "extend", "pop", "clear"),
+    "map": ("pop", "clear"),
+    "set": ("add", "discard"),
+}
 
 # Names a spec may not use for its own things: Python keywords, names the generated
 # code relies on, and the built-ins above.

@@ -34,6 +34,7 @@ ALLOWED_IMPORTS = {
         "__future__",
         "json",
         "math",
+        "random",  # only with `rng python`: Python's generator, seeded from state
         "re",
         "datetime",
         "collections.abc",
@@ -333,7 +334,8 @@ def rule_no_bare_except(relative: str, tree: ast.Module) -> list[Finding]:
 
 
 def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
-    """No I/O, no eval/exec, no wall clock, no unseeded randomness."""
+    """No I/O, no eval/exec, no wall clock, no unseeded randomness (`random.Random(seed)`
+    with an explicit seed is the one use of the random module allowed)."""
     findings = []
     imported = {
         (alias.asname or alias.name).split(".")[0]
@@ -356,6 +358,8 @@ def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
             # is a spec's own variable that happens to share the name.
             is_module = module in imported
             risky = module in ("random", "subprocess", "socket", "time", "os") and is_module
+            if module == "random" and func.attr == "Random" and len(node.args) == 1:
+                risky = False  # `rng python`: a generator built from an explicit seed kept in state
             if risky or ((owner, func.attr) in FORBIDDEN_ATTRIBUTES and (owner != module or is_module)):
                 findings.append(
                     Finding(

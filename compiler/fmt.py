@@ -36,6 +36,7 @@ INDENT = "    "
 DOC_WIDTH = 80
 POSITION_KEYS = frozenset({"line", "col", "end_line", "end_col"})
 DEFAULT_CLOCK: str = ir.EnvHeader.model_fields["clock"].default
+DEFAULT_RNG: str = ir.EnvHeader.model_fields["rng"].default
 
 
 # --------------------------------------------------------------------------- entry points
@@ -533,6 +534,8 @@ class _Layout:
             lines.append(("extends", f"extends {quote(h.extends)}"))
         if h.seed != 0 or not lines:  # the grammar wants at least one item
             lines.append(("seed", f"seed {h.seed}"))
+        if h.rng != DEFAULT_RNG:
+            lines.append(("rng", f"rng {h.rng}"))
         if h.clock != DEFAULT_CLOCK:
             lines.append(("clock", f"clock {quote(h.clock)}"))
         items = [_Item(text, self.src.find_head(h.line + 1, bound, key)) for key, text in lines]

@@ -273,6 +273,7 @@ class EnvHeader(Decl):
     domains: list[str] = Field(default_factory=list)
     extends: str = ""
     seed: int = 0
+    rng: str = "splitmix64"
     clock: str = "2025-01-01T09:00:00"
 
 

@@ -421,6 +421,9 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def env_seed(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
         return ("seed", int(children[0]), meta)
 
+    def env_rng(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("rng", str(children[0]), meta)
+
     def env_clock(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
         return ("clock", children[0].value, meta)
 

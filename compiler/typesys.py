@@ -17,7 +17,9 @@ from compiler import ir
 
 PRIMITIVES = ("str", "int", "float", "bool", "datetime", "date", "time", "json")
 TEMPORAL = ("datetime", "date", "time")
-CONTAINERS = ("list", "map", "json")
+CONTAINERS = ("list", "map", "set", "json")
+SET_ITEMS = ("str", "int")
+"""Scalars a `set[T]` may hold (and enums): hashable, and orderable for a canonical form."""
 
 
 def t(name: str, *args: ir.TypeRef) -> ir.TypeRef:
@@ -42,6 +44,15 @@ def list_of(item: ir.TypeRef) -> ir.TypeRef:
 
 def map_of(key: ir.TypeRef, value: ir.TypeRef) -> ir.TypeRef:
     return t("map", key, value)
+
+
+def set_of(item: ir.TypeRef) -> ir.TypeRef:
+    return t("set", item)
+
+
+def holds_set(ty: ir.TypeRef) -> bool:
+    """Whether a value of this type may contain a set, which no JSON value can."""
+    return ty.name == "set" or any(holds_set(arg) for arg in ty.args)
 
 
 def optional(inner: ir.TypeRef) -> ir.TypeRef:
@@ -84,7 +95,9 @@ def assignable(src: ir.TypeRef, dst: ir.TypeRef) -> bool:
     Containers are invariant (as mypy sees the generated code); int widens to float;
     the temporal types are ISO strings and widen to str; anything fits `json`.
     """
-    if src.name == "any" or dst.name == "any" or dst.name == "json":
+    if dst.name == "json":
+        return not holds_set(src)  # json holds JSON values only; a set has no JSON form
+    if src.name == "any" or dst.name == "any":
         return True
     if same(src, dst):
         return True
@@ -99,7 +112,7 @@ def assignable(src: ir.TypeRef, dst: ir.TypeRef) -> bool:
         return True
     if src.name in TEMPORAL and dst.name == "str":
         return True
-    if src.name == dst.name and src.name in ("list", "map"):
+    if src.name == dst.name and src.name in ("list", "map", "set"):
         return all(_invariant(a, b) for a, b in zip(src.args, dst.args))
     return False
 
@@ -111,7 +124,7 @@ def _invariant(a: ir.TypeRef, b: ir.TypeRef) -> bool:
         or same(a, b)
         or (
             a.name == b.name
-            and a.name in ("list", "map", "optional")
+            and a.name in ("list", "map", "set", "optional")
             and all(_invariant(x, y) for x, y in zip(a.args, b.args))
         )
     )
@@ -162,6 +175,18 @@ def json_schema(
         return {"type": "null"}
     if name == "list":
         return {"type": "array", "items": json_schema(ty.args[0], enums, records)}
+    if name == "set":
+        return {"type": "array", "items": json_schema(ty.args[0], enums, records), "uniqueItems": True}
+    if name == "map" and ty.args[0].name == "json":
+        value_schema = json_schema(ty.args[1], enums, records)
+        pair = {
+            "type": "array",
+            "prefixItems": [{"type": ["string", "integer"]}, value_schema],
+            "minItems": 2,
+            "maxItems": 2,
+        }
+        # An object (string keys) as data arrives, or [key, value] pairs as envc writes it.
+        return {"anyOf": [{"type": "object", "additionalProperties": value_schema}, {"type": "array", "items": pair}]}
     if name == "map":
         schema: dict[str, Any] = {"type": "object", "additionalProperties": json_schema(ty.args[1], enums, records)}
         key = ty.args[0]
@@ -258,6 +283,8 @@ class DataChecker:
             return [self.check(item, ty.args[0], f"{path}[{i}]", problems) for i, item in enumerate(value)]
         if name == "map":
             return self._check_map(value, ty, path, problems)
+        if name == "set":
+            return self._check_set(value, ty, path, problems)
         if name in self.enums:
             if value not in self.enums[name].members:
                 problems.append(f"{path}: {value!r} is not a member of {name} ({', '.join(self.enums[name].members)})")
@@ -272,10 +299,23 @@ class DataChecker:
             problems.append(f"{path}: {_describe(value)} where {show(ty)} is expected")
         return value
 
+    def _check_set(self, value: Any, ty: ir.TypeRef, path: str, problems: list[str]) -> Any:
+        """A set is written as a list of distinct items; its JSON form is that list, sorted."""
+        if not isinstance(value, (list, set, frozenset)):
+            return self._expect(False, value, ty, path, problems)
+        items = [self.check(item, ty.args[0], f"{path}[{i}]", problems) for i, item in enumerate(value)]
+        if not all(isinstance(item, (str, int)) for item in items):
+            return value  # the problem is already reported, and such items are not hashable
+        if len(set(items)) != len(items):
+            problems.append(f"{path}: a set lists an item twice")
+        return sorted(set(items))
+
     def _check_map(self, value: Any, ty: ir.TypeRef, path: str, problems: list[str]) -> Any:
+        key_type, value_type = ty.args
+        if key_type.name == "json" and isinstance(value, list):
+            return self._check_pairs(value, ty, path, problems)
         if not isinstance(value, dict):
             return self._expect(False, value, ty, path, problems)
-        key_type, value_type = ty.args
         result: dict[Any, Any] = {}
         for key, item in value.items():
             new_key = key
@@ -284,12 +324,31 @@ class DataChecker:
                     new_key = int(key)
                 elif not isinstance(key, int) or isinstance(key, bool):
                     problems.append(f"{path}: key {key!r} is not an int")
+            elif key_type.name == "json":
+                if not isinstance(key, (str, int)) or isinstance(key, bool):
+                    problems.append(f"{path}: key {key!r} is not a str or an int")
             elif key_type.name in self.enums:
                 if key not in self.enums[key_type.name].members:
                     problems.append(f"{path}: key {key!r} is not a member of {key_type.name}")
             elif not isinstance(key, str):
                 problems.append(f"{path}: key {key!r} is not a str")
             result[new_key] = self.check(item, value_type, f"{path}[{key!r}]", problems)
+        return result
+
+    def _check_pairs(self, value: list[Any], ty: ir.TypeRef, path: str, problems: list[str]) -> Any:
+        """A map[json, V] as envc writes it: [key, value] pairs, keys str or int as they were."""
+        result: dict[Any, Any] = {}
+        for index, pair in enumerate(value):
+            if not (isinstance(pair, list) and len(pair) == 2):
+                problems.append(f"{path}[{index}]: not a [key, value] pair")
+                continue
+            key, item = pair
+            if not isinstance(key, (str, int)) or isinstance(key, bool):
+                problems.append(f"{path}[{index}]: key {key!r} is not a str or an int")
+            elif key in result:
+                problems.append(f"{path}[{index}]: key {key!r} appears twice")
+            else:
+                result[key] = self.check(item, ty.args[1], f"{path}[{key!r}]", problems)
         return result
 
     def _check_record(self, value: Any, name: str, path: str, problems: list[str]) -> Any:

@@ -32,6 +32,8 @@ from compiler.lower.pycode import (
     json_expr,
     py_str,
     py_value,
+    typed_literal,
+    typed_value,
 )
 from compiler.lower.runtime import RUNTIME_HELPERS, helpers_needed
 
@@ -184,12 +186,13 @@ class _Builder:
                     "name": f.name,
                     "type": self.types.py(f.type),
                     "copier": copy_expr(f'state["{f.name}"]', f.type, self.records),
+                    "exporter": json_expr(f'state["{f.name}"]', f.type, self.records),
                 }
                 for f in env.state
             ],
             "world_fields": [{"name": f.name, "type": self.types.py(f.type)} for f in env.world],
-            "default_state": py_value(env.state_defaults),
-            "world": py_value(env.world_values),
+            "default_state": typed_value(env.state_defaults, {f.name: f.type for f in env.state}, self.records),
+            "world": typed_value(env.world_values, {f.name: f.type for f in env.world}, self.records),
             "scenarios": py_value(env.scenario_values),
             "record_fields": self._record_fields(),
             "state_kinds": "{" + ", ".join(f"{py_str(f.name)}: {self.kind(f.type)}" for f in env.state) + "}",
@@ -198,6 +201,7 @@ class _Builder:
             "helpers": helpers,
             "runtime_helpers": [RUNTIME_HELPERS[name] for name in sorted(helpers) if name in RUNTIME_HELPERS],
             "uses_audit": any("self._audit(" in body for body in bodies.values()),
+            "rng_python": bi.RANDOM_SEED in {f.name for f in env.state},
         }
         skeleton = self.render("environment.py.jinja", context)
         return splice_bodies(skeleton, "Environment", bodies)
@@ -228,14 +232,15 @@ class _Builder:
             for f in record.fields:
                 required = f.default is None and not ts.is_optional(f.type)
                 default = _const_json(f.default) if f.default is not None else None
-                fields.append(f"({py_str(f.name)}, {self.kind(f.type)}, {required}, {py_value(default)})")
+                default_text = typed_literal(default, f.type, self.records)
+                fields.append(f"({py_str(f.name)}, {self.kind(f.type)}, {required}, {default_text})")
             entries.append(f"{py_str(record.name)}: ({', '.join(fields)}{',' if len(fields) == 1 else ''})")
         return "{" + ", ".join(entries) + "}"
 
     def kind(self, ty: ir.TypeRef) -> str:
         """The runtime validation descriptor of a type."""
         name = ty.name
-        if name in ("list", "optional"):
+        if name in ("list", "set", "optional"):
             return f'("{name}", {self.kind(ty.args[0])})'
         if name == "map":
             return f'("map", {self.kind(ty.args[0])}, {self.kind(ty.args[1])})'
@@ -271,7 +276,10 @@ class _Builder:
             has_default, default = schema.param_default(param, tool=not isinstance(tool, ir.FnDecl))
             if has_default and isinstance(default, (list, dict)):
                 sentinel = "UNSET" if ts.strip_optional(param.type).name in ("json", "any") else "None"
-                lines += [f"if {param.name} is {sentinel}:", f"    {param.name} = {py_value(default)}"]
+                lines += [
+                    f"if {param.name} is {sentinel}:",
+                    f"    {param.name} = {typed_literal(default, param.type, self.records)}",
+                ]
         return lines
 
     def _tool_context(self, tool: ir.ToolDecl) -> dict[str, Any]:

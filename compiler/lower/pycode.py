@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from compiler import builtins as bi
 from compiler import ir
@@ -69,6 +70,43 @@ def py_value(value: object) -> str:
     return repr(value)
 
 
+def typed_value(values: dict[str, Any], types: dict[str, ir.TypeRef], records: dict[str, ir.RecordDecl]) -> str:
+    """Python source for a mapping of fields, each spelled for its type: the IR keeps a
+    set as its JSON form (a sorted list), and Python needs `set()` or `{...}` for it."""
+    return "{" + ", ".join(f"{py_value(k)}: {typed_literal(v, types.get(k), records)}" for k, v in values.items()) + "}"
+
+
+def typed_literal(value: Any, ty: ir.TypeRef | None, records: dict[str, ir.RecordDecl]) -> str:
+    """Python source for one constant of a type (see `typed_value`)."""
+    if ty is None or value is None or not _holds_set(ty, records, set()):
+        return py_value(value)
+    base = ts.strip_optional(ty)
+    if base.name == "set":
+        return "{" + ", ".join(py_value(v) for v in value) + "}" if value else "set()"
+    if base.name == "list":
+        return "[" + ", ".join(typed_literal(v, base.args[0], records) for v in value) + "]"
+    if base.name == "map":
+        return (
+            "{" + ", ".join(f"{py_value(k)}: {typed_literal(v, base.args[1], records)}" for k, v in value.items()) + "}"
+        )
+    if base.name in records:
+        fields = {f.name: f.type for f in records[base.name].fields}
+        return typed_value(value, fields, records)
+    return py_value(value)
+
+
+def _holds_set(ty: ir.TypeRef, records: dict[str, ir.RecordDecl], seen: set[str]) -> bool:
+    if ts.holds_set(ty):
+        return True
+    names = [ty.name, *(a.name for a in ty.args)]
+    for name in names:
+        if name in records and name not in seen:
+            seen.add(name)
+            if any(_holds_set(f.type, records, seen) for f in records[name].fields):
+                return True
+    return any(_holds_set(a, records, seen) for a in ty.args if a.args)
+
+
 @dataclass
 class TypeNames:
     """How IR types are spelled in the generated module."""
@@ -96,6 +134,8 @@ class TypeNames:
             return f"list[{self.py(ty.args[0])}]"
         if name == "map":
             return f"dict[{self.py(ty.args[0])}, {self.py(ty.args[1])}]"
+        if name == "set":
+            return f"set[{self.py(ty.args[0])}]"
         if name == "optional":
             return f"{self.py(ty.args[0])} | None"
         return name
@@ -185,6 +225,11 @@ class Emitter:
         return " + ".join(pieces) or py_str("", self.quote)
 
     def _e_list(self, e: ir.ListLit) -> tuple[str, int]:
+        if e.ty is not None and ts.strip_optional(e.ty).name == "set":
+            if not e.items:
+                return "set()", _PREC["postfix"]
+            items = list(dict.fromkeys(self.expr(i) for i in e.items))  # `[3, 1, 3]` is {3, 1}
+            return "{" + ", ".join(items) + "}", _PREC["atom"]
         return "[" + ", ".join(self.expr(i) for i in e.items) + "]", _PREC["atom"]
 
     def _e_map(self, e: ir.MapLit) -> tuple[str, int]:
@@ -203,7 +248,7 @@ class Emitter:
             if f.name in given:
                 value = self.expr(given[f.name])
             elif f.name in self.record_defaults.get(record.name, {}):
-                value = py_value(self.record_defaults[record.name][f.name])
+                value = typed_literal(self.record_defaults[record.name][f.name], f.type, self.records)
             else:
                 value = "None"
             items.append(f"{py_str(f.name, self.quote)}: {value}")
@@ -218,7 +263,18 @@ class Emitter:
         return f"{self.expr(obj, _PREC['postfix'])}[{py_str(e.name, self.quote)}]", _PREC["postfix"]
 
     def _e_index(self, e: ir.Index) -> tuple[str, int]:
-        return f"{self.expr(e.obj, _PREC['postfix'])}[{self.expr(e.index)}]", _PREC["postfix"]
+        index = self.key(e.index, e.obj.ty, self.expr(e.index))
+        return f"{self.expr(e.obj, _PREC['postfix'])}[{index}]", _PREC["postfix"]
+
+    def key(self, key: ir.Expr, container: ir.TypeRef | None, text: str) -> str:
+        """A key of a map[json, V] that is a json value is checked to be a str or an int
+        when the call runs (analysis cannot know; any other key type is known)."""
+        base = ts.strip_optional(container) if container is not None else None
+        if base is not None and base.name == "map" and base.args[0].name == "json" and key.ty is not None:
+            if ts.strip_optional(key.ty).name in ("json", "any"):
+                self.scope.helpers.add("json_key")
+                return f"_json_key({text})"
+        return text
 
     def _e_slice(self, e: ir.Slice) -> tuple[str, int]:
         lower = self.expr(e.lower) if e.lower is not None else ""
@@ -250,7 +306,10 @@ class Emitter:
             if isinstance(e.right, ir.Const) and isinstance(e.right.value, bool) and op in ("==", "!="):
                 op = "is" if op == "==" else "is not"  # `x == True` is how ruff's E712 asks it not be said
             prec = _PREC["compare"]
-            text = f"{self.expr(e.left, prec + 1)} {op} {self.expr(e.right, prec + 1)}"
+            left = self.expr(e.left, prec + 1)
+            if op in ("in", "not in"):
+                left = self.key(e.left, e.right.ty, left)
+            text = f"{left} {op} {self.expr(e.right, prec + 1)}"
             if _is_dynamic(e.left) or _is_dynamic(e.right):
                 return f"bool({text})", _PREC["postfix"]  # comparing Any gives Any to mypy
             return text, prec
@@ -278,6 +337,8 @@ class Emitter:
             return f"cast({py_str(self.types.py(base), self.quote)}, {text})"
         if base.name == "map" and targets == 2:
             return f"{self.expr(e, _PREC['postfix'])}.items()"
+        if base.name == "set":  # a fixed order, so that loops replay the same way
+            return f"sorted({text})"
         if (
             isinstance(e, ir.Call)
             and isinstance(e.func, ir.Name)
@@ -333,6 +394,8 @@ class Emitter:
         obj = self.expr(func.obj, _PREC["postfix"])
         args = [self.expr(a) for a in e.args]
         name = func.name
+        if obj_type.name == "map" and name in ("get", "pop") and e.args:
+            args[0] = self.key(e.args[0], obj_type, args[0])
         if obj_type.name == "map":
             if name == "keys":
                 return f"list({self.expr(func.obj)})"
@@ -342,6 +405,8 @@ class Emitter:
                 return f"{obj}.pop({args[0]}, None)"
             if name == "copy":
                 return self.copy_of(func.obj, obj_type)
+        if obj_type.name == "set" and name == "copy":
+            return self.copy_of(func.obj, obj_type)
         if obj_type.name == "list":
             if name == "copy":
                 return self.copy_of(func.obj, obj_type)
@@ -443,7 +508,10 @@ class Emitter:
             entity = kwargs.get("entity", py_str("", q))
             detail = kwargs.get("detail", py_str("", q))
             return f"self._audit({args[0]}, {entity}, {detail})", postfix
-        if name in ("next_id", "random_int", "random_choice", "advance_clock"):
+        if name == "random_choice":  # the helper returns Any: say which item type it is
+            self.scope.helpers.add(name)
+            return f"cast({py_str(self.types.py(e.ty or ts.ANY), q)}, self._random_choice({args[0]}))", postfix
+        if name in ("next_id", "random_int", "advance_clock"):
             self.scope.helpers.add(name)
             return f"self._{name}({', '.join(args)})", postfix
         raise AssertionError(f"no lowering for built-in {name}")
@@ -475,9 +543,9 @@ class Emitter:
             if obj_type.name == "list":
                 op = "save_length" if name in ("append", "extend") else "save_list"
                 lines.append(f"{pad}self._undo.{op}({obj})")
-            elif name == "pop" and node.args:
-                lines.append(f"{pad}self._undo.save({obj}, {self.expr(node.args[0])})")
-            else:
+            elif obj_type.name == "set":
+                lines.append(f"{pad}self._undo.save_member({obj}, {self.expr(node.args[0])})")
+            else:  # map pop or clear: the whole map, so a rollback keeps the key order
                 lines.append(f"{pad}self._undo.save_map({obj})")
         return lines
 
@@ -500,7 +568,11 @@ class Emitter:
         if s.touches_state:
             if isinstance(target, (ir.Index, ir.Attr)) and not _is_state_field(target):
                 container = self.expr(target.obj, _PREC["postfix"])
-                key = self.expr(target.index) if isinstance(target, ir.Index) else py_str(target.name)
+                key = (
+                    self.key(target.index, target.obj.ty, self.expr(target.index))
+                    if isinstance(target, ir.Index)
+                    else py_str(target.name)
+                )
                 if isinstance(target, ir.Index) and _has_call(target.index):
                     temp = self._temp()
                     lines.append(f"{pad}{temp} = {key}")
@@ -542,7 +614,9 @@ class Emitter:
         lines = []
         container = self.expr(s.target.obj, _PREC["postfix"])
         if s.touches_state:
-            lines.append(f"{pad}self._undo.save({container}, {self.expr(s.target.index)})")
+            # The whole map, not the one key: put back by a rollback, a key would move to the
+            # end, and key order shows in results (keys(m), loops) and in exported pairs.
+            lines.append(f"{pad}self._undo.save_map({container})")
         lines.append(f"{pad}del {self.expr(s.target)}")
         return lines
 
@@ -695,6 +769,8 @@ def _copy_inner(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], 
     if ty.name in ("json", "any"):
         return f"copy_json({source})"
     var = "abcdefgh"[depth % 8] if depth < 8 else f"v{depth}"
+    if ty.name == "set":
+        return f"set({source})"
     if ty.name == "list":
         item = ty.args[0]
         if not ts.is_container(item, records):
@@ -728,6 +804,15 @@ def json_expr(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], de
                 for f in record.fields
             )
             inner = "{" + items + "}"
+    elif base.name == "set":
+        inner = f"sorted({source})"
+    elif base.name == "map" and base.args[0].name == "json":
+        # JSON object keys are strings, and this map keeps "1" and 1 apart: [key, value]
+        # pairs, integer keys first, each kind in order, so equal maps give equal JSON.
+        inner = (
+            f"[[k{depth}, {json_expr(var, base.args[1], records, depth + 1)}]"
+            f" for k{depth}, {var} in sorted({source}.items(), key=_pair_order)]"
+        )
     elif base.name == "list":
         item = base.args[0]
         inner = (
@@ -753,4 +838,15 @@ def flat_record(record: ir.RecordDecl, records: dict[str, ir.RecordDecl]) -> boo
     return not any(ts.is_container(f.type, records) for f in record.fields)
 
 
-__all__ = ["Emitter", "Scope", "TypeNames", "copy_expr", "flat_record", "py_str", "py_value", "bi"]
+__all__ = [
+    "Emitter",
+    "Scope",
+    "TypeNames",
+    "copy_expr",
+    "flat_record",
+    "py_str",
+    "py_value",
+    "typed_literal",
+    "typed_value",
+    "bi",
+]

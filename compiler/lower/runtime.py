@@ -20,6 +20,11 @@ RUNTIME_HELPERS: dict[str, str] = {
     """Remove the first equal item, if there is one."""
     if item in items:
         items.remove(item)''',
+    "json_key": '''def _json_key(key: Any) -> Any:
+    """A json value used as a key of a map with str and int keys: nothing else is one."""
+    if type(key) not in (str, int):
+        raise DomainError("invalid_argument", f"a key must be a string or an integer, got {_show(key)}")
+    return key''',
     "add_seconds": """def _add_seconds(text: str, seconds: int) -> str:
     return _format_like(_moment(text) + dt.timedelta(seconds=seconds), text)""",
     "add_minutes": """def _add_minutes(text: str, minutes: int) -> str:

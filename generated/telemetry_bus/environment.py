@@ -1103,6 +1103,7 @@ _TYPE_NAMES: Final[dict[str, str]] = {
     "date": "an ISO-8601 date like 2025-01-31",
     "time": "an ISO-8601 time like 09:30:00",
     "list": "a list",
+    "set": "a list of distinct items",
     "map": "an object",
     "record": "an object",
 }
@@ -1193,12 +1194,22 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
             raise _invalid(where, kind, value)
         return [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
     if tag == "map":
+        if kind[1][0] == "json" and isinstance(value, list):
+            return _conform_pairs(value, kind, where)
         if not isinstance(value, Mapping):
             raise _invalid(where, kind, value)
         return {
             _conform_key(key, kind[1], where): conform(item, kind[2], f"{where}[{key!r}]")
             for key, item in value.items()
         }
+    if tag == "set":
+        if not isinstance(value, (list, set, frozenset)):
+            raise _invalid(where, kind, value)
+        items = [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
+        result = set(items)
+        if len(result) != len(items):
+            raise DomainError("invalid_argument", f"`{where}` lists an item twice", field=where)
+        return result
     if tag == "record":
         return _conform_record(value, kind[1], where)
     raise AssertionError(f"unknown kind {kind!r}")
@@ -1211,7 +1222,32 @@ _INT_KEY: Final = re.compile(r"-?[0-9]+")
 def _conform_key(key: Any, kind: Kind, where: str) -> Any:
     if kind[0] == "int" and isinstance(key, str) and _INT_KEY.fullmatch(key):
         return int(key)
+    if kind[0] == "json":  # kept as given: "1" and 1 are different keys
+        if type(key) not in (str, int):
+            raise DomainError(
+                "invalid_argument",
+                f"`{where}` key must be a string or an integer, got {_show(key)}",
+                field=where,
+            )
+        return key
     return conform(key, kind, f"{where} key")
+
+
+def _conform_pairs(pairs: list[Any], kind: Kind, where: str) -> dict[Any, Any]:
+    """A map with str and int keys, as `state()` writes it: a list of [key, value] pairs."""
+    result: dict[Any, Any] = {}
+    for index, pair in enumerate(pairs):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise DomainError(
+                "invalid_argument", f"`{where}[{index}]` must be a [key, value] pair", field=where
+            )
+        key = _conform_key(pair[0], kind[1], where)
+        if key in result:
+            raise DomainError(
+                "invalid_argument", f"`{where}` has the key {_show(key)} twice", field=where
+            )
+        result[key] = conform(pair[1], kind[2], f"{where}[{key!r}]")
+    return result
 
 
 def _conform_record(value: Any, name: str, where: str) -> dict[str, Any]:
@@ -1847,12 +1883,19 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
 
 
 def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value; faster than copy.deepcopy for plain data."""
+    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
     if isinstance(value, dict):
         return {key: copy_json(item) for key, item in value.items()}
     if isinstance(value, list):
         return [copy_json(item) for item in value]
+    if isinstance(value, set):
+        return set(value)
     return value
+
+
+def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
+    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
+    return (isinstance(pair[0], str), pair[0])
 
 
 def to_json(value: Any) -> Any:
@@ -1861,6 +1904,8 @@ def to_json(value: Any) -> Any:
         return {str(key): to_json(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_json(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
     return value
 
 
@@ -1986,6 +2031,54 @@ def _copy_Plausible(value: Plausible) -> Plausible:
     return value.copy()
 
 
+def state_to_json(state: State) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`."""
+    return {
+        "streams": {
+            k0: {
+                "name": v0["name"],
+                "schema": dict(v0["schema"]),
+                "description": v0["description"],
+                "created_at": v0["created_at"],
+                "history": list(v0["history"]),
+            }
+            for k0, v0 in state["streams"].items()
+        },
+        "events": {
+            str(k0): {
+                "id": v0["id"],
+                "stream": v0["stream"],
+                "offset": v0["offset"],
+                "payload": {k2: to_json(v2) for k2, v2 in v0["payload"].items()},
+                "priority": v0["priority"],
+                "published_at": v0["published_at"],
+            }
+            for k0, v0 in state["events"].items()
+        },
+        "subscriptions": {
+            str(k0): {
+                "id": v0["id"],
+                "stream": v0["stream"],
+                "consumer": v0["consumer"],
+                "mode": v0["mode"],
+                "filter": {k2: to_json(v2) for k2, v2 in v0["filter"].items()},
+                "batch_size": v0["batch_size"],
+                "max_pending": v0["max_pending"],
+                "status": v0["status"],
+                "pending": list(v0["pending"]),
+                "deliveries": {str(k2): v2 for k2, v2 in v0["deliveries"].items()},
+                "acknowledged": v0["acknowledged"],
+                "created_at": v0["created_at"],
+            }
+            for k0, v0 in state["subscriptions"].items()
+        },
+        "next_event_id": state["next_event_id"],
+        "next_subscription_id": state["next_subscription_id"],
+        "audit_log": [dict(v0) for v0 in state["audit_log"]],
+        "clock": state["clock"],
+    }
+
+
 def copy_state(state: State) -> State:
     """A deep copy of a state, generated from its types: this is what makes reset cheap."""
     return {
@@ -2071,6 +2164,10 @@ class _UndoLog:
         """Before a map is cleared."""
         self._entries.append((3, mapping, None, dict(mapping)))
 
+    def save_member(self, items: set[Any], item: Any) -> None:
+        """Before an item is added to or discarded from a set."""
+        self._entries.append((4, items, item, item in items))
+
     def save_deep(self, container: Any, key: Any) -> None:
         """Before code the journal cannot follow (a python body) may change container[key]."""
         self._entries.append((0, container, key, copy_json(container[key])))
@@ -2088,9 +2185,13 @@ class _UndoLog:
                 del container[key:]
             elif op == 2:
                 container[:] = old
-            else:
+            elif op == 3:
                 container.clear()
                 container.update(old)
+            elif old:
+                container.add(key)
+            else:
+                container.discard(key)
 
 
 def _as_number(value: Any) -> float | None:
@@ -2133,6 +2234,7 @@ class Environment:
 
     def __init__(self, scenario: str | Mapping[str, Any] | None = None) -> None:
         self._undo = _UndoLog()
+
         self._state: State = copy_state(DEFAULT_STATE)
         if scenario is not None:
             self._load_scenario(scenario)
@@ -2158,12 +2260,12 @@ class Environment:
 
     def state(self) -> dict[str, Any]:
         """A detached JSON snapshot of the state."""
-        return cast(dict[str, Any], to_json(self._state))
+        return state_to_json(self._state)
 
     def state_json(self) -> str:
         """The canonical JSON text of the state: equal states give equal text."""
         return json.dumps(
-            to_json(self._state), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            state_to_json(self._state), sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
 
     def snapshot(self) -> State:
@@ -2420,7 +2522,7 @@ class Environment:
             for event_id in event_ids:
                 self._undo.save_list(sub["pending"])
                 _remove_first(sub["pending"], event_id)
-                self._undo.save(sub["deliveries"], event_id)
+                self._undo.save_map(sub["deliveries"])
                 sub["deliveries"].pop(event_id, None)
             self._undo.save(sub, "acknowledged")
             sub["acknowledged"] += len(event_ids)
