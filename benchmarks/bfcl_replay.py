@@ -70,7 +70,10 @@ PORTED: Mapping[str, str] = {
 }
 """The registry of ported BFCL classes: class name -> generated package under generated/."""
 
-CATEGORIES = ("base", "long_context")
+CATEGORIES = ("base", "long_context", "miss_func", "miss_param")
+"""The multi-turn categories with ground truth: the issue asks for base and long_context;
+miss_func and miss_param reuse the same environments with a function or a parameter
+hidden from the model, so their ground truth exercises the ports the same way."""
 FORBIDDEN = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
 """Method names BFCL's executor refuses before evaluating a call."""
 
