@@ -14,6 +14,7 @@ Needs bfcl-eval (pip install --no-deps bfcl-eval mpmath); no network.
 from __future__ import annotations
 
 import inspect
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -254,3 +255,65 @@ def test_positional_arguments_are_named_in_declaration_order() -> None:
         replay.keyword_arguments(params, "t", (1, 2, 3), {})
     with pytest.raises(TypeError, match="multiple values for argument 'user_id'"):
         replay.keyword_arguments(params, "t", (1,), {"user_id": 2})
+
+
+# --------------------------------------------------------------------------- the tools themselves
+
+
+FUNC_DOC_FILES = {"TicketAPI": "ticket_api.json", "TwitterAPI": "posting_api.json", "MessageAPI": "message_api.json"}
+JSON_TYPES = {"string": "string", "integer": "integer", "boolean": "boolean", "array": "array", "dict": "object"}
+"""BFCL's function-doc type names, and the JSON Schema type the port's tools.json gives."""
+
+
+def bfcl_function_docs(class_name: str) -> dict[str, dict[str, Any]]:
+    path = replay.BFCL_DATA / "multi_turn_func_doc" / FUNC_DOC_FILES[class_name]
+    docs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {doc["name"]: doc for doc in docs}
+
+
+def port_tools(class_name: str) -> dict[str, dict[str, Any]]:
+    tools_json = Path(port(class_name).__file__).parent / "tools.json"
+    return {tool["name"]: tool for tool in json.loads(tools_json.read_text(encoding="utf-8"))["tools"]}
+
+
+@pytest.mark.parametrize("class_name", CLASSES)
+def test_the_port_has_bfcls_tools_with_bfcls_parameters(class_name: str) -> None:
+    """Same tool names; per tool the same parameters in the same order, the same required
+    ones and the same defaults as the BFCL method's signature."""
+    cls = replay.bfcl_class(class_name)
+    methods = {name: member for name, member in inspect.getmembers(cls, inspect.isfunction) if not name.startswith("_")}
+    specs = port(class_name).TOOL_SPECS
+    assert sorted(specs) == sorted(methods)
+    tools = port_tools(class_name)
+    for name, method in methods.items():
+        parameters = list(inspect.signature(method).parameters.values())[1:]  # without self
+        assert [p.name for p in specs[name].params] == [p.name for p in parameters], name
+        for param, spec in zip(parameters, specs[name].params):
+            has_default = param.default is not inspect.Parameter.empty
+            assert spec.required == (not has_default), f"{name}({param.name})"
+            schema = tools[name]["parameters"]["properties"][param.name]
+            if has_default:
+                assert schema.get("default") == param.default, f"{name}({param.name})"
+
+
+@pytest.mark.parametrize("class_name", CLASSES)
+def test_the_port_matches_bfcls_function_docs(class_name: str) -> None:
+    """What a model is shown: BFCL's function docs (multi_turn_func_doc) against the
+    port's tools.json: the same tools, parameter names, required lists and JSON types,
+    except `ticket_id`, which is any JSON value in the port because BFCL compares ids as
+    given and its own ground truth passes string ids (docs/fidelity.md)."""
+    docs = bfcl_function_docs(class_name)
+    tools = port_tools(class_name)
+    assert sorted(tools) == sorted(docs)
+    for name, doc in docs.items():
+        properties = tools[name]["parameters"]["properties"]
+        assert list(properties) == list(doc["parameters"]["properties"]), name
+        assert sorted(tools[name]["parameters"]["required"]) == sorted(doc["parameters"]["required"]), name
+        for param, described in doc["parameters"]["properties"].items():
+            if param == "ticket_id":
+                assert properties[param] == {}, f"{name}({param}) is any JSON value"
+                continue
+            schema = properties[param]
+            types = {schema.get("type")} | {option.get("type") for option in schema.get("anyOf", [])}
+            assert JSON_TYPES[described["type"]] in types, f"{name}({param})"  # optional ones also take null
+        assert doc["description"].endswith(tools[name]["description"].split("\n")[0]), name

@@ -1208,7 +1208,7 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
     if tag == "optional":
         return None if value is None else conform(value, kind[1], where)
     if tag == "json":
-        return value
+        return copy_json(value)  # detached: the caller's object never ends up in state
     if tag in ("str", "enum", "datetime", "date", "time"):
         if not isinstance(value, str):
             raise _invalid(where, kind, value)
@@ -1238,6 +1238,8 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
     if tag == "list":
         if not isinstance(value, list):
             raise _invalid(where, kind, value)
+        if kind[1][0] == "str" and all(type(item) is str and item.isascii() for item in value):
+            return list(value)  # a list of ASCII text: nothing to check item by item
         return [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
     if tag == "map":
         if kind[1][0] == "json" and isinstance(value, list):
@@ -1902,8 +1904,10 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     for param in spec.params:
         if param.name in args:
             value = args[param.name]
-            simple = _SIMPLE_TYPES.get(param.kind[0])
-            if simple is None or type(value) is not simple:  # the common case costs one lookup
+            tag = param.kind[0]
+            if tag == "str" and type(value) is str and value.isascii():
+                pass  # ASCII text holds no lone surrogate: the commonest case skips `conform`
+            elif _SIMPLE_TYPES.get(tag) is not type(value):  # an int or a bool costs one lookup
                 value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
@@ -1920,8 +1924,22 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- copying
 
 
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are shared, not copied: looked up by exact type, which is what
+makes the copying and JSON functions below cheap on the leaves of a value."""
+
+
 def copy_json(value: Any) -> Any:
     """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
     if isinstance(value, dict):
         return {key: copy_json(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -1938,6 +1956,16 @@ def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
 
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]
     if isinstance(value, dict):
         return {str(key): to_json(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
