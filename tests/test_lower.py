@@ -484,7 +484,7 @@ def test_expression_lowering(source: str, python: str) -> None:
         ("not flag and a >= b", "not flag and a >= b"),
         ("flag or a > b and b > c", "flag or a > b and b > c"),
         ("(flag or a > b) and b > c", "(flag or a > b) and b > c"),
-        ('"x" in keys(m)', '"x" in list(m)'),
+        ('"x" in keys(m)', '"x" in m'),
     ],
 )
 def test_boolean_lowering(source: str, python: str) -> None:

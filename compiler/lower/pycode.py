@@ -307,9 +307,14 @@ class Emitter:
                 op = "is" if op == "==" else "is not"  # `x == True` is how ruff's E712 asks it not be said
             prec = _PREC["compare"]
             left = self.expr(e.left, prec + 1)
+            right = self.expr(e.right, prec + 1)
             if op in ("in", "not in"):
                 left = self.key(e.left, e.right.ty, left)
-            text = f"{left} {op} {self.expr(e.right, prec + 1)}"
+                view = e.right
+                if isinstance(view, ir.Call) and isinstance(view.func, ir.Name) and view.func.id in ("keys", "values"):
+                    if _is_view_call(view):
+                        right = self._iter_builtin(view)  # `x in m.values()`: no list copy to look in
+            text = f"{left} {op} {right}"
             if _is_dynamic(e.left) or _is_dynamic(e.right):
                 return f"bool({text})", _PREC["postfix"]  # comparing Any gives Any to mypy
             return text, prec

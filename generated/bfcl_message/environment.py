@@ -848,7 +848,7 @@ class Environment:
         """Log in a user with the given user ID to messeage application."""
         state = self._state
         with self._undo.begin("message_login"):
-            if user_id not in list(state["user_map"].values()):
+            if user_id not in state["user_map"].values():
                 return {"login_status": False, "message": f"User ID '{user_id}' not found."}
             self._undo.save(state, "current_user")
             state["current_user"] = user_id
@@ -864,7 +864,7 @@ class Environment:
         with self._undo.begin("send_message"):
             if not self._logged_in():
                 return {"error": "No user is currently logged in."}
-            if receiver_id not in list(state["user_map"].values()):
+            if receiver_id not in state["user_map"].values():
                 return {"error": f"Receiver ID '{receiver_id}' not found."}
             message_id = self._generate_id()
             self._undo.save_length(state["inbox"])
@@ -918,7 +918,7 @@ class Environment:
             self._undo.save(state, "user_count")
             state["user_count"] += 1
             user_id = "USR" + str(state["user_count"]).zfill(3)
-            if user_id in list(state["user_map"].values()):
+            if user_id in state["user_map"].values():
                 return {"error": f"User ID '{user_id}' already exists."}
             self._undo.save(state["user_map"], user_name)
             state["user_map"][user_name] = user_id
