@@ -609,7 +609,7 @@ def test_set_changes_are_journaled_and_loops_are_sorted(files: dict[str, str]) -
 def test_python_rng_imports_random_and_splitmix_does_not(files: dict[str, str], plain_files: dict[str, str]) -> None:
     text, plain_text = files["environment.py"], plain_files["environment.py"]
     assert re.search(r"^import random$", text, re.MULTILINE)
-    assert "random.Random(at[0])" in text
+    assert "random.Random(seed)" in text
     assert not re.search(r"^import random$", plain_text, re.MULTILINE)
     assert "random_seed" not in plain_text and "_random_bits" not in plain_text
     assert "random_seed" not in module_constant(plain_text, "DEFAULT_STATE")

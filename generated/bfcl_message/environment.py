@@ -987,32 +987,31 @@ class Environment:
         state["generated_ids"].add(new_id)
         return {"new_id": new_id}
 
-    def _random_bits(self, bits: int) -> int:
-        """`bits` random bits from Python's Mersenne Twister seeded with `random_seed`.
+    def _random_below(self, limit: int) -> int:
+        """A number in [0, limit), drawn the way Python's `random.Random` draws it: `bits`
+        random bits at a time from its Mersenne Twister, until one is below `limit`.
 
         The state keeps only the seed and the number of 32-bit words drawn (`rng_state`);
         the generator object is a cache, rebuilt and fast-forwarded after reset or restore.
         """
         state = self._state
-        at = (state["random_seed"], state["rng_state"])
-        if self._rng_at != at:
-            self._rng = random.Random(at[0])
-            if at[1]:
-                self._rng.getrandbits(32 * at[1])
+        seed, drawn = state["random_seed"], state["rng_state"]
+        if self._rng_at != (seed, drawn):
+            self._rng = random.Random(seed)
+            if drawn:
+                self._rng.getrandbits(32 * drawn)
+        bits = limit.bit_length()
         words = (bits + 31) // 32
-        if at[1] + words > _MAX_DRAWS:
+        value = self._rng.getrandbits(bits)
+        drawn += words
+        while value >= limit:
+            value = self._rng.getrandbits(bits)
+            drawn += words
+        self._rng_at = (seed, drawn)
+        if drawn > _MAX_DRAWS:
             raise ValueError(f"this session has drawn its {_MAX_DRAWS} random words")
         self._undo.save(state, "rng_state")
-        state["rng_state"] = at[1] + words
-        self._rng_at = (at[0], at[1] + words)
-        return self._rng.getrandbits(bits)
-
-    def _random_below(self, limit: int) -> int:
-        """A number in [0, limit), drawn the way Python's `random.Random` draws it."""
-        bits = limit.bit_length()
-        value = self._random_bits(bits)
-        while value >= limit:
-            value = self._random_bits(bits)
+        state["rng_state"] = drawn
         return value
 
     def _random_int(self, low: int, high: int) -> int:
