@@ -1,6 +1,6 @@
 """Replay BFCL's multi-turn ground truth on the generated ports of BFCL classes.
 
-    python benchmarks/bfcl_replay.py                          # base and long_context
+    python benchmarks/bfcl_replay.py                          # base, long_context, miss_func, miss_param
     python benchmarks/bfcl_replay.py --category base --verbose
     python benchmarks/bfcl_replay.py --self-check             # the harness against BFCL's own executor
     python benchmarks/bfcl_replay.py --generated /tmp/out     # ports built somewhere else
