@@ -103,6 +103,13 @@ def docstring(text: str) -> str:
     return cleaned or "No description."
 
 
+def block_docstring(text: str) -> str:
+    """A whole docstring's text: one that spans lines ends with a line break, so its closing
+    quotes sit on a line of their own (ruff format then indents them)."""
+    cleaned = docstring(text)
+    return cleaned + "\n" if "\n" in cleaned else cleaned
+
+
 def ruff_binary() -> str:
     from ruff.__main__ import find_ruff_bin  # type: ignore[import-untyped]
 
@@ -164,7 +171,7 @@ class _Builder:
                     "name": fn.name,
                     "signature": self._signature(fn),
                     "returns": self.types.py(fn.returns),
-                    "doc": docstring(fn.doc or f"Helper `{fn.name}`."),
+                    "doc": block_docstring(fn.doc or f"Helper `{fn.name}`."),
                 }
             )
         helpers = helpers_needed(self.helpers.union(*(s.helpers for s in self._test_scopes)))
@@ -176,7 +183,7 @@ class _Builder:
                 {
                     "name": e.name,
                     "literal": ", ".join(py_str(m) for m in e.members),
-                    "doc": docstring(e.doc) if e.doc else "",
+                    "doc": block_docstring(e.doc) if e.doc else "",
                 }
                 for e in env.enums
             ],
@@ -220,7 +227,7 @@ class _Builder:
                 copier = "{" + items + "}"
         return {
             "name": record.name,
-            "doc": docstring(record.doc or f"A {record.name} record."),
+            "doc": block_docstring(record.doc or f"A {record.name} record."),
             "fields": [{"name": f.name, "type": self.types.py(f.type)} for f in record.fields],
             "copier": copier,
         }
@@ -294,7 +301,7 @@ class _Builder:
             "name": tool.name,
             "signature": self._signature(tool),
             "returns": self.types.py(tool.returns),
-            "doc": docstring(tool.doc or f"Tool `{tool.name}`."),
+            "doc": block_docstring(tool.doc or f"Tool `{tool.name}`."),
             "param_specs": specs,
             "reads": "{" + ", ".join(py_str(r) for r in tool.reads) + "}" if tool.reads else "",
             "writes": "{" + ", ".join(py_str(w) for w in tool.writes) + "}" if tool.writes else "",
@@ -387,7 +394,7 @@ class _Builder:
             lines.append("")
         return {
             "name": test.name,
-            "doc": docstring(test.doc) if test.doc else "",
+            "doc": block_docstring(test.doc) if test.doc else "",
             "scenario": scenario,
             "lines": [line for line in lines if line],
         }

@@ -34,7 +34,8 @@ SourceCategory = Literal[
 Operator = Literal["equals", "not_equals", "gt", "gte", "lt", "lte", "contains", "regex"]
 """equals and not_equals compare any JSON values (numbers by value); gt, gte, lt and
 lte compare numbers; contains is a substring test on strings; regex is a regular-
-expression search on strings (anchor it with ^...$ to match the whole value)."""
+expression search on strings (anchor it with ^...$ to match the whole value).
+"""
 
 ActionType = Literal["notify", "send_email", "create_task", "call_webhook", "log_message"]
 
@@ -70,7 +71,8 @@ class Condition(TypedDict):
 
 class Action(TypedDict):
     """A typed action; `params` may use {placeholders}: payload keys with scalar values,
-    and {event.type}, {event.source}, {event.id}, {rule.name}."""
+    and {event.type}, {event.source}, {event.id}, {rule.name}.
+    """
 
     type: ActionType
     params: dict[str, str]
@@ -134,7 +136,8 @@ class Evaluation(TypedDict):
 
 class Injection(TypedDict):
     """What injecting an event did: the logged event, each matched rule's verdict in the
-    order evaluated, and the actions dispatched."""
+    order evaluated, and the actions dispatched.
+    """
 
     event: Event
     evaluations: list[Evaluation]
@@ -2227,7 +2230,8 @@ class Environment:
         enabled: bool = True,
     ) -> Automation:
         """Create a rule: when an event of type `trigger` (from `source_filter`, if given)
-        satisfies `condition` (if given), dispatch `actions` in order."""
+        satisfies `condition` (if given), dispatch `actions` in order.
+        """
         state = self._state
         with self._undo.begin("create_automation"):
             if len([r for r in state["automations"].values() if r["name"] == name]) != 0:
@@ -2270,7 +2274,8 @@ class Environment:
         self, enabled: bool | None = None, trigger: str | None = None, source_id: str | None = None
     ) -> list[Automation]:
         """Rules in id order; `source_id` selects rules that would see that source's events
-        (its own filter or no filter)."""
+        (its own filter or no filter).
+        """
         state = self._state
         return sorted(
             [
@@ -2448,7 +2453,8 @@ class Environment:
         """Inject an event (the only way rules fire). It is validated and logged; enabled
         rules with this trigger type whose source filter is empty or this source are
         evaluated in id order, and each satisfied rule dispatches its actions in order.
-        Each injection advances the virtual clock by one second."""
+        Each injection advances the virtual clock by one second.
+        """
         state = self._state
         with self._undo.begin("inject_event"):
             source = self._find_source(source_id)
@@ -2543,7 +2549,8 @@ class Environment:
     ) -> list[Event]:
         """The event log, oldest first, filtered; `rule_id` keeps events that rule matched
         (or fired, with `fired_only`); `fired_only` alone keeps events that fired any rule.
-        `limit` keeps the newest."""
+        `limit` keeps the newest.
+        """
         state = self._state
         found: list[Event] = [
             e
@@ -2585,7 +2592,8 @@ class Environment:
 
     def automation_stats(self, enabled: bool | None = None) -> list[AutomationStats]:
         """Per automation, in id order: events it matched and fired on (from the event log)
-        and actions it took (from the action log)."""
+        and actions it took (from the action log).
+        """
         state = self._state
         return [
             {

@@ -974,7 +974,8 @@ class Environment:
 
     def _generate_id(self) -> dict[str, int]:
         """A fresh five-digit id, drawn until unused (BFCL loops without a bound; the ids
-        run out only after 90,000 messages)."""
+        run out only after 90,000 messages).
+        """
         state = self._state
         new_id = self._random_int(10000, 99999)
         for _attempt in range(90000):

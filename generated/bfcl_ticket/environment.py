@@ -858,7 +858,8 @@ class Environment:
         description: Description of the ticket. Defaults to an empty string.
         priority: Priority of the ticket, from 1 to 5. Defaults to 1. 5 is the highest priority.
 
-        Returns the ticket: id (int), title (str), description (str), status (str), priority (int)."""
+        Returns the ticket: id (int), title (str), description (str), status (str), priority (int).
+        """
         state = self._state
         with self._undo.begin("create_ticket"):
             user = state["current_user"]
@@ -887,7 +888,8 @@ class Environment:
         because BFCL's data and ground truth also use string ids such as "ticket_001".)
 
         Returns the ticket: id (int), title (str), description (str), status (str),
-        priority (int), created_by (str)."""
+        priority (int), created_by (str).
+        """
         ticket = self._find_ticket(ticket_id)
         if ticket is None:
             return self._missing_ticket(ticket_id)
@@ -899,7 +901,8 @@ class Environment:
         ticket_id: ID of the ticket to be closed. (An integer in BFCL's docs; string ids
         occur in BFCL's data and ground truth, so any JSON value is accepted.)
 
-        Returns status (str): Status of the close operation."""
+        Returns status (str): Status of the close operation.
+        """
         with self._undo.begin("close_ticket"):
             ticket = self._find_ticket(ticket_id)
             if ticket is None:
@@ -916,7 +919,8 @@ class Environment:
         ticket_id: ID of the ticket to be resolved. (An integer in BFCL's docs; see get_ticket.)
         resolution: Resolution details for the ticket.
 
-        Returns status (str): Status of the resolve operation."""
+        Returns status (str): Status of the resolve operation.
+        """
         with self._undo.begin("resolve_ticket"):
             ticket = self._find_ticket(ticket_id)
             if ticket is None:
@@ -939,7 +943,8 @@ class Environment:
             - status (str): [Optional] New status for the ticket.
             - priority (int): [Optional] New priority for the ticket.
 
-        Returns status (str): Status of the update operation."""
+        Returns status (str): Status of the update operation.
+        """
         with self._undo.begin("edit_ticket"):
             ticket = self._find_ticket(ticket_id)
             if ticket is None:
@@ -961,7 +966,8 @@ class Environment:
         username: Username of the user.
         password: Password of the user.
 
-        Returns success (bool): True if login was successful, False otherwise."""
+        Returns success (bool): True if login was successful, False otherwise.
+        """
         state = self._state
         with self._undo.begin("ticket_login"):
             if username != "" and password != "":
@@ -973,13 +979,15 @@ class Environment:
     def ticket_get_login_status(self) -> Any:
         """Get the login status of the currently authenticated user.
 
-        Returns login_status (bool): True if a user is logged in, False otherwise."""
+        Returns login_status (bool): True if a user is logged in, False otherwise.
+        """
         return {"login_status": self._logged_in()}
 
     def logout(self) -> Any:
         """Log out the current user.
 
-        Returns success (bool): True if logout was successful, False otherwise."""
+        Returns success (bool): True if logout was successful, False otherwise.
+        """
         state = self._state
         with self._undo.begin("logout"):
             if self._logged_in():
@@ -994,7 +1002,8 @@ class Environment:
         status: [Optional] Status to filter tickets by. If None, return all tickets.
 
         Returns a list of tickets: id (int), title (str), description (str), status (str),
-        priority (int), created_by (str)."""
+        priority (int), created_by (str).
+        """
         state = self._state
         user = state["current_user"]
         if user is None or user == "":

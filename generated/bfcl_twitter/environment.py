@@ -957,7 +957,8 @@ class Environment:
         username: Username of the user.
         password: Password of the user.
 
-        Returns authentication_status (bool): True if authenticated, False otherwise."""
+        Returns authentication_status (bool): True if authenticated, False otherwise.
+        """
         state = self._state
         with self._undo.begin("authenticate_twitter"):
             if username == state["username"] and password == state["password"]:
@@ -969,7 +970,8 @@ class Environment:
     def posting_get_login_status(self) -> Any:
         """Get the login status of the current user.
 
-        Returns login_status (bool): True if the current user is logged in, False otherwise."""
+        Returns login_status (bool): True if the current user is logged in, False otherwise.
+        """
         state = self._state
         return {"login_status": state["authenticated"]}
 
@@ -983,7 +985,8 @@ class Environment:
         mentions: [Optional] List of users mentioned in the tweet. Mention name should start with @. This is only relevant if the user wants to add mentions to the tweet.
 
         Returns the tweet: id (int), username (str), content (str), tags (list of str),
-        mentions (list of str)."""
+        mentions (list of str).
+        """
         if tags is None:
             tags = []
         if mentions is None:
@@ -1010,7 +1013,8 @@ class Environment:
 
         tweet_id: ID of the tweet to retweet.
 
-        Returns retweet_status (str): Status of the retweet action."""
+        Returns retweet_status (str): Status of the retweet action.
+        """
         state = self._state
         with self._undo.begin("retweet"):
             if not state["authenticated"]:
@@ -1032,7 +1036,8 @@ class Environment:
         tweet_id: ID of the tweet to comment on.
         comment_content: Content of the comment.
 
-        Returns comment_status (str): Status of the comment action."""
+        Returns comment_status (str): Status of the comment action.
+        """
         state = self._state
         with self._undo.begin("comment"):
             if not state["authenticated"]:
@@ -1054,7 +1059,8 @@ class Environment:
         tweet_id: ID of the tweet where users are mentioned.
         mentioned_usernames: List of usernames to be mentioned.
 
-        Returns mention_status (str): Status of the mention action."""
+        Returns mention_status (str): Status of the mention action.
+        """
         state = self._state
         with self._undo.begin("mention"):
             if tweet_id not in state["tweets"]:
@@ -1070,7 +1076,8 @@ class Environment:
 
         username_to_follow: Username of the user to follow.
 
-        Returns follow_status (bool): True if followed, False if already following."""
+        Returns follow_status (bool): True if followed, False if already following.
+        """
         state = self._state
         with self._undo.begin("follow_user"):
             if not state["authenticated"]:
@@ -1084,7 +1091,8 @@ class Environment:
     def list_all_following(self) -> Any:
         """List all users that the authenticated user is following.
 
-        Returns following_list (list of str): List of all users that the authenticated user is following."""
+        Returns following_list (list of str): List of all users that the authenticated user is following.
+        """
         state = self._state
         if not state["authenticated"]:
             return self._not_authenticated("listing following")
@@ -1095,7 +1103,8 @@ class Environment:
 
         username_to_unfollow: Username of the user to unfollow.
 
-        Returns unfollow_status (bool): True if unfollowed, False if not following."""
+        Returns unfollow_status (bool): True if unfollowed, False if not following.
+        """
         state = self._state
         with self._undo.begin("unfollow_user"):
             if not state["authenticated"]:
@@ -1112,7 +1121,8 @@ class Environment:
         tweet_id: ID of the tweet to retrieve.
 
         Returns the tweet: id (int), username (str), content (str), tags (list of str),
-        mentions (list of str)."""
+        mentions (list of str).
+        """
         state = self._state
         if tweet_id not in state["tweets"]:
             return self._tweet_not_found(tweet_id)
@@ -1124,7 +1134,8 @@ class Environment:
         username: Username of the user whose tweets to retrieve.
 
         Returns user_tweets (list of tweets): id (int), username (str), content (str),
-        tags (list of str), mentions (list of str)."""
+        tags (list of str), mentions (list of str).
+        """
         state = self._state
         return [
             tweet
@@ -1138,7 +1149,8 @@ class Environment:
         keyword: Keyword to search for in the content of the tweets.
 
         Returns matching_tweets (list of tweets): the tweets whose content contains the
-        keyword, or that have it as a tag, ignoring case."""
+        keyword, or that have it as a tag, ignoring case.
+        """
         state = self._state
         wanted = keyword.lower()
         return [
@@ -1154,7 +1166,8 @@ class Environment:
 
         tweet_id: ID of the tweet to retrieve comments for.
 
-        Returns comments (list of comments): username (str), content (str)."""
+        Returns comments (list of comments): username (str), content (str).
+        """
         state = self._state
         if tweet_id not in state["tweets"]:
             return self._tweet_not_found(tweet_id)
@@ -1167,7 +1180,8 @@ class Environment:
 
         Returns tweet_count (int): Number of tweets posted by the user; following_count
         (int): Number of users the specified user is following; retweet_count (int): Number
-        of retweets made by the user."""
+        of retweets made by the user.
+        """
         state = self._state
         tweet_count = len(
             [

@@ -35,7 +35,8 @@ Mode = Literal["sequential", "parallel"]
 
 Policy = Literal["abort", "skip", "retry"]
 """What a failed attempt does: abort fails the pipeline, skip skips the stage,
-retry puts it back to pending for an explicit retry (up to max_retries)."""
+retry puts it back to pending for an explicit retry (up to max_retries).
+"""
 
 StageStatus = Literal["pending", "completed", "skipped", "failed", "compensated"]
 
@@ -58,7 +59,8 @@ class AuditEntry(TypedDict):
 
 class Runner(TypedDict):
     """A worker. While busy, `holding` names the stage (`pipeline/stage`) it is bound
-    to: during an attempt, and while a stage of it awaits a retry."""
+    to: during an attempt, and while a stage of it awaits a retry.
+    """
 
     id: str
     role: str
@@ -71,7 +73,8 @@ class Runner(TypedDict):
 class StageSpec(TypedDict):
     """A stage as declared: `requires` is a capability its worker must have;
     `fail_attempts` makes its first N attempts fail (deterministic outcomes);
-    `compensation` is the undo action (default `undo_<action>`)."""
+    `compensation` is the undo action (default `undo_<action>`).
+    """
 
     id: str
     action: str
@@ -87,7 +90,8 @@ class StageSpec(TypedDict):
 class Stage(TypedDict):
     """A stage of a pipeline with its run-time state. `retries` counts retries granted
     so far; a pending stage with retries > 0 awaits an explicit retry. `completed_seq`
-    is its position in the pipeline's completion order (0 if never completed)."""
+    is its position in the pipeline's completion order (0 if never completed).
+    """
 
     id: str
     action: str
@@ -160,7 +164,8 @@ class Message(TypedDict):
 
 class RunReport(TypedDict):
     """What run_pipeline did: the attempts in order, why each pending stage is still
-    waiting, and which stages await a retry."""
+    waiting, and which stages await a retry.
+    """
 
     pipeline_id: str
     mode: Mode
@@ -2293,7 +2298,8 @@ class Environment:
 
     def deregister_runner(self, worker_id: str) -> Runner:
         """Remove an idle worker; its pending stages in active pipelines become unassigned.
-        A busy worker is refused."""
+        A busy worker is refused.
+        """
         state = self._state
         with self._undo.begin("deregister_runner"):
             worker = self._find_runner(worker_id, "worker_id")
@@ -2337,7 +2343,8 @@ class Environment:
         self, pipeline_id: str, name: str, mode: Mode, stages: list[StageSpec]
     ) -> Pipeline:
         """Define a pipeline: an ordered stage array forming a DAG through `depends_on`,
-        run sequentially (array order) or in parallel waves."""
+        run sequentially (array order) or in parallel waves.
+        """
         state = self._state
         with self._undo.begin("create_pipeline"):
             if pipeline_id in state["pipelines"]:
@@ -2369,7 +2376,8 @@ class Environment:
 
     def assign_stage(self, pipeline_id: str, stage_id: str, worker_id: str) -> Stage:
         """Assign a pending stage to a registered worker that has the stage's required
-        capability."""
+        capability.
+        """
         with self._undo.begin("assign_stage"):
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
@@ -2407,7 +2415,8 @@ class Environment:
 
     def execute_stage(self, pipeline_id: str, stage_id: str) -> StageRun:
         """Run one pending stage whose dependencies are satisfied, on its idle worker;
-        the failure policy applies to the outcome."""
+        the failure policy applies to the outcome.
+        """
         with self._undo.begin("execute_stage"):
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
@@ -2463,7 +2472,8 @@ class Environment:
         """Execute the pipeline as far as it goes: sequential mode repeats in-order passes,
         parallel mode repeats waves, until nothing more is ready, the pipeline completes,
         or an abort (or an exhausted retry) fails it. Stages awaiting a retry are not
-        re-run here: call retry_stage."""
+        re-run here: call retry_stage.
+        """
         with self._undo.begin("run_pipeline"):
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
@@ -2504,7 +2514,8 @@ class Environment:
 
     def retry_stage(self, pipeline_id: str, stage_id: str) -> StageRun:
         """Re-invoke a stage whose failed attempt scheduled a retry (its worker stays
-        bound to it meanwhile)."""
+        bound to it meanwhile).
+        """
         with self._undo.begin("retry_stage"):
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
@@ -2534,7 +2545,8 @@ class Environment:
     def rollback_pipeline(self, pipeline_id: str) -> list[Compensation]:
         """Undo a pipeline: walk its completed stages in reverse completion order, run
         (log) each one's compensating action and mark it compensated; the pipeline ends
-        rolled_back and its workers are released."""
+        rolled_back and its workers are released.
+        """
         state = self._state
         with self._undo.begin("rollback_pipeline"):
             pipeline = self._find_pipeline(pipeline_id)
@@ -2635,7 +2647,8 @@ class Environment:
         self, sender: str, recipient: str, body: str, pipeline_id: str | None = None
     ) -> Message:
         """Send an in-band message from one registered worker to another, optionally about
-        a pipeline."""
+        a pipeline.
+        """
         state = self._state
         with self._undo.begin("send_message"):
             self._find_runner(sender, "sender")
@@ -2686,7 +2699,8 @@ class Environment:
         auto_assign: bool = True,
     ) -> Pipeline:
         """Create the pipeline `<template>-<commit[:7]>` from a template; with auto_assign
-        every stage goes to the first runner (by id) that has its required capability."""
+        every stage goes to the first runner (by id) that has its required capability.
+        """
         state = self._state
         with self._undo.begin("trigger_build"):
             if template not in WORLD["pipeline_templates"]:
@@ -2844,7 +2858,8 @@ class Environment:
 
     def _attempt_fails(self, pipeline: Pipeline, stage: Stage) -> bool:
         """A known-broken commit always fails its listed actions; a flaky action fails its
-        first N attempts; otherwise the stage's own fail_attempts decides."""
+        first N attempts; otherwise the stage's own fail_attempts decides.
+        """
         state = self._state
         commit = state["pipeline_commits"].get(pipeline["id"], "")
         if commit in WORLD["broken_commits"] and stage["action"] in WORLD["broken_commits"][commit]:
@@ -2967,7 +2982,8 @@ class Environment:
 
     def _run_sequential_pass(self, pipeline: Pipeline) -> list[StageRun]:
         """Stages in array order; each pending stage whose dependencies are satisfied runs;
-        an abort failure halts the pass. Stages awaiting a retry are left alone."""
+        an abort failure halts the pass. Stages awaiting a retry are left alone.
+        """
         ran: list[StageRun] = []
         for stage in pipeline["stages"]:
             if pipeline["status"] == "failed":
@@ -2979,7 +2995,8 @@ class Environment:
     def _run_wave(self, pipeline: Pipeline) -> list[StageRun]:
         """Every stage ready at the start of the wave runs in it (one per worker: a second
         stage for the same worker waits for a later wave); all of them run even if one
-        fails the pipeline."""
+        fails the pipeline.
+        """
         state = self._state
         wave: list[Stage] = []
         taken: list[str] = []
@@ -3035,7 +3052,8 @@ class Environment:
 
     def _check_stage_specs(self, specs: list[StageSpec]) -> None:
         """Stage ids unique and well-formed, dependencies known and acyclic, counters in
-        range, assigned workers registered and capable."""
+        range, assigned workers registered and capable.
+        """
         ids: list[str] = [s["id"] for s in specs]
         for spec in specs:
             if not _matches(spec["id"], WORLD["stage_id_pattern"]):

@@ -112,7 +112,8 @@ class Moved(TypedDict):
 
 class PathLimits(TypedDict):
     """The workspace's limits: path length in characters, one name's length, the number
-    of segments, one file's size in characters, and the number of files."""
+    of segments, one file's size in characters, and the number of files.
+    """
 
     max_path_length: int
     max_name_length: int
@@ -124,7 +125,8 @@ class PathLimits(TypedDict):
 class CsvPreview(TypedDict):
     """A CSV file split on commas (quoted fields are not interpreted). Row numbers count
     data rows from 1; `ragged_rows` have a different number of fields than the header,
-    `rows_with_blanks` have an empty field."""
+    `rows_with_blanks` have an empty field.
+    """
 
     path: str
     columns: list[str]
@@ -1290,7 +1292,8 @@ class Environment:
 
     def ls(self, path: str = "", recursive: bool = False) -> list[Entry]:
         """Entries of a directory in path order ("" is the workspace root). With
-        `recursive`, every file and directory below it."""
+        `recursive`, every file and directory below it.
+        """
         state = self._state
         folder = self._checked(path, "path") if path != "" else ""
         if folder in state["files"]:
@@ -1317,7 +1320,8 @@ class Environment:
 
     def read(self, path: str, start_line: int = 1, max_lines: int | None = None) -> FileContent:
         """A file's text with its type, size and line count. Without `max_lines` from line 1
-        it is the exact content; otherwise lines start_line.. joined by newlines."""
+        it is the exact content; otherwise lines start_line.. joined by newlines.
+        """
         f = self._find_file(self._checked(path, "path"), "path")
         total = self._line_count(f["content"])
         if start_line == 1 and max_lines is None:
@@ -1363,7 +1367,8 @@ class Environment:
     ) -> SearchResult:
         """Find `query` in file paths and/or file lines under `path` (a directory, a single
         file, or "" for everything). A plain query matches as a substring; with `regex` it
-        is a regular expression searched anywhere in the path or line."""
+        is a regular expression searched anywhere in the path or line.
+        """
         state = self._state
         scope = self._checked(path, "path") if path != "" else ""
         if scope != "" and scope not in state["files"] and not self._is_dir(scope):
@@ -1401,7 +1406,8 @@ class Environment:
 
     def write(self, path: str, content: str, create_only: bool = False) -> WriteResult:
         """Create a file, or replace its content (its version goes up). Missing folders on
-        the way are implied. With `create_only` an existing file is refused."""
+        the way are implied. With `create_only` an existing file is refused.
+        """
         state = self._state
         with self._undo.begin("write"):
             target = self._checked(path, "path")
@@ -1470,7 +1476,8 @@ class Environment:
 
     def move(self, source: str, destination: str) -> list[Moved]:
         """Rename or move a file, or a directory with everything in it. The destination must
-        not exist: moving onto an existing file or directory is refused."""
+        not exist: moving onto an existing file or directory is refused.
+        """
         state = self._state
         with self._undo.begin("move"):
             from_path = self._checked(source, "source")
@@ -1527,7 +1534,8 @@ class Environment:
 
     def delete(self, path: str, recursive: bool = False) -> list[str]:
         """Delete a file, or with `recursive` a directory and everything in it. Returns the
-        deleted file paths. Deleting a missing path is refused."""
+        deleted file paths. Deleting a missing path is refused.
+        """
         state = self._state
         with self._undo.begin("delete"):
             target = self._checked(path, "path")
@@ -1552,7 +1560,8 @@ class Environment:
 
     def csv_preview(self, path: str, max_rows: int = 20) -> CsvPreview:
         """The header and the first `max_rows` data rows of a CSV file, split on commas,
-        with the rows that have a wrong number of fields or an empty field."""
+        with the rows that have a wrong number of fields or an empty field.
+        """
         state = self._state
         target = self._checked(path, "path")
         f = self._find_file(target, "path")
@@ -1600,7 +1609,8 @@ class Environment:
 
     def _path_rule(self, path: str) -> str:
         """The first rule a workspace path breaks, or "" if it is valid. Valid paths are
-        relative, "/"-separated, and made of ordinary names."""
+        relative, "/"-separated, and made of ordinary names.
+        """
         if path == "":
             return "empty"
         if len(path) > WORLD["limits"]["max_path_length"]:

@@ -49,7 +49,8 @@ class AuditEntry(TypedDict):
 
 class PoolMember(TypedDict):
     """One side of a pair. Attribute values are numbers, texts, booleans or lists of
-    those."""
+    those.
+    """
 
     id: str
     side: Side
@@ -60,7 +61,8 @@ class PoolMember(TypedDict):
 
 class HiringPool(TypedDict):
     """An isolated matching context: criteria (attribute -> weight > 0), the top-K cap,
-    and its own supply and demand candidates."""
+    and its own supply and demand candidates.
+    """
 
     id: str
     name: str
@@ -73,7 +75,8 @@ class HiringPool(TypedDict):
 
 class AttributeScore(TypedDict):
     """How one criterion scored: `kind` is numeric, text, list, bool, missing or
-    type_mismatch; `similarity` is in 0..1."""
+    type_mismatch; `similarity` is in 0..1.
+    """
 
     attribute: str
     weight: float
@@ -1905,7 +1908,8 @@ class Environment:
         self, pool_id: str, name: str, criteria: dict[str, float], top_k: int = 5
     ) -> HiringPool:
         """Create an isolated matching pool with a criteria vector (attribute -> weight,
-        every weight > 0) and a top-K cap."""
+        every weight > 0) and a top-K cap.
+        """
         state = self._state
         with self._undo.begin("create_pool"):
             if pool_id in state["pools"]:
@@ -1985,7 +1989,8 @@ class Environment:
 
     def score_fit(self, pool_id: str, supply_id: str, demand_id: str) -> ScoredPair:
         """Score one supply/demand pair with the pool's criteria and show the per-criterion
-        breakdown; records nothing."""
+        breakdown; records nothing.
+        """
         pool = self._find_pool(pool_id)
         return self._score_pair(
             pool,
@@ -1999,7 +2004,8 @@ class Environment:
         """Score every supply/demand pair of the pool (or only those of one demand and/or
         supply candidate), sort by score descending (ties by supply id, then demand id),
         keep the pool's top K and materialise them as pending matches. A pair that already
-        has a match record keeps it (whatever its status); results come in ranked order."""
+        has a match record keeps it (whatever its status); results come in ranked order.
+        """
         state = self._state
         with self._undo.begin("run_shortlist"):
             pool = self._find_pool(pool_id)
@@ -2056,7 +2062,8 @@ class Environment:
         self, pool_id: str, by: RankBy = "score", status: MatchStatus | None = None
     ) -> list[Match]:
         """A pool's matches re-ranked: by score (descending), or grouped by supply or by
-        demand candidate (ids ascending) with scores descending inside each group."""
+        demand candidate (ids ascending) with scores descending inside each group.
+        """
         state = self._state
         self._find_pool(pool_id)
         found = sorted(
@@ -2237,7 +2244,8 @@ class Environment:
 
     def _numeric_similarity(self, a: float, b: float) -> float:
         """Proximity by absolute distance, relative to the larger magnitude: equal is 1,
-        values of opposite sign or farther apart than the larger one are 0."""
+        values of opposite sign or farther apart than the larger one are 0.
+        """
         scale = max(abs(a), abs(b))
         if scale == 0.0:
             return 1.0
@@ -2245,7 +2253,8 @@ class Environment:
 
     def _text_similarity(self, a: str, b: str) -> float:
         """Equality (ignoring case and surrounding blanks) is 1; if one text contains the
-        other, the partial-match fallback constant; otherwise 0."""
+        other, the partial-match fallback constant; otherwise 0.
+        """
         x = a.strip().lower()
         y = b.strip().lower()
         if x == y:
@@ -2263,7 +2272,8 @@ class Environment:
 
     def _jaccard(self, a: list[Any], b: list[Any]) -> float:
         """|A & B| / |A | B| over the distinct items (texts ignore case); two empty lists
-        are identical (1)."""
+        are identical (1).
+        """
         xs = list(dict.fromkeys([self._item_key(i) for i in a]))
         ys = list(dict.fromkeys([self._item_key(i) for i in b]))
         if len(xs) == 0 and len(ys) == 0:

@@ -47,7 +47,8 @@ class AuditEntry(TypedDict):
 class StateDef(TypedDict):
     """A named state. Hooks are action labels run (recorded) when an entity leaves or
     enters the state; `initial` and `terminal` put it in the machine's initial or
-    terminal set."""
+    terminal set.
+    """
 
     name: str
     on_enter: list[str]
@@ -59,7 +60,8 @@ class StateDef(TypedDict):
 class Transition(TypedDict):
     """An edge of the transition table. `trigger` is a label for the agent (manual,
     automatic, event, timer ...), not enforced. `guards` maps a data field to
-    {operator: operand}; all conditions must hold."""
+    {operator: operand}; all conditions must hold.
+    """
 
     id: int
     source: str
@@ -70,7 +72,8 @@ class Transition(TypedDict):
 
 class Machine(TypedDict):
     """A machine definition: states in the order they were added, and the transition
-    table in definition order (earlier edges are tried first)."""
+    table in definition order (earlier edges are tried first).
+    """
 
     id: str
     name: str
@@ -82,7 +85,8 @@ class Machine(TypedDict):
 
 class Loan(TypedDict):
     """An entity walking a machine. `history` lists every state it has been in, in order
-    (the initial state first); `completed` is set on entering a terminal state."""
+    (the initial state first); `completed` is set on entering a terminal state.
+    """
 
     id: int
     machine_id: str
@@ -97,7 +101,8 @@ class Loan(TypedDict):
 
 class GuardFailure(TypedDict):
     """One guard condition that did not hold: `reason` is `missing field` (fail closed)
-    or `not satisfied`."""
+    or `not satisfied`.
+    """
 
     transition_id: int
     field: str
@@ -136,7 +141,8 @@ class TransitionResult(TypedDict):
     """The answer to a transition request. On `transitioned`, `transition_id`/`trigger`
     name the edge taken and `hooks` the hook actions that ran; on `blocked_by_guard`,
     `failed_guards` lists every condition that did not hold on any candidate edge; on
-    `no_such_transition`, `available` lists the targets reachable from `state`."""
+    `no_such_transition`, `available` lists the targets reachable from `state`.
+    """
 
     outcome: Outcome
     entity_id: int
@@ -172,7 +178,8 @@ class AvailableTarget(TypedDict):
 
 class Product(TypedDict):
     """A loan product: which workflow machine its loans walk, the amounts it lends and
-    the documents a file needs before underwriting."""
+    the documents a file needs before underwriting.
+    """
 
     code: str
     name: str
@@ -2160,7 +2167,8 @@ class Environment:
         terminal: bool = False,
     ) -> StateDef:
         """Add a named state with its hook actions; `initial` and `terminal` put it in the
-        machine's initial or terminal set."""
+        machine's initial or terminal set.
+        """
         if on_enter is None:
             on_enter = []
         if on_exit is None:
@@ -2202,7 +2210,8 @@ class Environment:
     ) -> Transition:
         """Add a guarded edge source -> target. Guards map a data field to
         {operator: operand}; operators: eq, ne, gt, gte, lt, lte (numbers, or texts),
-        in, not_in (list operand), contains (list or text field), matches (regex)."""
+        in, not_in (list operand), contains (list or text field), matches (regex).
+        """
         if guards is None:
             guards = {}
         with self._undo.begin("add_transition"):
@@ -2244,7 +2253,8 @@ class Environment:
         self, guards: dict[str, dict[str, Any]], data: dict[str, Any] | None = None
     ) -> GuardCheck:
         """Dry-run a guard against a data payload with the engine's rules (AND, fail
-        closed on missing fields); changes nothing."""
+        closed on missing fields); changes nothing.
+        """
         if data is None:
             data = {}
         self._check_guards(guards)
@@ -2268,7 +2278,8 @@ class Environment:
         trigger: str | None = None,
     ) -> list[Transition]:
         """The transition table of a machine in definition order, filtered by source,
-        target and trigger label."""
+        target and trigger label.
+        """
         machine = self._find_machine(machine_id)
         return [
             t
@@ -2282,7 +2293,8 @@ class Environment:
         self, loan_id: int, changes: dict[str, Any] | None = None, remove: list[str] | None = None
     ) -> Loan:
         """Set fields of an entity's data payload (the guards' input) and remove others.
-        A completed entity is frozen."""
+        A completed entity is frozen.
+        """
         if changes is None:
             changes = {}
         if remove is None:
@@ -2329,7 +2341,8 @@ class Environment:
         """Ask to move an entity to `target`. The edges from its current state to the target
         are tried in definition order; the first whose guards all hold is taken. Answers
         transitioned, blocked_by_guard (nothing changes; every failed condition is listed)
-        or no_such_transition (nothing changes; the reachable targets are listed)."""
+        or no_such_transition (nothing changes; the reachable targets are listed).
+        """
         state = self._state
         with self._undo.begin("move_loan"):
             entity = self._find_loan(loan_id)
@@ -2433,7 +2446,8 @@ class Environment:
 
     def available_moves(self, loan_id: int, trigger: str | None = None) -> list[AvailableTarget]:
         """The edges leaving the entity's current state (optionally of one trigger label),
-        each with whether its guards hold now. A completed entity has none."""
+        each with whether its guards hold now. A completed entity has none.
+        """
         entity = self._find_loan(loan_id)
         machine = self._find_machine(entity["machine_id"])
         if entity["completed"]:
@@ -2466,7 +2480,8 @@ class Environment:
         label_contains: str | None = None,
     ) -> list[Loan]:
         """Entities in id order, filtered by machine, current state, completion and a
-        case-insensitive part of the label."""
+        case-insensitive part of the label.
+        """
         state = self._state
         if machine_id is not None:
             self._find_machine(machine_id)
@@ -2488,7 +2503,8 @@ class Environment:
         trigger: str | None = None,
     ) -> list[MoveRecord]:
         """The log of executed transitions, oldest first, filtered by entity, machine,
-        target state and trigger label."""
+        target state and trigger label.
+        """
         state = self._state
         return [
             m
@@ -2522,7 +2538,8 @@ class Environment:
     ) -> Loan:
         """Open a loan file for a product; it starts in the product workflow's initial state
         (pick one with start_state if the workflow has several) with the amount, term and
-        an empty document list in its data."""
+        an empty document list in its data.
+        """
         with self._undo.begin("submit_application"):
             p = self._find_product(product)
             if not (amount >= p["min_amount"] and amount <= p["max_amount"]):
@@ -2557,7 +2574,8 @@ class Environment:
 
     def receive_document(self, loan_id: int, document: str) -> Loan:
         """File a document on an open loan; `documents_complete` becomes true once every
-        document its product requires is on file."""
+        document its product requires is on file.
+        """
         state = self._state
         with self._undo.begin("receive_document"):
             loan = self._find_loan(loan_id)
@@ -2596,7 +2614,8 @@ class Environment:
 
     def pull_credit_report(self, loan_id: int) -> Loan:
         """Copy the applicant's bureau file into the loan's data and compute the
-        debt-to-income ratio including the new loan's payment (amount / term, 3 decimals)."""
+        debt-to-income ratio including the new loan's payment (amount / term, 3 decimals).
+        """
         state = self._state
         with self._undo.begin("pull_credit_report"):
             loan = self._find_loan(loan_id)
@@ -2682,7 +2701,8 @@ class Environment:
 
     def _check_guards(self, guards: dict[str, dict[str, Any]]) -> None:
         """Guards are validated when an edge is declared: known operators, list operands for
-        `in`/`not_in`, text operands for `matches`, at least one condition per field."""
+        `in`/`not_in`, text operands for `matches`, at least one condition per field.
+        """
         for field, conditions in guards.items():
             if len(field) <= 0:
                 raise DomainError(
@@ -2735,7 +2755,8 @@ class Environment:
 
     def _ordered(self, actual: Any, op: str, expected: Any) -> bool:
         """gt/gte/lt/lte on two numbers, or on two texts (ISO dates order as text); any
-        other pair fails closed."""
+        other pair fails closed.
+        """
         x = _as_number(actual)
         y = _as_number(expected)
         if x is not None and y is not None:
@@ -2791,7 +2812,8 @@ class Environment:
     ) -> list[GuardFailure]:
         """The conditions of a guard that do not hold on `data`, in field and operator
         order. Empty means the guard passes: every condition must hold (AND), and a field
-        missing from the data fails every condition on it (fail closed). Pure."""
+        missing from the data fails every condition on it (fail closed). Pure.
+        """
         failures: list[GuardFailure] = []
         for field in sorted(guards):
             conditions = guards[field]
@@ -2888,7 +2910,8 @@ class Environment:
     ) -> Loan:
         """Create an entity at an initial state of a machine and run that state's on-enter
         hooks; an initial state that is also terminal completes it at once. With several
-        initial states the caller must pick one. The caller writes the audit entry."""
+        initial states the caller must pick one. The caller writes the audit entry.
+        """
         state = self._state
         machine = self._find_machine(machine_id)
         starts = self._initial_states(machine)

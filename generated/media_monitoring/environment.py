@@ -65,7 +65,8 @@ class Feed(TypedDict):
 
 class Unit(TypedDict):
     """One unit of the intermediate form: a query, a speech segment, a video caption or a
-    table row, as text plus string attributes."""
+    table row, as text plus string attributes.
+    """
 
     index: int
     text: str
@@ -118,7 +119,8 @@ class Job(TypedDict):
 
 class Merged(TypedDict):
     """One deduplicated entry of an aggregate: the first item seen for a key, with the
-    fields later duplicates added, and where it was seen."""
+    fields later duplicates added, and where it was seen.
+    """
 
     key: str
     fields: dict[str, str]
@@ -2433,7 +2435,8 @@ class Environment:
         job type is derived from the input. Text: a query string (a URL is fetched). Audio:
         {uri, duration_s, speech: ["[mm:ss] Speaker: words" or {text, at, speaker}]}. Video:
         the same plus frames: [caption or {caption, at}]. Table: CSV text, {columns, rows} or
-        a list of row objects."""
+        a list of row objects.
+        """
         state = self._state
         with self._undo.begin("ingest"):
             source = self._find_feed(feed_id)
@@ -2539,7 +2542,8 @@ class Environment:
         """Merge the results of completed jobs (all of them, or those listed) in job order.
         Items whose normalised key fields are equal are one entry: the first item's fields,
         completed by later duplicates, with every source and job that produced it. Items
-        missing a key field are kept as entries of their own (`unkeyed`)."""
+        missing a key field are kept as entries of their own (`unkeyed`).
+        """
         if normalization is None:
             normalization = ["lowercase", "strip", "collapse_whitespace"]
         state = self._state
@@ -2658,7 +2662,8 @@ class Environment:
         fields: list[str] | None = None,
     ) -> Brief:
         """Format an aggregate as markdown, a bullet summary, JSON text or a DOT graph;
-        `fields` picks and orders the item fields shown (default: all, by name)."""
+        `fields` picks and orders the item fields shown (default: all, by name).
+        """
         state = self._state
         with self._undo.begin("publish"):
             agg = self._find_digest(digest_id)
@@ -2712,7 +2717,8 @@ class Environment:
 
     def share_of_voice(self, digest_id: int) -> list[VoiceShare]:
         """Per watched brand: digest entries whose fields mention it (case-insensitive), their
-        mentions, and the brand's percentage of all watched-brand mentions."""
+        mentions, and the brand's percentage of all watched-brand mentions.
+        """
         state = self._state
         digest = self._find_digest(digest_id)
         if len(state["watchlist"]) <= 0:
@@ -2909,7 +2915,8 @@ class Environment:
 
     def _speech_unit(self, index: int, value: Any, where: str, channel: str) -> Unit:
         """A speech segment: `"[mm:ss] Speaker: words"` (both prefixes optional) or an
-        object with `text` and optional `at` and `speaker`."""
+        object with `text` and optional `at` and `speaker`.
+        """
         attrs: dict[str, str] = {"channel": channel}
         text = ""
         if _type_of(value) == "map":
@@ -3034,7 +3041,8 @@ class Environment:
 
     def _parse_table(self, payload: Any) -> Parsed:
         """A table is CSV text (header line first), an object {columns, rows} with rows as
-        lists, or a list of row objects (columns in first-seen order)."""
+        lists, or a list of row objects (columns in first-seen order).
+        """
         units: list[Unit] = []
         columns: list[str] = []
         kind = _type_of(payload)
@@ -3158,7 +3166,8 @@ class Environment:
 
     def _run_search(self, job: Job) -> Outcome:
         """Keyword search over the corpus: every query term must occur; ranked by the number
-        of occurrences, ties in corpus order; at most `search_limit` results."""
+        of occurrences, ties in corpus order; at most `search_limit` results.
+        """
         terms = list(
             dict.fromkeys(
                 [

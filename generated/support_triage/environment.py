@@ -2309,7 +2309,8 @@ class Environment:
     ) -> Conversation:
         """Start a conversation with a simulated customer. The persona comes from a preset
         `profile`, from explicit fields (intent and items are then required), or from a
-        preset with some fields replaced. The customer speaks first."""
+        preset with some fields replaced. The customer speaks first.
+        """
         state = self._state
         with self._undo.begin("open_conversation"):
             self._require_new_conversation(conversation_id)
@@ -2413,7 +2414,8 @@ class Environment:
     def reply_to_customer(self, conversation_id: str, text: str) -> Exchange:
         """Send the customer a message. The analysis moves confidence and mood, confirms
         items that the message resolves, and may resolve or escalate the session; the
-        customer replies at once. Returns the reply and the context delta."""
+        customer replies at once. Returns the reply and the context delta.
+        """
         state = self._state
         with self._undo.begin("reply_to_customer"):
             session = self._find_conversation(conversation_id)
@@ -2544,7 +2546,8 @@ class Environment:
         self, conversation_id: str, key: str, value: str | None = None
     ) -> ContextChange:
         """Set a context variable by hand, or delete it when `value` is left out. Variables
-        the analysis derives are overwritten again on the next message."""
+        the analysis derives are overwritten again on the next message.
+        """
         state = self._state
         with self._undo.begin("set_case_field"):
             session = self._find_conversation(conversation_id)
@@ -2584,7 +2587,8 @@ class Environment:
 
     def summarize_conversation(self, conversation_id: str) -> Summary:
         """Outcome and trajectory of a session: confidence and mood over the turns, the
-        turning point, improving and deteriorating turns, and the items confirmed so far."""
+        turning point, improving and deteriorating turns, and the items confirmed so far.
+        """
         state = self._state
         session = self._find_conversation(conversation_id)
         persona = state["personas"][conversation_id]
@@ -2699,7 +2703,8 @@ class Environment:
 
     def issue_refund(self, conversation_id: str, order_id: str, amount: float) -> Refund:
         """Refund (part of) an order of the conversation's customer; the refund is noted in
-        the transcript and in the case field `refund_id`. The customer still has to be told."""
+        the transcript and in the case field `refund_id`. The customer still has to be told.
+        """
         state = self._state
         with self._undo.begin("issue_refund"):
             conversation = self._find_conversation(conversation_id)

@@ -1314,7 +1314,8 @@ class Environment:
         split_at: str | None = None,
     ) -> Event:
         """Resolve a conflicted event: reschedule it, cancel it, override lower-priority
-        clashes, or split it at a point inside its time range."""
+        clashes, or split it at a point inside its time range.
+        """
         state = self._state
         with self._undo.begin("resolve_conflict"):
             event = self._find_event(event_id)
@@ -1399,7 +1400,8 @@ class Environment:
         date_prefix: str | None = None,
     ) -> list[Event]:
         """Events in start order, filtered by calendar, status and a prefix of the start
-        time (`2025-03` for a month, `2025-03-03` for a day)."""
+        time (`2025-03` for a month, `2025-03-03` for a day).
+        """
         state = self._state
         found: list[Event] = [
             e

@@ -70,7 +70,8 @@ class Reading(TypedDict):
 
 class Subscription(TypedDict):
     """A consumer handle. `pending` holds unacknowledged event ids in arrival order;
-    `deliveries` counts how often each pending event was handed to the consumer."""
+    `deliveries` counts how often each pending event was handed to the consumer.
+    """
 
     id: int
     stream: str
@@ -98,7 +99,8 @@ class StreamInfo(TypedDict):
 
 class IngestReceipt(TypedDict):
     """Where a publication went: every subscription it was queued for, the push ones it
-    was handed to at once, and the subscriptions now at or over their backpressure mark."""
+    was handed to at once, and the subscriptions now at or over their backpressure mark.
+    """
 
     event_id: int
     stream: str
@@ -2333,7 +2335,8 @@ class Environment:
 
     def create_stream(self, name: str, schema: dict[str, str], description: str = "") -> Stream:
         """Declare a typed stream. `schema` maps each payload field to one of the type names
-        str, int, float, bool, list, map; every published payload must match it exactly."""
+        str, int, float, bool, list, map; every published payload must match it exactly.
+        """
         state = self._state
         with self._undo.begin("create_stream"):
             if name in state["streams"]:
@@ -2388,7 +2391,8 @@ class Environment:
     ) -> Subscription:
         """Attach a consumer to a stream. `filter` maps payload fields to the exact values an
         event must carry to be queued (empty: every event). `batch_size` is for batch mode
-        only. Only events published from now on are queued."""
+        only. Only events published from now on are queued.
+        """
         if filter is None:
             filter = {}
         state = self._state
@@ -2441,7 +2445,8 @@ class Environment:
 
     def change_filter(self, subscription_id: int, filter: dict[str, Any]) -> Subscription:
         """Replace the filter of an active subscription. It applies to later publications;
-        events already pending stay pending until acknowledged."""
+        events already pending stay pending until acknowledged.
+        """
         with self._undo.begin("change_filter"):
             sub = self._find_subscription(subscription_id)
             self._require_active(sub)
@@ -2453,7 +2458,8 @@ class Environment:
 
     def unsubscribe(self, subscription_id: int) -> Subscription:
         """End a subscription: it receives nothing more. Its pending events stay until they
-        are acknowledged."""
+        are acknowledged.
+        """
         with self._undo.begin("unsubscribe"):
             sub = self._find_subscription(subscription_id)
             self._require_active(sub)
@@ -2471,7 +2477,8 @@ class Environment:
         include_unsubscribed: bool = False,
     ) -> list[SubscriptionInfo]:
         """Subscriptions in id order with their queue depth (the backpressure) and oldest
-        pending event."""
+        pending event.
+        """
         state = self._state
         if stream is not None:
             self._find_stream(stream)
@@ -2489,7 +2496,8 @@ class Environment:
     ) -> IngestReceipt:
         """Append an event to the stream's history, then queue its id for every active
         subscription whose filter matches; push subscriptions get it handed over at once.
-        The payload must carry exactly the stream's schema fields, each of its type."""
+        The payload must carry exactly the stream's schema fields, each of its type.
+        """
         with self._undo.begin("ingest"):
             receipt = self._publish_into(self._find_stream(stream), payload, priority)
             self._audit(
@@ -2503,7 +2511,8 @@ class Environment:
         """Hand pending events to the consumer, higher tiers first. Nothing leaves the queue:
         events come back on every poll until acknowledged (each hand-over counts an attempt).
         A batch subscription gets exactly `batch_size` events, or none while fewer are
-        pending; push and poll subscriptions get up to `max_events`."""
+        pending; push and poll subscriptions get up to `max_events`.
+        """
         with self._undo.begin("poll"):
             sub = self._find_subscription(subscription_id)
             self._require_active(sub)
@@ -2526,7 +2535,8 @@ class Environment:
 
     def acknowledge(self, subscription_id: int, event_ids: list[int]) -> AckReceipt:
         """Remove processed events from the subscription's pending queue: the only way an
-        event leaves it. All ids must be pending there, else nothing is acknowledged."""
+        event leaves it. All ids must be pending there, else nothing is acknowledged.
+        """
         with self._undo.begin("acknowledge"):
             sub = self._find_subscription(subscription_id)
             if len(list(dict.fromkeys(event_ids))) != len(event_ids):
@@ -2567,7 +2577,8 @@ class Environment:
 
     def pending_events(self, subscription_id: int, limit: int = 50) -> PendingView:
         """Inspect a subscription's pending queue in delivery order without handing anything
-        over; also works on unsubscribed subscriptions."""
+        over; also works on unsubscribed subscriptions.
+        """
         sub = self._find_subscription(subscription_id)
         ordered = self._in_delivery_order(sub["pending"])
         return {
@@ -2588,7 +2599,8 @@ class Environment:
         filter: dict[str, Any] | None = None,
     ) -> list[Reading]:
         """Events of a stream in offset order from `from_offset`, optionally only those of at
-        least `min_priority` and those whose payload exactly matches `filter`."""
+        least `min_priority` and those whose payload exactly matches `filter`.
+        """
         if filter is None:
             filter = {}
         state = self._state
@@ -2605,7 +2617,8 @@ class Environment:
 
     def raise_alert(self, device: str, message: str, priority: Priority = "high") -> IngestReceipt:
         """Publish an operator alert about a device on the `alerts` stream (the device's site
-        is filled in from the registry); subscribers of `alerts` get it like any reading."""
+        is filled in from the registry); subscribers of `alerts` get it like any reading.
+        """
         with self._undo.begin("raise_alert"):
             known = self._find_device(device)
             receipt = self._publish_into(
@@ -2680,13 +2693,15 @@ class Environment:
 
     def _fits_type(self, value: Any, type_name: str) -> bool:
         """The schema contract for one value: its JSON type must be the declared one; an
-        integer also satisfies `float`. null satisfies nothing."""
+        integer also satisfies `float`. null satisfies nothing.
+        """
         actual = _type_of(value)
         return actual == type_name or type_name == "float" and actual == "int"
 
     def _same_value(self, a: Any, b: Any) -> bool:
         """Exact equality of two JSON values: numbers by value (3 equals 3.0), everything
-        else only with the same JSON type (true never equals 1)."""
+        else only with the same JSON type (true never equals 1).
+        """
         x = _as_number(a)
         y = _as_number(b)
         if x is not None and y is not None:
@@ -2837,7 +2852,8 @@ class Environment:
     def _admit(self, stream: Stream, payload: dict[str, Any]) -> None:
         """Telemetry rules on top of the schema: a `device` must be registered and not
         retired, of the kind the stream carries, at the `site` it reports; numeric
-        measurements must be physically plausible."""
+        measurements must be physically plausible.
+        """
         raw_device = payload.get("device")
         if raw_device is not None:
             device_id = _as_text(raw_device)
@@ -2912,7 +2928,8 @@ class Environment:
     ) -> IngestReceipt:
         """The publication path every publishing tool shares: check the contract (and the
         domain's `admit` rules), append to the history, fan out to matching subscriptions.
-        The calling tool writes the audit entry (a helper cannot call `audit`)."""
+        The calling tool writes the audit entry (a helper cannot call `audit`).
+        """
         state = self._state
         self._check_payload(target, payload)
         self._admit(target, payload)
