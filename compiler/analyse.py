@@ -477,7 +477,7 @@ class _Analyser:
             self.error(
                 "E2015",
                 f"unknown archetype `{header.archetype}`",
-                header,
+                header.item_places.get("archetype", header),
                 header.file,
                 hint=did_you_mean(header.archetype, bi.ARCHETYPES) or "one of: " + ", ".join(bi.ARCHETYPES),
             )
@@ -485,12 +485,17 @@ class _Analyser:
             self.error(
                 "E2022",
                 f"unknown random generator `{header.rng}`",
-                header,
+                header.item_places.get("rng", header),
                 header.file,
                 hint="one of: " + ", ".join(bi.RNG_KINDS),
             )
         if not ts.valid_temporal("datetime", header.clock):
-            self.error("E3001", f"clock start {header.clock!r} is not an ISO-8601 datetime", header, header.file)
+            self.error(
+                "E3001",
+                f"clock start {header.clock!r} is not an ISO-8601 datetime",
+                header.item_places.get("clock", header),
+                header.file,
+            )
 
     # ------------------------------------------------------------------ declarations
     def _declare(self) -> None:

@@ -34,7 +34,8 @@ from compiler.parse import parse_source
 
 INDENT = "    "
 DOC_WIDTH = 80
-POSITION_KEYS = frozenset({"line", "col", "end_line", "end_col"})
+POSITION_KEYS = frozenset({"line", "col", "end_line", "end_col", "item_places"})
+"""Layout, not meaning: positions, and where each header item was written."""
 DEFAULT_CLOCK: str = ir.EnvHeader.model_fields["clock"].default
 DEFAULT_RNG: str = ir.EnvHeader.model_fields["rng"].default
 

@@ -275,6 +275,8 @@ class EnvHeader(Decl):
     seed: int = 0
     rng: str = "splitmix64"
     clock: str = "2025-01-01T09:00:00"
+    item_places: dict[str, Node] = Field(default_factory=dict)
+    """Where each item written in this header is, so a diagnostic about one points at it."""
 
 
 class EnumDecl(Decl):

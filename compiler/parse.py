@@ -430,6 +430,7 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def env_decl(self, meta: Meta, children: list[Any]) -> ir.EnvHeader:
         name, *items = children
         values: dict[str, Any] = {}
+        places: dict[str, ir.Node] = {}
         for key, value, item_meta in items:
             if not isinstance(value, (str, list, int)):
                 self.c.add("E1005", f"`{key}` takes a plain string, not an f-string", item_meta.line, item_meta.column)
@@ -440,7 +441,8 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
                 )
                 continue
             values[key] = value
-        return ir.EnvHeader(name=str(name), **values, **_pos(meta))
+            places[key] = ir.Node(**_pos(item_meta))
+        return ir.EnvHeader(name=str(name), **values, item_places=places, **_pos(meta))
 
     def enum_members(self, meta: Meta, children: list[Token]) -> list[Token]:
         return children
