@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from dataclasses import field as _field
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict, cast
 
@@ -736,10 +737,10 @@ class ToolSpec:
     reads: frozenset[str]
     writes: frozenset[str]
     result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
-    @property
-    def names(self) -> frozenset[str]:
-        return _PARAM_NAMES[self.name]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(param.name for param in self.params))
 
 
 def _ls_result(value: list[Entry]) -> Any:
@@ -911,9 +912,6 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
 }
 
 
-_PARAM_NAMES: Final[dict[str, frozenset[str]]] = {
-    name: frozenset(p.name for p in spec.params) for name, spec in TOOL_SPECS.items()
-}
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
 """Kinds whose check is just the value's type (str also must not hold a lone surrogate,
 so it stays on the full path): a plain int or bool argument skips `conform`."""
@@ -943,25 +941,25 @@ def _check_limits(param: Param, value: Any) -> None:
 
 def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     """Validate raw JSON arguments of a tool call; return keyword arguments."""
-    if not isinstance(args, Mapping):
+    if type(args) is not dict and not isinstance(args, Mapping):  # a dict skips the ABC check
         raise DomainError(
             "invalid_argument",
             f"arguments of `{spec.name}` must be a JSON object",
             allowed=[p.name for p in spec.params],
         )
-    for key in args:
-        if key not in spec.names:
-            allowed = [p.name for p in spec.params]
-            raise DomainError(
-                "invalid_argument",
-                f"`{spec.name}` has no parameter `{key}`",
-                field=str(key),
-                allowed=allowed,
-            )
+    if not spec.names.issuperset(args):  # one set operation in the common case
+        key = next(key for key in args if key not in spec.names)
+        allowed = [p.name for p in spec.params]
+        raise DomainError(
+            "invalid_argument",
+            f"`{spec.name}` has no parameter `{key}`",
+            field=str(key),
+            allowed=allowed,
+        )
     kwargs: dict[str, Any] = {}
     for param in spec.params:
-        if param.name in args:
-            value = args[param.name]
+        value = args.get(param.name, _MISSING)
+        if value is not _MISSING:
             tag = param.kind[0]
             if tag == "str" and type(value) is str and value.isascii():
                 pass  # ASCII text holds no lone surrogate: the commonest case skips `conform`
