@@ -233,6 +233,9 @@ test json_keys_work:
     expect len(notes) == 2
     expect notes_of_int(key=1) == ["int"]
     expect notes_of_str(key="1") == ["str"]
+    let key = parse_json("1")
+    expect key is not None and notes[key] == ["int"] and notes["1"] == ["str"]
+    expect matches(notes["1"][0], "^s.r$")
 
 test zfill_works:
     expect pad(text="42", width=5) == "00042"

@@ -273,7 +273,7 @@ class Emitter:
         if base is not None and base.name == "map" and base.args[0].name == "json" and key.ty is not None:
             if ts.strip_optional(key.ty).name in ("json", "any"):
                 self.scope.helpers.add("json_key")
-                return f"_json_key({text})"
+                return f"{self.scope.module_prefix}_json_key({text})"
         return text
 
     def _e_slice(self, e: ir.Slice) -> tuple[str, int]:
