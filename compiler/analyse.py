@@ -1923,8 +1923,22 @@ class _BodyChecker:
                 self.error("E3004", f"{ts.show(left)} is never None", expr.left)
             return ts.BOOL
         if op in ("==", "!="):
-            left = self.expr(expr.left, None)
-            right = self.expr(expr.right, left if expr.right.kind in ("const", "list", "map") else None)
+            literal = ("const", "list", "map")
+            if expr.left.kind in literal and expr.right.kind not in literal:
+                # `["a"] == tags`: the literal takes its type from the other side, either way round
+                right = self.expr(expr.right, None)
+                left = self.expr(expr.left, right)
+            else:
+                left = self.expr(expr.left, None)
+                right = self.expr(expr.right, left if expr.right.kind in literal else None)
+            if isinstance(expr.left, ir.Const) and isinstance(expr.right, ir.Const):
+                same_value = expr.left.value == expr.right.value
+                self.error(
+                    "E3004",
+                    f"this compares two constants: it is always {same_value == (op == '==')}",
+                    expr,
+                )
+                return ts.BOOL
             if not (ts.assignable(left, right) or ts.assignable(right, left) or ts.join(left, right) is not None):
                 self.error(
                     "E3004",

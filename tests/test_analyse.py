@@ -752,3 +752,14 @@ def test_missing_header() -> None:
     result = analyse_source("enum Size:\n    small\n", "spec.envspec")
     assert [(d.code, d.line, d.col) for d in result.diagnostics] == [("E2004", 1, 1)]
     assert result.environment is None
+
+
+def test_a_literal_takes_its_type_from_the_other_side_of_a_comparison() -> None:
+    """`["a"] == tags` and `tags == ["a"]` mean the same, with the literal on either side."""
+    clean('tool act() -> bool:\n    return ["a"] == tags and tags == ["a"] and {} == prices and [] != catalogue\n')
+
+
+def test_comparing_two_constants_is_reported() -> None:
+    """Always the same result (and mypy --strict refuses `"x" != "y"` in the generated code)."""
+    assert found('tool act() -> bool:\n    return "x" != "y"\n') == [("E3004", 2, 12)]
+    assert found("tool act() -> bool:\n    return 1 == 1\n") == [("E3004", 2, 12)]
