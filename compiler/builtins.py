@@ -222,4 +222,10 @@ def is_reserved_declaration(name: str) -> bool:
     """For tools, helpers, state and world fields: they become methods and dict keys, so
     they may reuse a built-in function's name (`search`, `matches`); calls in bodies
     still mean the built-in, names in tests the tool."""
-    return is_reserved(name) and name not in FUNCTIONS
+    return (is_reserved(name) and name not in FUNCTIONS) or name in BLOCK_WORDS
+
+
+BLOCK_WORDS = frozenset({"param"})
+"""Words that start a block line of a tool or helper (`param NAME "text"`) and are not
+reserved everywhere: parameters may be called `param` (the prototypes have such), but a
+tool, helper, state or world field may not, since its name can start a statement."""

@@ -58,6 +58,7 @@ CODES: dict[str, tuple[str, str]] = {
         '`override`, `drop` and `rename` change a prototype: add `extends "proto"` to the header',
     ),
     "E2022": ("unknown random generator", "`rng` is splitmix64 (the default) or python"),
+    "E2023": ("`param` line names no parameter", '`param NAME "text"` describes one of the callable\'s own parameters'),
     "E2019": (
         "environment name shadows a standard-library module",
         "the generated package would hide that module; add a suffix, e.g. `calendar_env`",

@@ -664,6 +664,9 @@ def _effects(t: ir.ToolDecl) -> list[tuple[str, str]]:
             lines.append((key, f"{key} {', '.join(names) or 'nothing'}"))
     if t.side_effect:
         lines.append(("side_effect", f"side_effect {quote(t.side_effect)}"))
+    for p in t.params:
+        if p.doc:
+            lines.append(("param", f"param {p.name} {quote(p.doc)}"))
     return lines
 
 

@@ -333,6 +333,8 @@ class Param(Node):
     type: TypeRef
     default: Expr | None = None
     constraints: list[Constraint] = Field(default_factory=list)
+    doc: str = ""
+    """From a `param NAME "text"` line: the parameter's description in the tool schema."""
 
 
 class Escape(Node):

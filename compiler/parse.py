@@ -509,14 +509,20 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def side_effect_decl(self, meta: Meta, children: list[Any]) -> tuple[str, str]:
         return ("side_effect", str(children[0].value))
 
+    def param_doc_decl(self, meta: Meta, children: list[Any]) -> tuple[str, tuple[str, str, Meta]]:
+        return ("param", (str(children[0]), str(children[1].value), meta))
+
     def _callable(self, meta: Meta, children: list[Any], cls: type[ir.ToolDecl]) -> ir.ToolDecl:
         override, rest = _take_override(children)
         name, params, returns, *items = rest
         doc, items = _take_doc(items)
         fields: dict[str, Any] = {}
         body: list[Any] = []
+        param_docs: dict[str, str] = {}
         for item in items:
-            if isinstance(item, tuple):
+            if isinstance(item, tuple) and item[0] == "param":
+                self._param_doc(item[1], params or [], param_docs)
+            elif isinstance(item, tuple):
                 key = {"reads": "declared_reads", "writes": "declared_writes"}.get(item[0], str(item[0]))
                 if key in fields:
                     self.c.add("E2017", f"`{item[0]}` is given twice", meta.line, meta.column)
@@ -525,6 +531,8 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
             else:
                 body = item
         escape = body[0] if body and isinstance(body[0], ir.Escape) else None
+        for param in params or []:
+            param.doc = param_docs.get(param.name, "")
         return cls(
             name=str(name),
             params=params or [],
@@ -536,6 +544,22 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
             **fields,
             **_pos(meta),
         )
+
+    def _param_doc(self, line: tuple[str, str, Meta], params: list[ir.Param], docs: dict[str, str]) -> None:
+        """A `param NAME "text"` line: it must name a parameter, once."""
+        name, text, meta = line
+        if name not in {param.name for param in params}:
+            known = ", ".join(param.name for param in params) or "none"
+            self.c.add(
+                "E2023",
+                f"`param {name}` names no parameter of this callable (parameters: {known})",
+                meta.line,
+                meta.column,
+            )
+        elif name in docs:
+            self.c.add("E2017", f"`param {name}` is given twice", meta.line, meta.column)
+        else:
+            docs[name] = text
 
     def tool_decl(self, meta: Meta, children: list[Any]) -> ir.ToolDecl:
         return self._callable(meta, children, ir.ToolDecl)

@@ -299,9 +299,9 @@ def test_the_port_has_bfcls_tools_with_bfcls_parameters(class_name: str) -> None
 @pytest.mark.parametrize("class_name", CLASSES)
 def test_the_port_matches_bfcls_function_docs(class_name: str) -> None:
     """What a model is shown: BFCL's function docs (multi_turn_func_doc) against the
-    port's tools.json: the same tools, parameter names, required lists and JSON types,
-    except `ticket_id`, which is any JSON value in the port because BFCL compares ids as
-    given and its own ground truth passes string ids (docs/fidelity.md)."""
+    port's tools.json: the same tools, parameter names, descriptions, required lists and
+    JSON types, except `ticket_id`, which is any JSON value in the port because BFCL
+    compares ids as given and its own ground truth passes string ids (docs/fidelity.md)."""
     docs = bfcl_function_docs(class_name)
     tools = port_tools(class_name)
     assert sorted(tools) == sorted(docs)
@@ -310,8 +310,9 @@ def test_the_port_matches_bfcls_function_docs(class_name: str) -> None:
         assert list(properties) == list(doc["parameters"]["properties"]), name
         assert sorted(tools[name]["parameters"]["required"]) == sorted(doc["parameters"]["required"]), name
         for param, described in doc["parameters"]["properties"].items():
+            assert properties[param].get("description") == described["description"], f"{name}({param})"
             if param == "ticket_id":
-                assert properties[param] == {}, f"{name}({param}) is any JSON value"
+                assert set(properties[param]) == {"description"}, f"{name}({param}) is any JSON value"
                 continue
             schema = properties[param]
             types = {schema.get("type")} | {option.get("type") for option in schema.get("anyOf", [])}

@@ -428,6 +428,7 @@ class _Builder:
                         "required": "no" if has_default else "yes",
                         "default": f"`{json.dumps(default)}`" if has_default else "",
                         "rules": rules,
+                        "doc": " ".join(param.doc.split()).replace("|", "\\|"),
                     }
                 )
             tools.append(
@@ -435,6 +436,7 @@ class _Builder:
                     "name": tool.name,
                     "doc": tool.doc or "No description.",
                     "params": params,
+                    "param_docs": any(param.doc for param in tool.params),
                     "returns": ts.show(tool.returns),
                     "writes": bool(tool.writes),
                     "writes_text": ", ".join(f"`{w}`" for w in tool.writes),

@@ -47,6 +47,8 @@ def param_schema(param: ir.Param, enums: dict[str, ir.EnumDecl], records: dict[s
     has_default, default = param_default(param)
     if has_default:
         schema["default"] = default
+    if param.doc:
+        schema["description"] = param.doc
     return schema
 
 

@@ -852,10 +852,6 @@ class Environment:
     def create_ticket(self, title: str, description: str = "", priority: int = 1) -> Any:
         """Create a ticket in the system and queue it.
 
-        title: Title of the ticket.
-        description: Description of the ticket. Defaults to an empty string.
-        priority: Priority of the ticket, from 1 to 5. Defaults to 1. 5 is the highest priority.
-
         Returns the ticket: id (int), title (str), description (str), status (str), priority (int).
         """
         state = self._state
@@ -882,9 +878,6 @@ class Environment:
     def get_ticket(self, ticket_id: Any) -> Any:
         """Get a specific ticket by its ID.
 
-        ticket_id: ID of the ticket to retrieve. (BFCL declares an integer; typed json here
-        because BFCL's data and ground truth also use string ids such as "ticket_001".)
-
         Returns the ticket: id (int), title (str), description (str), status (str),
         priority (int), created_by (str).
         """
@@ -895,9 +888,6 @@ class Environment:
 
     def close_ticket(self, ticket_id: Any) -> Any:
         """Close a ticket.
-
-        ticket_id: ID of the ticket to be closed. (An integer in BFCL's docs; string ids
-        occur in BFCL's data and ground truth, so any JSON value is accepted.)
 
         Returns status (str): Status of the close operation.
         """
@@ -913,9 +903,6 @@ class Environment:
 
     def resolve_ticket(self, ticket_id: Any, resolution: str) -> Any:
         """Resolve a ticket with a resolution.
-
-        ticket_id: ID of the ticket to be resolved. (An integer in BFCL's docs; see get_ticket.)
-        resolution: Resolution details for the ticket.
 
         Returns status (str): Status of the resolve operation.
         """
@@ -933,13 +920,6 @@ class Environment:
 
     def edit_ticket(self, ticket_id: Any, updates: dict[str, Any]) -> Any:
         """Modify the details of an existing ticket.
-
-        ticket_id: ID of the ticket to be changed. (An integer in BFCL's docs; see get_ticket.)
-        updates: Dictionary containing the fields to be updated.
-            - title (str): [Optional] New title for the ticket.
-            - description (str): [Optional] New description for the ticket.
-            - status (str): [Optional] New status for the ticket.
-            - priority (int): [Optional] New priority for the ticket.
 
         Returns status (str): Status of the update operation.
         """
@@ -960,9 +940,6 @@ class Environment:
 
     def ticket_login(self, username: str, password: str) -> Any:
         """Authenticate a user for ticket system.
-
-        username: Username of the user.
-        password: Password of the user.
 
         Returns success (bool): True if login was successful, False otherwise.
         """
@@ -996,8 +973,6 @@ class Environment:
 
     def get_user_tickets(self, status: str | None = None) -> Any:
         """Get all tickets created by the current user, optionally filtered by status.
-
-        status: [Optional] Status to filter tickets by. If None, return all tickets.
 
         Returns a list of tickets: id (int), title (str), description (str), status (str),
         priority (int), created_by (str).

@@ -952,9 +952,6 @@ class Environment:
     def authenticate_twitter(self, username: str, password: str) -> Any:
         """Authenticate a user with username and password.
 
-        username: Username of the user.
-        password: Password of the user.
-
         Returns authentication_status (bool): True if authenticated, False otherwise.
         """
         state = self._state
@@ -977,10 +974,6 @@ class Environment:
         self, content: str, tags: list[str] | None = None, mentions: list[str] | None = None
     ) -> Any:
         """Post a tweet for the authenticated user.
-
-        content: Content of the tweet.
-        tags: [Optional] List of tags for the tweet. Tag name should start with #. This is only relevant if the user wants to add tags to the tweet.
-        mentions: [Optional] List of users mentioned in the tweet. Mention name should start with @. This is only relevant if the user wants to add mentions to the tweet.
 
         Returns the tweet: id (int), username (str), content (str), tags (list of str),
         mentions (list of str).
@@ -1009,8 +1002,6 @@ class Environment:
     def retweet(self, tweet_id: int) -> Any:
         """Retweet a tweet for the authenticated user.
 
-        tweet_id: ID of the tweet to retweet.
-
         Returns retweet_status (str): Status of the retweet action.
         """
         state = self._state
@@ -1030,9 +1021,6 @@ class Environment:
 
     def comment(self, tweet_id: int, comment_content: str) -> Any:
         """Comment on a tweet for the authenticated user.
-
-        tweet_id: ID of the tweet to comment on.
-        comment_content: Content of the comment.
 
         Returns comment_status (str): Status of the comment action.
         """
@@ -1054,9 +1042,6 @@ class Environment:
     def mention(self, tweet_id: int, mentioned_usernames: list[str]) -> Any:
         """Mention specified users in a tweet.
 
-        tweet_id: ID of the tweet where users are mentioned.
-        mentioned_usernames: List of usernames to be mentioned.
-
         Returns mention_status (str): Status of the mention action.
         """
         state = self._state
@@ -1071,8 +1056,6 @@ class Environment:
 
     def follow_user(self, username_to_follow: str) -> Any:
         """Follow a user for the authenticated user.
-
-        username_to_follow: Username of the user to follow.
 
         Returns follow_status (bool): True if followed, False if already following.
         """
@@ -1099,8 +1082,6 @@ class Environment:
     def unfollow_user(self, username_to_unfollow: str) -> Any:
         """Unfollow a user for the authenticated user.
 
-        username_to_unfollow: Username of the user to unfollow.
-
         Returns unfollow_status (bool): True if unfollowed, False if not following.
         """
         state = self._state
@@ -1116,8 +1097,6 @@ class Environment:
     def get_tweet(self, tweet_id: int) -> Any:
         """Retrieve a specific tweet.
 
-        tweet_id: ID of the tweet to retrieve.
-
         Returns the tweet: id (int), username (str), content (str), tags (list of str),
         mentions (list of str).
         """
@@ -1128,8 +1107,6 @@ class Environment:
 
     def get_user_tweets(self, username: str) -> Any:
         """Retrieve all tweets from a specific user.
-
-        username: Username of the user whose tweets to retrieve.
 
         Returns user_tweets (list of tweets): id (int), username (str), content (str),
         tags (list of str), mentions (list of str).
@@ -1143,8 +1120,6 @@ class Environment:
 
     def search_tweets(self, keyword: str) -> Any:
         """Search for tweets containing a specific keyword.
-
-        keyword: Keyword to search for in the content of the tweets.
 
         Returns matching_tweets (list of tweets): the tweets whose content contains the
         keyword, or that have it as a tag, ignoring case.
@@ -1162,8 +1137,6 @@ class Environment:
     def get_tweet_comments(self, tweet_id: int) -> Any:
         """Retrieve all comments for a specific tweet.
 
-        tweet_id: ID of the tweet to retrieve comments for.
-
         Returns comments (list of comments): username (str), content (str).
         """
         state = self._state
@@ -1173,8 +1146,6 @@ class Environment:
 
     def get_user_stats(self, username: str) -> Any:
         """Get statistics for a specific user.
-
-        username: Username of the user to get statistics for.
 
         Returns tweet_count (int): Number of tweets posted by the user; following_count
         (int): Number of users the specified user is following; retweet_count (int): Number
