@@ -601,3 +601,16 @@ def test_mutated_specs_never_raise(text: str) -> None:
     assert parsed.module is not None
     assert ir_of(result.text) == strip_positions(parsed.module)
     assert fmt(result.text) == result.text
+
+
+def test_param_lines_follow_the_other_block_lines_and_keep_their_text() -> None:
+    source = (
+        "tool add(a: int, b: int = 1) -> int:\n"
+        '    param b "The second \\"addend\\"."\n'
+        "    writes nothing\n"
+        '    param a "The first one."  # said once\n'
+        "    return a + b\n"
+    )
+    out = assert_canonical(source)
+    assert out.index("writes nothing") < out.index('param a "The first one."') < out.index('param b "The second')
+    assert '\\"addend\\"' in out

@@ -429,3 +429,9 @@ def test_parsing_is_thread_safe() -> None:
         assert (result.module is None) == (text is bad)
         if text is bad:
             assert [(d.code, d.line, d.col) for d in result.diagnostics] == [("E1002", 5, 9)]
+
+
+def test_a_param_line_given_twice_is_e2017() -> None:
+    text = 'environment e:\n    seed 1\n\ntool t(a: int) -> int:\n    param a "x"\n    param a "y"\n    return a\n'
+    result = parse_source(text, "spec.envspec")
+    assert [(d.code, d.line, d.col) for d in result.diagnostics] == [("E2017", 6, 5)]
