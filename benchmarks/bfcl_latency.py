@@ -59,10 +59,7 @@ GENERATED = "generated"
 class Step:
     """One pre-parsed call: BFCL's arguments, and the generated env's keyword arguments."""
 
-    text: str
-    tool: str
-    args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
+    call: replay.Call
     env_kwargs: Mapping[str, Any]
 
 
@@ -96,7 +93,7 @@ def scripts_of(task: replay.Task, ports: Mapping[str, Any]) -> list[Script]:
             spec = ports[owner].TOOL_SPECS.get(call.name)
             params = spec.params if spec is not None else ()
             env_kwargs = replay.keyword_arguments(params, call.name, call.args, dict(call.kwargs))
-            steps[owner].append(Step(text, call.name, call.args, call.kwargs, env_kwargs))
+            steps[owner].append(Step(call, env_kwargs))
     return [
         Script(task.id, name, task.long_context, task.initial_config.get(name, {}), tuple(calls))
         for name, calls in steps.items()
@@ -121,11 +118,11 @@ def new_generated(ports: Mapping[str, Any]) -> Callable[[Script], Any]:
 
 
 def bfcl_arguments(script: Script) -> list[tuple[Any, ...]]:
-    return [(step.tool, *copy.deepcopy((step.args, dict(step.kwargs)))) for step in script.steps]
+    return [(step.call.name, *copy.deepcopy((step.call.args, dict(step.call.kwargs)))) for step in script.steps]
 
 
 def generated_arguments(script: Script) -> list[tuple[Any, ...]]:
-    return [(step.tool, copy.deepcopy(dict(step.env_kwargs))) for step in script.steps]
+    return [(step.call.name, copy.deepcopy(dict(step.env_kwargs))) for step in script.steps]
 
 
 def run_bfcl(script: Script, instance: Any, arguments: list[tuple[Any, ...]], spans: list[int]) -> list[str]:
@@ -216,7 +213,7 @@ def differing_results(scripts: list[Script], bfcl: list[list[str]], generated: l
     for script, ours, theirs in zip(scripts, generated, bfcl):
         for step, a, b in zip(script.steps, ours, theirs):
             if a != b:
-                notes.append(f"{script.task_id} {step.text}")
+                notes.append(f"{script.task_id} {step.call.text}")
     return notes
 
 
@@ -238,7 +235,7 @@ def per_tool_spans(scripts: list[Script], spans: list[list[int]], loops: int) ->
         for index, step in enumerate(script.steps):
             samples = script_spans[index :: len(script.steps)]
             assert len(samples) == loops
-            found.setdefault(f"{script.class_name}.{step.tool}", []).extend(samples)
+            found.setdefault(f"{script.class_name}.{step.call.name}", []).extend(samples)
     return found
 
 

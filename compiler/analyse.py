@@ -590,16 +590,13 @@ class _Analyser:
             self.state[bi.ID_COUNTERS] = ir.Field_(
                 name=bi.ID_COUNTERS, type=ts.map_of(ts.STR, ts.INT), default=ir.MapLit(entries=[])
             )
-        if used & {"random_int", "random_choice"} and self.header.rng == "python":
-            # Python's generator: seeded with random_seed, rng_state counts the 32-bit words drawn.
-            self.state[bi.RANDOM_SEED] = ir.Field_(
-                name=bi.RANDOM_SEED, type=ts.INT, default=ir.Const(value=self.header.seed)
-            )
-            self.state[bi.RNG_STATE] = ir.Field_(name=bi.RNG_STATE, type=ts.INT, default=ir.Const(value=0))
-        elif used & {"random_int", "random_choice"}:
-            self.state[bi.RNG_STATE] = ir.Field_(
-                name=bi.RNG_STATE, type=ts.INT, default=ir.Const(value=self.header.seed)
-            )
+        if used & {"random_int", "random_choice"}:
+            start = self.header.seed
+            if self.header.rng == "python":
+                # Python's generator: seeded with random_seed; rng_state counts the 32-bit words drawn.
+                self.state[bi.RANDOM_SEED] = ir.Field_(name=bi.RANDOM_SEED, type=ts.INT, default=ir.Const(value=start))
+                start = 0
+            self.state[bi.RNG_STATE] = ir.Field_(name=bi.RNG_STATE, type=ts.INT, default=ir.Const(value=start))
 
     # ------------------------------------------------------------------ types
     def resolve_type(self, ref: ir.TypeRef, file: str) -> ir.TypeRef:

@@ -46,10 +46,6 @@ def map_of(key: ir.TypeRef, value: ir.TypeRef) -> ir.TypeRef:
     return t("map", key, value)
 
 
-def set_of(item: ir.TypeRef) -> ir.TypeRef:
-    return t("set", item)
-
-
 def holds_set(ty: ir.TypeRef) -> bool:
     """Whether a value of this type may contain a set, which no JSON value can."""
     return ty.name == "set" or any(holds_set(arg) for arg in ty.args)

@@ -96,15 +96,14 @@ def typed_literal(value: Any, ty: ir.TypeRef | None, records: dict[str, ir.Recor
 
 
 def _holds_set(ty: ir.TypeRef, records: dict[str, ir.RecordDecl], seen: set[str]) -> bool:
-    if ts.holds_set(ty):
+    """`ts.holds_set`, looking inside records too (each record once)."""
+    if ty.name == "set":
         return True
-    names = [ty.name, *(a.name for a in ty.args)]
-    for name in names:
-        if name in records and name not in seen:
-            seen.add(name)
-            if any(_holds_set(f.type, records, seen) for f in records[name].fields):
-                return True
-    return any(_holds_set(a, records, seen) for a in ty.args if a.args)
+    if ty.name in records and ty.name not in seen:
+        seen.add(ty.name)
+        if any(_holds_set(f.type, records, seen) for f in records[ty.name].fields):
+            return True
+    return any(_holds_set(arg, records, seen) for arg in ty.args)
 
 
 @dataclass
@@ -311,9 +310,8 @@ class Emitter:
             if op in ("in", "not in"):
                 left = self.key(e.left, e.right.ty, left)
                 view = e.right
-                if isinstance(view, ir.Call) and isinstance(view.func, ir.Name) and view.func.id in ("keys", "values"):
-                    if _is_view_call(view):
-                        right = self._iter_builtin(view)  # `x in m.values()`: no list copy to look in
+                if isinstance(view, ir.Call) and _is_view_call(view) and getattr(view.func, "id", "") != "unique":
+                    right = self._iter_builtin(view)  # `x in m.values()`: no list copy to look in
             text = f"{left} {op} {right}"
             if _is_dynamic(e.left) or _is_dynamic(e.right):
                 return f"bool({text})", _PREC["postfix"]  # comparing Any gives Any to mypy
