@@ -1,14 +1,20 @@
-"""The fixed library of the body language: built-in functions, methods, error kinds
-and the state fields every environment has. Analysis checks calls against this table;
-lowering maps each entry to Python.
-"""
+"""Facts of the language every stage shares: error kinds, archetypes, the built-in
+state and the audit entry record, the names of the built-in library (whose entries live
+in `compiler/library/`), and the names a spec may not use."""
 
 from __future__ import annotations
 
 import keyword
 
-from compiler import ir
+from compiler import ir, library
 from compiler import typesys as ts
+from compiler.library.state import AUDIT_LOG as AUDIT_LOG
+from compiler.library.state import BUILTIN_STATE as BUILTIN_STATE
+from compiler.library.state import CLOCK as CLOCK
+from compiler.library.state import ID_COUNTERS as ID_COUNTERS
+from compiler.library.state import RANDOM_SEED as RANDOM_SEED
+from compiler.library.state import RNG_STATE as RNG_STATE
+from compiler.library.state import RUNTIME_KEPT as RUNTIME_KEPT
 
 ERROR_KINDS = (
     "invalid_argument",
@@ -35,16 +41,6 @@ ARCHETYPES = (
     "file_workspace",
 )
 
-# Built-in state: the append-only audit log and the virtual clock exist in every
-# environment; id counters and the random state only where next_id/random_* are used.
-AUDIT_LOG = "audit_log"
-CLOCK = "clock"
-ID_COUNTERS = "id_counters"
-RNG_STATE = "rng_state"
-RANDOM_SEED = "random_seed"
-BUILTIN_STATE = (AUDIT_LOG, CLOCK, ID_COUNTERS, RNG_STATE, RANDOM_SEED)
-RUNTIME_KEPT = (ID_COUNTERS, RNG_STATE, RANDOM_SEED)
-"""Built-in fields only the runtime changes (scenarios may set them)."""
 RNG_KINDS = ("splitmix64", "python")
 """`rng` header values: envc's own splitmix64 (the default), or Python's `random.Random`
 (Mersenne Twister) seeded with `random_seed`, for ports of Python code that uses it."""
@@ -62,89 +58,12 @@ AUDIT_ENTRY = ir.RecordDecl(
     ],
 )
 
-# Functions: name -> whether it changes state (which built-in field).
-FUNCTIONS = (
-    "len",
-    "min",
-    "max",
-    "sum",
-    "sorted",
-    "reversed",
-    "abs",
-    "round",
-    "str",
-    "int",
-    "float",
-    "range",
-    "any",
-    "all",
-    "keys",
-    "values",
-    "copy",
-    "unique",
-    "matches",
-    "stable_hash",
-    "type_of",
-    "as_number",
-    "as_text",
-    "as_bool",
-    "as_list",
-    "as_map",
-    "parse_int",
-    "parse_number",
-    "parse_json",
-    "valid_regex",
-    "search",
-    "now",
-    "today",
-    "add_seconds",
-    "add_minutes",
-    "add_hours",
-    "add_days",
-    "seconds_between",
-    "days_between",
-    "date_of",
-    "time_of",
-    "weekday",
-    "at",
-    "audit",
-    "next_id",
-    "random_int",
-    "random_choice",
-    "advance_clock",
-)
-EFFECTFUL_FUNCTIONS = {
-    "audit": AUDIT_LOG,
-    "next_id": ID_COUNTERS,
-    "random_int": RNG_STATE,
-    "random_choice": RNG_STATE,
-    "advance_clock": CLOCK,
-}
-CLOCK_READERS = ("now", "today")
-
-STR_METHODS = (
-    "lower",
-    "upper",
-    "strip",
-    "title",
-    "startswith",
-    "endswith",
-    "split",
-    "join",
-    "replace",
-    "find",
-    "count",
-    "isdigit",
-    "zfill",
-)
-LIST_METHODS = ("append", "insert", "remove", "extend", "pop", "clear", "index", "count", "copy")
-MAP_METHODS = ("get", "keys", "values", "pop", "clear", "copy")
-SET_METHODS = ("add", "discard", "copy")
-MUTATING_METHODS = {
-    "list": ("append", "insert", "remove", "extend", "pop", "clear"),
-    "map": ("pop", "clear"),
-    "set": ("add", "discard"),
-}
+# The built-in functions and methods, as the registry (compiler/library/) defines them.
+FUNCTIONS = tuple(library.FUNCTIONS)
+EFFECTFUL_FUNCTIONS = library.effectful_functions()
+"""Built-in functions that change state -> the built-in field each changes."""
+METHODS_OF = library.RECEIVERS
+"""Receiver kind (str, list, map, set) -> its method names."""
 
 # Names a spec may not use for its own things: Python keywords, names the generated
 # code relies on, and the built-ins above.

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from compiler import builtins as bi
-from compiler.analyse import prototypes_dir
+from compiler.load import prototypes_dir
 from compiler.lower import jinja_environment
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")

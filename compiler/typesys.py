@@ -144,6 +144,29 @@ def join(a: ir.TypeRef, b: ir.TypeRef) -> ir.TypeRef | None:
 # --------------------------------------------------------------------------- JSON Schema
 
 
+def orderable(a: ir.TypeRef, b: ir.TypeRef) -> bool:
+    """Whether `<` compares values of the two types (numbers, text, ISO-8601 strings)."""
+    if a.name == "any" or b.name == "any":
+        return True
+    if is_numeric(a) and is_numeric(b):
+        return True
+    return a.name == b.name and a.name in ("str", *TEMPORAL)
+
+
+def element_types(iterable: ir.TypeRef, count: int) -> list[ir.TypeRef] | None:
+    """The types of the `count` loop variables of `for ... in` a value of this type
+    (a map gives its keys, or keys and values), or None when it cannot be looped over."""
+    if iterable.name in ("any", "json"):
+        return [iterable] * count
+    if iterable.name in ("list", "set"):
+        return [iterable.args[0]] * count
+    if iterable.name == "map" and count in (1, 2):
+        return list(iterable.args[:count])
+    if iterable.name == "str" and count == 1:
+        return [STR]
+    return None
+
+
 def json_schema(
     ty: ir.TypeRef, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl]
 ) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import libcst as cst
 from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
+from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
 from compiler.lower.pycode import (
     Emitter,
@@ -35,7 +36,6 @@ from compiler.lower.pycode import (
     typed_literal,
     typed_value,
 )
-from compiler.lower.runtime import RUNTIME_HELPERS, helpers_needed
 
 LINE_LENGTH = 100
 
@@ -174,7 +174,8 @@ class _Builder:
                     "doc": block_docstring(fn.doc or f"Helper `{fn.name}`."),
                 }
             )
-        helpers = helpers_needed(self.helpers.union(*(s.helpers for s in self._test_scopes)))
+        used = self.helpers.union(*(s.helpers for s in self._test_scopes))
+        helpers = used | set(runtime_helpers.needed(used))
         context = {
             "header": self.header,
             "title": docstring(env.header.title or env.header.name),
@@ -206,7 +207,7 @@ class _Builder:
             "tools": tools,
             "fns": fns,
             "helpers": helpers,
-            "runtime_helpers": [RUNTIME_HELPERS[name] for name in sorted(helpers) if name in RUNTIME_HELPERS],
+            "runtime_helpers": runtime_helpers.sources(used),
             "uses_audit": any("self._audit(" in body for body in bodies.values()),
             "rng_python": bi.RANDOM_SEED in {f.name for f in env.state},
         }

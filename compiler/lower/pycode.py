@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import builtins as bi
-from compiler import ir
+from compiler import ir, library
 from compiler import typesys as ts
 
 # Python operator precedence, loosest first.
@@ -311,7 +310,7 @@ class Emitter:
                 left = self.key(e.left, e.right.ty, left)
                 view = e.right
                 if isinstance(view, ir.Call) and _is_view_call(view) and getattr(view.func, "id", "") != "unique":
-                    right = self._iter_builtin(view)  # `x in m.values()`: no list copy to look in
+                    right = self.iter_builtin(view)  # `x in m.values()`: no list copy to look in
             text = f"{left} {op} {right}"
             if _is_dynamic(e.left) or _is_dynamic(e.right):
                 return f"bool({text})", _PREC["postfix"]  # comparing Any gives Any to mypy
@@ -347,13 +346,13 @@ class Emitter:
             and isinstance(e.func, ir.Name)
             and e.func.id in ("range", "reversed", "keys", "values")
         ):
-            return self._iter_builtin(e)
+            return self.iter_builtin(e)
         return text
 
     def mentions_enum(self, ty: ir.TypeRef) -> bool:
         return ty.name in self.enums or any(self.mentions_enum(a) for a in ty.args)
 
-    def _iter_builtin(self, e: ir.Call) -> str:
+    def iter_builtin(self, e: ir.Call) -> str:
         assert isinstance(e.func, ir.Name)
         args = ", ".join(self.expr(a) for a in e.args)
         if e.func.id == "keys":
@@ -378,12 +377,12 @@ class Emitter:
             return self._record_literal(record, {kw.name: kw.value for kw in e.kwargs}), _PREC["atom"]
         if func.ref == "fn":
             owner = "env" if self.scope.kind == "test" else "self"
-            return f"{owner}._{func.id}({self._args(e)})", _PREC["postfix"]
+            return f"{owner}._{func.id}({self.args(e)})", _PREC["postfix"]
         if func.ref == "tool":
             return self._tool_call(e), _PREC["postfix"]
         return self._builtin(e, func.id)
 
-    def _args(self, e: ir.Call) -> str:
+    def args(self, e: ir.Call) -> str:
         parts = [self.expr(a) for a in e.args] + [f"{kw.name}={self.expr(kw.value)}" for kw in e.kwargs]
         return ", ".join(parts)
 
@@ -396,128 +395,36 @@ class Emitter:
         obj_type = ts.strip_optional(func.ty or func.obj.ty or ts.ANY)
         obj = self.expr(func.obj, _PREC["postfix"])
         args = [self.expr(a) for a in e.args]
-        name = func.name
-        if obj_type.name == "map" and name in ("get", "pop") and e.args:
+        receiver = "str" if obj_type.name in ts.TEMPORAL else obj_type.name
+        entry = library.method(receiver, func.name)
+        if entry is not None and entry.key_argument and args:
             args[0] = self.key(e.args[0], obj_type, args[0])
-        if obj_type.name == "map":
-            if name == "keys":
-                return f"list({self.expr(func.obj)})"
-            if name == "values":
-                return f"list({obj}.values())"
-            if name == "pop":
-                return f"{obj}.pop({args[0]}, None)"
-            if name == "copy":
-                return self.copy_of(func.obj, obj_type)
-        if obj_type.name == "set" and name == "copy":
-            return self.copy_of(func.obj, obj_type)
-        if obj_type.name == "list":
-            if name == "copy":
-                return self.copy_of(func.obj, obj_type)
-            if name == "remove":
-                self.scope.helpers.add("remove_first")
-                return f"_remove_first({obj}, {args[0]})"
-            if name == "pop" and not args:
-                return f"{obj}.pop()"
-        if obj_type.name == "str" and name == "split" and not args:
-            return f"{obj}.split()"
-        return f"{obj}.{name}({', '.join(args)})"
+        if entry is None or entry.lower is None:
+            return f"{obj}.{func.name}({', '.join(args)})"
+        self.scope.helpers.update(entry.runtime)
+        return entry.lower(self, e, func, obj, args)
 
     def copy_of(self, e: ir.Expr, ty: ir.TypeRef) -> str:
         self.scope.helpers.add("copy")
         return copy_expr(self.expr(e, _PREC["postfix"]), ty, self.records)
 
     def _builtin(self, e: ir.Call, name: str) -> tuple[str, int]:
-        args = [self.expr(a) for a in e.args]
-        postfix = _PREC["postfix"]
-        s = self.scope.state_var
-        q = self.quote
-        simple_python = {"len", "min", "max", "sum", "sorted", "abs", "round", "str", "int", "float", "any", "all"}
-        if name in ("sorted", "min", "max", "sum", "any", "all") and e.args and _is_view_call(e.args[0]):
-            # These take any iterable: no list() copy of keys(m) / values(m) needed.
-            view = e.args[0]
-            assert isinstance(view, ir.Call)
-            rest = [self._iter_builtin(view)] + args[1:] + [f"{kw.name}={self.expr(kw.value)}" for kw in e.kwargs]
-            return f"{name}({', '.join(rest)})", postfix
-        if (
-            name in ("any", "all")
-            and len(e.args) == 1
-            and isinstance(e.args[0], ir.Comprehension)
-            and e.args[0].value is None
-        ):
-            return f"{name}{self.expr(e.args[0])[1:-1].join('()')}", postfix
-        if name in simple_python:
-            return f"{name}({self._args(e)})", postfix
-        if name == "reversed":
-            return f"list(reversed({args[0]}))", postfix
-        if name == "range":
-            return f"list(range({', '.join(args)}))", postfix
-        if name == "keys":
-            return f"list({args[0]})", postfix
-        if name == "values":
-            return f"list({self.expr(e.args[0], postfix)}.values())", postfix
-        if name == "copy":
-            return self.copy_of(e.args[0], e.args[0].ty or ts.ANY), postfix
-        if name == "unique":
-            return f"list(dict.fromkeys({args[0]}))", postfix
-        if name == "matches":
-            pattern = e.args[1]
-            if isinstance(pattern, ir.Const) and self.scope.kind != "test":  # tests do not import re
-                return f"re.fullmatch({args[1]}, {args[0]}) is not None", _PREC["compare"]
-            self.scope.helpers.add("matches")
-            return f"{self.scope.module_prefix}_matches({args[0]}, {args[1]})", postfix
-        if name in (
-            "stable_hash",
-            "type_of",
-            "as_number",
-            "as_text",
-            "as_bool",
-            "as_list",
-            "as_map",
-            "parse_int",
-            "parse_number",
-            "parse_json",
-            "valid_regex",
-            "search",
-        ):
-            self.scope.helpers.add(name)
-            return f"{self.scope.module_prefix}_{name}({', '.join(args)})", postfix
-        if name == "now":
-            return f"{s}[{py_str('clock', q)}]", postfix
-        if name == "today":
-            return f"{s}[{py_str('clock', q)}][:10]", postfix
-        if name == "date_of":
-            return f"{self.expr(e.args[0], postfix)}[:10]", postfix
-        if name == "time_of":
-            return f"{self.expr(e.args[0], postfix)}[11:]", postfix
-        if name == "at":
-            return (
-                f"{self.expr(e.args[0], _PREC['+'])} + {py_str('T', q)} + {self.expr(e.args[1], _PREC['+'] + 1)}",
-                _PREC["+"],
-            )
-        if name in (
-            "add_seconds",
-            "add_minutes",
-            "add_hours",
-            "add_days",
-            "seconds_between",
-            "days_between",
-            "weekday",
-        ):
-            self.scope.helpers.add("datetime")
-            self.scope.helpers.add(name)
-            return f"{self.scope.module_prefix}_{name}({', '.join(args)})", postfix
-        if name == "audit":
-            kwargs = {kw.name: self.expr(kw.value) for kw in e.kwargs}
-            entity = kwargs.get("entity", py_str("", q))
-            detail = kwargs.get("detail", py_str("", q))
-            return f"self._audit({args[0]}, {entity}, {detail})", postfix
-        if name == "random_choice":  # the helper returns Any: say which item type it is
-            self.scope.helpers.add(name)
-            return f"cast({py_str(self.types.py(e.ty or ts.ANY), q)}, self._random_choice({args[0]}))", postfix
-        if name in ("next_id", "random_int", "advance_clock"):
-            self.scope.helpers.add(name)
-            return f"self._{name}({', '.join(args)})", postfix
-        raise AssertionError(f"no lowering for built-in {name}")
+        entry = library.FUNCTIONS[name]
+        self.scope.helpers.update(entry.runtime, entry.methods)
+        text, level = entry.lower(self, e)
+        return text, _PREC[level]
+
+    def operand(self, e: ir.Expr, level: str, tighter: bool = False) -> str:
+        """`e` as an operand at a precedence level (`tighter`: the right side of a
+        left-associative operator), parenthesised when it binds more loosely."""
+        return self.expr(e, _PREC[level] + (1 if tighter else 0))
+
+    def string(self, text: str) -> str:
+        """A string literal in the quotes of the code being written."""
+        return py_str(text, self.quote)
+
+    def is_view_call(self, e: ir.Expr) -> bool:
+        return _is_view_call(e)
 
     # ------------------------------------------------------------------ statements
     def block(self, stmts: list[ir.Stmt], indent: int) -> list[str]:
@@ -851,5 +758,4 @@ __all__ = [
     "py_value",
     "typed_literal",
     "typed_value",
-    "bi",
 ]

@@ -1,0 +1,176 @@
+"""Analysis pass 2, constants: literal values checked against their declared types —
+record field defaults, state defaults (S0), world data (inline or from the JSON files
+loading read) and scenario overrides — evaluated to the JSON the generated package holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler import ir
+from compiler import typesys as ts
+from compiler.analyse.context import Analysis
+from compiler.diagnostics import did_you_mean
+from compiler.load import WorldFile, world_file_key
+
+
+def run(a: Analysis) -> None:
+    check_constants(a)
+
+
+def data_checker(a: Analysis) -> ts.DataChecker:
+    return ts.DataChecker(a.enums, a.records, a.record_defaults)
+
+
+def const_value(a: Analysis, expr: ir.Expr, expected: ir.TypeRef, file: str, where: str) -> tuple[bool, Any]:
+    """Evaluate a literal expression and check it against `expected`."""
+    ok, raw = literal(a, expr, expected, file)
+    if not ok:
+        return False, None
+    problems: list[str] = []
+    value = data_checker(a).check(raw, expected, where, problems)
+    for problem in problems[:5]:
+        a.error("E3001", problem, expr, file)
+    expr.ty = expected
+    return not problems, value
+
+
+def literal(a: Analysis, expr: ir.Expr, expected: ir.TypeRef | None, file: str) -> tuple[bool, Any]:
+    if isinstance(expr, ir.Const):
+        return True, expr.value
+    if (
+        isinstance(expr, ir.Unary)
+        and expr.op == "-"
+        and isinstance(expr.operand, ir.Const)
+        and isinstance(expr.operand.value, (int, float))
+        and not isinstance(expr.operand.value, bool)
+    ):
+        return True, -expr.operand.value
+    if isinstance(expr, ir.ListLit):
+        item_type = (
+            ts.strip_optional(expected).args[0]
+            if expected and ts.strip_optional(expected).name in ("list", "set")
+            else None
+        )
+        results = [literal(a, item, item_type, file) for item in expr.items]
+        return all(ok for ok, _ in results), [v for _, v in results]
+    if isinstance(expr, ir.MapLit):
+        value: dict[Any, Any] = {}
+        ok = True
+        for entry in expr.entries:
+            key_ok, key = literal(a, entry.key, None, file)
+            val_ok, val = literal(a, entry.value, _member_type(expected, key, a.records), file)
+            ok = ok and key_ok and val_ok
+            if isinstance(key, (str, int)) and not isinstance(key, bool):
+                if key in value:
+                    a.error("E2005", f"key {key!r} appears twice", entry, file)
+                value[key] = val
+            elif key_ok:
+                a.error("E3001", "map keys must be str or int literals", entry.key, file)
+                ok = False
+        return ok, value
+    if isinstance(expr, ir.Attr) and isinstance(expr.obj, ir.Name) and expr.obj.id in a.enums:
+        enum = a.enums[expr.obj.id]
+        if expr.name not in enum.members:
+            a.error(
+                "E2007",
+                f"enum {enum.name} has no member `{expr.name}`",
+                expr,
+                file,
+                hint=did_you_mean(expr.name, enum.members),
+            )
+            return False, None
+        return True, expr.name
+    if isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name) and expr.func.id in a.records:
+        if expr.args:
+            a.error("E3006", f"record {expr.func.id} takes named fields", expr, file)
+            return False, None
+        fields = {f.name: f.type for f in a.records[expr.func.id].fields}
+        named = {kw.name: literal(a, kw.value, fields.get(kw.name), file) for kw in expr.kwargs}
+        return all(ok for ok, _ in named.values()), {k: v for k, (_, v) in named.items()}
+    a.error("E3014", "only literal values are allowed here", expr, file)
+    return False, None
+
+
+def check_constants(a: Analysis) -> None:
+    for record in a.records.values():
+        defaults: dict[str, Any] = {}
+        a.record_defaults[record.name] = defaults
+        for field_ in record.fields:
+            if field_.default is not None:
+                ok, value = const_value(
+                    a, field_.default, field_.type, record.file or a.module.path, f"{record.name}.{field_.name}"
+                )
+                if ok:
+                    defaults[field_.name] = value
+    for name, field_ in a.state.items():
+        file = a.state_file(name)
+        if field_.default is None:
+            if ts.is_optional(field_.type):
+                a.state_defaults[name] = None
+            elif field_.type.name in ("list", "map", "set"):
+                a.state_defaults[name] = {} if field_.type.name == "map" else []
+            else:
+                a.error("E3014", f"state field `{name}` needs a default value (its value in S0)", field_, file)
+            continue
+        ok, value = const_value(a, field_.default, field_.type, file, name)
+        if ok:
+            a.state_defaults[name] = value
+    for world_field in a.world.values():
+        load_world(a, world_field)
+    for scenario in a.scenarios.values():
+        seen: set[str] = set()
+        for item in scenario.items:
+            if item.name in seen:
+                a.error("E2005", f"scenario `{scenario.name}` sets `{item.name}` twice", item, scenario.file)
+            seen.add(item.name)
+            target = a.state.get(item.name)
+            if target is None:
+                a.error(
+                    "E2006",
+                    f"`{item.name}` is not a state field",
+                    item,
+                    scenario.file,
+                    hint=did_you_mean(item.name, a.state),
+                )
+                continue
+            const_value(a, item.value, target.type, scenario.file, f"{scenario.name}.{item.name}")
+
+
+def load_world(a: Analysis, world_field: ir.WorldField) -> None:
+    file = a.world_file(world_field)
+    if world_field.value is not None:
+        ok, value = const_value(a, world_field.value, world_field.type, file, world_field.name)
+        if ok:
+            a.world_values[world_field.name] = value
+        return
+    loaded = a.world_files.get(world_file_key(file, world_field.source), WorldFile(problem="world file was not loaded"))
+    if loaded.problem:
+        a.error("E0003", loaded.problem, world_field, file)
+        return
+    problems: list[str] = []
+    value = data_checker(a).check(loaded.data, world_field.type, world_field.source, problems)
+    for problem in problems[:5]:
+        a.error("E3001", problem, world_field, file)
+    if not problems:
+        a.world_values[world_field.name] = value
+
+
+def scenario_values(a: Analysis) -> None:
+    """Each scenario's overrides as checked JSON values (for the generated SCENARIOS)."""
+    for scenario in a.scenarios.values():
+        values: dict[str, Any] = {}
+        for item in scenario.items:
+            _, value = const_value(a, item.value, a.state[item.name].type, scenario.file, item.name)
+            values[item.name] = value
+        a.scenario_values[scenario.name] = values
+
+
+def _member_type(expected: ir.TypeRef | None, key: Any, records: dict[str, ir.RecordDecl]) -> ir.TypeRef | None:
+    if expected is None:
+        return None
+    base = ts.strip_optional(expected)
+    if base.name == "map":
+        return base.args[1]
+    if base.name in records and isinstance(key, str):
+        return next((f.type for f in records[base.name].fields if f.name == key), None)
+    return None

@@ -1,0 +1,534 @@
+"""Analysis pass 4, effects: which state fields each tool and helper reads and writes.
+
+A walker over the typed bodies (it needs `Expr.ty` and `Name.ref` from the types pass,
+nothing else). Values that are containers may alias state: a local bound to
+`tickets[id]` is part of `tickets`, so `t.status = ...` writes `tickets`. Each local
+carries the state fields it may alias, through lets, assignments, loops, comprehensions,
+helper calls (their summaries, parameters mapped to arguments) and maps of records. The
+inferred sets become `reads`/`writes`/`errors` of each tool and helper and are checked
+against what the spec declares. Changes a test or a verify condition may not make are
+reported here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from compiler import builtins as bi
+from compiler import ir, library
+from compiler import typesys as ts
+from compiler.analyse.context import Analysis
+from compiler.diagnostics import did_you_mean
+from compiler.irtree import called_names, children
+
+PARAM_ROOT = "@"  # roots starting with this name a helper's parameter, not a state field
+WORLD_ROOT = "!"  # roots starting with this are world data, which nothing may change
+MANAGED = frozenset({bi.AUDIT_LOG, bi.ID_COUNTERS, bi.RNG_STATE})
+"""Built-in fields a helper's built-in calls change; its callers change them too."""
+
+
+@dataclass
+class Effects:
+    """What one body does: each field with the first node that reads or writes it."""
+
+    reads: dict[str, ir.Node] = field(default_factory=dict)
+    writes: dict[str, ir.Node] = field(default_factory=dict)
+    return_roots: set[str] = field(default_factory=set)
+    errors: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Summary:
+    """What a helper does, as its callers see it (parameters as `@index` roots)."""
+
+    reads: set[str] = field(default_factory=set)
+    writes: set[str] = field(default_factory=set)
+    return_roots: set[str] = field(default_factory=set)
+    errors: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Alias:
+    """`outer`: state fields the value itself may be part of; `roots`: those anything
+    reachable from it may belong to."""
+
+    roots: set[str] = field(default_factory=set)
+    outer: set[str] = field(default_factory=set)
+
+
+def run(a: Analysis) -> dict[str, Summary]:
+    """Infer every helper's and tool's effects, store them on the declarations, and
+    check them against declared `reads`/`writes`. Returns the helper summaries."""
+    summaries: dict[str, Summary] = {}
+    for name in helper_order(a):
+        fn = a.fns[name]
+        effects = EffectWalker(a, summaries, fn, is_helper=True).check()
+        summaries[name] = Summary(set(effects.reads), set(effects.writes), effects.return_roots, effects.errors)
+        compare_declared(a, fn, effects)
+        fn.reads = sorted(effects.reads)
+        fn.writes = sorted(w for w in effects.writes if not w.startswith(PARAM_ROOT))
+        fn.errors = sorted(effects.errors)
+    for tool in a.tools.values():
+        effects = EffectWalker(a, summaries, tool, is_helper=False).check()
+        tool.reads = sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT))
+        tool.writes = sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT)))
+        tool.errors = sorted(effects.errors | {"invalid_argument"})
+        compare_declared(a, tool, effects)
+        if not tool.side_effect:
+            tool.side_effect = f"modifies {', '.join(tool.writes)}" if tool.writes else "none"
+    return summaries
+
+
+def helper_order(a: Analysis) -> list[str]:
+    """Helpers in callee-first order; a call cycle is an error (no recursion)."""
+    calls = {name: sorted(called_names(fn.body) & set(a.fns)) for name, fn in a.fns.items()}
+    order: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            fn = a.fns[name]
+            cycle = " -> ".join([*path[path.index(name) :], name])
+            a.error("E3021", f"helper `{name}` calls itself: {cycle}", fn, fn.file)
+            return
+        state[name] = 1
+        for callee in calls[name]:
+            visit(callee, [*path, name])
+        state[name] = 2
+        order.append(name)
+
+    for name in a.fns:
+        visit(name, [])
+    return order
+
+
+def compare_declared(a: Analysis, tool: ir.ToolDecl, effects: Effects) -> None:
+    """Declared `reads`/`writes` must be exactly what the body does (built-ins aside)."""
+    if tool.escape is not None and (tool.declared_reads is None or tool.declared_writes is None):
+        return  # E4005 already says what is missing
+    implicit = set(bi.BUILTIN_STATE)
+    for declared, inferred, extra_code, missing_code, verb in (
+        (tool.declared_writes, effects.writes, "E4001", "E4002", "writes"),
+        (tool.declared_reads, effects.reads, "E4003", "E4008", "reads"),
+    ):
+        if declared is None:
+            continue
+        for name in declared:
+            if name not in a.state:
+                a.error(
+                    "E2006", f"`{verb} {name}`: no such state field", tool, tool.file, hint=did_you_mean(name, a.state)
+                )
+        actual = {n for n in inferred if not n.startswith(PARAM_ROOT)}
+        for name in sorted(actual - set(declared) - implicit):
+            a.error(
+                extra_code,
+                f"tool `{tool.name}` {verb[:-1]}s `{name}` but does not declare it",
+                inferred[name],
+                tool.file,
+            )
+        for name in sorted(set(declared) - actual):
+            if name in a.state:
+                a.error(
+                    missing_code,
+                    f"tool `{tool.name}` declares `{verb} {name}` but never {verb[:-1]}s it",
+                    tool,
+                    tool.file,
+                )
+
+
+class EffectWalker:
+    """Walks one typed body in the order the types pass checked it, collecting what it
+    reads and writes (so the node reported first for a field is the same)."""
+
+    def __init__(
+        self,
+        analysis: Analysis,
+        summaries: dict[str, Summary],
+        callable_: ir.ToolDecl | None,
+        is_helper: bool,
+        file: str = "",
+    ) -> None:
+        self.a = analysis
+        self.summaries = summaries
+        self.callable = callable_
+        self.is_helper = is_helper
+        self.in_test = callable_ is None
+        self.file = callable_.file if callable_ else file
+        self.scopes: list[dict[str, _Alias]] = [{}]
+        self.effects = Effects()
+        self.touched = False  # did the current target resolve into state?
+
+    def error(self, code: str, message: str, node: ir.Node | None, hint: str = "") -> None:
+        self.a.error(code, message, node, self.file, hint)
+
+    # ------------------------------------------------------------------ scopes
+    def lookup(self, name: str) -> _Alias | None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def bind(self, name: str, roots: set[str], outer: set[str] | None = None) -> None:
+        self.scopes[-1][name] = _Alias(set(roots), set(roots if outer is None else outer))
+
+    def scoped_block(self, stmts: Sequence[ir.Stmt]) -> None:
+        self.scopes.append({})
+        self.block(stmts)
+        self.scopes.pop()
+
+    # ------------------------------------------------------------------ entry points
+    def check(self) -> Effects:
+        assert self.callable is not None
+        tool = self.callable
+        for index, param in enumerate(tool.params):
+            container = self.is_helper and ts.is_container(param.type, self.a.records)
+            self.bind(param.name, {PARAM_ROOT + str(index)} if container else set())
+        if tool.escape is not None:
+            self._declared_effects(tool)
+        else:
+            self.block(tool.body)
+        return self.effects
+
+    def _declared_effects(self, tool: ir.ToolDecl) -> None:
+        """A `python` or `llm` body is opaque: its declared effects are its effects."""
+        if tool.declared_writes is None or tool.declared_reads is None:
+            kind = tool.escape.kind if tool.escape else ""
+            self.error("E4005", f"`{tool.name}` has a {kind} body, so it must declare `reads` and `writes`", tool)
+            return
+        for name in tool.declared_reads:
+            self.effects.reads.setdefault(name, tool)
+        for name in tool.declared_writes:
+            self.effects.writes.setdefault(name, tool)
+
+    def test_steps(self, steps: Sequence[ir.TestStmt]) -> None:
+        """A test's lines: what they may not change is reported."""
+        for step in steps:
+            if isinstance(step, ir.TestLet):
+                self.expr(step.value)
+                self.bind(step.name, set())
+            elif isinstance(step, (ir.TestCall, ir.ExpectRaises)):
+                self.expr(step.call)
+            elif isinstance(step, ir.ExpectTrue):
+                self.expr(step.cond)
+
+    # ------------------------------------------------------------------ statements
+    def block(self, stmts: Sequence[ir.Stmt]) -> None:
+        for stmt in stmts:
+            self.stmt(stmt)
+
+    def stmt(self, stmt: ir.Stmt) -> None:
+        if isinstance(stmt, ir.Let):
+            self.expr(stmt.value)
+            self.bind(stmt.name, self.roots(stmt.value), self.outer(stmt.value))
+        elif isinstance(stmt, ir.Assign):
+            self.assign(stmt)
+        elif isinstance(stmt, ir.Return):
+            if stmt.value is not None:
+                self.expr(stmt.value)
+                self.effects.return_roots |= self.roots(stmt.value)
+        elif isinstance(stmt, ir.Require):
+            self.expr(stmt.cond)
+            self.error_call(stmt.error)
+        elif isinstance(stmt, ir.Fail):
+            self.error_call(stmt.error)
+        elif isinstance(stmt, ir.Delete):
+            self.delete(stmt)
+        elif isinstance(stmt, ir.ExprStmt):
+            self.expr(stmt.value)
+        elif isinstance(stmt, ir.If):
+            for branch in stmt.branches:
+                self.expr(branch.cond)
+                self.scoped_block(branch.body)
+            self.scoped_block(stmt.orelse)
+        elif isinstance(stmt, ir.For):
+            self.loop(stmt)
+
+    def assign(self, stmt: ir.Assign) -> None:
+        self.touched = False
+        self.target(stmt.target)
+        stmt.touches_state = self.touched
+        if stmt.op != "=" and isinstance(stmt.target, ir.Name) and stmt.target.ref == "state":
+            self.effects.reads.setdefault(stmt.target.id, stmt.target)
+        self.expr(stmt.value)
+        if isinstance(stmt.target, ir.Name) and stmt.target.ref in ("local", "param"):
+            alias = self.lookup(stmt.target.id)
+            if alias is not None:
+                alias.roots |= self.roots(stmt.value)
+                alias.outer |= self.outer(stmt.value)
+
+    def error_call(self, call: ir.ErrorCall) -> None:
+        self.effects.errors.add(call.kind)
+        if call.message is not None:
+            self.expr(call.message)
+        for kw in call.fields:
+            self.expr(kw.value)
+
+    def delete(self, stmt: ir.Delete) -> None:
+        if not isinstance(stmt.target, ir.Index):
+            return
+        self.touched = False
+        self.expr(stmt.target.obj)
+        if isinstance(stmt.target.obj, ir.Name):
+            self.target(stmt.target.obj, mutate=True)
+        else:
+            self.write_roots(self.outer(stmt.target.obj), stmt.target)
+        stmt.touches_state = self.touched
+        self.expr(stmt.target.index)
+
+    def loop(self, stmt: ir.For) -> None:
+        self.expr(stmt.iter)
+        roots = self.roots(stmt.iter)
+        self.scopes.append({})
+        self.bind_loop_targets(stmt.targets, stmt.iter, roots)
+        self.block(stmt.body)
+        self.scopes.pop()
+
+    def bind_loop_targets(self, targets: Sequence[str], iterable: ir.Expr, roots: set[str]) -> None:
+        """Loop variables that are containers are parts of what the loop goes over."""
+        iter_type = ts.strip_optional(iterable.ty or ts.ANY)
+        types = ts.element_types(iter_type, len(targets)) or [ts.ANY] * len(targets)
+        for name, ty in zip(targets, types):
+            self.bind(name, roots if ts.is_container(ty, self.a.records) else set())
+
+    # ------------------------------------------------------------------ targets
+    def target(self, expr: ir.Expr, mutate: bool = False) -> None:
+        """An assigned or mutated place: a write to the state field it lives in."""
+        if isinstance(expr, ir.Name):
+            if expr.ref in ("local", "param"):
+                alias = self.lookup(expr.id)
+                if mutate and alias is not None:
+                    self.write_roots(alias.outer, expr)
+            elif expr.ref == "state" and expr.id in self.a.state:
+                self.state_target(expr, expr.id, mutate)
+            elif expr.ref == "world":
+                self.error("E4006", f"world data `{expr.id}` cannot be changed", expr)
+            return
+        if _is_state_attr(expr):
+            assert isinstance(expr, ir.Attr)
+            if expr.name in self.a.state:
+                self.state_target(expr, expr.name, mutate)
+            return
+        self.expr(expr)
+        if isinstance(expr, (ir.Attr, ir.Index)):
+            self.write_roots(self.outer(expr.obj), expr)
+
+    def state_target(self, expr: ir.Expr, name: str, mutate: bool) -> None:
+        if name in bi.RUNTIME_KEPT:
+            self.error("E4009", f"`{name}` is kept by the runtime", expr)
+        if name == bi.AUDIT_LOG:
+            self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", expr)
+        if mutate:
+            self.effects.reads.setdefault(name, expr)
+        self.effects.writes.setdefault(name, expr)
+        self.touched = True
+        if self.in_test:
+            self.error("E3008", "tests change state only through tools", expr)
+
+    def write_roots(self, roots: set[str], node: ir.Node) -> None:
+        self.touched = self.touched or bool(roots)
+        for root in roots:
+            if root in bi.RUNTIME_KEPT:
+                self.error("E4009", f"`{root}` is kept by the runtime", node)
+            if root.startswith(WORLD_ROOT):
+                self.error("E4006", f"world data `{root[len(WORLD_ROOT) :]}` cannot be changed", node)
+                continue
+            if root == bi.AUDIT_LOG:
+                self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", node)
+            if self.in_test and not root.startswith(PARAM_ROOT):
+                self.error("E3008", "tests change state only through tools", node)
+            self.effects.writes.setdefault(root, node)
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, expr: ir.Expr) -> None:
+        if isinstance(expr, ir.Name):
+            if expr.ref == "state" and expr.id in self.a.state:
+                self.effects.reads.setdefault(expr.id, expr)
+        elif isinstance(expr, ir.Attr):
+            if _is_state_attr(expr):
+                if expr.name in self.a.state:
+                    self.effects.reads.setdefault(expr.name, expr)
+            elif not (isinstance(expr.obj, ir.Name) and expr.obj.ref == "enum"):
+                self.expr(expr.obj)
+        elif isinstance(expr, ir.Call):
+            self.call(expr)
+        elif isinstance(expr, ir.Comprehension):
+            self.comprehension(expr)
+        elif isinstance(expr, ir.Lambda):
+            self.scopes.append({})
+            for name in expr.params:
+                self.bind(name, set())
+            self.expr(expr.body)
+            self.scopes.pop()
+        elif isinstance(expr, ir.Binary) and expr.op in ("in", "not in"):
+            self.expr(expr.right)  # the types pass checks the container first
+            self.expr(expr.left)
+        else:
+            for child in children(expr):
+                self.expr(child)
+
+    def comprehension(self, expr: ir.Comprehension) -> None:
+        self.expr(expr.iter)
+        roots = self.roots(expr.iter)
+        self.scopes.append({})
+        self.bind_loop_targets(expr.targets, expr.iter, roots)
+        for part in (expr.cond, expr.elt, expr.value):
+            if part is not None:
+                self.expr(part)
+        self.scopes.pop()
+
+    def call(self, expr: ir.Call) -> None:
+        func = expr.func
+        if isinstance(func, ir.Attr):
+            self.method_call(expr, func)
+            return
+        if isinstance(func, ir.Name) and func.ref == "builtin":
+            self.builtin_effects(expr, func.id)
+        for arg in expr.args:
+            self.expr(arg)
+        for kw in expr.kwargs:
+            self.expr(kw.value)
+        if isinstance(func, ir.Name) and func.ref == "fn":
+            self.helper_effects(expr, func.id)
+
+    def method_call(self, expr: ir.Call, func: ir.Attr) -> None:
+        self.expr(func.obj)
+        receiver = ts.strip_optional(func.ty or ts.ANY).name
+        entry = library.method("str" if receiver in ts.TEMPORAL else receiver, func.name)
+        if entry is not None and entry.mutates:
+            self.touched = False
+            if isinstance(func.obj, ir.Name):
+                self.target(func.obj, mutate=True)
+            else:
+                self.write_roots(self.outer(func.obj), func.obj)
+            expr.mutates_state = self.touched
+        for arg in expr.args:
+            self.expr(arg)
+
+    def builtin_effects(self, expr: ir.Call, name: str) -> None:
+        effect = library.FUNCTIONS[name].effect
+        if effect.writes and self.in_test:
+            self.error("E3005", f"`{name}` changes state; tests change state only through tools", expr.func)
+            return
+        if effect.writes:
+            self.effects.writes.setdefault(effect.writes, expr)
+        for field_name in effect.reads:
+            if field_name in self.a.state:
+                self.effects.reads.setdefault(field_name, expr)
+
+    def helper_effects(self, expr: ir.Call, name: str) -> None:
+        summary = self.summaries.get(name, Summary())
+        if self.in_test and any(not w.startswith(PARAM_ROOT) for w in summary.writes):
+            self.error("E3008", f"`{name}` changes state; tests change state only through tools", expr.func)
+        for field_name in summary.reads:
+            if not field_name.startswith(PARAM_ROOT):
+                self.effects.reads.setdefault(field_name, expr)
+        written = self._map_param_roots(summary.writes, expr)
+        managed = MANAGED & written
+        for field_name in managed:
+            self.effects.writes.setdefault(field_name, expr)
+        self.write_roots(written - managed, expr)
+        self.effects.errors |= summary.errors
+
+    # ------------------------------------------------------------------ aliasing
+    def roots(self, expr: ir.Expr | None) -> set[str]:
+        """State fields (and helper parameters) a container value may alias."""
+        if expr is None or expr.ty is None or not ts.is_container(expr.ty, self.a.records):
+            return set()
+        if isinstance(expr, ir.Name):
+            if expr.ref in ("local", "param"):
+                alias = self.lookup(expr.id)
+                return set(alias.roots) if alias else set()
+            if expr.ref == "state":
+                return {expr.id}
+            if expr.ref == "world":
+                return {WORLD_ROOT + expr.id}
+            return set()
+        if _is_state_attr(expr):
+            assert isinstance(expr, ir.Attr)
+            return {expr.name}
+        if isinstance(expr, ir.Call):
+            return self._call_roots(expr)
+        if isinstance(expr, (ir.Const, ir.FString)):
+            return set()
+        found: set[str] = set()
+        for child in children(expr):
+            found |= self.roots(child)
+        return found
+
+    def outer(self, expr: ir.Expr | None) -> set[str]:
+        """State fields the value itself may be part of (so changing it changes them).
+
+        Fresh containers (literals, comprehensions, sorted(...), slices, copies) are
+        nobody's: changing the new list leaves state alone, even if its items alias."""
+        if expr is None or expr.ty is None or not ts.is_container(expr.ty, self.a.records):
+            return set()
+        if isinstance(expr, ir.Name):
+            if expr.ref in ("local", "param"):
+                alias = self.lookup(expr.id)
+                return set(alias.outer) if alias else set()
+            return self.roots(expr)
+        if _is_state_attr(expr):
+            return self.roots(expr)
+        if isinstance(expr, (ir.Attr, ir.Index)):
+            return self.roots(expr.obj)
+        if isinstance(expr, ir.Ternary):
+            return self.outer(expr.then) | self.outer(expr.other)
+        if isinstance(expr, ir.Call):
+            func = expr.func
+            if isinstance(func, ir.Name) and func.ref == "fn":
+                return self._call_roots(expr)
+            if isinstance(func, ir.Name) and func.id in ("min", "max", "random_choice") and expr.args:
+                if len(expr.args) == 1:
+                    return self.roots(expr.args[0])
+                return set().union(*(self.outer(arg) for arg in expr.args))
+            if isinstance(func, ir.Attr) and func.name in ("get", "pop"):
+                return self.roots(func.obj)
+        return set()
+
+    def _call_roots(self, call: ir.Call) -> set[str]:
+        func = call.func
+        if isinstance(func, ir.Name):
+            if func.id == "copy":
+                return set()
+            if func.ref == "fn":
+                summary = self.summaries.get(func.id, Summary())
+                return self._map_param_roots(summary.return_roots, call)
+        found: set[str] = set()
+        for child in children(call):
+            found |= self.roots(child)
+        return found
+
+    def _map_param_roots(self, roots: set[str], call: ir.Call) -> set[str]:
+        """A helper's `@index` roots as the roots of the caller's arguments."""
+        assert isinstance(call.func, ir.Name)
+        fn = self.a.fns.get(call.func.id)
+        mapped: set[str] = set()
+        for root in roots:
+            if not root.startswith(PARAM_ROOT):
+                mapped.add(root)
+                continue
+            index = int(root[len(PARAM_ROOT) :])
+            argument = _argument_for(call, fn, index) if fn else None
+            if argument is not None:
+                mapped |= self.roots(argument)
+        return mapped
+
+
+def _is_state_attr(expr: ir.Expr) -> bool:
+    """The explicit `state.field` form."""
+    return (
+        isinstance(expr, ir.Attr)
+        and isinstance(expr.obj, ir.Name)
+        and expr.obj.id == "state"
+        and expr.obj.ref == "state"
+    )
+
+
+def _argument_for(call: ir.Call, fn: ir.FnDecl, index: int) -> ir.Expr | None:
+    if index < len(call.args):
+        return call.args[index]
+    name = fn.params[index].name if index < len(fn.params) else ""
+    return next((kw.value for kw in call.kwargs if kw.name == name), None)

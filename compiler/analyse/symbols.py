@@ -1,0 +1,249 @@
+"""Analysis pass 1, symbols: the header, every declaration and its name, the built-in
+state fields, and the types written in declarations resolved to canonical form (with
+record cycles refused). Later passes look names up in the tables this pass fills."""
+
+from __future__ import annotations
+
+import keyword
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from compiler import builtins as bi
+from compiler import ir
+from compiler import typesys as ts
+from compiler.analyse.context import Analysis
+from compiler.diagnostics import did_you_mean
+from compiler.irtree import called_names
+
+ENV_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def run(a: Analysis) -> None:
+    check_header(a)
+    declare(a)
+    resolve_declared_types(a)
+
+
+def check_header(a: Analysis) -> None:
+    header = a.header
+    if not ENV_NAME.match(header.name):
+        a.error("E2016", f"environment name `{header.name}` is not lower_snake_case", header, header.file)
+    elif header.name in sys.stdlib_module_names or header.name in ("compiler", "generated", "tests"):
+        a.error(
+            "E2019",
+            f"environment name `{header.name}` is also a Python module name; its package would shadow it",
+            header,
+            header.file,
+            hint=f"call it e.g. `{header.name}_env`",
+        )
+    if header.archetype and header.archetype not in bi.ARCHETYPES:
+        a.error(
+            "E2015",
+            f"unknown archetype `{header.archetype}`",
+            header.item_places.get("archetype", header),
+            header.file,
+            hint=did_you_mean(header.archetype, bi.ARCHETYPES) or "one of: " + ", ".join(bi.ARCHETYPES),
+        )
+    if header.rng not in bi.RNG_KINDS:
+        a.error(
+            "E2022",
+            f"unknown random generator `{header.rng}`",
+            header.item_places.get("rng", header),
+            header.file,
+            hint="one of: " + ", ".join(bi.RNG_KINDS),
+        )
+    if not ts.valid_temporal("datetime", header.clock):
+        a.error(
+            "E3001",
+            f"clock start {header.clock!r} is not an ISO-8601 datetime",
+            header.item_places.get("clock", header),
+            header.file,
+        )
+
+
+def declare(a: Analysis) -> None:
+    taken: dict[str, str] = {"AuditEntry": "built-in record"}
+    for name in bi.BUILTIN_STATE:
+        taken[name] = "built-in state field"
+
+    def claim(name: str, what: str, node: ir.Node, file: str, reserved: bool = True) -> bool:
+        if name in taken:
+            a.error("E2001", f"`{name}` is already declared as a {taken[name]}", node, file)
+            return False
+        # Records and enums become module-level classes, which may not hide a built-in
+        # or a type name; a helper named like a built-in would hide it in every body.
+        strict = what in ("enum", "record", "helper fn")
+        if what in ("enum", "record") and name in (*ts.PRIMITIVES, "list", "map", "optional", "any", "None"):
+            a.error("E2014", f"`{name}` is a type name", node, file)
+            return False
+        if reserved and (bi.is_reserved(name) if strict else bi.is_reserved_declaration(name)):
+            a.error("E2014", f"`{name}` is a reserved name", node, file)
+            return False
+        taken[name] = what
+        return True
+
+    for enum in a.module.enums:
+        if claim(enum.name, "enum", enum, enum.file):
+            a.enums[enum.name] = enum
+        seen: set[str] = set()
+        for member in enum.members:
+            if member in seen:
+                a.error("E2005", f"enum {enum.name} lists `{member}` twice", enum, enum.file)
+            if keyword.iskeyword(member) or member in ("lambda", "let", "fail", "require", "expect"):
+                a.error("E2014", f"`{member}` cannot be an enum member", enum, enum.file)
+            seen.add(member)
+    for record in a.module.records:
+        if claim(record.name, "record", record, record.file):
+            a.records[record.name] = record
+        check_field_names(a, record.fields, f"record {record.name}", record.file)
+    for state_decl in a.module.state:
+        for field_ in state_decl.fields:
+            previous = a.state.get(field_.name)
+            if previous is not None and _decl_file(a.module.state, previous) != state_decl.file:
+                a.state[field_.name] = field_  # a domain spec re-seeds a prototype field
+                continue
+            if claim(field_.name, "state field", field_, state_decl.file):
+                a.state[field_.name] = field_
+    add_builtin_state(a)
+    for world_decl in a.module.world:
+        for world_field in world_decl.fields:
+            previous_w = a.world.get(world_field.name)
+            if previous_w is not None and _decl_file(a.module.world, previous_w) != world_decl.file:
+                a.world[world_field.name] = world_field
+                continue
+            if claim(world_field.name, "world field", world_field, world_decl.file):
+                a.world[world_field.name] = world_field
+    for fn in a.module.fns:
+        if claim(fn.name, "helper fn", fn, fn.file):
+            a.fns[fn.name] = fn
+    for tool in a.module.tools:
+        if tool.name in bi.RESERVED_TOOL_NAMES:
+            a.error("E2014", f"`{tool.name}` is a method of every generated environment", tool, tool.file)
+        elif claim(tool.name, "tool", tool, tool.file):
+            a.tools[tool.name] = tool
+    for scenario in a.module.scenarios:
+        if scenario.name in a.scenarios:
+            a.error("E2001", f"scenario `{scenario.name}` is declared twice", scenario, scenario.file)
+        a.scenarios[scenario.name] = scenario
+    for group, what in ((a.module.tests, "test"), (a.module.tasks, "task")):
+        names: set[str] = set()
+        for decl in group:
+            if decl.name in names:
+                a.error("E2001", f"{what} `{decl.name}` is declared twice", decl, decl.file)
+            names.add(decl.name)
+
+
+def check_field_names(a: Analysis, fields: Sequence[ir.Field_], owner: str, file: str) -> None:
+    seen: set[str] = set()
+    for field_ in fields:
+        if field_.name in seen:
+            a.error("E2005", f"{owner} has two fields named `{field_.name}`", field_, file)
+        if keyword.iskeyword(field_.name) or field_.name.startswith("_") or field_.name == "error":
+            a.error("E2014", f"`{field_.name}` cannot be a field name", field_, file)
+        seen.add(field_.name)
+
+
+def add_builtin_state(a: Analysis) -> None:
+    a.state[bi.AUDIT_LOG] = ir.Field_(
+        name=bi.AUDIT_LOG, type=ts.list_of(ts.t("AuditEntry")), default=ir.ListLit(items=[])
+    )
+    clock = a.header.clock if ts.valid_temporal("datetime", a.header.clock) else ir.EnvHeader(name="x").clock
+    a.state[bi.CLOCK] = ir.Field_(name=bi.CLOCK, type=ts.DATETIME, default=ir.Const(value=clock))
+    used = effectful_builtins_used(a.module)
+    if "next_id" in used:
+        a.state[bi.ID_COUNTERS] = ir.Field_(
+            name=bi.ID_COUNTERS, type=ts.map_of(ts.STR, ts.INT), default=ir.MapLit(entries=[])
+        )
+    if used & {"random_int", "random_choice"}:
+        start = a.header.seed
+        if a.header.rng == "python":
+            # Python's generator: seeded with random_seed; rng_state counts the 32-bit words drawn.
+            a.state[bi.RANDOM_SEED] = ir.Field_(name=bi.RANDOM_SEED, type=ts.INT, default=ir.Const(value=start))
+            start = 0
+        a.state[bi.RNG_STATE] = ir.Field_(name=bi.RNG_STATE, type=ts.INT, default=ir.Const(value=start))
+
+
+def resolve_type(a: Analysis, ref: ir.TypeRef, file: str) -> ir.TypeRef:
+    """Check a written type and return its canonical (position-free) form."""
+    name, args = ref.name, ref.args
+    arity = {"list": 1, "map": 2, "set": 1, "optional": 1}
+    if name in arity:
+        if len(args) != arity[name]:
+            a.error(
+                "E3002",
+                f"`{name}` takes {arity[name]} type argument{'s' if arity[name] > 1 else ''}, got {len(args)}",
+                ref,
+                file,
+            )
+            return ts.ANY
+        resolved = [resolve_type(a, arg, file) for arg in args]
+        if name == "map" and resolved[0].name not in ("str", "int", "json", "any") and resolved[0].name not in a.enums:
+            a.error("E3003", f"map keys cannot be {ts.show(resolved[0])}", args[0], file)
+        if name == "set" and resolved[0].name not in (*ts.SET_ITEMS, "any") and resolved[0].name not in a.enums:
+            a.error("E3003", f"set items cannot be {ts.show(resolved[0])}; they are str, int or an enum", args[0], file)
+        if name == "optional":
+            return ts.optional(resolved[0])
+        return ts.t(name, *resolved)
+    if args:
+        a.error("E3002", f"`{name}` takes no type arguments", ref, file)
+        return ts.ANY
+    if name in ts.PRIMITIVES or name == "None" or name in a.enums or name in a.records:
+        return ts.t(name)
+    known = [*ts.PRIMITIVES, "list", "map", "set", "optional", *a.enums, *a.records]
+    a.error("E2003", f"unknown type `{name}`", ref, file, hint=did_you_mean(name, known))
+    return ts.ANY
+
+
+def resolve_declared_types(a: Analysis) -> None:
+    for record in a.records.values():
+        for field_ in record.fields:
+            field_.type = resolve_type(a, field_.type, record.file or a.module.path)
+    check_record_cycles(a)
+    for name, field_ in a.state.items():
+        field_.type = resolve_type(a, field_.type, a.state_file(name))
+    for world_field in a.world.values():
+        world_field.type = resolve_type(a, world_field.type, a.world_file(world_field))
+    for callable_ in [*a.fns.values(), *a.tools.values()]:
+        for param in callable_.params:
+            param.type = resolve_type(a, param.type, callable_.file)
+        callable_.returns = resolve_type(a, callable_.returns, callable_.file)
+
+
+def check_record_cycles(a: Analysis) -> None:
+    """Values are trees (JSON), so no record may contain itself."""
+
+    def mentioned(ty: ir.TypeRef) -> set[str]:
+        found = {ty.name} if ty.name in a.records else set()
+        for arg in ty.args:
+            found |= mentioned(arg)
+        return found
+
+    edges = {name: set().union(*(mentioned(f.type) for f in r.fields)) for name, r in a.records.items()}
+    for start, record in a.records.items():
+        seen: set[str] = set()
+        stack = list(edges[start])
+        while stack:
+            name = stack.pop()
+            if name == start:
+                a.error("E3023", f"record {start} contains itself", record, record.file or a.module.path)
+                break
+            if name not in seen:
+                seen.add(name)
+                stack.extend(edges.get(name, ()))
+
+
+def _decl_file(decls: Sequence[ir.StateDecl] | Sequence[ir.WorldDecl], item: Any) -> str:
+    for decl in decls:
+        if any(f is item for f in decl.fields):
+            return decl.file
+    return ""
+
+
+def effectful_builtins_used(module: ir.Module) -> set[str]:
+    """Built-ins with effects that some tool or helper calls (they add built-in state)."""
+    names: set[str] = set()
+    for callable_ in [*module.tools, *module.fns]:
+        names |= called_names(callable_.body) & set(bi.EFFECTFUL_FUNCTIONS)
+    return names

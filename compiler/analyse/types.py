@@ -1,0 +1,1141 @@
+"""Analysis pass 3, types: every expression and statement of every tool, helper, test
+and task type-checked, with None-narrowing as mypy does it on the generated code, and
+every name resolved. It annotates the IR in place (`Expr.ty`, `Name.ref`) for the
+effects pass and lowering; built-in calls are checked by their registry entries."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from compiler import builtins as bi
+from compiler import ir, library
+from compiler import typesys as ts
+from compiler.analyse.constants import const_value
+from compiler.analyse.context import Analysis
+from compiler.analyse.symbols import resolve_type
+from compiler.diagnostics import did_you_mean
+
+
+def run(a: Analysis) -> None:
+    """Type-check every helper and tool body."""
+    for fn in a.fns.values():
+        TypeChecker(a, fn, is_helper=True).check()
+    for tool in a.tools.values():
+        TypeChecker(a, tool, is_helper=False).check()
+
+
+@dataclass
+class _Local:
+    """A local's type where it is used (narrowed) and how it was bound."""
+
+    type: ir.TypeRef
+    kind: str  # "local", "param", "loop"
+
+
+class TypeChecker:
+    """Type-checks one tool, helper, test or task: every expression gets its type (`ty`)
+    and every name what it refers to (`ref`), which is what the effects pass reads."""
+
+    def __init__(
+        self,
+        analysis: Analysis,
+        callable_: ir.ToolDecl | None,
+        is_helper: bool,
+        file: str = "",
+        allow_tools: bool = True,
+    ) -> None:
+        self.a = analysis
+        self.callable = callable_
+        self.is_helper = is_helper
+        self.in_test = callable_ is None
+        self.allow_tools = allow_tools and self.in_test
+        self.file = callable_.file if callable_ else file
+        self.scopes: list[dict[str, _Local]] = [{}]
+        self.declared: dict[str, ir.TypeRef] = {}
+        self.loop_depth = 0
+
+    def error(self, code: str, message: str, node: ir.Node | None, hint: str = "") -> None:
+        self.a.error(code, message, node, self.file, hint)
+
+    @property
+    def records(self) -> dict[str, ir.RecordDecl]:
+        return self.a.records
+
+    # ------------------------------------------------------------------ scopes
+    def lookup(self, name: str) -> _Local | None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def declare(self, name: str, ty: ir.TypeRef, kind: str, node: ir.Node) -> None:
+        if bi.is_reserved(name):
+            self.error("E2014", f"`{name}` is a reserved name", node)
+        if name in self.a.fns or name in self.a.tools or name in self.a.records or name in self.a.enums:
+            self.error(
+                "E2001",
+                f"`{name}` is already a {'helper' if name in self.a.fns else 'tool' if name in self.a.tools else 'type'}",
+                node,
+            )
+        visible = self.lookup(name)
+        if visible is not None and kind != "narrow":
+            self.error(
+                "E2001", f"`{name}` is already declared here", node, hint=f"assign with `{name} = ...` instead of `let`"
+            )
+        elif (
+            name in self.declared
+            and not ts.same(self.declared[name], ty)
+            and ty.name != "any"
+            and self.declared[name].name != "any"
+        ):
+            self.error(
+                "E2001",
+                f"`{name}` was declared earlier in this body as {ts.show(self.declared[name])}, now {ts.show(ty)}",
+                node,
+                hint="use another name",
+            )
+        self.declared.setdefault(name, ty)
+        self.scopes[-1][name] = _Local(ty, kind)
+
+    def push(self, narrowed: dict[str, ir.TypeRef] | None = None) -> None:
+        frame: dict[str, _Local] = {}
+        for name, ty in (narrowed or {}).items():
+            local = self.lookup(name)
+            if local is not None:
+                frame[name] = _Local(ty, local.kind)
+        self.scopes.append(frame)
+
+    def pop(self) -> None:
+        self.scopes.pop()
+
+    def narrow_here(self, narrowed: dict[str, ir.TypeRef]) -> None:
+        for name, ty in narrowed.items():
+            local = self.lookup(name)
+            if local is not None:
+                self.scopes[-1][name] = _Local(ty, local.kind)
+
+    # ------------------------------------------------------------------ entry
+    def check(self) -> None:
+        assert self.callable is not None
+        tool = self.callable
+        seen: set[str] = set()
+        defaulted = False
+        for param in tool.params:
+            if param.name in seen:
+                self.error("E2005", f"parameter `{param.name}` appears twice", param)
+                continue
+            seen.add(param.name)
+            has_default = param.default is not None or (ts.is_optional(param.type) and not self.is_helper)
+            if defaulted and not has_default:
+                self.error("E2020", f"parameter `{param.name}` has no default but follows one that has", param)
+            defaulted = defaulted or has_default
+            self.declare(param.name, param.type, "param", param)
+            self._check_param_default(param)
+        if tool.escape is not None:
+            return  # the effects pass checks that it declares what it reads and writes
+        terminates = self.block(tool.body)
+        if not terminates and tool.returns.name != "None":
+            self.error("E3011", f"`{tool.name}` can reach its end without returning {ts.show(tool.returns)}", tool)
+
+    def _check_param_default(self, param: ir.Param) -> None:
+        if param.default is not None:
+            const_value(self.a, param.default, param.type, self.file, param.name)
+        for constraint in param.constraints:
+            self._check_constraint(param, constraint)
+
+    def _check_constraint(self, param: ir.Param, constraint: ir.Constraint) -> None:
+        base = ts.strip_optional(param.type)
+        fits = {
+            "min": base.name in ("int", "float"),
+            "max": base.name in ("int", "float"),
+            "min_length": base.name == "str",
+            "max_length": base.name == "str",
+            "pattern": base.name == "str",
+            "min_items": base.name in ("list", "map"),
+            "max_items": base.name in ("list", "map"),
+        }[constraint.kind]
+        if not fits:
+            self.error(
+                "E3013", f"`{constraint.kind}` does not apply to a parameter of type {ts.show(param.type)}", constraint
+            )
+            return
+        expected = ts.STR if constraint.kind == "pattern" else (base if constraint.kind in ("min", "max") else ts.INT)
+        ok, value = const_value(self.a, constraint.value, expected, self.file, f"{param.name} {constraint.kind}")
+        if ok and constraint.kind == "pattern":
+            try:
+                re.compile(str(value))
+            except re.error as exc:
+                self.error("E3019", f"invalid pattern: {exc}", constraint.value)
+
+    # ------------------------------------------------------------------ statements
+    def block(self, stmts: Sequence[ir.Stmt]) -> bool:
+        """Check statements in order; True when every path through them terminates."""
+        terminated = False
+        for stmt in stmts:
+            if terminated:
+                self.error("E3012", "this statement can never run", stmt)
+                break
+            terminated = self.stmt(stmt)
+        return terminated
+
+    def stmt(self, stmt: ir.Stmt) -> bool:
+        method = getattr(self, f"stmt_{stmt.kind}")
+        result: bool = method(stmt)
+        return result
+
+    def stmt_let(self, stmt: ir.Let) -> bool:
+        declared = resolve_type(self.a, stmt.type, self.file) if stmt.type is not None else None
+        ty = self.expr(stmt.value, declared)
+        if declared is not None:
+            self.expect_assignable(ty, declared, stmt.value)
+            ty = declared
+        elif _is_empty_literal(stmt.value):
+            self.error("E3020", "cannot tell the type of an empty literal", stmt.value)
+        elif ty.name == "None":
+            self.error(
+                "E3020",
+                f"cannot tell the type of `{stmt.name}` from None",
+                stmt.value,
+                hint=f"write `let {stmt.name}: optional[T] = None`",
+            )
+        self.declare(stmt.name, ty, "local", stmt)
+        return False
+
+    def stmt_assign(self, stmt: ir.Assign) -> bool:
+        target_type = self.target(stmt.target)
+        value_type = self.expr(stmt.value, target_type)
+        if stmt.op == "=":
+            self.expect_assignable(value_type, target_type, stmt.value)
+        else:
+            ok = (
+                (
+                    ts.is_numeric(target_type)
+                    and ts.is_numeric(value_type)
+                    and (target_type.name != "int" or value_type.name == "int")
+                )
+                or (stmt.op == "+=" and target_type.name == "str" and value_type.name == "str")
+                or (stmt.op == "+=" and target_type.name == "list" and ts.assignable(value_type, target_type))
+            )
+            if not ok:
+                self.error(
+                    "E3004", f"`{stmt.op}` does not apply to {ts.show(target_type)} and {ts.show(value_type)}", stmt
+                )
+        if isinstance(stmt.target, ir.Name):
+            local = self.lookup(stmt.target.id)
+            if local is not None:
+                if not ts.is_optional(value_type) and ts.is_optional(local.type):
+                    self.scopes[-1][stmt.target.id] = _Local(ts.strip_optional(local.type), local.kind)
+                elif ts.is_optional(value_type):
+                    self.scopes[-1][stmt.target.id] = _Local(self.declared.get(stmt.target.id, local.type), local.kind)
+        return False
+
+    def stmt_return(self, stmt: ir.Return) -> bool:
+        if self.callable is None:
+            self.error("E3005", "`return` outside a tool", stmt)
+            return True
+        expected = self.callable.returns
+        if stmt.value is None:
+            if expected.name != "None":
+                self.error("E3001", f"`return` needs a value of type {ts.show(expected)}", stmt)
+            return True
+        ty = self.expr(stmt.value, expected)
+        self.expect_assignable(ty, expected, stmt.value)
+        return True
+
+    def stmt_require(self, stmt: ir.Require) -> bool:
+        self.condition(stmt.cond)
+        self.error_call(stmt.error, _narrowing(stmt.cond, False, self))
+        self.narrow_here(_narrowing(stmt.cond, True, self))
+        return False
+
+    def stmt_fail(self, stmt: ir.Fail) -> bool:
+        self.error_call(stmt.error, {})
+        return True
+
+    def error_call(self, call: ir.ErrorCall, narrowed: dict[str, ir.TypeRef]) -> None:
+        if call.kind not in bi.ERROR_KINDS:
+            self.error(
+                "E2013",
+                f"unknown error kind `{call.kind}`",
+                call,
+                hint=did_you_mean(call.kind, bi.ERROR_KINDS) or "one of: " + ", ".join(bi.ERROR_KINDS),
+            )
+        self.push(narrowed)
+        if call.message is None:
+            self.error("E3006", f"`{call.kind}(...)` needs a message", call)
+        else:
+            self.expect_assignable(self.expr(call.message, ts.STR), ts.STR, call.message)
+        names: set[str] = set()
+        for kw in call.fields:
+            if kw.name in names:
+                self.error("E2005", f"error field `{kw.name}` given twice", kw)
+            names.add(kw.name)
+            if kw.name in ("message", "kind", "error"):
+                self.error("E2014", f"`{kw.name}` is set by the error itself", kw)
+            ty = self.expr(kw.value, ts.STR if kw.name in ("entity", "field") else None)
+            if kw.name in ("entity", "field"):
+                self.expect_assignable(ty, ts.STR, kw.value)
+        self.pop()
+
+    def stmt_delete(self, stmt: ir.Delete) -> bool:
+        if not isinstance(stmt.target, ir.Index):
+            self.error("E3008", "`del` removes a map entry: `del m[key]`", stmt.target)
+            return False
+        obj_type = self.expr(stmt.target.obj, None)
+        if isinstance(stmt.target.obj, ir.Name):
+            self.target(stmt.target.obj, mutate=True)
+        if ts.strip_optional(obj_type).name != "map" and obj_type.name != "any":
+            self.error("E3004", f"`del` works on maps, not {ts.show(obj_type)}", stmt.target)
+            return False
+        key_type = obj_type.args[0] if obj_type.name == "map" else ts.ANY
+        self.check_key(self.expr(stmt.target.index, key_type), key_type, stmt.target.index)
+        return False
+
+    def stmt_expr(self, stmt: ir.ExprStmt) -> bool:
+        value = stmt.value
+        self.expr(value, None)
+        if not _has_effect(value, self.a.fns):
+            self.error("E3018", "this expression is computed and thrown away", stmt)
+        return False
+
+    def stmt_pass(self, stmt: ir.Pass) -> bool:
+        return False
+
+    def stmt_break(self, stmt: ir.Break) -> bool:
+        if self.loop_depth == 0:
+            self.error("E3017", "`break` outside a loop", stmt)
+        return True
+
+    def stmt_continue(self, stmt: ir.Continue) -> bool:
+        if self.loop_depth == 0:
+            self.error("E3017", "`continue` outside a loop", stmt)
+        return True
+
+    def stmt_if(self, stmt: ir.If) -> bool:
+        all_terminate = True
+        negatives: dict[str, ir.TypeRef] = {}
+        self.push()
+        for branch in stmt.branches:
+            self.narrow_here(negatives)
+            self.condition(branch.cond)
+            self.push(_narrowing(branch.cond, True, self))
+            ends = self.block(branch.body)
+            self.pop()
+            all_terminate = all_terminate and ends
+            negatives.update(_narrowing(branch.cond, False, self))
+        self.narrow_here(negatives)
+        if stmt.orelse:
+            self.push()
+            else_ends = self.block(stmt.orelse)
+            self.pop()
+        else:
+            else_ends = False
+        self.pop()
+        if not stmt.orelse and all_terminate:
+            # `if x is None: fail ...` narrows x for the rest of the block.
+            self.narrow_here(negatives)
+        return all_terminate and else_ends
+
+    def stmt_for(self, stmt: ir.For) -> bool:
+        iter_type = self.expr(stmt.iter, None)
+        if ts.is_optional(iter_type):
+            self.error("E3009", "cannot loop over a value that may be None", stmt.iter)
+            iter_type = ts.strip_optional(iter_type)
+        element_types = self.iteration_types(iter_type, len(stmt.targets), stmt.iter)
+        self.push()
+        for name, ty in zip(stmt.targets, element_types):
+            self.declare(name, ty, "loop", stmt)
+        self.loop_depth += 1
+        self.block(stmt.body)
+        self.loop_depth -= 1
+        self.pop()
+        return False
+
+    def iteration_types(self, iter_type: ir.TypeRef, count: int, node: ir.Node) -> list[ir.TypeRef]:
+        if iter_type.name in ("list", "set") and count != 1:
+            self.error("E3006", f"a {iter_type.name} gives one value per step: `for x in xs`", node)
+        types = ts.element_types(iter_type, count)
+        if types is None:
+            self.error("E3004", f"cannot loop over {ts.show(iter_type)}", node)
+            return [ts.ANY] * count
+        return types
+
+    # ------------------------------------------------------------------ targets
+    def target(self, expr: ir.Expr, mutate: bool = False) -> ir.TypeRef:
+        """Type of an assignable place (`mutate`: changed in place, by a method or `del`)."""
+        if isinstance(expr, ir.Name):
+            local = self.lookup(expr.id)
+            if local is not None:
+                if local.kind == "param" and not mutate:
+                    self.error(
+                        "E4007", f"parameter `{expr.id}` cannot be reassigned", expr, hint=f"`let new_{expr.id} = ...`"
+                    )
+                if local.kind == "loop" and not mutate:
+                    self.error("E3022", f"loop variable `{expr.id}` cannot be reassigned", expr)
+                expr.ref = "param" if local.kind == "param" else "local"
+                expr.ty = local.type if mutate else self.declared.get(expr.id, local.type)
+                return expr.ty
+            if expr.id in self.a.state:
+                return self._state_target(expr, expr.id, mutate)
+            if expr.id in self.a.world:
+                expr.ref = "world"  # the effects pass says it cannot be changed
+                return ts.ANY
+            self.error(
+                "E3008" if self.known_name(expr.id) else "E2002",
+                f"cannot assign to `{expr.id}`",
+                expr,
+                hint=self.name_hint(expr.id),
+            )
+            return ts.ANY
+        if (
+            isinstance(expr, ir.Attr)
+            and isinstance(expr.obj, ir.Name)
+            and expr.obj.id == "state"
+            and self.lookup("state") is None
+        ):
+            if expr.name not in self.a.state:
+                self.error("E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state))
+                return ts.ANY
+            expr.obj.ref = "state"
+            return self._state_target(expr, expr.name, mutate)
+        if isinstance(expr, (ir.Attr, ir.Index)):
+            return self.expr(expr, None)
+        self.error("E3008", "cannot assign to this expression", expr)
+        self.expr(expr, None)
+        return ts.ANY
+
+    def _state_target(self, expr: ir.Expr, name: str, mutate: bool) -> ir.TypeRef:
+        if isinstance(expr, ir.Name):
+            expr.ref = "state"
+        expr.ty = self.a.state[name].type
+        return expr.ty
+
+    # ------------------------------------------------------------------ conditions and checks
+    def condition(self, expr: ir.Expr) -> None:
+        ty = self.expr(expr, ts.BOOL)
+        if ty.name not in ("bool", "any"):
+            self.error(
+                "E3010",
+                f"condition is {ts.show(ty)}, not bool",
+                expr,
+                hint="compare explicitly, e.g. `x is not None` or `len(xs) > 0`",
+            )
+
+    def expect_assignable(self, src: ir.TypeRef, dst: ir.TypeRef, node: ir.Node) -> None:
+        if ts.assignable(src, dst):
+            return
+        if ts.is_optional(src) and ts.assignable(ts.strip_optional(src), dst):
+            self.error("E3009", f"value may be None where {ts.show(dst)} is expected", node)
+            return
+        self.error("E3001", f"expected {ts.show(dst)}, got {ts.show(src)}", node)
+
+    def check_key(self, src: ir.TypeRef, key: ir.TypeRef, node: ir.Node) -> None:
+        """A map key or set item. A map[json, V] takes str and int keys only: a json value
+        could be a float, a bool or a list at run time, so it needs converting first."""
+        if key.name == "json":
+            # A json value is checked when the call runs; a container literal never fits.
+            literal = isinstance(node, (ir.ListLit, ir.MapLit))
+            if literal or (
+                src.name not in ("str", "int", "json", "any", *ts.TEMPORAL) and src.name not in self.a.enums
+            ):
+                self.error(
+                    "E3003",
+                    f"keys of a map[json, ...] are str or int, not {ts.show(src)}",
+                    node,
+                    hint="convert a json value first, e.g. with as_text(...) or int(...)",
+                )
+            return
+        self.expect_assignable(src, key, node)
+
+    def known_name(self, name: str) -> bool:
+        return (
+            name in self.a.fns
+            or name in self.a.tools
+            or name in self.a.records
+            or name in self.a.enums
+            or name in library.FUNCTIONS
+        )
+
+    def name_hint(self, name: str) -> str:
+        candidates: list[str] = [n for scope in self.scopes for n in scope]
+        candidates += [*self.a.state, *self.a.world, *self.a.enums, *self.a.records, *self.a.fns, *library.FUNCTIONS]
+        if self.in_test:
+            candidates += list(self.a.tools)
+        return did_you_mean(name, [c for c in candidates if c != name])
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, expr: ir.Expr, expected: ir.TypeRef | None) -> ir.TypeRef:
+        method = getattr(self, f"expr_{expr.kind}")
+        ty: ir.TypeRef = method(expr, expected)
+        expr.ty = ty
+        return ty
+
+    def expr_const(self, expr: ir.Const, expected: ir.TypeRef | None) -> ir.TypeRef:
+        value = expr.value
+        if value is None:
+            return ts.NONE
+        if isinstance(value, bool):
+            return ts.BOOL
+        if isinstance(value, int):
+            return ts.INT
+        if isinstance(value, float):
+            return ts.FLOAT
+        base = ts.strip_optional(expected) if expected else None
+        if base is not None and base.name in ts.TEMPORAL:
+            if not ts.valid_temporal(base.name, value):
+                self.error("E3001", f"{value!r} is not an ISO-8601 {base.name}", expr)
+            return base
+        if base is not None and base.name in self.a.enums:
+            members = self.a.enums[base.name].members
+            if value not in members:
+                self.error(
+                    "E2007",
+                    f"{value!r} is not a member of {base.name}",
+                    expr,
+                    hint=did_you_mean(value, members) or "one of: " + ", ".join(members),
+                )
+            return base
+        return ts.STR
+
+    def expr_fstring(self, expr: ir.FString, expected: ir.TypeRef | None) -> ir.TypeRef:
+        for part in expr.parts:
+            if not isinstance(part, str):
+                ty = self.expr(part, None)
+                if ty.name in ("list", "map", "set", "json") or ty.name in self.a.records:
+                    self.error(
+                        "E3001",
+                        f"f-strings show scalars; this is {ts.show(ty)}",
+                        part,
+                        hint="pick a field, or use len(...)",
+                    )
+        return ts.STR
+
+    def expr_name(self, expr: ir.Name, expected: ir.TypeRef | None) -> ir.TypeRef:
+        name = expr.id
+        local = self.lookup(name)
+        if local is not None:
+            expr.ref = "param" if local.kind == "param" else "local"
+            return local.type
+        if name in self.a.state:
+            expr.ref = "state"
+            return self.a.state[name].type
+        if name in self.a.world:
+            expr.ref = "world"
+            return self.a.world[name].type
+        if name in self.a.enums or name in self.a.records:
+            self.error(
+                "E3001",
+                f"`{name}` is a type, not a value",
+                expr,
+                hint=f"use `{name}.member`" if name in self.a.enums else f"build one with `{name}(field=...)`",
+            )
+            return ts.ANY
+        if self.known_name(name):
+            self.error("E3005", f"`{name}` must be called: `{name}(...)`", expr)
+            return ts.ANY
+        if name == "state":
+            self.error("E2002", "`state` is only used as `state.field`", expr)
+            return ts.ANY
+        self.error("E2002", f"unknown name `{name}`", expr, hint=self.name_hint(name))
+        return ts.ANY
+
+    def expr_list(self, expr: ir.ListLit, expected: ir.TypeRef | None) -> ir.TypeRef:
+        base = ts.strip_optional(expected) if expected else None
+        if base is not None and base.name == "json":
+            for item in expr.items:
+                self.expr(item, ts.JSON)
+            return ts.JSON
+        if base is not None and base.name == "set":  # `[...]` where a set is expected is a set
+            for item in expr.items:
+                self.check_key(self.expr(item, base.args[0]), base.args[0], item)
+            return base
+        item_expected = base.args[0] if base is not None and base.name == "list" else None
+        if not expr.items:
+            return ts.list_of(item_expected) if item_expected else ts.list_of(ts.ANY)
+        item_type: ir.TypeRef | None = None
+        for item in expr.items:
+            ty = self.expr(item, item_expected)
+            if item_expected is not None:
+                self.expect_assignable(ty, item_expected, item)
+                continue
+            joined = ts.join(item_type, ty) if item_type is not None else ty
+            if joined is None:
+                self.error("E3001", f"list mixes {ts.show(item_type or ts.ANY)} and {ts.show(ty)}", item)
+                joined = ts.ANY
+            item_type = joined
+        return ts.list_of(item_expected or item_type or ts.ANY)
+
+    def expr_map(self, expr: ir.MapLit, expected: ir.TypeRef | None) -> ir.TypeRef:
+        base = ts.strip_optional(expected) if expected else None
+        if base is not None and base.name in self.a.records:
+            return self._record_literal(expr, base)
+        if base is not None and base.name == "json":
+            for entry in expr.entries:
+                self.expect_assignable(self.expr(entry.key, ts.STR), ts.STR, entry.key)
+                self.expr(entry.value, ts.JSON)
+            return ts.JSON
+        key_expected = base.args[0] if base is not None and base.name == "map" else None
+        value_expected = base.args[1] if base is not None and base.name == "map" else None
+        if not expr.entries:
+            return ts.map_of(key_expected or ts.ANY, value_expected or ts.ANY)
+        key_type: ir.TypeRef | None = key_expected
+        value_type: ir.TypeRef | None = value_expected
+        for entry in expr.entries:
+            k = self.expr(entry.key, key_expected)
+            v = self.expr(entry.value, value_expected)
+            if key_expected is not None:
+                self.expect_assignable(k, key_expected, entry.key)
+            else:
+                key_type = ts.join(key_type, k) if key_type else k
+            if value_expected is not None:
+                self.expect_assignable(v, value_expected, entry.value)
+            else:
+                joined = ts.join(value_type, v) if value_type else v
+                if joined is None:
+                    self.error(
+                        "E3001",
+                        f"map mixes {ts.show(value_type or ts.ANY)} and {ts.show(v)} values",
+                        entry.value,
+                        hint="declare a record, or a map[str, json]",
+                    )
+                value_type = joined or ts.ANY
+        key = key_type or ts.ANY
+        if key.name not in ("str", "int", "json", "any") and key.name not in self.a.enums:
+            self.error("E3003", f"map keys cannot be {ts.show(key)}", expr)
+        return ts.map_of(key, value_type or ts.ANY)
+
+    def _record_literal(self, expr: ir.MapLit, record_type: ir.TypeRef) -> ir.TypeRef:
+        record = self.a.records[record_type.name]
+        fields = {f.name: f for f in record.fields}
+        given: set[str] = set()
+        for entry in expr.entries:
+            if not (isinstance(entry.key, ir.Const) and isinstance(entry.key.value, str)):
+                self.error("E3001", f"record {record.name} keys are field names in quotes", entry.key)
+                continue
+            entry.key.ty = ts.STR
+            name = entry.key.value
+            if name not in fields:
+                self.error(
+                    "E2008", f"record {record.name} has no field `{name}`", entry.key, hint=did_you_mean(name, fields)
+                )
+                self.expr(entry.value, None)
+                continue
+            given.add(name)
+            self.expect_assignable(self.expr(entry.value, fields[name].type), fields[name].type, entry.value)
+        self._missing_fields(record, given, expr)
+        return record_type
+
+    def _missing_fields(self, record: ir.RecordDecl, given: set[str], node: ir.Node) -> None:
+        missing = [
+            f.name for f in record.fields if f.name not in given and f.default is None and not ts.is_optional(f.type)
+        ]
+        if missing:
+            self.error("E3007", f"record {record.name} needs {', '.join(missing)}", node)
+
+    def expr_attr(self, expr: ir.Attr, expected: ir.TypeRef | None) -> ir.TypeRef:
+        obj = expr.obj
+        if isinstance(obj, ir.Name) and self.lookup(obj.id) is None:
+            if obj.id in self.a.enums:
+                enum = self.a.enums[obj.id]
+                obj.ref = "enum"
+                if expr.name not in enum.members:
+                    self.error(
+                        "E2007",
+                        f"enum {enum.name} has no member `{expr.name}`",
+                        expr,
+                        hint=did_you_mean(expr.name, enum.members) or "one of: " + ", ".join(enum.members),
+                    )
+                return ts.t(enum.name)
+            if obj.id == "state" and obj.id not in self.a.state:
+                obj.ref = "state"
+                if expr.name not in self.a.state:
+                    self.error(
+                        "E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state)
+                    )
+                    return ts.ANY
+                return self.a.state[expr.name].type
+        obj_type = self.expr(obj, None)
+        if obj_type.name == "any":
+            return ts.ANY
+        if ts.is_optional(obj_type):
+            self.error(
+                "E3009",
+                f"`.{expr.name}` on a value that may be None",
+                obj,
+                hint="check it first: `require x is not None else ...`",
+            )
+            obj_type = ts.strip_optional(obj_type)
+        if obj_type.name in self.a.records:
+            record = self.a.records[obj_type.name]
+            for field_ in record.fields:
+                if field_.name == expr.name:
+                    return field_.type
+            self.error(
+                "E2008",
+                f"record {record.name} has no field `{expr.name}`",
+                expr,
+                hint=did_you_mean(expr.name, [f.name for f in record.fields]),
+            )
+            return ts.ANY
+        self.error("E3004", f"{ts.show(obj_type)} has no field `{expr.name}`", expr)
+        return ts.ANY
+
+    def expr_index(self, expr: ir.Index, expected: ir.TypeRef | None) -> ir.TypeRef:
+        obj_type = self.expr(expr.obj, None)
+        if ts.is_optional(obj_type) and obj_type.name != "None":
+            self.error("E3009", "indexing a value that may be None", expr.obj)
+            obj_type = ts.strip_optional(obj_type)
+        if obj_type.name == "any":
+            self.expr(expr.index, None)
+            return ts.ANY
+        if obj_type.name == "json":
+            self.expr(expr.index, None)
+            return ts.JSON
+        if obj_type.name in ("list", "str"):
+            self.expect_assignable(self.expr(expr.index, ts.INT), ts.INT, expr.index)
+            return obj_type.args[0] if obj_type.name == "list" else ts.STR
+        if obj_type.name == "map":
+            self.check_key(self.expr(expr.index, obj_type.args[0]), obj_type.args[0], expr.index)
+            return obj_type.args[1]
+        self.error("E3004", f"cannot index {ts.show(obj_type)}", expr)
+        self.expr(expr.index, None)
+        return ts.ANY
+
+    def expr_slice(self, expr: ir.Slice, expected: ir.TypeRef | None) -> ir.TypeRef:
+        obj_type = self.expr(expr.obj, None)
+        if ts.is_optional(obj_type) and obj_type.name != "None":
+            self.error("E3009", "slicing a value that may be None", expr.obj)
+            obj_type = ts.strip_optional(obj_type)
+        for bound in (expr.lower, expr.upper):
+            if bound is not None:
+                self.expect_assignable(self.expr(bound, ts.INT), ts.INT, bound)
+        if obj_type.name in ("list", "str", "any"):
+            return obj_type
+        self.error("E3004", f"cannot slice {ts.show(obj_type)}", expr)
+        return ts.ANY
+
+    def expr_unary(self, expr: ir.Unary, expected: ir.TypeRef | None) -> ir.TypeRef:
+        if expr.op == "not":
+            self.condition(expr.operand)
+            return ts.BOOL
+        ty = self.expr(expr.operand, expected)
+        if not ts.is_numeric(ty):
+            self.error("E3004", f"`-` does not apply to {ts.show(ty)}", expr)
+            return ts.ANY
+        return ty
+
+    def expr_binary(self, expr: ir.Binary, expected: ir.TypeRef | None) -> ir.TypeRef:
+        op = expr.op
+        if op in ("and", "or"):
+            self.condition(expr.left)
+            self.push(_narrowing(expr.left, op == "and", self))
+            self.condition(expr.right)
+            self.pop()
+            return ts.BOOL
+        if op in ("is", "is not"):
+            left = self.expr(expr.left, None)
+            right = self.expr(expr.right, None)
+            if right.name != "None":
+                self.error("E3004", f"`{op}` compares with None only; use `==` or `!=`", expr)
+            elif not ts.is_optional(left) and left.name not in ("any", "json"):
+                self.error("E3004", f"{ts.show(left)} is never None", expr.left)
+            return ts.BOOL
+        if op in ("==", "!="):
+            literal = ("const", "list", "map")
+            if expr.left.kind in literal and expr.right.kind not in literal:
+                # `["a"] == tags`: the literal takes its type from the other side, either way round
+                right = self.expr(expr.right, None)
+                left = self.expr(expr.left, right)
+            else:
+                left = self.expr(expr.left, None)
+                right = self.expr(expr.right, left if expr.right.kind in literal else None)
+            if isinstance(expr.left, ir.Const) and isinstance(expr.right, ir.Const):
+                same_value = expr.left.value == expr.right.value
+                self.error(
+                    "E3004",
+                    f"this compares two constants: it is always {same_value == (op == '==')}",
+                    expr,
+                )
+                return ts.BOOL
+            if not (ts.assignable(left, right) or ts.assignable(right, left) or ts.join(left, right) is not None):
+                self.error(
+                    "E3004",
+                    f"comparing {ts.show(left)} with {ts.show(right)} is always {'False' if op == '==' else 'True'}",
+                    expr,
+                )
+            return ts.BOOL
+        if op in ("in", "not in"):
+            container = self.expr(expr.right, None)
+            base = container
+            if ts.is_optional(container):
+                self.error("E3009", f"`{op}` on a value that may be None", expr.right)
+                base = ts.strip_optional(container)
+            element = {
+                "list": lambda: base.args[0],
+                "map": lambda: base.args[0],
+                "set": lambda: base.args[0],
+                "str": lambda: ts.STR,
+            }.get(base.name)
+            if element is None:
+                item_type = self.expr(expr.left, None)
+                if base.name not in ("any", "json"):
+                    self.error(
+                        "E3004",
+                        f"`{op}` needs a list, set, map or str on the right, not {ts.show(container)}",
+                        expr.right,
+                    )
+                del item_type
+                return ts.BOOL
+            wanted = element()
+            self.check_key(self.expr(expr.left, wanted), wanted, expr.left)
+            return ts.BOOL
+        if op in ("<", "<=", ">", ">="):
+            left = self.expr(expr.left, None)
+            right = self.expr(expr.right, left)
+            if not ts.orderable(left, right):
+                self.error("E3004", f"`{op}` does not apply to {ts.show(left)} and {ts.show(right)}", expr)
+            return ts.BOOL
+        left = self.expr(expr.left, expected)
+        right = self.expr(expr.right, left if left.name in ("list",) else None)
+        return self._arithmetic(expr, left, right)
+
+    def _arithmetic(self, expr: ir.Binary, left: ir.TypeRef, right: ir.TypeRef) -> ir.TypeRef:
+        op = expr.op
+        if left.name == "any" or right.name == "any":
+            return ts.ANY
+        if ts.is_numeric(left) and ts.is_numeric(right):
+            if op == "/":
+                return ts.FLOAT
+            return ts.INT if left.name == right.name == "int" else ts.FLOAT
+        if op == "+" and left.name in ("str", *ts.TEMPORAL) and right.name in ("str", *ts.TEMPORAL):
+            return ts.STR
+        if op == "+" and left.name == "list" and ts.assignable(right, left):
+            return left
+        if op == "*" and left.name in ("str", "list") and right.name == "int":
+            return left
+        self.error("E3004", f"`{op}` does not apply to {ts.show(left)} and {ts.show(right)}", expr)
+        return ts.ANY
+
+    def expr_ternary(self, expr: ir.Ternary, expected: ir.TypeRef | None) -> ir.TypeRef:
+        self.condition(expr.cond)
+        self.push(_narrowing(expr.cond, True, self))
+        then = self.expr(expr.then, expected)
+        self.pop()
+        self.push(_narrowing(expr.cond, False, self))
+        other = self.expr(expr.other, expected or then)
+        self.pop()
+        joined = ts.join(then, other)
+        if joined is None:
+            self.error("E3001", f"the branches give {ts.show(then)} and {ts.show(other)}", expr)
+            return ts.ANY
+        return joined
+
+    def expr_comprehension(self, expr: ir.Comprehension, expected: ir.TypeRef | None) -> ir.TypeRef:
+        iter_type = self.expr(expr.iter, None)
+        if ts.is_optional(iter_type):
+            self.error("E3009", "cannot loop over a value that may be None", expr.iter)
+            iter_type = ts.strip_optional(iter_type)
+        element_types = self.iteration_types(iter_type, len(expr.targets), expr.iter)
+        self.push()
+        for name, ty in zip(expr.targets, element_types):
+            if self.lookup(name) is not None:
+                self.error("E2001", f"`{name}` is already declared here", expr)
+            elif bi.is_reserved(name):
+                self.error("E2014", f"`{name}` is a reserved name", expr)
+            self.scopes[-1][name] = _Local(ty, "loop")
+        if expr.cond is not None:
+            self.condition(expr.cond)
+            self.narrow_here(_narrowing(expr.cond, True, self))
+        base = ts.strip_optional(expected) if expected else None
+        if expr.value is None:
+            item_expected = base.args[0] if base is not None and base.name == "list" else None
+            elt = self.expr(expr.elt, item_expected)
+            result = ts.list_of(item_expected or elt)
+        else:
+            key_expected = base.args[0] if base is not None and base.name == "map" else None
+            value_expected = base.args[1] if base is not None and base.name == "map" else None
+            key = self.expr(expr.elt, key_expected)
+            value = self.expr(expr.value, value_expected)
+            result = ts.map_of(key_expected or key, value_expected or value)
+        self.pop()
+        return result
+
+    def expr_lambda(self, expr: ir.Lambda, expected: ir.TypeRef | None) -> ir.TypeRef:
+        self.error("E3015", "a lambda is allowed only as the `key=` argument of sorted, min or max", expr)
+        return ts.ANY
+
+    # ------------------------------------------------------------------ calls
+    def expr_call(self, expr: ir.Call, expected: ir.TypeRef | None) -> ir.TypeRef:
+        func = expr.func
+        if isinstance(func, ir.Attr):
+            return self.method_call(expr, func)
+        if not isinstance(func, ir.Name):
+            self.error("E3005", "only names and methods can be called", func)
+            return ts.ANY
+        name = func.id
+        if self.lookup(name) is not None:
+            self.error("E3005", f"`{name}` is a value, not a function", func)
+            return ts.ANY
+        if name in self.a.records:
+            func.ref = "record"
+            return self.record_call(expr, self.a.records[name])
+        if name in self.a.fns:
+            func.ref = "fn"
+            return self.fn_call(expr, self.a.fns[name])
+        if name in self.a.tools and self.allow_tools:  # in tests a tool may share a built-in's name
+            return self.tool_call(expr, statement=False)
+        builtin = library.FUNCTIONS.get(name)
+        if builtin is not None:
+            func.ref = "builtin"
+            return builtin.check(self, expr, expected)
+        if name in self.a.tools:
+            if self.allow_tools:
+                return self.tool_call(expr, statement=False)
+            where = (
+                "a verify condition; verify reads state only"
+                if self.in_test
+                else "a tool body; share logic through `fn` helpers"
+            )
+            self.error("E3005", f"tool `{name}` cannot be called from {where}", func)
+            return ts.ANY
+        self.error("E2002", f"unknown function `{name}`", func, hint=self.name_hint(name))
+        for arg in expr.args:
+            self.expr(arg, None)
+        return ts.ANY
+
+    def tool_call(self, expr: ir.Expr, statement: bool) -> ir.TypeRef:
+        """A call to a tool from a test or task: named arguments only."""
+        if not (isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name)):
+            self.error("E5001", "expected a tool call like `tool(param=value)`", expr)
+            self.expr(expr, None)
+            return ts.ANY
+        name = expr.func.id
+        tool = self.a.tools.get(name)
+        if tool is None:
+            self.error("E2009", f"unknown tool `{name}`", expr.func, hint=did_you_mean(name, self.a.tools))
+            return ts.ANY
+        expr.func.ref = "tool"
+        if expr.args:
+            self.error("E5004", f"pass arguments to `{name}` by name", expr.args[0])
+            for arg in expr.args:
+                self.expr(arg, None)
+            expr.ty = tool.returns
+            return tool.returns
+        params = {p.name: p for p in tool.params}
+        given: set[str] = set()
+        for kw in expr.kwargs:
+            param = params.get(kw.name)
+            if param is None:
+                self.error(
+                    "E3006", f"tool `{name}` has no parameter `{kw.name}`", kw, hint=did_you_mean(kw.name, params)
+                )
+                self.expr(kw.value, None)
+                continue
+            if kw.name in given:
+                self.error("E2005", f"argument `{kw.name}` given twice", kw)
+            given.add(kw.name)
+            self.expect_assignable(self.expr(kw.value, param.type), param.type, kw.value)
+        missing = [
+            p.name for p in tool.params if p.default is None and not ts.is_optional(p.type) and p.name not in given
+        ]
+        if missing:
+            self.error("E5005", f"`{name}` needs {', '.join(missing)}", expr)
+        expr.ty = tool.returns
+        return tool.returns
+
+    def record_call(self, expr: ir.Call, record: ir.RecordDecl) -> ir.TypeRef:
+        if expr.args:
+            self.error("E3006", f"record {record.name} takes named fields: `{record.name}(field=value)`", expr.args[0])
+        fields = {f.name: f for f in record.fields}
+        given: set[str] = set()
+        for kw in expr.kwargs:
+            field_ = fields.get(kw.name)
+            if field_ is None:
+                self.error(
+                    "E2008", f"record {record.name} has no field `{kw.name}`", kw, hint=did_you_mean(kw.name, fields)
+                )
+                self.expr(kw.value, None)
+                continue
+            if kw.name in given:
+                self.error("E2005", f"field `{kw.name}` given twice", kw)
+            given.add(kw.name)
+            self.expect_assignable(self.expr(kw.value, field_.type), field_.type, kw.value)
+        self._missing_fields(record, given, expr)
+        return ts.t(record.name)
+
+    def fn_call(self, expr: ir.Call, fn: ir.FnDecl) -> ir.TypeRef:
+        arguments: list[tuple[ir.Param, ir.Expr]] = []
+        if len(expr.args) > len(fn.params):
+            self.error(
+                "E3006",
+                f"`{fn.name}` takes {len(fn.params)} argument{'s' if len(fn.params) != 1 else ''}, got {len(expr.args)}",
+                expr,
+            )
+        for param, arg in zip(fn.params, expr.args):
+            arguments.append((param, arg))
+        params = {p.name: p for p in fn.params}
+        for kw in expr.kwargs:
+            named_param = params.get(kw.name)
+            if named_param is None:
+                self.error("E3006", f"`{fn.name}` has no parameter `{kw.name}`", kw, hint=did_you_mean(kw.name, params))
+                self.expr(kw.value, None)
+                continue
+            if any(p.name == kw.name for p, _ in arguments):
+                self.error("E2005", f"argument `{kw.name}` given twice", kw)
+                continue
+            arguments.append((named_param, kw.value))
+        for param, arg in arguments:
+            self.expect_assignable(self.expr(arg, param.type), param.type, arg)
+        given = {p.name for p, _ in arguments}
+        missing = [p.name for p in fn.params if p.name not in given and p.default is None]
+        if missing:
+            self.error("E3006", f"`{fn.name}` needs {', '.join(missing)}", expr)
+        return fn.returns
+
+    def method_call(self, expr: ir.Call, func: ir.Attr) -> ir.TypeRef:
+        obj_type = self.expr(func.obj, None)
+        if ts.is_optional(obj_type) and obj_type.name != "None":
+            self.error("E3009", f"`.{func.name}()` on a value that may be None", func.obj)
+            obj_type = ts.strip_optional(obj_type)
+        name = func.name
+        kind = "str" if obj_type.name in ts.TEMPORAL else obj_type.name  # ISO strings
+        if kind == "any":
+            for arg in expr.args:
+                self.expr(arg, None)
+            return ts.ANY
+        entry = library.method(kind, name)
+        if entry is None:
+            table = library.RECEIVERS.get(kind)
+            where = f"{ts.show(obj_type)} has no method `{name}`"
+            self.error("E3016", where, func, hint=did_you_mean(name, table or ()) if table else "")
+            for arg in expr.args:
+                self.expr(arg, None)
+            return ts.ANY
+        if expr.kwargs:
+            self.error("E3006", f"`.{name}()` takes positional arguments", expr.kwargs[0])
+        if entry.mutates and isinstance(func.obj, ir.Name):
+            self.target(func.obj, mutate=True)
+        func.ty = obj_type
+        return self._method_arguments(expr, entry, obj_type)
+
+    def _method_arguments(self, expr: ir.Call, entry: library.Method, obj: ir.TypeRef) -> ir.TypeRef:
+        args = expr.args
+        params, result, required = entry.signature(obj, len(args))
+        if not required <= len(args) <= len(params):
+            self.error(
+                "E3006",
+                f"`.{entry.name}()` takes {required if required == len(params) else f'{required} to {len(params)}'} argument(s), got {len(args)}",
+                expr,
+            )
+        for index, (param_type, arg) in enumerate(zip(params, args)):
+            if index == 0 and entry.key_argument:
+                self.check_key(self.expr(arg, param_type), param_type, arg)
+            else:
+                self.expect_assignable(self.expr(arg, param_type), param_type, arg)
+        for arg in args[len(params) :]:
+            self.expr(arg, None)
+        return result
+
+    # ------------------------------------------------------------------ arguments of built-in functions
+    def positional(self, expr: ir.Call, name: str, params: list[ir.TypeRef], required: int) -> list[ir.TypeRef]:
+        args = expr.args
+        if expr.kwargs:
+            self.error("E3006", f"`{name}` takes positional arguments", expr.kwargs[0])
+        if not required <= len(args) <= len(params):
+            count = str(required) if required == len(params) else f"{required} to {len(params)}"
+            self.error(
+                "E3006", f"`{name}` takes {count} argument{'s' if len(params) != 1 else ''}, got {len(args)}", expr
+            )
+        types: list[ir.TypeRef] = []
+        for param, arg in zip(params, args):
+            ty = self.expr(arg, param)
+            self.expect_assignable(ty, param, arg)
+            types.append(ty)
+        for arg in args[len(params) :]:
+            self.expr(arg, None)
+        return types
+
+    def one_arg(self, expr: ir.Call, name: str, expected: ir.TypeRef | None = None) -> ir.TypeRef:
+        if len(expr.args) != 1 or expr.kwargs:
+            self.error("E3006", f"`{name}` takes one argument", expr)
+            for arg in expr.args:
+                self.expr(arg, None)
+            return ts.ANY
+        ty = self.expr(expr.args[0], expected)
+        if ts.is_optional(ty) and ty.name != "None":
+            self.error("E3009", f"`{name}` of a value that may be None", expr.args[0])
+            return ts.strip_optional(ty)
+        return ty
+
+    def key_lambda(self, expr: ir.Call, item: ir.TypeRef) -> None:
+        for kw in expr.kwargs:
+            if kw.name == "key":
+                if not isinstance(kw.value, ir.Lambda) or len(kw.value.params) != 1:
+                    self.error("E3006", "`key=` takes a lambda of one parameter: `key=lambda t: t.field`", kw.value)
+                    continue
+                lam = kw.value
+                self.push()
+                self.scopes[-1][lam.params[0]] = _Local(item, "loop")
+                key_type = self.expr(lam.body, None)
+                self.pop()
+                if not ts.orderable(key_type, key_type):
+                    self.error("E3004", f"cannot order by {ts.show(key_type)}", lam.body)
+                lam.ty = key_type
+            elif kw.name == "reverse":
+                self.expect_assignable(self.expr(kw.value, ts.BOOL), ts.BOOL, kw.value)
+            else:
+                self.error("E3006", f"unknown argument `{kw.name}`", kw)
+
+
+def _narrowing(cond: ir.Expr, positive: bool, checker: TypeChecker) -> dict[str, ir.TypeRef]:
+    """Locals known not to be None when `cond` is true (positive) or false."""
+    if isinstance(cond, ir.Unary) and cond.op == "not":
+        return _narrowing(cond.operand, not positive, checker)
+    if isinstance(cond, ir.Binary):
+        if (
+            cond.op in ("is not", "!=", "is", "==")
+            and isinstance(cond.right, ir.Const)
+            and cond.right.value is None
+            and isinstance(cond.left, ir.Name)
+        ):
+            not_none = cond.op in ("is not", "!=")
+            if not_none == positive:
+                local = checker.lookup(cond.left.id)
+                if local is not None and ts.is_optional(local.type):
+                    return {cond.left.id: ts.strip_optional(local.type)}
+            return {}
+        if cond.op == "and" and positive:
+            return {**_narrowing(cond.left, True, checker), **_narrowing(cond.right, True, checker)}
+        if cond.op == "or" and not positive:
+            return {**_narrowing(cond.left, False, checker), **_narrowing(cond.right, False, checker)}
+    return {}
+
+
+def _has_effect(expr: ir.Expr, fns: dict[str, ir.FnDecl]) -> bool:
+    """Calls worth making as statements: helpers, mutating methods, effectful built-ins."""
+    if not isinstance(expr, ir.Call):
+        return False
+    func = expr.func
+    if isinstance(func, ir.Name):
+        return func.id in fns or func.id in bi.EFFECTFUL_FUNCTIONS or func.ref == "tool"
+    if isinstance(func, ir.Attr):
+        kind = ts.strip_optional(func.ty).name if func.ty else "any"
+        entry = library.method("str" if kind in ts.TEMPORAL else kind, func.name)
+        return (entry is not None and entry.mutates) or kind == "any"
+    return False
+
+
+def _is_state_attr(expr: ir.Expr) -> bool:
+    """The explicit `state.field` form."""
+    return (
+        isinstance(expr, ir.Attr)
+        and isinstance(expr.obj, ir.Name)
+        and expr.obj.id == "state"
+        and expr.obj.ref == "state"
+    )
+
+
+def _is_empty_literal(expr: ir.Expr) -> bool:
+    return (isinstance(expr, ir.ListLit) and not expr.items) or (isinstance(expr, ir.MapLit) and not expr.entries)

@@ -1,0 +1,467 @@
+"""Built-in functions: collections, numbers, text, json views, time, and the ones with
+effects (audit log, id counters, randomness, the clock). One `Function` entry each.
+
+A type rule gets the checker (`compiler/analyse/types.py`) and reports through it; a
+lowering gets the emitter (`compiler/lower/pycode.py`) and returns Python source with
+its precedence level.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from compiler import ir
+from compiler import typesys as ts
+from compiler.library import state as bi
+from compiler.library.entry import Effect, Function, Lowering, TypeRule
+
+if TYPE_CHECKING:
+    from compiler.analyse.types import TypeChecker
+    from compiler.lower.pycode import Emitter
+
+Expected = ir.TypeRef | None
+
+
+# =========================================================================== type rules
+
+
+def _signature(params: tuple[str, ...], result: str) -> TypeRule:
+    """A fixed signature of positional arguments."""
+
+    def check(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+        c.positional(call, _name(call), [ts.t(p) for p in params], len(params))
+        return ts.t(result)
+
+    return check
+
+
+def _view(argument: ir.TypeRef, result: ir.TypeRef) -> TypeRule:
+    """One argument of a fixed type, a fixed result (json views, parsers)."""
+
+    def check(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+        c.positional(call, _name(call), [argument], 1)
+        return result
+
+    return check
+
+
+def _name(call: ir.Call) -> str:
+    assert isinstance(call.func, ir.Name)
+    return call.func.id
+
+
+def check_len(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "len")
+    if ty.name not in ("str", "list", "map", "set", "json", "any"):
+        c.error("E3004", f"`len` of {ts.show(ty)}", call.args[0])
+    return ts.INT
+
+
+def check_sum(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "sum")
+    if ty.name == "list" and ty.args[0].name in ("int", "float"):
+        return ty.args[0]
+    if ty.name != "any":
+        c.error("E3004", f"`sum` needs a list of numbers, not {ts.show(ty)}", call)
+    return ts.ANY
+
+
+def check_sorted(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    if len(call.args) != 1:
+        c.error("E3006", "`sorted` takes one list (and key=, reverse=)", call)
+        return ts.ANY
+    ty = c.expr(call.args[0], expected)
+    from_set = ty.name == "set"
+    if from_set:  # the way to list a set's items in a fixed order (enums by their names)
+        ty = ts.list_of(ty.args[0])
+    if ty.name != "list":
+        if ty.name != "any":
+            c.error("E3004", f"`sorted` needs a list or set, not {ts.show(ty)}", call.args[0])
+        return ts.ANY
+    has_key = any(kw.name == "key" for kw in call.kwargs)
+    if not has_key and not from_set and not ts.orderable(ty.args[0], ty.args[0]):
+        c.error("E3004", f"cannot order {ts.show(ty.args[0])} values; give `key=lambda x: x.field`", call)
+    c.key_lambda(call, ty.args[0])
+    return ty
+
+
+def check_min_max(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    name = _name(call)
+    if len(call.args) == 1:
+        ty = c.expr(call.args[0], None)
+        if ty.name != "list":
+            if ty.name != "any":
+                c.error("E3004", f"`{name}` of one argument needs a list, not {ts.show(ty)}", call.args[0])
+            return ts.ANY
+        item = ty.args[0]
+        if not any(kw.name == "key" for kw in call.kwargs) and not ts.orderable(item, item):
+            c.error("E3004", f"cannot order {ts.show(item)} values", call)
+        c.key_lambda(call, item)
+        return item
+    if len(call.args) < 2:
+        c.error("E3006", f"`{name}` takes a list, or two or more values", call)
+        return ts.ANY
+    types = [c.expr(arg, None) for arg in call.args]
+    result = types[0]
+    for ty, arg in zip(types[1:], call.args[1:]):
+        joined = ts.join(result, ty)
+        if joined is None or not ts.orderable(joined, joined):
+            c.error("E3004", f"`{name}` of {ts.show(result)} and {ts.show(ty)}", arg)
+            return ts.ANY
+        result = joined
+    if call.kwargs:
+        c.error("E3006", f"`{name}` of several values takes no named arguments", call.kwargs[0])
+    return result
+
+
+def _list_to_list(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    """reversed, unique: a list in, a list of the same type out."""
+    name = _name(call)
+    ty = c.one_arg(call, name, expected)
+    if ty.name not in ("list", "any"):
+        c.error("E3004", f"`{name}` needs a list, not {ts.show(ty)}", call)
+    return ty
+
+
+def check_copy(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    return c.one_arg(call, "copy", expected)
+
+
+def check_abs(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "abs")
+    if not ts.is_numeric(ty):
+        c.error("E3004", f"`abs` of {ts.show(ty)}", call)
+    return ty
+
+
+def check_round(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    types = c.positional(call, "round", [ts.FLOAT, ts.INT], 1)
+    return ts.FLOAT if len(types) == 2 else ts.INT
+
+
+def check_str(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "str")
+    if ty.name in ("list", "map", "set") or ty.name in c.records:
+        c.error("E3004", f"`str` shows scalars, not {ts.show(ty)}", call)
+    return ts.STR
+
+
+def check_int(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "int")
+    if ty.name not in ("int", "float", "bool", "any", "json"):
+        c.error(
+            "E3004",
+            f"`int` converts numbers and bools, not {ts.show(ty)}",
+            call,
+            hint="parse text with a check first; `int` of text can fail",
+        )
+    return ts.INT
+
+
+def check_float(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "float")
+    if ty.name not in ("int", "float", "any", "json"):
+        c.error("E3004", f"`float` converts numbers, not {ts.show(ty)}", call)
+    return ts.FLOAT
+
+
+def check_range(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    c.positional(call, "range", [ts.INT, ts.INT], 1)
+    return ts.list_of(ts.INT)
+
+
+def check_any_all(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    bools = ts.list_of(ts.BOOL)
+    c.expect_assignable(c.one_arg(call, _name(call), bools), bools, call)
+    return ts.BOOL
+
+
+def check_keys(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "keys")
+    if ty.name == "map":
+        return ts.list_of(ty.args[0])
+    if ty.name != "any":
+        c.error("E3004", f"`keys` needs a map, not {ts.show(ty)}", call)
+    return ts.ANY
+
+
+def check_values(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "values")
+    if ty.name == "map":
+        return ts.list_of(ty.args[1])
+    if ty.name != "any":
+        c.error("E3004", f"`values` needs a map, not {ts.show(ty)}", call)
+    return ts.ANY
+
+
+def check_matches(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    c.positional(call, "matches", [ts.STR, ts.STR], 2)
+    if len(call.args) == 2:
+        pattern = call.args[1]
+        # A literal pattern is checked now; one computed at run time that is not a
+        # valid regular expression simply matches nothing.
+        if isinstance(pattern, ir.Const) and isinstance(pattern.value, str):
+            try:
+                re.compile(pattern.value)
+            except re.error as exc:
+                c.error("E3019", f"invalid pattern: {exc}", pattern)
+    return ts.BOOL
+
+
+def check_add_days(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    if len(call.args) != 2:
+        c.error("E3006", "`add_days` takes a date or datetime and a number", call)
+        return ts.ANY
+    ty = c.expr(call.args[0], None)
+    c.expect_assignable(c.expr(call.args[1], ts.INT), ts.INT, call.args[1])
+    if ty.name not in ("date", "datetime"):
+        c.error("E3001", f"`add_days` needs a date or datetime, not {ts.show(ty)}", call.args[0])
+        return ts.ANY
+    return ty
+
+
+def check_days_between(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    types = [c.expr(arg, None) for arg in call.args]
+    if len(types) != 2 or any(t.name not in ("date", "datetime") for t in types):
+        c.error("E3006", "`days_between` takes two dates or datetimes", call)
+    return ts.INT
+
+
+def check_weekday(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "weekday")
+    if ty.name not in ("date", "datetime", "any"):
+        c.error("E3001", f"`weekday` needs a date or datetime, not {ts.show(ty)}", call)
+    return ts.INT
+
+
+def check_audit(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    if len(call.args) != 1:
+        c.error("E3006", "`audit` takes an action and optional entity= and detail=", call)
+    for arg in call.args[:1]:
+        c.expect_assignable(c.expr(arg, ts.STR), ts.STR, arg)
+    for kw in call.kwargs:
+        if kw.name not in ("entity", "detail"):
+            c.error("E3006", f"`audit` has no argument `{kw.name}`", kw, hint="entity= and detail=")
+        c.expect_assignable(c.expr(kw.value, ts.STR), ts.STR, kw.value)
+    return ts.NONE
+
+
+def check_random_choice(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "random_choice")
+    if ty.name == "list":
+        return ty.args[0]
+    if ty.name != "any":
+        c.error("E3004", f"`random_choice` needs a list, not {ts.show(ty)}", call)
+    return ts.ANY
+
+
+# =========================================================================== lowerings
+
+
+def _python(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    """The Python built-in of the same name, same arguments."""
+    return f"{_name(call)}({em.args(call)})", "postfix"
+
+
+def _iterating(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    """sorted, min, max, sum, any, all: they take any iterable, so `keys(m)` / `values(m)`
+    need no list() copy, and a generator beats a list comprehension for any/all."""
+    name = _name(call)
+    if call.args and em.is_view_call(call.args[0]):
+        view = call.args[0]
+        assert isinstance(view, ir.Call)
+        rest = [em.iter_builtin(view)] + [em.expr(a) for a in call.args[1:]]
+        rest += [f"{kw.name}={em.expr(kw.value)}" for kw in call.kwargs]
+        return f"{name}({', '.join(rest)})", "postfix"
+    arg = call.args[0] if len(call.args) == 1 else None
+    if name in ("any", "all") and isinstance(arg, ir.Comprehension) and arg.value is None:
+        return f"{name}{em.expr(arg)[1:-1].join('()')}", "postfix"
+    return _python(em, call)
+
+
+def _wrapped(template: str) -> Lowering:
+    """`template` with `{args}` the arguments' sources, comma-separated."""
+
+    def lower(em: Emitter, call: ir.Call) -> tuple[str, str]:
+        return template.format(args=", ".join(em.expr(a) for a in call.args)), "postfix"
+
+    return lower
+
+
+def _runtime_helper(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    """A module-level helper `_name` of compiler/library/runtime.py."""
+    args = ", ".join(em.expr(a) for a in call.args)
+    return f"{em.scope.module_prefix}_{_name(call)}({args})", "postfix"
+
+
+def _environment_method(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    """A method `_name` of the generated Environment (it changes built-in state)."""
+    return f"self._{_name(call)}({', '.join(em.expr(a) for a in call.args)})", "postfix"
+
+
+def lower_values(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    return f"list({em.operand(call.args[0], 'postfix')}.values())", "postfix"
+
+
+def lower_copy(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    return em.copy_of(call.args[0], call.args[0].ty or ts.ANY), "postfix"
+
+
+def lower_matches(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    text, pattern = call.args
+    if isinstance(pattern, ir.Const) and em.scope.kind != "test":  # generated tests do not import re
+        return f"re.fullmatch({em.expr(pattern)}, {em.expr(text)}) is not None", "compare"
+    em.scope.helpers.add("matches")
+    return _runtime_helper(em, call)
+
+
+def lower_now(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    return f"{em.scope.state_var}[{em.string(bi.CLOCK)}]", "postfix"
+
+
+def lower_today(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    return f"{em.scope.state_var}[{em.string(bi.CLOCK)}][:10]", "postfix"
+
+
+def _slice_of_first(bounds: str) -> Lowering:
+    def lower(em: Emitter, call: ir.Call) -> tuple[str, str]:
+        return f"{em.operand(call.args[0], 'postfix')}[{bounds}]", "postfix"
+
+    return lower
+
+
+def lower_at(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    date, time = call.args
+    return f"{em.operand(date, '+')} + {em.string('T')} + {em.operand(time, '+', tighter=True)}", "+"
+
+
+def lower_audit(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    kwargs = {kw.name: em.expr(kw.value) for kw in call.kwargs}
+    entity = kwargs.get("entity", em.string(""))
+    detail = kwargs.get("detail", em.string(""))
+    return f"self._audit({em.expr(call.args[0])}, {entity}, {detail})", "postfix"
+
+
+def lower_random_choice(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    """The method returns Any: `cast` says which item type it is."""
+    item_type = em.string(em.types.py(call.ty or ts.ANY))
+    return f"cast({item_type}, self._random_choice({em.expr(call.args[0])}))", "postfix"
+
+
+# =========================================================================== the table
+
+_CLOCK = Effect(reads=(bi.CLOCK,))
+_RANDOM = Effect(reads=(bi.RNG_STATE, bi.RANDOM_SEED), writes=bi.RNG_STATE)
+
+
+def _entries() -> list[Function]:
+    python = _python
+    iterating = _iterating
+    helper = _runtime_helper
+    method = _environment_method
+    sig = _signature
+    return [
+        Function("len", "len(xs)", check_len, python),
+        Function("min", "min(xs)", check_min_max, iterating),
+        Function("max", "max(xs)", check_min_max, iterating),
+        Function("sum", "sum(xs)", check_sum, iterating),
+        Function("sorted", "sorted(xs)", check_sorted, iterating),
+        Function("reversed", "reversed(xs)", _list_to_list, _wrapped("list(reversed({args}))")),
+        Function("abs", "abs(-2)", check_abs, python),
+        Function("round", "round(2.5, 1)", check_round, python),
+        Function("str", "str(3)", check_str, python),
+        Function("int", "int(2.5)", check_int, python),
+        Function("float", "float(2)", check_float, python),
+        Function("range", "range(3)", check_range, _wrapped("list(range({args}))")),
+        Function("any", "any([x > 1 for x in xs])", check_any_all, iterating),
+        Function("all", "all([x > 1 for x in xs])", check_any_all, iterating),
+        Function("keys", "keys(m)", check_keys, _wrapped("list({args})")),
+        Function("values", "values(m)", check_values, lower_values),
+        Function("copy", "copy(xs)", check_copy, lower_copy),
+        Function("unique", "unique(xs)", _list_to_list, _wrapped("list(dict.fromkeys({args}))")),
+        Function("matches", 'matches(s, "[a-z]+")', check_matches, lower_matches),
+        Function("stable_hash", "stable_hash(s)", sig(("str",), "int"), helper, runtime=("stable_hash",)),
+        Function("type_of", "type_of(j)", sig(("json",), "str"), helper, runtime=("type_of",)),
+        Function("as_number", "as_number(j)", _view(ts.JSON, ts.optional(ts.FLOAT)), helper, runtime=("as_number",)),
+        Function("as_text", "as_text(j)", _view(ts.JSON, ts.optional(ts.STR)), helper, runtime=("as_text",)),
+        Function("as_bool", "as_bool(j)", _view(ts.JSON, ts.optional(ts.BOOL)), helper, runtime=("as_bool",)),
+        Function(
+            "as_list", "as_list(j)", _view(ts.JSON, ts.optional(ts.list_of(ts.JSON))), helper, runtime=("as_list",)
+        ),
+        Function(
+            "as_map",
+            "as_map(j)",
+            _view(ts.JSON, ts.optional(ts.map_of(ts.STR, ts.JSON))),
+            helper,
+            runtime=("as_map",),
+        ),
+        Function("parse_int", "parse_int(s)", _view(ts.STR, ts.optional(ts.INT)), helper, runtime=("parse_int",)),
+        Function(
+            "parse_number", "parse_number(s)", _view(ts.STR, ts.optional(ts.FLOAT)), helper, runtime=("parse_number",)
+        ),
+        Function("parse_json", "parse_json(s)", _view(ts.STR, ts.optional(ts.JSON)), helper, runtime=("parse_json",)),
+        Function("valid_regex", "valid_regex(s)", sig(("str",), "bool"), helper, runtime=("valid_regex",)),
+        Function("search", 'search(s, "a")', sig(("str", "str"), "bool"), helper, runtime=("search",)),
+        Function("now", "now()", sig((), "datetime"), lower_now, effect=_CLOCK),
+        Function("today", "today()", sig((), "date"), lower_today, effect=_CLOCK),
+        Function(
+            "add_seconds", "add_seconds(t, 30)", sig(("datetime", "int"), "datetime"), helper, runtime=("add_seconds",)
+        ),
+        Function(
+            "add_minutes", "add_minutes(t, 5)", sig(("datetime", "int"), "datetime"), helper, runtime=("add_minutes",)
+        ),
+        Function("add_hours", "add_hours(t, 2)", sig(("datetime", "int"), "datetime"), helper, runtime=("add_hours",)),
+        Function("add_days", "add_days(d, 1)", check_add_days, helper, runtime=("add_days",)),
+        Function(
+            "seconds_between",
+            "seconds_between(t, t)",
+            sig(("datetime", "datetime"), "int"),
+            helper,
+            runtime=("seconds_between",),
+        ),
+        Function("days_between", "days_between(d, d)", check_days_between, helper, runtime=("days_between",)),
+        Function("date_of", "date_of(t)", sig(("datetime",), "date"), _slice_of_first(":10")),
+        Function("time_of", "time_of(t)", sig(("datetime",), "time"), _slice_of_first("11:")),
+        Function("weekday", "weekday(d)", check_weekday, helper, runtime=("weekday",)),
+        Function("at", 'at(d, "09:00:00")', sig(("date", "time"), "datetime"), lower_at),
+        Function(
+            "audit",
+            'audit("checked", entity=s)',
+            check_audit,
+            lower_audit,
+            effect=Effect(reads=(bi.AUDIT_LOG, bi.CLOCK), writes=bi.AUDIT_LOG),
+        ),
+        Function(
+            "next_id",
+            'next_id("ticket")',
+            sig(("str",), "int"),
+            method,
+            effect=Effect(reads=(bi.ID_COUNTERS,), writes=bi.ID_COUNTERS),
+            methods=("next_id",),
+        ),
+        Function(
+            "random_int", "random_int(1, 6)", sig(("int", "int"), "int"), method, _RANDOM, methods=("random_int",)
+        ),
+        Function(
+            "random_choice",
+            "random_choice(xs)",
+            check_random_choice,
+            lower_random_choice,
+            _RANDOM,
+            methods=("random_choice",),
+        ),
+        Function(
+            "advance_clock",
+            "advance_clock(60)",
+            sig(("int",), "None"),
+            method,
+            effect=Effect(reads=(bi.CLOCK,), writes=bi.CLOCK),
+            runtime=("add_seconds",),
+            methods=("advance_clock",),
+        ),
+    ]
+
+
+FUNCTIONS: dict[str, Function] = {f.name: f for f in _entries()}
+"""Every built-in function by name, in the order the language reference lists them."""

@@ -1,0 +1,393 @@
+"""Stage 2, load: spec files to one merged `ir.Module`, with every file the front end reads.
+
+Reads the spec, resolves `extends` to a prototype (beside the spec, in its `prototypes/`
+folder, or shipped with envc), parses and merges it (`override`, `drop`, `rename`), and
+reads the world data JSON files the merged module names. All file I/O of the front end
+happens here, so the analysis passes work on data alone. Problems are diagnostics.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiler import builtins as bi
+from compiler import ir
+from compiler.diagnostics import Diagnostic, did_you_mean
+from compiler.irtree import walk
+from compiler.parse import parse_source
+
+
+@dataclass(frozen=True)
+class WorldFile:
+    """A world data file as loading found it: its JSON value, or why there is none."""
+
+    data: Any = None
+    problem: str = ""
+
+
+@dataclass
+class Loaded:
+    """A spec with its prototypes merged in, and everything read to get there."""
+
+    module: ir.Module | None
+    diagnostics: list[Diagnostic]
+    sources: dict[str, str] = field(default_factory=dict)
+    world_files: dict[str, WorldFile] = field(default_factory=dict)
+    """Keyed by `world_file_key(declaring spec, source)`."""
+
+
+def load_file(path: Path) -> Loaded:
+    """Read, parse and merge the spec at `path` and what it extends."""
+    sources: dict[str, str] = {}
+    diagnostics: list[Diagnostic] = []
+    module = _load(path, sources, diagnostics, ())
+    return _with_world_files(Loaded(module, diagnostics, sources))
+
+
+def load_source(text: str, path: str) -> Loaded:
+    """Spec text as if it were the file `path` (prototypes and world files resolve beside it)."""
+    sources: dict[str, str] = {path: text}
+    diagnostics: list[Diagnostic] = []
+    module = _parse_and_extend(text, Path(path), sources, diagnostics, ())
+    return _with_world_files(Loaded(module, diagnostics, sources))
+
+
+def world_file_key(spec_file: str, source: str) -> str:
+    """Where a world field's `from "FILE"` points: relative to the spec that declares it."""
+    return str(Path(spec_file).parent / source)
+
+
+def _with_world_files(loaded: Loaded) -> Loaded:
+    if loaded.module is not None:
+        for decl in loaded.module.world:
+            for world_field in decl.fields:
+                if world_field.source:
+                    key = world_file_key(decl.file, world_field.source)
+                    if key not in loaded.world_files:
+                        loaded.world_files[key] = _read_world_file(Path(decl.file).parent, world_field.source)
+    return loaded
+
+
+def _read_world_file(base: Path, source: str) -> WorldFile:
+    relative = Path(source)
+    if relative.is_absolute() or ".." in relative.parts:
+        return WorldFile(problem=f"world file `{source}` must be a path inside the spec's folder")
+    try:
+        return WorldFile(json.loads((base / relative).read_text(encoding="utf-8")))
+    except OSError as exc:
+        return WorldFile(problem=f"cannot read world file `{source}`: {exc.strerror or exc}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        return WorldFile(problem=f"world file `{source}` is not valid JSON: {exc}")
+
+
+def _load(
+    path: Path, sources: dict[str, str], diagnostics: list[Diagnostic], chain: tuple[str, ...]
+) -> ir.Module | None:
+    key = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        diagnostics.append(Diagnostic("E0001", f"cannot read {path}: {exc.strerror or exc}", key, 0, 0))
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        diagnostics.append(Diagnostic("E0002", f"byte {exc.start} is not valid UTF-8", key, line, 1))
+        return None
+    sources[key] = text
+    return _parse_and_extend(text, path, sources, diagnostics, chain)
+
+
+def _parse_and_extend(
+    text: str, path: Path, sources: dict[str, str], diagnostics: list[Diagnostic], chain: tuple[str, ...]
+) -> ir.Module | None:
+    result = parse_source(text, str(path))
+    diagnostics.extend(result.diagnostics)
+    module = result.module
+    if module is None:
+        return None
+    if module.header is None:
+        diagnostics.append(Diagnostic("E2004", "the spec has no `environment NAME:` header", str(path), 1, 1))
+        return None
+    if not module.header.extends:
+        overrides: list[ir.Decl] = [*(d for d in module.tools if d.override), *(d for d in module.fns if d.override)]
+        overrides += [d for d in module.records if d.override]
+        for decl in [*module.drops, *module.renames, *overrides]:
+            keyword_ = (
+                "drop" if isinstance(decl, ir.DropDecl) else "rename" if isinstance(decl, ir.RenameDecl) else "override"
+            )
+            diagnostics.append(
+                Diagnostic(
+                    "E2021",
+                    f"`{keyword_}` changes a prototype, but this spec extends none",
+                    str(path),
+                    decl.line,
+                    decl.col,
+                )
+            )
+        return module
+    header = module.header
+    parent_path = _find_prototype(header.extends, path)
+    if parent_path is None:
+        diagnostics.append(
+            Diagnostic("E0004", f"cannot find prototype `{header.extends}`", str(path), header.line, header.col)
+        )
+        return None
+    if str(parent_path.resolve()) in chain or parent_path.resolve() == path.resolve():
+        diagnostics.append(
+            Diagnostic("E2018", f"`{header.extends}` extends itself", str(path), header.line, header.col)
+        )
+        return None
+    parent = _load(parent_path, sources, diagnostics, (*chain, str(path.resolve())))
+    if parent is None:
+        if not any(d.path == str(parent_path) for d in diagnostics):
+            diagnostics.append(
+                Diagnostic("E0004", f"prototype `{header.extends}` has errors", str(path), header.line, header.col)
+            )
+        return None
+    return _merge(parent, module, diagnostics)
+
+
+def prototypes_dir() -> Path:
+    """Shipped prototypes: inside the package when installed from a wheel, else the
+    repository's `specs/prototypes/`."""
+    inside = Path(__file__).resolve().parent / "prototypes"
+    return inside if inside.is_dir() else Path(__file__).resolve().parent.parent / "specs" / "prototypes"
+
+
+def _find_prototype(name: str, spec: Path) -> Path | None:
+    candidates = [
+        spec.parent / name,
+        spec.parent / "prototypes" / f"{name}.envspec",
+        prototypes_dir() / f"{name}.envspec",
+    ]
+    for candidate in candidates:
+        if ".." not in Path(name).parts and not Path(name).is_absolute() and candidate.is_file():
+            return candidate
+    return None
+
+
+def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -> ir.Module:
+    """Child declarations extend the prototype's; replacing one needs `override` or `drop`."""
+    assert child.header is not None and parent.header is not None
+    header = child.header.model_copy()
+    for attr in ("title", "archetype", "doc"):
+        if not getattr(header, attr):
+            setattr(header, attr, getattr(parent.header, attr))
+    if not header.domains:
+        header.domains = list(parent.header.domains)
+    defaults = ir.EnvHeader(name=header.name)
+    for attr in ("seed", "rng", "clock"):
+        if getattr(header, attr) == getattr(defaults, attr):
+            setattr(header, attr, getattr(parent.header, attr))
+    merged = ir.Module(path=child.path, header=header)
+    for rename in child.renames:
+        _apply_rename(parent, rename, diagnostics)
+    dropped: dict[str, set[str]] = {}
+    for drop in child.drops:
+        pools: dict[str, Sequence[Any]] = {
+            "tool": parent.tools,
+            "fn": parent.fns,
+            "scenario": parent.scenarios,
+            "test": parent.tests,
+            "task": parent.tasks,
+        }
+        pool = pools[drop.what]
+        if not any(d.name == drop.name for d in pool):
+            diagnostics.append(
+                Diagnostic(
+                    "E2012",
+                    f"the prototype has no {drop.what} `{drop.name}` to drop",
+                    drop.file,
+                    drop.line,
+                    drop.col,
+                    hint=did_you_mean(drop.name, [d.name for d in pool]),
+                )
+            )
+        dropped.setdefault(drop.what, set()).add(drop.name)
+    merged.enums = _merge_named(parent.enums, child.enums, "enum", diagnostics, set())
+    merged.records = _merge_named(parent.records, child.records, "record", diagnostics, set())
+    merged.fns = _merge_named(parent.fns, child.fns, "fn", diagnostics, dropped.get("fn", set()))
+    merged.tools = _merge_named(parent.tools, child.tools, "tool", diagnostics, dropped.get("tool", set()))
+    merged.scenarios = _merge_named(
+        parent.scenarios, child.scenarios, "scenario", diagnostics, dropped.get("scenario", set())
+    )
+    merged.tests = _merge_named(parent.tests, child.tests, "test", diagnostics, dropped.get("test", set()))
+    merged.tasks = _merge_named(parent.tasks, child.tasks, "task", diagnostics, dropped.get("task", set()))
+    merged.state = [*parent.state, *child.state]
+    merged.world = [*parent.world, *child.world]
+    return merged
+
+
+def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Diagnostic]) -> None:
+    """Rename a prototype declaration and every reference to it inside the prototype.
+
+    Names of tools, helpers, records and enums are unique across the spec and locals may
+    not reuse them, so every `Name`/type with the old name means that declaration."""
+    pools: dict[str, Sequence[Any]] = {
+        "state": [f for decl in parent.state for f in decl.fields],
+        "param": [p for c in [*parent.tools, *parent.fns] for p in c.params],
+        "tool": parent.tools,
+        "fn": parent.fns,
+        "record": parent.records,
+        "enum": parent.enums,
+        "scenario": parent.scenarios,
+    }
+    pool = pools[rename.what]
+    if not any(d.name == rename.old for d in pool):
+        hint = did_you_mean(rename.old, [d.name for d in pool])
+        diagnostics.append(
+            Diagnostic(
+                "E2012",
+                f"the prototype has no {rename.what} `{rename.old}` to rename",
+                rename.file,
+                rename.line,
+                rename.col,
+                hint=hint,
+            )
+        )
+        return
+    taken = [d.name for what, group in pools.items() if what != "param" for d in group]
+    if rename.new in taken or bi.is_reserved(rename.new):
+        why = "is already declared by the prototype" if rename.new in taken else "is a reserved name"
+        diagnostics.append(
+            Diagnostic(
+                "E2001" if rename.new in taken else "E2014",
+                f"cannot rename to `{rename.new}`: it {why}",
+                rename.file,
+                rename.line,
+                rename.col,
+            )
+        )
+        return
+    if rename.what == "state":
+        _rename_state_field(parent, rename.old, rename.new)
+        return
+    if rename.what == "param":
+        _rename_param(parent, rename.old, rename.new)
+        return
+    for node in walk(parent):
+        if (
+            isinstance(node, (ir.EnumDecl, ir.RecordDecl, ir.ToolDecl, ir.ScenarioDecl))
+            and node.name == rename.old
+            and _kind_of(node) == rename.what
+        ):
+            node.name = rename.new
+        elif rename.what == "scenario":
+            if isinstance(node, (ir.UseScenario,)) and node.name == rename.old:
+                node.name = rename.new
+            elif isinstance(node, ir.TaskDecl) and node.scenario == rename.old:
+                node.scenario = rename.new
+        elif isinstance(node, ir.Name) and node.id == rename.old:
+            node.id = rename.new
+        elif isinstance(node, ir.TypeRef) and node.name == rename.old and rename.what in ("record", "enum"):
+            node.name = rename.new
+
+
+def _rename_state_field(parent: ir.Module, old: str, new: str) -> None:
+    """A state field renamed in its declaration, scenarios, effect lists and every use.
+
+    Locals and parameters may shadow state fields, so a name is renamed only where no
+    parameter or `let` of the same name is in the same callable."""
+    for decl in parent.state:
+        for field_ in decl.fields:
+            if field_.name == old:
+                field_.name = new
+    for scenario in parent.scenarios:
+        for item in scenario.items:
+            if item.name == old:
+                item.name = new
+    callables: list[Any] = [*parent.tools, *parent.fns, *parent.tests, *parent.tasks]
+    for callable_ in callables:
+        shadowed = any(isinstance(n, (ir.Param, ir.Let)) and n.name == old for n in walk(callable_))
+        for attr in ("declared_reads", "declared_writes"):
+            names = getattr(callable_, attr, None)
+            if names:
+                setattr(callable_, attr, [new if n == old else n for n in names])
+        for node in walk(callable_):
+            if isinstance(node, ir.Name) and node.id == old and not shadowed:
+                node.id = new
+            elif (
+                isinstance(node, ir.Attr)
+                and node.name == old
+                and isinstance(node.obj, ir.Name)
+                and node.obj.id == "state"
+            ):
+                node.name = new
+
+
+def _rename_param(parent: ir.Module, old: str, new: str) -> None:
+    """A parameter renamed in every tool and helper that has it, in their bodies (a
+    parameter cannot be shadowed by `let`), and in named arguments of calls to them."""
+    owners: set[str] = set()
+    for callable_ in [*parent.tools, *parent.fns]:
+        if not any(p.name == old for p in callable_.params):
+            continue
+        owners.add(callable_.name)
+        for param in callable_.params:
+            if param.name == old:
+                param.name = new
+        for node in walk(callable_.body):
+            if isinstance(node, ir.Name) and node.id == old:
+                node.id = new
+    for node in walk(parent):
+        if isinstance(node, ir.Call) and isinstance(node.func, ir.Name) and node.func.id in owners:
+            for keyword_arg in node.kwargs:
+                if keyword_arg.name == old:
+                    keyword_arg.name = new
+
+
+def _kind_of(decl: Any) -> str:
+    if isinstance(decl, ir.FnDecl):
+        return "fn"
+    kinds: dict[type, str] = {
+        ir.EnumDecl: "enum",
+        ir.RecordDecl: "record",
+        ir.ToolDecl: "tool",
+        ir.ScenarioDecl: "scenario",
+    }
+    return kinds.get(type(decl), "")
+
+
+def _merge_named(
+    parent: Sequence[Any], child: Sequence[Any], what: str, diagnostics: list[Diagnostic], dropped: set[str]
+) -> list[Any]:
+    result = [d for d in parent if d.name not in dropped]
+    for decl in child:
+        index = next((i for i, d in enumerate(result) if d.name == decl.name), None)
+        can_override = getattr(decl, "override", False)
+        if index is None:
+            if can_override:
+                diagnostics.append(
+                    Diagnostic(
+                        "E2012",
+                        f"`override {what} {decl.name}`: the prototype has no {what} of that name",
+                        decl.file,
+                        decl.line,
+                        decl.col,
+                    )
+                )
+            result.append(decl)
+        elif can_override or decl.name in dropped:
+            result[index] = decl
+        else:
+            diagnostics.append(
+                Diagnostic(
+                    "E2011",
+                    f"{what} `{decl.name}` is already declared by the prototype",
+                    decl.file,
+                    decl.line,
+                    decl.col,
+                    hint=f"write `override {what} {decl.name}` to replace it"
+                    if what in ("tool", "fn", "record")
+                    else f"write `drop {what} {decl.name}` first to replace it"
+                    if what in ("scenario", "test", "task")
+                    else "enums cannot be replaced; `rename enum` the prototype's and declare a new one",
+                )
+            )
+    return result
