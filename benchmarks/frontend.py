@@ -24,10 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a source checkout
     sys.path.insert(0, str(ROOT))
 
-from compiler.analyse import (
-    analyse_loaded,  # noqa: E402  (stage 3 alone, on a loaded module)
-    analyse_source,  # noqa: E402
-)
+from compiler.analyse import analyse_loaded, analyse_source  # noqa: E402  (analyse_loaded: stage 3 alone)
 from compiler.load import Loaded  # noqa: E402
 from compiler.parse import parse_source  # noqa: E402
 
