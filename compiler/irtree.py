@@ -46,3 +46,13 @@ def children(expr: ir.Expr) -> list[ir.Expr]:
             elif isinstance(item, (ir.MapEntry, ir.Keyword)):
                 found.extend(children(item))  # type: ignore[arg-type]
     return found
+
+
+def is_state_attr(expr: ir.Expr) -> bool:
+    """The explicit `state.field` form (after name resolution)."""
+    return (
+        isinstance(expr, ir.Attr)
+        and isinstance(expr.obj, ir.Name)
+        and expr.obj.id == "state"
+        and expr.obj.ref == "state"
+    )

@@ -197,18 +197,7 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
             "test": parent.tests,
             "task": parent.tasks,
         }
-        pool = pools[drop.what]
-        if not any(d.name == drop.name for d in pool):
-            diagnostics.append(
-                Diagnostic(
-                    "E2012",
-                    f"the prototype has no {drop.what} `{drop.name}` to drop",
-                    drop.file,
-                    drop.line,
-                    drop.col,
-                    hint=did_you_mean(drop.name, [d.name for d in pool]),
-                )
-            )
+        _in_prototype(pools[drop.what], drop.name, drop, "drop", diagnostics)
         dropped.setdefault(drop.what, set()).add(drop.name)
     merged.enums = _merge_named(parent.enums, child.enums, "enum", diagnostics, set())
     merged.records = _merge_named(parent.records, child.records, "record", diagnostics, set())
@@ -238,19 +227,7 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
         "enum": parent.enums,
         "scenario": parent.scenarios,
     }
-    pool = pools[rename.what]
-    if not any(d.name == rename.old for d in pool):
-        hint = did_you_mean(rename.old, [d.name for d in pool])
-        diagnostics.append(
-            Diagnostic(
-                "E2012",
-                f"the prototype has no {rename.what} `{rename.old}` to rename",
-                rename.file,
-                rename.line,
-                rename.col,
-                hint=hint,
-            )
-        )
+    if not _in_prototype(pools[rename.what], rename.old, rename, "rename", diagnostics):
         return
     taken = [d.name for what, group in pools.items() if what != "param" for d in group]
     if rename.new in taken or bi.is_reserved(rename.new):
@@ -287,6 +264,25 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
             node.id = rename.new
         elif isinstance(node, ir.TypeRef) and node.name == rename.old and rename.what in ("record", "enum"):
             node.name = rename.new
+
+
+def _in_prototype(
+    pool: Sequence[Any], name: str, change: ir.DropDecl | ir.RenameDecl, verb: str, diagnostics: list[Diagnostic]
+) -> bool:
+    """Whether the prototype has what a `drop` or `rename` names (E2012 when not)."""
+    if any(d.name == name for d in pool):
+        return True
+    diagnostics.append(
+        Diagnostic(
+            "E2012",
+            f"the prototype has no {change.what} `{name}` to {verb}",
+            change.file,
+            change.line,
+            change.col,
+            hint=did_you_mean(name, [d.name for d in pool]),
+        )
+    )
+    return False
 
 
 def _rename_state_field(parent: ir.Module, old: str, new: str) -> None:

@@ -20,7 +20,7 @@ from compiler import ir, library
 from compiler import typesys as ts
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import did_you_mean
-from compiler.irtree import called_names, children
+from compiler.irtree import called_names, children, is_state_attr
 
 PARAM_ROOT = "@"  # roots starting with this name a helper's parameter, not a state field
 WORLD_ROOT = "!"  # roots starting with this are world data, which nothing may change
@@ -306,7 +306,7 @@ class EffectWalker:
             elif expr.ref == "world":
                 self.error("E4006", f"world data `{expr.id}` cannot be changed", expr)
             return
-        if _is_state_attr(expr):
+        if is_state_attr(expr):
             assert isinstance(expr, ir.Attr)
             if expr.name in self.a.state:
                 self.state_target(expr, expr.name, mutate)
@@ -347,7 +347,7 @@ class EffectWalker:
             if expr.ref == "state" and expr.id in self.a.state:
                 self.effects.reads.setdefault(expr.id, expr)
         elif isinstance(expr, ir.Attr):
-            if _is_state_attr(expr):
+            if is_state_attr(expr):
                 if expr.name in self.a.state:
                     self.effects.reads.setdefault(expr.name, expr)
             elif not (isinstance(expr.obj, ir.Name) and expr.obj.ref == "enum"):
@@ -446,7 +446,7 @@ class EffectWalker:
             if expr.ref == "world":
                 return {WORLD_ROOT + expr.id}
             return set()
-        if _is_state_attr(expr):
+        if is_state_attr(expr):
             assert isinstance(expr, ir.Attr)
             return {expr.name}
         if isinstance(expr, ir.Call):
@@ -470,7 +470,7 @@ class EffectWalker:
                 alias = self.lookup(expr.id)
                 return set(alias.outer) if alias else set()
             return self.roots(expr)
-        if _is_state_attr(expr):
+        if is_state_attr(expr):
             return self.roots(expr)
         if isinstance(expr, (ir.Attr, ir.Index)):
             return self.roots(expr.obj)
@@ -515,16 +515,6 @@ class EffectWalker:
             if argument is not None:
                 mapped |= self.roots(argument)
         return mapped
-
-
-def _is_state_attr(expr: ir.Expr) -> bool:
-    """The explicit `state.field` form."""
-    return (
-        isinstance(expr, ir.Attr)
-        and isinstance(expr.obj, ir.Name)
-        and expr.obj.id == "state"
-        and expr.obj.ref == "state"
-    )
 
 
 def _argument_for(call: ir.Call, fn: ir.FnDecl, index: int) -> ir.Expr | None:

@@ -923,20 +923,8 @@ class TypeChecker:
                 self.expr(arg, None)
             expr.ty = tool.returns
             return tool.returns
-        params = {p.name: p for p in tool.params}
-        given: set[str] = set()
-        for kw in expr.kwargs:
-            param = params.get(kw.name)
-            if param is None:
-                self.error(
-                    "E3006", f"tool `{name}` has no parameter `{kw.name}`", kw, hint=did_you_mean(kw.name, params)
-                )
-                self.expr(kw.value, None)
-                continue
-            if kw.name in given:
-                self.error("E2005", f"argument `{kw.name}` given twice", kw)
-            given.add(kw.name)
-            self.expect_assignable(self.expr(kw.value, param.type), param.type, kw.value)
+        params = {p.name: p.type for p in tool.params}
+        given = self.named_arguments(expr, params, "E3006", f"tool `{name}` has no parameter", "argument")
         missing = [
             p.name for p in tool.params if p.default is None and not ts.is_optional(p.type) and p.name not in given
         ]
@@ -948,22 +936,28 @@ class TypeChecker:
     def record_call(self, expr: ir.Call, record: ir.RecordDecl) -> ir.TypeRef:
         if expr.args:
             self.error("E3006", f"record {record.name} takes named fields: `{record.name}(field=value)`", expr.args[0])
-        fields = {f.name: f for f in record.fields}
+        fields = {f.name: f.type for f in record.fields}
+        given = self.named_arguments(expr, fields, "E2008", f"record {record.name} has no field", "field")
+        self._missing_fields(record, given, expr)
+        return ts.t(record.name)
+
+    def named_arguments(
+        self, expr: ir.Call, expected: dict[str, ir.TypeRef], unknown_code: str, unknown: str, what: str
+    ) -> set[str]:
+        """Check `name=value` arguments against the names and types they may have; the
+        names given (each once)."""
         given: set[str] = set()
         for kw in expr.kwargs:
-            field_ = fields.get(kw.name)
-            if field_ is None:
-                self.error(
-                    "E2008", f"record {record.name} has no field `{kw.name}`", kw, hint=did_you_mean(kw.name, fields)
-                )
+            ty = expected.get(kw.name)
+            if ty is None:
+                self.error(unknown_code, f"{unknown} `{kw.name}`", kw, hint=did_you_mean(kw.name, expected))
                 self.expr(kw.value, None)
                 continue
             if kw.name in given:
-                self.error("E2005", f"field `{kw.name}` given twice", kw)
+                self.error("E2005", f"{what} `{kw.name}` given twice", kw)
             given.add(kw.name)
-            self.expect_assignable(self.expr(kw.value, field_.type), field_.type, kw.value)
-        self._missing_fields(record, given, expr)
-        return ts.t(record.name)
+            self.expect_assignable(self.expr(kw.value, ty), ty, kw.value)
+        return given
 
     def fn_call(self, expr: ir.Call, fn: ir.FnDecl) -> ir.TypeRef:
         arguments: list[tuple[ir.Param, ir.Expr]] = []
@@ -1125,16 +1119,6 @@ def _has_effect(expr: ir.Expr, fns: dict[str, ir.FnDecl]) -> bool:
         entry = library.method("str" if kind in ts.TEMPORAL else kind, func.name)
         return (entry is not None and entry.mutates) or kind == "any"
     return False
-
-
-def _is_state_attr(expr: ir.Expr) -> bool:
-    """The explicit `state.field` form."""
-    return (
-        isinstance(expr, ir.Attr)
-        and isinstance(expr.obj, ir.Name)
-        and expr.obj.id == "state"
-        and expr.obj.ref == "state"
-    )
 
 
 def _is_empty_literal(expr: ir.Expr) -> bool:

@@ -177,22 +177,19 @@ def check_any_all(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeR
     return ts.BOOL
 
 
-def check_keys(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
-    ty = c.one_arg(call, "keys")
-    if ty.name == "map":
-        return ts.list_of(ty.args[0])
-    if ty.name != "any":
-        c.error("E3004", f"`keys` needs a map, not {ts.show(ty)}", call)
-    return ts.ANY
+def _map_part(index: int) -> TypeRule:
+    """keys (index 0), values (index 1): a list of a map's keys or values."""
 
+    def check(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+        name = _name(call)
+        ty = c.one_arg(call, name)
+        if ty.name == "map":
+            return ts.list_of(ty.args[index])
+        if ty.name != "any":
+            c.error("E3004", f"`{name}` needs a map, not {ts.show(ty)}", call)
+        return ts.ANY
 
-def check_values(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
-    ty = c.one_arg(call, "values")
-    if ty.name == "map":
-        return ts.list_of(ty.args[1])
-    if ty.name != "any":
-        c.error("E3004", f"`values` needs a map, not {ts.show(ty)}", call)
-    return ts.ANY
+    return check
 
 
 def check_matches(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
@@ -376,8 +373,8 @@ def _entries() -> list[Function]:
         Function("range", "range(3)", check_range, _wrapped("list(range({args}))")),
         Function("any", "any([x > 1 for x in xs])", check_any_all, iterating),
         Function("all", "all([x > 1 for x in xs])", check_any_all, iterating),
-        Function("keys", "keys(m)", check_keys, _wrapped("list({args})")),
-        Function("values", "values(m)", check_values, lower_values),
+        Function("keys", "keys(m)", _map_part(0), _wrapped("list({args})")),
+        Function("values", "values(m)", _map_part(1), lower_values),
         Function("copy", "copy(xs)", check_copy, lower_copy),
         Function("unique", "unique(xs)", _list_to_list, _wrapped("list(dict.fromkeys({args}))")),
         Function("matches", 'matches(s, "[a-z]+")', check_matches, lower_matches),

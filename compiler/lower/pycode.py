@@ -16,6 +16,7 @@ from typing import Any
 
 from compiler import ir, library
 from compiler import typesys as ts
+from compiler.irtree import is_state_attr
 
 # Python operator precedence, loosest first.
 _PREC = {
@@ -476,7 +477,7 @@ class Emitter:
         lines = self._journal_calls(s.value, pad)
         target = s.target
         if s.touches_state:
-            if isinstance(target, (ir.Index, ir.Attr)) and not _is_state_field(target):
+            if isinstance(target, (ir.Index, ir.Attr)) and not is_state_attr(target):
                 container = self.expr(target.obj, _PREC["postfix"])
                 key = (
                     self.key(target.index, target.obj.ty, self.expr(target.index))
@@ -590,15 +591,6 @@ def _is_view_call(e: ir.Expr) -> bool:
         and e.func.ref == "builtin"
         and e.func.id in ("keys", "values", "unique")
         and len(e.args) == 1
-    )
-
-
-def _is_state_field(target: ir.Expr) -> bool:
-    return (
-        isinstance(target, ir.Attr)
-        and isinstance(target.obj, ir.Name)
-        and target.obj.id == "state"
-        and target.obj.ref == "state"
     )
 
 
