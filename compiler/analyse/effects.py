@@ -19,6 +19,7 @@ from compiler import builtins as bi
 from compiler import ir, library
 from compiler import typesys as ts
 from compiler.analyse.context import Analysis
+from compiler.analyse.types import operand_order
 from compiler.diagnostics import did_you_mean
 from compiler.irtree import called_names, children, is_state_attr
 
@@ -362,9 +363,9 @@ class EffectWalker:
                 self.bind(name, set())
             self.expr(expr.body)
             self.scopes.pop()
-        elif isinstance(expr, ir.Binary) and expr.op in ("in", "not in"):
-            self.expr(expr.right)  # the types pass checks the container first
-            self.expr(expr.left)
+        elif isinstance(expr, ir.Binary):
+            for operand in operand_order(expr):
+                self.expr(operand)
         else:
             for child in children(expr):
                 self.expr(child)

@@ -64,28 +64,43 @@ def check_header(a: Analysis) -> None:
 
 
 def declare(a: Analysis) -> None:
-    taken: dict[str, str] = {"AuditEntry": "built-in record"}
-    for name in bi.BUILTIN_STATE:
-        taken[name] = "built-in state field"
+    """Every declaration into its table, each name once and none reserved."""
+    names = _Names(a)
+    _declare_types(a, names)
+    _declare_fields(a, names)
+    _declare_callables(a, names)
+    _declare_scenarios_tests_tasks(a)
 
-    def claim(name: str, what: str, node: ir.Node, file: str, reserved: bool = True) -> bool:
-        if name in taken:
-            a.error("E2001", f"`{name}` is already declared as a {taken[name]}", node, file)
+
+class _Names:
+    """The names taken so far across the spec (and by what)."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        self.taken: dict[str, str] = {"AuditEntry": "built-in record"}
+        for name in bi.BUILTIN_STATE:
+            self.taken[name] = "built-in state field"
+
+    def claim(self, name: str, what: str, node: ir.Node, file: str) -> bool:
+        if name in self.taken:
+            self.a.error("E2001", f"`{name}` is already declared as a {self.taken[name]}", node, file)
             return False
         # Records and enums become module-level classes, which may not hide a built-in
         # or a type name; a helper named like a built-in would hide it in every body.
         strict = what in ("enum", "record", "helper fn")
         if what in ("enum", "record") and name in (*ts.PRIMITIVES, "list", "map", "optional", "any", "None"):
-            a.error("E2014", f"`{name}` is a type name", node, file)
+            self.a.error("E2014", f"`{name}` is a type name", node, file)
             return False
-        if reserved and (bi.is_reserved(name) if strict else bi.is_reserved_declaration(name)):
-            a.error("E2014", f"`{name}` is a reserved name", node, file)
+        if bi.is_reserved(name) if strict else bi.is_reserved_declaration(name):
+            self.a.error("E2014", f"`{name}` is a reserved name", node, file)
             return False
-        taken[name] = what
+        self.taken[name] = what
         return True
 
+
+def _declare_types(a: Analysis, names: _Names) -> None:
     for enum in a.module.enums:
-        if claim(enum.name, "enum", enum, enum.file):
+        if names.claim(enum.name, "enum", enum, enum.file):
             a.enums[enum.name] = enum
         seen: set[str] = set()
         for member in enum.members:
@@ -95,16 +110,19 @@ def declare(a: Analysis) -> None:
                 a.error("E2014", f"`{member}` cannot be an enum member", enum, enum.file)
             seen.add(member)
     for record in a.module.records:
-        if claim(record.name, "record", record, record.file):
+        if names.claim(record.name, "record", record, record.file):
             a.records[record.name] = record
         check_field_names(a, record.fields, f"record {record.name}", record.file)
+
+
+def _declare_fields(a: Analysis, names: _Names) -> None:
+    """State and world fields; a domain spec may re-seed a prototype's field."""
     for state_decl in a.module.state:
         for field_ in state_decl.fields:
             previous = a.state.get(field_.name)
             if previous is not None and _decl_file(a.module.state, previous) != state_decl.file:
-                a.state[field_.name] = field_  # a domain spec re-seeds a prototype field
-                continue
-            if claim(field_.name, "state field", field_, state_decl.file):
+                a.state[field_.name] = field_
+            elif names.claim(field_.name, "state field", field_, state_decl.file):
                 a.state[field_.name] = field_
     add_builtin_state(a)
     for world_decl in a.module.world:
@@ -112,27 +130,32 @@ def declare(a: Analysis) -> None:
             previous_w = a.world.get(world_field.name)
             if previous_w is not None and _decl_file(a.module.world, previous_w) != world_decl.file:
                 a.world[world_field.name] = world_field
-                continue
-            if claim(world_field.name, "world field", world_field, world_decl.file):
+            elif names.claim(world_field.name, "world field", world_field, world_decl.file):
                 a.world[world_field.name] = world_field
+
+
+def _declare_callables(a: Analysis, names: _Names) -> None:
     for fn in a.module.fns:
-        if claim(fn.name, "helper fn", fn, fn.file):
+        if names.claim(fn.name, "helper fn", fn, fn.file):
             a.fns[fn.name] = fn
     for tool in a.module.tools:
         if tool.name in bi.RESERVED_TOOL_NAMES:
             a.error("E2014", f"`{tool.name}` is a method of every generated environment", tool, tool.file)
-        elif claim(tool.name, "tool", tool, tool.file):
+        elif names.claim(tool.name, "tool", tool, tool.file):
             a.tools[tool.name] = tool
+
+
+def _declare_scenarios_tests_tasks(a: Analysis) -> None:
     for scenario in a.module.scenarios:
         if scenario.name in a.scenarios:
             a.error("E2001", f"scenario `{scenario.name}` is declared twice", scenario, scenario.file)
         a.scenarios[scenario.name] = scenario
     for group, what in ((a.module.tests, "test"), (a.module.tasks, "task")):
-        names: set[str] = set()
+        seen: set[str] = set()
         for decl in group:
-            if decl.name in names:
+            if decl.name in seen:
                 a.error("E2001", f"{what} `{decl.name}` is declared twice", decl, decl.file)
-            names.add(decl.name)
+            seen.add(decl.name)
 
 
 def check_field_names(a: Analysis, fields: Sequence[ir.Field_], owner: str, file: str) -> None:

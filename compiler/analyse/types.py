@@ -735,62 +735,11 @@ class TypeChecker:
             self.pop()
             return ts.BOOL
         if op in ("is", "is not"):
-            left = self.expr(expr.left, None)
-            right = self.expr(expr.right, None)
-            if right.name != "None":
-                self.error("E3004", f"`{op}` compares with None only; use `==` or `!=`", expr)
-            elif not ts.is_optional(left) and left.name not in ("any", "json"):
-                self.error("E3004", f"{ts.show(left)} is never None", expr.left)
-            return ts.BOOL
+            return self._identity(expr)
         if op in ("==", "!="):
-            literal = ("const", "list", "map")
-            if expr.left.kind in literal and expr.right.kind not in literal:
-                # `["a"] == tags`: the literal takes its type from the other side, either way round
-                right = self.expr(expr.right, None)
-                left = self.expr(expr.left, right)
-            else:
-                left = self.expr(expr.left, None)
-                right = self.expr(expr.right, left if expr.right.kind in literal else None)
-            if isinstance(expr.left, ir.Const) and isinstance(expr.right, ir.Const):
-                same_value = expr.left.value == expr.right.value
-                self.error(
-                    "E3004",
-                    f"this compares two constants: it is always {same_value == (op == '==')}",
-                    expr,
-                )
-                return ts.BOOL
-            if not (ts.assignable(left, right) or ts.assignable(right, left) or ts.join(left, right) is not None):
-                self.error(
-                    "E3004",
-                    f"comparing {ts.show(left)} with {ts.show(right)} is always {'False' if op == '==' else 'True'}",
-                    expr,
-                )
-            return ts.BOOL
+            return self._equality(expr)
         if op in ("in", "not in"):
-            container = self.expr(expr.right, None)
-            base = container
-            if ts.is_optional(container):
-                self.error("E3009", f"`{op}` on a value that may be None", expr.right)
-                base = ts.strip_optional(container)
-            element = {
-                "list": lambda: base.args[0],
-                "map": lambda: base.args[0],
-                "set": lambda: base.args[0],
-                "str": lambda: ts.STR,
-            }.get(base.name)
-            if element is None:
-                item_type = self.expr(expr.left, None)
-                if base.name not in ("any", "json"):
-                    self.error(
-                        "E3004",
-                        f"`{op}` needs a list, set, map or str on the right, not {ts.show(container)}",
-                        expr.right,
-                    )
-                del item_type
-                return ts.BOOL
-            wanted = element()
-            self.check_key(self.expr(expr.left, wanted), wanted, expr.left)
-            return ts.BOOL
+            return self._membership(expr)
         if op in ("<", "<=", ">", ">="):
             left = self.expr(expr.left, None)
             right = self.expr(expr.right, left)
@@ -800,6 +749,51 @@ class TypeChecker:
         left = self.expr(expr.left, expected)
         right = self.expr(expr.right, left if left.name in ("list",) else None)
         return self._arithmetic(expr, left, right)
+
+    def _identity(self, expr: ir.Binary) -> ir.TypeRef:
+        left = self.expr(expr.left, None)
+        right = self.expr(expr.right, None)
+        if right.name != "None":
+            self.error("E3004", f"`{expr.op}` compares with None only; use `==` or `!=`", expr)
+        elif not ts.is_optional(left) and left.name not in ("any", "json"):
+            self.error("E3004", f"{ts.show(left)} is never None", expr.left)
+        return ts.BOOL
+
+    def _equality(self, expr: ir.Binary) -> ir.TypeRef:
+        if operand_order(expr)[0] is expr.right:
+            # `["a"] == tags`: the literal takes its type from the other side, either way round
+            right = self.expr(expr.right, None)
+            left = self.expr(expr.left, right)
+        else:
+            left = self.expr(expr.left, None)
+            right = self.expr(expr.right, left if expr.right.kind in _LITERALS else None)
+        if isinstance(expr.left, ir.Const) and isinstance(expr.right, ir.Const):
+            same_value = expr.left.value == expr.right.value
+            self.error("E3004", f"this compares two constants: it is always {same_value == (expr.op == '==')}", expr)
+            return ts.BOOL
+        if not (ts.assignable(left, right) or ts.assignable(right, left) or ts.join(left, right) is not None):
+            always = "False" if expr.op == "==" else "True"
+            self.error("E3004", f"comparing {ts.show(left)} with {ts.show(right)} is always {always}", expr)
+        return ts.BOOL
+
+    def _membership(self, expr: ir.Binary) -> ir.TypeRef:
+        container = self.expr(expr.right, None)
+        base = container
+        if ts.is_optional(container):
+            self.error("E3009", f"`{expr.op}` on a value that may be None", expr.right)
+            base = ts.strip_optional(container)
+        if base.name not in ("list", "map", "set", "str"):
+            self.expr(expr.left, None)
+            if base.name not in ("any", "json"):
+                self.error(
+                    "E3004",
+                    f"`{expr.op}` needs a list, set, map or str on the right, not {ts.show(container)}",
+                    expr.right,
+                )
+            return ts.BOOL
+        wanted = ts.STR if base.name == "str" else base.args[0]
+        self.check_key(self.expr(expr.left, wanted), wanted, expr.left)
+        return ts.BOOL
 
     def _arithmetic(self, expr: ir.Binary, left: ir.TypeRef, right: ir.TypeRef) -> ir.TypeRef:
         op = expr.op
@@ -1081,6 +1075,20 @@ class TypeChecker:
                 self.expect_assignable(self.expr(kw.value, ts.BOOL), ts.BOOL, kw.value)
             else:
                 self.error("E3006", f"unknown argument `{kw.name}`", kw)
+
+
+_LITERALS = ("const", "list", "map")
+
+
+def operand_order(expr: ir.Binary) -> tuple[ir.Expr, ir.Expr]:
+    """The order the operands of a binary expression are checked in: `in` looks at its
+    container first, and `==` at the side that is not a literal first (the literal then
+    takes that side's type). The effects pass visits them in the same order."""
+    if expr.op in ("in", "not in"):
+        return expr.right, expr.left
+    if expr.op in ("==", "!=") and expr.left.kind in _LITERALS and expr.right.kind not in _LITERALS:
+        return expr.right, expr.left
+    return expr.left, expr.right
 
 
 def _narrowing(cond: ir.Expr, positive: bool, checker: TypeChecker) -> dict[str, ir.TypeRef]:

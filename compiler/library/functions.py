@@ -352,13 +352,15 @@ _CLOCK = Effect(reads=(bi.CLOCK,))
 _RANDOM = Effect(reads=(bi.RNG_STATE, bi.RANDOM_SEED), writes=bi.RNG_STATE)
 
 
-def _entries() -> list[Function]:
-    python = _python
-    iterating = _iterating
-    helper = _runtime_helper
-    method = _environment_method
-    sig = _signature
-    return [
+python = _python
+iterating = _iterating
+helper = _runtime_helper
+method = _environment_method
+sig = _signature
+
+FUNCTIONS: dict[str, Function] = {
+    f.name: f
+    for f in [
         Function("len", "len(xs)", check_len, python),
         Function("min", "min(xs)", check_min_max, iterating),
         Function("max", "max(xs)", check_min_max, iterating),
@@ -458,7 +460,5 @@ def _entries() -> list[Function]:
             methods=("advance_clock",),
         ),
     ]
-
-
-FUNCTIONS: dict[str, Function] = {f.name: f for f in _entries()}
+}
 """Every built-in function by name, in the order the language reference lists them."""

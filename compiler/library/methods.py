@@ -76,50 +76,48 @@ def lower_map_pop(em: Emitter, call: ir.Call, func: ir.Attr, obj: str, args: lis
     return f"{obj}.pop({args[0]}, None)"
 
 
-def _entries() -> list[Method]:
-    text = [
-        Method("str", "lower", _fixed([], S, 0)),
-        Method("str", "upper", _fixed([], S, 0)),
-        Method("str", "strip", _fixed([], S, 0)),
-        Method("str", "title", _fixed([], S, 0)),
-        Method("str", "startswith", _fixed([S], B, 1)),
-        Method("str", "endswith", _fixed([S], B, 1)),
-        Method("str", "split", _fixed([S], ts.list_of(S), 0)),
-        Method("str", "join", _fixed([ts.list_of(S)], S, 1)),
-        Method("str", "replace", _fixed([S, S], S, 2)),
-        Method("str", "find", _fixed([S], N, 1)),
-        Method("str", "count", _fixed([S], N, 1)),
-        Method("str", "isdigit", _fixed([], B, 0)),
-        Method("str", "zfill", _fixed([N], S, 1)),
-    ]
-    lists = [
-        Method("list", "append", _item("append"), mutates=True),
-        Method("list", "insert", _item("insert"), mutates=True),
-        Method("list", "remove", _item("remove"), mutates=True, lower=lower_remove, runtime=("remove_first",)),
-        Method("list", "extend", _item("extend"), mutates=True),
-        Method("list", "pop", _item("pop"), mutates=True),
-        Method("list", "clear", _fixed([], ts.NONE, 0), mutates=True),
-        Method("list", "index", _item("index")),
-        Method("list", "count", _item("count")),
-        Method("list", "copy", _item("copy"), lower=lower_copy),
-    ]
-    maps = [
-        Method("map", "get", _map_get, key_argument=True),
-        Method("map", "keys", _map_view(0), lower=lower_map_keys),
-        Method("map", "values", _map_view(1), lower=lower_map_values),
-        Method("map", "pop", _map_pop, mutates=True, key_argument=True, lower=lower_map_pop),
-        Method("map", "clear", _fixed([], ts.NONE, 0), mutates=True),
-        Method("map", "copy", _item("copy"), lower=lower_copy),
-    ]
-    sets = [
-        Method("set", "add", _item("add"), mutates=True),
-        Method("set", "discard", _item("discard"), mutates=True),
-        Method("set", "copy", _item("copy"), lower=lower_copy),
-    ]
-    return [*text, *lists, *maps, *sets]
+_TEXT = [
+    Method("str", "lower", _fixed([], S, 0)),
+    Method("str", "upper", _fixed([], S, 0)),
+    Method("str", "strip", _fixed([], S, 0)),
+    Method("str", "title", _fixed([], S, 0)),
+    Method("str", "startswith", _fixed([S], B, 1)),
+    Method("str", "endswith", _fixed([S], B, 1)),
+    Method("str", "split", _fixed([S], ts.list_of(S), 0)),
+    Method("str", "join", _fixed([ts.list_of(S)], S, 1)),
+    Method("str", "replace", _fixed([S, S], S, 2)),
+    Method("str", "find", _fixed([S], N, 1)),
+    Method("str", "count", _fixed([S], N, 1)),
+    Method("str", "isdigit", _fixed([], B, 0)),
+    Method("str", "zfill", _fixed([N], S, 1)),
+]
+_LISTS = [
+    Method("list", "append", _item("append"), mutates=True),
+    Method("list", "insert", _item("insert"), mutates=True),
+    Method("list", "remove", _item("remove"), mutates=True, lower=lower_remove, runtime=("remove_first",)),
+    Method("list", "extend", _item("extend"), mutates=True),
+    Method("list", "pop", _item("pop"), mutates=True),
+    Method("list", "clear", _fixed([], ts.NONE, 0), mutates=True),
+    Method("list", "index", _item("index")),
+    Method("list", "count", _item("count")),
+    Method("list", "copy", _item("copy"), lower=lower_copy),
+]
+_MAPS = [
+    Method("map", "get", _map_get, key_argument=True),
+    Method("map", "keys", _map_view(0), lower=lower_map_keys),
+    Method("map", "values", _map_view(1), lower=lower_map_values),
+    Method("map", "pop", _map_pop, mutates=True, key_argument=True, lower=lower_map_pop),
+    Method("map", "clear", _fixed([], ts.NONE, 0), mutates=True),
+    Method("map", "copy", _item("copy"), lower=lower_copy),
+]
+_SETS = [
+    Method("set", "add", _item("add"), mutates=True),
+    Method("set", "discard", _item("discard"), mutates=True),
+    Method("set", "copy", _item("copy"), lower=lower_copy),
+]
 
 
-METHODS: dict[tuple[str, str], Method] = {(m.receiver, m.name): m for m in _entries()}
+METHODS: dict[tuple[str, str], Method] = {(m.receiver, m.name): m for m in [*_TEXT, *_LISTS, *_MAPS, *_SETS]}
 RECEIVERS: dict[str, tuple[str, ...]] = {
     receiver: tuple(name for kind, name in METHODS if kind == receiver) for receiver in ("str", "list", "map", "set")
 }
