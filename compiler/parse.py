@@ -836,6 +836,8 @@ def _parse_source(source: str, path: str) -> ParseResult:
         return ParseResult(None, [Diagnostic("E0005", "spec is larger than 5 MB", path, 1, 1)])
     text = source.removeprefix("\ufeff").replace("\r\n", "\n")  # BOM, CRLF: positions stay the same
     text = text if text.endswith("\n") else text + "\n"
+    if "\0" in text:  # refused anywhere, strings and comments included: not spec text
+        return ParseResult(None, _nul_characters(text, path))
     collector = _Collector(path)
     syntax = _try_parse(text, path, collector)
     if syntax is None:
@@ -848,6 +850,31 @@ def _parse_source(source: str, path: str) -> ParseResult:
     errors.extend(_errors_after(text, path, syntax.line))
     unique = {(d.line, d.col, d.code): d for d in errors}
     return ParseResult(None, sorted(unique.values(), key=Diagnostic.sort_key))
+
+
+def _nul_characters(text: str, path: str) -> list[Diagnostic]:
+    """E1001 at every NUL character (at most MAX_SYNTAX_ERRORS + 1), before parsing.
+    The lexer alone would take a NUL inside a string (and copy it into the generated
+    code) or a comment; a NUL anywhere marks a binary or corrupted file, so it is
+    refused wherever it is and nothing else is reported around it."""
+    found: list[Diagnostic] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        col = line.find("\0")
+        while col != -1 and len(found) <= MAX_SYNTAX_ERRORS:
+            found.append(
+                Diagnostic(
+                    "E1001",
+                    "NUL character (U+0000) in the spec; envc refuses it anywhere, even in a string or a comment",
+                    path,
+                    number,
+                    col + 1,
+                    number,
+                    col + 2,
+                    hint="remove it; a string that needs the character can write the escape `\\u0000`",
+                )
+            )
+            col = line.find("\0", col + 1)
+    return found
 
 
 def parse_file(path: Path) -> ParseResult:

@@ -88,24 +88,64 @@ def default_specs(root: Path) -> list[Path]:
     return sorted((root / "specs").glob("*.envspec"))
 
 
+FINGERPRINT_EXCLUDED = frozenset({"cli.py", "fmt.py", "scaffold.py"})
+"""Modules of the package that cannot shape what `envc compile` writes or whether it
+passes: the command line, the spec formatter and `envc new`. Nothing else imports them
+(tests/test_pipeline.py checks it), so editing them leaves every manifest valid."""
+FINGERPRINT_FOLDERS = ("templates", "grammar")
+"""Data folders that shape the output: inside the package in a wheel, beside it in a
+source checkout. Both layouts give them the same keys (`templates/README.md.jinja`)."""
+
+
 @functools.cache
 def compiler_fingerprint() -> str:
-    """A hash of the parts of envc that shape its output (front end, lowering, grammar,
-    templates): changing them regenerates everything; editing the CLI does not. Files
-    are named by a layout-independent key, so a source checkout and a wheel agree."""
-    package = Path(__file__).resolve().parent
+    """A hash of every part of envc that shapes its output or its checks: changing one
+    regenerates everything (see `fingerprint_files`)."""
+    return fingerprint_of(Path(__file__).resolve().parent)
+
+
+def fingerprint_of(package: Path) -> str:
+    """The fingerprint of the compiler package at `package` (its folder)."""
     digest = hashlib.sha256()
-    sources = [package / f"{name}.py" for name in ("parse", "ir", "analyse", "typesys", "builtins")]
-    sources += sorted((package / "lower").glob("*.py"))
-    for folder_name in ("templates", "grammar"):
-        inside, beside = package / folder_name, package.parent / folder_name
-        folder = inside if inside.is_dir() else beside
-        sources += sorted(p for p in folder.glob("*") if p.suffix in (".jinja", ".lark"))
-    for path in sources:
-        if path.is_file():
-            digest.update(f"{path.parent.name}/{path.name}".encode())
-            digest.update(path.read_bytes())
+    for key, path in sorted(fingerprint_files(package).items()):
+        data = path.read_bytes()
+        digest.update(f"{key}\0{len(data)}\0".encode())
+        digest.update(data)
     return digest.hexdigest()
+
+
+def fingerprint_files(package: Path) -> dict[str, Path]:
+    """Every file the fingerprint covers, keyed by its path relative to the package
+    root, so a source checkout and a wheel agree: each module under the package,
+    found recursively (new subpackages included) except `FINGERPRINT_EXCLUDED`, any
+    data file there, and every file of `templates/` and `grammar/`. Left out: caches,
+    hidden files, and the shipped prototypes (`prototypes/` in a wheel,
+    `specs/prototypes/` in a checkout), which each manifest lists among its inputs
+    when its spec extends them."""
+    files: dict[str, Path] = {}
+    for path in _folder_files(package):
+        key = path.relative_to(package).as_posix()
+        if key not in FINGERPRINT_EXCLUDED and key.split("/", 1)[0] != "prototypes":
+            files[key] = path
+    for name in FINGERPRINT_FOLDERS:
+        if not (package / name).is_dir():
+            beside = package.parent / name
+            files.update({f"{name}/{p.relative_to(beside).as_posix()}": p for p in _folder_files(beside)})
+    return files
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """Files below `folder`, without caches, hidden files and editor backups."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        path
+        for path in folder.rglob("*")
+        if path.is_file()
+        and not any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(folder).parts)
+        and path.suffix not in (".pyc", ".pyo")
+        and not path.name.endswith("~")
+    )
 
 
 def _sha(text: str | bytes) -> str:

@@ -13,7 +13,10 @@ adds no code: drop a file named `<CODE>_<short_name>.envspec` into the folder.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,3 +153,31 @@ def test_oversized_input_is_e0005() -> None:
 def test_missing_file_is_e0001(tmp_path: Path) -> None:
     diagnostics = analyse_file(tmp_path / "absent.envspec").diagnostics
     assert [d.code for d in diagnostics] == ["E0001"]
+
+
+# A NUL is refused wherever it is (tests/corpus/E1001_nul_byte.envspec has one after a
+# value, where the lexer alone already stopped): (where, spec bytes, line, col).
+NUL_SPECS = [
+    ("in_a_string", b'environment library:\n    title "Lend\x00ing"\n', 2, 16),
+    ("in_a_comment", b'environment library:\n    title "Lending"\n# note \x00\n', 3, 8),
+    ("in_an_identifier", b'environment lib\x00rary:\n    title "Lending"\n', 1, 16),
+]
+
+
+@pytest.mark.parametrize(("raw", "line", "col"), [c[1:] for c in NUL_SPECS], ids=[c[0] for c in NUL_SPECS])
+def test_a_nul_byte_is_refused_by_envc_check(tmp_path: Path, raw: bytes, line: int, col: int) -> None:
+    path = tmp_path / "nul.envspec"
+    path.write_bytes(raw)
+    for entry in (analyse_file(path).diagnostics, parse_source(raw.decode("utf-8"), str(path)).diagnostics):
+        assert [(d.code, d.line, d.col) for d in entry] == [("E1001", line, col)]
+    command = [sys.executable, "-m", "compiler.cli", "check"]
+    text = subprocess.run([*command, str(path)], capture_output=True, text=True, timeout=120, check=False)
+    assert text.returncode == 1, text.stdout + text.stderr
+    assert f"{path}:{line}:{col} - error E1001: NUL character (U+0000)" in text.stdout
+    found = subprocess.run(
+        [*command, "--format", "json", str(path)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert found.returncode == 1, found.stdout + found.stderr
+    [diagnostic] = json.loads(found.stdout)
+    assert (diagnostic["code"], diagnostic["line"], diagnostic["col"]) == ("E1001", line, col)
+    assert "NUL" in diagnostic["message"]

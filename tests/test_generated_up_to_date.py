@@ -2,14 +2,23 @@
 
 This is `envc compile --check` as CI runs it on every spec change: it fails when a spec,
 a prototype, a world file or the compiler changed without regenerating, or when a file
-under generated/ was edited by hand.
+under generated/ was edited by hand. generated/ is also the golden copy of every
+package: each file is compared with what `lower()` makes now, byte for byte.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+from refresh_golden import analysed_environment, environment_name, lowered_package
+
+from compiler.analyse import analyse_file
+from compiler.pipeline import MANIFEST
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,3 +41,56 @@ def test_every_shipped_spec_has_a_generated_package() -> None:
     manifests = sorted((ROOT / "generated").glob("*/.envc-manifest.json"))
     named = {m.read_text(encoding="utf-8").split('"spec": "')[1].split('"')[0] for m in manifests}
     assert {f"specs/{s.name}" for s in specs} <= named
+
+
+# --------------------------------------------------------------------------- generated/ against lower()
+#
+# `envc compile --check` skips a spec whose manifest still matches its inputs and the
+# compiler fingerprint; then it compares the files on disk with the manifest's hashes,
+# not with what the compiler makes now. These tests lower every spec in-process and
+# compare every file of its package byte for byte, so they do not rely on the
+# fingerprint: generated/ is the golden copy of every package.
+
+SPECS = sorted((ROOT / "specs").glob("*.envspec"))
+REGENERATE = "generated/ is not what the compiler makes; run `envc compile` if the change is intended"
+
+
+def on_disk(folder: Path) -> dict[str, bytes]:
+    """Every file of a generated package but its manifest and caches, by relative path."""
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+        and path.name != MANIFEST
+        and not {"__pycache__", ".pytest_cache"} & set(path.relative_to(folder).parts)
+    }
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.stem)
+def test_every_generated_file_is_what_lower_makes(spec: Path) -> None:
+    name, files = lowered_package(spec)
+    folder = ROOT / "generated" / name
+    found = on_disk(folder)
+    assert sorted(found) == sorted(files), f"{REGENERATE}: files differ in generated/{name}"
+    for relative, text in files.items():
+        if found[relative] != text.encode("utf-8"):
+            # A readable line diff first, then the exact bytes (line endings, trailing space).
+            assert found[relative].decode("utf-8").splitlines() == text.splitlines(), f"{relative}: {REGENERATE}"
+            assert found[relative] == text.encode("utf-8"), f"bytes of {relative}: {REGENERATE}"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.stem)
+def test_every_manifest_lists_the_files_and_inputs(spec: Path) -> None:
+    name, files = lowered_package(spec)
+    manifest = json.loads((ROOT / "generated" / name / MANIFEST).read_text(encoding="utf-8"))
+    assert manifest["spec"] == spec.relative_to(ROOT).as_posix()
+    assert manifest["files"] == {p: hashlib.sha256(t.encode("utf-8")).hexdigest() for p, t in files.items()}, REGENERATE
+    inputs = {Path(p).resolve().relative_to(ROOT).as_posix() for p in analyse_file(spec).inputs()}
+    assert manifest["inputs"] == sorted(inputs | {manifest["spec"]}), REGENERATE
+    assert analysed_environment(spec).header.name == name
+
+
+def test_every_generated_package_has_its_spec() -> None:
+    """A package whose spec was removed or renamed is left over: delete it."""
+    packages = {folder.name for folder in (ROOT / "generated").iterdir() if folder.is_dir()}
+    assert packages == {environment_name(spec) for spec in SPECS}

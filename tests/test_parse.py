@@ -380,6 +380,51 @@ def test_long_expression_chain_is_refused_not_crashing() -> None:
     assert [code for code, _, _ in errors] == ["E1008"]
 
 
+# --------------------------------------------------------------------------- NUL characters
+
+NUL_CASES = [
+    # (where, text after HEADER, line:col of the NUL): the lexer alone took the first two
+    ("in_a_string", 'tool t() -> str:\n    return "ab\x00c"\n', (5, 15)),
+    ("in_a_comment", "# a com\x00ment\ntool t() -> int:\n    return 1\n", (4, 8)),
+    ("in_a_long_string", 'tool t() -> str:\n    """doc\n    more \x00"""\n    return "x"\n', (6, 10)),
+    ("in_an_identifier", "tool t\x00u() -> int:\n    return 1\n", (4, 7)),
+    ("after_a_value", "state:\n    n: int = 0\x00\n", (5, 15)),
+]
+
+
+@pytest.mark.parametrize(("text", "position"), [c[1:] for c in NUL_CASES], ids=[c[0] for c in NUL_CASES])
+def test_a_nul_anywhere_is_e1001_at_its_position(text: str, position: tuple[int, int]) -> None:
+    result = parse_source(HEADER + text, "spec.envspec")
+    assert result.module is None
+    assert [(d.code, d.line, d.col) for d in result.diagnostics] == [("E1001", *position)]
+    (diagnostic,) = result.diagnostics
+    assert "NUL" in diagnostic.message and "U+0000" in diagnostic.message
+    assert (diagnostic.end_line, diagnostic.end_col) == (position[0], position[1] + 1)
+
+
+def test_every_nul_is_reported_and_nothing_else() -> None:
+    text = HEADER + 'enum Color:\n    red green\x00\n# \x00\x00\ntool t() -> str:\n    return "\x00"\n'
+    assert syntax_errors(text) == [("E1001", 5, 14), ("E1001", 6, 3), ("E1001", 6, 4), ("E1001", 8, 13)]
+
+
+def test_nuls_are_capped() -> None:
+    errors = syntax_errors(HEADER + "# \x00\n" * (3 * MAX_SYNTAX_ERRORS))
+    assert len(errors) == MAX_SYNTAX_ERRORS + 1
+    assert errors[0] == ("E1001", 4, 3)
+
+
+def test_a_nul_is_found_after_a_bom_and_in_crlf_text() -> None:
+    text = "\ufeff" + HEADER.replace("\n", "\r\n") + "# \x00\r\n"
+    assert syntax_errors(text) == [("E1001", 4, 3)]
+
+
+def test_an_escaped_nul_in_a_string_is_still_accepted() -> None:
+    module = parse_ok(HEADER + 'tool t() -> str:\n    return "a\\u0000b"\n')
+    statement = module.tools[0].body[0]
+    assert isinstance(statement, ir.Return) and isinstance(statement.value, ir.Const)
+    assert statement.value.value == "a\x00b"
+
+
 # --------------------------------------------------------------------------- robustness
 
 HOSTILE = [

@@ -381,3 +381,141 @@ def test_failing_generated_test_writes_nothing(project: Path) -> None:
     assert "fail" in row(result, "specs/counter.envspec").split()
     assert not (project / "out").exists() or snapshot(project / "out") == {}
     assert not (project / ".envc-cache" / "qc").exists() or not list((project / ".envc-cache" / "qc").iterdir())
+
+
+# --------------------------------------------------------------------------- the compiler fingerprint
+
+PACKAGE = Path(pipeline.__file__).resolve().parent
+COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".*")
+
+
+def checkout_copy(tmp_path: Path) -> Path:
+    """The compiler package with its templates and grammar beside it, as in a source checkout."""
+    top = tmp_path / "checkout"
+    shutil.copytree(PACKAGE, top / "compiler", ignore=COPY_IGNORE)
+    for name in ("templates", "grammar", "specs/prototypes"):
+        shutil.copytree(ROOT / name, top / name, ignore=COPY_IGNORE)
+    return top / "compiler"
+
+
+def wheel_copy(checkout: Path, tmp_path: Path) -> Path:
+    """The same files laid out as the wheel installs them (see pyproject.toml)."""
+    package = tmp_path / "site-packages" / "compiler"
+    shutil.copytree(checkout, package)
+    for name, inside in (("templates", "templates"), ("grammar", "grammar"), ("specs/prototypes", "prototypes")):
+        shutil.copytree(checkout.parent / name, package / inside)
+    return package
+
+
+def test_fingerprint_covers_every_module_of_the_package() -> None:
+    assert pipeline.compiler_fingerprint() == pipeline.fingerprint_of(PACKAGE)
+    keys = set(pipeline.fingerprint_files(PACKAGE))
+    assert {"parse.py", "ir.py", "pipeline.py", "check.py", "lower/__init__.py", "grammar/envspec.lark"} <= keys
+    assert {"templates/environment.py.jinja", "templates/README.md.jinja"} <= keys
+    modules = {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    assert modules - keys == set(pipeline.FINGERPRINT_EXCLUDED), "every other module is covered"
+
+
+def test_fingerprint_does_not_depend_on_the_layout(tmp_path: Path) -> None:
+    checkout = checkout_copy(tmp_path)
+    wheel = wheel_copy(checkout, tmp_path)
+    assert pipeline.fingerprint_files(checkout).keys() == pipeline.fingerprint_files(wheel).keys()
+    assert pipeline.fingerprint_of(checkout) == pipeline.fingerprint_of(wheel)
+    assert not any(key.startswith(("prototypes/", "specs/")) for key in pipeline.fingerprint_files(wheel))
+
+
+@pytest.mark.parametrize(
+    "new_file",
+    ["new_stage.py", "analyse_extra/__init__.py", "library/deep/nested.py", "lower/extra.py", "library/data.json"],
+)
+def test_a_new_file_in_the_package_changes_the_fingerprint(tmp_path: Path, new_file: str) -> None:
+    package = checkout_copy(tmp_path)
+    before = pipeline.fingerprint_of(package)
+    path = package / new_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("VALUE = 1\n", encoding="utf-8")
+    assert new_file in pipeline.fingerprint_files(package)
+    assert pipeline.fingerprint_of(package) != before
+    path.write_text("VALUE = 2\n", encoding="utf-8")
+    assert pipeline.fingerprint_of(package) != before, "and so does editing it"
+
+
+@pytest.mark.parametrize("where", ["templates/extra.jinja", "templates/partials/row.jinja", "grammar/envspec.lark"])
+def test_templates_and_grammar_change_the_fingerprint(tmp_path: Path, where: str) -> None:
+    package = checkout_copy(tmp_path)
+    before = pipeline.fingerprint_of(package)
+    path = package.parent / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("\n")
+    assert pipeline.fingerprint_of(package) != before
+    wheel = wheel_copy(package, tmp_path)
+    assert pipeline.fingerprint_of(wheel) == pipeline.fingerprint_of(package)
+
+
+def test_moving_code_between_modules_changes_the_fingerprint(tmp_path: Path) -> None:
+    """Keys are hashed with the bytes: the same text under another name is another compiler."""
+    package = checkout_copy(tmp_path)
+    (package / "a.py").write_text("X = 1\n", encoding="utf-8")
+    before = pipeline.fingerprint_of(package)
+    (package / "a.py").rename(package / "b.py")
+    assert pipeline.fingerprint_of(package) != before
+
+
+@pytest.mark.parametrize(
+    "unrelated",
+    [
+        "cli.py",
+        "fmt.py",
+        "scaffold.py",
+        "__pycache__/parse.cpython-311.pyc",
+        "lower/__pycache__/schema.cpython-311.pyc",
+        ".parse.py.swp",
+        "parse.py~",
+        "prototypes/extra.envspec",
+    ],
+)
+def test_files_that_cannot_shape_output_leave_the_fingerprint(tmp_path: Path, unrelated: str) -> None:
+    package = checkout_copy(tmp_path)
+    before = pipeline.fingerprint_of(package)
+    path = package / unrelated
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("\n# edited\n")
+    assert pipeline.fingerprint_of(package) == before
+
+
+def test_no_fingerprinted_module_imports_an_excluded_one() -> None:
+    """The excluded modules cannot shape the output only while nothing else uses them."""
+    import ast
+
+    excluded = {f"compiler.{name.removesuffix('.py')}" for name in pipeline.FINGERPRINT_EXCLUDED}
+    for key, path in pipeline.fingerprint_files(PACKAGE).items():
+        if not key.endswith(".py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            used = {name for name in names if any(name == e or name.startswith(e + ".") for e in excluded)}
+            assert not used, f"compiler/{key} imports {used}: take it out of FINGERPRINT_EXCLUDED"
+
+
+def test_a_prototype_edit_reaches_the_manifest_through_its_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prototypes are not in the fingerprint: every manifest lists those its spec extends."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.envc]\noutput = "out"\n')
+    (tmp_path / "specs" / "prototypes").mkdir(parents=True)
+    shutil.copy(ROOT / "specs" / "ticketing.envspec", tmp_path / "specs")
+    shutil.copy(ROOT / "specs" / "prototypes" / "transactional_workspace.envspec", tmp_path / "specs" / "prototypes")
+    monkeypatch.chdir(tmp_path)
+    assert envc("--no-qc").exit_code == 0
+    manifest = json.loads((tmp_path / "out" / "ticketing" / pipeline.MANIFEST).read_text())
+    assert "specs/prototypes/transactional_workspace.envspec" in manifest["inputs"]
+    prototype = tmp_path / "specs" / "prototypes" / "transactional_workspace.envspec"
+    prototype.write_text(prototype.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    result = envc("--check")
+    assert result.exit_code == 1 and "stale: out/ticketing/.envc-manifest.json" in result.output, result.output
