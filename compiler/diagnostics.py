@@ -180,7 +180,7 @@ def _caret_excerpt(diagnostic: Diagnostic, source: str | None) -> str:
         return ""
     raw = source_lines[diagnostic.line - 1]
     col = len(raw[: max(diagnostic.col, 1) - 1].expandtabs(4)) + 1  # where the caret goes once tabs are expanded
-    text = raw.expandtabs(4)
+    text = _visible(raw.expandtabs(4))
     if col > 160:  # show a window around the column of a very long line
         start = col - 80
         text = "…" + text[start : start + 160]
@@ -193,6 +193,15 @@ def _caret_excerpt(diagnostic: Diagnostic, source: str | None) -> str:
     width = max(1, min(width, len(text) - col + 1 if len(text) >= col else 1))
     gutter = f"{diagnostic.line:>5} | "
     return f"{gutter}{text}\n{' ' * (len(gutter) - 2)}| {' ' * (col - 1)}{'^' * width}"
+
+
+_CONTROL_PICTURES = {code: chr(0x2400 + code) for code in range(0x20)} | {0x7F: "\u2421"}
+
+
+def _visible(text: str) -> str:
+    """Control characters as their one-column Unicode pictures (NUL as ␀), so an excerpt
+    never sends raw control bytes to a terminal and carets stay aligned."""
+    return text.translate(_CONTROL_PICTURES)
 
 
 def to_json(diagnostics: Sequence[Diagnostic]) -> str:

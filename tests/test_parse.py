@@ -480,3 +480,15 @@ def test_a_param_line_given_twice_is_e2017() -> None:
     text = 'environment e:\n    seed 1\n\ntool t(a: int) -> int:\n    param a "x"\n    param a "y"\n    return a\n'
     result = parse_source(text, "spec.envspec")
     assert [(d.code, d.line, d.col) for d in result.diagnostics] == [("E2017", 6, 5)]
+
+
+def test_excerpt_shows_control_characters_as_pictures() -> None:
+    """The caret excerpt of a NUL sends no raw control byte to the terminal, and the
+    caret still points at the character."""
+    from compiler.diagnostics import render_text
+
+    text = HEADER + 'tool t() -> str:\n    return "ab\x00c"\n'
+    [error] = parse_source(text, "nul.envspec").diagnostics
+    excerpt = render_text(error, text).splitlines()[1:3]
+    assert "\x00" not in "".join(excerpt) and "\u2400" in excerpt[0]
+    assert excerpt[0].index("\u2400") == excerpt[1].index("^")
