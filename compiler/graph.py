@@ -1,0 +1,513 @@
+"""Stage 8a, graph: the tool dependency graph of an environment and the graph across
+environments, computed from the analysed IR (no model guesses).
+
+A tool edge A -> B says "calling A first makes B possible or meaningful":
+
+- `state`: A writes a state field B reads (the inferred effect sets, built-in fields aside);
+- `data`: a value A returns can be an argument of B: an id or key of a state field B looks
+  its argument up in (`ticket_id` keying `tickets`), or a returned record field with
+  the name and type of one of B's parameters;
+- `precondition`: a `require` guard of B (or of a helper it calls) reads a field A writes.
+
+Each edge has its kinds, the fields or parameters that justify it, and a weight, the sum
+of the weights of its kinds (`[tool.envc.graph]` in pyproject.toml, see docs/graph.md).
+The facts a sampler needs about each parameter (which state or world field its values
+come from) are computed here too, as `ParamDomain`s.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from compiler import builtins as bi
+from compiler import ir
+from compiler import typesys as ts
+from compiler.irtree import is_state_attr, walk
+
+EDGE_KINDS = ("state", "data", "precondition")
+
+
+class GraphConfigError(ValueError):
+    """`[tool.envc.graph]` holds something that is not a known non-negative weight."""
+
+
+@dataclass(frozen=True)
+class GraphWeights:
+    """Edge weights; `[tool.envc.graph]` in pyproject.toml overrides any of them."""
+
+    state: float = 1.0
+    """Per tool edge with a state flow (A writes what B reads)."""
+    data: float = 2.0
+    """Per tool edge with a data flow (A returns what B takes)."""
+    precondition: float = 3.0
+    """Per tool edge where A makes a guard of B pass."""
+    shared_domain: float = 2.0
+    """Env graph: per `domains` entry two environments share."""
+    shared_vocabulary: float = 4.0
+    """Env graph: times the Jaccard overlap of their vocabularies (names with types)."""
+    produced_consumed: float = 1.0
+    """Env graph: per value one environment's tools return that the other's take."""
+    same_archetype: float = 1.0
+    """Env graph: both built on the same archetype."""
+
+    @classmethod
+    def from_table(cls, table: dict[str, object]) -> GraphWeights:
+        known = {f.name for f in fields(cls)}
+        values: dict[str, float] = {}
+        for key, value in table.items():
+            if key not in known:
+                raise GraphConfigError(f"[tool.envc.graph] has no setting `{key}`; known: {', '.join(sorted(known))}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise GraphConfigError(f"[tool.envc.graph] {key} must be a non-negative number, not {value!r}")
+            values[key] = float(value)
+        return cls(**values)
+
+
+def load_weights(root: Path) -> GraphWeights:
+    """The weights of the project at `root` (its pyproject.toml), defaults where unset."""
+    pyproject = root / "pyproject.toml"
+    if not pyproject.is_file():
+        return GraphWeights()
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise GraphConfigError(f"cannot read {pyproject}: {exc}") from exc
+    table = data.get("tool", {}).get("envc", {}).get("graph", {})
+    if not isinstance(table, dict):
+        raise GraphConfigError("[tool.envc.graph] must be a table")
+    return GraphWeights.from_table(table)
+
+
+# =========================================================================== facts per tool
+
+
+@dataclass(frozen=True)
+class ParamDomain:
+    """Where a parameter's valid values live: the keys of a state or world map, the items
+    of a list, or the `field` of the records in a state list (`owner` is "state" or
+    "world"); `of_param`: the value is `container[other parameter]` (a password of a user)."""
+
+    owner: str
+    container: str
+    field: str = ""
+    of_param: str = ""
+
+
+@dataclass
+class ToolFacts:
+    name: str
+    kind: str  # "read" or "write"
+    params: list[tuple[str, str]]
+    reads: set[str]
+    writes: set[str]
+    guards: set[str]
+    """State fields a `require` of the tool (or of a helper it calls) reads."""
+    domains: dict[str, list[ParamDomain]]
+    produces: set[str]
+    """Domains (`container` or `container.field`) whose keys the tool's result holds."""
+    returned_fields: set[tuple[str, str, str]]
+    """(record, name, type) of the fields of records the tool returns."""
+    written_records: set[str]
+    """Records held by the state containers the tool writes (the entities it makes or edits)."""
+
+
+def tool_kind(tool: ir.ToolDecl) -> str:
+    """Read or write, as tools.json's `modifies_state` says."""
+    return "write" if tool.writes else "read"
+
+
+def tool_facts(env: ir.Environment) -> dict[str, ToolFacts]:
+    helpers = {fn.name: fn for fn in env.fns}
+    helper_domains = _helper_domains(env, helpers)
+    helper_guards = _helper_guards(helpers)
+    facts: dict[str, ToolFacts] = {}
+    for tool in env.tools:
+        facts[tool.name] = ToolFacts(
+            name=tool.name,
+            kind=tool_kind(tool),
+            params=[(p.name, ts.show(p.type)) for p in tool.params],
+            reads=set(tool.reads) - set(bi.BUILTIN_STATE),
+            writes=set(tool.writes) - set(bi.BUILTIN_STATE),
+            guards=_guards(tool.body, helper_guards) - set(bi.BUILTIN_STATE),
+            domains=_param_domains(tool, env, helpers, helper_domains),
+            produces=_produces(tool, env),
+            returned_fields=_returned_fields(tool.returns, env),
+            written_records=_written_records(tool, env),
+        )
+    return facts
+
+
+def _state_field(expr: ir.Expr, env_state: set[str], world: set[str]) -> tuple[str, str] | None:
+    """("state" | "world", name) when `expr` is a state or world field itself."""
+    if isinstance(expr, ir.Name):
+        if expr.ref == "state" and expr.id in env_state:
+            return ("state", expr.id)
+        if expr.ref == "world" and expr.id in world:
+            return ("world", expr.id)
+    if is_state_attr(expr):
+        assert isinstance(expr, ir.Attr)
+        return ("state", expr.name)
+    return None
+
+
+def _param_name(expr: ir.Expr | None, params: set[str]) -> str | None:
+    if isinstance(expr, ir.Name) and expr.ref == "param" and expr.id in params:
+        return expr.id
+    return None
+
+
+def _direct_domains(
+    body: Sequence[ir.Stmt], params: set[str], state: set[str], world: set[str]
+) -> dict[str, list[ParamDomain]]:
+    """Parameters used as a key or item of a state or world field in `body`."""
+    found: dict[str, list[ParamDomain]] = {}
+    loops: dict[str, tuple[str, str]] = {}  # loop variable -> the state list it walks
+
+    def add(param: str | None, domain: ParamDomain) -> None:
+        if param is not None and domain not in found.setdefault(param, []):
+            found[param].append(domain)
+
+    for node in walk(list(body)):
+        if isinstance(node, (ir.For, ir.Comprehension)) and len(node.targets) == 1:
+            owner = _state_field(node.iter, state, world)
+            if owner is not None:
+                loops[node.targets[0]] = owner
+        if isinstance(node, ir.Index):
+            owner = _state_field(node.obj, state, world)
+            if owner is not None:
+                add(_param_name(node.index, params), ParamDomain(*owner))
+        elif isinstance(node, ir.Binary) and node.op in ("in", "not in"):
+            owner = _state_field(node.right, state, world)
+            if owner is not None:
+                add(_param_name(node.left, params), ParamDomain(*owner))
+        elif isinstance(node, ir.Binary) and node.op == "==":
+            for side, other in ((node.left, node.right), (node.right, node.left)):
+                param = _param_name(side, params)
+                if param is None:
+                    continue
+                if isinstance(other, ir.Attr) and isinstance(other.obj, ir.Name) and other.obj.id in loops:
+                    add(param, ParamDomain(*loops[other.obj.id], field=other.name))
+                if isinstance(other, ir.Index):
+                    owner = _state_field(other.obj, state, world)
+                    key = _param_name(other.index, params)
+                    if owner is not None and key is not None and key != param:
+                        add(param, ParamDomain(*owner, of_param=key))
+        elif isinstance(node, ir.Call) and isinstance(node.func, ir.Attr) and node.func.name in ("get", "pop"):
+            owner = _state_field(node.func.obj, state, world)
+            if owner is not None and node.args:
+                add(_param_name(node.args[0], params), ParamDomain(*owner))
+    return found
+
+
+def _calls(body: Sequence[ir.Stmt], helpers: dict[str, ir.FnDecl]) -> Iterator[tuple[ir.Call, ir.FnDecl]]:
+    for node in walk(list(body)):
+        if isinstance(node, ir.Call) and isinstance(node.func, ir.Name) and node.func.id in helpers:
+            yield node, helpers[node.func.id]
+
+
+def _arguments(call: ir.Call, fn: ir.FnDecl) -> Iterator[tuple[str, ir.Expr]]:
+    """(helper parameter, argument) pairs of a helper call."""
+    for param, arg in zip(fn.params, call.args):
+        yield param.name, arg
+    names = {p.name for p in fn.params}
+    for kw in call.kwargs:
+        if kw.name in names:
+            yield kw.name, kw.value
+
+
+def _helper_domains(env: ir.Environment, helpers: dict[str, ir.FnDecl]) -> dict[str, dict[str, list[ParamDomain]]]:
+    """Each helper's parameter domains, through the helpers it calls (helpers do not
+    recurse, so as many rounds as there are helpers reach a fixed point)."""
+    state, world = {f.name for f in env.state}, {w.name for w in env.world}
+    domains = {
+        name: _direct_domains(fn.body, {p.name for p in fn.params}, state, world) for name, fn in helpers.items()
+    }
+    for _ in range(len(helpers)):
+        changed = False
+        for name, fn in helpers.items():
+            params = {p.name for p in fn.params}
+            for call, callee in _calls(fn.body, helpers):
+                for callee_param, arg in _arguments(call, callee):
+                    param = _param_name(arg, params)
+                    for domain in domains[callee.name].get(callee_param, []) if param else []:
+                        assert param is not None
+                        if domain not in domains[name].setdefault(param, []):
+                            domains[name][param].append(domain)
+                            changed = True
+        if not changed:
+            break
+    return domains
+
+
+def _param_domains(
+    tool: ir.ToolDecl,
+    env: ir.Environment,
+    helpers: dict[str, ir.FnDecl],
+    helper_domains: dict[str, dict[str, list[ParamDomain]]],
+) -> dict[str, list[ParamDomain]]:
+    params = {p.name for p in tool.params}
+    state, world = {f.name for f in env.state}, {w.name for w in env.world}
+    domains = _direct_domains(tool.body, params, state, world)
+    for call, fn in _calls(tool.body, helpers):
+        for helper_param, arg in _arguments(call, fn):
+            param = _param_name(arg, params)
+            for domain in helper_domains[fn.name].get(helper_param, []) if param else []:
+                assert param is not None
+                if domain not in domains.setdefault(param, []):
+                    domains[param].append(domain)
+    return {name: domains[name] for name in sorted(domains)}
+
+
+def _guard_conditions(body: Sequence[ir.Stmt]) -> Iterator[ir.Expr]:
+    """Conditions that end the call with an error: `require c` and `if c: fail ...`."""
+    for node in walk(list(body)):
+        if isinstance(node, ir.Require):
+            yield node.cond
+        elif isinstance(node, ir.If):
+            for branch in node.branches:
+                if branch.body and isinstance(branch.body[0], ir.Fail):
+                    yield branch.cond
+
+
+def _fields_in(expr: ir.Expr, locals_: dict[str, set[str]]) -> set[str]:
+    """State fields an expression reads, directly or through locals bound to them."""
+    found: set[str] = set()
+    for node in walk(expr):
+        if isinstance(node, ir.Name) and node.ref == "state":
+            found.add(node.id)
+        elif isinstance(node, ir.Name) and node.ref == "local":
+            found |= locals_.get(node.id, set())
+        elif isinstance(node, ir.Attr) and is_state_attr(node):
+            found.add(node.name)
+    return found
+
+
+def _local_sources(body: Sequence[ir.Stmt]) -> dict[str, set[str]]:
+    """Each local's state fields: what its `let` and later assignments read."""
+    sources: dict[str, set[str]] = {}
+    for node in walk(list(body)):
+        if isinstance(node, ir.Let):
+            sources.setdefault(node.name, set()).update(_fields_in(node.value, sources))
+        elif isinstance(node, ir.Assign) and isinstance(node.target, ir.Name) and node.target.ref == "local":
+            sources.setdefault(node.target.id, set()).update(_fields_in(node.value, sources))
+    return sources
+
+
+def _guards(body: Sequence[ir.Stmt], helper_guards: dict[str, set[str]]) -> set[str]:
+    found: set[str] = set()
+    sources = _local_sources(body)
+    for cond in _guard_conditions(body):
+        found |= _fields_in(cond, sources)
+    for node in walk(list(body)):
+        if isinstance(node, ir.Call) and isinstance(node.func, ir.Name) and node.func.ref == "fn":
+            found |= helper_guards.get(node.func.id, set())
+    return found
+
+
+def _helper_guards(helpers: dict[str, ir.FnDecl]) -> dict[str, set[str]]:
+    guards: dict[str, set[str]] = {name: set() for name in helpers}
+    for _ in range(len(helpers) + 1):
+        before = {name: set(found) for name, found in guards.items()}
+        for name, fn in helpers.items():
+            guards[name] = _guards(fn.body, before)
+        if guards == before:
+            break
+    return guards
+
+
+def _record_types(ty: ir.TypeRef, records: dict[str, ir.RecordDecl]) -> set[str]:
+    """Records a value of this type is or holds (one level of containers)."""
+    base = ts.strip_optional(ty)
+    if base.name in records:
+        return {base.name}
+    if base.name in ("list", "set"):
+        return _record_types(base.args[0], records)
+    if base.name == "map":
+        return _record_types(base.args[1], records)
+    return set()
+
+
+def _returned_fields(ty: ir.TypeRef, env: ir.Environment) -> set[tuple[str, str, str]]:
+    records = {r.name: r for r in env.records}
+    return {(name, f.name, ts.show(f.type)) for name in _record_types(ty, records) for f in records[name].fields}
+
+
+def _written_records(tool: ir.ToolDecl, env: ir.Environment) -> set[str]:
+    records = {r.name: r for r in env.records}
+    return {name for f in env.state if f.name in tool.writes for name in _record_types(f.type, records)}
+
+
+def _produces(tool: ir.ToolDecl, env: ir.Environment) -> set[str]:
+    """Domains whose keys the result holds: the records of a state container (their
+    key, their fields), or a new key of a container the tool writes (`create` returns
+    the new id)."""
+    records = {r.name: r for r in env.records}
+    returned = _record_types(tool.returns, records)
+    result = ts.strip_optional(tool.returns)
+    found: set[str] = set()
+    for state_field in env.state:
+        ty = state_field.type
+        if ty.name == "map":
+            key, value = ty.args
+            holds = value.name in returned and any(ts.same(f.type, key) for f in records[value.name].fields)
+            if holds or (state_field.name in tool.writes and ts.same(result, key)):
+                found.add(state_field.name)
+        elif ty.name == "list" and ty.args[0].name in records:
+            record = records[ty.args[0].name]
+            for record_field in record.fields:
+                new_key = state_field.name in tool.writes and ts.same(result, record_field.type)
+                if record.name in returned or new_key:
+                    found.add(f"{state_field.name}.{record_field.name}")
+    return found
+
+
+# =========================================================================== graphs
+
+
+def tool_graph(env: ir.Environment, weights: GraphWeights | None = None) -> nx.DiGraph[str]:
+    """The tool dependency graph of one environment (nodes: tools; edges: see module doc)."""
+    weights = weights or GraphWeights()
+    facts = tool_facts(env)
+    graph: nx.DiGraph[str] = nx.DiGraph(name=env.header.name)
+    for tool in env.tools:
+        fact = facts[tool.name]
+        graph.add_node(
+            tool.name,
+            env=env.header.name,
+            kind=fact.kind,
+            params=[{"name": n, "type": t} for n, t in fact.params],
+            reads=sorted(fact.reads),
+            writes=sorted(fact.writes),
+        )
+    for source in env.tools:
+        for target in env.tools:
+            if source.name != target.name:
+                _add_tool_edge(graph, facts[source.name], facts[target.name], weights)
+    return graph
+
+
+def _add_tool_edge(graph: nx.DiGraph[str], a: ToolFacts, b: ToolFacts, weights: GraphWeights) -> None:
+    via: dict[str, list[str]] = {}
+    state = sorted(a.writes & b.reads)
+    if state:
+        via["state"] = state
+    data = sorted(
+        {f"{param}<-{domain_key(d)}" for param, ds in b.domains.items() for d in ds if domain_key(d) in a.produces}
+        | {
+            f"{name}<-{record}.{name}"
+            for record, name, ty in a.returned_fields
+            if (name, ty) in b.params and record not in b.written_records  # not copying an entity's own fields
+        }
+    )
+    if data:
+        via["data"] = data
+    guards = sorted(a.writes & b.guards)
+    if guards:
+        via["precondition"] = guards
+    if via:
+        kinds = [kind for kind in EDGE_KINDS if kind in via]
+        weight = round(sum(getattr(weights, kind) for kind in kinds), 6)
+        graph.add_edge(a.name, b.name, kinds=kinds, via=via, weight=weight)
+
+
+def domain_key(domain: ParamDomain) -> str:
+    return f"{domain.container}.{domain.field}" if domain.field else domain.container
+
+
+# --------------------------------------------------------------------------- env graph
+
+
+def vocabulary(env: ir.Environment) -> set[str]:
+    """`name: type` of every record field, state field and tool parameter (the words an
+    environment's values are described in; ids and built-ins aside)."""
+    words = {f"{f.name}: {ts.show(f.type)}" for r in env.records if r.name != "AuditEntry" for f in r.fields}
+    words |= {f"{f.name}: {ts.show(f.type)}" for f in env.state if f.name not in bi.BUILTIN_STATE}
+    words |= {f"{p.name}: {ts.show(p.type)}" for t in env.tools for p in t.params}
+    return {w for w in words if not w.split(":")[0].endswith("id")}
+
+
+def _consumed(env: ir.Environment) -> set[str]:
+    return {f"{p.name}: {ts.show(p.type)}" for t in env.tools for p in t.params}
+
+
+def _produced(env: ir.Environment) -> set[str]:
+    return {f"{name}: {ty}" for t in env.tools for _, name, ty in _returned_fields(t.returns, env)}
+
+
+def env_graph(envs: Iterable[ir.Environment], weights: GraphWeights | None = None) -> nx.DiGraph[str]:
+    """Environments as nodes; an edge X -> Y weighted by shared domains, shared
+    vocabulary, values X's tools return that Y's take, and a shared archetype."""
+    weights = weights or GraphWeights()
+    ordered = sorted(envs, key=lambda e: e.header.name)
+    graph: nx.DiGraph[str] = nx.DiGraph(name="environments")
+    for env in ordered:
+        graph.add_node(
+            env.header.name,
+            title=env.header.title,
+            archetype=env.header.archetype,
+            domains=list(env.header.domains),
+            tools=len(env.tools),
+        )
+    words = {e.header.name: vocabulary(e) for e in ordered}
+    for x in ordered:
+        for y in ordered:
+            if x.header.name != y.header.name:
+                _add_env_edge(graph, x, y, words, weights)
+    return graph
+
+
+def _add_env_edge(
+    graph: nx.DiGraph[str], x: ir.Environment, y: ir.Environment, words: dict[str, set[str]], weights: GraphWeights
+) -> None:
+    shared_domains = sorted(set(x.header.domains) & set(y.header.domains))
+    wx, wy = words[x.header.name], words[y.header.name]
+    overlap = len(wx & wy) / len(wx | wy) if wx | wy else 0.0
+    flows = sorted((_produced(x) & _consumed(y)) - {w for w in _consumed(y) if w.split(":")[0].endswith("id")})
+    same = bool(x.header.archetype) and x.header.archetype == y.header.archetype and x.header.archetype != "custom"
+    weight = (
+        weights.shared_domain * len(shared_domains)
+        + weights.shared_vocabulary * overlap
+        + weights.produced_consumed * len(flows)
+        + weights.same_archetype * same
+    )
+    if weight > 0:
+        graph.add_edge(
+            x.header.name,
+            y.header.name,
+            weight=round(weight, 6),
+            domains=shared_domains,
+            vocabulary=round(overlap, 6),
+            flows=flows,
+            same_archetype=same,
+        )
+
+
+# --------------------------------------------------------------------------- output
+
+
+def node_link(graph: nx.DiGraph[str]) -> dict[str, object]:
+    """networkx node-link data with sorted nodes and edges (byte-stable JSON)."""
+    data: dict[str, Any] = nx.node_link_data(graph, edges="edges")
+    data["nodes"] = sorted(data["nodes"], key=lambda n: str(n["id"]))
+    data["edges"] = sorted(data["edges"], key=lambda e: (str(e["source"]), str(e["target"])))
+    return data
+
+
+@dataclass
+class GraphDocument:
+    """What `envc graph` writes: one tool graph per environment, and the env graph."""
+
+    tools: dict[str, nx.DiGraph[str]] = field(default_factory=dict)
+    environments: nx.DiGraph[str] | None = None
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"tool_graphs": {name: node_link(g) for name, g in sorted(self.tools.items())}}
+        if self.environments is not None:
+            out["env_graph"] = node_link(self.environments)
+        return out
