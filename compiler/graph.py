@@ -97,6 +97,8 @@ class ParamDomain:
     container: str
     field: str = ""
     of_param: str = ""
+    values: bool = False
+    """The values of a map rather than its keys."""
 
 
 @dataclass
@@ -167,32 +169,67 @@ def _direct_domains(
 ) -> dict[str, list[ParamDomain]]:
     """Parameters used as a key or item of a state or world field in `body`."""
     found: dict[str, list[ParamDomain]] = {}
-    loops: dict[str, tuple[str, str]] = {}  # loop variable -> the state list it walks
+    aliases: dict[str, tuple[str, str, bool]] = {}  # local -> (owner, field, values of a map?)
+    items: dict[str, tuple[str, str, bool]] = {}  # loop variable -> what it walks over
+
+    def container(expr: ir.Expr) -> tuple[str, str, bool] | None:
+        """A state or world field, its keys(...) or values(...), or a local bound to one."""
+        owner = _state_field(expr, state, world)
+        if owner is not None:
+            return (*owner, False)
+        if isinstance(expr, ir.Name) and expr.ref == "local":
+            return aliases.get(expr.id)
+        if isinstance(expr, ir.Call) and expr.args and isinstance(expr.func, ir.Name) and expr.func.ref == "builtin":
+            inner = container(expr.args[0]) if expr.func.id in ("keys", "values", "sorted", "copy") else None
+            return (inner[0], inner[1], expr.func.id == "values") if inner else None
+        if isinstance(expr, ir.Call) and isinstance(expr.func, ir.Attr) and expr.func.name in ("keys", "values"):
+            inner = container(expr.func.obj)
+            return (inner[0], inner[1], expr.func.name == "values") if inner else None
+        return None
 
     def add(param: str | None, domain: ParamDomain) -> None:
         if param is not None and domain not in found.setdefault(param, []):
             found[param].append(domain)
 
     for node in walk(list(body)):
-        if isinstance(node, (ir.For, ir.Comprehension)) and len(node.targets) == 1:
-            owner = _state_field(node.iter, state, world)
-            if owner is not None:
-                loops[node.targets[0]] = owner
+        if isinstance(node, ir.Let):
+            bound = container(node.value)
+            if bound is not None:
+                aliases[node.name] = bound
+        if isinstance(node, (ir.For, ir.Comprehension)):
+            walked = container(node.iter)
+            if walked is not None and len(node.targets) == 1:
+                items[node.targets[0]] = walked
+            elif walked is not None and len(node.targets) == 2:
+                items[node.targets[1]] = (walked[0], walked[1], True)
         if isinstance(node, ir.Index):
             owner = _state_field(node.obj, state, world)
             if owner is not None:
                 add(_param_name(node.index, params), ParamDomain(*owner))
         elif isinstance(node, ir.Binary) and node.op in ("in", "not in"):
-            owner = _state_field(node.right, state, world)
-            if owner is not None:
-                add(_param_name(node.left, params), ParamDomain(*owner))
+            walked = container(node.right)
+            if walked is not None:
+                add(_param_name(node.left, params), ParamDomain(walked[0], walked[1], values=walked[2]))
         elif isinstance(node, ir.Binary) and node.op == "==":
             for side, other in ((node.left, node.right), (node.right, node.left)):
                 param = _param_name(side, params)
                 if param is None:
                     continue
-                if isinstance(other, ir.Attr) and isinstance(other.obj, ir.Name) and other.obj.id in loops:
-                    add(param, ParamDomain(*loops[other.obj.id], field=other.name))
+                if isinstance(other, ir.Attr) and isinstance(other.obj, ir.Name) and other.obj.id in items:
+                    owner, name, values = items[other.obj.id]
+                    add(param, ParamDomain(owner, name, field=other.name, values=values))
+                if (
+                    isinstance(other, ir.Index)
+                    and isinstance(other.obj, ir.Name)
+                    and other.obj.id in items
+                    and isinstance(other.index, ir.Const)
+                    and isinstance(other.index.value, str)
+                ):  # `t["id"] == ticket_id` over json items
+                    owner, name, values = items[other.obj.id]
+                    add(param, ParamDomain(owner, name, field=other.index.value, values=values))
+                if isinstance(other, ir.Name) and other.id in items:
+                    owner, name, values = items[other.id]
+                    add(param, ParamDomain(owner, name, values=values))
                 if isinstance(other, ir.Index):
                     owner = _state_field(other.obj, state, world)
                     key = _param_name(other.index, params)

@@ -276,6 +276,14 @@ def _up_to_date(spec: Path, result: SpecResult, options: Options) -> bool:
     return False
 
 
+def current_package(spec: Path, root: Path) -> Path | None:
+    """The output folder holding `spec`'s package when it is up to date (same inputs, same
+    compiler, files as written), else None; for stages that run generated packages."""
+    options = Options(output=configured_output(root).resolve(), project_root=root, qc=False)
+    result = SpecResult(spec=display_path(spec, root))
+    return options.output / result.name if _up_to_date(spec, result, options) else None
+
+
 def _qc_marker(options: Options, inputs_sha: str) -> Path:
     """Proof that output for these exact inputs passed QC; kept out of the manifest so
     the generated tree stays the same whether or not checks ran."""

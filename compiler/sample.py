@@ -1,0 +1,666 @@
+"""Stage 8b, sample: executable tool chains from weighted walks over the tool graphs.
+
+A chain is sampled by running it: each step picks a next tool along the graph's edges
+(weighted; now and then any tool), draws arguments from the live state and world (keys
+and ids that exist, enum members, values meeting the constraints, values earlier calls
+returned) and calls the generated environment. A step that fails is tried again with
+other tools or arguments, a bounded number of times. Every kept chain runs without an
+error, ends with a write tool whose call changed the state, and leaves the state
+changed. Cross-environment chains first pick 2-5 environments along the env graph, then
+walk inside each; their tools are named `env__tool`.
+
+Chain `i` is drawn from `random.Random(f"{seed}:{i}")` alone, so the result does not
+depend on the order chains are drawn in, and `workers` processes give the same bytes
+as one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import random
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import networkx as nx
+
+from compiler import builtins as bi
+from compiler import graph as tool_graphs
+from compiler import ir
+from compiler import typesys as ts
+from compiler.lower.schema import Samples, constraint_values, param_default
+
+TELEPORT = 0.25
+"""Weight of jumping to any tool, against edge weights of 1 to 6 (walks do not get stuck)."""
+STEP_ATTEMPTS = 12
+"""Tries per step (tool and arguments) before a chain is given up."""
+ATTEMPTS_PER_CHAIN = 25
+"""At most this many candidate chains are drawn per chain asked for."""
+OPTIONAL_ARGUMENT = 0.5
+"""Chance of passing a parameter that has a default."""
+EARLIER_VALUE = 0.5
+"""Chance of reusing a value an earlier call returned, where one fits."""
+BUILTIN_FIELDS = frozenset(bi.BUILTIN_STATE)
+CROSS_SEPARATOR = "__"
+
+
+class SampleError(ValueError):
+    """Options or environments that cannot be sampled (a clear message for the user)."""
+
+
+@dataclass(frozen=True)
+class SampleOptions:
+    chains: int
+    seed: int = 0
+    envs: tuple[int, int] = (1, 1)
+    """How many environments a chain spans: drawn from this range (at most 5)."""
+    min_len: int = 2
+    max_len: int = 5
+    """Calls per environment a chain makes."""
+    workers: int = 1
+
+    def check(self, available: int) -> None:
+        low, high = self.envs
+        if self.chains < 1:
+            raise SampleError("--chains must be at least 1")
+        if not 1 <= self.min_len <= self.max_len:
+            raise SampleError(f"need 1 <= --min-len <= --max-len, got {self.min_len} and {self.max_len}")
+        if not 1 <= low <= high:
+            raise SampleError(f"--envs must be K or A-B with 1 <= A <= B, got {low}-{high}")
+        if high > 5:
+            raise SampleError(f"a chain spans at most 5 environments, not {high}")
+        if high > available:
+            raise SampleError(f"--envs {high} needs {high} environments; {available} given")
+        if self.workers < 1:
+            raise SampleError("--workers must be at least 1")
+
+
+# =========================================================================== environments
+
+
+@dataclass
+class SampleEnv:
+    """An environment ready to sample from: its IR, tool graph, and generated package."""
+
+    model: ir.Environment
+    package: ModuleType
+    graph: nx.DiGraph[str]
+    facts: dict[str, tool_graphs.ToolFacts]
+    tools: dict[str, ir.ToolDecl]
+    samples: Samples
+
+    @property
+    def name(self) -> str:
+        return self.model.header.name
+
+    @property
+    def world(self) -> dict[str, Any]:
+        world: dict[str, Any] = self.package.environment.WORLD
+        return world
+
+    def scenarios(self) -> list[str | None]:
+        """S0 (None) and every named scenario."""
+        return [None, *(s.name for s in self.model.scenarios)]
+
+
+def import_package(folder: Path, alias: str) -> ModuleType:
+    """Import a generated package from its folder under a private name (so two
+    environments, or a package and its source checkout, never collide)."""
+    if alias in sys.modules:
+        return sys.modules[alias]
+    spec = importlib.util.spec_from_file_location(
+        alias, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    if spec is None or spec.loader is None:
+        raise SampleError(f"{folder} is not a generated package")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[alias] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[alias]
+        raise SampleError(f"cannot import the generated package in {folder}: {exc}") from exc
+    return module
+
+
+def load_env(env: ir.Environment, folder: Path, weights: tool_graphs.GraphWeights | None = None) -> SampleEnv:
+    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:10]
+    package = import_package(folder, f"_envc_sample_{env.header.name}_{digest}")
+    return SampleEnv(
+        model=env,
+        package=package,
+        graph=tool_graphs.tool_graph(env, weights),
+        facts=tool_graphs.tool_facts(env),
+        tools={t.name: t for t in env.tools},
+        samples=Samples(env),
+    )
+
+
+# =========================================================================== arguments
+
+
+@dataclass
+class Pool:
+    """Scalar values earlier calls of the chain returned, by the key they came under."""
+
+    values: dict[str, list[Any]] = field(default_factory=dict)
+
+    def add(self, result: Any, key: str = "") -> None:
+        if isinstance(result, dict):
+            for name, value in result.items():
+                self.add(value, str(name))
+        elif isinstance(result, list):
+            for item in result[:20]:
+                self.add(item, key)
+        elif key and result is not None and isinstance(result, (str, int, float, bool)):
+            bucket = self.values.setdefault(key, [])
+            if result not in bucket:
+                bucket.append(result)
+
+
+def _fits(value: Any, ty: ir.TypeRef, enums: dict[str, ir.EnumDecl]) -> bool:
+    base = ts.strip_optional(ty)
+    if base.name in enums:
+        return value in enums[base.name].members
+    if base.name == "int":
+        return type(value) is int
+    if base.name == "float":
+        return type(value) in (int, float)
+    if base.name == "bool":
+        return type(value) is bool
+    if base.name in ("str", *ts.TEMPORAL):
+        return isinstance(value, str) and (base.name == "str" or ts.valid_temporal(base.name, value))
+    return base.name in ("json", "any")
+
+
+class ArgumentDrawer:
+    """Arguments for one call, from the live state, the world, the pool and the types."""
+
+    def __init__(self, env: SampleEnv, rng: random.Random, pool: Pool) -> None:
+        self.env = env
+        self.rng = rng
+        self.pool = pool
+        self.enums = {e.name: e for e in env.model.enums}
+        self.allowed: dict[tuple[str, str], list[Any]] = {}
+
+    def learn(self, tool: str, error: Any) -> None:
+        """A refusal that names the field and the values it allows (as envc's domain
+        errors do, for agents to correct themselves): the next draw picks from those."""
+        if isinstance(error, dict) and isinstance(error.get("field"), str) and isinstance(error.get("allowed"), list):
+            allowed = [v for v in error["allowed"] if _scalar(v)]
+            if allowed:
+                self.allowed[(tool, error["field"])] = allowed
+
+    def draw(self, tool: ir.ToolDecl, live: Any) -> dict[str, Any]:
+        domains = self.env.facts[tool.name].domains
+        args: dict[str, Any] = {}
+        # Parameters whose value depends on another's (a user's password) come last.
+        ordered = sorted(tool.params, key=lambda p: any(d.of_param for d in domains.get(p.name, [])))
+        for param in ordered:
+            has_default, _ = param_default(param)
+            if has_default and self.rng.random() >= OPTIONAL_ARGUMENT:
+                continue
+            allowed = self.allowed.get((tool.name, param.name))
+            if allowed:
+                value = self.rng.choice(allowed)
+            else:
+                value = self.value(param, domains.get(param.name, []), live, args)
+            if value is not None or not has_default:
+                args[param.name] = value
+        return {p.name: args[p.name] for p in tool.params if p.name in args}
+
+    def value(self, param: ir.Param, domains: list[tool_graphs.ParamDomain], live: Any, args: dict[str, Any]) -> Any:
+        earlier = [v for v in self.pool.values.get(param.name, []) if _fits(v, param.type, self.enums)]
+        if earlier and self.rng.random() < EARLIER_VALUE:
+            return self.rng.choice(earlier)
+        candidates = [v for d in domains for v in self.domain_values(d, live, args) if _fits(v, param.type, self.enums)]
+        if candidates:
+            return self.rng.choice(candidates)
+        return self.from_type(param.type, constraint_values(param), live)
+
+    def domain_values(self, domain: tool_graphs.ParamDomain, live: Any, args: dict[str, Any]) -> list[Any]:
+        source = live if domain.owner == "state" else self.env.world
+        container = source.get(domain.container) if isinstance(source, dict) else None
+        if domain.of_param:
+            key = args.get(domain.of_param)
+            found = container.get(key) if isinstance(container, dict) and isinstance(key, (str, int)) else None
+            return [found] if found is not None else []
+        if domain.values and not domain.field:
+            values = container.values() if isinstance(container, dict) else []
+            return sorted({v for v in values if _scalar(v)}, key=repr)
+        if domain.field:
+            items = container.values() if isinstance(container, dict) else container or []
+            return sorted(
+                {item[domain.field] for item in items if isinstance(item, dict) and _scalar(item.get(domain.field))},
+                key=repr,
+            )
+        if isinstance(container, dict):
+            return sorted(container, key=repr)
+        if isinstance(container, (list, set)):
+            return sorted({item for item in container if _scalar(item)}, key=repr)
+        return []
+
+    def from_type(self, ty: ir.TypeRef, constraints: dict[str, Any], live: Any) -> Any:
+        base = ts.strip_optional(ty)
+        rng = self.rng
+        if base.name in self.enums:
+            return rng.choice(self.enums[base.name].members)
+        if base.name == "bool":
+            return rng.random() < 0.5
+        if base.name == "int":
+            low = int(constraints.get("min", 1))
+            return rng.randint(low, max(low, int(constraints.get("max", low + 9))))
+        if base.name == "float":
+            floor = float(constraints.get("min", 0.0))
+            return round(rng.uniform(floor, float(constraints.get("max", floor + 100.0))), 2)
+        if base.name == "str" and not constraints.get("pattern"):
+            return self.text(constraints)
+        if base.name in ("date", "datetime"):
+            return _shift(str(live[bi.CLOCK]), rng.randint(0, 14), base.name)
+        if base.name in ("list", "map"):
+            low = int(constraints.get("min_items", 0))
+            count = rng.randint(low, max(low, min(int(constraints.get("max_items", low + 2)), low + 2)))
+            if base.name == "list":
+                return [self.from_type(base.args[0], {}, live) for _ in range(count)]
+            if base.args[0].name == "str":
+                return {
+                    self.text({"max_length": 12}).replace(" ", "_"): self.from_type(base.args[1], {}, live)
+                    for _ in range(count)
+                }
+        return self.env.samples.value(base, constraints)
+
+    def text(self, constraints: dict[str, Any]) -> str:
+        words = ("alpha", "bravo", "delta", "echo", "harbor", "lumen", "orbit", "quartz", "river", "tango")
+        text = " ".join(self.rng.choice(words) for _ in range(self.rng.randint(1, 3)))
+        minimum, maximum = int(constraints.get("min_length", 1)), constraints.get("max_length")
+        while len(text) < minimum:
+            text += " " + self.rng.choice(words)
+        return text[: int(maximum)] if maximum is not None else text
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _shift(clock: str, days: int, kind: str) -> str:
+    import datetime as dt
+
+    moment = dt.datetime.fromisoformat(clock) + dt.timedelta(days=days)
+    return moment.date().isoformat() if kind == "date" else moment.isoformat(timespec="seconds")
+
+
+# =========================================================================== chains
+
+
+@dataclass
+class Call:
+    env: str
+    tool: str
+    args: dict[str, Any]
+    result: Any
+
+
+@dataclass
+class Chain:
+    seed: str
+    envs: list[str]
+    scenarios: dict[str, str | None]
+    calls: list[Call]
+    diffs: dict[str, list[dict[str, Any]]]
+
+    def key(self) -> str:
+        """What makes two chains the same: their environments, starts and calls."""
+        calls = [[c.env, c.tool, c.args] for c in self.calls]
+        return json.dumps([self.envs, self.scenarios, calls], sort_keys=True, default=str)
+
+    def row(self) -> dict[str, Any]:
+        cross = len(self.envs) > 1
+        calls = [
+            {
+                "env": c.env,
+                "tool": f"{c.env}{CROSS_SEPARATOR}{c.tool}" if cross else c.tool,
+                "args": c.args,
+                "result": c.result,
+            }
+            for c in self.calls
+        ]
+        body = {"seed": self.seed, "envs": self.envs, "scenarios": self.scenarios, "calls": calls, "diff": self.diffs}
+        digest = hashlib.sha256(self.key().encode()).hexdigest()[:16]
+        return {"id": f"chain-{digest}", **body}
+
+
+class Rejected(Exception):
+    """A candidate chain that is not kept, and why (a summary counts the reasons)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def is_failure(result: Any) -> bool:
+    """A refused call: the JSON error of a DomainError or of an internal failure, or an
+    error result a tool returns itself (as BFCL's classes do)."""
+    return isinstance(result, dict) and set(result) == {"error"}
+
+
+def changed_fields(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
+    """State fields a call changed, the runtime's own bookkeeping aside."""
+    return {name for name in after if name not in BUILTIN_FIELDS and before.get(name) != after[name]}
+
+
+class Walk:
+    """One environment's sub-chain: a weighted walk that calls each tool it visits."""
+
+    def __init__(self, env: SampleEnv, rng: random.Random, pool: Pool, scenario: str | None) -> None:
+        self.env = env
+        self.rng = rng
+        self.session = env.package.Environment(scenario)
+        self.drawer = ArgumentDrawer(env, rng, pool)
+        self.pool = pool
+        self.start = self.session.state()
+        self.calls: list[Call] = []
+
+    def run(self, length: int) -> list[Call]:
+        current: str | None = None
+        for step in range(length):
+            current = self.step(current, last=step == length - 1)
+        if not changed_fields(self.start, self.session.state()):
+            raise Rejected("no net state change")
+        return self.calls
+
+    def step(self, current: str | None, last: bool) -> str:
+        for _ in range(STEP_ATTEMPTS):
+            tool = self.next_tool(current, writes_only=last)
+            args = self.drawer.draw(self.env.tools[tool], self.session.view())
+            # The last call must change the state: try it on a fork, keep the fork if it did.
+            session = self.session.fork() if last else self.session
+            result = session.call(tool, args)
+            if is_failure(result):
+                if _is_internal(result):
+                    raise Rejected("internal error")
+                self.drawer.learn(tool, result["error"])
+                continue
+            if last and not changed_fields(self.session.state(), session.state()):
+                continue
+            self.session = session
+            self.calls.append(Call(self.env.name, tool, args, result))
+            self.pool.add(result)
+            return tool
+        raise Rejected("no state-changing write to end with" if last else "no call succeeded")
+
+    def next_tool(self, current: str | None, writes_only: bool) -> str:
+        graph = self.env.graph
+        weights: dict[str, float] = {name: TELEPORT for name in graph.nodes}
+        if current is not None:
+            for _, target, data in graph.out_edges(current, data=True):
+                weights[target] += float(data["weight"])
+        if writes_only:
+            weights = {n: w for n, w in weights.items() if graph.nodes[n]["kind"] == "write"}
+        if not weights:
+            raise Rejected("no write tool")
+        names = sorted(weights)
+        return self.rng.choices(names, weights=[weights[n] for n in names])[0]
+
+
+def _is_internal(result: dict[str, Any]) -> bool:
+    """The generated environment's answer to an exception in a tool: a bug, not a refusal."""
+    error = result["error"]
+    return isinstance(error, dict) and error.get("kind") == "internal"
+
+
+def state_diff(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
+    """Changed paths (JSON Pointer) with their values before and after; a list that only
+    grew reports each new item."""
+    if before == after:
+        return []
+    if isinstance(before, dict) and isinstance(after, dict):
+        changes: list[dict[str, Any]] = []
+        for key in sorted(set(before) | set(after), key=str):
+            child = f"{path}/{_pointer(str(key))}"
+            if key not in before:
+                changes.append({"path": child, "before": None, "after": after[key]})
+            elif key not in after:
+                changes.append({"path": child, "before": before[key], "after": None})
+            else:
+                changes.extend(state_diff(before[key], after[key], child))
+        return changes
+    if isinstance(before, list) and isinstance(after, list):
+        if len(before) == len(after):
+            return [c for i, (b, a) in enumerate(zip(before, after)) for c in state_diff(b, a, f"{path}/{i}")]
+        if after[: len(before)] == before:
+            return [{"path": f"{path}/{i}", "before": None, "after": after[i]} for i in range(len(before), len(after))]
+    return [{"path": path or "/", "before": before, "after": after}]
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+# =========================================================================== the sampler
+
+
+@dataclass
+class Sampler:
+    """All environments of a run, their env graph, and the options."""
+
+    envs: dict[str, SampleEnv]
+    options: SampleOptions
+    weights: tool_graphs.GraphWeights = field(default_factory=tool_graphs.GraphWeights)
+    env_graph: nx.DiGraph[str] | None = None
+
+    def __post_init__(self) -> None:
+        self.options.check(len(self.envs))
+        if self.options.envs[1] > 1 and self.env_graph is None:
+            self.env_graph = tool_graphs.env_graph([e.model for e in self.envs.values()], self.weights)
+
+    def chain(self, attempt: int) -> Chain:
+        seed = f"{self.options.seed}:{attempt}"
+        rng = random.Random(seed)
+        names = self.pick_envs(rng)
+        pool = Pool()
+        scenarios: dict[str, str | None] = {}
+        calls: list[Call] = []
+        diffs: dict[str, list[dict[str, Any]]] = {}
+        for name in names:
+            env = self.envs[name]
+            scenario = rng.choice(env.scenarios())
+            walk = Walk(env, rng, pool, scenario)
+            calls += walk.run(rng.randint(self.options.min_len, self.options.max_len))
+            scenarios[name] = scenario
+            diffs[name] = state_diff(walk.start, walk.session.state())
+        return Chain(seed, names, scenarios, calls, diffs)
+
+    def pick_envs(self, rng: random.Random) -> list[str]:
+        names = sorted(self.envs)
+        count = rng.randint(*self.options.envs)
+        if count == 1:
+            return [rng.choice(names)]
+        assert self.env_graph is not None
+        picked = [rng.choice(names)]
+        while len(picked) < count:
+            options = {n: TELEPORT for n in names if n not in picked}
+            for _, target, data in self.env_graph.out_edges(picked[-1], data=True):
+                if target in options:
+                    options[target] += float(data["weight"])
+            ordered = sorted(options)
+            picked.append(rng.choices(ordered, weights=[options[n] for n in ordered])[0])
+        return picked
+
+    def attempt(self, attempt: int) -> Chain | Rejected:
+        try:
+            return self.chain(attempt)
+        except Rejected as rejected:
+            return rejected
+
+
+@dataclass
+class Summary:
+    kept: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    lengths: Counter[int] = field(default_factory=Counter)
+    tools_used: set[str] = field(default_factory=set)
+    tools: set[str] = field(default_factory=set)
+    write_tools: set[str] = field(default_factory=set)
+
+    def to_json(self) -> dict[str, Any]:
+        used_writes = self.tools_used & self.write_tools
+        return {
+            "kept": self.kept,
+            "rejected": dict(sorted(self.rejected.items())),
+            "tool_coverage": round(len(self.tools_used) / len(self.tools), 4) if self.tools else 0.0,
+            "write_tool_coverage": round(len(used_writes) / len(self.write_tools), 4) if self.write_tools else 0.0,
+            "tools_never_used": sorted(self.tools - self.tools_used),
+            "lengths": {str(k): v for k, v in sorted(self.lengths.items())},
+        }
+
+
+def _tool_ids(envs: dict[str, SampleEnv]) -> tuple[set[str], set[str]]:
+    tools = {f"{e}{CROSS_SEPARATOR}{t}" for e, env in envs.items() for t in env.tools}
+    writes = {f"{e}{CROSS_SEPARATOR}{t.name}" for e, env in envs.items() for t in env.model.tools if t.writes}
+    return tools, writes
+
+
+def sample(
+    sampler: Sampler, progress: Callable[[int, int], None] | None = None, worker_specs: Sequence[Any] = ()
+) -> tuple[list[dict[str, Any]], Summary]:
+    """Draw candidate chains in attempt order until `chains` distinct ones are kept (or
+    the attempt budget is spent); the same rows whatever the number of workers."""
+    options = sampler.options
+    summary = Summary()
+    summary.tools, summary.write_tools = _tool_ids(sampler.envs)
+    seen: set[str] = set()
+    rows: list[dict[str, Any]] = []
+    budget = options.chains * ATTEMPTS_PER_CHAIN
+    for outcome in _outcomes(sampler, budget, worker_specs):
+        if isinstance(outcome, Rejected):
+            summary.rejected[outcome.reason] += 1
+        elif outcome.key() in seen:
+            summary.rejected["duplicate"] += 1
+        else:
+            seen.add(outcome.key())
+            rows.append(outcome.row())
+            summary.kept += 1
+            summary.lengths[len(outcome.calls)] += 1
+            summary.tools_used |= {f"{c.env}{CROSS_SEPARATOR}{c.tool}" for c in outcome.calls}
+        if progress is not None:
+            progress(summary.kept, options.chains)
+        if summary.kept == options.chains:
+            break
+    return rows, summary
+
+
+def _outcomes(sampler: Sampler, budget: int, worker_specs: Sequence[Any]) -> Iterator[Chain | Rejected]:
+    workers = sampler.options.workers
+    if workers == 1 or not worker_specs:
+        for attempt in range(budget):
+            yield sampler.attempt(attempt)
+        return
+    batch = max(64, sampler.options.chains // workers)
+    with ProcessPoolExecutor(
+        max_workers=workers, initializer=_worker_start, initargs=(worker_specs, sampler.options, sampler.weights)
+    ) as pool:
+        for start in range(0, budget, batch):
+            yield from pool.map(_worker_attempt, range(start, min(budget, start + batch)), chunksize=16)
+
+
+_WORKER: Sampler | None = None
+
+
+def _worker_start(specs: Sequence[tuple[str, str]], options: SampleOptions, weights: tool_graphs.GraphWeights) -> None:
+    """Load every environment once per worker process."""
+    global _WORKER
+    envs = {}
+    for env_json, folder in specs:
+        env = ir.Environment.model_validate_json(env_json)
+        envs[env.header.name] = load_env(env, Path(folder), weights)
+    _WORKER = Sampler(envs, options, weights)
+
+
+def _worker_attempt(attempt: int) -> Chain | Rejected:
+    assert _WORKER is not None
+    return _WORKER.attempt(attempt)
+
+
+def rows_to_jsonl(rows: Sequence[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n" for row in rows)
+
+
+# =========================================================================== replay
+
+
+def replay(row: dict[str, Any], packages: dict[str, ModuleType]) -> tuple[bool, str]:
+    """Run a chain row again on fresh environments of the generated packages alone;
+    (True, "") when every result and the final state diffs are the same."""
+    sessions = {name: packages[name].Environment(row["scenarios"][name]) for name in row["envs"]}
+    starts = {name: session.state() for name, session in sessions.items()}
+    for index, call in enumerate(row["calls"]):
+        tool = call["tool"].split(CROSS_SEPARATOR, 1)[1] if len(row["envs"]) > 1 else call["tool"]
+        result = sessions[call["env"]].call(tool, call["args"])
+        if result != call["result"]:
+            return False, f"call {index} ({call['tool']}) gave {result!r}, not {call['result']!r}"
+    for name, session in sessions.items():
+        if state_diff(starts[name], session.state()) != row["diff"][name]:
+            return False, f"the state of {name} ends differently"
+    return True, ""
+
+
+# =========================================================================== preparing specs
+
+
+@dataclass
+class Prepared:
+    """Specs made ready to sample: their environments, or the diagnostics that stop it."""
+
+    envs: dict[str, SampleEnv] = field(default_factory=dict)
+    diagnostics: list[Any] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+    worker_specs: list[tuple[str, str]] = field(default_factory=list)
+    lowered: list[str] = field(default_factory=list)
+    """Specs whose compiled package was missing or stale, so they were lowered afresh."""
+    weights: tool_graphs.GraphWeights = field(default_factory=tool_graphs.GraphWeights)
+
+
+def prepare(specs: Sequence[Path], root: Path, scratch: Path) -> Prepared:
+    """Analyse each spec and find its generated package: the compiled one when it is up
+    to date, else a fresh lowering written under `scratch` (not checked; compile it to
+    have it checked)."""
+    from compiler import pipeline
+    from compiler.analyse import analyse_file
+    from compiler.check import write_tree
+    from compiler.diagnostics import Diagnostic, has_errors
+    from compiler.lower import LoweringError, lower
+
+    prepared = Prepared(weights=tool_graphs.load_weights(root))
+    weights = prepared.weights
+    for spec in specs:
+        result = analyse_file(spec)
+        prepared.diagnostics.extend(result.diagnostics)
+        prepared.sources.update(result.sources)
+        env = result.environment
+        if env is None or has_errors(result.diagnostics):
+            continue
+        if env.header.name in prepared.envs:
+            prepared.diagnostics.append(
+                Diagnostic("E6005", f"two specs define environment `{env.header.name}`", str(spec), 1, 1)
+            )
+            continue
+        folder = pipeline.current_package(spec, root)
+        if folder is None:
+            try:
+                files = lower(env, pipeline.display_path(spec, root))
+            except LoweringError as exc:
+                prepared.diagnostics.append(Diagnostic("E6001", str(exc), str(spec), 1, 1))
+                continue
+            folder = scratch / env.header.name
+            write_tree(folder, files)
+            prepared.lowered.append(str(spec))
+        prepared.envs[env.header.name] = load_env(env, folder, weights)
+        prepared.worker_specs.append((env.model_dump_json(), str(folder)))
+    return prepared
