@@ -216,8 +216,8 @@ def _direct_domains(
                 if param is None:
                     continue
                 if isinstance(other, ir.Attr) and isinstance(other.obj, ir.Name) and other.obj.id in items:
-                    owner, name, values = items[other.obj.id]
-                    add(param, ParamDomain(owner, name, field=other.name, values=values))
+                    walks, name, values = items[other.obj.id]
+                    add(param, ParamDomain(walks, name, field=other.name, values=values))
                 if (
                     isinstance(other, ir.Index)
                     and isinstance(other.obj, ir.Name)
@@ -225,11 +225,11 @@ def _direct_domains(
                     and isinstance(other.index, ir.Const)
                     and isinstance(other.index.value, str)
                 ):  # `t["id"] == ticket_id` over json items
-                    owner, name, values = items[other.obj.id]
-                    add(param, ParamDomain(owner, name, field=other.index.value, values=values))
+                    walks, name, values = items[other.obj.id]
+                    add(param, ParamDomain(walks, name, field=other.index.value, values=values))
                 if isinstance(other, ir.Name) and other.id in items:
-                    owner, name, values = items[other.id]
-                    add(param, ParamDomain(owner, name, values=values))
+                    walks, name, values = items[other.id]
+                    add(param, ParamDomain(walks, name, values=values))
                 if isinstance(other, ir.Index):
                     owner = _state_field(other.obj, state, world)
                     key = _param_name(other.index, params)
