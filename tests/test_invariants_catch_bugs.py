@@ -156,7 +156,9 @@ CASES: dict[str, Case] = {
         "ticketing", counter_leaks_into_results, ("test_same_calls_give_the_same_trace",)
     ),
     "undo_probe_unmodified": Case("undo_probe", None, ()),
-    "undo_entry_removed": Case("undo_probe", undo_entry_removed, ("refused call of withdraw changed the state", "left a change behind")),
+    "undo_entry_removed": Case(
+        "undo_probe", undo_entry_removed, ("refused call of withdraw changed the state", "left a change behind")
+    ),
 }
 
 

@@ -27,7 +27,17 @@ def _package_of(spec: Path) -> Path:
 def test_generated_tests_of_each_spec_pass(spec: Path) -> None:
     package = _package_of(spec)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(package), str(package / "tests")],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(package),
+            str(package / "tests"),
+        ],
         cwd=package.parent,
         capture_output=True,
         text=True,
@@ -58,14 +68,22 @@ def test_scaffold_compiles_as_it_stands(archetype: str, tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.envc]\noutput = "out"\n', encoding="utf-8")
     run = subprocess.run(
         [sys.executable, "-m", "compiler.cli", "new", "my_domain", "--archetype", archetype, "-o", str(spec)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     )
     assert run.returncode == 0, run.stderr
     qc = [] if archetype in ("custom", "transactional_workspace") else ["--no-qc"]
     run = subprocess.run(
         [sys.executable, "-m", "compiler.cli", "compile", *qc, str(spec)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
     )
     assert run.returncode == 0, run.stdout + run.stderr
