@@ -4,7 +4,10 @@ in `compiler/library/`), and the names a spec may not use."""
 
 from __future__ import annotations
 
+import functools
 import keyword
+import re
+from typing import Final
 
 from compiler import ir, library
 from compiler import typesys as ts
@@ -65,86 +68,300 @@ EFFECTFUL_FUNCTIONS = library.effectful_functions()
 METHODS_OF = library.RECEIVERS
 """Receiver kind (str, list, map, set) -> its method names."""
 
-# Names a spec may not use for its own things: Python keywords, names the generated
-# code relies on, and the built-ins above.
-RESERVED = frozenset(
-    set(keyword.kwlist)
-    | {"match", "case", "type", "_"}  # soft keywords, fixed so every Python agrees
-    | set(FUNCTIONS)
-    | {
-        "self",
-        "cls",
-        "state",
-        "world",
-        "call",
-        "snapshot",
-        "restore",
-        "list",
-        "dict",
-        "map",
-        "set",
-        "bool",
-        "json",
-        "isinstance",
-        "Any",
-        "TypedDict",
-        "Literal",
-        "Optional",
-        "Callable",
-        "Final",
-        "NotRequired",
-        "Environment",
-        "DomainError",
-        "ToolError",
-        "copy",
-        "lambda",
-        "error",
-        "DEFAULT_STATE",
-        "AuditEntry",
-        "re",
-        "dt",
-        "cast",
-        "WORLD",
-        "SCENARIOS",
-        "State",
-        "World",
-        "nothing",
-    }
-    # The language's own keywords, which cannot be names either.
-    | {"let", "fail", "require", "tool", "fn", "record", "enum", "scenario", "test", "task", "expect"}
+# --------------------------------------------------------------------------- reserved names
+# Which names a spec may not give its own declarations. Two sources, nothing else:
+#
+# - what the generated package already defines, derived from the templates by
+#   compiler/lower/namespace.py (the block between `# BEGIN derived names` and
+#   `# END derived names` below; tests/test_reserved_names.py fails when it is stale);
+# - facts of the languages, which no generated code shows: Python's keywords and soft
+#   keywords, envspec's own words, and the built-in function names of the body language.
+#
+# `reserved_reason(name, role)` applies them per kind of declaration and says why.
+
+PYTHON_SOFT_KEYWORDS = frozenset({"match", "case", "type", "_"})
+"""Fixed rather than `keyword.softkwlist`, so every Python envc runs on agrees."""
+LANGUAGE_WORDS = frozenset(
+    {"let", "fail", "require", "tool", "fn", "record", "enum", "scenario", "test", "task", "expect"}
     | {"raises", "drop", "rename", "extends", "override", "reads", "writes", "environment", "world"}
+    | {"state", "nothing"}
 )
-RESERVED_TOOL_NAMES = frozenset(
-    {
-        "call",
-        "invoke",
-        "view",
-        "state",
-        "state_json",
-        "snapshot",
-        "restore",
-        "fork",
-        "reset",
-        "tools",
-        "schema",
-        "close",
-    }
-)
-
-
-def is_reserved(name: str) -> bool:
-    """For names that become Python variables (parameters, locals, loop variables)."""
-    return name in RESERVED or name.startswith("_")
-
-
-def is_reserved_declaration(name: str) -> bool:
-    """For tools, helpers, state and world fields: they become methods and dict keys, so
-    they may reuse a built-in function's name (`search`, `matches`); calls in bodies
-    still mean the built-in, names in tests the tool."""
-    return (is_reserved(name) and name not in FUNCTIONS) or name in BLOCK_WORDS
-
-
+"""Words of envspec that start a declaration, statement or step, or that bodies give a
+meaning (`state.f`, `reads nothing`)."""
 BLOCK_WORDS = frozenset({"param"})
 """Words that start a block line of a tool or helper (`param NAME "text"`) and are not
 reserved everywhere: parameters may be called `param` (the prototypes have such), but a
 tool, helper, state or world field may not, since its name can start a statement."""
+TYPE_NAMES = frozenset({*ts.PRIMITIVES, "list", "map", "set", "optional", "any", "None"})
+"""Types of the language, which a record or enum cannot be called either."""
+HARNESS_NAMES = frozenset({"reset", "tools", "schema", "close"})
+"""Not in the generated code: kept free for the harness API an `Environment` is expected
+to grow (gym-style `reset`/`close`, a tool listing), so tools cannot take them now."""
+
+ROLES = ("record", "enum", "tool", "helper", "state", "world", "variable", "test", "task")
+"""Kinds of declaration `reserved_reason` knows: `variable` is a parameter, `let` name,
+loop or comprehension variable (of a tool, helper or test); `state`/`world` a field."""
+
+_KINDS = {
+    "module": "a module imported by",
+    "import": "a name imported by",
+    "class": "a class of",
+    "function": "a function of",
+    "constant": "a constant of",
+}
+_TEMPORARY = re.compile(r"(.+)_[0-9]+")
+"""Lowering numbers its temporaries (`key_1`, `key_2`, ...): one derived name stands for all."""
+
+
+@functools.cache
+def reserved_reason(name: str, role: str) -> str | None:
+    """Why a declaration of this kind (`ROLES`) may not be called `name`, or None when it
+    may. The reason says what the name already is in the generated code."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; one of {', '.join(ROLES)}")
+    if role in ("test", "task"):
+        return _landing_reason(name, role)  # test functions: any name, unless it lands on one
+    if name.startswith("_"):
+        # Which is why no template name starting with `_` can collide with a spec's name,
+        # only with one envc makes up from it (`_NAME` of a helper): see `_landing_reason`.
+        return f"`{name}`: names starting with `_` are left to the generated code"
+    if keyword.iskeyword(name):
+        return f"`{name}` is a Python keyword"
+    if name in PYTHON_SOFT_KEYWORDS:
+        return f"`{name}` is a Python soft keyword"
+    if name in LANGUAGE_WORDS:
+        return f"`{name}` is a word of the envspec language"
+    if name in BLOCK_WORDS and role in ("tool", "helper", "state", "world"):
+        return f"`{name}` starts a block line of tools and helpers"
+    if name in TYPE_NAMES and role in ("record", "enum"):
+        return f"`{name}` is a type name of the language"
+    if name in FUNCTIONS and role in ("record", "enum", "helper", "variable"):
+        return f"`{name}` is a built-in function of the body language"
+    if role == "tool" and name in HARNESS_NAMES:
+        return f"`{name}` is kept for the harness API of generated environments"
+    if role == "variable":
+        return _variable_reason(name)
+    return _landing_reason(name, role)
+
+
+def _variable_reason(name: str) -> str | None:
+    """A parameter or local lives in a generated method or test function, beside the names
+    that code uses; a python body may use any public name of the module besides."""
+    temporary = _TEMPORARY.fullmatch(name)
+    if name in BODY_NAMES or (temporary is not None and temporary[1] in _TEMPORARY_STEMS):
+        return f"`{name}` is a name the code generated for tool, helper and test bodies uses"
+    if name in MODULE_NAMES:
+        return _module_reason(name) + "; a parameter or local would hide it from the body"
+    return None
+
+
+def _landing_reason(name: str, role: str, only: tuple[str, ...] = ()) -> str | None:
+    """A declaration becomes Python names (`PATTERNS`): each must be free where it lands
+    (in the namespaces `only`, if given)."""
+    for namespace, pattern in sorted(PATTERNS.get(role, ()), key=lambda where: where[1] != "{}"):  # itself first
+        if only and namespace not in only:
+            continue
+        python = pattern.format(name)
+        why = _taken(python, namespace)
+        if why is None:
+            continue
+        if python == name:
+            return why
+        return f"{_ARTICLE[role]} `{name}` becomes `{python}`, and {why}"
+    return None
+
+
+_ARTICLE = {
+    "record": "a record",
+    "enum": "an enum",
+    "tool": "a tool",
+    "helper": "a helper",
+    "test": "a test",
+    "task": "a task",
+}
+
+
+def _taken(python: str, namespace: str) -> str | None:
+    if namespace == "module":
+        if python in MODULE_NAMES:
+            return _module_reason(python)
+        if python in MODULE_BUILTINS:
+            return f"`{python}` is a Python built-in the generated environment module uses"
+    elif namespace == "class":
+        if python in MEMBERS:
+            return _member_reason(python)
+        if python in CLASS_SCOPE:
+            return f"`{python}` is used in the method signatures of the generated Environment, which a method of that name would hide"
+        if python in SUBCLASS_MEMBERS:
+            return f"`{python}` is an attribute of the generated tests' Recorder, a subclass of Environment"
+    elif namespace == "annotations":
+        if python in MEMBERS:
+            return _member_reason(python) + ", where it would hide a type of that name in method signatures"
+    elif namespace == "tests" and python in TEST_MODULE_NAMES:
+        return f"`{python}` is already a name of every generated test module"
+    return None
+
+
+def _module_reason(name: str) -> str:
+    where = (
+        "every generated environment module" if name in MODULE_ALWAYS else "generated environment modules that need it"
+    )
+    return f"`{name}` is {_KINDS[MODULE_NAMES[name]]} {where}"
+
+
+def _member_reason(name: str) -> str:
+    what = "a method" if name in _METHODS else "an attribute"
+    where = (
+        "every generated Environment" if name in MEMBERS_ALWAYS else "the generated Environment where a spec needs it"
+    )
+    return f"`{name}` is {what} of {where}"
+
+
+def is_reserved(name: str, role: str | None = None) -> bool:
+    """Whether `name` is refused for a declaration of `role` (`reserved_reason`).
+
+    Without a role, for what the analyser asks about this way: records, enums, helpers
+    and variables (parameters, `let` names, loop and comprehension variables). That is
+    every name a variable may not take, and every name a record or enum may not take for
+    clashing with the module (`Param`, `isinstance`; the analyser refuses type names such
+    as `date` for records and enums itself). Not the rules that concern one kind only and
+    would refuse good names of the others: a record or enum named like an `Environment`
+    method (`view`), a helper whose `_NAME` is a member of `Environment` (`run`, `undo`),
+    a helper `param`; `let view`, `let run` and `date: date` are fine. Those need the
+    role: `reserved_reason(name, role)`."""
+    if role is not None:
+        return reserved_reason(name, role) is not None
+    if reserved_reason(name, "variable") is not None:
+        return True
+    return any(_landing_reason(name, r, only=("module",)) is not None for r in ("record", "enum"))
+
+
+def is_reserved_declaration(name: str, role: str | None = None) -> bool:
+    """Whether `name` is refused for a declaration of `role` (`reserved_reason`).
+
+    Without a role, for tools, state and world fields, which become methods and dict
+    keys, so they may reuse a built-in function's name (`search`, `matches`): calls in
+    bodies still mean the built-in, names in tests the tool. The names only a tool may not
+    take because they are methods of `Environment` (`view`) or kept for its harness API
+    are `RESERVED_TOOL_NAMES`, which the analyser checks for tools on their own; a state
+    field may be called `view`."""
+    if role is not None:
+        return reserved_reason(name, role) is not None
+    if any(reserved_reason(name, r) is not None for r in ("state", "world")):
+        return True
+    return name not in RESERVED_TOOL_NAMES and reserved_reason(name, "tool") is not None
+
+
+def _by_kind(groups: dict[str, str]) -> dict[str, str]:
+    """`{kind: "name name ..."}` as name -> kind: how the derived block spells its maps."""
+    return {name: kind for kind, names in groups.items() for name in names.split()}
+
+
+# BEGIN derived names: written by `python -m compiler.lower.namespace --write`; do not edit.
+# What each constant holds: the field of the same name of compiler.lower.namespace.Derived.
+MODULE_NAMES: Final = _by_kind(
+    {
+        "class": "AuditEntry DomainError Environment Param ScenarioError State ToolSpec World _UndoLog",
+        "constant": (
+            "DEFAULT_STATE INTERNAL_ERROR Kind RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS "
+            "TOOL_SPECS UNSET WORLD _INT_KEY _MAX_DRAWS _MISSING _SCALARS _SIMPLE_TYPES _SURROGATE "
+            "_TEMPORAL_SHAPES _TYPE_NAMES"
+        ),
+        "function": (
+            "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_list _as_map _as_number _as_text "
+            "_check_limits _conform_key _conform_pairs _conform_record _copy_AuditEntry _days_between "
+            "_format_like _invalid _json_key _matches _moment _pair_order _parse_int _parse_json "
+            "_parse_number _refuse_constant _remove_first _scenario_state _search _seconds_between _show "
+            "_stable_hash _type_of _valid_moment _valid_regex _weekday check_arguments conform copy_json "
+            "copy_state state_to_json to_json"
+        ),
+        "import": (
+            "Any Callable Final Literal Mapping Self TracebackType TypedDict _field annotations cast "
+            "dataclass"
+        ),
+        "module": "dt json math random re",
+    }
+)
+MODULE_ALWAYS: Final = frozenset(
+    "Any AuditEntry Callable DEFAULT_STATE DomainError Environment Final INTERNAL_ERROR Kind Mapping Param "
+    "RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError Self State TOOL_SPECS ToolSpec "
+    "TracebackType TypedDict _INT_KEY _MISSING _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES "
+    "_TYPE_NAMES _UndoLog _check_limits _conform_key _conform_pairs _conform_record _copy_AuditEntry _field "
+    "_invalid _scenario_state _show _valid_moment annotations cast check_arguments conform copy_json "
+    "copy_state dataclass dt json math re state_to_json to_json".split()
+)
+MODULE_BUILTINS: Final = frozenset(
+    "AssertionError BaseException Exception IndexError RecursionError ValueError abs all any bool dict "
+    "enumerate float frozenset getattr int isinstance len list max min next object range repr reversed round "
+    "set sorted str sum super tuple type".split()
+)
+MEMBERS: Final = _by_kind(
+    {
+        "attribute": "_rng _rng_at _state _undo",
+        "method": (
+            "__init__ _advance_clock _audit _load_scenario _next_id _random_below _random_choice _random_int "
+            "_run call fork invoke restore snapshot state state_json view"
+        ),
+    }
+)
+MEMBERS_ALWAYS: Final = frozenset(
+    "__init__ _load_scenario _run _state _undo call fork invoke restore snapshot state state_json view".split()
+)
+CLASS_SCOPE: Final = frozenset(
+    "Any Environment Mapping State ToolSpec UNSET bool dict float int list set str tuple".split()
+)
+SUBCLASS_MEMBERS: Final = frozenset("trace".split())
+BODY_NAMES: Final = frozenset(
+    "Any DomainError Recorder UNSET WORLD _add_days _add_hours _add_minutes _add_seconds _as_bool _as_list "
+    "_as_map _as_number _as_text _days_between _json_key _matches _parse_int _parse_json _parse_number "
+    "_remove_first _search _seconds_between _stable_hash _type_of _valid_regex _weekday abs all any bool "
+    "cast dict env environment expect_error float int key_1 len list max min range re reversed round self "
+    "set sorted state str sum".split()
+)
+TEST_MODULE_NAMES: Final = frozenset(
+    "Any BAD_ARGUMENTS Callable DomainError Environment INTERNAL_ERROR Mapping Path Recorder "
+    "SAMPLE_ARGUMENTS SCENARIOS SCENARIO_NAMES SPEC_RUNS SessionStore TOOL_SPECS WRITE_CALLS _Fault _Journal "
+    "_arm _traces annotations cast copy_json environment expect_error pytest "
+    "test_a_failure_at_any_point_of_a_call_changes_nothing test_bad_arguments_are_refused "
+    "test_calls_keep_to_their_effects test_one_store_serves_many_threads test_same_calls_give_the_same_trace "
+    "test_scenario_loads_and_round_trips test_session_store_keeps_sessions_apart "
+    "test_sessions_on_threads_do_not_interfere test_snapshot_and_restore test_unknown_tool_is_refused "
+    "threading to_json".split()
+)
+OTHER_MODULE_NAMES: Final = frozenset(
+    "Any DEFAULT_STATE DomainError Environment Mapping Path SCENARIOS SESSION_ID ScenarioError SessionError "
+    "SessionStore State TOOL_SPECS __all__ _check_id _write_atomically annotations json os re tempfile "
+    "threading".split()
+)
+PATTERNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
+    "record": (("annotations", "{}"), ("module", "_copy_{}"), ("module", "_json_optional_{}"), ("module", "{}")),
+    "enum": (("annotations", "{}"), ("module", "{}")),
+    "tool": (("class", "{}"),),
+    "helper": (("class", "_{}"),),
+    "test": (("tests", "run_{}"), ("tests", "test_{}")),
+    "task": (("tests", "test_task_{}"),),
+}
+# END derived names
+
+_METHODS = frozenset(name for name, kind in MEMBERS.items() if kind == "method")
+_TEMPORARY_STEMS = frozenset(match[1] for name in BODY_NAMES if (match := _TEMPORARY.fullmatch(name)))
+
+RESERVED = frozenset(
+    name
+    for name in (
+        *keyword.kwlist,
+        *PYTHON_SOFT_KEYWORDS,
+        *LANGUAGE_WORDS,
+        *FUNCTIONS,
+        *MODULE_NAMES,
+        *MODULE_BUILTINS,
+        *MEMBERS,
+        *BODY_NAMES,
+    )
+    if not name.startswith("_") and is_reserved(name)
+)
+"""The names `is_reserved` refuses without a role, besides every name starting with `_` and
+the lowering's other numbered temporaries (`key_2`, ...)."""
+RESERVED_TOOL_NAMES = frozenset(name for name in _METHODS if not name.startswith("_")) | HARNESS_NAMES
+"""The public methods of every generated `Environment`, which a tool would replace, and the
+names kept for its harness API."""

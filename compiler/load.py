@@ -230,12 +230,13 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
     if not _in_prototype(pools[rename.what], rename.old, rename, "rename", diagnostics):
         return
     taken = [d.name for what, group in pools.items() if what != "param" for d in group]
-    if rename.new in taken or bi.is_reserved(rename.new):
-        why = "is already declared by the prototype" if rename.new in taken else "is a reserved name"
+    reason = None if rename.new in taken else bi.reserved_reason(rename.new, _RENAME_ROLES.get(rename.what, "variable"))
+    if rename.new in taken or reason is not None:
+        why = "it is already declared by the prototype" if rename.new in taken else reason
         diagnostics.append(
             Diagnostic(
                 "E2001" if rename.new in taken else "E2014",
-                f"cannot rename to `{rename.new}`: it {why}",
+                f"cannot rename to `{rename.new}`: {why}",
                 rename.file,
                 rename.line,
                 rename.col,
@@ -264,6 +265,12 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
             node.id = rename.new
         elif isinstance(node, ir.TypeRef) and node.name == rename.old and rename.what in ("record", "enum"):
             node.name = rename.new
+
+
+_RENAME_ROLES = {"tool": "tool", "fn": "helper", "record": "record", "enum": "enum", "state": "state"}
+"""What a renamed declaration is, as a role of `builtins.reserved_reason` (a parameter
+is a variable; a scenario's name reaches no Python identifier and gets the variable's
+rules, the strictest)."""
 
 
 def _in_prototype(

@@ -85,17 +85,24 @@ class _Names:
         if name in self.taken:
             self.a.error("E2001", f"`{name}` is already declared as a {self.taken[name]}", node, file)
             return False
-        # Records and enums become module-level classes, which may not hide a built-in
-        # or a type name; a helper named like a built-in would hide it in every body.
-        strict = what in ("enum", "record", "helper fn")
-        if what in ("enum", "record") and name in (*ts.PRIMITIVES, "list", "map", "optional", "any", "None"):
-            self.a.error("E2014", f"`{name}` is a type name", node, file)
-            return False
-        if bi.is_reserved(name) if strict else bi.is_reserved_declaration(name):
-            self.a.error("E2014", f"`{name}` is a reserved name", node, file)
+        # Where the name lands in the generated code decides what it may not be.
+        reason = bi.reserved_reason(name, _ROLES[what])
+        if reason is not None:
+            self.a.error("E2014", reason, node, file, hint="choose another name")
             return False
         self.taken[name] = what
         return True
+
+
+_ROLES = {
+    "enum": "enum",
+    "record": "record",
+    "state field": "state",
+    "world field": "world",
+    "helper fn": "helper",
+    "tool": "tool",
+}
+"""What `_Names.claim` is asked about, as a role of `builtins.reserved_reason`."""
 
 
 def _declare_types(a: Analysis, names: _Names) -> None:
@@ -139,9 +146,7 @@ def _declare_callables(a: Analysis, names: _Names) -> None:
         if names.claim(fn.name, "helper fn", fn, fn.file):
             a.fns[fn.name] = fn
     for tool in a.module.tools:
-        if tool.name in bi.RESERVED_TOOL_NAMES:
-            a.error("E2014", f"`{tool.name}` is a method of every generated environment", tool, tool.file)
-        elif names.claim(tool.name, "tool", tool, tool.file):
+        if names.claim(tool.name, "tool", tool, tool.file):
             a.tools[tool.name] = tool
 
 
@@ -155,6 +160,9 @@ def _declare_scenarios_tests_tasks(a: Analysis) -> None:
         for decl in group:
             if decl.name in seen:
                 a.error("E2001", f"{what} `{decl.name}` is declared twice", decl, decl.file)
+            reason = bi.reserved_reason(decl.name, what)
+            if reason is not None:
+                a.error("E2014", reason, decl, decl.file, hint="choose another name")
             seen.add(decl.name)
 
 

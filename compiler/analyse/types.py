@@ -71,8 +71,9 @@ class TypeChecker:
         return None
 
     def declare(self, name: str, ty: ir.TypeRef, kind: str, node: ir.Node) -> None:
-        if bi.is_reserved(name):
-            self.error("E2014", f"`{name}` is a reserved name", node)
+        reason = bi.reserved_reason(name, "variable")
+        if reason is not None:
+            self.error("E2014", reason, node, hint="choose another name")
         if name in self.a.fns or name in self.a.tools or name in self.a.records or name in self.a.enums:
             self.error(
                 "E2001",
@@ -836,8 +837,8 @@ class TypeChecker:
         for name, ty in zip(expr.targets, element_types):
             if self.lookup(name) is not None:
                 self.error("E2001", f"`{name}` is already declared here", expr)
-            elif bi.is_reserved(name):
-                self.error("E2014", f"`{name}` is a reserved name", expr)
+            elif (reason := bi.reserved_reason(name, "variable")) is not None:
+                self.error("E2014", reason, expr, hint="choose another name")
             self.scopes[-1][name] = _Local(ty, "loop")
         if expr.cond is not None:
             self.condition(expr.cond)
