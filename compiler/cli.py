@@ -15,10 +15,14 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from compiler import pipeline
+
+if TYPE_CHECKING:
+    from compiler import sample as sample_types
 from compiler.diagnostics import Diagnostic, has_errors, render_text, to_json
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -109,14 +113,15 @@ def read_spec(path: Path) -> tuple[str | None, Diagnostic | None]:
         return None, Diagnostic("E0002", f"byte {exc.start} is not valid UTF-8", str(path), line, 1)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` in one step (temp file in the same directory, then os.replace),
-    so an interrupted run never leaves a half-written spec; the file mode is kept."""
-    mode = path.stat().st_mode & 0o7777
+def write_atomically(path: Path, text: str | bytes) -> None:
+    """Write or replace `path` in one step (temp file in the same directory, then
+    os.replace), so an interrupted run never leaves a half-written file; an existing
+    file keeps its mode, a new one gets the umask's."""
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, mode)
@@ -363,6 +368,235 @@ def new_command(name: str, archetype: str, output: Path | None) -> None:
     with open(target, "x", encoding="utf-8") as handle:  # never overwrite an existing spec
         handle.write(scaffold.render(name, archetype))
     click.echo(f"wrote {target}; next: envc compile {target}")
+
+
+# --------------------------------------------------------------------------- envc graph
+
+
+@cli.command("graph")
+@SPEC_PATHS
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "dot", "svg", "png"]),
+    default="json",
+    show_default=True,
+    help="JSON (networkx node-link data, every edge) or a picture (svg and png need graphviz's `dot`).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write to this file (replaced in one step) instead of stdout; png needs it on a terminal.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Pictures: each tool's K heaviest edges out (0: all; default 2).",
+)
+@click.option(
+    "--min-weight", type=click.FloatRange(min=0), default=None, help="Pictures: leave out edges lighter than W."
+)
+@click.option(
+    "--view",
+    type=click.Choice(["all", "tools", "envs"]),
+    default=None,
+    help="Pictures: the tool graphs, the env graph (two or more specs), or both (default).",
+)
+@click.pass_context
+def graph_command(
+    ctx: click.Context,
+    files: tuple[Path, ...],
+    fmt: str,
+    output: Path | None,
+    top: int | None,
+    min_weight: float | None,
+    view: str | None,
+) -> None:
+    """Tool dependency graphs of specs, and the env graph of two or more (docs/graph.md)."""
+    import json
+
+    from compiler import graph, graph_render
+    from compiler.analyse import analyse_file
+
+    if fmt == "json" and (top, min_weight, view) != (None, None, None):
+        raise click.UsageError("--top, --min-weight and --view shape pictures (dot, svg, png); JSON has every edge")
+    if fmt == "png" and output is None and _stdout_is_terminal():
+        raise click.UsageError("a PNG is not for a terminal: pass -o FILE or redirect stdout")
+    paths, diagnostics = expand_paths(files)
+    if view == "envs" and len(paths) < 2:
+        raise click.UsageError("--view envs needs two or more specs")
+    try:
+        weights = graph.load_weights(pipeline.find_project_root(Path.cwd()))
+    except graph.GraphConfigError as exc:
+        click.echo(f"envc graph: {exc}", err=True)
+        ctx.exit(EXIT_USAGE)
+    results = [(path, analyse_file(path)) for path in paths]
+    envs = []
+    named: dict[str, Path] = {}  # environment name -> the spec that defines it
+    for path, result in results:
+        diagnostics.extend(result.diagnostics)
+        if result.environment is None or has_errors(result.diagnostics):
+            continue
+        name = result.environment.header.name
+        if name in named:
+            message = f"{named[name]} and {path} both define environment `{name}`"
+            diagnostics.append(Diagnostic("E6005", message, str(path), 1, 1))
+            continue
+        envs.append(result.environment)
+        named[name] = path
+    sources = {name: text for _, result in results for name, text in result.sources.items()}
+    for diagnostic in diagnostics:
+        print_diagnostic(diagnostic, sources.get(diagnostic.path), err=True)
+    if exit_code(diagnostics) != EXIT_OK:
+        ctx.exit(exit_code(diagnostics))
+    document = graph.GraphDocument(
+        tools={env.header.name: graph.tool_graph(env, weights) for env in envs},
+        environments=graph.env_graph(envs, weights) if len(envs) > 1 else None,
+    )
+    if fmt == "json":
+        data = (json.dumps(document.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    else:
+        defaults = graph_render.PictureOptions()
+        options = graph_render.PictureOptions(
+            top=defaults.top if top is None else top,
+            min_weight=defaults.min_weight if min_weight is None else min_weight,
+            view=view or defaults.view,
+        )
+        try:
+            data = graph_render.render(graph_render.to_dot(document, options), fmt)
+        except graph_render.RenderError as exc:
+            click.echo(f"envc graph: {exc}", err=True)
+            ctx.exit(EXIT_USAGE)
+    _write_graph(ctx, data, output)
+    tools = sum(g.number_of_nodes() for g in document.tools.values())
+    edges = sum(g.number_of_edges() for g in document.tools.values())
+    where = f" to {output}" if output is not None else ""
+    click.echo(f"graph of {_plural(len(envs), 'environment')}: {tools} tools, {edges} tool edges{where}", err=True)
+
+
+def _stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def _write_graph(ctx: click.Context, data: bytes, output: Path | None) -> None:
+    """To stdout, or to `output` in one step (`write_atomically`)."""
+    if output is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        write_atomically(output, data)
+    except OSError as exc:
+        click.echo(f"envc graph: cannot write {output}: {exc.strerror or exc}", err=True)
+        ctx.exit(EXIT_USAGE)
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# --------------------------------------------------------------------------- envc sample
+
+
+def parse_env_count(text: str) -> tuple[int, int]:
+    """`--envs K` or `--envs A-B`."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    if not match:
+        raise click.BadParameter(f"expected K or A-B, got {text!r}", param_hint="--envs")
+    low = int(match.group(1))
+    return low, int(match.group(2) or low)
+
+
+@cli.command("sample")
+@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--chains", type=click.IntRange(min=1), required=True, help="How many distinct chains to keep.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Same specs and seed, same chains.")
+@click.option(
+    "--envs", "env_count", default="1", show_default=True, help="Environments per chain: K or A-B (2-5 to cross)."
+)
+@click.option(
+    "--min-len", type=click.IntRange(min=1), default=2, show_default=True, help="Fewest calls per environment."
+)
+@click.option("--max-len", type=click.IntRange(min=1), default=5, show_default=True, help="Most calls per environment.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes (same output).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="The chains, one JSON row each.")
+def sample_command(
+    specs: tuple[Path, ...],
+    chains: int,
+    seed: int,
+    env_count: str,
+    min_len: int,
+    max_len: int,
+    workers: int,
+    output: Path,
+) -> None:
+    """Sample executable tool chains, each ending in a state-changing write, into JSONL."""
+    from compiler import sample
+
+    envs_range = parse_env_count(env_count)
+    files, problems = expand_paths(specs)
+    for problem in problems:
+        print_diagnostic(problem, None, err=True)
+    if problems:
+        sys.exit(EXIT_USAGE)
+    root = pipeline.find_project_root(Path.cwd())
+    options = sample.SampleOptions(chains, seed, envs_range, min_len, max_len, workers)
+    with tempfile.TemporaryDirectory(prefix="envc-sample-") as scratch:
+        prepared = sample.prepare(files, root, Path(scratch))
+        for diagnostic in prepared.diagnostics:
+            print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
+        if has_errors(prepared.diagnostics):
+            sys.exit(exit_code(prepared.diagnostics))
+        for spec in prepared.lowered:
+            click.echo(
+                f"envc sample: {spec} is not compiled or is stale; sampling a fresh, unchecked lowering", err=True
+            )
+        try:
+            sampler = sample.Sampler(prepared.envs, options, prepared.weights)
+        except sample.SampleError as exc:
+            raise click.UsageError(str(exc)) from exc
+        rows, summary = _sample_with_progress(sampler, prepared.worker_specs)
+    try:
+        write_atomically(output, sample.rows_to_jsonl(rows))
+    except OSError as exc:
+        click.echo(f"envc sample: cannot write {output}: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    _print_sample_summary(summary.to_json(), output)
+    if summary.kept < chains:
+        click.echo(f"envc sample: kept {summary.kept} of {chains} chains before the attempt budget ran out", err=True)
+        sys.exit(EXIT_ERRORS)
+
+
+def _sample_with_progress(
+    sampler: sample_types.Sampler, worker_specs: list[tuple[str, str]]
+) -> tuple[list[dict[str, object]], sample_types.Summary]:
+    """A progress bar on a terminal; silence when piped."""
+    from compiler import sample
+
+    if not sys.stderr.isatty():
+        return sample.sample(sampler, worker_specs=worker_specs)
+    from rich.progress import Progress
+
+    with Progress(transient=True) as progress:
+        task = progress.add_task("sampling chains", total=sampler.options.chains)
+        return sample.sample(sampler, lambda kept, _: progress.update(task, completed=kept), worker_specs)
+
+
+def _print_sample_summary(data: dict[str, Any], output: Path) -> None:
+    rejected = ", ".join(f"{reason} {count}" for reason, count in data["rejected"].items()) or "none"
+    lengths = ", ".join(f"{length}: {count}" for length, count in data["lengths"].items())
+    click.echo(f"kept {data['kept']} chains in {output}; rejected: {rejected}", err=True)
+    coverage = f"tool coverage {data['tool_coverage']:.0%} (write tools {data['write_tool_coverage']:.0%})"
+    click.echo(f"{coverage}; calls per chain: {lengths}", err=True)
+    if data["tools_never_used"]:
+        click.echo(f"never used: {', '.join(data['tools_never_used'])}", err=True)
 
 
 # --------------------------------------------------------------------------- entry point
