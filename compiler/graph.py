@@ -110,6 +110,11 @@ class ToolFacts:
     writes: set[str]
     guards: set[str]
     """State fields a `require` of the tool (or of a helper it calls) reads."""
+    clears: set[str]
+    """State fields the tool only ever sets to None (`logout` clears `current_user`): it
+    cannot make a guard on them pass."""
+    new_keys: set[str]
+    """Parameters the tool stores new entries under (`calendars[calendar_id] = ...`)."""
     domains: dict[str, list[ParamDomain]]
     produces: set[str]
     """Domains (`container` or `container.field`) whose keys the tool's result holds."""
@@ -137,6 +142,8 @@ def tool_facts(env: ir.Environment) -> dict[str, ToolFacts]:
             reads=set(tool.reads) - set(bi.BUILTIN_STATE),
             writes=set(tool.writes) - set(bi.BUILTIN_STATE),
             guards=_guards(tool.body, helper_guards) - set(bi.BUILTIN_STATE),
+            clears=_clears(tool),
+            new_keys=_new_keys(tool),
             domains=_param_domains(tool, env, helpers, helper_domains),
             produces=_produces(tool, env),
             returned_fields=_returned_fields(tool.returns, env),
@@ -302,14 +309,21 @@ def _param_domains(
 
 
 def _guard_conditions(body: Sequence[ir.Stmt]) -> Iterator[ir.Expr]:
-    """Conditions that end the call with an error: `require c` and `if c: fail ...`."""
+    """Conditions that end the call with an error: `require c` and `if c: fail ...`,
+    except those that ask for something to be absent (`require id not in calendars`):
+    nothing has to be called first to make them pass."""
     for node in walk(list(body)):
-        if isinstance(node, ir.Require):
+        if isinstance(node, ir.Require) and not _asks_absence(node.cond, True):
             yield node.cond
         elif isinstance(node, ir.If):
             for branch in node.branches:
-                if branch.body and isinstance(branch.body[0], ir.Fail):
+                if branch.body and isinstance(branch.body[0], ir.Fail) and not _asks_absence(branch.cond, False):
                     yield branch.cond
+
+
+def _asks_absence(cond: ir.Expr, required: bool) -> bool:
+    """`x not in F` as what must hold (`required`), or `x in F` as what fails."""
+    return isinstance(cond, ir.Binary) and cond.op == ("not in" if required else "in")
 
 
 def _fields_in(expr: ir.Expr, locals_: dict[str, set[str]]) -> set[str]:
@@ -348,14 +362,51 @@ def _guards(body: Sequence[ir.Stmt], helper_guards: dict[str, set[str]]) -> set[
 
 
 def _helper_guards(helpers: dict[str, ir.FnDecl]) -> dict[str, set[str]]:
-    guards: dict[str, set[str]] = {name: set() for name in helpers}
-    for _ in range(len(helpers) + 1):
-        before = {name: set(found) for name, found in guards.items()}
-        for name, fn in helpers.items():
-            guards[name] = _guards(fn.body, before)
-        if guards == before:
-            break
+    """Each helper's guard fields, its callees' included; helpers do not recurse (the
+    analysis refuses call cycles), so each is computed once, callees first."""
+    guards: dict[str, set[str]] = {}
+
+    def of(name: str) -> set[str]:
+        if name not in guards:
+            guards[name] = set()  # a cycle cannot occur; this only stops a runaway walk
+            callees = {n.func.id for n in walk(helpers[name].body) if _calls_helper(n, helpers)}
+            guards[name] = _guards(helpers[name].body, {callee: of(callee) for callee in callees})
+        return guards[name]
+
+    for name in helpers:
+        of(name)
     return guards
+
+
+def _calls_helper(node: object, helpers: dict[str, ir.FnDecl]) -> bool:
+    return isinstance(node, ir.Call) and isinstance(node.func, ir.Name) and node.func.id in helpers
+
+
+def _clears(tool: ir.ToolDecl) -> set[str]:
+    """Written fields whose every assignment in the body is `field = None`."""
+    assigned: dict[str, set[bool]] = {}
+    for node in walk(tool.body):
+        if isinstance(node, ir.Assign) and node.op == "=":
+            target = node.target
+            name = target.id if isinstance(target, ir.Name) and target.ref == "state" else None
+            if is_state_attr(target):
+                assert isinstance(target, ir.Attr)
+                name = target.name
+            if name is not None:
+                assigned.setdefault(name, set()).add(isinstance(node.value, ir.Const) and node.value.value is None)
+    return {name for name, nones in assigned.items() if nones == {True} and name in tool.writes}
+
+
+def _new_keys(tool: ir.ToolDecl) -> set[str]:
+    """Parameters used as the key of an assignment into a state map."""
+    params = {p.name for p in tool.params}
+    found: set[str] = set()
+    for node in walk(tool.body):
+        if isinstance(node, ir.Assign) and isinstance(node.target, ir.Index):
+            key = _param_name(node.target.index, params)
+            if key is not None and (isinstance(node.target.obj, ir.Name) and node.target.obj.ref == "state"):
+                found.add(key)
+    return found
 
 
 def _record_types(ty: ir.TypeRef, records: dict[str, ir.RecordDecl]) -> set[str]:
@@ -439,12 +490,13 @@ def _add_tool_edge(graph: nx.DiGraph[str], a: ToolFacts, b: ToolFacts, weights: 
         | {
             f"{name}<-{record}.{name}"
             for record, name, ty in a.returned_fields
-            if (name, ty) in b.params and record not in b.written_records  # not copying an entity's own fields
+            # not an entity's own fields copied, nor a name the new entry will be stored under
+            if (name, ty) in b.params and record not in b.written_records and name not in b.new_keys
         }
     )
     if data:
         via["data"] = data
-    guards = sorted(a.writes & b.guards)
+    guards = sorted((a.writes - a.clears) & b.guards)
     if guards:
         via["precondition"] = guards
     if via:
@@ -460,21 +512,32 @@ def domain_key(domain: ParamDomain) -> str:
 # --------------------------------------------------------------------------- env graph
 
 
+def _word(name: str, ty: ir.TypeRef) -> str:
+    """`name: type`, None-ness aside (`trigger: optional[str]` and `trigger: str` are one word)."""
+    return f"{name}: {ts.show(ts.strip_optional(ty))}"
+
+
 def vocabulary(env: ir.Environment) -> set[str]:
     """`name: type` of every record field, state field and tool parameter (the words an
     environment's values are described in; ids and built-ins aside)."""
-    words = {f"{f.name}: {ts.show(f.type)}" for r in env.records if r.name != "AuditEntry" for f in r.fields}
-    words |= {f"{f.name}: {ts.show(f.type)}" for f in env.state if f.name not in bi.BUILTIN_STATE}
-    words |= {f"{p.name}: {ts.show(p.type)}" for t in env.tools for p in t.params}
+    words = {_word(f.name, f.type) for r in env.records if r.name != "AuditEntry" for f in r.fields}
+    words |= {_word(f.name, f.type) for f in env.state if f.name not in bi.BUILTIN_STATE}
+    words |= {_word(p.name, p.type) for t in env.tools for p in t.params}
     return {w for w in words if not w.split(":")[0].endswith("id")}
 
 
 def _consumed(env: ir.Environment) -> set[str]:
-    return {f"{p.name}: {ts.show(p.type)}" for t in env.tools for p in t.params}
+    return {_word(p.name, p.type) for t in env.tools for p in t.params if not p.name.endswith("id")}
 
 
 def _produced(env: ir.Environment) -> set[str]:
-    return {f"{name}: {ty}" for t in env.tools for _, name, ty in _returned_fields(t.returns, env)}
+    records = {r.name: r for r in env.records}
+    return {
+        _word(f.name, f.type)
+        for t in env.tools
+        for name in _record_types(t.returns, records)
+        for f in records[name].fields
+    }
 
 
 def env_graph(envs: Iterable[ir.Environment], weights: GraphWeights | None = None) -> nx.DiGraph[str]:
@@ -492,20 +555,35 @@ def env_graph(envs: Iterable[ir.Environment], weights: GraphWeights | None = Non
             tools=len(env.tools),
         )
     words = {e.header.name: vocabulary(e) for e in ordered}
+    flows = _flows(ordered)
     for x in ordered:
         for y in ordered:
             if x.header.name != y.header.name:
-                _add_env_edge(graph, x, y, words, weights)
+                _add_env_edge(graph, x, y, words, flows, weights)
     return graph
 
 
+def _flows(envs: list[ir.Environment]) -> dict[tuple[str, str], list[str]]:
+    """Values X's tools return that Y's take, without the words most environments
+    consume (`name: str`, `title: str`): those join everything to everything."""
+    consumed = {e.header.name: _consumed(e) for e in envs}
+    produced = {e.header.name: _produced(e) for e in envs}
+    common = {w for w in set().union(*consumed.values()) if sum(w in c for c in consumed.values()) * 2 > len(envs)}
+    return {(x, y): sorted((produced[x] & consumed[y]) - common) for x in consumed for y in consumed if x != y}
+
+
 def _add_env_edge(
-    graph: nx.DiGraph[str], x: ir.Environment, y: ir.Environment, words: dict[str, set[str]], weights: GraphWeights
+    graph: nx.DiGraph[str],
+    x: ir.Environment,
+    y: ir.Environment,
+    words: dict[str, set[str]],
+    all_flows: dict[tuple[str, str], list[str]],
+    weights: GraphWeights,
 ) -> None:
     shared_domains = sorted(set(x.header.domains) & set(y.header.domains))
     wx, wy = words[x.header.name], words[y.header.name]
     overlap = len(wx & wy) / len(wx | wy) if wx | wy else 0.0
-    flows = sorted((_produced(x) & _consumed(y)) - {w for w in _consumed(y) if w.split(":")[0].endswith("id")})
+    flows = all_flows[(x.header.name, y.header.name)]
     same = bool(x.header.archetype) and x.header.archetype == y.header.archetype and x.header.archetype != "custom"
     weight = (
         weights.shared_domain * len(shared_domains)

@@ -304,6 +304,7 @@ def test_entry_points_of_the_shipped_specs(shipped: dict[str, ir.Environment]) -
         "bfcl_message": ["add_contact"],
         "bfcl_ticket": ["ticket_login"],
         "bfcl_twitter": ["authenticate_twitter"],
+        "calendar": ["create_calendar"],
         "ticketing": ["login"],
     }
 
