@@ -1,8 +1,9 @@
 """Stages 5 and 6, check: quality control of generated packages before they count.
 
-Static: ruff (lint and format), mypy --strict, and envc's own AST rules. Dynamic: the
-generated tests, run by pytest in a subprocess with a time limit. Findings come back as
-diagnostics at the spec line of the tool whose code failed, where that can be known.
+Static: ruff (lint, with its default rules and envc's selection, and format), mypy
+--strict, and envc's own AST rules. Dynamic: the generated tests, run by pytest in a
+subprocess with a time limit. Findings come back as diagnostics at the spec line of the
+tool whose code failed, where that can be known.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from compiler.diagnostics import Diagnostic
 from compiler.lower import LINE_LENGTH, ruff_binary
 
 RUFF_RULES = "E,F,W,I,UP,B,C4"
+"""envc's own rule selection, checked on top of ruff's default rule set (what `ruff check
+--isolated` checks with no `--select`), so generated code is clean under either."""
+RUFF_IGNORED = "E501,E741"  # long literals are fine; names like `l` are the spec author's choice
 DYNAMIC_TIMEOUT_SECONDS = 300
 
 # Imports a generated module may use: the standard library only, and per file only
@@ -178,10 +182,10 @@ def _ruff(root: Path, packages: list[Package]) -> Iterator[tuple[str, Finding]]:
             *base[:1],
             "check",
             *options,
-            "--select",
+            "--extend-select",  # added to the defaults, not instead of them
             RUFF_RULES,
             "--ignore",
-            "E501,E741",  # long literals are fine; names like `l` are the spec author's choice
+            RUFF_IGNORED,
             "--output-format",
             "json",
             str(root),

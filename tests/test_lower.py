@@ -85,7 +85,7 @@ tool walk_counts() -> list[str]:
     for name, count in counts:
         out.append(f"{name}={count}")
     for name in counts:
-        out.append(name)
+        out.append(name.upper())
     let positive = {k: v for k, v in counts if v > 0}
     return out + keys(positive)
 
@@ -151,7 +151,7 @@ test state_changes:
     expect log == ["added 1"]
     finish(item_id=1)
     expect items[1].status == Status.done
-    expect walk_counts() == ["b=0", "b"]
+    expect walk_counts() == ["b=0", "B"]
     finish(item_id=2) raises not_found "item 2"
     expect loops(limit=4) == 2
     describe(item_id=9) raises not_found "is missing"
@@ -482,7 +482,10 @@ def test_expression_lowering(source: str, python: str) -> None:
     [
         ("not (flag or a > b)", "not (flag or a > b)"),
         ("not flag and a >= b", "not flag and a >= b"),
-        ("flag or a > b and b > c", "flag or a > b and b > c"),
+        ("flag or a > b and c > b", "flag or a > b and c > b"),
+        ("flag or a > b and b > c", "flag or a > b > c"),  # one chained comparison (ruff's PLR1716)
+        ("a < b and b <= c and c < 9", "a < b <= c < 9"),
+        ("a < b and b > c", "a < b and b > c"),  # not one direction: no chain
         ("(flag or a > b) and b > c", "(flag or a > b) and b > c"),
         ('"x" in keys(m)', '"x" in m'),
     ],

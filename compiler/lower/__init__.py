@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,16 +26,20 @@ from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
 from compiler.lower.pycode import (
     Emitter,
+    JsonConverters,
     Scope,
     TypeNames,
     _const_json,
     copy_expr,
+    escape_invisible,
     flat_record,
     json_expr,
+    nodes_in,
     py_str,
     py_value,
     typed_literal,
     typed_value,
+    walk_statements,
 )
 
 LINE_LENGTH = 100
@@ -72,7 +77,7 @@ def lower(env: ir.Environment, spec: str) -> dict[str, str]:
     builder = _Builder(env, header, spec)
     files = {
         "__init__.py": builder.render(
-            "__init__.py.jinja", {"header": header, "title": _one_line(env.header.title or env.header.name)}
+            "__init__.py.jinja", {"header": header, "title": docstring(_one_line(env.header.title or env.header.name))}
         ),
     }
     tests = builder.tests_module()  # first: the helpers tests use must exist in the environment module
@@ -97,7 +102,7 @@ def _one_line(text: str) -> str:
 
 def docstring(text: str) -> str:
     """Text that is safe between triple quotes in generated code."""
-    cleaned = text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    cleaned = escape_invisible(text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"'))
     if cleaned.endswith('"'):
         cleaned += " "
     return cleaned or "No description."
@@ -149,6 +154,7 @@ class _Builder:
         self.enums = {e.name: e for e in env.enums}
         self.records = {r.name: r for r in env.records}
         self.types = TypeNames(self.enums, self.records)
+        self.converters = JsonConverters(self.records, self.types)
         self.helpers: set[str] = set()
         self._test_scopes: list[Scope] = []
 
@@ -176,6 +182,30 @@ class _Builder:
             )
         used = self.helpers.union(*(s.helpers for s in self._test_scopes))
         helpers = used | set(runtime_helpers.needed(used))
+        state_fields = [
+            {
+                "name": f.name,
+                "type": self.types.py(f.type),
+                "copier": copy_expr(f'state["{f.name}"]', f.type, self.records),
+                "exporter": json_expr(f'state["{f.name}"]', f.type, self.records),
+            }
+            for f in env.state
+        ]
+        converters = list(self.converters.functions.values())
+        records = [self._record_context(r) for r in env.records]
+        # Only what the module uses: the record copiers that something calls (the state
+        # copy, a body's copy(), another copier), UNSET where a signature has it, ...
+        copied = _copiers_called([*(f["copier"] for f in state_fields), *bodies.values()])
+        copiers = {record["name"]: record["copier"] for record in records}
+        pending = set(copied)
+        while pending:
+            found = _copiers_called([copiers.get(pending.pop(), "")]) - copied
+            copied |= found
+            pending |= found
+        for record in records:
+            if record["name"] not in copied:
+                record["copier"] = ""
+        signatures = [t["signature"] for t in tools] + [f["signature"] for f in fns]
         context = {
             "header": self.header,
             "title": docstring(env.header.title or env.header.name),
@@ -188,16 +218,13 @@ class _Builder:
                 }
                 for e in env.enums
             ],
-            "records": [self._record_context(r) for r in env.records],
-            "state_fields": [
-                {
-                    "name": f.name,
-                    "type": self.types.py(f.type),
-                    "copier": copy_expr(f'state["{f.name}"]', f.type, self.records),
-                    "exporter": json_expr(f'state["{f.name}"]', f.type, self.records),
-                }
-                for f in env.state
-            ],
+            "records": records,
+            "state_fields": state_fields,
+            "json_converters": converters,
+            "uses_unset": any("= UNSET" in signature for signature in signatures),
+            "uses_pair_order": any(
+                "_pair_order" in text for text in [*(f["exporter"] for f in state_fields), *converters]
+            ),
             "world_fields": [{"name": f.name, "type": self.types.py(f.type)} for f in env.world],
             "default_state": typed_value(env.state_defaults, {f.name: f.type for f in env.state}, self.records),
             "world": typed_value(env.world_values, {f.name: f.type for f in env.world}, self.records),
@@ -306,8 +333,7 @@ class _Builder:
             "param_specs": specs,
             "reads": "{" + ", ".join(py_str(r) for r in tool.reads) + "}" if tool.reads else "",
             "writes": "{" + ", ".join(py_str(w) for w in tool.writes) + "}" if tool.writes else "",
-            "result_type": self.types.py(tool.returns),
-            "result_json": json_expr("value", tool.returns, self.records),
+            "result": self.converters.name_for(tool.returns) or "None",
         }
 
     def _escape_body(self, tool: ir.ToolDecl, kind: str) -> str:
@@ -330,16 +356,25 @@ class _Builder:
     def _callable_body(self, tool: ir.ToolDecl, kind: str) -> str:
         if tool.escape is not None:
             return self._escape_body(tool, kind)
-        scope = Scope(kind=kind)
+        scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)})
         emitter = Emitter(self.env, scope)
         for param in tool.params:
             scope.annotated.add(param.name)
-        lines = emitter.block(tool.body, 0)
+        returns = [s for s in walk_statements(tool.body) if isinstance(s, ir.Return)]
+        scope.bare_return = all(
+            r.value is None or (isinstance(r.value, ir.Const) and r.value.value is None) for r in returns
+        )
+        stmts = tool.body
+        if scope.bare_return and len(stmts) > 1 and isinstance(stmts[-1], ir.Return):
+            stmts = stmts[:-1]  # falling off the end returns None too (ruff's PLR1711)
+        lines = emitter.block(stmts, 0)
         self.helpers |= scope.helpers
         uses_state = any('state["' in line or "state[" in line for line in lines)
         prologue = self._default_prologue(tool) + (["state = self._state"] if uses_state else [])
         if kind == "tool" and tool.writes:
             body = [*prologue, f"with self._undo.begin({py_str(tool.name)}):", *("    " + line for line in lines)]
+        elif lines == ["pass"] and not prologue:
+            return ""  # the docstring is body enough (ruff's PIE790)
         else:
             body = [*prologue, *lines]
         return "\n".join(body) + "\n"
@@ -403,11 +438,14 @@ class _Builder:
     def _task_context(self, task: ir.TaskDecl) -> dict[str, Any]:
         emitter = self._test_emitter()
         verify = " and ".join(emitter.expr(v, 4) for v in task.verify)
+        # `not (a == b)` is said `a != b` (ruff's SIM201), so one condition is negated as such.
+        unsolved = emitter.negate(task.verify[0]) if len(task.verify) == 1 else f"not ({verify})"
         return {
             "name": task.name,
             "scenario": py_str(task.scenario) if task.scenario else "None",
             "solution": [emitter.expr(step) for step in task.solution],
             "verify": verify,
+            "unsolved": unsolved,
         }
 
     # ------------------------------------------------------------------ README
@@ -468,6 +506,26 @@ class _Builder:
             "error_kinds": ", ".join(f"`{k}`" for k in bi.ERROR_KINDS),
         }
         return self.render("README.md.jinja", context)
+
+
+def _names_of(tool: ir.ToolDecl) -> set[str]:
+    """Every name a tool or helper uses: its parameters, locals, loop and lambda names."""
+    names = {param.name for param in tool.params}
+    for node in nodes_in(tool.body):
+        if isinstance(node, ir.Name):
+            names.add(node.id)
+        elif isinstance(node, ir.Let):
+            names.add(node.name)
+        elif isinstance(node, (ir.For, ir.Comprehension)):
+            names.update(node.targets)
+        elif isinstance(node, ir.Lambda):
+            names.update(node.params)
+    return names
+
+
+def _copiers_called(texts: list[str]) -> set[str]:
+    """The records whose `_copy_NAME` function these pieces of code call."""
+    return {name for text in texts for name in re.findall(r"\b_copy_(\w+)\(", text)}
 
 
 def _short_json(value: Any) -> str:

@@ -193,7 +193,7 @@ def _wrong_type(ty: ir.TypeRef, enums: dict[str, ir.EnumDecl]) -> Any:
         return "not a number"
     if base.name == "bool":
         return "yes"
-    if base.name == "list":
+    if base.name in ("list", "set"):  # a set is given as a list: a list of str would fit
         return "not a list"
     return ["not", "an", "object"]
 

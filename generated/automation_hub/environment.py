@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -1091,574 +1091,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _connect_source_result(value: Source) -> Any:
-    return dict(value)
-
-
-def _list_sources_result(value: list[Source]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _list_event_types_result(value: dict[SourceCategory, list[str]]) -> Any:
-    return {k0: list(v0) for k0, v0 in value.items()}
-
-
-def _create_automation_result(value: Automation) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "trigger": value["trigger"],
-        "source_filter": value["source_filter"],
-        "condition": None
-        if value["condition"] is None
-        else {
-            "field": value["condition"]["field"],
-            "op": value["condition"]["op"],
-            "value": to_json(value["condition"]["value"]),
-        },
-        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
-        "enabled": value["enabled"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-        "fire_count": value["fire_count"],
-        "last_fired_at": value["last_fired_at"],
-    }
-
-
-def _get_automation_result(value: Automation) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "trigger": value["trigger"],
-        "source_filter": value["source_filter"],
-        "condition": None
-        if value["condition"] is None
-        else {
-            "field": value["condition"]["field"],
-            "op": value["condition"]["op"],
-            "value": to_json(value["condition"]["value"]),
-        },
-        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
-        "enabled": value["enabled"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-        "fire_count": value["fire_count"],
-        "last_fired_at": value["last_fired_at"],
-    }
-
-
-def _list_automations_result(value: list[Automation]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "name": v0["name"],
-            "trigger": v0["trigger"],
-            "source_filter": v0["source_filter"],
-            "condition": None
-            if v0["condition"] is None
-            else {
-                "field": v0["condition"]["field"],
-                "op": v0["condition"]["op"],
-                "value": to_json(v0["condition"]["value"]),
-            },
-            "actions": [{"type": v2["type"], "params": dict(v2["params"])} for v2 in v0["actions"]],
-            "enabled": v0["enabled"],
-            "created_at": v0["created_at"],
-            "updated_at": v0["updated_at"],
-            "fire_count": v0["fire_count"],
-            "last_fired_at": v0["last_fired_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _update_automation_result(value: Automation) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "trigger": value["trigger"],
-        "source_filter": value["source_filter"],
-        "condition": None
-        if value["condition"] is None
-        else {
-            "field": value["condition"]["field"],
-            "op": value["condition"]["op"],
-            "value": to_json(value["condition"]["value"]),
-        },
-        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
-        "enabled": value["enabled"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-        "fire_count": value["fire_count"],
-        "last_fired_at": value["last_fired_at"],
-    }
-
-
-def _resume_automation_result(value: Automation) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "trigger": value["trigger"],
-        "source_filter": value["source_filter"],
-        "condition": None
-        if value["condition"] is None
-        else {
-            "field": value["condition"]["field"],
-            "op": value["condition"]["op"],
-            "value": to_json(value["condition"]["value"]),
-        },
-        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
-        "enabled": value["enabled"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-        "fire_count": value["fire_count"],
-        "last_fired_at": value["last_fired_at"],
-    }
-
-
-def _pause_automation_result(value: Automation) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "trigger": value["trigger"],
-        "source_filter": value["source_filter"],
-        "condition": None
-        if value["condition"] is None
-        else {
-            "field": value["condition"]["field"],
-            "op": value["condition"]["op"],
-            "value": to_json(value["condition"]["value"]),
-        },
-        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
-        "enabled": value["enabled"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-        "fire_count": value["fire_count"],
-        "last_fired_at": value["last_fired_at"],
-    }
-
-
-def _delete_automation_result(value: Automation) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "trigger": value["trigger"],
-        "source_filter": value["source_filter"],
-        "condition": None
-        if value["condition"] is None
-        else {
-            "field": value["condition"]["field"],
-            "op": value["condition"]["op"],
-            "value": to_json(value["condition"]["value"]),
-        },
-        "actions": [{"type": v1["type"], "params": dict(v1["params"])} for v1 in value["actions"]],
-        "enabled": value["enabled"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-        "fire_count": value["fire_count"],
-        "last_fired_at": value["last_fired_at"],
-    }
-
-
-def _evaluate_condition_result(value: Verdict) -> Any:
-    return dict(value)
-
-
-def _inject_event_result(value: Injection) -> Any:
-    return {
-        "event": {
-            "id": value["event"]["id"],
-            "source_id": value["event"]["source_id"],
-            "category": value["event"]["category"],
-            "type": value["event"]["type"],
-            "payload": {k2: to_json(v2) for k2, v2 in value["event"]["payload"].items()},
-            "at": value["event"]["at"],
-            "matched": list(value["event"]["matched"]),
-            "fired": list(value["event"]["fired"]),
-        },
-        "evaluations": [dict(v1) for v1 in value["evaluations"]],
-        "actions": [
-            {
-                "id": v1["id"],
-                "event_id": v1["event_id"],
-                "rule_id": v1["rule_id"],
-                "position": v1["position"],
-                "type": v1["type"],
-                "params": dict(v1["params"]),
-                "at": v1["at"],
-            }
-            for v1 in value["actions"]
-        ],
-    }
-
-
-def _search_event_log_result(value: list[Event]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "source_id": v0["source_id"],
-            "category": v0["category"],
-            "type": v0["type"],
-            "payload": {k2: to_json(v2) for k2, v2 in v0["payload"].items()},
-            "at": v0["at"],
-            "matched": list(v0["matched"]),
-            "fired": list(v0["fired"]),
-        }
-        for v0 in value
-    ]
-
-
-def _search_action_log_result(value: list[ActionRecord]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "event_id": v0["event_id"],
-            "rule_id": v0["rule_id"],
-            "position": v0["position"],
-            "type": v0["type"],
-            "params": dict(v0["params"]),
-            "at": v0["at"],
-        }
-        for v0 in value
-    ]
-
-
-def _automation_stats_result(value: list[AutomationStats]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "connect_source": ToolSpec(
-        "connect_source",
-        (
-            Param("source_id", ("str",), True, (("pattern", "[a-z][a-z0-9_]{1,39}"),)),
-            Param(
-                "name",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 120),
-                ),
-            ),
-            Param(
-                "category",
-                (
-                    "enum",
-                    (
-                        "email",
-                        "calendar",
-                        "messaging",
-                        "storage",
-                        "iot",
-                        "monitoring",
-                        "webhook",
-                        "database",
-                    ),
-                ),
-                True,
-            ),
-        ),
-        frozenset({"audit_log", "clock", "sources"}),
-        frozenset({"audit_log", "sources"}),
-        _connect_source_result,
-    ),
-    "list_sources": ToolSpec(
-        "list_sources",
-        (
-            Param(
-                "category",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "email",
-                            "calendar",
-                            "messaging",
-                            "storage",
-                            "iot",
-                            "monitoring",
-                            "webhook",
-                            "database",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset({"sources"}),
-        frozenset(),
-        _list_sources_result,
-    ),
-    "list_event_types": ToolSpec(
-        "list_event_types",
-        (
-            Param(
-                "category",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "email",
-                            "calendar",
-                            "messaging",
-                            "storage",
-                            "iot",
-                            "monitoring",
-                            "webhook",
-                            "database",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset(),
-        frozenset(),
-        _list_event_types_result,
-    ),
-    "create_automation": ToolSpec(
-        "create_automation",
-        (
-            Param(
-                "name",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 80),
-                ),
-            ),
-            Param("trigger", ("str",), True),
-            Param(
-                "actions",
-                ("list", ("record", "Action")),
-                True,
-                (
-                    ("min_items", 1),
-                    ("max_items", 10),
-                ),
-            ),
-            Param("source_filter", ("optional", ("str",)), False),
-            Param("condition", ("optional", ("record", "Condition")), False),
-            Param("enabled", ("bool",), False),
-        ),
-        frozenset({"audit_log", "automations", "clock", "next_automation_id", "sources"}),
-        frozenset({"audit_log", "automations", "next_automation_id"}),
-        _create_automation_result,
-    ),
-    "get_automation": ToolSpec(
-        "get_automation",
-        (Param("automation_id", ("int",), True),),
-        frozenset({"automations"}),
-        frozenset(),
-        _get_automation_result,
-    ),
-    "list_automations": ToolSpec(
-        "list_automations",
-        (
-            Param("enabled", ("optional", ("bool",)), False),
-            Param("trigger", ("optional", ("str",)), False),
-            Param("source_id", ("optional", ("str",)), False),
-        ),
-        frozenset({"automations"}),
-        frozenset(),
-        _list_automations_result,
-    ),
-    "update_automation": ToolSpec(
-        "update_automation",
-        (
-            Param("automation_id", ("int",), True),
-            Param(
-                "name",
-                ("optional", ("str",)),
-                False,
-                (
-                    ("min_length", 1),
-                    ("max_length", 80),
-                ),
-            ),
-            Param("trigger", ("optional", ("str",)), False),
-            Param("source_filter", ("optional", ("str",)), False),
-            Param("clear_source_filter", ("bool",), False),
-            Param("condition", ("optional", ("record", "Condition")), False),
-            Param("clear_condition", ("bool",), False),
-            Param(
-                "actions",
-                ("optional", ("list", ("record", "Action"))),
-                False,
-                (
-                    ("min_items", 1),
-                    ("max_items", 10),
-                ),
-            ),
-        ),
-        frozenset({"audit_log", "automations", "clock", "sources"}),
-        frozenset({"audit_log", "automations"}),
-        _update_automation_result,
-    ),
-    "resume_automation": ToolSpec(
-        "resume_automation",
-        (Param("automation_id", ("int",), True),),
-        frozenset({"audit_log", "automations", "clock"}),
-        frozenset({"audit_log", "automations"}),
-        _resume_automation_result,
-    ),
-    "pause_automation": ToolSpec(
-        "pause_automation",
-        (Param("automation_id", ("int",), True),),
-        frozenset({"audit_log", "automations", "clock"}),
-        frozenset({"audit_log", "automations"}),
-        _pause_automation_result,
-    ),
-    "delete_automation": ToolSpec(
-        "delete_automation",
-        (Param("automation_id", ("int",), True),),
-        frozenset({"audit_log", "automations", "clock"}),
-        frozenset({"audit_log", "automations"}),
-        _delete_automation_result,
-    ),
-    "evaluate_condition": ToolSpec(
-        "evaluate_condition",
-        (
-            Param("condition", ("record", "Condition"), True),
-            Param("payload", ("json",), True),
-        ),
-        frozenset(),
-        frozenset(),
-        _evaluate_condition_result,
-    ),
-    "inject_event": ToolSpec(
-        "inject_event",
-        (
-            Param("source_id", ("str",), True),
-            Param("event_type", ("str",), True),
-            Param("payload", ("json",), True),
-        ),
-        frozenset(
-            {
-                "action_log",
-                "audit_log",
-                "automations",
-                "clock",
-                "events",
-                "next_action_id",
-                "next_event_id",
-                "sources",
-            }
-        ),
-        frozenset(
-            {
-                "action_log",
-                "audit_log",
-                "automations",
-                "clock",
-                "events",
-                "next_action_id",
-                "next_event_id",
-                "sources",
-            }
-        ),
-        _inject_event_result,
-    ),
-    "search_event_log": ToolSpec(
-        "search_event_log",
-        (
-            Param("source_id", ("optional", ("str",)), False),
-            Param("event_type", ("optional", ("str",)), False),
-            Param(
-                "category",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "email",
-                            "calendar",
-                            "messaging",
-                            "storage",
-                            "iot",
-                            "monitoring",
-                            "webhook",
-                            "database",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param("automation_id", ("optional", ("int",)), False),
-            Param("fired_only", ("bool",), False),
-            Param("since", ("optional", ("datetime",)), False),
-            Param("until", ("optional", ("datetime",)), False),
-            Param(
-                "limit",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 500),
-                ),
-            ),
-        ),
-        frozenset({"events"}),
-        frozenset(),
-        _search_event_log_result,
-    ),
-    "search_action_log": ToolSpec(
-        "search_action_log",
-        (
-            Param("automation_id", ("optional", ("int",)), False),
-            Param("event_id", ("optional", ("int",)), False),
-            Param(
-                "action_type",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "notify",
-                            "send_email",
-                            "create_task",
-                            "call_webhook",
-                            "log_message",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param("since", ("optional", ("datetime",)), False),
-            Param("until", ("optional", ("datetime",)), False),
-            Param(
-                "limit",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 500),
-                ),
-            ),
-        ),
-        frozenset({"action_log"}),
-        frozenset(),
-        _search_action_log_result,
-    ),
-    "automation_stats": ToolSpec(
-        "automation_stats",
-        (Param("enabled", ("optional", ("bool",)), False),),
-        frozenset({"action_log", "automations", "events"}),
-        frozenset(),
-        _automation_stats_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -1754,11 +1191,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -1837,26 +1269,6 @@ def _copy_ActionRecord(value: ActionRecord) -> ActionRecord:
     }
 
 
-def _copy_Verdict(value: Verdict) -> Verdict:
-    return value.copy()
-
-
-def _copy_Evaluation(value: Evaluation) -> Evaluation:
-    return value.copy()
-
-
-def _copy_Injection(value: Injection) -> Injection:
-    return {
-        "event": _copy_Event(value["event"]),
-        "evaluations": [_copy_Evaluation(a) for a in value["evaluations"]],
-        "actions": [_copy_ActionRecord(a) for a in value["actions"]],
-    }
-
-
-def _copy_AutomationStats(value: AutomationStats) -> AutomationStats:
-    return value.copy()
-
-
 def state_to_json(state: State) -> dict[str, Any]:
     """The state as detached JSON, generated from its types like `copy_state`."""
     return {
@@ -1933,6 +1345,419 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+def _json_list_Source(value: list[Source]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+def _json_map_SourceCategory_list_str(
+    value: dict[SourceCategory, list[str]],
+) -> dict[SourceCategory, Any]:
+    return {k0: list(v0) for k0, v0 in value.items()}
+
+
+def _json_Condition(value: Condition) -> dict[str, Any]:
+    return {"field": value["field"], "op": value["op"], "value": to_json(value["value"])}
+
+
+def _json_Action(value: Action) -> dict[str, Any]:
+    return {"type": value["type"], "params": dict(value["params"])}
+
+
+def _json_Automation(value: Automation) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "trigger": value["trigger"],
+        "source_filter": value["source_filter"],
+        "condition": None if value["condition"] is None else _json_Condition(value["condition"]),
+        "actions": [_json_Action(v1) for v1 in value["actions"]],
+        "enabled": value["enabled"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+        "fire_count": value["fire_count"],
+        "last_fired_at": value["last_fired_at"],
+    }
+
+
+def _json_list_Automation(value: list[Automation]) -> list[Any]:
+    return [_json_Automation(v0) for v0 in value]
+
+
+def _json_Event(value: Event) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "source_id": value["source_id"],
+        "category": value["category"],
+        "type": value["type"],
+        "payload": {k1: to_json(v1) for k1, v1 in value["payload"].items()},
+        "at": value["at"],
+        "matched": list(value["matched"]),
+        "fired": list(value["fired"]),
+    }
+
+
+def _json_ActionRecord(value: ActionRecord) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "event_id": value["event_id"],
+        "rule_id": value["rule_id"],
+        "position": value["position"],
+        "type": value["type"],
+        "params": dict(value["params"]),
+        "at": value["at"],
+    }
+
+
+def _json_Injection(value: Injection) -> dict[str, Any]:
+    return {
+        "event": _json_Event(value["event"]),
+        "evaluations": [dict(v1) for v1 in value["evaluations"]],
+        "actions": [_json_ActionRecord(v1) for v1 in value["actions"]],
+    }
+
+
+def _json_list_Event(value: list[Event]) -> list[Any]:
+    return [_json_Event(v0) for v0 in value]
+
+
+def _json_list_ActionRecord(value: list[ActionRecord]) -> list[Any]:
+    return [_json_ActionRecord(v0) for v0 in value]
+
+
+def _json_list_AutomationStats(value: list[AutomationStats]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "connect_source": ToolSpec(
+        "connect_source",
+        (
+            Param("source_id", ("str",), True, (("pattern", "[a-z][a-z0-9_]{1,39}"),)),
+            Param(
+                "name",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 120),
+                ),
+            ),
+            Param(
+                "category",
+                (
+                    "enum",
+                    (
+                        "email",
+                        "calendar",
+                        "messaging",
+                        "storage",
+                        "iot",
+                        "monitoring",
+                        "webhook",
+                        "database",
+                    ),
+                ),
+                True,
+            ),
+        ),
+        frozenset({"audit_log", "clock", "sources"}),
+        frozenset({"audit_log", "sources"}),
+        dict,
+    ),
+    "list_sources": ToolSpec(
+        "list_sources",
+        (
+            Param(
+                "category",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "email",
+                            "calendar",
+                            "messaging",
+                            "storage",
+                            "iot",
+                            "monitoring",
+                            "webhook",
+                            "database",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"sources"}),
+        frozenset(),
+        _json_list_Source,
+    ),
+    "list_event_types": ToolSpec(
+        "list_event_types",
+        (
+            Param(
+                "category",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "email",
+                            "calendar",
+                            "messaging",
+                            "storage",
+                            "iot",
+                            "monitoring",
+                            "webhook",
+                            "database",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset(),
+        frozenset(),
+        _json_map_SourceCategory_list_str,
+    ),
+    "create_automation": ToolSpec(
+        "create_automation",
+        (
+            Param(
+                "name",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 80),
+                ),
+            ),
+            Param("trigger", ("str",), True),
+            Param(
+                "actions",
+                ("list", ("record", "Action")),
+                True,
+                (
+                    ("min_items", 1),
+                    ("max_items", 10),
+                ),
+            ),
+            Param("source_filter", ("optional", ("str",)), False),
+            Param("condition", ("optional", ("record", "Condition")), False),
+            Param("enabled", ("bool",), False),
+        ),
+        frozenset({"audit_log", "automations", "clock", "next_automation_id", "sources"}),
+        frozenset({"audit_log", "automations", "next_automation_id"}),
+        _json_Automation,
+    ),
+    "get_automation": ToolSpec(
+        "get_automation",
+        (Param("automation_id", ("int",), True),),
+        frozenset({"automations"}),
+        frozenset(),
+        _json_Automation,
+    ),
+    "list_automations": ToolSpec(
+        "list_automations",
+        (
+            Param("enabled", ("optional", ("bool",)), False),
+            Param("trigger", ("optional", ("str",)), False),
+            Param("source_id", ("optional", ("str",)), False),
+        ),
+        frozenset({"automations"}),
+        frozenset(),
+        _json_list_Automation,
+    ),
+    "update_automation": ToolSpec(
+        "update_automation",
+        (
+            Param("automation_id", ("int",), True),
+            Param(
+                "name",
+                ("optional", ("str",)),
+                False,
+                (
+                    ("min_length", 1),
+                    ("max_length", 80),
+                ),
+            ),
+            Param("trigger", ("optional", ("str",)), False),
+            Param("source_filter", ("optional", ("str",)), False),
+            Param("clear_source_filter", ("bool",), False),
+            Param("condition", ("optional", ("record", "Condition")), False),
+            Param("clear_condition", ("bool",), False),
+            Param(
+                "actions",
+                ("optional", ("list", ("record", "Action"))),
+                False,
+                (
+                    ("min_items", 1),
+                    ("max_items", 10),
+                ),
+            ),
+        ),
+        frozenset({"audit_log", "automations", "clock", "sources"}),
+        frozenset({"audit_log", "automations"}),
+        _json_Automation,
+    ),
+    "resume_automation": ToolSpec(
+        "resume_automation",
+        (Param("automation_id", ("int",), True),),
+        frozenset({"audit_log", "automations", "clock"}),
+        frozenset({"audit_log", "automations"}),
+        _json_Automation,
+    ),
+    "pause_automation": ToolSpec(
+        "pause_automation",
+        (Param("automation_id", ("int",), True),),
+        frozenset({"audit_log", "automations", "clock"}),
+        frozenset({"audit_log", "automations"}),
+        _json_Automation,
+    ),
+    "delete_automation": ToolSpec(
+        "delete_automation",
+        (Param("automation_id", ("int",), True),),
+        frozenset({"audit_log", "automations", "clock"}),
+        frozenset({"audit_log", "automations"}),
+        _json_Automation,
+    ),
+    "evaluate_condition": ToolSpec(
+        "evaluate_condition",
+        (
+            Param("condition", ("record", "Condition"), True),
+            Param("payload", ("json",), True),
+        ),
+        frozenset(),
+        frozenset(),
+        dict,
+    ),
+    "inject_event": ToolSpec(
+        "inject_event",
+        (
+            Param("source_id", ("str",), True),
+            Param("event_type", ("str",), True),
+            Param("payload", ("json",), True),
+        ),
+        frozenset(
+            {
+                "action_log",
+                "audit_log",
+                "automations",
+                "clock",
+                "events",
+                "next_action_id",
+                "next_event_id",
+                "sources",
+            }
+        ),
+        frozenset(
+            {
+                "action_log",
+                "audit_log",
+                "automations",
+                "clock",
+                "events",
+                "next_action_id",
+                "next_event_id",
+                "sources",
+            }
+        ),
+        _json_Injection,
+    ),
+    "search_event_log": ToolSpec(
+        "search_event_log",
+        (
+            Param("source_id", ("optional", ("str",)), False),
+            Param("event_type", ("optional", ("str",)), False),
+            Param(
+                "category",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "email",
+                            "calendar",
+                            "messaging",
+                            "storage",
+                            "iot",
+                            "monitoring",
+                            "webhook",
+                            "database",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param("automation_id", ("optional", ("int",)), False),
+            Param("fired_only", ("bool",), False),
+            Param("since", ("optional", ("datetime",)), False),
+            Param("until", ("optional", ("datetime",)), False),
+            Param(
+                "limit",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 500),
+                ),
+            ),
+        ),
+        frozenset({"events"}),
+        frozenset(),
+        _json_list_Event,
+    ),
+    "search_action_log": ToolSpec(
+        "search_action_log",
+        (
+            Param("automation_id", ("optional", ("int",)), False),
+            Param("event_id", ("optional", ("int",)), False),
+            Param(
+                "action_type",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "notify",
+                            "send_email",
+                            "create_task",
+                            "call_webhook",
+                            "log_message",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param("since", ("optional", ("datetime",)), False),
+            Param("until", ("optional", ("datetime",)), False),
+            Param(
+                "limit",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 500),
+                ),
+            ),
+        ),
+        frozenset({"action_log"}),
+        frozenset(),
+        _json_list_ActionRecord,
+    ),
+    "automation_stats": ToolSpec(
+        "automation_stats",
+        (Param("enabled", ("optional", ("bool",)), False),),
+        frozenset({"action_log", "automations", "events"}),
+        frozenset(),
+        _json_list_AutomationStats,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -1956,9 +1781,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -1974,7 +1796,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -2172,11 +1994,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def connect_source(self, source_id: str, name: str, category: SourceCategory) -> Source:
         """Register an event source of one category of the taxonomy."""

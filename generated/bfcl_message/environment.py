@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, TypedDict, cast
+from typing import Any, Final, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -342,138 +342,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _list_users_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _get_user_id_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _message_login_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _message_get_login_status_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _send_message_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _delete_message_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _view_messages_sent_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _add_contact_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _search_messages_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _get_message_stats_result(value: Any) -> Any:
-    return to_json(value)
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "list_users": ToolSpec(
-        "list_users",
-        (),
-        frozenset({"user_map"}),
-        frozenset(),
-        _list_users_result,
-    ),
-    "get_user_id": ToolSpec(
-        "get_user_id",
-        (Param("user", ("str",), True),),
-        frozenset({"user_map"}),
-        frozenset(),
-        _get_user_id_result,
-    ),
-    "message_login": ToolSpec(
-        "message_login",
-        (Param("user_id", ("str",), True),),
-        frozenset({"user_map"}),
-        frozenset({"current_user"}),
-        _message_login_result,
-    ),
-    "message_get_login_status": ToolSpec(
-        "message_get_login_status",
-        (),
-        frozenset({"current_user"}),
-        frozenset(),
-        _message_get_login_status_result,
-    ),
-    "send_message": ToolSpec(
-        "send_message",
-        (
-            Param("receiver_id", ("str",), True),
-            Param("message", ("str",), True),
-        ),
-        frozenset(
-            {
-                "current_user",
-                "generated_ids",
-                "inbox",
-                "message_count",
-                "random_seed",
-                "rng_state",
-                "user_map",
-            }
-        ),
-        frozenset({"generated_ids", "inbox", "message_count", "rng_state"}),
-        _send_message_result,
-    ),
-    "delete_message": ToolSpec(
-        "delete_message",
-        (Param("receiver_id", ("str",), True),),
-        frozenset({"current_user", "inbox"}),
-        frozenset({"inbox"}),
-        _delete_message_result,
-    ),
-    "view_messages_sent": ToolSpec(
-        "view_messages_sent",
-        (),
-        frozenset({"current_user", "inbox"}),
-        frozenset(),
-        _view_messages_sent_result,
-    ),
-    "add_contact": ToolSpec(
-        "add_contact",
-        (Param("user_name", ("str",), True),),
-        frozenset({"user_count", "user_map"}),
-        frozenset({"user_count", "user_map"}),
-        _add_contact_result,
-    ),
-    "search_messages": ToolSpec(
-        "search_messages",
-        (Param("keyword", ("str",), True),),
-        frozenset({"current_user", "inbox"}),
-        frozenset(),
-        _search_messages_result,
-    ),
-    "get_message_stats": ToolSpec(
-        "get_message_stats",
-        (),
-        frozenset({"current_user", "inbox"}),
-        frozenset(),
-        _get_message_stats_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -569,11 +442,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -631,6 +499,96 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "list_users": ToolSpec(
+        "list_users",
+        (),
+        frozenset({"user_map"}),
+        frozenset(),
+        to_json,
+    ),
+    "get_user_id": ToolSpec(
+        "get_user_id",
+        (Param("user", ("str",), True),),
+        frozenset({"user_map"}),
+        frozenset(),
+        to_json,
+    ),
+    "message_login": ToolSpec(
+        "message_login",
+        (Param("user_id", ("str",), True),),
+        frozenset({"user_map"}),
+        frozenset({"current_user"}),
+        to_json,
+    ),
+    "message_get_login_status": ToolSpec(
+        "message_get_login_status",
+        (),
+        frozenset({"current_user"}),
+        frozenset(),
+        to_json,
+    ),
+    "send_message": ToolSpec(
+        "send_message",
+        (
+            Param("receiver_id", ("str",), True),
+            Param("message", ("str",), True),
+        ),
+        frozenset(
+            {
+                "current_user",
+                "generated_ids",
+                "inbox",
+                "message_count",
+                "random_seed",
+                "rng_state",
+                "user_map",
+            }
+        ),
+        frozenset({"generated_ids", "inbox", "message_count", "rng_state"}),
+        to_json,
+    ),
+    "delete_message": ToolSpec(
+        "delete_message",
+        (Param("receiver_id", ("str",), True),),
+        frozenset({"current_user", "inbox"}),
+        frozenset({"inbox"}),
+        to_json,
+    ),
+    "view_messages_sent": ToolSpec(
+        "view_messages_sent",
+        (),
+        frozenset({"current_user", "inbox"}),
+        frozenset(),
+        to_json,
+    ),
+    "add_contact": ToolSpec(
+        "add_contact",
+        (Param("user_name", ("str",), True),),
+        frozenset({"user_count", "user_map"}),
+        frozenset({"user_count", "user_map"}),
+        to_json,
+    ),
+    "search_messages": ToolSpec(
+        "search_messages",
+        (Param("keyword", ("str",), True),),
+        frozenset({"current_user", "inbox"}),
+        frozenset(),
+        to_json,
+    ),
+    "get_message_stats": ToolSpec(
+        "get_message_stats",
+        (),
+        frozenset({"current_user", "inbox"}),
+        frozenset(),
+        to_json,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -662,9 +620,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -680,7 +635,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -824,11 +779,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def list_users(self) -> Any:
         """List all users in the workspace."""
@@ -968,7 +925,7 @@ class Environment:
 
     def _receiver_of(self, message: dict[str, Any]) -> str:
         """An inbox entry maps its receiver to the text: BFCL reads its first key."""
-        return list(message)[0]
+        return next(iter(message))
 
     def _generate_id(self) -> dict[str, int]:
         """A fresh five-digit id, drawn until unused (BFCL loops without a bound; the ids

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, TypedDict, cast
+from typing import Any, Final, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -377,127 +377,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _create_ticket_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _get_ticket_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _close_ticket_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _resolve_ticket_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _edit_ticket_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _ticket_login_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _ticket_get_login_status_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _logout_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _get_user_tickets_result(value: Any) -> Any:
-    return to_json(value)
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "create_ticket": ToolSpec(
-        "create_ticket",
-        (
-            Param("title", ("str",), True),
-            Param("description", ("str",), False),
-            Param("priority", ("int",), False),
-        ),
-        frozenset({"current_user", "ticket_counter", "ticket_queue"}),
-        frozenset({"ticket_counter", "ticket_queue"}),
-        _create_ticket_result,
-    ),
-    "get_ticket": ToolSpec(
-        "get_ticket",
-        (Param("ticket_id", ("json",), True),),
-        frozenset({"ticket_queue"}),
-        frozenset(),
-        _get_ticket_result,
-    ),
-    "close_ticket": ToolSpec(
-        "close_ticket",
-        (Param("ticket_id", ("json",), True),),
-        frozenset({"ticket_queue"}),
-        frozenset({"ticket_queue"}),
-        _close_ticket_result,
-    ),
-    "resolve_ticket": ToolSpec(
-        "resolve_ticket",
-        (
-            Param("ticket_id", ("json",), True),
-            Param("resolution", ("str",), True),
-        ),
-        frozenset({"ticket_queue"}),
-        frozenset({"ticket_queue"}),
-        _resolve_ticket_result,
-    ),
-    "edit_ticket": ToolSpec(
-        "edit_ticket",
-        (
-            Param("ticket_id", ("json",), True),
-            Param("updates", ("map", ("str",), ("json",)), True),
-        ),
-        frozenset({"ticket_queue"}),
-        frozenset({"ticket_queue"}),
-        _edit_ticket_result,
-    ),
-    "ticket_login": ToolSpec(
-        "ticket_login",
-        (
-            Param("username", ("str",), True),
-            Param("password", ("str",), True),
-        ),
-        frozenset(),
-        frozenset({"current_user"}),
-        _ticket_login_result,
-    ),
-    "ticket_get_login_status": ToolSpec(
-        "ticket_get_login_status",
-        (),
-        frozenset({"current_user"}),
-        frozenset(),
-        _ticket_get_login_status_result,
-    ),
-    "logout": ToolSpec(
-        "logout",
-        (),
-        frozenset({"current_user"}),
-        frozenset({"current_user"}),
-        _logout_result,
-    ),
-    "get_user_tickets": ToolSpec(
-        "get_user_tickets",
-        (Param("status", ("optional", ("str",)), False),),
-        frozenset({"current_user", "ticket_queue"}),
-        frozenset(),
-        _get_user_tickets_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -593,11 +477,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -647,6 +526,89 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "create_ticket": ToolSpec(
+        "create_ticket",
+        (
+            Param("title", ("str",), True),
+            Param("description", ("str",), False),
+            Param("priority", ("int",), False),
+        ),
+        frozenset({"current_user", "ticket_counter", "ticket_queue"}),
+        frozenset({"ticket_counter", "ticket_queue"}),
+        to_json,
+    ),
+    "get_ticket": ToolSpec(
+        "get_ticket",
+        (Param("ticket_id", ("json",), True),),
+        frozenset({"ticket_queue"}),
+        frozenset(),
+        to_json,
+    ),
+    "close_ticket": ToolSpec(
+        "close_ticket",
+        (Param("ticket_id", ("json",), True),),
+        frozenset({"ticket_queue"}),
+        frozenset({"ticket_queue"}),
+        to_json,
+    ),
+    "resolve_ticket": ToolSpec(
+        "resolve_ticket",
+        (
+            Param("ticket_id", ("json",), True),
+            Param("resolution", ("str",), True),
+        ),
+        frozenset({"ticket_queue"}),
+        frozenset({"ticket_queue"}),
+        to_json,
+    ),
+    "edit_ticket": ToolSpec(
+        "edit_ticket",
+        (
+            Param("ticket_id", ("json",), True),
+            Param("updates", ("map", ("str",), ("json",)), True),
+        ),
+        frozenset({"ticket_queue"}),
+        frozenset({"ticket_queue"}),
+        to_json,
+    ),
+    "ticket_login": ToolSpec(
+        "ticket_login",
+        (
+            Param("username", ("str",), True),
+            Param("password", ("str",), True),
+        ),
+        frozenset(),
+        frozenset({"current_user"}),
+        to_json,
+    ),
+    "ticket_get_login_status": ToolSpec(
+        "ticket_get_login_status",
+        (),
+        frozenset({"current_user"}),
+        frozenset(),
+        to_json,
+    ),
+    "logout": ToolSpec(
+        "logout",
+        (),
+        frozenset({"current_user"}),
+        frozenset({"current_user"}),
+        to_json,
+    ),
+    "get_user_tickets": ToolSpec(
+        "get_user_tickets",
+        (Param("status", ("optional", ("str",)), False),),
+        frozenset({"current_user", "ticket_queue"}),
+        frozenset(),
+        to_json,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -670,9 +632,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -688,7 +647,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -843,11 +802,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def create_ticket(self, title: str, description: str = "", priority: int = 1) -> Any:
         """Create a ticket in the system and queue it.

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, TypedDict, cast
+from typing import Any, Final, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -400,182 +400,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _authenticate_twitter_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _posting_get_login_status_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _post_tweet_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _retweet_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _comment_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _mention_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _follow_user_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _list_all_following_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _unfollow_user_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _get_tweet_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _get_user_tweets_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _search_tweets_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _get_tweet_comments_result(value: Any) -> Any:
-    return to_json(value)
-
-
-def _get_user_stats_result(value: Any) -> Any:
-    return to_json(value)
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "authenticate_twitter": ToolSpec(
-        "authenticate_twitter",
-        (
-            Param("username", ("str",), True),
-            Param("password", ("str",), True),
-        ),
-        frozenset({"password", "username"}),
-        frozenset({"authenticated"}),
-        _authenticate_twitter_result,
-    ),
-    "posting_get_login_status": ToolSpec(
-        "posting_get_login_status",
-        (),
-        frozenset({"authenticated"}),
-        frozenset(),
-        _posting_get_login_status_result,
-    ),
-    "post_tweet": ToolSpec(
-        "post_tweet",
-        (
-            Param("content", ("str",), True),
-            Param("tags", ("list", ("str",)), False),
-            Param("mentions", ("list", ("str",)), False),
-        ),
-        frozenset({"authenticated", "tweet_counter", "tweets", "username"}),
-        frozenset({"tweet_counter", "tweets"}),
-        _post_tweet_result,
-    ),
-    "retweet": ToolSpec(
-        "retweet",
-        (Param("tweet_id", ("int",), True),),
-        frozenset({"authenticated", "retweets", "tweets", "username"}),
-        frozenset({"retweets"}),
-        _retweet_result,
-    ),
-    "comment": ToolSpec(
-        "comment",
-        (
-            Param("tweet_id", ("int",), True),
-            Param("comment_content", ("str",), True),
-        ),
-        frozenset({"authenticated", "comments", "tweets", "username"}),
-        frozenset({"comments"}),
-        _comment_result,
-    ),
-    "mention": ToolSpec(
-        "mention",
-        (
-            Param("tweet_id", ("int",), True),
-            Param("mentioned_usernames", ("list", ("str",)), True),
-        ),
-        frozenset({"tweets"}),
-        frozenset({"tweets"}),
-        _mention_result,
-    ),
-    "follow_user": ToolSpec(
-        "follow_user",
-        (Param("username_to_follow", ("str",), True),),
-        frozenset({"authenticated", "following_list"}),
-        frozenset({"following_list"}),
-        _follow_user_result,
-    ),
-    "list_all_following": ToolSpec(
-        "list_all_following",
-        (),
-        frozenset({"authenticated", "following_list"}),
-        frozenset(),
-        _list_all_following_result,
-    ),
-    "unfollow_user": ToolSpec(
-        "unfollow_user",
-        (Param("username_to_unfollow", ("str",), True),),
-        frozenset({"authenticated", "following_list"}),
-        frozenset({"following_list"}),
-        _unfollow_user_result,
-    ),
-    "get_tweet": ToolSpec(
-        "get_tweet",
-        (Param("tweet_id", ("int",), True),),
-        frozenset({"tweets"}),
-        frozenset(),
-        _get_tweet_result,
-    ),
-    "get_user_tweets": ToolSpec(
-        "get_user_tweets",
-        (Param("username", ("str",), True),),
-        frozenset({"tweets"}),
-        frozenset(),
-        _get_user_tweets_result,
-    ),
-    "search_tweets": ToolSpec(
-        "search_tweets",
-        (Param("keyword", ("str",), True),),
-        frozenset({"tweets"}),
-        frozenset(),
-        _search_tweets_result,
-    ),
-    "get_tweet_comments": ToolSpec(
-        "get_tweet_comments",
-        (Param("tweet_id", ("int",), True),),
-        frozenset({"comments", "tweets"}),
-        frozenset(),
-        _get_tweet_comments_result,
-    ),
-    "get_user_stats": ToolSpec(
-        "get_user_stats",
-        (Param("username", ("str",), True),),
-        frozenset({"following_list", "retweets", "tweets", "username"}),
-        frozenset(),
-        _get_user_stats_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -741,6 +570,124 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "authenticate_twitter": ToolSpec(
+        "authenticate_twitter",
+        (
+            Param("username", ("str",), True),
+            Param("password", ("str",), True),
+        ),
+        frozenset({"password", "username"}),
+        frozenset({"authenticated"}),
+        to_json,
+    ),
+    "posting_get_login_status": ToolSpec(
+        "posting_get_login_status",
+        (),
+        frozenset({"authenticated"}),
+        frozenset(),
+        to_json,
+    ),
+    "post_tweet": ToolSpec(
+        "post_tweet",
+        (
+            Param("content", ("str",), True),
+            Param("tags", ("list", ("str",)), False),
+            Param("mentions", ("list", ("str",)), False),
+        ),
+        frozenset({"authenticated", "tweet_counter", "tweets", "username"}),
+        frozenset({"tweet_counter", "tweets"}),
+        to_json,
+    ),
+    "retweet": ToolSpec(
+        "retweet",
+        (Param("tweet_id", ("int",), True),),
+        frozenset({"authenticated", "retweets", "tweets", "username"}),
+        frozenset({"retweets"}),
+        to_json,
+    ),
+    "comment": ToolSpec(
+        "comment",
+        (
+            Param("tweet_id", ("int",), True),
+            Param("comment_content", ("str",), True),
+        ),
+        frozenset({"authenticated", "comments", "tweets", "username"}),
+        frozenset({"comments"}),
+        to_json,
+    ),
+    "mention": ToolSpec(
+        "mention",
+        (
+            Param("tweet_id", ("int",), True),
+            Param("mentioned_usernames", ("list", ("str",)), True),
+        ),
+        frozenset({"tweets"}),
+        frozenset({"tweets"}),
+        to_json,
+    ),
+    "follow_user": ToolSpec(
+        "follow_user",
+        (Param("username_to_follow", ("str",), True),),
+        frozenset({"authenticated", "following_list"}),
+        frozenset({"following_list"}),
+        to_json,
+    ),
+    "list_all_following": ToolSpec(
+        "list_all_following",
+        (),
+        frozenset({"authenticated", "following_list"}),
+        frozenset(),
+        to_json,
+    ),
+    "unfollow_user": ToolSpec(
+        "unfollow_user",
+        (Param("username_to_unfollow", ("str",), True),),
+        frozenset({"authenticated", "following_list"}),
+        frozenset({"following_list"}),
+        to_json,
+    ),
+    "get_tweet": ToolSpec(
+        "get_tweet",
+        (Param("tweet_id", ("int",), True),),
+        frozenset({"tweets"}),
+        frozenset(),
+        to_json,
+    ),
+    "get_user_tweets": ToolSpec(
+        "get_user_tweets",
+        (Param("username", ("str",), True),),
+        frozenset({"tweets"}),
+        frozenset(),
+        to_json,
+    ),
+    "search_tweets": ToolSpec(
+        "search_tweets",
+        (Param("keyword", ("str",), True),),
+        frozenset({"tweets"}),
+        frozenset(),
+        to_json,
+    ),
+    "get_tweet_comments": ToolSpec(
+        "get_tweet_comments",
+        (Param("tweet_id", ("int",), True),),
+        frozenset({"comments", "tweets"}),
+        frozenset(),
+        to_json,
+    ),
+    "get_user_stats": ToolSpec(
+        "get_user_stats",
+        (Param("username", ("str",), True),),
+        frozenset({"following_list", "retweets", "tweets", "username"}),
+        frozenset(),
+        to_json,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -764,9 +711,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -782,7 +726,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -943,11 +887,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def authenticate_twitter(self, username: str, password: str) -> Any:
         """Authenticate a user with username and password.

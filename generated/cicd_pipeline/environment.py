@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -1205,581 +1205,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _register_runner_result(value: Runner) -> Any:
-    return {
-        "id": value["id"],
-        "role": value["role"],
-        "capabilities": list(value["capabilities"]),
-        "status": value["status"],
-        "holding": value["holding"],
-        "registered_at": value["registered_at"],
-    }
-
-
-def _deregister_runner_result(value: Runner) -> Any:
-    return {
-        "id": value["id"],
-        "role": value["role"],
-        "capabilities": list(value["capabilities"]),
-        "status": value["status"],
-        "holding": value["holding"],
-        "registered_at": value["registered_at"],
-    }
-
-
-def _list_runners_result(value: list[Runner]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "role": v0["role"],
-            "capabilities": list(v0["capabilities"]),
-            "status": v0["status"],
-            "holding": v0["holding"],
-            "registered_at": v0["registered_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _create_pipeline_result(value: Pipeline) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "mode": value["mode"],
-        "status": value["status"],
-        "stages": [
-            {
-                "id": v1["id"],
-                "action": v1["action"],
-                "depends_on": list(v1["depends_on"]),
-                "worker_id": v1["worker_id"],
-                "requires": v1["requires"],
-                "policy": v1["policy"],
-                "max_retries": v1["max_retries"],
-                "fail_attempts": v1["fail_attempts"],
-                "compensation": v1["compensation"],
-                "status": v1["status"],
-                "attempts": v1["attempts"],
-                "retries": v1["retries"],
-                "output": v1["output"],
-                "last_error": v1["last_error"],
-                "completed_seq": v1["completed_seq"],
-                "wave": v1["wave"],
-            }
-            for v1 in value["stages"]
-        ],
-        "waves": value["waves"],
-        "completions": value["completions"],
-        "created_at": value["created_at"],
-        "finished_at": value["finished_at"],
-    }
-
-
-def _assign_stage_result(value: Stage) -> Any:
-    return {
-        "id": value["id"],
-        "action": value["action"],
-        "depends_on": list(value["depends_on"]),
-        "worker_id": value["worker_id"],
-        "requires": value["requires"],
-        "policy": value["policy"],
-        "max_retries": value["max_retries"],
-        "fail_attempts": value["fail_attempts"],
-        "compensation": value["compensation"],
-        "status": value["status"],
-        "attempts": value["attempts"],
-        "retries": value["retries"],
-        "output": value["output"],
-        "last_error": value["last_error"],
-        "completed_seq": value["completed_seq"],
-        "wave": value["wave"],
-    }
-
-
-def _execute_stage_result(value: StageRun) -> Any:
-    return dict(value)
-
-
-def _run_pipeline_result(value: RunReport) -> Any:
-    return {
-        "pipeline_id": value["pipeline_id"],
-        "mode": value["mode"],
-        "status": value["status"],
-        "executed": [dict(v1) for v1 in value["executed"]],
-        "waiting": dict(value["waiting"]),
-        "awaiting_retry": list(value["awaiting_retry"]),
-    }
-
-
-def _retry_stage_result(value: StageRun) -> Any:
-    return dict(value)
-
-
-def _rollback_pipeline_result(value: list[Compensation]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _collect_results_result(value: PipelineResults) -> Any:
-    return {
-        "pipeline_id": value["pipeline_id"],
-        "status": value["status"],
-        "stages": [dict(v1) for v1 in value["stages"]],
-        "outputs": dict(value["outputs"]),
-        "completed": list(value["completed"]),
-        "skipped": list(value["skipped"]),
-        "failed": list(value["failed"]),
-        "pending": list(value["pending"]),
-        "awaiting_retry": list(value["awaiting_retry"]),
-        "compensated": list(value["compensated"]),
-    }
-
-
-def _get_pipeline_result(value: Pipeline) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "mode": value["mode"],
-        "status": value["status"],
-        "stages": [
-            {
-                "id": v1["id"],
-                "action": v1["action"],
-                "depends_on": list(v1["depends_on"]),
-                "worker_id": v1["worker_id"],
-                "requires": v1["requires"],
-                "policy": v1["policy"],
-                "max_retries": v1["max_retries"],
-                "fail_attempts": v1["fail_attempts"],
-                "compensation": v1["compensation"],
-                "status": v1["status"],
-                "attempts": v1["attempts"],
-                "retries": v1["retries"],
-                "output": v1["output"],
-                "last_error": v1["last_error"],
-                "completed_seq": v1["completed_seq"],
-                "wave": v1["wave"],
-            }
-            for v1 in value["stages"]
-        ],
-        "waves": value["waves"],
-        "completions": value["completions"],
-        "created_at": value["created_at"],
-        "finished_at": value["finished_at"],
-    }
-
-
-def _list_pipelines_result(value: list[Pipeline]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "name": v0["name"],
-            "mode": v0["mode"],
-            "status": v0["status"],
-            "stages": [
-                {
-                    "id": v2["id"],
-                    "action": v2["action"],
-                    "depends_on": list(v2["depends_on"]),
-                    "worker_id": v2["worker_id"],
-                    "requires": v2["requires"],
-                    "policy": v2["policy"],
-                    "max_retries": v2["max_retries"],
-                    "fail_attempts": v2["fail_attempts"],
-                    "compensation": v2["compensation"],
-                    "status": v2["status"],
-                    "attempts": v2["attempts"],
-                    "retries": v2["retries"],
-                    "output": v2["output"],
-                    "last_error": v2["last_error"],
-                    "completed_seq": v2["completed_seq"],
-                    "wave": v2["wave"],
-                }
-                for v2 in v0["stages"]
-            ],
-            "waves": v0["waves"],
-            "completions": v0["completions"],
-            "created_at": v0["created_at"],
-            "finished_at": v0["finished_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _list_stage_runs_result(value: list[StageRun]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _list_compensations_result(value: list[Compensation]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _send_message_result(value: Message) -> Any:
-    return dict(value)
-
-
-def _list_messages_result(value: list[Message]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _trigger_build_result(value: Pipeline) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "mode": value["mode"],
-        "status": value["status"],
-        "stages": [
-            {
-                "id": v1["id"],
-                "action": v1["action"],
-                "depends_on": list(v1["depends_on"]),
-                "worker_id": v1["worker_id"],
-                "requires": v1["requires"],
-                "policy": v1["policy"],
-                "max_retries": v1["max_retries"],
-                "fail_attempts": v1["fail_attempts"],
-                "compensation": v1["compensation"],
-                "status": v1["status"],
-                "attempts": v1["attempts"],
-                "retries": v1["retries"],
-                "output": v1["output"],
-                "last_error": v1["last_error"],
-                "completed_seq": v1["completed_seq"],
-                "wave": v1["wave"],
-            }
-            for v1 in value["stages"]
-        ],
-        "waves": value["waves"],
-        "completions": value["completions"],
-        "created_at": value["created_at"],
-        "finished_at": value["finished_at"],
-    }
-
-
-def _pipelines_for_commit_result(value: list[Pipeline]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "name": v0["name"],
-            "mode": v0["mode"],
-            "status": v0["status"],
-            "stages": [
-                {
-                    "id": v2["id"],
-                    "action": v2["action"],
-                    "depends_on": list(v2["depends_on"]),
-                    "worker_id": v2["worker_id"],
-                    "requires": v2["requires"],
-                    "policy": v2["policy"],
-                    "max_retries": v2["max_retries"],
-                    "fail_attempts": v2["fail_attempts"],
-                    "compensation": v2["compensation"],
-                    "status": v2["status"],
-                    "attempts": v2["attempts"],
-                    "retries": v2["retries"],
-                    "output": v2["output"],
-                    "last_error": v2["last_error"],
-                    "completed_seq": v2["completed_seq"],
-                    "wave": v2["wave"],
-                }
-                for v2 in v0["stages"]
-            ],
-            "waves": v0["waves"],
-            "completions": v0["completions"],
-            "created_at": v0["created_at"],
-            "finished_at": v0["finished_at"],
-        }
-        for v0 in value
-    ]
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "register_runner": ToolSpec(
-        "register_runner",
-        (
-            Param("worker_id", ("str",), True, (("pattern", "[a-z][a-z0-9_.-]{0,39}"),)),
-            Param(
-                "role",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 40),
-                ),
-            ),
-            Param("capabilities", ("list", ("str",)), False, (("max_items", 20),)),
-        ),
-        frozenset({"audit_log", "clock", "runners"}),
-        frozenset({"audit_log", "runners"}),
-        _register_runner_result,
-    ),
-    "deregister_runner": ToolSpec(
-        "deregister_runner",
-        (Param("worker_id", ("str",), True),),
-        frozenset({"audit_log", "clock", "pipelines", "runners"}),
-        frozenset({"audit_log", "pipelines", "runners"}),
-        _deregister_runner_result,
-    ),
-    "list_runners": ToolSpec(
-        "list_runners",
-        (
-            Param("role", ("optional", ("str",)), False),
-            Param("capability", ("optional", ("str",)), False),
-            Param(
-                "status",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "idle",
-                            "busy",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset({"runners"}),
-        frozenset(),
-        _list_runners_result,
-    ),
-    "create_pipeline": ToolSpec(
-        "create_pipeline",
-        (
-            Param("pipeline_id", ("str",), True, (("pattern", "[a-z][a-z0-9_.-]{0,39}"),)),
-            Param(
-                "name",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 120),
-                ),
-            ),
-            Param(
-                "mode",
-                (
-                    "enum",
-                    (
-                        "sequential",
-                        "parallel",
-                    ),
-                ),
-                True,
-            ),
-            Param(
-                "stages",
-                ("list", ("record", "StageSpec")),
-                True,
-                (
-                    ("min_items", 1),
-                    ("max_items", 50),
-                ),
-            ),
-        ),
-        frozenset({"audit_log", "clock", "pipelines", "runners"}),
-        frozenset({"audit_log", "pipelines"}),
-        _create_pipeline_result,
-    ),
-    "assign_stage": ToolSpec(
-        "assign_stage",
-        (
-            Param("pipeline_id", ("str",), True),
-            Param("stage_id", ("str",), True),
-            Param("worker_id", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "pipelines", "runners"}),
-        frozenset({"audit_log", "pipelines"}),
-        _assign_stage_result,
-    ),
-    "execute_stage": ToolSpec(
-        "execute_stage",
-        (
-            Param("pipeline_id", ("str",), True),
-            Param("stage_id", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "run_log", "runners"}),
-        frozenset({"audit_log", "pipelines", "run_log", "runners"}),
-        _execute_stage_result,
-    ),
-    "run_pipeline": ToolSpec(
-        "run_pipeline",
-        (Param("pipeline_id", ("str",), True),),
-        frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "run_log", "runners"}),
-        frozenset({"audit_log", "pipelines", "run_log", "runners"}),
-        _run_pipeline_result,
-    ),
-    "retry_stage": ToolSpec(
-        "retry_stage",
-        (
-            Param("pipeline_id", ("str",), True),
-            Param("stage_id", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "run_log", "runners"}),
-        frozenset({"audit_log", "pipelines", "run_log", "runners"}),
-        _retry_stage_result,
-    ),
-    "rollback_pipeline": ToolSpec(
-        "rollback_pipeline",
-        (Param("pipeline_id", ("str",), True),),
-        frozenset({"audit_log", "clock", "compensation_log", "pipelines", "runners"}),
-        frozenset({"audit_log", "compensation_log", "pipelines", "runners"}),
-        _rollback_pipeline_result,
-    ),
-    "collect_results": ToolSpec(
-        "collect_results",
-        (Param("pipeline_id", ("str",), True),),
-        frozenset({"pipelines"}),
-        frozenset(),
-        _collect_results_result,
-    ),
-    "get_pipeline": ToolSpec(
-        "get_pipeline",
-        (Param("pipeline_id", ("str",), True),),
-        frozenset({"pipelines"}),
-        frozenset(),
-        _get_pipeline_result,
-    ),
-    "list_pipelines": ToolSpec(
-        "list_pipelines",
-        (
-            Param(
-                "status",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "pending",
-                            "running",
-                            "completed",
-                            "failed",
-                            "rolled_back",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param(
-                "mode",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "sequential",
-                            "parallel",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset({"pipelines"}),
-        frozenset(),
-        _list_pipelines_result,
-    ),
-    "list_stage_runs": ToolSpec(
-        "list_stage_runs",
-        (
-            Param("pipeline_id", ("optional", ("str",)), False),
-            Param("stage_id", ("optional", ("str",)), False),
-            Param(
-                "outcome",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "completed",
-                            "skipped",
-                            "retry_scheduled",
-                            "failed",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset({"run_log"}),
-        frozenset(),
-        _list_stage_runs_result,
-    ),
-    "list_compensations": ToolSpec(
-        "list_compensations",
-        (Param("pipeline_id", ("optional", ("str",)), False),),
-        frozenset({"compensation_log"}),
-        frozenset(),
-        _list_compensations_result,
-    ),
-    "send_message": ToolSpec(
-        "send_message",
-        (
-            Param("sender", ("str",), True),
-            Param("recipient", ("str",), True),
-            Param(
-                "body",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 2000),
-                ),
-            ),
-            Param("pipeline_id", ("optional", ("str",)), False),
-        ),
-        frozenset({"audit_log", "clock", "messages", "pipelines", "runners"}),
-        frozenset({"audit_log", "messages"}),
-        _send_message_result,
-    ),
-    "list_messages": ToolSpec(
-        "list_messages",
-        (
-            Param("recipient", ("optional", ("str",)), False),
-            Param("sender", ("optional", ("str",)), False),
-            Param("pipeline_id", ("optional", ("str",)), False),
-        ),
-        frozenset({"messages"}),
-        frozenset(),
-        _list_messages_result,
-    ),
-    "trigger_build": ToolSpec(
-        "trigger_build",
-        (
-            Param("commit", ("str",), True, (("pattern", "[0-9a-f]{7,40}"),)),
-            Param("template", ("str",), False),
-            Param(
-                "mode",
-                (
-                    "enum",
-                    (
-                        "sequential",
-                        "parallel",
-                    ),
-                ),
-                False,
-            ),
-            Param("auto_assign", ("bool",), False),
-        ),
-        frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "runners"}),
-        frozenset({"audit_log", "pipeline_commits", "pipelines"}),
-        _trigger_build_result,
-    ),
-    "pipelines_for_commit": ToolSpec(
-        "pipelines_for_commit",
-        (Param("commit", ("str",), True, (("pattern", "[0-9a-f]{7,40}"),)),),
-        frozenset({"pipeline_commits", "pipelines"}),
-        frozenset(),
-        _pipelines_for_commit_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -1873,11 +1303,6 @@ def copy_json(value: Any) -> Any:
     if isinstance(value, set):
         return set(value)
     return value
-
-
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
 
 
 def to_json(value: Any) -> Any:
@@ -1977,36 +1402,6 @@ def _copy_Message(value: Message) -> Message:
     return value.copy()
 
 
-def _copy_RunReport(value: RunReport) -> RunReport:
-    return {
-        "pipeline_id": value["pipeline_id"],
-        "mode": value["mode"],
-        "status": value["status"],
-        "executed": [_copy_StageRun(a) for a in value["executed"]],
-        "waiting": dict(value["waiting"]),
-        "awaiting_retry": list(value["awaiting_retry"]),
-    }
-
-
-def _copy_StageResult(value: StageResult) -> StageResult:
-    return value.copy()
-
-
-def _copy_PipelineResults(value: PipelineResults) -> PipelineResults:
-    return {
-        "pipeline_id": value["pipeline_id"],
-        "status": value["status"],
-        "stages": [_copy_StageResult(a) for a in value["stages"]],
-        "outputs": dict(value["outputs"]),
-        "completed": list(value["completed"]),
-        "skipped": list(value["skipped"]),
-        "failed": list(value["failed"]),
-        "pending": list(value["pending"]),
-        "awaiting_retry": list(value["awaiting_retry"]),
-        "compensated": list(value["compensated"]),
-    }
-
-
 def state_to_json(state: State) -> dict[str, Any]:
     """The state as detached JSON, generated from its types like `copy_state`."""
     return {
@@ -2078,6 +1473,384 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+def _json_Runner(value: Runner) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "role": value["role"],
+        "capabilities": list(value["capabilities"]),
+        "status": value["status"],
+        "holding": value["holding"],
+        "registered_at": value["registered_at"],
+    }
+
+
+def _json_list_Runner(value: list[Runner]) -> list[Any]:
+    return [_json_Runner(v0) for v0 in value]
+
+
+def _json_Stage(value: Stage) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "action": value["action"],
+        "depends_on": list(value["depends_on"]),
+        "worker_id": value["worker_id"],
+        "requires": value["requires"],
+        "policy": value["policy"],
+        "max_retries": value["max_retries"],
+        "fail_attempts": value["fail_attempts"],
+        "compensation": value["compensation"],
+        "status": value["status"],
+        "attempts": value["attempts"],
+        "retries": value["retries"],
+        "output": value["output"],
+        "last_error": value["last_error"],
+        "completed_seq": value["completed_seq"],
+        "wave": value["wave"],
+    }
+
+
+def _json_Pipeline(value: Pipeline) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "mode": value["mode"],
+        "status": value["status"],
+        "stages": [_json_Stage(v1) for v1 in value["stages"]],
+        "waves": value["waves"],
+        "completions": value["completions"],
+        "created_at": value["created_at"],
+        "finished_at": value["finished_at"],
+    }
+
+
+def _json_RunReport(value: RunReport) -> dict[str, Any]:
+    return {
+        "pipeline_id": value["pipeline_id"],
+        "mode": value["mode"],
+        "status": value["status"],
+        "executed": [dict(v1) for v1 in value["executed"]],
+        "waiting": dict(value["waiting"]),
+        "awaiting_retry": list(value["awaiting_retry"]),
+    }
+
+
+def _json_list_Compensation(value: list[Compensation]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+def _json_PipelineResults(value: PipelineResults) -> dict[str, Any]:
+    return {
+        "pipeline_id": value["pipeline_id"],
+        "status": value["status"],
+        "stages": [dict(v1) for v1 in value["stages"]],
+        "outputs": dict(value["outputs"]),
+        "completed": list(value["completed"]),
+        "skipped": list(value["skipped"]),
+        "failed": list(value["failed"]),
+        "pending": list(value["pending"]),
+        "awaiting_retry": list(value["awaiting_retry"]),
+        "compensated": list(value["compensated"]),
+    }
+
+
+def _json_list_Pipeline(value: list[Pipeline]) -> list[Any]:
+    return [_json_Pipeline(v0) for v0 in value]
+
+
+def _json_list_StageRun(value: list[StageRun]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+def _json_list_Message(value: list[Message]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "register_runner": ToolSpec(
+        "register_runner",
+        (
+            Param("worker_id", ("str",), True, (("pattern", "[a-z][a-z0-9_.-]{0,39}"),)),
+            Param(
+                "role",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 40),
+                ),
+            ),
+            Param("capabilities", ("list", ("str",)), False, (("max_items", 20),)),
+        ),
+        frozenset({"audit_log", "clock", "runners"}),
+        frozenset({"audit_log", "runners"}),
+        _json_Runner,
+    ),
+    "deregister_runner": ToolSpec(
+        "deregister_runner",
+        (Param("worker_id", ("str",), True),),
+        frozenset({"audit_log", "clock", "pipelines", "runners"}),
+        frozenset({"audit_log", "pipelines", "runners"}),
+        _json_Runner,
+    ),
+    "list_runners": ToolSpec(
+        "list_runners",
+        (
+            Param("role", ("optional", ("str",)), False),
+            Param("capability", ("optional", ("str",)), False),
+            Param(
+                "status",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "idle",
+                            "busy",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"runners"}),
+        frozenset(),
+        _json_list_Runner,
+    ),
+    "create_pipeline": ToolSpec(
+        "create_pipeline",
+        (
+            Param("pipeline_id", ("str",), True, (("pattern", "[a-z][a-z0-9_.-]{0,39}"),)),
+            Param(
+                "name",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 120),
+                ),
+            ),
+            Param(
+                "mode",
+                (
+                    "enum",
+                    (
+                        "sequential",
+                        "parallel",
+                    ),
+                ),
+                True,
+            ),
+            Param(
+                "stages",
+                ("list", ("record", "StageSpec")),
+                True,
+                (
+                    ("min_items", 1),
+                    ("max_items", 50),
+                ),
+            ),
+        ),
+        frozenset({"audit_log", "clock", "pipelines", "runners"}),
+        frozenset({"audit_log", "pipelines"}),
+        _json_Pipeline,
+    ),
+    "assign_stage": ToolSpec(
+        "assign_stage",
+        (
+            Param("pipeline_id", ("str",), True),
+            Param("stage_id", ("str",), True),
+            Param("worker_id", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "pipelines", "runners"}),
+        frozenset({"audit_log", "pipelines"}),
+        _json_Stage,
+    ),
+    "execute_stage": ToolSpec(
+        "execute_stage",
+        (
+            Param("pipeline_id", ("str",), True),
+            Param("stage_id", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "run_log", "runners"}),
+        frozenset({"audit_log", "pipelines", "run_log", "runners"}),
+        dict,
+    ),
+    "run_pipeline": ToolSpec(
+        "run_pipeline",
+        (Param("pipeline_id", ("str",), True),),
+        frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "run_log", "runners"}),
+        frozenset({"audit_log", "pipelines", "run_log", "runners"}),
+        _json_RunReport,
+    ),
+    "retry_stage": ToolSpec(
+        "retry_stage",
+        (
+            Param("pipeline_id", ("str",), True),
+            Param("stage_id", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "run_log", "runners"}),
+        frozenset({"audit_log", "pipelines", "run_log", "runners"}),
+        dict,
+    ),
+    "rollback_pipeline": ToolSpec(
+        "rollback_pipeline",
+        (Param("pipeline_id", ("str",), True),),
+        frozenset({"audit_log", "clock", "compensation_log", "pipelines", "runners"}),
+        frozenset({"audit_log", "compensation_log", "pipelines", "runners"}),
+        _json_list_Compensation,
+    ),
+    "collect_results": ToolSpec(
+        "collect_results",
+        (Param("pipeline_id", ("str",), True),),
+        frozenset({"pipelines"}),
+        frozenset(),
+        _json_PipelineResults,
+    ),
+    "get_pipeline": ToolSpec(
+        "get_pipeline",
+        (Param("pipeline_id", ("str",), True),),
+        frozenset({"pipelines"}),
+        frozenset(),
+        _json_Pipeline,
+    ),
+    "list_pipelines": ToolSpec(
+        "list_pipelines",
+        (
+            Param(
+                "status",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "pending",
+                            "running",
+                            "completed",
+                            "failed",
+                            "rolled_back",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param(
+                "mode",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "sequential",
+                            "parallel",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"pipelines"}),
+        frozenset(),
+        _json_list_Pipeline,
+    ),
+    "list_stage_runs": ToolSpec(
+        "list_stage_runs",
+        (
+            Param("pipeline_id", ("optional", ("str",)), False),
+            Param("stage_id", ("optional", ("str",)), False),
+            Param(
+                "outcome",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "completed",
+                            "skipped",
+                            "retry_scheduled",
+                            "failed",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"run_log"}),
+        frozenset(),
+        _json_list_StageRun,
+    ),
+    "list_compensations": ToolSpec(
+        "list_compensations",
+        (Param("pipeline_id", ("optional", ("str",)), False),),
+        frozenset({"compensation_log"}),
+        frozenset(),
+        _json_list_Compensation,
+    ),
+    "send_message": ToolSpec(
+        "send_message",
+        (
+            Param("sender", ("str",), True),
+            Param("recipient", ("str",), True),
+            Param(
+                "body",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 2000),
+                ),
+            ),
+            Param("pipeline_id", ("optional", ("str",)), False),
+        ),
+        frozenset({"audit_log", "clock", "messages", "pipelines", "runners"}),
+        frozenset({"audit_log", "messages"}),
+        dict,
+    ),
+    "list_messages": ToolSpec(
+        "list_messages",
+        (
+            Param("recipient", ("optional", ("str",)), False),
+            Param("sender", ("optional", ("str",)), False),
+            Param("pipeline_id", ("optional", ("str",)), False),
+        ),
+        frozenset({"messages"}),
+        frozenset(),
+        _json_list_Message,
+    ),
+    "trigger_build": ToolSpec(
+        "trigger_build",
+        (
+            Param("commit", ("str",), True, (("pattern", "[0-9a-f]{7,40}"),)),
+            Param("template", ("str",), False),
+            Param(
+                "mode",
+                (
+                    "enum",
+                    (
+                        "sequential",
+                        "parallel",
+                    ),
+                ),
+                False,
+            ),
+            Param("auto_assign", ("bool",), False),
+        ),
+        frozenset({"audit_log", "clock", "pipeline_commits", "pipelines", "runners"}),
+        frozenset({"audit_log", "pipeline_commits", "pipelines"}),
+        _json_Pipeline,
+    ),
+    "pipelines_for_commit": ToolSpec(
+        "pipelines_for_commit",
+        (Param("commit", ("str",), True, (("pattern", "[0-9a-f]{7,40}"),)),),
+        frozenset({"pipeline_commits", "pipelines"}),
+        frozenset(),
+        _json_list_Pipeline,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -2101,9 +1874,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -2119,7 +1889,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -2259,11 +2029,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def register_runner(
         self, worker_id: str, role: str, capabilities: list[str] | None = None

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -736,180 +736,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _ls_result(value: list[Entry]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _read_result(value: FileContent) -> Any:
-    return dict(value)
-
-
-def _search_result(value: SearchResult) -> Any:
-    return {
-        "query": value["query"],
-        "hits": [dict(v1) for v1 in value["hits"]],
-        "total": value["total"],
-        "truncated": value["truncated"],
-    }
-
-
-def _write_result(value: WriteResult) -> Any:
-    return dict(value)
-
-
-def _append_result(value: WriteResult) -> Any:
-    return dict(value)
-
-
-def _move_result(value: list[Moved]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _delete_result(value: list[str]) -> Any:
-    return list(value)
-
-
-def _csv_preview_result(value: CsvPreview) -> Any:
-    return {
-        "path": value["path"],
-        "columns": list(value["columns"]),
-        "rows": [list(v1) for v1 in value["rows"]],
-        "total_rows": value["total_rows"],
-        "ragged_rows": list(value["ragged_rows"]),
-        "rows_with_blanks": list(value["rows_with_blanks"]),
-    }
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "ls": ToolSpec(
-        "ls",
-        (
-            Param("path", ("str",), False),
-            Param("recursive", ("bool",), False),
-        ),
-        frozenset({"files"}),
-        frozenset(),
-        _ls_result,
-    ),
-    "read": ToolSpec(
-        "read",
-        (
-            Param("path", ("str",), True),
-            Param("start_line", ("int",), False, (("min", 1),)),
-            Param("max_lines", ("optional", ("int",)), False, (("min", 1),)),
-        ),
-        frozenset({"files"}),
-        frozenset(),
-        _read_result,
-    ),
-    "search": ToolSpec(
-        "search",
-        (
-            Param(
-                "query",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 200),
-                ),
-            ),
-            Param("path", ("str",), False),
-            Param(
-                "target",
-                (
-                    "enum",
-                    (
-                        "names",
-                        "content",
-                        "both",
-                    ),
-                ),
-                False,
-            ),
-            Param("case_sensitive", ("bool",), False),
-            Param("regex", ("bool",), False),
-            Param(
-                "max_results",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 500),
-                ),
-            ),
-        ),
-        frozenset({"files"}),
-        frozenset(),
-        _search_result,
-    ),
-    "write": ToolSpec(
-        "write",
-        (
-            Param("path", ("str",), True),
-            Param("content", ("str",), True),
-            Param("create_only", ("bool",), False),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        _write_result,
-    ),
-    "append": ToolSpec(
-        "append",
-        (
-            Param("path", ("str",), True),
-            Param("content", ("str",), True, (("min_length", 1),)),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        _append_result,
-    ),
-    "move": ToolSpec(
-        "move",
-        (
-            Param("source", ("str",), True),
-            Param("destination", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        _move_result,
-    ),
-    "delete": ToolSpec(
-        "delete",
-        (
-            Param("path", ("str",), True),
-            Param("recursive", ("bool",), False),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        _delete_result,
-    ),
-    "csv_preview": ToolSpec(
-        "csv_preview",
-        (
-            Param("path", ("str",), True),
-            Param(
-                "max_rows",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 500),
-                ),
-            ),
-        ),
-        frozenset({"files"}),
-        frozenset(),
-        _csv_preview_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -1005,11 +836,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -1039,50 +865,6 @@ def _copy_WorkspaceFile(value: WorkspaceFile) -> WorkspaceFile:
     return value.copy()
 
 
-def _copy_Entry(value: Entry) -> Entry:
-    return value.copy()
-
-
-def _copy_FileContent(value: FileContent) -> FileContent:
-    return value.copy()
-
-
-def _copy_SearchHit(value: SearchHit) -> SearchHit:
-    return value.copy()
-
-
-def _copy_SearchResult(value: SearchResult) -> SearchResult:
-    return {
-        "query": value["query"],
-        "hits": [_copy_SearchHit(a) for a in value["hits"]],
-        "total": value["total"],
-        "truncated": value["truncated"],
-    }
-
-
-def _copy_WriteResult(value: WriteResult) -> WriteResult:
-    return value.copy()
-
-
-def _copy_Moved(value: Moved) -> Moved:
-    return value.copy()
-
-
-def _copy_PathLimits(value: PathLimits) -> PathLimits:
-    return value.copy()
-
-
-def _copy_CsvPreview(value: CsvPreview) -> CsvPreview:
-    return {
-        "path": value["path"],
-        "columns": list(value["columns"]),
-        "rows": [list(a) for a in value["rows"]],
-        "total_rows": value["total_rows"],
-        "ragged_rows": list(value["ragged_rows"]),
-        "rows_with_blanks": list(value["rows_with_blanks"]),
-    }
-
-
 def state_to_json(state: State) -> dict[str, Any]:
     """The state as detached JSON, generated from its types like `copy_state`."""
     return {
@@ -1099,6 +881,162 @@ def copy_state(state: State) -> State:
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
     }
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def _json_list_Entry(value: list[Entry]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+def _json_SearchResult(value: SearchResult) -> dict[str, Any]:
+    return {
+        "query": value["query"],
+        "hits": [dict(v1) for v1 in value["hits"]],
+        "total": value["total"],
+        "truncated": value["truncated"],
+    }
+
+
+def _json_list_Moved(value: list[Moved]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+def _json_CsvPreview(value: CsvPreview) -> dict[str, Any]:
+    return {
+        "path": value["path"],
+        "columns": list(value["columns"]),
+        "rows": [list(v1) for v1 in value["rows"]],
+        "total_rows": value["total_rows"],
+        "ragged_rows": list(value["ragged_rows"]),
+        "rows_with_blanks": list(value["rows_with_blanks"]),
+    }
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "ls": ToolSpec(
+        "ls",
+        (
+            Param("path", ("str",), False),
+            Param("recursive", ("bool",), False),
+        ),
+        frozenset({"files"}),
+        frozenset(),
+        _json_list_Entry,
+    ),
+    "read": ToolSpec(
+        "read",
+        (
+            Param("path", ("str",), True),
+            Param("start_line", ("int",), False, (("min", 1),)),
+            Param("max_lines", ("optional", ("int",)), False, (("min", 1),)),
+        ),
+        frozenset({"files"}),
+        frozenset(),
+        dict,
+    ),
+    "search": ToolSpec(
+        "search",
+        (
+            Param(
+                "query",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 200),
+                ),
+            ),
+            Param("path", ("str",), False),
+            Param(
+                "target",
+                (
+                    "enum",
+                    (
+                        "names",
+                        "content",
+                        "both",
+                    ),
+                ),
+                False,
+            ),
+            Param("case_sensitive", ("bool",), False),
+            Param("regex", ("bool",), False),
+            Param(
+                "max_results",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 500),
+                ),
+            ),
+        ),
+        frozenset({"files"}),
+        frozenset(),
+        _json_SearchResult,
+    ),
+    "write": ToolSpec(
+        "write",
+        (
+            Param("path", ("str",), True),
+            Param("content", ("str",), True),
+            Param("create_only", ("bool",), False),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        dict,
+    ),
+    "append": ToolSpec(
+        "append",
+        (
+            Param("path", ("str",), True),
+            Param("content", ("str",), True, (("min_length", 1),)),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        dict,
+    ),
+    "move": ToolSpec(
+        "move",
+        (
+            Param("source", ("str",), True),
+            Param("destination", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        _json_list_Moved,
+    ),
+    "delete": ToolSpec(
+        "delete",
+        (
+            Param("path", ("str",), True),
+            Param("recursive", ("bool",), False),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        list,
+    ),
+    "csv_preview": ToolSpec(
+        "csv_preview",
+        (
+            Param("path", ("str",), True),
+            Param(
+                "max_rows",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 500),
+                ),
+            ),
+        ),
+        frozenset({"files"}),
+        frozenset(),
+        _json_CsvPreview,
+    ),
+}
 
 
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
@@ -1124,9 +1062,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -1142,7 +1077,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -1282,11 +1217,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def ls(self, path: str = "", recursive: bool = False) -> list[Entry]:
         """Entries of a directory in path order ("" is the workspace root). With
@@ -1371,14 +1308,13 @@ class Environment:
         scope = self._checked(path, "path") if path != "" else ""
         if scope != "" and scope not in state["files"] and not self._is_dir(scope):
             self._missing(scope, "path")
-        if regex:
-            if not _matches("", "(?:" + query + ")|"):
-                raise DomainError(
-                    "invalid_argument",
-                    f'query "{query}" is not a valid regular expression',
-                    field="query",
-                    current=query,
-                )
+        if regex and not _matches("", "(?:" + query + ")|"):
+            raise DomainError(
+                "invalid_argument",
+                f'query "{query}" is not a valid regular expression',
+                field="query",
+                current=query,
+            )
         pattern = ("" if case_sensitive else "(?i)") + "(?s).*(?:" + query + ").*"
         needle = query if case_sensitive else query.lower()
         candidates = [scope] if scope in state["files"] else self._below(scope)
@@ -1621,11 +1557,7 @@ class Environment:
             is not None
         ):
             return "control character"
-        if (
-            path.startswith("/")
-            or path.startswith("~")
-            or re.fullmatch("[A-Za-z]:.*", path) is not None
-        ):
+        if path.startswith(("/", "~")) or re.fullmatch("[A-Za-z]:.*", path) is not None:
             return "absolute"
         if re.fullmatch('.*[\\\\:*?"<>|].*', path) is not None:
             return "reserved character"

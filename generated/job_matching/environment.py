@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -901,527 +901,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _create_pool_result(value: HiringPool) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "criteria": dict(value["criteria"]),
-        "top_k": value["top_k"],
-        "supply": {
-            k1: {
-                "id": v1["id"],
-                "side": v1["side"],
-                "name": v1["name"],
-                "attributes": {k3: to_json(v3) for k3, v3 in v1["attributes"].items()},
-                "added_at": v1["added_at"],
-            }
-            for k1, v1 in value["supply"].items()
-        },
-        "demand": {
-            k1: {
-                "id": v1["id"],
-                "side": v1["side"],
-                "name": v1["name"],
-                "attributes": {k3: to_json(v3) for k3, v3 in v1["attributes"].items()},
-                "added_at": v1["added_at"],
-            }
-            for k1, v1 in value["demand"].items()
-        },
-        "created_at": value["created_at"],
-    }
-
-
-def _add_applicant_result(value: PoolMember) -> Any:
-    return {
-        "id": value["id"],
-        "side": value["side"],
-        "name": value["name"],
-        "attributes": {k1: to_json(v1) for k1, v1 in value["attributes"].items()},
-        "added_at": value["added_at"],
-    }
-
-
-def _add_opening_result(value: PoolMember) -> Any:
-    return {
-        "id": value["id"],
-        "side": value["side"],
-        "name": value["name"],
-        "attributes": {k1: to_json(v1) for k1, v1 in value["attributes"].items()},
-        "added_at": value["added_at"],
-    }
-
-
-def _get_pool_result(value: HiringPool) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "criteria": dict(value["criteria"]),
-        "top_k": value["top_k"],
-        "supply": {
-            k1: {
-                "id": v1["id"],
-                "side": v1["side"],
-                "name": v1["name"],
-                "attributes": {k3: to_json(v3) for k3, v3 in v1["attributes"].items()},
-                "added_at": v1["added_at"],
-            }
-            for k1, v1 in value["supply"].items()
-        },
-        "demand": {
-            k1: {
-                "id": v1["id"],
-                "side": v1["side"],
-                "name": v1["name"],
-                "attributes": {k3: to_json(v3) for k3, v3 in v1["attributes"].items()},
-                "added_at": v1["added_at"],
-            }
-            for k1, v1 in value["demand"].items()
-        },
-        "created_at": value["created_at"],
-    }
-
-
-def _list_pools_result(value: list[HiringPool]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "name": v0["name"],
-            "criteria": dict(v0["criteria"]),
-            "top_k": v0["top_k"],
-            "supply": {
-                k2: {
-                    "id": v2["id"],
-                    "side": v2["side"],
-                    "name": v2["name"],
-                    "attributes": {k4: to_json(v4) for k4, v4 in v2["attributes"].items()},
-                    "added_at": v2["added_at"],
-                }
-                for k2, v2 in v0["supply"].items()
-            },
-            "demand": {
-                k2: {
-                    "id": v2["id"],
-                    "side": v2["side"],
-                    "name": v2["name"],
-                    "attributes": {k4: to_json(v4) for k4, v4 in v2["attributes"].items()},
-                    "added_at": v2["added_at"],
-                }
-                for k2, v2 in v0["demand"].items()
-            },
-            "created_at": v0["created_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _list_pool_members_result(value: list[PoolMember]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "side": v0["side"],
-            "name": v0["name"],
-            "attributes": {k2: to_json(v2) for k2, v2 in v0["attributes"].items()},
-            "added_at": v0["added_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _score_fit_result(value: ScoredPair) -> Any:
-    return {
-        "supply_id": value["supply_id"],
-        "demand_id": value["demand_id"],
-        "score": value["score"],
-        "breakdown": [dict(v1) for v1 in value["breakdown"]],
-    }
-
-
-def _run_shortlist_result(value: list[Match]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "pool_id": v0["pool_id"],
-            "supply_id": v0["supply_id"],
-            "demand_id": v0["demand_id"],
-            "score": v0["score"],
-            "breakdown": [dict(v2) for v2 in v0["breakdown"]],
-            "status": v0["status"],
-            "decided_by": v0["decided_by"],
-            "note": v0["note"],
-            "created_at": v0["created_at"],
-            "decided_at": v0["decided_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _rerank_matches_result(value: list[Match]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "pool_id": v0["pool_id"],
-            "supply_id": v0["supply_id"],
-            "demand_id": v0["demand_id"],
-            "score": v0["score"],
-            "breakdown": [dict(v2) for v2 in v0["breakdown"]],
-            "status": v0["status"],
-            "decided_by": v0["decided_by"],
-            "note": v0["note"],
-            "created_at": v0["created_at"],
-            "decided_at": v0["decided_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _accept_match_result(value: Match) -> Any:
-    return {
-        "id": value["id"],
-        "pool_id": value["pool_id"],
-        "supply_id": value["supply_id"],
-        "demand_id": value["demand_id"],
-        "score": value["score"],
-        "breakdown": [dict(v1) for v1 in value["breakdown"]],
-        "status": value["status"],
-        "decided_by": value["decided_by"],
-        "note": value["note"],
-        "created_at": value["created_at"],
-        "decided_at": value["decided_at"],
-    }
-
-
-def _reject_match_result(value: Match) -> Any:
-    return {
-        "id": value["id"],
-        "pool_id": value["pool_id"],
-        "supply_id": value["supply_id"],
-        "demand_id": value["demand_id"],
-        "score": value["score"],
-        "breakdown": [dict(v1) for v1 in value["breakdown"]],
-        "status": value["status"],
-        "decided_by": value["decided_by"],
-        "note": value["note"],
-        "created_at": value["created_at"],
-        "decided_at": value["decided_at"],
-    }
-
-
-def _list_matches_result(value: list[Match]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "pool_id": v0["pool_id"],
-            "supply_id": v0["supply_id"],
-            "demand_id": v0["demand_id"],
-            "score": v0["score"],
-            "breakdown": [dict(v2) for v2 in v0["breakdown"]],
-            "status": v0["status"],
-            "decided_by": v0["decided_by"],
-            "note": v0["note"],
-            "created_at": v0["created_at"],
-            "decided_at": v0["decided_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _import_resume_result(value: PoolMember) -> Any:
-    return {
-        "id": value["id"],
-        "side": value["side"],
-        "name": value["name"],
-        "attributes": {k1: to_json(v1) for k1, v1 in value["attributes"].items()},
-        "added_at": value["added_at"],
-    }
-
-
-def _post_opening_result(value: PoolMember) -> Any:
-    return {
-        "id": value["id"],
-        "side": value["side"],
-        "name": value["name"],
-        "attributes": {k1: to_json(v1) for k1, v1 in value["attributes"].items()},
-        "added_at": value["added_at"],
-    }
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "create_pool": ToolSpec(
-        "create_pool",
-        (
-            Param("pool_id", ("str",), True, (("pattern", "[a-z][a-z0-9_]{0,39}"),)),
-            Param(
-                "name",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 120),
-                ),
-            ),
-            Param(
-                "criteria",
-                ("map", ("str",), ("float",)),
-                True,
-                (
-                    ("min_items", 1),
-                    ("max_items", 50),
-                ),
-            ),
-            Param(
-                "top_k",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 100),
-                ),
-            ),
-        ),
-        frozenset({"audit_log", "clock", "pools"}),
-        frozenset({"audit_log", "pools"}),
-        _create_pool_result,
-    ),
-    "add_applicant": ToolSpec(
-        "add_applicant",
-        (
-            Param("pool_id", ("str",), True),
-            Param("candidate_id", ("str",), True, (("pattern", "[A-Za-z0-9_.-]{1,40}"),)),
-            Param(
-                "name",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 120),
-                ),
-            ),
-            Param("attributes", ("map", ("str",), ("json",)), False),
-        ),
-        frozenset({"audit_log", "clock", "pools"}),
-        frozenset({"audit_log", "pools"}),
-        _add_applicant_result,
-    ),
-    "add_opening": ToolSpec(
-        "add_opening",
-        (
-            Param("pool_id", ("str",), True),
-            Param("candidate_id", ("str",), True, (("pattern", "[A-Za-z0-9_.-]{1,40}"),)),
-            Param(
-                "name",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 120),
-                ),
-            ),
-            Param("attributes", ("map", ("str",), ("json",)), False),
-        ),
-        frozenset({"audit_log", "clock", "pools"}),
-        frozenset({"audit_log", "pools"}),
-        _add_opening_result,
-    ),
-    "get_pool": ToolSpec(
-        "get_pool",
-        (Param("pool_id", ("str",), True),),
-        frozenset({"pools"}),
-        frozenset(),
-        _get_pool_result,
-    ),
-    "list_pools": ToolSpec(
-        "list_pools",
-        (),
-        frozenset({"pools"}),
-        frozenset(),
-        _list_pools_result,
-    ),
-    "list_pool_members": ToolSpec(
-        "list_pool_members",
-        (
-            Param("pool_id", ("str",), True),
-            Param(
-                "side",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "supply",
-                            "demand",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset({"pools"}),
-        frozenset(),
-        _list_pool_members_result,
-    ),
-    "score_fit": ToolSpec(
-        "score_fit",
-        (
-            Param("pool_id", ("str",), True),
-            Param("supply_id", ("str",), True),
-            Param("demand_id", ("str",), True),
-        ),
-        frozenset({"pools"}),
-        frozenset(),
-        _score_fit_result,
-    ),
-    "run_shortlist": ToolSpec(
-        "run_shortlist",
-        (
-            Param("pool_id", ("str",), True),
-            Param("demand_id", ("optional", ("str",)), False),
-            Param("supply_id", ("optional", ("str",)), False),
-        ),
-        frozenset({"audit_log", "clock", "match_records", "next_match_id", "pools"}),
-        frozenset({"audit_log", "match_records", "next_match_id"}),
-        _run_shortlist_result,
-    ),
-    "rerank_matches": ToolSpec(
-        "rerank_matches",
-        (
-            Param("pool_id", ("str",), True),
-            Param(
-                "by",
-                (
-                    "enum",
-                    (
-                        "score",
-                        "supply",
-                        "demand",
-                    ),
-                ),
-                False,
-            ),
-            Param(
-                "status",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "pending",
-                            "accepted",
-                            "rejected",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset({"match_records", "pools"}),
-        frozenset(),
-        _rerank_matches_result,
-    ),
-    "accept_match": ToolSpec(
-        "accept_match",
-        (
-            Param("match_id", ("int",), True),
-            Param(
-                "on_behalf_of",
-                (
-                    "enum",
-                    (
-                        "supply",
-                        "demand",
-                    ),
-                ),
-                True,
-            ),
-            Param("note", ("str",), False, (("max_length", 500),)),
-        ),
-        frozenset({"audit_log", "clock", "match_records"}),
-        frozenset({"audit_log", "match_records"}),
-        _accept_match_result,
-    ),
-    "reject_match": ToolSpec(
-        "reject_match",
-        (
-            Param("match_id", ("int",), True),
-            Param(
-                "on_behalf_of",
-                (
-                    "enum",
-                    (
-                        "supply",
-                        "demand",
-                    ),
-                ),
-                True,
-            ),
-            Param("note", ("str",), False, (("max_length", 500),)),
-        ),
-        frozenset({"audit_log", "clock", "match_records"}),
-        frozenset({"audit_log", "match_records"}),
-        _reject_match_result,
-    ),
-    "list_matches": ToolSpec(
-        "list_matches",
-        (
-            Param("pool_id", ("optional", ("str",)), False),
-            Param(
-                "status",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "pending",
-                            "accepted",
-                            "rejected",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param("supply_id", ("optional", ("str",)), False),
-            Param("demand_id", ("optional", ("str",)), False),
-            Param(
-                "min_score",
-                ("optional", ("float",)),
-                False,
-                (
-                    ("min", 0.0),
-                    ("max", 100.0),
-                ),
-            ),
-        ),
-        frozenset({"match_records", "pools"}),
-        frozenset(),
-        _list_matches_result,
-    ),
-    "import_resume": ToolSpec(
-        "import_resume",
-        (
-            Param("pool_id", ("str",), True),
-            Param("resume_id", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "pools"}),
-        frozenset({"audit_log", "pools"}),
-        _import_resume_result,
-    ),
-    "post_opening": ToolSpec(
-        "post_opening",
-        (
-            Param("pool_id", ("str",), True),
-            Param("job_code", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "pools"}),
-        frozenset({"audit_log", "pools"}),
-        _post_opening_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -1517,11 +1001,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -1573,15 +1052,6 @@ def _copy_AttributeScore(value: AttributeScore) -> AttributeScore:
     return value.copy()
 
 
-def _copy_ScoredPair(value: ScoredPair) -> ScoredPair:
-    return {
-        "supply_id": value["supply_id"],
-        "demand_id": value["demand_id"],
-        "score": value["score"],
-        "breakdown": [_copy_AttributeScore(a) for a in value["breakdown"]],
-    }
-
-
 def _copy_Match(value: Match) -> Match:
     return {
         "id": value["id"],
@@ -1595,31 +1065,6 @@ def _copy_Match(value: Match) -> Match:
         "note": value["note"],
         "created_at": value["created_at"],
         "decided_at": value["decided_at"],
-    }
-
-
-def _copy_Resume(value: Resume) -> Resume:
-    return {
-        "name": value["name"],
-        "years_experience": value["years_experience"],
-        "skills": list(value["skills"]),
-        "location": value["location"],
-        "salary_expectation": value["salary_expectation"],
-        "remote": value["remote"],
-        "seniority": value["seniority"],
-    }
-
-
-def _copy_JobPosting(value: JobPosting) -> JobPosting:
-    return {
-        "title": value["title"],
-        "team": value["team"],
-        "years_required": value["years_required"],
-        "skills": list(value["skills"]),
-        "location": value["location"],
-        "salary_budget": value["salary_budget"],
-        "remote": value["remote"],
-        "seniority": value["seniority"],
     }
 
 
@@ -1689,6 +1134,340 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+def _json_PoolMember(value: PoolMember) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "side": value["side"],
+        "name": value["name"],
+        "attributes": {k1: to_json(v1) for k1, v1 in value["attributes"].items()},
+        "added_at": value["added_at"],
+    }
+
+
+def _json_HiringPool(value: HiringPool) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "criteria": dict(value["criteria"]),
+        "top_k": value["top_k"],
+        "supply": {k1: _json_PoolMember(v1) for k1, v1 in value["supply"].items()},
+        "demand": {k1: _json_PoolMember(v1) for k1, v1 in value["demand"].items()},
+        "created_at": value["created_at"],
+    }
+
+
+def _json_list_HiringPool(value: list[HiringPool]) -> list[Any]:
+    return [_json_HiringPool(v0) for v0 in value]
+
+
+def _json_list_PoolMember(value: list[PoolMember]) -> list[Any]:
+    return [_json_PoolMember(v0) for v0 in value]
+
+
+def _json_ScoredPair(value: ScoredPair) -> dict[str, Any]:
+    return {
+        "supply_id": value["supply_id"],
+        "demand_id": value["demand_id"],
+        "score": value["score"],
+        "breakdown": [dict(v1) for v1 in value["breakdown"]],
+    }
+
+
+def _json_Match(value: Match) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "pool_id": value["pool_id"],
+        "supply_id": value["supply_id"],
+        "demand_id": value["demand_id"],
+        "score": value["score"],
+        "breakdown": [dict(v1) for v1 in value["breakdown"]],
+        "status": value["status"],
+        "decided_by": value["decided_by"],
+        "note": value["note"],
+        "created_at": value["created_at"],
+        "decided_at": value["decided_at"],
+    }
+
+
+def _json_list_Match(value: list[Match]) -> list[Any]:
+    return [_json_Match(v0) for v0 in value]
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "create_pool": ToolSpec(
+        "create_pool",
+        (
+            Param("pool_id", ("str",), True, (("pattern", "[a-z][a-z0-9_]{0,39}"),)),
+            Param(
+                "name",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 120),
+                ),
+            ),
+            Param(
+                "criteria",
+                ("map", ("str",), ("float",)),
+                True,
+                (
+                    ("min_items", 1),
+                    ("max_items", 50),
+                ),
+            ),
+            Param(
+                "top_k",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 100),
+                ),
+            ),
+        ),
+        frozenset({"audit_log", "clock", "pools"}),
+        frozenset({"audit_log", "pools"}),
+        _json_HiringPool,
+    ),
+    "add_applicant": ToolSpec(
+        "add_applicant",
+        (
+            Param("pool_id", ("str",), True),
+            Param("candidate_id", ("str",), True, (("pattern", "[A-Za-z0-9_.-]{1,40}"),)),
+            Param(
+                "name",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 120),
+                ),
+            ),
+            Param("attributes", ("map", ("str",), ("json",)), False),
+        ),
+        frozenset({"audit_log", "clock", "pools"}),
+        frozenset({"audit_log", "pools"}),
+        _json_PoolMember,
+    ),
+    "add_opening": ToolSpec(
+        "add_opening",
+        (
+            Param("pool_id", ("str",), True),
+            Param("candidate_id", ("str",), True, (("pattern", "[A-Za-z0-9_.-]{1,40}"),)),
+            Param(
+                "name",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 120),
+                ),
+            ),
+            Param("attributes", ("map", ("str",), ("json",)), False),
+        ),
+        frozenset({"audit_log", "clock", "pools"}),
+        frozenset({"audit_log", "pools"}),
+        _json_PoolMember,
+    ),
+    "get_pool": ToolSpec(
+        "get_pool",
+        (Param("pool_id", ("str",), True),),
+        frozenset({"pools"}),
+        frozenset(),
+        _json_HiringPool,
+    ),
+    "list_pools": ToolSpec(
+        "list_pools",
+        (),
+        frozenset({"pools"}),
+        frozenset(),
+        _json_list_HiringPool,
+    ),
+    "list_pool_members": ToolSpec(
+        "list_pool_members",
+        (
+            Param("pool_id", ("str",), True),
+            Param(
+                "side",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "supply",
+                            "demand",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"pools"}),
+        frozenset(),
+        _json_list_PoolMember,
+    ),
+    "score_fit": ToolSpec(
+        "score_fit",
+        (
+            Param("pool_id", ("str",), True),
+            Param("supply_id", ("str",), True),
+            Param("demand_id", ("str",), True),
+        ),
+        frozenset({"pools"}),
+        frozenset(),
+        _json_ScoredPair,
+    ),
+    "run_shortlist": ToolSpec(
+        "run_shortlist",
+        (
+            Param("pool_id", ("str",), True),
+            Param("demand_id", ("optional", ("str",)), False),
+            Param("supply_id", ("optional", ("str",)), False),
+        ),
+        frozenset({"audit_log", "clock", "match_records", "next_match_id", "pools"}),
+        frozenset({"audit_log", "match_records", "next_match_id"}),
+        _json_list_Match,
+    ),
+    "rerank_matches": ToolSpec(
+        "rerank_matches",
+        (
+            Param("pool_id", ("str",), True),
+            Param(
+                "by",
+                (
+                    "enum",
+                    (
+                        "score",
+                        "supply",
+                        "demand",
+                    ),
+                ),
+                False,
+            ),
+            Param(
+                "status",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "pending",
+                            "accepted",
+                            "rejected",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"match_records", "pools"}),
+        frozenset(),
+        _json_list_Match,
+    ),
+    "accept_match": ToolSpec(
+        "accept_match",
+        (
+            Param("match_id", ("int",), True),
+            Param(
+                "on_behalf_of",
+                (
+                    "enum",
+                    (
+                        "supply",
+                        "demand",
+                    ),
+                ),
+                True,
+            ),
+            Param("note", ("str",), False, (("max_length", 500),)),
+        ),
+        frozenset({"audit_log", "clock", "match_records"}),
+        frozenset({"audit_log", "match_records"}),
+        _json_Match,
+    ),
+    "reject_match": ToolSpec(
+        "reject_match",
+        (
+            Param("match_id", ("int",), True),
+            Param(
+                "on_behalf_of",
+                (
+                    "enum",
+                    (
+                        "supply",
+                        "demand",
+                    ),
+                ),
+                True,
+            ),
+            Param("note", ("str",), False, (("max_length", 500),)),
+        ),
+        frozenset({"audit_log", "clock", "match_records"}),
+        frozenset({"audit_log", "match_records"}),
+        _json_Match,
+    ),
+    "list_matches": ToolSpec(
+        "list_matches",
+        (
+            Param("pool_id", ("optional", ("str",)), False),
+            Param(
+                "status",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "pending",
+                            "accepted",
+                            "rejected",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param("supply_id", ("optional", ("str",)), False),
+            Param("demand_id", ("optional", ("str",)), False),
+            Param(
+                "min_score",
+                ("optional", ("float",)),
+                False,
+                (
+                    ("min", 0.0),
+                    ("max", 100.0),
+                ),
+            ),
+        ),
+        frozenset({"match_records", "pools"}),
+        frozenset(),
+        _json_list_Match,
+    ),
+    "import_resume": ToolSpec(
+        "import_resume",
+        (
+            Param("pool_id", ("str",), True),
+            Param("resume_id", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "pools"}),
+        frozenset({"audit_log", "pools"}),
+        _json_PoolMember,
+    ),
+    "post_opening": ToolSpec(
+        "post_opening",
+        (
+            Param("pool_id", ("str",), True),
+            Param("job_code", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "pools"}),
+        frozenset({"audit_log", "pools"}),
+        _json_PoolMember,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -1712,9 +1491,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -1730,7 +1506,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -1896,11 +1672,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def create_pool(
         self, pool_id: str, name: str, criteria: dict[str, float], top_k: int = 5

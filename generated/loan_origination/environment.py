@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -1083,522 +1083,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _create_machine_result(value: Machine) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "description": value["description"],
-        "states": [
-            {
-                "name": v1["name"],
-                "on_enter": list(v1["on_enter"]),
-                "on_exit": list(v1["on_exit"]),
-                "initial": v1["initial"],
-                "terminal": v1["terminal"],
-            }
-            for v1 in value["states"]
-        ],
-        "transitions": [
-            {
-                "id": v1["id"],
-                "source": v1["source"],
-                "target": v1["target"],
-                "trigger": v1["trigger"],
-                "guards": {
-                    k3: {k4: to_json(v4) for k4, v4 in v3.items()}
-                    for k3, v3 in v1["guards"].items()
-                },
-            }
-            for v1 in value["transitions"]
-        ],
-        "next_transition_id": value["next_transition_id"],
-    }
-
-
-def _add_state_result(value: StateDef) -> Any:
-    return {
-        "name": value["name"],
-        "on_enter": list(value["on_enter"]),
-        "on_exit": list(value["on_exit"]),
-        "initial": value["initial"],
-        "terminal": value["terminal"],
-    }
-
-
-def _add_transition_result(value: Transition) -> Any:
-    return {
-        "id": value["id"],
-        "source": value["source"],
-        "target": value["target"],
-        "trigger": value["trigger"],
-        "guards": {
-            k1: {k2: to_json(v2) for k2, v2 in v1.items()} for k1, v1 in value["guards"].items()
-        },
-    }
-
-
-def _evaluate_guards_result(value: GuardCheck) -> Any:
-    return {
-        "passed": value["passed"],
-        "failures": [
-            {
-                "transition_id": v1["transition_id"],
-                "field": v1["field"],
-                "op": v1["op"],
-                "expected": to_json(v1["expected"]),
-                "actual": None if v1["actual"] is None else to_json(v1["actual"]),
-                "reason": v1["reason"],
-            }
-            for v1 in value["failures"]
-        ],
-    }
-
-
-def _get_machine_result(value: Machine) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "description": value["description"],
-        "states": [
-            {
-                "name": v1["name"],
-                "on_enter": list(v1["on_enter"]),
-                "on_exit": list(v1["on_exit"]),
-                "initial": v1["initial"],
-                "terminal": v1["terminal"],
-            }
-            for v1 in value["states"]
-        ],
-        "transitions": [
-            {
-                "id": v1["id"],
-                "source": v1["source"],
-                "target": v1["target"],
-                "trigger": v1["trigger"],
-                "guards": {
-                    k3: {k4: to_json(v4) for k4, v4 in v3.items()}
-                    for k3, v3 in v1["guards"].items()
-                },
-            }
-            for v1 in value["transitions"]
-        ],
-        "next_transition_id": value["next_transition_id"],
-    }
-
-
-def _list_machines_result(value: list[Machine]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "name": v0["name"],
-            "description": v0["description"],
-            "states": [
-                {
-                    "name": v2["name"],
-                    "on_enter": list(v2["on_enter"]),
-                    "on_exit": list(v2["on_exit"]),
-                    "initial": v2["initial"],
-                    "terminal": v2["terminal"],
-                }
-                for v2 in v0["states"]
-            ],
-            "transitions": [
-                {
-                    "id": v2["id"],
-                    "source": v2["source"],
-                    "target": v2["target"],
-                    "trigger": v2["trigger"],
-                    "guards": {
-                        k4: {k5: to_json(v5) for k5, v5 in v4.items()}
-                        for k4, v4 in v2["guards"].items()
-                    },
-                }
-                for v2 in v0["transitions"]
-            ],
-            "next_transition_id": v0["next_transition_id"],
-        }
-        for v0 in value
-    ]
-
-
-def _list_transitions_result(value: list[Transition]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "source": v0["source"],
-            "target": v0["target"],
-            "trigger": v0["trigger"],
-            "guards": {
-                k2: {k3: to_json(v3) for k3, v3 in v2.items()} for k2, v2 in v0["guards"].items()
-            },
-        }
-        for v0 in value
-    ]
-
-
-def _update_loan_data_result(value: Loan) -> Any:
-    return {
-        "id": value["id"],
-        "machine_id": value["machine_id"],
-        "label": value["label"],
-        "state": value["state"],
-        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
-        "history": list(value["history"]),
-        "completed": value["completed"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-    }
-
-
-def _move_loan_result(value: TransitionResult) -> Any:
-    return {
-        "outcome": value["outcome"],
-        "entity_id": value["entity_id"],
-        "source": value["source"],
-        "target": value["target"],
-        "state": value["state"],
-        "completed": value["completed"],
-        "transition_id": value["transition_id"],
-        "trigger": value["trigger"],
-        "failed_guards": [
-            {
-                "transition_id": v1["transition_id"],
-                "field": v1["field"],
-                "op": v1["op"],
-                "expected": to_json(v1["expected"]),
-                "actual": None if v1["actual"] is None else to_json(v1["actual"]),
-                "reason": v1["reason"],
-            }
-            for v1 in value["failed_guards"]
-        ],
-        "hooks": [dict(v1) for v1 in value["hooks"]],
-        "available": list(value["available"]),
-        "message": value["message"],
-    }
-
-
-def _available_moves_result(value: list[AvailableTarget]) -> Any:
-    return [
-        {
-            "target": v0["target"],
-            "transition_id": v0["transition_id"],
-            "trigger": v0["trigger"],
-            "guards": {
-                k2: {k3: to_json(v3) for k3, v3 in v2.items()} for k2, v2 in v0["guards"].items()
-            },
-            "ready": v0["ready"],
-            "failed_guards": [
-                {
-                    "transition_id": v2["transition_id"],
-                    "field": v2["field"],
-                    "op": v2["op"],
-                    "expected": to_json(v2["expected"]),
-                    "actual": None if v2["actual"] is None else to_json(v2["actual"]),
-                    "reason": v2["reason"],
-                }
-                for v2 in v0["failed_guards"]
-            ],
-        }
-        for v0 in value
-    ]
-
-
-def _get_loan_result(value: Loan) -> Any:
-    return {
-        "id": value["id"],
-        "machine_id": value["machine_id"],
-        "label": value["label"],
-        "state": value["state"],
-        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
-        "history": list(value["history"]),
-        "completed": value["completed"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-    }
-
-
-def _list_loans_result(value: list[Loan]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "machine_id": v0["machine_id"],
-            "label": v0["label"],
-            "state": v0["state"],
-            "data": {k2: to_json(v2) for k2, v2 in v0["data"].items()},
-            "history": list(v0["history"]),
-            "completed": v0["completed"],
-            "created_at": v0["created_at"],
-            "updated_at": v0["updated_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _list_moves_result(value: list[MoveRecord]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _list_hook_runs_result(value: list[HookRun]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _submit_application_result(value: Loan) -> Any:
-    return {
-        "id": value["id"],
-        "machine_id": value["machine_id"],
-        "label": value["label"],
-        "state": value["state"],
-        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
-        "history": list(value["history"]),
-        "completed": value["completed"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-    }
-
-
-def _receive_document_result(value: Loan) -> Any:
-    return {
-        "id": value["id"],
-        "machine_id": value["machine_id"],
-        "label": value["label"],
-        "state": value["state"],
-        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
-        "history": list(value["history"]),
-        "completed": value["completed"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-    }
-
-
-def _pull_credit_report_result(value: Loan) -> Any:
-    return {
-        "id": value["id"],
-        "machine_id": value["machine_id"],
-        "label": value["label"],
-        "state": value["state"],
-        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
-        "history": list(value["history"]),
-        "completed": value["completed"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-    }
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "create_machine": ToolSpec(
-        "create_machine",
-        (
-            Param("machine_id", ("str",), True, (("pattern", "[a-z][a-z0-9_]{0,39}"),)),
-            Param(
-                "name",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 120),
-                ),
-            ),
-            Param("description", ("str",), False),
-        ),
-        frozenset({"audit_log", "clock", "machines"}),
-        frozenset({"audit_log", "machines"}),
-        _create_machine_result,
-    ),
-    "add_state": ToolSpec(
-        "add_state",
-        (
-            Param("machine_id", ("str",), True),
-            Param("name", ("str",), True, (("pattern", "[a-z][a-z0-9_]{0,39}"),)),
-            Param("on_enter", ("list", ("str",)), False, (("max_items", 20),)),
-            Param("on_exit", ("list", ("str",)), False, (("max_items", 20),)),
-            Param("initial", ("bool",), False),
-            Param("terminal", ("bool",), False),
-        ),
-        frozenset({"audit_log", "clock", "machines"}),
-        frozenset({"audit_log", "machines"}),
-        _add_state_result,
-    ),
-    "add_transition": ToolSpec(
-        "add_transition",
-        (
-            Param("machine_id", ("str",), True),
-            Param("source", ("str",), True),
-            Param("target", ("str",), True),
-            Param("trigger", ("str",), False, (("pattern", "[a-z][a-z0-9_]{0,29}"),)),
-            Param("guards", ("map", ("str",), ("map", ("str",), ("json",))), False),
-        ),
-        frozenset({"audit_log", "clock", "machines"}),
-        frozenset({"audit_log", "machines"}),
-        _add_transition_result,
-    ),
-    "evaluate_guards": ToolSpec(
-        "evaluate_guards",
-        (
-            Param("guards", ("map", ("str",), ("map", ("str",), ("json",))), True),
-            Param("data", ("map", ("str",), ("json",)), False),
-        ),
-        frozenset(),
-        frozenset(),
-        _evaluate_guards_result,
-    ),
-    "get_machine": ToolSpec(
-        "get_machine",
-        (Param("machine_id", ("str",), True),),
-        frozenset({"machines"}),
-        frozenset(),
-        _get_machine_result,
-    ),
-    "list_machines": ToolSpec(
-        "list_machines",
-        (),
-        frozenset({"machines"}),
-        frozenset(),
-        _list_machines_result,
-    ),
-    "list_transitions": ToolSpec(
-        "list_transitions",
-        (
-            Param("machine_id", ("str",), True),
-            Param("source", ("optional", ("str",)), False),
-            Param("target", ("optional", ("str",)), False),
-            Param("trigger", ("optional", ("str",)), False),
-        ),
-        frozenset({"machines"}),
-        frozenset(),
-        _list_transitions_result,
-    ),
-    "update_loan_data": ToolSpec(
-        "update_loan_data",
-        (
-            Param("loan_id", ("int",), True),
-            Param("changes", ("map", ("str",), ("json",)), False),
-            Param("remove", ("list", ("str",)), False),
-        ),
-        frozenset({"audit_log", "clock", "loans"}),
-        frozenset({"audit_log", "loans"}),
-        _update_loan_data_result,
-    ),
-    "move_loan": ToolSpec(
-        "move_loan",
-        (
-            Param("loan_id", ("int",), True),
-            Param("target", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "hook_log", "loans", "machines", "move_log"}),
-        frozenset({"audit_log", "hook_log", "loans", "move_log"}),
-        _move_loan_result,
-    ),
-    "available_moves": ToolSpec(
-        "available_moves",
-        (
-            Param("loan_id", ("int",), True),
-            Param("trigger", ("optional", ("str",)), False),
-        ),
-        frozenset({"loans", "machines"}),
-        frozenset(),
-        _available_moves_result,
-    ),
-    "get_loan": ToolSpec(
-        "get_loan",
-        (Param("loan_id", ("int",), True),),
-        frozenset({"loans"}),
-        frozenset(),
-        _get_loan_result,
-    ),
-    "list_loans": ToolSpec(
-        "list_loans",
-        (
-            Param("machine_id", ("optional", ("str",)), False),
-            Param("in_state", ("optional", ("str",)), False),
-            Param("completed", ("optional", ("bool",)), False),
-            Param("label_contains", ("optional", ("str",)), False),
-        ),
-        frozenset({"loans", "machines"}),
-        frozenset(),
-        _list_loans_result,
-    ),
-    "list_moves": ToolSpec(
-        "list_moves",
-        (
-            Param("loan_id", ("optional", ("int",)), False),
-            Param("machine_id", ("optional", ("str",)), False),
-            Param("target", ("optional", ("str",)), False),
-            Param("trigger", ("optional", ("str",)), False),
-        ),
-        frozenset({"move_log"}),
-        frozenset(),
-        _list_moves_result,
-    ),
-    "list_hook_runs": ToolSpec(
-        "list_hook_runs",
-        (
-            Param("loan_id", ("optional", ("int",)), False),
-            Param(
-                "phase",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "on_exit",
-                            "on_enter",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param("action", ("optional", ("str",)), False),
-        ),
-        frozenset({"hook_log"}),
-        frozenset(),
-        _list_hook_runs_result,
-    ),
-    "submit_application": ToolSpec(
-        "submit_application",
-        (
-            Param("applicant", ("str",), True, (("pattern", "[a-z][a-z0-9_]{0,29}"),)),
-            Param("product", ("str",), True),
-            Param("amount", ("float",), True, (("min", 0.01),)),
-            Param(
-                "term_months",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 360),
-                ),
-            ),
-            Param("start_state", ("optional", ("str",)), False),
-        ),
-        frozenset({"audit_log", "clock", "hook_log", "loans", "machines", "next_loan_id"}),
-        frozenset({"audit_log", "hook_log", "loans", "next_loan_id"}),
-        _submit_application_result,
-    ),
-    "receive_document": ToolSpec(
-        "receive_document",
-        (
-            Param("loan_id", ("int",), True),
-            Param("document", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "loans"}),
-        frozenset({"audit_log", "loans"}),
-        _receive_document_result,
-    ),
-    "pull_credit_report": ToolSpec(
-        "pull_credit_report",
-        (Param("loan_id", ("int",), True),),
-        frozenset({"audit_log", "clock", "loans"}),
-        frozenset({"audit_log", "loans"}),
-        _pull_credit_report_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -1694,11 +1183,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -1771,75 +1255,11 @@ def _copy_Loan(value: Loan) -> Loan:
     }
 
 
-def _copy_GuardFailure(value: GuardFailure) -> GuardFailure:
-    return {
-        "transition_id": value["transition_id"],
-        "field": value["field"],
-        "op": value["op"],
-        "expected": copy_json(value["expected"]),
-        "actual": None if value["actual"] is None else copy_json(value["actual"]),
-        "reason": value["reason"],
-    }
-
-
 def _copy_HookRun(value: HookRun) -> HookRun:
     return value.copy()
 
 
 def _copy_MoveRecord(value: MoveRecord) -> MoveRecord:
-    return value.copy()
-
-
-def _copy_TransitionResult(value: TransitionResult) -> TransitionResult:
-    return {
-        "outcome": value["outcome"],
-        "entity_id": value["entity_id"],
-        "source": value["source"],
-        "target": value["target"],
-        "state": value["state"],
-        "completed": value["completed"],
-        "transition_id": value["transition_id"],
-        "trigger": value["trigger"],
-        "failed_guards": [_copy_GuardFailure(a) for a in value["failed_guards"]],
-        "hooks": [_copy_HookRun(a) for a in value["hooks"]],
-        "available": list(value["available"]),
-        "message": value["message"],
-    }
-
-
-def _copy_GuardCheck(value: GuardCheck) -> GuardCheck:
-    return {
-        "passed": value["passed"],
-        "failures": [_copy_GuardFailure(a) for a in value["failures"]],
-    }
-
-
-def _copy_AvailableTarget(value: AvailableTarget) -> AvailableTarget:
-    return {
-        "target": value["target"],
-        "transition_id": value["transition_id"],
-        "trigger": value["trigger"],
-        "guards": {
-            k0: {k0: copy_json(a) for k0, a in a.items()} for k0, a in value["guards"].items()
-        },
-        "ready": value["ready"],
-        "failed_guards": [_copy_GuardFailure(a) for a in value["failed_guards"]],
-    }
-
-
-def _copy_Product(value: Product) -> Product:
-    return {
-        "code": value["code"],
-        "name": value["name"],
-        "machine_id": value["machine_id"],
-        "min_amount": value["min_amount"],
-        "max_amount": value["max_amount"],
-        "max_term_months": value["max_term_months"],
-        "required_documents": list(value["required_documents"]),
-    }
-
-
-def _copy_BureauFile(value: BureauFile) -> BureauFile:
     return value.copy()
 
 
@@ -1913,6 +1333,338 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+def _json_StateDef(value: StateDef) -> dict[str, Any]:
+    return {
+        "name": value["name"],
+        "on_enter": list(value["on_enter"]),
+        "on_exit": list(value["on_exit"]),
+        "initial": value["initial"],
+        "terminal": value["terminal"],
+    }
+
+
+def _json_Transition(value: Transition) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "source": value["source"],
+        "target": value["target"],
+        "trigger": value["trigger"],
+        "guards": {
+            k1: {k2: to_json(v2) for k2, v2 in v1.items()} for k1, v1 in value["guards"].items()
+        },
+    }
+
+
+def _json_Machine(value: Machine) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "description": value["description"],
+        "states": [_json_StateDef(v1) for v1 in value["states"]],
+        "transitions": [_json_Transition(v1) for v1 in value["transitions"]],
+        "next_transition_id": value["next_transition_id"],
+    }
+
+
+def _json_GuardFailure(value: GuardFailure) -> dict[str, Any]:
+    return {
+        "transition_id": value["transition_id"],
+        "field": value["field"],
+        "op": value["op"],
+        "expected": to_json(value["expected"]),
+        "actual": None if value["actual"] is None else to_json(value["actual"]),
+        "reason": value["reason"],
+    }
+
+
+def _json_GuardCheck(value: GuardCheck) -> dict[str, Any]:
+    return {
+        "passed": value["passed"],
+        "failures": [_json_GuardFailure(v1) for v1 in value["failures"]],
+    }
+
+
+def _json_list_Machine(value: list[Machine]) -> list[Any]:
+    return [_json_Machine(v0) for v0 in value]
+
+
+def _json_list_Transition(value: list[Transition]) -> list[Any]:
+    return [_json_Transition(v0) for v0 in value]
+
+
+def _json_Loan(value: Loan) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "machine_id": value["machine_id"],
+        "label": value["label"],
+        "state": value["state"],
+        "data": {k1: to_json(v1) for k1, v1 in value["data"].items()},
+        "history": list(value["history"]),
+        "completed": value["completed"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+    }
+
+
+def _json_TransitionResult(value: TransitionResult) -> dict[str, Any]:
+    return {
+        "outcome": value["outcome"],
+        "entity_id": value["entity_id"],
+        "source": value["source"],
+        "target": value["target"],
+        "state": value["state"],
+        "completed": value["completed"],
+        "transition_id": value["transition_id"],
+        "trigger": value["trigger"],
+        "failed_guards": [_json_GuardFailure(v1) for v1 in value["failed_guards"]],
+        "hooks": [dict(v1) for v1 in value["hooks"]],
+        "available": list(value["available"]),
+        "message": value["message"],
+    }
+
+
+def _json_AvailableTarget(value: AvailableTarget) -> dict[str, Any]:
+    return {
+        "target": value["target"],
+        "transition_id": value["transition_id"],
+        "trigger": value["trigger"],
+        "guards": {
+            k1: {k2: to_json(v2) for k2, v2 in v1.items()} for k1, v1 in value["guards"].items()
+        },
+        "ready": value["ready"],
+        "failed_guards": [_json_GuardFailure(v1) for v1 in value["failed_guards"]],
+    }
+
+
+def _json_list_AvailableTarget(value: list[AvailableTarget]) -> list[Any]:
+    return [_json_AvailableTarget(v0) for v0 in value]
+
+
+def _json_list_Loan(value: list[Loan]) -> list[Any]:
+    return [_json_Loan(v0) for v0 in value]
+
+
+def _json_list_MoveRecord(value: list[MoveRecord]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+def _json_list_HookRun(value: list[HookRun]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "create_machine": ToolSpec(
+        "create_machine",
+        (
+            Param("machine_id", ("str",), True, (("pattern", "[a-z][a-z0-9_]{0,39}"),)),
+            Param(
+                "name",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 120),
+                ),
+            ),
+            Param("description", ("str",), False),
+        ),
+        frozenset({"audit_log", "clock", "machines"}),
+        frozenset({"audit_log", "machines"}),
+        _json_Machine,
+    ),
+    "add_state": ToolSpec(
+        "add_state",
+        (
+            Param("machine_id", ("str",), True),
+            Param("name", ("str",), True, (("pattern", "[a-z][a-z0-9_]{0,39}"),)),
+            Param("on_enter", ("list", ("str",)), False, (("max_items", 20),)),
+            Param("on_exit", ("list", ("str",)), False, (("max_items", 20),)),
+            Param("initial", ("bool",), False),
+            Param("terminal", ("bool",), False),
+        ),
+        frozenset({"audit_log", "clock", "machines"}),
+        frozenset({"audit_log", "machines"}),
+        _json_StateDef,
+    ),
+    "add_transition": ToolSpec(
+        "add_transition",
+        (
+            Param("machine_id", ("str",), True),
+            Param("source", ("str",), True),
+            Param("target", ("str",), True),
+            Param("trigger", ("str",), False, (("pattern", "[a-z][a-z0-9_]{0,29}"),)),
+            Param("guards", ("map", ("str",), ("map", ("str",), ("json",))), False),
+        ),
+        frozenset({"audit_log", "clock", "machines"}),
+        frozenset({"audit_log", "machines"}),
+        _json_Transition,
+    ),
+    "evaluate_guards": ToolSpec(
+        "evaluate_guards",
+        (
+            Param("guards", ("map", ("str",), ("map", ("str",), ("json",))), True),
+            Param("data", ("map", ("str",), ("json",)), False),
+        ),
+        frozenset(),
+        frozenset(),
+        _json_GuardCheck,
+    ),
+    "get_machine": ToolSpec(
+        "get_machine",
+        (Param("machine_id", ("str",), True),),
+        frozenset({"machines"}),
+        frozenset(),
+        _json_Machine,
+    ),
+    "list_machines": ToolSpec(
+        "list_machines",
+        (),
+        frozenset({"machines"}),
+        frozenset(),
+        _json_list_Machine,
+    ),
+    "list_transitions": ToolSpec(
+        "list_transitions",
+        (
+            Param("machine_id", ("str",), True),
+            Param("source", ("optional", ("str",)), False),
+            Param("target", ("optional", ("str",)), False),
+            Param("trigger", ("optional", ("str",)), False),
+        ),
+        frozenset({"machines"}),
+        frozenset(),
+        _json_list_Transition,
+    ),
+    "update_loan_data": ToolSpec(
+        "update_loan_data",
+        (
+            Param("loan_id", ("int",), True),
+            Param("changes", ("map", ("str",), ("json",)), False),
+            Param("remove", ("list", ("str",)), False),
+        ),
+        frozenset({"audit_log", "clock", "loans"}),
+        frozenset({"audit_log", "loans"}),
+        _json_Loan,
+    ),
+    "move_loan": ToolSpec(
+        "move_loan",
+        (
+            Param("loan_id", ("int",), True),
+            Param("target", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "hook_log", "loans", "machines", "move_log"}),
+        frozenset({"audit_log", "hook_log", "loans", "move_log"}),
+        _json_TransitionResult,
+    ),
+    "available_moves": ToolSpec(
+        "available_moves",
+        (
+            Param("loan_id", ("int",), True),
+            Param("trigger", ("optional", ("str",)), False),
+        ),
+        frozenset({"loans", "machines"}),
+        frozenset(),
+        _json_list_AvailableTarget,
+    ),
+    "get_loan": ToolSpec(
+        "get_loan",
+        (Param("loan_id", ("int",), True),),
+        frozenset({"loans"}),
+        frozenset(),
+        _json_Loan,
+    ),
+    "list_loans": ToolSpec(
+        "list_loans",
+        (
+            Param("machine_id", ("optional", ("str",)), False),
+            Param("in_state", ("optional", ("str",)), False),
+            Param("completed", ("optional", ("bool",)), False),
+            Param("label_contains", ("optional", ("str",)), False),
+        ),
+        frozenset({"loans", "machines"}),
+        frozenset(),
+        _json_list_Loan,
+    ),
+    "list_moves": ToolSpec(
+        "list_moves",
+        (
+            Param("loan_id", ("optional", ("int",)), False),
+            Param("machine_id", ("optional", ("str",)), False),
+            Param("target", ("optional", ("str",)), False),
+            Param("trigger", ("optional", ("str",)), False),
+        ),
+        frozenset({"move_log"}),
+        frozenset(),
+        _json_list_MoveRecord,
+    ),
+    "list_hook_runs": ToolSpec(
+        "list_hook_runs",
+        (
+            Param("loan_id", ("optional", ("int",)), False),
+            Param(
+                "phase",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "on_exit",
+                            "on_enter",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param("action", ("optional", ("str",)), False),
+        ),
+        frozenset({"hook_log"}),
+        frozenset(),
+        _json_list_HookRun,
+    ),
+    "submit_application": ToolSpec(
+        "submit_application",
+        (
+            Param("applicant", ("str",), True, (("pattern", "[a-z][a-z0-9_]{0,29}"),)),
+            Param("product", ("str",), True),
+            Param("amount", ("float",), True, (("min", 0.01),)),
+            Param(
+                "term_months",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 360),
+                ),
+            ),
+            Param("start_state", ("optional", ("str",)), False),
+        ),
+        frozenset({"audit_log", "clock", "hook_log", "loans", "machines", "next_loan_id"}),
+        frozenset({"audit_log", "hook_log", "loans", "next_loan_id"}),
+        _json_Loan,
+    ),
+    "receive_document": ToolSpec(
+        "receive_document",
+        (
+            Param("loan_id", ("int",), True),
+            Param("document", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "loans"}),
+        frozenset({"audit_log", "loans"}),
+        _json_Loan,
+    ),
+    "pull_credit_report": ToolSpec(
+        "pull_credit_report",
+        (Param("loan_id", ("int",), True),),
+        frozenset({"audit_log", "clock", "loans"}),
+        frozenset({"audit_log", "loans"}),
+        _json_Loan,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -1936,9 +1688,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -1954,7 +1703,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -2124,11 +1873,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def create_machine(self, machine_id: str, name: str, description: str = "") -> Machine:
         """Declare an empty machine; add states and transitions next."""
@@ -2722,22 +2473,20 @@ class Environment:
                         current=op,
                         allowed=WORLD["guard_operators"],
                     )
-                if op == "in" or op == "not_in":
-                    if _as_list(operand) is None:
-                        raise DomainError(
-                            "invalid_argument",
-                            f"operator {op} on {field} needs a list operand",
-                            field="guards",
-                            current=operand,
-                        )
-                if op == "matches":
-                    if _as_text(operand) is None:
-                        raise DomainError(
-                            "invalid_argument",
-                            f"operator matches on {field} needs a text pattern",
-                            field="guards",
-                            current=operand,
-                        )
+                if (op == "in" or op == "not_in") and _as_list(operand) is None:
+                    raise DomainError(
+                        "invalid_argument",
+                        f"operator {op} on {field} needs a list operand",
+                        field="guards",
+                        current=operand,
+                    )
+                if op == "matches" and _as_text(operand) is None:
+                    raise DomainError(
+                        "invalid_argument",
+                        f"operator matches on {field} needs a text pattern",
+                        field="guards",
+                        current=operand,
+                    )
 
     def _same_value(self, a: Any, b: Any) -> bool:
         """JSON equality that keeps kinds apart (true is not 1) but lets 1 equal 1.0."""
@@ -2747,9 +2496,7 @@ class Environment:
             return x == y
         if _type_of(a) != _type_of(b):
             return False
-        if bool(a == b):
-            return True
-        return False
+        return bool(a == b)
 
     def _ordered(self, actual: Any, op: str, expected: Any) -> bool:
         """gt/gte/lt/lte on two numbers, or on two texts (ISO dates order as text); any

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -1345,515 +1345,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _register_feed_result(value: Feed) -> Any:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "format": value["format"],
-        "tags": list(value["tags"]),
-        "registered_at": value["registered_at"],
-        "jobs_ingested": value["jobs_ingested"],
-    }
-
-
-def _list_feeds_result(value: list[Feed]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "name": v0["name"],
-            "format": v0["format"],
-            "tags": list(v0["tags"]),
-            "registered_at": v0["registered_at"],
-            "jobs_ingested": v0["jobs_ingested"],
-        }
-        for v0 in value
-    ]
-
-
-def _ingest_result(value: Job) -> Any:
-    return {
-        "id": value["id"],
-        "source_id": value["source_id"],
-        "format": value["format"],
-        "job_type": value["job_type"],
-        "status": value["status"],
-        "label": value["label"],
-        "parsed": {
-            "format": value["parsed"]["format"],
-            "uri": value["parsed"]["uri"],
-            "title": value["parsed"]["title"],
-            "duration_s": value["parsed"]["duration_s"],
-            "columns": list(value["parsed"]["columns"]),
-            "units": [
-                {"index": v2["index"], "text": v2["text"], "attrs": dict(v2["attrs"])}
-                for v2 in value["parsed"]["units"]
-            ],
-        },
-        "results": [
-            {
-                "job_id": v1["job_id"],
-                "source_id": v1["source_id"],
-                "seq": v1["seq"],
-                "fields": dict(v1["fields"]),
-            }
-            for v1 in value["results"]
-        ],
-        "failure": value["failure"],
-        "processor": value["processor"],
-        "created_at": value["created_at"],
-        "processed_at": value["processed_at"],
-    }
-
-
-def _process_job_result(value: Job) -> Any:
-    return {
-        "id": value["id"],
-        "source_id": value["source_id"],
-        "format": value["format"],
-        "job_type": value["job_type"],
-        "status": value["status"],
-        "label": value["label"],
-        "parsed": {
-            "format": value["parsed"]["format"],
-            "uri": value["parsed"]["uri"],
-            "title": value["parsed"]["title"],
-            "duration_s": value["parsed"]["duration_s"],
-            "columns": list(value["parsed"]["columns"]),
-            "units": [
-                {"index": v2["index"], "text": v2["text"], "attrs": dict(v2["attrs"])}
-                for v2 in value["parsed"]["units"]
-            ],
-        },
-        "results": [
-            {
-                "job_id": v1["job_id"],
-                "source_id": v1["source_id"],
-                "seq": v1["seq"],
-                "fields": dict(v1["fields"]),
-            }
-            for v1 in value["results"]
-        ],
-        "failure": value["failure"],
-        "processor": value["processor"],
-        "created_at": value["created_at"],
-        "processed_at": value["processed_at"],
-    }
-
-
-def _process_queue_result(value: list[Job]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "source_id": v0["source_id"],
-            "format": v0["format"],
-            "job_type": v0["job_type"],
-            "status": v0["status"],
-            "label": v0["label"],
-            "parsed": {
-                "format": v0["parsed"]["format"],
-                "uri": v0["parsed"]["uri"],
-                "title": v0["parsed"]["title"],
-                "duration_s": v0["parsed"]["duration_s"],
-                "columns": list(v0["parsed"]["columns"]),
-                "units": [
-                    {"index": v3["index"], "text": v3["text"], "attrs": dict(v3["attrs"])}
-                    for v3 in v0["parsed"]["units"]
-                ],
-            },
-            "results": [
-                {
-                    "job_id": v2["job_id"],
-                    "source_id": v2["source_id"],
-                    "seq": v2["seq"],
-                    "fields": dict(v2["fields"]),
-                }
-                for v2 in v0["results"]
-            ],
-            "failure": v0["failure"],
-            "processor": v0["processor"],
-            "created_at": v0["created_at"],
-            "processed_at": v0["processed_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _get_job_result(value: Job) -> Any:
-    return {
-        "id": value["id"],
-        "source_id": value["source_id"],
-        "format": value["format"],
-        "job_type": value["job_type"],
-        "status": value["status"],
-        "label": value["label"],
-        "parsed": {
-            "format": value["parsed"]["format"],
-            "uri": value["parsed"]["uri"],
-            "title": value["parsed"]["title"],
-            "duration_s": value["parsed"]["duration_s"],
-            "columns": list(value["parsed"]["columns"]),
-            "units": [
-                {"index": v2["index"], "text": v2["text"], "attrs": dict(v2["attrs"])}
-                for v2 in value["parsed"]["units"]
-            ],
-        },
-        "results": [
-            {
-                "job_id": v1["job_id"],
-                "source_id": v1["source_id"],
-                "seq": v1["seq"],
-                "fields": dict(v1["fields"]),
-            }
-            for v1 in value["results"]
-        ],
-        "failure": value["failure"],
-        "processor": value["processor"],
-        "created_at": value["created_at"],
-        "processed_at": value["processed_at"],
-    }
-
-
-def _list_jobs_result(value: list[Job]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "source_id": v0["source_id"],
-            "format": v0["format"],
-            "job_type": v0["job_type"],
-            "status": v0["status"],
-            "label": v0["label"],
-            "parsed": {
-                "format": v0["parsed"]["format"],
-                "uri": v0["parsed"]["uri"],
-                "title": v0["parsed"]["title"],
-                "duration_s": v0["parsed"]["duration_s"],
-                "columns": list(v0["parsed"]["columns"]),
-                "units": [
-                    {"index": v3["index"], "text": v3["text"], "attrs": dict(v3["attrs"])}
-                    for v3 in v0["parsed"]["units"]
-                ],
-            },
-            "results": [
-                {
-                    "job_id": v2["job_id"],
-                    "source_id": v2["source_id"],
-                    "seq": v2["seq"],
-                    "fields": dict(v2["fields"]),
-                }
-                for v2 in v0["results"]
-            ],
-            "failure": v0["failure"],
-            "processor": v0["processor"],
-            "created_at": v0["created_at"],
-            "processed_at": v0["processed_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _build_digest_result(value: Digest) -> Any:
-    return {
-        "id": value["id"],
-        "dedup_keys": list(value["dedup_keys"]),
-        "normalization": list(value["normalization"]),
-        "job_ids": list(value["job_ids"]),
-        "input_count": value["input_count"],
-        "duplicates_removed": value["duplicates_removed"],
-        "unkeyed": value["unkeyed"],
-        "items": [
-            {
-                "key": v1["key"],
-                "fields": dict(v1["fields"]),
-                "sources": list(v1["sources"]),
-                "jobs": list(v1["jobs"]),
-                "mentions": v1["mentions"],
-            }
-            for v1 in value["items"]
-        ],
-        "created_at": value["created_at"],
-    }
-
-
-def _get_digest_result(value: Digest) -> Any:
-    return {
-        "id": value["id"],
-        "dedup_keys": list(value["dedup_keys"]),
-        "normalization": list(value["normalization"]),
-        "job_ids": list(value["job_ids"]),
-        "input_count": value["input_count"],
-        "duplicates_removed": value["duplicates_removed"],
-        "unkeyed": value["unkeyed"],
-        "items": [
-            {
-                "key": v1["key"],
-                "fields": dict(v1["fields"]),
-                "sources": list(v1["sources"]),
-                "jobs": list(v1["jobs"]),
-                "mentions": v1["mentions"],
-            }
-            for v1 in value["items"]
-        ],
-        "created_at": value["created_at"],
-    }
-
-
-def _publish_result(value: Brief) -> Any:
-    return dict(value)
-
-
-def _get_brief_result(value: Brief) -> Any:
-    return dict(value)
-
-
-def _watch_brand_result(value: list[str]) -> Any:
-    return list(value)
-
-
-def _share_of_voice_result(value: list[VoiceShare]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "register_feed": ToolSpec(
-        "register_feed",
-        (
-            Param("feed_id", ("str",), True, (("pattern", "[a-z][a-z0-9_]{1,39}"),)),
-            Param(
-                "name",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 120),
-                ),
-            ),
-            Param(
-                "format",
-                (
-                    "enum",
-                    (
-                        "text",
-                        "audio",
-                        "video",
-                        "table",
-                    ),
-                ),
-                True,
-            ),
-            Param("tags", ("list", ("str",)), False, (("max_items", 10),)),
-        ),
-        frozenset({"audit_log", "clock", "feeds"}),
-        frozenset({"audit_log", "feeds"}),
-        _register_feed_result,
-    ),
-    "list_feeds": ToolSpec(
-        "list_feeds",
-        (
-            Param(
-                "format",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "text",
-                            "audio",
-                            "video",
-                            "table",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset({"feeds"}),
-        frozenset(),
-        _list_feeds_result,
-    ),
-    "ingest": ToolSpec(
-        "ingest",
-        (
-            Param("feed_id", ("str",), True),
-            Param("payload", ("json",), True),
-            Param("label", ("str",), False, (("max_length", 120),)),
-        ),
-        frozenset({"audit_log", "clock", "feeds", "jobs", "next_job_id"}),
-        frozenset({"audit_log", "feeds", "jobs", "next_job_id"}),
-        _ingest_result,
-    ),
-    "process_job": ToolSpec(
-        "process_job",
-        (Param("job_id", ("int",), True),),
-        frozenset({"audit_log", "clock", "jobs"}),
-        frozenset({"audit_log", "jobs"}),
-        _process_job_result,
-    ),
-    "process_queue": ToolSpec(
-        "process_queue",
-        (Param("feed_id", ("optional", ("str",)), False),),
-        frozenset({"audit_log", "clock", "feeds", "jobs"}),
-        frozenset({"audit_log", "jobs"}),
-        _process_queue_result,
-    ),
-    "get_job": ToolSpec(
-        "get_job",
-        (Param("job_id", ("int",), True),),
-        frozenset({"jobs"}),
-        frozenset(),
-        _get_job_result,
-    ),
-    "list_jobs": ToolSpec(
-        "list_jobs",
-        (
-            Param(
-                "status",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "queued",
-                            "completed",
-                            "failed",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param(
-                "job_type",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "search",
-                            "fetch",
-                            "transcribe",
-                            "parse",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param("feed_id", ("optional", ("str",)), False),
-        ),
-        frozenset({"jobs"}),
-        frozenset(),
-        _list_jobs_result,
-    ),
-    "build_digest": ToolSpec(
-        "build_digest",
-        (
-            Param(
-                "dedup_keys",
-                ("list", ("str",)),
-                True,
-                (
-                    ("min_items", 1),
-                    ("max_items", 5),
-                ),
-            ),
-            Param(
-                "normalization",
-                (
-                    "list",
-                    (
-                        "enum",
-                        (
-                            "lowercase",
-                            "strip",
-                            "collapse_whitespace",
-                            "strip_punctuation",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param("job_ids", ("optional", ("list", ("int",))), False),
-        ),
-        frozenset({"audit_log", "clock", "digests", "jobs", "next_digest_id"}),
-        frozenset({"audit_log", "digests", "next_digest_id"}),
-        _build_digest_result,
-    ),
-    "get_digest": ToolSpec(
-        "get_digest",
-        (Param("digest_id", ("int",), True),),
-        frozenset({"digests"}),
-        frozenset(),
-        _get_digest_result,
-    ),
-    "publish": ToolSpec(
-        "publish",
-        (
-            Param("digest_id", ("int",), True),
-            Param(
-                "format",
-                (
-                    "enum",
-                    (
-                        "markdown",
-                        "bullets",
-                        "json",
-                        "graph",
-                    ),
-                ),
-                True,
-            ),
-            Param(
-                "title",
-                ("str",),
-                False,
-                (
-                    ("min_length", 1),
-                    ("max_length", 120),
-                ),
-            ),
-            Param("fields", ("optional", ("list", ("str",))), False),
-        ),
-        frozenset({"audit_log", "briefs", "clock", "digests", "next_brief_id"}),
-        frozenset({"audit_log", "briefs", "next_brief_id"}),
-        _publish_result,
-    ),
-    "get_brief": ToolSpec(
-        "get_brief",
-        (Param("brief_id", ("int",), True),),
-        frozenset({"briefs"}),
-        frozenset(),
-        _get_brief_result,
-    ),
-    "watch_brand": ToolSpec(
-        "watch_brand",
-        (
-            Param(
-                "brand",
-                ("str",),
-                True,
-                (
-                    ("min_length", 2),
-                    ("max_length", 60),
-                ),
-            ),
-        ),
-        frozenset({"audit_log", "clock", "watchlist"}),
-        frozenset({"audit_log", "watchlist"}),
-        _watch_brand_result,
-    ),
-    "share_of_voice": ToolSpec(
-        "share_of_voice",
-        (Param("digest_id", ("int",), True),),
-        frozenset({"digests", "watchlist"}),
-        frozenset(),
-        _share_of_voice_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -1949,11 +1445,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -2014,10 +1505,6 @@ def _copy_Item(value: Item) -> Item:
     }
 
 
-def _copy_Outcome(value: Outcome) -> Outcome:
-    return {"items": [_copy_Item(a) for a in value["items"]], "failure": value["failure"]}
-
-
 def _copy_Job(value: Job) -> Job:
     return {
         "id": value["id"],
@@ -2060,26 +1547,6 @@ def _copy_Digest(value: Digest) -> Digest:
 
 
 def _copy_Brief(value: Brief) -> Brief:
-    return value.copy()
-
-
-def _copy_Article(value: Article) -> Article:
-    return {
-        "id": value["id"],
-        "title": value["title"],
-        "url": value["url"],
-        "outlet": value["outlet"],
-        "published": value["published"],
-        "body": value["body"],
-        "entities": list(value["entities"]),
-    }
-
-
-def _copy_Hit(value: Hit) -> Hit:
-    return {"doc": _copy_Article(value["doc"]), "score": value["score"]}
-
-
-def _copy_VoiceShare(value: VoiceShare) -> VoiceShare:
     return value.copy()
 
 
@@ -2181,6 +1648,333 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+def _json_Feed(value: Feed) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "format": value["format"],
+        "tags": list(value["tags"]),
+        "registered_at": value["registered_at"],
+        "jobs_ingested": value["jobs_ingested"],
+    }
+
+
+def _json_list_Feed(value: list[Feed]) -> list[Any]:
+    return [_json_Feed(v0) for v0 in value]
+
+
+def _json_Unit(value: Unit) -> dict[str, Any]:
+    return {"index": value["index"], "text": value["text"], "attrs": dict(value["attrs"])}
+
+
+def _json_Parsed(value: Parsed) -> dict[str, Any]:
+    return {
+        "format": value["format"],
+        "uri": value["uri"],
+        "title": value["title"],
+        "duration_s": value["duration_s"],
+        "columns": list(value["columns"]),
+        "units": [_json_Unit(v1) for v1 in value["units"]],
+    }
+
+
+def _json_Item(value: Item) -> dict[str, Any]:
+    return {
+        "job_id": value["job_id"],
+        "source_id": value["source_id"],
+        "seq": value["seq"],
+        "fields": dict(value["fields"]),
+    }
+
+
+def _json_Job(value: Job) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "source_id": value["source_id"],
+        "format": value["format"],
+        "job_type": value["job_type"],
+        "status": value["status"],
+        "label": value["label"],
+        "parsed": _json_Parsed(value["parsed"]),
+        "results": [_json_Item(v1) for v1 in value["results"]],
+        "failure": value["failure"],
+        "processor": value["processor"],
+        "created_at": value["created_at"],
+        "processed_at": value["processed_at"],
+    }
+
+
+def _json_list_Job(value: list[Job]) -> list[Any]:
+    return [_json_Job(v0) for v0 in value]
+
+
+def _json_Merged(value: Merged) -> dict[str, Any]:
+    return {
+        "key": value["key"],
+        "fields": dict(value["fields"]),
+        "sources": list(value["sources"]),
+        "jobs": list(value["jobs"]),
+        "mentions": value["mentions"],
+    }
+
+
+def _json_Digest(value: Digest) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "dedup_keys": list(value["dedup_keys"]),
+        "normalization": list(value["normalization"]),
+        "job_ids": list(value["job_ids"]),
+        "input_count": value["input_count"],
+        "duplicates_removed": value["duplicates_removed"],
+        "unkeyed": value["unkeyed"],
+        "items": [_json_Merged(v1) for v1 in value["items"]],
+        "created_at": value["created_at"],
+    }
+
+
+def _json_list_VoiceShare(value: list[VoiceShare]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "register_feed": ToolSpec(
+        "register_feed",
+        (
+            Param("feed_id", ("str",), True, (("pattern", "[a-z][a-z0-9_]{1,39}"),)),
+            Param(
+                "name",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 120),
+                ),
+            ),
+            Param(
+                "format",
+                (
+                    "enum",
+                    (
+                        "text",
+                        "audio",
+                        "video",
+                        "table",
+                    ),
+                ),
+                True,
+            ),
+            Param("tags", ("list", ("str",)), False, (("max_items", 10),)),
+        ),
+        frozenset({"audit_log", "clock", "feeds"}),
+        frozenset({"audit_log", "feeds"}),
+        _json_Feed,
+    ),
+    "list_feeds": ToolSpec(
+        "list_feeds",
+        (
+            Param(
+                "format",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "text",
+                            "audio",
+                            "video",
+                            "table",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"feeds"}),
+        frozenset(),
+        _json_list_Feed,
+    ),
+    "ingest": ToolSpec(
+        "ingest",
+        (
+            Param("feed_id", ("str",), True),
+            Param("payload", ("json",), True),
+            Param("label", ("str",), False, (("max_length", 120),)),
+        ),
+        frozenset({"audit_log", "clock", "feeds", "jobs", "next_job_id"}),
+        frozenset({"audit_log", "feeds", "jobs", "next_job_id"}),
+        _json_Job,
+    ),
+    "process_job": ToolSpec(
+        "process_job",
+        (Param("job_id", ("int",), True),),
+        frozenset({"audit_log", "clock", "jobs"}),
+        frozenset({"audit_log", "jobs"}),
+        _json_Job,
+    ),
+    "process_queue": ToolSpec(
+        "process_queue",
+        (Param("feed_id", ("optional", ("str",)), False),),
+        frozenset({"audit_log", "clock", "feeds", "jobs"}),
+        frozenset({"audit_log", "jobs"}),
+        _json_list_Job,
+    ),
+    "get_job": ToolSpec(
+        "get_job",
+        (Param("job_id", ("int",), True),),
+        frozenset({"jobs"}),
+        frozenset(),
+        _json_Job,
+    ),
+    "list_jobs": ToolSpec(
+        "list_jobs",
+        (
+            Param(
+                "status",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "queued",
+                            "completed",
+                            "failed",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param(
+                "job_type",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "search",
+                            "fetch",
+                            "transcribe",
+                            "parse",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param("feed_id", ("optional", ("str",)), False),
+        ),
+        frozenset({"jobs"}),
+        frozenset(),
+        _json_list_Job,
+    ),
+    "build_digest": ToolSpec(
+        "build_digest",
+        (
+            Param(
+                "dedup_keys",
+                ("list", ("str",)),
+                True,
+                (
+                    ("min_items", 1),
+                    ("max_items", 5),
+                ),
+            ),
+            Param(
+                "normalization",
+                (
+                    "list",
+                    (
+                        "enum",
+                        (
+                            "lowercase",
+                            "strip",
+                            "collapse_whitespace",
+                            "strip_punctuation",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param("job_ids", ("optional", ("list", ("int",))), False),
+        ),
+        frozenset({"audit_log", "clock", "digests", "jobs", "next_digest_id"}),
+        frozenset({"audit_log", "digests", "next_digest_id"}),
+        _json_Digest,
+    ),
+    "get_digest": ToolSpec(
+        "get_digest",
+        (Param("digest_id", ("int",), True),),
+        frozenset({"digests"}),
+        frozenset(),
+        _json_Digest,
+    ),
+    "publish": ToolSpec(
+        "publish",
+        (
+            Param("digest_id", ("int",), True),
+            Param(
+                "format",
+                (
+                    "enum",
+                    (
+                        "markdown",
+                        "bullets",
+                        "json",
+                        "graph",
+                    ),
+                ),
+                True,
+            ),
+            Param(
+                "title",
+                ("str",),
+                False,
+                (
+                    ("min_length", 1),
+                    ("max_length", 120),
+                ),
+            ),
+            Param("fields", ("optional", ("list", ("str",))), False),
+        ),
+        frozenset({"audit_log", "briefs", "clock", "digests", "next_brief_id"}),
+        frozenset({"audit_log", "briefs", "next_brief_id"}),
+        dict,
+    ),
+    "get_brief": ToolSpec(
+        "get_brief",
+        (Param("brief_id", ("int",), True),),
+        frozenset({"briefs"}),
+        frozenset(),
+        dict,
+    ),
+    "watch_brand": ToolSpec(
+        "watch_brand",
+        (
+            Param(
+                "brand",
+                ("str",),
+                True,
+                (
+                    ("min_length", 2),
+                    ("max_length", 60),
+                ),
+            ),
+        ),
+        frozenset({"audit_log", "clock", "watchlist"}),
+        frozenset({"audit_log", "watchlist"}),
+        list,
+    ),
+    "share_of_voice": ToolSpec(
+        "share_of_voice",
+        (Param("digest_id", ("int",), True),),
+        frozenset({"digests", "watchlist"}),
+        frozenset(),
+        _json_list_VoiceShare,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -2204,9 +1998,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -2222,7 +2013,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -2392,11 +2183,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def register_feed(
         self, feed_id: str, name: str, format: InputFormat, tags: list[str] | None = None
@@ -2901,7 +2694,7 @@ class Environment:
         query = self._collapse(raw)
         if len(query) <= 0:
             raise DomainError("invalid_argument", "the query is empty", field="payload")
-        uri = query if query.startswith("http://") or query.startswith("https://") else ""
+        uri = query if query.startswith(("http://", "https://")) else ""
         return {
             "format": "text",
             "uri": uri,
@@ -3284,7 +3077,7 @@ class Environment:
     def _label_of(self, entry: Merged, key_fields: list[str]) -> str:
         """Helper `label_of`."""
         first = key_fields[0]
-        return entry["fields"][first] if first in entry["fields"] else entry["key"]
+        return entry["fields"].get(first, entry["key"])
 
     def _json_text(self, text: str) -> str:
         """A JSON string literal (there is no JSON encoder built-in)."""
@@ -3333,8 +3126,7 @@ class Environment:
             + f" merged on {key_names}_",
         ]
         n = 0
-        for entry in agg["items"]:
-            n += 1
+        for n, entry in enumerate(agg["items"], start=1):
             lines.append("")
             lines.append(f"## {n}. {self._label_of(entry, agg['dedup_keys'])}")
             for name in self._shown_fields(entry, only):
@@ -3418,8 +3210,7 @@ class Environment:
                 + "];"
             )
         n = 0
-        for entry in agg["items"]:
-            n += 1
+        for n, entry in enumerate(agg["items"], start=1):
             lines.append(
                 "  "
                 + self._dot_text(f"item:{n}")
@@ -3428,8 +3219,7 @@ class Environment:
                 + "];"
             )
         n = 0
-        for entry in agg["items"]:
-            n += 1
+        for n, entry in enumerate(agg["items"], start=1):
             for source in entry["sources"]:
                 lines.append(
                     "  "

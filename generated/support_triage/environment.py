@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -1440,348 +1440,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _open_conversation_result(value: Conversation) -> Any:
-    return dict(value)
-
-
-def _reply_to_customer_result(value: Exchange) -> Any:
-    return {
-        "session_id": value["session_id"],
-        "turn": value["turn"],
-        "reply": value["reply"],
-        "status": value["status"],
-        "delta": {
-            "confidence_before": value["delta"]["confidence_before"],
-            "confidence_after": value["delta"]["confidence_after"],
-            "valence_before": value["delta"]["valence_before"],
-            "valence_after": value["delta"]["valence_after"],
-            "mood": value["delta"]["mood"],
-            "trend": value["delta"]["trend"],
-            "signals": list(value["delta"]["signals"]),
-            "newly_confirmed": list(value["delta"]["newly_confirmed"]),
-            "changed": dict(value["delta"]["changed"]),
-        },
-    }
-
-
-def _get_transcript_result(value: list[Message]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _get_case_fields_result(value: dict[str, str]) -> Any:
-    return dict(value)
-
-
-def _set_case_field_result(value: ContextChange) -> Any:
-    return {
-        "key": value["key"],
-        "previous": value["previous"],
-        "value": value["value"],
-        "context": dict(value["context"]),
-    }
-
-
-def _summarize_conversation_result(value: Summary) -> Any:
-    return {
-        "session_id": value["session_id"],
-        "customer": value["customer"],
-        "status": value["status"],
-        "turns": value["turns"],
-        "outcome": value["outcome"],
-        "confidence_start": value["confidence_start"],
-        "confidence_end": value["confidence_end"],
-        "valence_start": value["valence_start"],
-        "valence_end": value["valence_end"],
-        "lowest_valence": value["lowest_valence"],
-        "lowest_turn": value["lowest_turn"],
-        "overall_trend": value["overall_trend"],
-        "improving_turns": value["improving_turns"],
-        "deteriorating_turns": value["deteriorating_turns"],
-        "patience": value["patience"],
-        "confirmed": list(value["confirmed"]),
-        "outstanding_count": value["outstanding_count"],
-        "confidence_path": list(value["confidence_path"]),
-        "mood_path": list(value["mood_path"]),
-        "analysis": value["analysis"],
-    }
-
-
-def _escalate_to_tier2_result(value: Conversation) -> Any:
-    return dict(value)
-
-
-def _close_conversation_result(value: Conversation) -> Any:
-    return dict(value)
-
-
-def _list_conversations_result(value: list[Conversation]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _lookup_order_result(value: Order) -> Any:
-    return dict(value)
-
-
-def _orders_of_result(value: list[Order]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _issue_refund_result(value: Refund) -> Any:
-    return dict(value)
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "open_conversation": ToolSpec(
-        "open_conversation",
-        (
-            Param(
-                "conversation_id", ("str",), True, (("pattern", "[A-Za-z0-9][A-Za-z0-9_-]{0,39}"),)
-            ),
-            Param(
-                "customer",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 80),
-                ),
-            ),
-            Param("profile", ("optional", ("str",)), False),
-            Param("intent", ("optional", ("str",)), False, (("min_length", 1),)),
-            Param("intent_keywords", ("optional", ("list", ("str",))), False),
-            Param("items", ("optional", ("list", ("str",))), False, (("max_items", 10),)),
-            Param("hint", ("optional", ("str",)), False),
-            Param("opening", ("optional", ("str",)), False, (("min_length", 1),)),
-            Param(
-                "confidence",
-                ("optional", ("float",)),
-                False,
-                (
-                    ("min", 0.0),
-                    ("max", 1.0),
-                ),
-            ),
-            Param(
-                "valence",
-                ("optional", ("float",)),
-                False,
-                (
-                    ("min", -1.0),
-                    ("max", 1.0),
-                ),
-            ),
-            Param(
-                "patience",
-                ("optional", ("int",)),
-                False,
-                (
-                    ("min", 0),
-                    ("max", 10),
-                ),
-            ),
-        ),
-        frozenset(
-            {
-                "audit_log",
-                "case_fields",
-                "clock",
-                "conversations",
-                "personas",
-                "trajectories",
-                "transcripts",
-            }
-        ),
-        frozenset(
-            {"audit_log", "case_fields", "conversations", "personas", "trajectories", "transcripts"}
-        ),
-        _open_conversation_result,
-    ),
-    "reply_to_customer": ToolSpec(
-        "reply_to_customer",
-        (
-            Param("conversation_id", ("str",), True),
-            Param(
-                "text",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 2000),
-                ),
-            ),
-        ),
-        frozenset(
-            {
-                "audit_log",
-                "case_fields",
-                "clock",
-                "conversations",
-                "personas",
-                "trajectories",
-                "transcripts",
-            }
-        ),
-        frozenset(
-            {"audit_log", "case_fields", "conversations", "personas", "trajectories", "transcripts"}
-        ),
-        _reply_to_customer_result,
-    ),
-    "get_transcript": ToolSpec(
-        "get_transcript",
-        (
-            Param("conversation_id", ("str",), True),
-            Param(
-                "role",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "customer",
-                            "agent",
-                            "system",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param(
-                "last",
-                ("optional", ("int",)),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 500),
-                ),
-            ),
-        ),
-        frozenset({"conversations", "transcripts"}),
-        frozenset(),
-        _get_transcript_result,
-    ),
-    "get_case_fields": ToolSpec(
-        "get_case_fields",
-        (Param("conversation_id", ("str",), True),),
-        frozenset({"case_fields", "conversations"}),
-        frozenset(),
-        _get_case_fields_result,
-    ),
-    "set_case_field": ToolSpec(
-        "set_case_field",
-        (
-            Param("conversation_id", ("str",), True),
-            Param("key", ("str",), True, (("pattern", "[a-z][a-z0-9_]{0,39}"),)),
-            Param("value", ("optional", ("str",)), False, (("max_length", 200),)),
-        ),
-        frozenset({"audit_log", "case_fields", "clock", "conversations", "transcripts"}),
-        frozenset({"audit_log", "case_fields", "conversations", "transcripts"}),
-        _set_case_field_result,
-    ),
-    "summarize_conversation": ToolSpec(
-        "summarize_conversation",
-        (Param("conversation_id", ("str",), True),),
-        frozenset({"conversations", "personas", "trajectories"}),
-        frozenset(),
-        _summarize_conversation_result,
-    ),
-    "escalate_to_tier2": ToolSpec(
-        "escalate_to_tier2",
-        (
-            Param("conversation_id", ("str",), True),
-            Param(
-                "reason",
-                ("str",),
-                True,
-                (
-                    ("min_length", 3),
-                    ("max_length", 300),
-                ),
-            ),
-        ),
-        frozenset({"audit_log", "clock", "conversations", "transcripts"}),
-        frozenset({"audit_log", "conversations", "transcripts"}),
-        _escalate_to_tier2_result,
-    ),
-    "close_conversation": ToolSpec(
-        "close_conversation",
-        (
-            Param("conversation_id", ("str",), True),
-            Param("note", ("str",), False, (("max_length", 300),)),
-        ),
-        frozenset({"audit_log", "clock", "conversations", "transcripts"}),
-        frozenset({"audit_log", "conversations", "transcripts"}),
-        _close_conversation_result,
-    ),
-    "list_conversations": ToolSpec(
-        "list_conversations",
-        (
-            Param(
-                "status",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "active",
-                            "resolved",
-                            "escalated",
-                            "closed",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset({"conversations"}),
-        frozenset(),
-        _list_conversations_result,
-    ),
-    "lookup_order": ToolSpec(
-        "lookup_order",
-        (Param("order_id", ("str",), True),),
-        frozenset({"orders"}),
-        frozenset(),
-        _lookup_order_result,
-    ),
-    "orders_of": ToolSpec(
-        "orders_of",
-        (Param("customer", ("str",), True),),
-        frozenset({"orders"}),
-        frozenset(),
-        _orders_of_result,
-    ),
-    "issue_refund": ToolSpec(
-        "issue_refund",
-        (
-            Param("conversation_id", ("str",), True),
-            Param("order_id", ("str",), True),
-            Param("amount", ("float",), True, (("min", 0.01),)),
-        ),
-        frozenset(
-            {
-                "audit_log",
-                "case_fields",
-                "clock",
-                "conversations",
-                "next_refund_id",
-                "orders",
-                "refunds",
-                "transcripts",
-            }
-        ),
-        frozenset(
-            {"audit_log", "case_fields", "next_refund_id", "orders", "refunds", "transcripts"}
-        ),
-        _issue_refund_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -1877,11 +1540,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -1953,77 +1611,6 @@ def _copy_TurnPoint(value: TurnPoint) -> TurnPoint:
         "confirmed": value["confirmed"],
         "signals": list(value["signals"]),
     }
-
-
-def _copy_Analysis(value: Analysis) -> Analysis:
-    return {
-        "signals": list(value["signals"]),
-        "confidence_delta": value["confidence_delta"],
-        "valence_delta": value["valence_delta"],
-        "resolved_items": list(value["resolved_items"]),
-    }
-
-
-def _copy_ContextDelta(value: ContextDelta) -> ContextDelta:
-    return {
-        "confidence_before": value["confidence_before"],
-        "confidence_after": value["confidence_after"],
-        "valence_before": value["valence_before"],
-        "valence_after": value["valence_after"],
-        "mood": value["mood"],
-        "trend": value["trend"],
-        "signals": list(value["signals"]),
-        "newly_confirmed": list(value["newly_confirmed"]),
-        "changed": dict(value["changed"]),
-    }
-
-
-def _copy_Exchange(value: Exchange) -> Exchange:
-    return {
-        "session_id": value["session_id"],
-        "turn": value["turn"],
-        "reply": value["reply"],
-        "status": value["status"],
-        "delta": _copy_ContextDelta(value["delta"]),
-    }
-
-
-def _copy_ContextChange(value: ContextChange) -> ContextChange:
-    return {
-        "key": value["key"],
-        "previous": value["previous"],
-        "value": value["value"],
-        "context": dict(value["context"]),
-    }
-
-
-def _copy_Summary(value: Summary) -> Summary:
-    return {
-        "session_id": value["session_id"],
-        "customer": value["customer"],
-        "status": value["status"],
-        "turns": value["turns"],
-        "outcome": value["outcome"],
-        "confidence_start": value["confidence_start"],
-        "confidence_end": value["confidence_end"],
-        "valence_start": value["valence_start"],
-        "valence_end": value["valence_end"],
-        "lowest_valence": value["lowest_valence"],
-        "lowest_turn": value["lowest_turn"],
-        "overall_trend": value["overall_trend"],
-        "improving_turns": value["improving_turns"],
-        "deteriorating_turns": value["deteriorating_turns"],
-        "patience": value["patience"],
-        "confirmed": list(value["confirmed"]),
-        "outstanding_count": value["outstanding_count"],
-        "confidence_path": list(value["confidence_path"]),
-        "mood_path": list(value["mood_path"]),
-        "analysis": value["analysis"],
-    }
-
-
-def _copy_Tuning(value: Tuning) -> Tuning:
-    return value.copy()
 
 
 def _copy_Order(value: Order) -> Order:
@@ -2098,6 +1685,326 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+def _json_ContextDelta(value: ContextDelta) -> dict[str, Any]:
+    return {
+        "confidence_before": value["confidence_before"],
+        "confidence_after": value["confidence_after"],
+        "valence_before": value["valence_before"],
+        "valence_after": value["valence_after"],
+        "mood": value["mood"],
+        "trend": value["trend"],
+        "signals": list(value["signals"]),
+        "newly_confirmed": list(value["newly_confirmed"]),
+        "changed": dict(value["changed"]),
+    }
+
+
+def _json_Exchange(value: Exchange) -> dict[str, Any]:
+    return {
+        "session_id": value["session_id"],
+        "turn": value["turn"],
+        "reply": value["reply"],
+        "status": value["status"],
+        "delta": _json_ContextDelta(value["delta"]),
+    }
+
+
+def _json_list_Message(value: list[Message]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+def _json_ContextChange(value: ContextChange) -> dict[str, Any]:
+    return {
+        "key": value["key"],
+        "previous": value["previous"],
+        "value": value["value"],
+        "context": dict(value["context"]),
+    }
+
+
+def _json_Summary(value: Summary) -> dict[str, Any]:
+    return {
+        "session_id": value["session_id"],
+        "customer": value["customer"],
+        "status": value["status"],
+        "turns": value["turns"],
+        "outcome": value["outcome"],
+        "confidence_start": value["confidence_start"],
+        "confidence_end": value["confidence_end"],
+        "valence_start": value["valence_start"],
+        "valence_end": value["valence_end"],
+        "lowest_valence": value["lowest_valence"],
+        "lowest_turn": value["lowest_turn"],
+        "overall_trend": value["overall_trend"],
+        "improving_turns": value["improving_turns"],
+        "deteriorating_turns": value["deteriorating_turns"],
+        "patience": value["patience"],
+        "confirmed": list(value["confirmed"]),
+        "outstanding_count": value["outstanding_count"],
+        "confidence_path": list(value["confidence_path"]),
+        "mood_path": list(value["mood_path"]),
+        "analysis": value["analysis"],
+    }
+
+
+def _json_list_Conversation(value: list[Conversation]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+def _json_list_Order(value: list[Order]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "open_conversation": ToolSpec(
+        "open_conversation",
+        (
+            Param(
+                "conversation_id", ("str",), True, (("pattern", "[A-Za-z0-9][A-Za-z0-9_-]{0,39}"),)
+            ),
+            Param(
+                "customer",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 80),
+                ),
+            ),
+            Param("profile", ("optional", ("str",)), False),
+            Param("intent", ("optional", ("str",)), False, (("min_length", 1),)),
+            Param("intent_keywords", ("optional", ("list", ("str",))), False),
+            Param("items", ("optional", ("list", ("str",))), False, (("max_items", 10),)),
+            Param("hint", ("optional", ("str",)), False),
+            Param("opening", ("optional", ("str",)), False, (("min_length", 1),)),
+            Param(
+                "confidence",
+                ("optional", ("float",)),
+                False,
+                (
+                    ("min", 0.0),
+                    ("max", 1.0),
+                ),
+            ),
+            Param(
+                "valence",
+                ("optional", ("float",)),
+                False,
+                (
+                    ("min", -1.0),
+                    ("max", 1.0),
+                ),
+            ),
+            Param(
+                "patience",
+                ("optional", ("int",)),
+                False,
+                (
+                    ("min", 0),
+                    ("max", 10),
+                ),
+            ),
+        ),
+        frozenset(
+            {
+                "audit_log",
+                "case_fields",
+                "clock",
+                "conversations",
+                "personas",
+                "trajectories",
+                "transcripts",
+            }
+        ),
+        frozenset(
+            {"audit_log", "case_fields", "conversations", "personas", "trajectories", "transcripts"}
+        ),
+        dict,
+    ),
+    "reply_to_customer": ToolSpec(
+        "reply_to_customer",
+        (
+            Param("conversation_id", ("str",), True),
+            Param(
+                "text",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 2000),
+                ),
+            ),
+        ),
+        frozenset(
+            {
+                "audit_log",
+                "case_fields",
+                "clock",
+                "conversations",
+                "personas",
+                "trajectories",
+                "transcripts",
+            }
+        ),
+        frozenset(
+            {"audit_log", "case_fields", "conversations", "personas", "trajectories", "transcripts"}
+        ),
+        _json_Exchange,
+    ),
+    "get_transcript": ToolSpec(
+        "get_transcript",
+        (
+            Param("conversation_id", ("str",), True),
+            Param(
+                "role",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "customer",
+                            "agent",
+                            "system",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param(
+                "last",
+                ("optional", ("int",)),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 500),
+                ),
+            ),
+        ),
+        frozenset({"conversations", "transcripts"}),
+        frozenset(),
+        _json_list_Message,
+    ),
+    "get_case_fields": ToolSpec(
+        "get_case_fields",
+        (Param("conversation_id", ("str",), True),),
+        frozenset({"case_fields", "conversations"}),
+        frozenset(),
+        dict,
+    ),
+    "set_case_field": ToolSpec(
+        "set_case_field",
+        (
+            Param("conversation_id", ("str",), True),
+            Param("key", ("str",), True, (("pattern", "[a-z][a-z0-9_]{0,39}"),)),
+            Param("value", ("optional", ("str",)), False, (("max_length", 200),)),
+        ),
+        frozenset({"audit_log", "case_fields", "clock", "conversations", "transcripts"}),
+        frozenset({"audit_log", "case_fields", "conversations", "transcripts"}),
+        _json_ContextChange,
+    ),
+    "summarize_conversation": ToolSpec(
+        "summarize_conversation",
+        (Param("conversation_id", ("str",), True),),
+        frozenset({"conversations", "personas", "trajectories"}),
+        frozenset(),
+        _json_Summary,
+    ),
+    "escalate_to_tier2": ToolSpec(
+        "escalate_to_tier2",
+        (
+            Param("conversation_id", ("str",), True),
+            Param(
+                "reason",
+                ("str",),
+                True,
+                (
+                    ("min_length", 3),
+                    ("max_length", 300),
+                ),
+            ),
+        ),
+        frozenset({"audit_log", "clock", "conversations", "transcripts"}),
+        frozenset({"audit_log", "conversations", "transcripts"}),
+        dict,
+    ),
+    "close_conversation": ToolSpec(
+        "close_conversation",
+        (
+            Param("conversation_id", ("str",), True),
+            Param("note", ("str",), False, (("max_length", 300),)),
+        ),
+        frozenset({"audit_log", "clock", "conversations", "transcripts"}),
+        frozenset({"audit_log", "conversations", "transcripts"}),
+        dict,
+    ),
+    "list_conversations": ToolSpec(
+        "list_conversations",
+        (
+            Param(
+                "status",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "active",
+                            "resolved",
+                            "escalated",
+                            "closed",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"conversations"}),
+        frozenset(),
+        _json_list_Conversation,
+    ),
+    "lookup_order": ToolSpec(
+        "lookup_order",
+        (Param("order_id", ("str",), True),),
+        frozenset({"orders"}),
+        frozenset(),
+        dict,
+    ),
+    "orders_of": ToolSpec(
+        "orders_of",
+        (Param("customer", ("str",), True),),
+        frozenset({"orders"}),
+        frozenset(),
+        _json_list_Order,
+    ),
+    "issue_refund": ToolSpec(
+        "issue_refund",
+        (
+            Param("conversation_id", ("str",), True),
+            Param("order_id", ("str",), True),
+            Param("amount", ("float",), True, (("min", 0.01),)),
+        ),
+        frozenset(
+            {
+                "audit_log",
+                "case_fields",
+                "clock",
+                "conversations",
+                "next_refund_id",
+                "orders",
+                "refunds",
+                "transcripts",
+            }
+        ),
+        frozenset(
+            {"audit_log", "case_fields", "next_refund_id", "orders", "refunds", "transcripts"}
+        ),
+        dict,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -2121,9 +2028,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -2139,7 +2043,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -2285,11 +2189,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def open_conversation(
         self,

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -545,273 +545,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _create_calendar_result(value: Calendar) -> Any:
-    return dict(value)
-
-
-def _schedule_event_result(value: Event) -> Any:
-    return {
-        "id": value["id"],
-        "calendar_id": value["calendar_id"],
-        "title": value["title"],
-        "start": value["start"],
-        "end": value["end"],
-        "priority": value["priority"],
-        "status": value["status"],
-        "attendees": list(value["attendees"]),
-        "location": value["location"],
-        "continued_from": value["continued_from"],
-    }
-
-
-def _cancel_event_result(value: Event) -> Any:
-    return {
-        "id": value["id"],
-        "calendar_id": value["calendar_id"],
-        "title": value["title"],
-        "start": value["start"],
-        "end": value["end"],
-        "priority": value["priority"],
-        "status": value["status"],
-        "attendees": list(value["attendees"]),
-        "location": value["location"],
-        "continued_from": value["continued_from"],
-    }
-
-
-def _list_conflicts_result(value: list[Conflict]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _resolve_conflict_result(value: Event) -> Any:
-    return {
-        "id": value["id"],
-        "calendar_id": value["calendar_id"],
-        "title": value["title"],
-        "start": value["start"],
-        "end": value["end"],
-        "priority": value["priority"],
-        "status": value["status"],
-        "attendees": list(value["attendees"]),
-        "location": value["location"],
-        "continued_from": value["continued_from"],
-    }
-
-
-def _list_events_result(value: list[Event]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "calendar_id": v0["calendar_id"],
-            "title": v0["title"],
-            "start": v0["start"],
-            "end": v0["end"],
-            "priority": v0["priority"],
-            "status": v0["status"],
-            "attendees": list(v0["attendees"]),
-            "location": v0["location"],
-            "continued_from": v0["continued_from"],
-        }
-        for v0 in value
-    ]
-
-
-def _find_availability_result(value: list[FreeSlot]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _attendee_agenda_result(value: list[Event]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "calendar_id": v0["calendar_id"],
-            "title": v0["title"],
-            "start": v0["start"],
-            "end": v0["end"],
-            "priority": v0["priority"],
-            "status": v0["status"],
-            "attendees": list(v0["attendees"]),
-            "location": v0["location"],
-            "continued_from": v0["continued_from"],
-        }
-        for v0 in value
-    ]
-
-
-def _book_room_result(value: Event) -> Any:
-    return {
-        "id": value["id"],
-        "calendar_id": value["calendar_id"],
-        "title": value["title"],
-        "start": value["start"],
-        "end": value["end"],
-        "priority": value["priority"],
-        "status": value["status"],
-        "attendees": list(value["attendees"]),
-        "location": value["location"],
-        "continued_from": value["continued_from"],
-    }
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "create_calendar": ToolSpec(
-        "create_calendar",
-        (
-            Param("calendar_id", ("str",), True, (("pattern", "[a-z][a-z0-9_]{1,30}"),)),
-            Param("owner", ("str",), True, (("min_length", 1),)),
-            Param("timezone", ("str",), False),
-            Param("work_start", ("time",), False),
-            Param("work_end", ("time",), False),
-        ),
-        frozenset({"calendars"}),
-        frozenset({"calendars"}),
-        _create_calendar_result,
-    ),
-    "schedule_event": ToolSpec(
-        "schedule_event",
-        (
-            Param("calendar_id", ("str",), True),
-            Param(
-                "title",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 200),
-                ),
-            ),
-            Param("start", ("datetime",), True),
-            Param("end", ("datetime",), True),
-            Param(
-                "priority",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 5),
-                ),
-            ),
-            Param("attendees", ("list", ("str",)), False, (("max_items", 50),)),
-            Param("location", ("str",), False),
-        ),
-        frozenset({"calendars", "events", "next_event_id"}),
-        frozenset({"events", "next_event_id"}),
-        _schedule_event_result,
-    ),
-    "cancel_event": ToolSpec(
-        "cancel_event",
-        (Param("event_id", ("int",), True),),
-        frozenset({"events"}),
-        frozenset({"events"}),
-        _cancel_event_result,
-    ),
-    "list_conflicts": ToolSpec(
-        "list_conflicts",
-        (Param("calendar_id", ("optional", ("str",)), False),),
-        frozenset({"calendars", "events"}),
-        frozenset(),
-        _list_conflicts_result,
-    ),
-    "resolve_conflict": ToolSpec(
-        "resolve_conflict",
-        (
-            Param("event_id", ("int",), True),
-            Param(
-                "strategy",
-                (
-                    "enum",
-                    (
-                        "reschedule",
-                        "cancel",
-                        "override",
-                        "split",
-                    ),
-                ),
-                True,
-            ),
-            Param("new_start", ("optional", ("datetime",)), False),
-            Param("new_end", ("optional", ("datetime",)), False),
-            Param("split_at", ("optional", ("datetime",)), False),
-        ),
-        frozenset({"events", "next_event_id"}),
-        frozenset({"events", "next_event_id"}),
-        _resolve_conflict_result,
-    ),
-    "list_events": ToolSpec(
-        "list_events",
-        (
-            Param("calendar_id", ("optional", ("str",)), False),
-            Param(
-                "status",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "scheduled",
-                            "conflicted",
-                            "cancelled",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param("date_prefix", ("optional", ("str",)), False),
-        ),
-        frozenset({"events"}),
-        frozenset(),
-        _list_events_result,
-    ),
-    "find_availability": ToolSpec(
-        "find_availability",
-        (
-            Param("calendar_id", ("str",), True),
-            Param("day", ("date",), True),
-            Param(
-                "min_minutes",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 1440),
-                ),
-            ),
-        ),
-        frozenset({"calendars", "events"}),
-        frozenset(),
-        _find_availability_result,
-    ),
-    "attendee_agenda": ToolSpec(
-        "attendee_agenda",
-        (
-            Param("attendee", ("str",), True, (("min_length", 1),)),
-            Param("day", ("date",), True),
-        ),
-        frozenset({"events"}),
-        frozenset(),
-        _attendee_agenda_result,
-    ),
-    "book_room": ToolSpec(
-        "book_room",
-        (
-            Param("room", ("str",), True),
-            Param("title", ("str",), True, (("min_length", 1),)),
-            Param("start", ("datetime",), True),
-            Param("end", ("datetime",), True),
-            Param("attendees", ("list", ("str",)), False),
-        ),
-        frozenset({"calendars", "events", "next_event_id"}),
-        frozenset({"events", "next_event_id"}),
-        _book_room_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -907,11 +645,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -956,14 +689,6 @@ def _copy_Event(value: Event) -> Event:
     }
 
 
-def _copy_Conflict(value: Conflict) -> Conflict:
-    return value.copy()
-
-
-def _copy_FreeSlot(value: FreeSlot) -> FreeSlot:
-    return value.copy()
-
-
 def state_to_json(state: State) -> dict[str, Any]:
     """The state as detached JSON, generated from its types like `copy_state`."""
     return {
@@ -1000,6 +725,190 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+def _json_Event(value: Event) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "calendar_id": value["calendar_id"],
+        "title": value["title"],
+        "start": value["start"],
+        "end": value["end"],
+        "priority": value["priority"],
+        "status": value["status"],
+        "attendees": list(value["attendees"]),
+        "location": value["location"],
+        "continued_from": value["continued_from"],
+    }
+
+
+def _json_list_Conflict(value: list[Conflict]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+def _json_list_Event(value: list[Event]) -> list[Any]:
+    return [_json_Event(v0) for v0 in value]
+
+
+def _json_list_FreeSlot(value: list[FreeSlot]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "create_calendar": ToolSpec(
+        "create_calendar",
+        (
+            Param("calendar_id", ("str",), True, (("pattern", "[a-z][a-z0-9_]{1,30}"),)),
+            Param("owner", ("str",), True, (("min_length", 1),)),
+            Param("timezone", ("str",), False),
+            Param("work_start", ("time",), False),
+            Param("work_end", ("time",), False),
+        ),
+        frozenset({"calendars"}),
+        frozenset({"calendars"}),
+        dict,
+    ),
+    "schedule_event": ToolSpec(
+        "schedule_event",
+        (
+            Param("calendar_id", ("str",), True),
+            Param(
+                "title",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 200),
+                ),
+            ),
+            Param("start", ("datetime",), True),
+            Param("end", ("datetime",), True),
+            Param(
+                "priority",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 5),
+                ),
+            ),
+            Param("attendees", ("list", ("str",)), False, (("max_items", 50),)),
+            Param("location", ("str",), False),
+        ),
+        frozenset({"calendars", "events", "next_event_id"}),
+        frozenset({"events", "next_event_id"}),
+        _json_Event,
+    ),
+    "cancel_event": ToolSpec(
+        "cancel_event",
+        (Param("event_id", ("int",), True),),
+        frozenset({"events"}),
+        frozenset({"events"}),
+        _json_Event,
+    ),
+    "list_conflicts": ToolSpec(
+        "list_conflicts",
+        (Param("calendar_id", ("optional", ("str",)), False),),
+        frozenset({"calendars", "events"}),
+        frozenset(),
+        _json_list_Conflict,
+    ),
+    "resolve_conflict": ToolSpec(
+        "resolve_conflict",
+        (
+            Param("event_id", ("int",), True),
+            Param(
+                "strategy",
+                (
+                    "enum",
+                    (
+                        "reschedule",
+                        "cancel",
+                        "override",
+                        "split",
+                    ),
+                ),
+                True,
+            ),
+            Param("new_start", ("optional", ("datetime",)), False),
+            Param("new_end", ("optional", ("datetime",)), False),
+            Param("split_at", ("optional", ("datetime",)), False),
+        ),
+        frozenset({"events", "next_event_id"}),
+        frozenset({"events", "next_event_id"}),
+        _json_Event,
+    ),
+    "list_events": ToolSpec(
+        "list_events",
+        (
+            Param("calendar_id", ("optional", ("str",)), False),
+            Param(
+                "status",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "scheduled",
+                            "conflicted",
+                            "cancelled",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param("date_prefix", ("optional", ("str",)), False),
+        ),
+        frozenset({"events"}),
+        frozenset(),
+        _json_list_Event,
+    ),
+    "find_availability": ToolSpec(
+        "find_availability",
+        (
+            Param("calendar_id", ("str",), True),
+            Param("day", ("date",), True),
+            Param(
+                "min_minutes",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 1440),
+                ),
+            ),
+        ),
+        frozenset({"calendars", "events"}),
+        frozenset(),
+        _json_list_FreeSlot,
+    ),
+    "attendee_agenda": ToolSpec(
+        "attendee_agenda",
+        (
+            Param("attendee", ("str",), True, (("min_length", 1),)),
+            Param("day", ("date",), True),
+        ),
+        frozenset({"events"}),
+        frozenset(),
+        _json_list_Event,
+    ),
+    "book_room": ToolSpec(
+        "book_room",
+        (
+            Param("room", ("str",), True),
+            Param("title", ("str",), True, (("min_length", 1),)),
+            Param("start", ("datetime",), True),
+            Param("end", ("datetime",), True),
+            Param("attendees", ("list", ("str",)), False),
+        ),
+        frozenset({"calendars", "events", "next_event_id"}),
+        frozenset({"events", "next_event_id"}),
+        _json_Event,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -1023,9 +932,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -1041,7 +947,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -1182,11 +1088,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def create_calendar(
         self,
@@ -1365,7 +1273,7 @@ class Environment:
             else:
                 if split_at is None:
                     raise DomainError("invalid_argument", "split needs split_at", field="split_at")
-                if not (event["start"] < split_at and split_at < event["end"]):
+                if not (event["start"] < split_at < event["end"]):
                     raise DomainError(
                         "invalid_argument",
                         f"split_at must lie inside {event['start']} .. {event['end']}",

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -1299,523 +1299,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _create_stream_result(value: Stream) -> Any:
-    return {
-        "name": value["name"],
-        "schema": dict(value["schema"]),
-        "description": value["description"],
-        "created_at": value["created_at"],
-        "history": list(value["history"]),
-    }
-
-
-def _list_streams_result(value: list[StreamInfo]) -> Any:
-    return [
-        {
-            "name": v0["name"],
-            "schema": dict(v0["schema"]),
-            "description": v0["description"],
-            "events": v0["events"],
-            "active_subscriptions": v0["active_subscriptions"],
-        }
-        for v0 in value
-    ]
-
-
-def _subscribe_result(value: Subscription) -> Any:
-    return {
-        "id": value["id"],
-        "stream": value["stream"],
-        "consumer": value["consumer"],
-        "mode": value["mode"],
-        "filter": {k1: to_json(v1) for k1, v1 in value["filter"].items()},
-        "batch_size": value["batch_size"],
-        "max_pending": value["max_pending"],
-        "status": value["status"],
-        "pending": list(value["pending"]),
-        "deliveries": {str(k1): v1 for k1, v1 in value["deliveries"].items()},
-        "acknowledged": value["acknowledged"],
-        "created_at": value["created_at"],
-    }
-
-
-def _change_filter_result(value: Subscription) -> Any:
-    return {
-        "id": value["id"],
-        "stream": value["stream"],
-        "consumer": value["consumer"],
-        "mode": value["mode"],
-        "filter": {k1: to_json(v1) for k1, v1 in value["filter"].items()},
-        "batch_size": value["batch_size"],
-        "max_pending": value["max_pending"],
-        "status": value["status"],
-        "pending": list(value["pending"]),
-        "deliveries": {str(k1): v1 for k1, v1 in value["deliveries"].items()},
-        "acknowledged": value["acknowledged"],
-        "created_at": value["created_at"],
-    }
-
-
-def _unsubscribe_result(value: Subscription) -> Any:
-    return {
-        "id": value["id"],
-        "stream": value["stream"],
-        "consumer": value["consumer"],
-        "mode": value["mode"],
-        "filter": {k1: to_json(v1) for k1, v1 in value["filter"].items()},
-        "batch_size": value["batch_size"],
-        "max_pending": value["max_pending"],
-        "status": value["status"],
-        "pending": list(value["pending"]),
-        "deliveries": {str(k1): v1 for k1, v1 in value["deliveries"].items()},
-        "acknowledged": value["acknowledged"],
-        "created_at": value["created_at"],
-    }
-
-
-def _list_subscriptions_result(value: list[SubscriptionInfo]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "stream": v0["stream"],
-            "consumer": v0["consumer"],
-            "mode": v0["mode"],
-            "filter": {k2: to_json(v2) for k2, v2 in v0["filter"].items()},
-            "batch_size": v0["batch_size"],
-            "status": v0["status"],
-            "depth": v0["depth"],
-            "max_pending": v0["max_pending"],
-            "backpressured": v0["backpressured"],
-            "oldest_pending": v0["oldest_pending"],
-            "acknowledged": v0["acknowledged"],
-        }
-        for v0 in value
-    ]
-
-
-def _ingest_result(value: IngestReceipt) -> Any:
-    return {
-        "event_id": value["event_id"],
-        "stream": value["stream"],
-        "offset": value["offset"],
-        "priority": value["priority"],
-        "queued_for": list(value["queued_for"]),
-        "pushed_to": list(value["pushed_to"]),
-        "backpressured": list(value["backpressured"]),
-    }
-
-
-def _poll_result(value: Delivery) -> Any:
-    return {
-        "subscription_id": value["subscription_id"],
-        "mode": value["mode"],
-        "ready": value["ready"],
-        "events": [
-            {
-                "event": {
-                    "id": v1["event"]["id"],
-                    "stream": v1["event"]["stream"],
-                    "offset": v1["event"]["offset"],
-                    "payload": {k4: to_json(v4) for k4, v4 in v1["event"]["payload"].items()},
-                    "priority": v1["event"]["priority"],
-                    "published_at": v1["event"]["published_at"],
-                },
-                "attempt": v1["attempt"],
-            }
-            for v1 in value["events"]
-        ],
-        "depth": value["depth"],
-    }
-
-
-def _acknowledge_result(value: AckReceipt) -> Any:
-    return {
-        "subscription_id": value["subscription_id"],
-        "acknowledged": list(value["acknowledged"]),
-        "depth": value["depth"],
-    }
-
-
-def _pending_events_result(value: PendingView) -> Any:
-    return {
-        "subscription_id": value["subscription_id"],
-        "status": value["status"],
-        "depth": value["depth"],
-        "max_pending": value["max_pending"],
-        "backpressured": value["backpressured"],
-        "events": [
-            {
-                "event": {
-                    "id": v1["event"]["id"],
-                    "stream": v1["event"]["stream"],
-                    "offset": v1["event"]["offset"],
-                    "payload": {k4: to_json(v4) for k4, v4 in v1["event"]["payload"].items()},
-                    "priority": v1["event"]["priority"],
-                    "published_at": v1["event"]["published_at"],
-                },
-                "attempt": v1["attempt"],
-            }
-            for v1 in value["events"]
-        ],
-    }
-
-
-def _stream_history_result(value: list[Reading]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "stream": v0["stream"],
-            "offset": v0["offset"],
-            "payload": {k2: to_json(v2) for k2, v2 in v0["payload"].items()},
-            "priority": v0["priority"],
-            "published_at": v0["published_at"],
-        }
-        for v0 in value
-    ]
-
-
-def _raise_alert_result(value: IngestReceipt) -> Any:
-    return {
-        "event_id": value["event_id"],
-        "stream": value["stream"],
-        "offset": value["offset"],
-        "priority": value["priority"],
-        "queued_for": list(value["queued_for"]),
-        "pushed_to": list(value["pushed_to"]),
-        "backpressured": list(value["backpressured"]),
-    }
-
-
-def _list_devices_result(value: list[Device]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _lagging_consumers_result(value: list[SubscriptionInfo]) -> Any:
-    return [
-        {
-            "id": v0["id"],
-            "stream": v0["stream"],
-            "consumer": v0["consumer"],
-            "mode": v0["mode"],
-            "filter": {k2: to_json(v2) for k2, v2 in v0["filter"].items()},
-            "batch_size": v0["batch_size"],
-            "status": v0["status"],
-            "depth": v0["depth"],
-            "max_pending": v0["max_pending"],
-            "backpressured": v0["backpressured"],
-            "oldest_pending": v0["oldest_pending"],
-            "acknowledged": v0["acknowledged"],
-        }
-        for v0 in value
-    ]
-
-
-def _latest_reading_result(value: Reading | None) -> Any:
-    return (
-        None
-        if value is None
-        else {
-            "id": value["id"],
-            "stream": value["stream"],
-            "offset": value["offset"],
-            "payload": {k1: to_json(v1) for k1, v1 in value["payload"].items()},
-            "priority": value["priority"],
-            "published_at": value["published_at"],
-        }
-    )
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "create_stream": ToolSpec(
-        "create_stream",
-        (
-            Param("name", ("str",), True, (("pattern", "[a-z][a-z0-9_.-]{0,62}"),)),
-            Param(
-                "schema",
-                ("map", ("str",), ("str",)),
-                True,
-                (
-                    ("min_items", 1),
-                    ("max_items", 32),
-                ),
-            ),
-            Param("description", ("str",), False, (("max_length", 200),)),
-        ),
-        frozenset({"audit_log", "clock", "streams"}),
-        frozenset({"audit_log", "streams"}),
-        _create_stream_result,
-    ),
-    "list_streams": ToolSpec(
-        "list_streams",
-        (),
-        frozenset({"streams", "subscriptions"}),
-        frozenset(),
-        _list_streams_result,
-    ),
-    "subscribe": ToolSpec(
-        "subscribe",
-        (
-            Param("stream", ("str",), True),
-            Param("consumer", ("str",), True, (("pattern", "[a-z][a-z0-9_.-]{0,62}"),)),
-            Param(
-                "mode",
-                (
-                    "enum",
-                    (
-                        "push",
-                        "poll",
-                        "batch",
-                    ),
-                ),
-                False,
-            ),
-            Param("filter", ("map", ("str",), ("json",)), False, (("max_items", 32),)),
-            Param(
-                "batch_size",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 1000),
-                ),
-            ),
-            Param(
-                "max_pending",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 100000),
-                ),
-            ),
-        ),
-        frozenset({"audit_log", "clock", "next_subscription_id", "streams", "subscriptions"}),
-        frozenset({"audit_log", "next_subscription_id", "subscriptions"}),
-        _subscribe_result,
-    ),
-    "change_filter": ToolSpec(
-        "change_filter",
-        (
-            Param("subscription_id", ("int",), True),
-            Param("filter", ("map", ("str",), ("json",)), True, (("max_items", 32),)),
-        ),
-        frozenset({"audit_log", "clock", "streams", "subscriptions"}),
-        frozenset({"audit_log", "subscriptions"}),
-        _change_filter_result,
-    ),
-    "unsubscribe": ToolSpec(
-        "unsubscribe",
-        (Param("subscription_id", ("int",), True),),
-        frozenset({"audit_log", "clock", "subscriptions"}),
-        frozenset({"audit_log", "subscriptions"}),
-        _unsubscribe_result,
-    ),
-    "list_subscriptions": ToolSpec(
-        "list_subscriptions",
-        (
-            Param("stream", ("optional", ("str",)), False),
-            Param("consumer", ("optional", ("str",)), False),
-            Param("include_unsubscribed", ("bool",), False),
-        ),
-        frozenset({"streams", "subscriptions"}),
-        frozenset(),
-        _list_subscriptions_result,
-    ),
-    "ingest": ToolSpec(
-        "ingest",
-        (
-            Param("stream", ("str",), True),
-            Param("payload", ("map", ("str",), ("json",)), True),
-            Param(
-                "priority",
-                (
-                    "enum",
-                    (
-                        "low",
-                        "normal",
-                        "high",
-                        "critical",
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset({"audit_log", "clock", "events", "next_event_id", "streams", "subscriptions"}),
-        frozenset({"audit_log", "events", "next_event_id", "streams", "subscriptions"}),
-        _ingest_result,
-    ),
-    "poll": ToolSpec(
-        "poll",
-        (
-            Param("subscription_id", ("int",), True),
-            Param(
-                "max_events",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 1000),
-                ),
-            ),
-        ),
-        frozenset({"events", "subscriptions"}),
-        frozenset({"subscriptions"}),
-        _poll_result,
-    ),
-    "acknowledge": ToolSpec(
-        "acknowledge",
-        (
-            Param("subscription_id", ("int",), True),
-            Param(
-                "event_ids",
-                ("list", ("int",)),
-                True,
-                (
-                    ("min_items", 1),
-                    ("max_items", 1000),
-                ),
-            ),
-        ),
-        frozenset({"audit_log", "clock", "events", "subscriptions"}),
-        frozenset({"audit_log", "subscriptions"}),
-        _acknowledge_result,
-    ),
-    "pending_events": ToolSpec(
-        "pending_events",
-        (
-            Param("subscription_id", ("int",), True),
-            Param(
-                "limit",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 1000),
-                ),
-            ),
-        ),
-        frozenset({"events", "subscriptions"}),
-        frozenset(),
-        _pending_events_result,
-    ),
-    "stream_history": ToolSpec(
-        "stream_history",
-        (
-            Param("stream", ("str",), True),
-            Param("from_offset", ("int",), False, (("min", 0),)),
-            Param(
-                "limit",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 1000),
-                ),
-            ),
-            Param(
-                "min_priority",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "low",
-                            "normal",
-                            "high",
-                            "critical",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param("filter", ("map", ("str",), ("json",)), False, (("max_items", 32),)),
-        ),
-        frozenset({"events", "streams"}),
-        frozenset(),
-        _stream_history_result,
-    ),
-    "raise_alert": ToolSpec(
-        "raise_alert",
-        (
-            Param("device", ("str",), True),
-            Param(
-                "message",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 200),
-                ),
-            ),
-            Param(
-                "priority",
-                (
-                    "enum",
-                    (
-                        "low",
-                        "normal",
-                        "high",
-                        "critical",
-                    ),
-                ),
-                False,
-            ),
-        ),
-        frozenset({"audit_log", "clock", "events", "next_event_id", "streams", "subscriptions"}),
-        frozenset({"audit_log", "events", "next_event_id", "streams", "subscriptions"}),
-        _raise_alert_result,
-    ),
-    "list_devices": ToolSpec(
-        "list_devices",
-        (
-            Param("site", ("optional", ("str",)), False),
-            Param(
-                "kind",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "temperature",
-                            "vibration",
-                            "humidity",
-                            "gateway",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param("include_retired", ("bool",), False),
-        ),
-        frozenset(),
-        frozenset(),
-        _list_devices_result,
-    ),
-    "lagging_consumers": ToolSpec(
-        "lagging_consumers",
-        (Param("stream", ("optional", ("str",)), False),),
-        frozenset({"streams", "subscriptions"}),
-        frozenset(),
-        _lagging_consumers_result,
-    ),
-    "latest_reading": ToolSpec(
-        "latest_reading",
-        (
-            Param("device", ("str",), True),
-            Param("stream", ("str",), True),
-        ),
-        frozenset({"events", "streams"}),
-        frozenset(),
-        _latest_reading_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -1911,11 +1399,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -1979,86 +1462,6 @@ def _copy_Subscription(value: Subscription) -> Subscription:
     }
 
 
-def _copy_StreamInfo(value: StreamInfo) -> StreamInfo:
-    return {
-        "name": value["name"],
-        "schema": dict(value["schema"]),
-        "description": value["description"],
-        "events": value["events"],
-        "active_subscriptions": value["active_subscriptions"],
-    }
-
-
-def _copy_IngestReceipt(value: IngestReceipt) -> IngestReceipt:
-    return {
-        "event_id": value["event_id"],
-        "stream": value["stream"],
-        "offset": value["offset"],
-        "priority": value["priority"],
-        "queued_for": list(value["queued_for"]),
-        "pushed_to": list(value["pushed_to"]),
-        "backpressured": list(value["backpressured"]),
-    }
-
-
-def _copy_DeliveredEvent(value: DeliveredEvent) -> DeliveredEvent:
-    return {"event": _copy_Reading(value["event"]), "attempt": value["attempt"]}
-
-
-def _copy_Delivery(value: Delivery) -> Delivery:
-    return {
-        "subscription_id": value["subscription_id"],
-        "mode": value["mode"],
-        "ready": value["ready"],
-        "events": [_copy_DeliveredEvent(a) for a in value["events"]],
-        "depth": value["depth"],
-    }
-
-
-def _copy_AckReceipt(value: AckReceipt) -> AckReceipt:
-    return {
-        "subscription_id": value["subscription_id"],
-        "acknowledged": list(value["acknowledged"]),
-        "depth": value["depth"],
-    }
-
-
-def _copy_PendingView(value: PendingView) -> PendingView:
-    return {
-        "subscription_id": value["subscription_id"],
-        "status": value["status"],
-        "depth": value["depth"],
-        "max_pending": value["max_pending"],
-        "backpressured": value["backpressured"],
-        "events": [_copy_DeliveredEvent(a) for a in value["events"]],
-    }
-
-
-def _copy_SubscriptionInfo(value: SubscriptionInfo) -> SubscriptionInfo:
-    return {
-        "id": value["id"],
-        "stream": value["stream"],
-        "consumer": value["consumer"],
-        "mode": value["mode"],
-        "filter": {k0: copy_json(a) for k0, a in value["filter"].items()},
-        "batch_size": value["batch_size"],
-        "status": value["status"],
-        "depth": value["depth"],
-        "max_pending": value["max_pending"],
-        "backpressured": value["backpressured"],
-        "oldest_pending": value["oldest_pending"],
-        "acknowledged": value["acknowledged"],
-    }
-
-
-def _copy_Device(value: Device) -> Device:
-    return value.copy()
-
-
-def _copy_Plausible(value: Plausible) -> Plausible:
-    return value.copy()
-
-
 def state_to_json(state: State) -> dict[str, Any]:
     """The state as detached JSON, generated from its types like `copy_state`."""
     return {
@@ -2120,6 +1523,425 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+def _json_Stream(value: Stream) -> dict[str, Any]:
+    return {
+        "name": value["name"],
+        "schema": dict(value["schema"]),
+        "description": value["description"],
+        "created_at": value["created_at"],
+        "history": list(value["history"]),
+    }
+
+
+def _json_StreamInfo(value: StreamInfo) -> dict[str, Any]:
+    return {
+        "name": value["name"],
+        "schema": dict(value["schema"]),
+        "description": value["description"],
+        "events": value["events"],
+        "active_subscriptions": value["active_subscriptions"],
+    }
+
+
+def _json_list_StreamInfo(value: list[StreamInfo]) -> list[Any]:
+    return [_json_StreamInfo(v0) for v0 in value]
+
+
+def _json_Subscription(value: Subscription) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "stream": value["stream"],
+        "consumer": value["consumer"],
+        "mode": value["mode"],
+        "filter": {k1: to_json(v1) for k1, v1 in value["filter"].items()},
+        "batch_size": value["batch_size"],
+        "max_pending": value["max_pending"],
+        "status": value["status"],
+        "pending": list(value["pending"]),
+        "deliveries": {str(k1): v1 for k1, v1 in value["deliveries"].items()},
+        "acknowledged": value["acknowledged"],
+        "created_at": value["created_at"],
+    }
+
+
+def _json_SubscriptionInfo(value: SubscriptionInfo) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "stream": value["stream"],
+        "consumer": value["consumer"],
+        "mode": value["mode"],
+        "filter": {k1: to_json(v1) for k1, v1 in value["filter"].items()},
+        "batch_size": value["batch_size"],
+        "status": value["status"],
+        "depth": value["depth"],
+        "max_pending": value["max_pending"],
+        "backpressured": value["backpressured"],
+        "oldest_pending": value["oldest_pending"],
+        "acknowledged": value["acknowledged"],
+    }
+
+
+def _json_list_SubscriptionInfo(value: list[SubscriptionInfo]) -> list[Any]:
+    return [_json_SubscriptionInfo(v0) for v0 in value]
+
+
+def _json_IngestReceipt(value: IngestReceipt) -> dict[str, Any]:
+    return {
+        "event_id": value["event_id"],
+        "stream": value["stream"],
+        "offset": value["offset"],
+        "priority": value["priority"],
+        "queued_for": list(value["queued_for"]),
+        "pushed_to": list(value["pushed_to"]),
+        "backpressured": list(value["backpressured"]),
+    }
+
+
+def _json_Reading(value: Reading) -> dict[str, Any]:
+    return {
+        "id": value["id"],
+        "stream": value["stream"],
+        "offset": value["offset"],
+        "payload": {k1: to_json(v1) for k1, v1 in value["payload"].items()},
+        "priority": value["priority"],
+        "published_at": value["published_at"],
+    }
+
+
+def _json_DeliveredEvent(value: DeliveredEvent) -> dict[str, Any]:
+    return {"event": _json_Reading(value["event"]), "attempt": value["attempt"]}
+
+
+def _json_Delivery(value: Delivery) -> dict[str, Any]:
+    return {
+        "subscription_id": value["subscription_id"],
+        "mode": value["mode"],
+        "ready": value["ready"],
+        "events": [_json_DeliveredEvent(v1) for v1 in value["events"]],
+        "depth": value["depth"],
+    }
+
+
+def _json_AckReceipt(value: AckReceipt) -> dict[str, Any]:
+    return {
+        "subscription_id": value["subscription_id"],
+        "acknowledged": list(value["acknowledged"]),
+        "depth": value["depth"],
+    }
+
+
+def _json_PendingView(value: PendingView) -> dict[str, Any]:
+    return {
+        "subscription_id": value["subscription_id"],
+        "status": value["status"],
+        "depth": value["depth"],
+        "max_pending": value["max_pending"],
+        "backpressured": value["backpressured"],
+        "events": [_json_DeliveredEvent(v1) for v1 in value["events"]],
+    }
+
+
+def _json_list_Reading(value: list[Reading]) -> list[Any]:
+    return [_json_Reading(v0) for v0 in value]
+
+
+def _json_list_Device(value: list[Device]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+def _json_optional_Reading(value: Reading | None) -> dict[str, Any] | None:
+    return None if value is None else _json_Reading(value)
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "create_stream": ToolSpec(
+        "create_stream",
+        (
+            Param("name", ("str",), True, (("pattern", "[a-z][a-z0-9_.-]{0,62}"),)),
+            Param(
+                "schema",
+                ("map", ("str",), ("str",)),
+                True,
+                (
+                    ("min_items", 1),
+                    ("max_items", 32),
+                ),
+            ),
+            Param("description", ("str",), False, (("max_length", 200),)),
+        ),
+        frozenset({"audit_log", "clock", "streams"}),
+        frozenset({"audit_log", "streams"}),
+        _json_Stream,
+    ),
+    "list_streams": ToolSpec(
+        "list_streams",
+        (),
+        frozenset({"streams", "subscriptions"}),
+        frozenset(),
+        _json_list_StreamInfo,
+    ),
+    "subscribe": ToolSpec(
+        "subscribe",
+        (
+            Param("stream", ("str",), True),
+            Param("consumer", ("str",), True, (("pattern", "[a-z][a-z0-9_.-]{0,62}"),)),
+            Param(
+                "mode",
+                (
+                    "enum",
+                    (
+                        "push",
+                        "poll",
+                        "batch",
+                    ),
+                ),
+                False,
+            ),
+            Param("filter", ("map", ("str",), ("json",)), False, (("max_items", 32),)),
+            Param(
+                "batch_size",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 1000),
+                ),
+            ),
+            Param(
+                "max_pending",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 100000),
+                ),
+            ),
+        ),
+        frozenset({"audit_log", "clock", "next_subscription_id", "streams", "subscriptions"}),
+        frozenset({"audit_log", "next_subscription_id", "subscriptions"}),
+        _json_Subscription,
+    ),
+    "change_filter": ToolSpec(
+        "change_filter",
+        (
+            Param("subscription_id", ("int",), True),
+            Param("filter", ("map", ("str",), ("json",)), True, (("max_items", 32),)),
+        ),
+        frozenset({"audit_log", "clock", "streams", "subscriptions"}),
+        frozenset({"audit_log", "subscriptions"}),
+        _json_Subscription,
+    ),
+    "unsubscribe": ToolSpec(
+        "unsubscribe",
+        (Param("subscription_id", ("int",), True),),
+        frozenset({"audit_log", "clock", "subscriptions"}),
+        frozenset({"audit_log", "subscriptions"}),
+        _json_Subscription,
+    ),
+    "list_subscriptions": ToolSpec(
+        "list_subscriptions",
+        (
+            Param("stream", ("optional", ("str",)), False),
+            Param("consumer", ("optional", ("str",)), False),
+            Param("include_unsubscribed", ("bool",), False),
+        ),
+        frozenset({"streams", "subscriptions"}),
+        frozenset(),
+        _json_list_SubscriptionInfo,
+    ),
+    "ingest": ToolSpec(
+        "ingest",
+        (
+            Param("stream", ("str",), True),
+            Param("payload", ("map", ("str",), ("json",)), True),
+            Param(
+                "priority",
+                (
+                    "enum",
+                    (
+                        "low",
+                        "normal",
+                        "high",
+                        "critical",
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"audit_log", "clock", "events", "next_event_id", "streams", "subscriptions"}),
+        frozenset({"audit_log", "events", "next_event_id", "streams", "subscriptions"}),
+        _json_IngestReceipt,
+    ),
+    "poll": ToolSpec(
+        "poll",
+        (
+            Param("subscription_id", ("int",), True),
+            Param(
+                "max_events",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 1000),
+                ),
+            ),
+        ),
+        frozenset({"events", "subscriptions"}),
+        frozenset({"subscriptions"}),
+        _json_Delivery,
+    ),
+    "acknowledge": ToolSpec(
+        "acknowledge",
+        (
+            Param("subscription_id", ("int",), True),
+            Param(
+                "event_ids",
+                ("list", ("int",)),
+                True,
+                (
+                    ("min_items", 1),
+                    ("max_items", 1000),
+                ),
+            ),
+        ),
+        frozenset({"audit_log", "clock", "events", "subscriptions"}),
+        frozenset({"audit_log", "subscriptions"}),
+        _json_AckReceipt,
+    ),
+    "pending_events": ToolSpec(
+        "pending_events",
+        (
+            Param("subscription_id", ("int",), True),
+            Param(
+                "limit",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 1000),
+                ),
+            ),
+        ),
+        frozenset({"events", "subscriptions"}),
+        frozenset(),
+        _json_PendingView,
+    ),
+    "stream_history": ToolSpec(
+        "stream_history",
+        (
+            Param("stream", ("str",), True),
+            Param("from_offset", ("int",), False, (("min", 0),)),
+            Param(
+                "limit",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 1000),
+                ),
+            ),
+            Param(
+                "min_priority",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "low",
+                            "normal",
+                            "high",
+                            "critical",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param("filter", ("map", ("str",), ("json",)), False, (("max_items", 32),)),
+        ),
+        frozenset({"events", "streams"}),
+        frozenset(),
+        _json_list_Reading,
+    ),
+    "raise_alert": ToolSpec(
+        "raise_alert",
+        (
+            Param("device", ("str",), True),
+            Param(
+                "message",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 200),
+                ),
+            ),
+            Param(
+                "priority",
+                (
+                    "enum",
+                    (
+                        "low",
+                        "normal",
+                        "high",
+                        "critical",
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"audit_log", "clock", "events", "next_event_id", "streams", "subscriptions"}),
+        frozenset({"audit_log", "events", "next_event_id", "streams", "subscriptions"}),
+        _json_IngestReceipt,
+    ),
+    "list_devices": ToolSpec(
+        "list_devices",
+        (
+            Param("site", ("optional", ("str",)), False),
+            Param(
+                "kind",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "temperature",
+                            "vibration",
+                            "humidity",
+                            "gateway",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param("include_retired", ("bool",), False),
+        ),
+        frozenset(),
+        frozenset(),
+        _json_list_Device,
+    ),
+    "lagging_consumers": ToolSpec(
+        "lagging_consumers",
+        (Param("stream", ("optional", ("str",)), False),),
+        frozenset({"streams", "subscriptions"}),
+        frozenset(),
+        _json_list_SubscriptionInfo,
+    ),
+    "latest_reading": ToolSpec(
+        "latest_reading",
+        (
+            Param("device", ("str",), True),
+            Param("stream", ("str",), True),
+        ),
+        frozenset({"events", "streams"}),
+        frozenset(),
+        _json_optional_Reading,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -2143,9 +1965,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -2161,7 +1980,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -2325,11 +2144,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def create_stream(self, name: str, schema: dict[str, str], description: str = "") -> Stream:
         """Declare a typed stream. `schema` maps each payload field to one of the type names
@@ -2633,15 +2454,14 @@ class Environment:
         self, site: str | None = None, kind: SensorKind | None = None, include_retired: bool = False
     ) -> list[Device]:
         """Registered devices in id order, by site and kind; retired ones only if asked."""
-        if site is not None:
-            if site not in WORLD["sites"]:
-                raise DomainError(
-                    "not_found",
-                    f"site {site} does not exist",
-                    entity="site",
-                    field="site",
-                    allowed=WORLD["sites"],
-                )
+        if site is not None and site not in WORLD["sites"]:
+            raise DomainError(
+                "not_found",
+                f"site {site} does not exist",
+                entity="site",
+                field="site",
+                allowed=WORLD["sites"],
+            )
         return sorted(
             [
                 d
@@ -2897,16 +2717,15 @@ class Environment:
         for field, bounds in WORLD["plausible"].items():
             if field in payload:
                 value = _as_number(payload[field])
-                if value is not None:
-                    if not (value >= bounds["low"] and value <= bounds["high"]):
-                        raise DomainError(
-                            "invalid_argument",
-                            f"{field} {value} is outside the plausible range {bounds['low']} .. {bounds['high']}",
-                            entity=f"stream {stream['name']}",
-                            field=field,
-                            current=value,
-                            allowed=[bounds["low"], bounds["high"]],
-                        )
+                if value is not None and not (value >= bounds["low"] and value <= bounds["high"]):
+                    raise DomainError(
+                        "invalid_argument",
+                        f"{field} {value} is outside the plausible range {bounds['low']} .. {bounds['high']}",
+                        entity=f"stream {stream['name']}",
+                        field=field,
+                        current=value,
+                        allowed=[bounds["low"], bounds["high"]],
+                    )
 
     def _require_known_event(self, event_id: int) -> Reading:
         """Helper `require_known_event`."""

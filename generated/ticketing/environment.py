@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Self, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -495,258 +495,11 @@ class ToolSpec:
     params: tuple[Param, ...]
     reads: frozenset[str]
     writes: frozenset[str]
-    result: Callable[[Any], Any]  # the tool's result as detached JSON, written for its type
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-def _login_result(value: bool) -> Any:
-    return value
-
-
-def _logout_result(value: bool) -> Any:
-    return value
-
-
-def _whoami_result(value: str | None) -> Any:
-    return value
-
-
-def _create_ticket_result(value: Ticket) -> Any:
-    return dict(value)
-
-
-def _get_ticket_result(value: Ticket) -> Any:
-    return dict(value)
-
-
-def _update_ticket_result(value: Ticket) -> Any:
-    return dict(value)
-
-
-def _assign_ticket_result(value: Ticket) -> Any:
-    return dict(value)
-
-
-def _set_status_result(value: Ticket) -> Any:
-    return dict(value)
-
-
-def _resolve_ticket_result(value: Ticket) -> Any:
-    return dict(value)
-
-
-def _close_ticket_result(value: Ticket) -> Any:
-    return dict(value)
-
-
-def _list_tickets_result(value: list[Ticket]) -> Any:
-    return [dict(v0) for v0 in value]
-
-
-def _categorize_ticket_result(value: Ticket) -> Any:
-    return dict(value)
-
-
-def _queue_by_category_result(value: dict[Category, int]) -> Any:
-    return dict(value)
-
-
-TOOL_SPECS: Final[dict[str, ToolSpec]] = {
-    "login": ToolSpec(
-        "login",
-        (
-            Param("username", ("str",), True, (("min_length", 1),)),
-            Param("password", ("str",), True, (("min_length", 1),)),
-        ),
-        frozenset({"audit_log", "clock"}),
-        frozenset({"audit_log", "current_user"}),
-        _login_result,
-    ),
-    "logout": ToolSpec(
-        "logout",
-        (),
-        frozenset({"audit_log", "clock", "current_user"}),
-        frozenset({"audit_log", "current_user"}),
-        _logout_result,
-    ),
-    "whoami": ToolSpec(
-        "whoami",
-        (),
-        frozenset({"current_user"}),
-        frozenset(),
-        _whoami_result,
-    ),
-    "create_ticket": ToolSpec(
-        "create_ticket",
-        (
-            Param(
-                "title",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 120),
-                ),
-            ),
-            Param("description", ("str",), False),
-            Param(
-                "priority",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 5),
-                ),
-            ),
-        ),
-        frozenset({"audit_log", "clock", "current_user", "next_ticket_id", "tickets"}),
-        frozenset({"audit_log", "next_ticket_id", "tickets"}),
-        _create_ticket_result,
-    ),
-    "get_ticket": ToolSpec(
-        "get_ticket",
-        (Param("ticket_id", ("int",), True),),
-        frozenset({"current_user", "tickets"}),
-        frozenset(),
-        _get_ticket_result,
-    ),
-    "update_ticket": ToolSpec(
-        "update_ticket",
-        (
-            Param("ticket_id", ("int",), True),
-            Param("title", ("optional", ("str",)), False, (("max_length", 120),)),
-            Param("description", ("optional", ("str",)), False),
-            Param(
-                "priority",
-                ("optional", ("int",)),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 5),
-                ),
-            ),
-        ),
-        frozenset({"audit_log", "clock", "current_user", "tickets"}),
-        frozenset({"audit_log", "tickets"}),
-        _update_ticket_result,
-    ),
-    "assign_ticket": ToolSpec(
-        "assign_ticket",
-        (
-            Param("ticket_id", ("int",), True),
-            Param("assignee", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "current_user", "tickets"}),
-        frozenset({"audit_log", "tickets"}),
-        _assign_ticket_result,
-    ),
-    "set_status": ToolSpec(
-        "set_status",
-        (
-            Param("ticket_id", ("int",), True),
-            Param(
-                "status",
-                (
-                    "enum",
-                    (
-                        "open",
-                        "in_progress",
-                        "resolved",
-                        "closed",
-                    ),
-                ),
-                True,
-            ),
-        ),
-        frozenset({"audit_log", "clock", "current_user", "tickets"}),
-        frozenset({"audit_log", "tickets"}),
-        _set_status_result,
-    ),
-    "resolve_ticket": ToolSpec(
-        "resolve_ticket",
-        (
-            Param("ticket_id", ("int",), True),
-            Param("resolution", ("str",), True, (("min_length", 1),)),
-        ),
-        frozenset({"audit_log", "clock", "current_user", "tickets"}),
-        frozenset({"audit_log", "tickets"}),
-        _resolve_ticket_result,
-    ),
-    "close_ticket": ToolSpec(
-        "close_ticket",
-        (Param("ticket_id", ("int",), True),),
-        frozenset({"audit_log", "clock", "current_user", "tickets"}),
-        frozenset({"audit_log", "tickets"}),
-        _close_ticket_result,
-    ),
-    "list_tickets": ToolSpec(
-        "list_tickets",
-        (
-            Param(
-                "status",
-                (
-                    "optional",
-                    (
-                        "enum",
-                        (
-                            "open",
-                            "in_progress",
-                            "resolved",
-                            "closed",
-                        ),
-                    ),
-                ),
-                False,
-            ),
-            Param("mine_only", ("bool",), False),
-            Param(
-                "limit",
-                ("int",),
-                False,
-                (
-                    ("min", 1),
-                    ("max", 500),
-                ),
-            ),
-        ),
-        frozenset({"current_user", "tickets"}),
-        frozenset(),
-        _list_tickets_result,
-    ),
-    "categorize_ticket": ToolSpec(
-        "categorize_ticket",
-        (
-            Param("ticket_id", ("int",), True),
-            Param(
-                "category",
-                (
-                    "enum",
-                    (
-                        "hardware",
-                        "software",
-                        "network",
-                        "access",
-                        "other",
-                    ),
-                ),
-                True,
-            ),
-        ),
-        frozenset({"audit_log", "clock", "current_user", "tickets"}),
-        frozenset({"audit_log", "tickets"}),
-        _categorize_ticket_result,
-    ),
-    "queue_by_category": ToolSpec(
-        "queue_by_category",
-        (),
-        frozenset({"current_user", "tickets"}),
-        frozenset(),
-        _queue_by_category_result,
-    ),
-}
 
 
 _SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
@@ -842,11 +595,6 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _pair_order(pair: tuple[Any, Any]) -> tuple[bool, Any]:
-    """The order of [key, value] pairs in the JSON of a map with str and int keys."""
-    return (isinstance(pair[0], str), pair[0])
-
-
 def to_json(value: Any) -> Any:
     """A detached JSON value: dict keys become strings, as JSON requires."""
     kind = type(value)
@@ -898,6 +646,208 @@ def copy_state(state: State) -> State:
     }
 
 
+# --------------------------------------------------------------------------- tools
+
+
+def _json_list_Ticket(value: list[Ticket]) -> list[Any]:
+    return [dict(v0) for v0 in value]
+
+
+TOOL_SPECS: Final[dict[str, ToolSpec]] = {
+    "login": ToolSpec(
+        "login",
+        (
+            Param("username", ("str",), True, (("min_length", 1),)),
+            Param("password", ("str",), True, (("min_length", 1),)),
+        ),
+        frozenset({"audit_log", "clock"}),
+        frozenset({"audit_log", "current_user"}),
+        None,
+    ),
+    "logout": ToolSpec(
+        "logout",
+        (),
+        frozenset({"audit_log", "clock", "current_user"}),
+        frozenset({"audit_log", "current_user"}),
+        None,
+    ),
+    "whoami": ToolSpec(
+        "whoami",
+        (),
+        frozenset({"current_user"}),
+        frozenset(),
+        None,
+    ),
+    "create_ticket": ToolSpec(
+        "create_ticket",
+        (
+            Param(
+                "title",
+                ("str",),
+                True,
+                (
+                    ("min_length", 1),
+                    ("max_length", 120),
+                ),
+            ),
+            Param("description", ("str",), False),
+            Param(
+                "priority",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 5),
+                ),
+            ),
+        ),
+        frozenset({"audit_log", "clock", "current_user", "next_ticket_id", "tickets"}),
+        frozenset({"audit_log", "next_ticket_id", "tickets"}),
+        dict,
+    ),
+    "get_ticket": ToolSpec(
+        "get_ticket",
+        (Param("ticket_id", ("int",), True),),
+        frozenset({"current_user", "tickets"}),
+        frozenset(),
+        dict,
+    ),
+    "update_ticket": ToolSpec(
+        "update_ticket",
+        (
+            Param("ticket_id", ("int",), True),
+            Param("title", ("optional", ("str",)), False, (("max_length", 120),)),
+            Param("description", ("optional", ("str",)), False),
+            Param(
+                "priority",
+                ("optional", ("int",)),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 5),
+                ),
+            ),
+        ),
+        frozenset({"audit_log", "clock", "current_user", "tickets"}),
+        frozenset({"audit_log", "tickets"}),
+        dict,
+    ),
+    "assign_ticket": ToolSpec(
+        "assign_ticket",
+        (
+            Param("ticket_id", ("int",), True),
+            Param("assignee", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "current_user", "tickets"}),
+        frozenset({"audit_log", "tickets"}),
+        dict,
+    ),
+    "set_status": ToolSpec(
+        "set_status",
+        (
+            Param("ticket_id", ("int",), True),
+            Param(
+                "status",
+                (
+                    "enum",
+                    (
+                        "open",
+                        "in_progress",
+                        "resolved",
+                        "closed",
+                    ),
+                ),
+                True,
+            ),
+        ),
+        frozenset({"audit_log", "clock", "current_user", "tickets"}),
+        frozenset({"audit_log", "tickets"}),
+        dict,
+    ),
+    "resolve_ticket": ToolSpec(
+        "resolve_ticket",
+        (
+            Param("ticket_id", ("int",), True),
+            Param("resolution", ("str",), True, (("min_length", 1),)),
+        ),
+        frozenset({"audit_log", "clock", "current_user", "tickets"}),
+        frozenset({"audit_log", "tickets"}),
+        dict,
+    ),
+    "close_ticket": ToolSpec(
+        "close_ticket",
+        (Param("ticket_id", ("int",), True),),
+        frozenset({"audit_log", "clock", "current_user", "tickets"}),
+        frozenset({"audit_log", "tickets"}),
+        dict,
+    ),
+    "list_tickets": ToolSpec(
+        "list_tickets",
+        (
+            Param(
+                "status",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "open",
+                            "in_progress",
+                            "resolved",
+                            "closed",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+            Param("mine_only", ("bool",), False),
+            Param(
+                "limit",
+                ("int",),
+                False,
+                (
+                    ("min", 1),
+                    ("max", 500),
+                ),
+            ),
+        ),
+        frozenset({"current_user", "tickets"}),
+        frozenset(),
+        _json_list_Ticket,
+    ),
+    "categorize_ticket": ToolSpec(
+        "categorize_ticket",
+        (
+            Param("ticket_id", ("int",), True),
+            Param(
+                "category",
+                (
+                    "enum",
+                    (
+                        "hardware",
+                        "software",
+                        "network",
+                        "access",
+                        "other",
+                    ),
+                ),
+                True,
+            ),
+        ),
+        frozenset({"audit_log", "clock", "current_user", "tickets"}),
+        frozenset({"audit_log", "tickets"}),
+        dict,
+    ),
+    "queue_by_category": ToolSpec(
+        "queue_by_category",
+        (),
+        frozenset({"current_user", "tickets"}),
+        frozenset(),
+        dict,
+    ),
+}
+
+
 def _scenario_state(overrides: Mapping[str, Any]) -> State:
     merged: dict[str, Any] = dict(copy_state(DEFAULT_STATE))
     for key, value in overrides.items():
@@ -921,9 +871,6 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 
 _MISSING: Final = object()
 
-UNSET: Final[Any] = object()
-"""Stands in for a json parameter's container default: None (null) is a json value."""
-
 
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
@@ -939,7 +886,7 @@ class _UndoLog:
         self.tool = tool
         return self
 
-    def __enter__(self) -> _UndoLog:
+    def __enter__(self) -> Self:
         self._entries.clear()
         return self
 
@@ -1071,11 +1018,13 @@ class Environment:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
             spec, result = self._run(tool, args)
-            return spec.result(result)
+            return result if spec.result is None else spec.result(result)
         except DomainError as error:
             return error.to_json()
-        except Exception:
-            return copy_json(INTERNAL_ERROR)
+        except BaseException as error:
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
+            return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
     def login(self, username: str, password: str) -> bool:
         """Start a session as a workspace user."""

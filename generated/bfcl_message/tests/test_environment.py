@@ -189,7 +189,7 @@ def test_task_greet_catherine() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("alice_logged_in")
     state: Any = env.view()
-    assert not (state["inbox"][len(state["inbox"]) - 1] == {"USR003": "Meeting at 3pm"}), (
+    assert state["inbox"][len(state["inbox"]) - 1] != {"USR003": "Meeting at 3pm"}, (
         "the task is already solved before any call"
     )
     env.invoke("send_message", {"receiver_id": "USR003", "message": "Meeting at 3pm"})
@@ -345,7 +345,7 @@ class _Journal:
         self.inner.__enter__()
         return self
 
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
         if kind is None and self.fail_at < 0:
             # Fail at the very end: the journal alone must undo everything the call did.
             self.inner.__exit__(_Fault, _Fault("at the end"), None)

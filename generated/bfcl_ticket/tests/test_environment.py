@@ -307,7 +307,7 @@ def test_task_close_string_id_ticket() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("bfcl_string_id")
     state: Any = env.view()
-    assert not (bool(state["ticket_queue"][0]["status"] == "Closed")), (
+    assert bool(state["ticket_queue"][0]["status"] != "Closed"), (
         "the task is already solved before any call"
     )
     env.invoke("close_ticket", {"ticket_id": "ticket_001"})
@@ -482,7 +482,7 @@ class _Journal:
         self.inner.__enter__()
         return self
 
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
         if kind is None and self.fail_at < 0:
             # Fail at the very end: the journal alone must undo everything the call did.
             self.inner.__exit__(_Fault, _Fault("at the end"), None)

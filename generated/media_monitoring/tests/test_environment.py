@@ -1224,7 +1224,7 @@ class _Journal:
         self.inner.__enter__()
         return self
 
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
         if kind is None and self.fail_at < 0:
             # Fail at the very end: the journal alone must undo everything the call did.
             self.inner.__exit__(_Fault, _Fault("at the end"), None)

@@ -429,7 +429,7 @@ def test_task_book_retro_room() -> None:
     """The task's solution reaches a state its verifier accepts; S0 alone does not."""
     env = Recorder("quiet_friday")
     state: Any = env.view()
-    assert not (
+    assert (
         len(
             [
                 e
@@ -439,7 +439,7 @@ def test_task_book_retro_room() -> None:
                 and e["end"] == "2025-03-07T17:00:00"
             ]
         )
-        == 1
+        != 1
     ), "the task is already solved before any call"
     env.invoke(
         "book_room",
@@ -965,7 +965,7 @@ class _Journal:
         self.inner.__enter__()
         return self
 
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
         if kind is None and self.fail_at < 0:
             # Fail at the very end: the journal alone must undo everything the call did.
             self.inner.__exit__(_Fault, _Fault("at the end"), None)
