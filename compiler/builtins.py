@@ -275,10 +275,7 @@ MODULE_NAMES: Final = _by_kind(
             "_stable_hash _type_of _valid_moment _valid_regex _weekday check_arguments conform copy_json "
             "copy_state state_to_json to_json"
         ),
-        "import": (
-            "Any Callable Final Literal Mapping Self TracebackType TypedDict _field annotations cast "
-            "dataclass"
-        ),
+        "import": ("Any Callable Final Literal Mapping Self TracebackType TypedDict _field annotations cast dataclass"),
         "module": "dt json math random re",
     }
 )

@@ -22,7 +22,8 @@ def test_compiler_passes_mypy_strict(tmp_path: Path) -> None:
 def test_compiler_tests_and_benchmarks_pass_ruff() -> None:
     done = _run("ruff", "check", "--no-cache", "compiler", "tests", "benchmarks")
     assert done.returncode == 0, done.stdout + done.stderr
+    # tests/fixtures hold sources written as the AST rules' inputs, layout included.
     formatted = _run(
-        "ruff", "format", "--check", "--no-cache", "compiler/analyse", "compiler/library", "compiler/graph.py"
+        "ruff", "format", "--check", "--no-cache", "--exclude", "tests/fixtures", "compiler", "tests", "benchmarks"
     )
     assert formatted.returncode == 0, formatted.stdout + formatted.stderr

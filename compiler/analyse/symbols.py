@@ -8,7 +8,7 @@ import keyword
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TypeVar
 
 from compiler import builtins as bi
 from compiler import ir
@@ -124,21 +124,26 @@ def _declare_types(a: Analysis, names: _Names) -> None:
 
 def _declare_fields(a: Analysis, names: _Names) -> None:
     """State and world fields; a domain spec may re-seed a prototype's field."""
-    for state_decl in a.module.state:
-        for field_ in state_decl.fields:
-            previous = a.state.get(field_.name)
-            if previous is not None and _decl_file(a.module.state, previous) != state_decl.file:
-                a.state[field_.name] = field_
-            elif names.claim(field_.name, "state field", field_, state_decl.file):
-                a.state[field_.name] = field_
+    _declare_layered(names, [(d.file, d.fields) for d in a.module.state], a.state, "state field")
     add_builtin_state(a)
-    for world_decl in a.module.world:
-        for world_field in world_decl.fields:
-            previous_w = a.world.get(world_field.name)
-            if previous_w is not None and _decl_file(a.module.world, previous_w) != world_decl.file:
-                a.world[world_field.name] = world_field
-            elif names.claim(world_field.name, "world field", world_field, world_decl.file):
-                a.world[world_field.name] = world_field
+    _declare_layered(names, [(d.file, d.fields) for d in a.module.world], a.world, "world field")
+
+
+_F = TypeVar("_F", ir.Field_, ir.WorldField)
+
+
+def _declare_layered(
+    names: _Names, blocks: Sequence[tuple[str, Sequence[_F]]], table: dict[str, _F], what: str
+) -> None:
+    """The fields of `state:` or `world:` blocks (file, fields), the prototype's first: a
+    block of another file may give a field again (a new default), the same file may not."""
+    declared_in: dict[str, str] = {}
+    for file, fields in blocks:
+        for field_ in fields:
+            previous = declared_in.get(field_.name)
+            if (previous is not None and previous != file) or names.claim(field_.name, what, field_, file):
+                table[field_.name] = field_
+                declared_in[field_.name] = file
 
 
 def _declare_callables(a: Analysis, names: _Names) -> None:
@@ -263,13 +268,6 @@ def check_record_cycles(a: Analysis) -> None:
             if name not in seen:
                 seen.add(name)
                 stack.extend(edges.get(name, ()))
-
-
-def _decl_file(decls: Sequence[ir.StateDecl] | Sequence[ir.WorldDecl], item: Any) -> str:
-    for decl in decls:
-        if any(f is item for f in decl.fields):
-            return decl.file
-    return ""
 
 
 def effectful_builtins_used(module: ir.Module) -> set[str]:

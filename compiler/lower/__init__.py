@@ -22,6 +22,7 @@ import libcst as cst
 from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
+from compiler.irtree import walk
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
 from compiler.lower.pycode import (
@@ -34,7 +35,6 @@ from compiler.lower.pycode import (
     escape_invisible,
     flat_record,
     json_expr,
-    nodes_in,
     py_str,
     py_value,
     typed_literal,
@@ -511,7 +511,7 @@ class _Builder:
 def _names_of(tool: ir.ToolDecl) -> set[str]:
     """Every name a tool or helper uses: its parameters, locals, loop and lambda names."""
     names = {param.name for param in tool.params}
-    for node in nodes_in(tool.body):
+    for node in walk(tool.body):
         if isinstance(node, ir.Name):
             names.add(node.id)
         elif isinstance(node, ir.Let):

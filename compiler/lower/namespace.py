@@ -36,6 +36,7 @@ import ast
 import builtins
 import functools
 import re
+import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
@@ -578,13 +579,33 @@ def builtins_path() -> Path:
     return Path(__file__).resolve().parent.parent / "builtins.py"
 
 
+def with_snapshot(text: str, derived: Derived) -> str:
+    """compiler/builtins.py's text with its derived block holding `derived`, formatted as
+    the project formats its code (so `ruff format --check` and the block agree)."""
+    start = text.index("\n" + BEGIN) + 1  # at the start of a line: comments may name the markers
+    end = text.index("\n", text.index("\n" + END, start) + 1) + 1
+    spliced = text[:start] + snapshot_text(derived) + text[end:]
+    from compiler.lower import ruff_binary
+
+    project = builtins_path().parent.parent
+    done = subprocess.run(
+        [ruff_binary(), "format", "--stdin-filename", "compiler/builtins.py", "-"],
+        input=spliced,
+        capture_output=True,
+        text=True,
+        cwd=project,  # the project's pyproject.toml: its line length
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"ruff could not format compiler/builtins.py: {done.stderr.strip()}")
+    return done.stdout
+
+
 def write_snapshot(path: Path | None = None) -> bool:
     """Replace the derived block of compiler/builtins.py; whether anything changed."""
     path = path or builtins_path()
     text = path.read_text(encoding="utf-8")
-    start = text.index("\n" + BEGIN) + 1  # at the start of a line: comments may name the markers
-    end = text.index("\n", text.index("\n" + END, start) + 1) + 1
-    updated = text[:start] + snapshot_text(derive()) + text[end:]
+    updated = with_snapshot(text, derive())
     if updated == text:
         return False
     path.write_text(updated, encoding="utf-8")

@@ -20,7 +20,7 @@ from typing import Any, TypeGuard
 
 from compiler import ir, library
 from compiler import typesys as ts
-from compiler.irtree import is_state_attr
+from compiler.irtree import is_state_attr, walk
 
 # Python operator precedence, loosest first.
 _PREC = {
@@ -1192,7 +1192,7 @@ def _looks_up(stmts: list[ir.Stmt], mapping: ir.Expr, key: str) -> bool:
         and isinstance(node.index, ir.Name)
         and node.index.id == key
         and _same(node.obj, mapping)
-        for node in nodes_in(stmts)
+        for node in walk(stmts)
     )
 
 
@@ -1212,7 +1212,7 @@ def _value_lookups_safe(stmts: list[ir.Stmt], mapping: ir.Name, targets: list[st
                 return False
             if isinstance(target, ir.Index) and _same(target.obj, mapping):
                 return False
-    for node in nodes_in(stmts):
+    for node in walk(stmts):
         if isinstance(node, ir.Call):
             if isinstance(node.func, ir.Name) and node.func.ref in ("fn", "tool"):
                 return False
@@ -1223,17 +1223,6 @@ def _value_lookups_safe(stmts: list[ir.Stmt], mapping: ir.Name, targets: list[st
         if isinstance(node, ir.Comprehension) and names & set(node.targets):
             return False
     return True
-
-
-def nodes_in(stmts: list[ir.Stmt]) -> Iterator[ir.Node]:
-    stack: list[object] = list(stmts)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, ir.Node):
-            yield node
-            stack.extend(getattr(node, name) for name in type(node).model_fields if name != "ty")
 
 
 def _copying_loop(lines: list[str], name: str) -> str | None:
@@ -1326,15 +1315,7 @@ def _is_dynamic(e: ir.Expr) -> bool:
 
 
 def _names_in(stmts: list[ir.Stmt]) -> Iterator[ir.Name]:
-    stack: list[object] = list(stmts)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, ir.Node):
-            if isinstance(node, ir.Name):
-                yield node
-            stack.extend(getattr(node, name) for name in type(node).model_fields if name != "ty")
+    return (node for node in walk(stmts) if isinstance(node, ir.Name))
 
 
 def _is_view_call(e: ir.Expr) -> bool:
@@ -1591,5 +1572,4 @@ __all__ = [
     "typed_literal",
     "typed_value",
     "walk_statements",
-    "nodes_in",
 ]
