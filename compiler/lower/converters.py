@@ -1,0 +1,190 @@
+"""Type-directed copies and JSON converters of generated values: `copy_state`'s deep
+copies, and one detaching converter per return type (`_json_Ticket`), shared by every
+tool that returns that type."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from compiler import ir
+from compiler import typesys as ts
+from compiler.lower.literals import py_str
+
+if TYPE_CHECKING:
+    from compiler.lower.pycode import TypeNames
+
+
+def copy_expr(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl]) -> str:
+    """An expression copying `source` of type `ty` as deep as its containers go."""
+    base = ts.strip_optional(ty)
+    if not ts.is_container(base, records):
+        return source
+    inner = _copy_inner(source, base, records, 0)
+    if base is not ty and ts.is_optional(ty):
+        return f"None if {source} is None else {inner}"
+    return inner
+
+
+def _copy_inner(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], depth: int) -> str:
+    if ty.name == "optional":
+        return copy_expr(source, ty, records)
+    if ty.name in records:
+        return f"_copy_{ty.name}({source})"
+    if ty.name in ("json", "any"):
+        return f"copy_json({source})"
+    var = "abcdefgh"[depth % 8] if depth < 8 else f"v{depth}"
+    if ty.name == "set":
+        return f"set({source})"
+    if ty.name == "list":
+        item = ty.args[0]
+        if not ts.is_container(item, records):
+            return f"list({source})"
+        return f"[{copy_expr(var, item, records)} for {var} in {source}]"
+    if ty.name == "map":
+        value = ty.args[1]
+        if not ts.is_container(value, records):
+            return f"dict({source})"
+        key = f"k{depth}"
+        return f"{{{key}: {copy_expr(var, value, records)} for {key}, {var} in {source}.items()}}"
+    return source
+
+
+def json_expr(
+    source: str,
+    ty: ir.TypeRef,
+    records: dict[str, ir.RecordDecl],
+    depth: int = 0,
+    record_converter: Callable[[str], str] | None = None,
+) -> str:
+    """An expression turning `source` of type `ty` into a detached JSON value, written for
+    that type (a flat record is one `dict(...)`), so results leave no aliases behind.
+
+    With `record_converter`, a record that is not flat is not written out in place: the
+    expression calls the function it names for that record (see `JsonConverters`)."""
+    base = ts.strip_optional(ty)
+    if not ts.is_container(base, records):
+        return source
+    var = f"v{depth}"
+
+    def inner_json(item_source: str, item_type: ir.TypeRef) -> str:
+        return json_expr(item_source, item_type, records, depth + 1, record_converter)
+
+    if base.name in ("json", "any"):
+        inner = f"to_json({source})"
+    elif base.name in records:
+        record = records[base.name]
+        if flat_record(record, records):
+            inner = f"dict({source})"
+        elif record_converter is not None:
+            inner = f"{record_converter(record.name)}({source})"
+        else:
+            items = ", ".join(
+                f"{py_str(f.name)}: {inner_json(f'{source}[{py_str(f.name)}]', f.type)}" for f in record.fields
+            )
+            inner = "{" + items + "}"
+    elif base.name == "set":
+        inner = f"sorted({source})"
+    elif base.name == "map" and base.args[0].name == "json":
+        # JSON object keys are strings, and this map keeps "1" and 1 apart: [key, value]
+        # pairs, integer keys first, each kind in order, so equal maps give equal JSON.
+        inner = (
+            f"[[k{depth}, {inner_json(var, base.args[1])}]"
+            f" for k{depth}, {var} in sorted({source}.items(), key=_pair_order)]"
+        )
+    elif base.name == "list":
+        item = base.args[0]
+        inner = (
+            f"list({source})"
+            if not ts.is_container(item, records)
+            else f"[{inner_json(var, item)} for {var} in {source}]"
+        )
+    else:
+        key, value = base.args
+        key_text = f"str(k{depth})" if key.name == "int" else f"k{depth}"
+        if key.name != "int" and not ts.is_container(value, records):
+            inner = f"dict({source})"
+        else:
+            inner = f"{{{key_text}: {inner_json(var, value)} for k{depth}, {var} in {source}.items()}}"
+    if ts.is_optional(ty) and base is not ty:
+        return f"None if {source} is None else {inner}"
+    return inner
+
+
+def flat_record(record: ir.RecordDecl, records: dict[str, ir.RecordDecl]) -> bool:
+    return not any(ts.is_container(f.type, records) for f in record.fields)
+
+
+class JsonConverters:
+    """The functions that turn tool results into detached JSON, generated per type: one
+    per distinct type a tool returns (`_json_Ticket`, `_json_list_Ticket`), shared by
+    every tool returning it, and one per record that is not flat, which the others call
+    for their items instead of writing the record out again. A value of a type that holds
+    nothing mutable (str, int, an enum, a datetime, ...) is its own JSON and needs no
+    converter; where one call does it, that function is the converter: `dict` for a flat
+    record, `list` for a list of scalars, `sorted` for a set, `to_json` for `json`."""
+
+    def __init__(self, records: dict[str, ir.RecordDecl], types: TypeNames) -> None:
+        self.records = records
+        self.types = types
+        self.functions: dict[str, str] = {}  # name -> source, each after the ones it calls
+        self._names: dict[str, str] = {}  # ts.show(type) -> name
+
+    def name_for(self, ty: ir.TypeRef) -> str | None:
+        """The converter of values of `ty`, emitted on first use; None if none is needed."""
+        base = ts.strip_optional(ty)
+        if not ts.is_container(base, self.records):
+            return None
+        if base.name in ("json", "any"):
+            return "to_json"  # to_json(None) is None: optional[json] needs nothing more
+        known = self._names.get(ts.show(ty))
+        if known is not None:
+            return known
+        if ty.name in self.records and not flat_record(self.records[ty.name], self.records):
+            fields = self.records[ty.name].fields
+            value = (
+                "{"
+                + ", ".join(f"{py_str(f.name)}: {self._json(f'value[{py_str(f.name)}]', f.type, 1)}" for f in fields)
+                + "}"
+            )
+        else:
+            value = self._json("value", ty, 0)
+        call = re.fullmatch(r"(\w+)\(value\)", value)
+        if call is not None:  # `dict(value)`, `list(value)`, `sorted(value)`: that function
+            self._names[ts.show(ty)] = call.group(1)
+            return call.group(1)
+        name = "_json_" + _type_slug(ty)
+        while name in self.functions or name in self._names.values() or name == "_json_key":  # `A_B` vs `A, B`
+            name += "_"
+        self._names[ts.show(ty)] = name
+        self.functions[name] = (
+            f"def {name}(value: {self.types.py(ty)}) -> {_json_annotation(ty, self.types)}:\n    return {value}\n"
+        )
+        return name
+
+    def _json(self, source: str, ty: ir.TypeRef, depth: int) -> str:
+        return json_expr(source, ty, self.records, depth, self._record)
+
+    def _record(self, name: str) -> str:
+        converter = self.name_for(ts.t(name))
+        assert converter is not None
+        return converter
+
+
+def _type_slug(ty: ir.TypeRef) -> str:
+    """A type as part of a Python name: `list[Ticket]` is `list_Ticket`."""
+    return "_".join([ty.name, *(_type_slug(arg) for arg in ty.args)])
+
+
+def _json_annotation(ty: ir.TypeRef, types: TypeNames) -> str:
+    """The Python type of the JSON a converter returns: an object (its keys strings, an
+    enum's among them) or an array."""
+    base = ts.strip_optional(ty)
+    if base.name in types.records:
+        text = "dict[str, Any]"
+    elif base.name == "map" and base.args[0].name != "json":
+        text = f"dict[{'str' if base.args[0].name == 'int' else types.py(base.args[0])}, Any]"
+    else:
+        text = "list[Any]"
+    return f"{text} | None" if ts.is_optional(ty) and base is not ty else text

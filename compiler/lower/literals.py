@@ -1,0 +1,86 @@
+"""Python source for constants: string literals (invisible characters escaped), JSON-like
+values, and values typed as the IR declares them (a set is `{...}`, not its JSON list)."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any
+
+from compiler import ir
+from compiler import typesys as ts
+
+
+def py_str(text: str, quote: str = '"') -> str:
+    """A Python string literal with the given quote character. Characters that do not
+    show (controls, zero-width and direction marks, odd spaces) are written as escapes,
+    so the source says what the string holds (ruff's PLE2502, PLE2510-PLE2515)."""
+    body = escape_invisible(json.dumps(text, ensure_ascii=False)[1:-1])
+    if quote == "'":
+        body = body.replace('\\"', '"').replace("'", "\\'")
+    return f"{quote}{body}{quote}"
+
+
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp", "Zs"})
+"""Unicode categories written as escapes. Unassigned code points (Cn) are left as they
+are: which ones are unassigned depends on the Python that runs envc, and the output may not."""
+
+
+def escape_invisible(text: str) -> str:
+    """`text` with every character that does not show, except space, tab and line break,
+    as a Python escape (`\\u200b`); backslashes must already be escaped."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(_escape(ch) if ch not in " \t\n" and unicodedata.category(ch) in _INVISIBLE else ch for ch in text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def py_value(value: object) -> str:
+    """Python source for a JSON-like constant (state defaults, world data, samples)."""
+    if isinstance(value, str):
+        return py_str(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{py_value(k)}: {py_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(py_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def typed_value(values: dict[str, Any], types: dict[str, ir.TypeRef], records: dict[str, ir.RecordDecl]) -> str:
+    """Python source for a mapping of fields, each spelled for its type: the IR keeps a
+    set as its JSON form (a sorted list), and Python needs `set()` or `{...}` for it."""
+    return "{" + ", ".join(f"{py_value(k)}: {typed_literal(v, types.get(k), records)}" for k, v in values.items()) + "}"
+
+
+def typed_literal(value: Any, ty: ir.TypeRef | None, records: dict[str, ir.RecordDecl]) -> str:
+    """Python source for one constant of a type (see `typed_value`)."""
+    if ty is None or value is None or not _holds_set(ty, records, set()):
+        return py_value(value)
+    base = ts.strip_optional(ty)
+    if base.name == "set":
+        return "{" + ", ".join(py_value(v) for v in value) + "}" if value else "set()"
+    if base.name == "list":
+        return "[" + ", ".join(typed_literal(v, base.args[0], records) for v in value) + "]"
+    if base.name == "map":
+        return (
+            "{" + ", ".join(f"{py_value(k)}: {typed_literal(v, base.args[1], records)}" for k, v in value.items()) + "}"
+        )
+    if base.name in records:
+        fields = {f.name: f.type for f in records[base.name].fields}
+        return typed_value(value, fields, records)
+    return py_value(value)
+
+
+def _holds_set(ty: ir.TypeRef, records: dict[str, ir.RecordDecl], seen: set[str]) -> bool:
+    """`ts.holds_set`, looking inside records too (each record once)."""
+    if ty.name == "set":
+        return True
+    if ty.name in records and ty.name not in seen:
+        seen.add(ty.name)
+        if any(_holds_set(f.type, records, seen) for f in records[ty.name].fields):
+            return True
+    return any(_holds_set(arg, records, seen) for arg in ty.args)
