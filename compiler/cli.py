@@ -22,6 +22,8 @@ import click
 from compiler import pipeline
 
 if TYPE_CHECKING:
+    from compiler import graph as graph_types
+    from compiler import ir
     from compiler import sample as sample_types
 from compiler.diagnostics import Diagnostic, has_errors, render_text, to_json
 
@@ -416,10 +418,7 @@ def graph_command(
     view: str | None,
 ) -> None:
     """Tool dependency graphs of specs, and the env graph of two or more (docs/graph.md)."""
-    import json
-
     from compiler import graph, graph_render
-    from compiler.analyse import analyse_file
 
     if fmt == "json" and (top, min_weight, view) != (None, None, None):
         raise click.UsageError("--top, --min-weight and --view shape pictures (dot, svg, png); JSON has every edge")
@@ -433,11 +432,41 @@ def graph_command(
     except graph.GraphConfigError as exc:
         click.echo(f"envc graph: {exc}", err=True)
         ctx.exit(EXIT_USAGE)
-    results = [(path, analyse_file(path)) for path in paths]
-    envs = []
+    envs, problems, sources = _analysed_environments(paths)
+    diagnostics.extend(problems)
+    for diagnostic in diagnostics:
+        print_diagnostic(diagnostic, sources.get(diagnostic.path), err=True)
+    if exit_code(diagnostics) != EXIT_OK:
+        ctx.exit(exit_code(diagnostics))
+    document = graph.GraphDocument(
+        tools={env.header.name: graph.tool_graph(env, weights) for env in envs},
+        environments=graph.env_graph(envs, weights) if len(envs) > 1 else None,
+    )
+    try:
+        data = _graph_bytes(document, fmt, top, min_weight, view)
+    except graph_render.RenderError as exc:
+        click.echo(f"envc graph: {exc}", err=True)
+        ctx.exit(EXIT_USAGE)
+    _write_graph(ctx, data, output)
+    tools = sum(g.number_of_nodes() for g in document.tools.values())
+    edges = sum(g.number_of_edges() for g in document.tools.values())
+    where = f" to {output}" if output is not None else ""
+    click.echo(f"graph of {_plural(len(envs), 'environment')}: {tools} tools, {edges} tool edges{where}", err=True)
+
+
+def _analysed_environments(paths: list[Path]) -> tuple[list[ir.Environment], list[Diagnostic], dict[str, str]]:
+    """The environments of specs that analyse cleanly, each name once (E6005 for a name
+    two specs define), their diagnostics and the texts read."""
+    from compiler.analyse import analyse_file
+
+    envs: list[ir.Environment] = []
+    diagnostics: list[Diagnostic] = []
+    sources: dict[str, str] = {}
     named: dict[str, Path] = {}  # environment name -> the spec that defines it
-    for path, result in results:
+    for path in paths:
+        result = analyse_file(path)
         diagnostics.extend(result.diagnostics)
+        sources.update(result.sources)
         if result.environment is None or has_errors(result.diagnostics):
             continue
         name = result.environment.header.name
@@ -447,34 +476,26 @@ def graph_command(
             continue
         envs.append(result.environment)
         named[name] = path
-    sources = {name: text for _, result in results for name, text in result.sources.items()}
-    for diagnostic in diagnostics:
-        print_diagnostic(diagnostic, sources.get(diagnostic.path), err=True)
-    if exit_code(diagnostics) != EXIT_OK:
-        ctx.exit(exit_code(diagnostics))
-    document = graph.GraphDocument(
-        tools={env.header.name: graph.tool_graph(env, weights) for env in envs},
-        environments=graph.env_graph(envs, weights) if len(envs) > 1 else None,
-    )
+    return envs, diagnostics, sources
+
+
+def _graph_bytes(
+    document: graph_types.GraphDocument, fmt: str, top: int | None, min_weight: float | None, view: str | None
+) -> bytes:
+    """The document as stable JSON, or a picture drawn with the picture options given."""
+    import json
+
+    from compiler import graph_render
+
     if fmt == "json":
-        data = (json.dumps(document.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-    else:
-        defaults = graph_render.PictureOptions()
-        options = graph_render.PictureOptions(
-            top=defaults.top if top is None else top,
-            min_weight=defaults.min_weight if min_weight is None else min_weight,
-            view=view or defaults.view,
-        )
-        try:
-            data = graph_render.render(graph_render.to_dot(document, options), fmt)
-        except graph_render.RenderError as exc:
-            click.echo(f"envc graph: {exc}", err=True)
-            ctx.exit(EXIT_USAGE)
-    _write_graph(ctx, data, output)
-    tools = sum(g.number_of_nodes() for g in document.tools.values())
-    edges = sum(g.number_of_edges() for g in document.tools.values())
-    where = f" to {output}" if output is not None else ""
-    click.echo(f"graph of {_plural(len(envs), 'environment')}: {tools} tools, {edges} tool edges{where}", err=True)
+        return (json.dumps(document.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    defaults = graph_render.PictureOptions()
+    options = graph_render.PictureOptions(
+        top=defaults.top if top is None else top,
+        min_weight=defaults.min_weight if min_weight is None else min_weight,
+        view=view or defaults.view,
+    )
+    return graph_render.render(graph_render.to_dot(document, options), fmt)
 
 
 def _stdout_is_terminal() -> bool:

@@ -171,82 +171,100 @@ def _param_name(expr: ir.Expr | None, params: set[str]) -> str | None:
     return None
 
 
+Source = tuple[str, str, bool]
+"""(owner "state" | "world", field, values of a map rather than its keys)."""
+
+
 def _direct_domains(
     body: Sequence[ir.Stmt], params: set[str], state: set[str], world: set[str]
 ) -> dict[str, list[ParamDomain]]:
     """Parameters used as a key or item of a state or world field in `body`."""
-    found: dict[str, list[ParamDomain]] = {}
-    aliases: dict[str, tuple[str, str, bool]] = {}  # local -> (owner, field, values of a map?)
-    items: dict[str, tuple[str, str, bool]] = {}  # loop variable -> what it walks over
+    finder = _DomainFinder(params, state, world)
+    for node in walk(list(body)):
+        finder.visit(node)
+    return finder.found
 
-    def container(expr: ir.Expr) -> tuple[str, str, bool] | None:
+
+class _DomainFinder:
+    """One walk over a body: locals and loop variables bound to state or world fields,
+    and the uses of parameters as their keys, items or fields."""
+
+    def __init__(self, params: set[str], state: set[str], world: set[str]) -> None:
+        self.params, self.state, self.world = params, state, world
+        self.found: dict[str, list[ParamDomain]] = {}
+        self.aliases: dict[str, Source] = {}  # local -> what it is bound to
+        self.items: dict[str, Source] = {}  # loop variable -> what it walks over
+
+    def add(self, param: str | None, domain: ParamDomain) -> None:
+        if param is not None and domain not in self.found.setdefault(param, []):
+            self.found[param].append(domain)
+
+    def container(self, expr: ir.Expr) -> Source | None:
         """A state or world field, its keys(...) or values(...), or a local bound to one."""
-        owner = _state_field(expr, state, world)
+        owner = _state_field(expr, self.state, self.world)
         if owner is not None:
             return (*owner, False)
         if isinstance(expr, ir.Name) and expr.ref == "local":
-            return aliases.get(expr.id)
+            return self.aliases.get(expr.id)
         if isinstance(expr, ir.Call) and expr.args and isinstance(expr.func, ir.Name) and expr.func.ref == "builtin":
-            inner = container(expr.args[0]) if expr.func.id in ("keys", "values", "sorted", "copy") else None
+            inner = self.container(expr.args[0]) if expr.func.id in ("keys", "values", "sorted", "copy") else None
             return (inner[0], inner[1], expr.func.id == "values") if inner else None
         if isinstance(expr, ir.Call) and isinstance(expr.func, ir.Attr) and expr.func.name in ("keys", "values"):
-            inner = container(expr.func.obj)
+            inner = self.container(expr.func.obj)
             return (inner[0], inner[1], expr.func.name == "values") if inner else None
         return None
 
-    def add(param: str | None, domain: ParamDomain) -> None:
-        if param is not None and domain not in found.setdefault(param, []):
-            found[param].append(domain)
-
-    for node in walk(list(body)):
+    def visit(self, node: object) -> None:
         if isinstance(node, ir.Let):
-            bound = container(node.value)
+            bound = self.container(node.value)
             if bound is not None:
-                aliases[node.name] = bound
+                self.aliases[node.name] = bound
         if isinstance(node, (ir.For, ir.Comprehension)):
-            walked = container(node.iter)
+            walked = self.container(node.iter)
             if walked is not None and len(node.targets) == 1:
-                items[node.targets[0]] = walked
+                self.items[node.targets[0]] = walked
             elif walked is not None and len(node.targets) == 2:
-                items[node.targets[1]] = (walked[0], walked[1], True)
+                self.items[node.targets[1]] = (walked[0], walked[1], True)
         if isinstance(node, ir.Index):
-            owner = _state_field(node.obj, state, world)
+            owner = _state_field(node.obj, self.state, self.world)
             if owner is not None:
-                add(_param_name(node.index, params), ParamDomain(*owner))
+                self.add(_param_name(node.index, self.params), ParamDomain(*owner))
         elif isinstance(node, ir.Binary) and node.op in ("in", "not in"):
-            walked = container(node.right)
+            walked = self.container(node.right)
             if walked is not None:
-                add(_param_name(node.left, params), ParamDomain(walked[0], walked[1], values=walked[2]))
+                self.add(_param_name(node.left, self.params), ParamDomain(walked[0], walked[1], values=walked[2]))
         elif isinstance(node, ir.Binary) and node.op == "==":
             for side, other in ((node.left, node.right), (node.right, node.left)):
-                param = _param_name(side, params)
-                if param is None:
-                    continue
-                if isinstance(other, ir.Attr) and isinstance(other.obj, ir.Name) and other.obj.id in items:
-                    walks, name, values = items[other.obj.id]
-                    add(param, ParamDomain(walks, name, field=other.name, values=values))
-                if (
-                    isinstance(other, ir.Index)
-                    and isinstance(other.obj, ir.Name)
-                    and other.obj.id in items
-                    and isinstance(other.index, ir.Const)
-                    and isinstance(other.index.value, str)
-                ):  # `t["id"] == ticket_id` over json items
-                    walks, name, values = items[other.obj.id]
-                    add(param, ParamDomain(walks, name, field=other.index.value, values=values))
-                if isinstance(other, ir.Name) and other.id in items:
-                    walks, name, values = items[other.id]
-                    add(param, ParamDomain(walks, name, values=values))
-                if isinstance(other, ir.Index):
-                    owner = _state_field(other.obj, state, world)
-                    key = _param_name(other.index, params)
-                    if owner is not None and key is not None and key != param:
-                        add(param, ParamDomain(*owner, of_param=key))
+                param = _param_name(side, self.params)
+                if param is not None:
+                    self.compared(param, other)
         elif isinstance(node, ir.Call) and isinstance(node.func, ir.Attr) and node.func.name in ("get", "pop"):
-            owner = _state_field(node.func.obj, state, world)
+            owner = _state_field(node.func.obj, self.state, self.world)
             if owner is not None and node.args:
-                add(_param_name(node.args[0], params), ParamDomain(*owner))
-    return found
+                self.add(_param_name(node.args[0], self.params), ParamDomain(*owner))
+
+    def compared(self, param: str, other: ir.Expr) -> None:
+        """`param == other`: an item a loop walks, a field of one, or `F[other_param]`."""
+        if isinstance(other, ir.Attr) and isinstance(other.obj, ir.Name) and other.obj.id in self.items:
+            walks, name, values = self.items[other.obj.id]
+            self.add(param, ParamDomain(walks, name, field=other.name, values=values))
+        if (
+            isinstance(other, ir.Index)
+            and isinstance(other.obj, ir.Name)
+            and other.obj.id in self.items
+            and isinstance(other.index, ir.Const)
+            and isinstance(other.index.value, str)
+        ):  # `t["id"] == ticket_id` over json items
+            walks, name, values = self.items[other.obj.id]
+            self.add(param, ParamDomain(walks, name, field=other.index.value, values=values))
+        if isinstance(other, ir.Name) and other.id in self.items:
+            walks, name, values = self.items[other.id]
+            self.add(param, ParamDomain(walks, name, values=values))
+        if isinstance(other, ir.Index):
+            owner = _state_field(other.obj, self.state, self.world)
+            key = _param_name(other.index, self.params)
+            if owner is not None and key is not None and key != param:
+                self.add(param, ParamDomain(*owner, of_param=key))
 
 
 def _calls(body: Sequence[ir.Stmt], helpers: dict[str, ir.FnDecl]) -> Iterator[tuple[ir.Call, ir.FnDecl]]:
