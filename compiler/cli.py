@@ -8,6 +8,7 @@ input never produces a Python traceback; only a bug does, and only with ENVC_DEB
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -618,6 +619,100 @@ def _print_sample_summary(data: dict[str, Any], output: Path) -> None:
     click.echo(f"{coverage}; calls per chain: {lengths}", err=True)
     if data["tools_never_used"]:
         click.echo(f"never used: {', '.join(data['tools_never_used'])}", err=True)
+
+
+# --------------------------------------------------------------------------- envc tasks
+
+
+@cli.command("tasks")
+@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-n", "count", type=click.IntRange(min=1), required=True, help="How many audited tasks to keep.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Same specs and seed, same tasks.")
+@click.option(
+    "--chains",
+    "chains_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Make tasks from these chains (envc sample's JSONL) instead of sampling.",
+)
+@click.option("--envs", "env_count", default="1", show_default=True, help="Environments per task: K or A-B.")
+@click.option("--min-len", type=click.IntRange(min=1), default=2, show_default=True, help="Fewest calls per env.")
+@click.option("--max-len", type=click.IntRange(min=1), default=4, show_default=True, help="Most calls per env.")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path, file_okay=False), required=True, help="Folder to write."
+)
+def tasks_command(
+    specs: tuple[Path, ...],
+    count: int,
+    seed: int,
+    chains_file: Path | None,
+    env_count: str,
+    min_len: int,
+    max_len: int,
+    output: Path,
+) -> None:
+    """Verifiable tasks from executable chains, audited before kept: DIR/tasks.jsonl, DIR/report.json."""
+    from compiler import sample, tasks
+
+    options = tasks.TaskOptions(count, seed, parse_env_count(env_count), min_len, max_len)
+    files, problems = expand_paths(specs)
+    for problem in problems:
+        print_diagnostic(problem, None, err=True)
+    if problems:
+        sys.exit(EXIT_USAGE)
+    chains = _read_chains(chains_file) if chains_file is not None else None
+    root = pipeline.find_project_root(Path.cwd())
+    with tempfile.TemporaryDirectory(prefix="envc-tasks-") as scratch:
+        prepared = sample.prepare(files, root, Path(scratch))
+        for diagnostic in prepared.diagnostics:
+            print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
+        if has_errors(prepared.diagnostics):
+            sys.exit(exit_code(prepared.diagnostics))
+        try:
+            sampler = tasks.sampler_for(prepared.envs, options, prepared.weights)
+            kept, report = tasks.synthesise(sampler, options, chains)
+        except (sample.SampleError, tasks.ChainError) as exc:
+            raise click.UsageError(str(exc)) from exc
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        write_atomically(output / "tasks.jsonl", tasks.tasks_to_jsonl(kept))
+        write_atomically(output / "report.json", json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+    except OSError as exc:
+        click.echo(f"envc tasks: cannot write {output}: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    _print_task_summary(report.to_json(), output)
+    if report.kept < count:
+        click.echo(f"envc tasks: kept {report.kept} of {count} tasks; the candidates ran out", err=True)
+        sys.exit(EXIT_ERRORS)
+
+
+def _read_chains(path: Path) -> list[dict[str, object]]:
+    """Rows of a chains JSONL; a line that is not a JSON object is a usage error naming it."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        click.echo(f"envc tasks: cannot read {path}: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    rows = []
+    for number, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise click.UsageError(f"{path}:{number}: not a JSON line: {exc}") from exc
+        if not isinstance(row, dict):
+            raise click.UsageError(f"{path}:{number}: a chain is a JSON object")
+        rows.append(row)
+    return rows
+
+
+def _print_task_summary(data: dict[str, Any], output: Path) -> None:
+    rejected = ", ".join(f"{audit} {count}" for audit, count in data["rejected"].items()) or "none"
+    click.echo(
+        f"kept {data['kept']} of {data['candidates']} candidate tasks in {output / 'tasks.jsonl'}; rejected: {rejected}",
+        err=True,
+    )
+    rates = ", ".join(f"{audit} {rate:.0%}" for audit, rate in data["audit_pass_rates"].items())
+    click.echo(f"audit pass rates: {rates}; baseline mean reward {data['baseline_mean_reward']}", err=True)
 
 
 # --------------------------------------------------------------------------- entry point

@@ -102,7 +102,7 @@ class SampleEnv:
 
     @property
     def world(self) -> dict[str, Any]:
-        world: dict[str, Any] = self.package.environment.WORLD
+        world: dict[str, Any] = getattr(self.package.environment, "WORLD", {})  # none without world data
         return world
 
     def scenarios(self) -> list[str | None]:

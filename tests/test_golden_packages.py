@@ -23,6 +23,7 @@ PACKAGE_FILES = (
     "__init__.py",
     "environment.py",
     "openai_tools.json",
+    "scoring.py",
     "sessions.py",
     "tests/__init__.py",
     "tests/test_environment.py",

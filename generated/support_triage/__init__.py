@@ -10,6 +10,7 @@ from .environment import (
     ScenarioError,
     State,
 )
+from .scoring import score
 from .sessions import SessionError, SessionStore
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "SessionError",
     "SessionStore",
     "State",
+    "score",
 ]
