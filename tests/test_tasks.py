@@ -1,0 +1,349 @@
+"""Tasks (compiler/tasks.py) and the scorer every package ships (scoring.py): kept tasks
+pass every audit, re-checked from the written JSONL through the generated packages
+alone; one deliberately broken task per audit is rejected by that audit."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compiler import tasks
+from compiler.analyse import analyse_file
+from compiler.sample import SampleEnv, load_env
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted((ROOT / "specs").glob("*.envspec"))
+GENERATED = ROOT / "generated"
+
+RECHECK = textwrap.dedent(
+    """
+    import importlib, json, sys
+    sys.path.insert(0, sys.argv[1])
+    bad = []
+    for line in open(sys.argv[2], encoding="utf-8"):
+        task = json.loads(line)
+        packages = {n: importlib.import_module(n) for n in task["envs"]}
+        def run(calls):
+            sessions = {n: packages[n].Environment(task["initial_state"][n]["scenario"]) for n in task["envs"]}
+            initial = {n: s.state() for n, s in sessions.items()}
+            for c in calls:
+                tool = c["tool"].split("__", 1)[1] if len(task["envs"]) > 1 else c["tool"]
+                sessions[c["env"]].call(tool, c["args"])
+            return packages[task["envs"][0]].score(task, {n: s.state() for n, s in sessions.items()}, initial)
+        gold = task["gold_calls"]
+        first, again, nothing = run(gold), run(gold), run([])
+        if not (first["passed"] and first["reward"] == 1.0):
+            bad.append((task["id"], "gold", first["failure_reason"]))
+        if nothing["passed"] or nothing["reward"] != 0.0:
+            bad.append((task["id"], "nothing"))
+        if first != again:
+            bad.append((task["id"], "determinism"))
+        if run(gold[:-1])["passed"]:
+            bad.append((task["id"], "without the last call"))
+    print(json.dumps(bad))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def library() -> dict[str, SampleEnv]:
+    envs = {}
+    for spec in SPECS:
+        env = analyse_file(spec).environment
+        assert env is not None
+        envs[env.header.name] = load_env(env, GENERATED / env.header.name)
+    return envs
+
+
+def _tasks(
+    envs: dict[str, SampleEnv], count: int, seed: int = 1, span: tuple[int, int] = (1, 1)
+) -> list[dict[str, Any]]:
+    options = tasks.TaskOptions(tasks=count, seed=seed, envs=span)
+    kept, report = tasks.synthesise(tasks.sampler_for(envs, options), options)
+    assert report.kept == len(kept) == count, report.to_json()
+    return kept
+
+
+def _recheck_outside_envc(kept: list[dict[str, Any]], tmp_path: Path) -> list[Any]:
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(tasks.tasks_to_jsonl(kept), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", RECHECK, str(GENERATED), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    result: list[Any] = json.loads(done.stdout)
+    return result
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.stem for s in SPECS])
+def test_every_shipped_spec_gives_audited_tasks(spec: Path, library: dict[str, SampleEnv], tmp_path: Path) -> None:
+    name = analyse_file(spec).environment.header.name  # type: ignore[union-attr]
+    envs = {name: library[name]}
+    kept = _tasks(envs, 25)
+    for task in kept:
+        assert task["max_turns"] == 32 and task["timeout_s"] == 300 and task["tools"]
+        assert task["verifier"]["checks"] and task["prompt"]
+        assert task["reward"] == ("partial" if library[name].model.header.archetype == "file_workspace" else "binary")
+    assert _recheck_outside_envc(kept, tmp_path) == []
+
+
+def test_cross_environment_tasks_are_scored_across_states(library: dict[str, SampleEnv], tmp_path: Path) -> None:
+    envs = {n: library[n] for n in ("ticketing", "team_calendar", "job_matching")}
+    kept = _tasks(envs, 15, seed=3, span=(2, 3))
+    for task in kept:
+        assert len(task["envs"]) >= 2
+        assert {c["env"] for c in task["verifier"]["checks"]} == set(task["envs"])
+        assert all(c["tool"].startswith(c["env"] + "__") for c in task["gold_calls"])
+        assert all(t["function"]["name"].split("__")[0] in task["envs"] for t in task["tools"])
+    assert _recheck_outside_envc(kept, tmp_path) == []
+
+
+def test_same_seed_same_bytes(library: dict[str, SampleEnv]) -> None:
+    envs = {"ticketing": library["ticketing"]}
+    one = tasks.tasks_to_jsonl(_tasks(envs, 10, seed=8))
+    assert tasks.tasks_to_jsonl(_tasks(envs, 10, seed=8)) == one
+    assert tasks.tasks_to_jsonl(_tasks(envs, 10, seed=9)) != one
+
+
+def test_prompt_names_write_arguments_but_not_generated_values(library: dict[str, SampleEnv]) -> None:
+    envs = {"ticketing": library["ticketing"]}
+    for task in _tasks(envs, 30, seed=4):
+        for call in task["gold_calls"]:
+            if call["tool"] in ("resolve_ticket", "assign_ticket") and "resolution" in call["args"]:
+                assert f'"{call["args"]["resolution"]}"' in task["prompt"]
+        assert "scenario" not in task["prompt"] and "verifier" not in task["prompt"]
+
+
+# --------------------------------------------------------------------------- one broken task per audit
+
+
+@pytest.fixture(scope="module")
+def good(library: dict[str, SampleEnv]) -> dict[str, Any]:
+    """A kept ticketing task with two writes, the second on the same ticket."""
+    envs = {"ticketing": library["ticketing"]}
+    for task in _tasks(envs, 40, seed=6):
+        writes = [c for c in task["gold_calls"] if library["ticketing"].tools[c["tool"]].writes]
+        if len(writes) >= 2 and all("ticket_id" in c["args"] for c in writes):
+            return task
+    raise AssertionError("no two-write ticketing task among 40")
+
+
+def _fails(task: dict[str, Any], library: dict[str, SampleEnv], audit: str) -> None:
+    with pytest.raises(tasks.AuditFailed) as failed:
+        tasks.audit(task, {"ticketing": library["ticketing"]}, random.Random(0))
+    assert failed.value.audit == audit, failed.value
+
+
+def test_the_good_task_passes(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    assert tasks.audit(good, {"ticketing": library["ticketing"]}, random.Random(0)) is not None
+
+
+def test_gold_that_does_not_pass_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    broken = copy.deepcopy(good)
+    broken["verifier"]["checks"][0]["op"] = "absent"
+    _fails(broken, library, "gold_scores_1")
+
+
+def test_a_verifier_doing_nothing_passes_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    broken = copy.deepcopy(good)
+    broken["verifier"]["checks"] = [{"env": "ticketing", "path": "/tickets", "op": "absent", "weight": 1.0}]
+    broken["verifier"]["checks"][0]["op"] = "equals"
+    start = library["ticketing"].package.Environment(good["initial_state"]["ticketing"]["scenario"]).state()
+    broken["verifier"]["checks"][0]["expected"] = start["tickets"]
+    broken["gold_calls"] = []  # gold is doing nothing too: it scores 1, and so does nothing
+    broken["verifier"]["collateral"]["allowed"] = {"ticketing": []}
+    _fails(broken, library, "nothing_scores_0")
+
+
+def test_a_verifier_that_ignores_the_last_write_is_rejected(
+    good: dict[str, Any], library: dict[str, SampleEnv]
+) -> None:
+    broken = copy.deepcopy(good)
+    last = tasks._writes(broken, {"ticketing": library["ticketing"]})[-1]
+    finals, initial, _ = tasks.replay({"ticketing": library["ticketing"]}, broken, broken["gold_calls"][:last])
+    # only what the writes before the last one change is checked, and everything may change
+    broken["verifier"]["checks"] = [
+        {"env": "ticketing", **c, "weight": 1.0}
+        for c in tasks.expected_changes(initial["ticketing"], finals["ticketing"])
+    ]
+    broken["verifier"]["collateral"]["allowed"] = {"ticketing": ["/tickets", "/current_user", "/next_ticket_id"]}
+    _fails(broken, library, "perturbations_fail")
+
+
+def test_a_prompt_that_omits_an_argument_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    """Ids, enum members and world values can be looked up; a free text cannot."""
+    envs = {"ticketing": library["ticketing"]}
+    tasks._data_consistency(good, envs)
+    broken = copy.deepcopy(good)
+    broken["gold_calls"][-1]["args"]["resolution"] = "a value nobody mentions"
+    with pytest.raises(tasks.AuditFailed) as failed:
+        tasks._data_consistency(broken, envs)
+    assert failed.value.audit == "data_consistency" and "a value nobody mentions" in failed.value.why
+
+
+def test_a_prompt_that_gives_away_a_computed_value_is_rejected(
+    good: dict[str, Any], library: dict[str, SampleEnv]
+) -> None:
+    broken = copy.deepcopy(good)
+    broken["verifier"]["checks"].append(
+        {"env": "ticketing", "path": "/tickets/1/title", "op": "equals", "expected": "computed-value-42", "weight": 1.0}
+    )
+    broken["prompt"] += ' The answer is "computed-value-42".'
+    with pytest.raises(tasks.AuditFailed) as failed:
+        tasks._information_separation(broken, {"ticketing": library["ticketing"]})
+    assert failed.value.audit == "information_separation"
+
+
+def test_a_check_on_what_gold_does_not_change_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    broken = copy.deepcopy(good)
+    start = library["ticketing"].package.Environment(good["initial_state"]["ticketing"]["scenario"]).state()
+    broken["verifier"]["checks"].append(
+        {"env": "ticketing", "path": "/current_user", "op": "equals", "expected": start["current_user"], "weight": 1.0}
+    )
+    with pytest.raises(tasks.AuditFailed) as failed:
+        tasks._objective_consistency(broken, {"ticketing": library["ticketing"]})
+    assert failed.value.audit == "objective_consistency"
+
+
+def test_a_verifier_other_arguments_also_pass_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    broken = copy.deepcopy(good)
+    broken["verifier"]["checks"] = [c for c in broken["verifier"]["checks"] if c["path"].endswith("/updated_at")]
+    broken["verifier"]["collateral"]["allowed"] = {"ticketing": ["/tickets"]}
+    with pytest.raises(tasks.AuditFailed) as failed:
+        tasks._answer_uniqueness(broken, {"ticketing": library["ticketing"]}, random.Random(0))
+    assert failed.value.audit == "answer_uniqueness"
+
+
+def test_replays_that_differ_are_rejected(
+    good: dict[str, Any], library: dict[str, SampleEnv], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = tasks.replay
+    calls = {"n": 0}
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        """Each replay ends in another audit log (which no check reads, so scores agree)."""
+        finals, initial, results = original(*args, **kwargs)
+        calls["n"] += 1
+        return {n: {**s, "audit_log": [calls["n"]]} for n, s in finals.items()}, initial, results
+
+    monkeypatch.setattr(tasks, "replay", flaky)
+    _fails(copy.deepcopy(good), library, "determinism")
+
+
+def test_a_task_a_baseline_passes_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    broken = copy.deepcopy(good)
+    broken["verifier"]["checks"] = [c for c in broken["verifier"]["checks"] if c["path"].endswith("/updated_at")]
+    broken["verifier"]["collateral"]["allowed"] = {"ticketing": ["/tickets", "/current_user", "/next_ticket_id"]}
+    with pytest.raises(tasks.AuditFailed) as failed:
+        tasks._hacking_floor(broken, {"ticketing": library["ticketing"]}, random.Random(0))
+    assert failed.value.audit == "hacking_floor"
+
+
+# --------------------------------------------------------------------------- the scorer
+
+
+def _scorer(library: dict[str, SampleEnv]) -> Any:
+    return library["ticketing"].package.scoring
+
+
+def test_scoring_checks_and_collateral(library: dict[str, SampleEnv]) -> None:
+    scoring = _scorer(library)
+    task = {
+        "reward": "binary",
+        "verifier": {
+            "checks": [{"env": "e", "path": "/a/b", "op": "equals", "expected": 2, "weight": 1.0}],
+            "collateral": {"allowed": {"e": ["/a/b"]}},
+        },
+    }
+    start = {"e": {"a": {"b": 1}, "c": 0, "audit_log": []}}
+    assert scoring.score(task, {"e": {"a": {"b": 2}, "c": 0, "audit_log": [1]}}, start)["reward"] == 1.0
+    damaged = scoring.score(task, {"e": {"a": {"b": 2}, "c": 9, "audit_log": []}}, start)
+    assert damaged["reward"] == 0.0 and damaged["failure_reason"].startswith("collateral: e/c")
+    partial = {**task, "reward": "partial"}
+    partial["verifier"] = {
+        **task["verifier"],
+        "checks": [*task["verifier"]["checks"], {**task["verifier"]["checks"][0], "path": "/c", "expected": 5}],
+    }
+    partial["verifier"]["collateral"] = {"allowed": {"e": ["/a/b", "/c"]}}
+    assert scoring.score(partial, {"e": {"a": {"b": 2}, "c": 0}}, start)["reward"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        {},
+        {"verifier": None},
+        {"verifier": {"checks": []}},
+        {"verifier": {"checks": [{"env": "e", "path": "a", "op": "equals"}]}},
+        {"verifier": {"checks": [{"env": "e", "path": "/a", "op": "matches"}]}},
+        {"verifier": {"checks": [{"env": "e", "path": "/a", "op": "equals", "weight": float("nan")}]}},
+        {"verifier": {"checks": [{"env": "e", "path": "/a", "op": "equals"}]}, "reward": "lottery"},
+        {"verifier": {"checks": [{"env": "e", "path": "/a", "op": "equals"}], "collateral": {"allowed": []}}},
+    ],
+)
+def test_malformed_verifiers_score_0_with_a_reason(task: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    result = _scorer(library).score(task, {"e": {"a": 1}}, {"e": {"a": 0}})
+    assert result["reward"] == 0.0 and not result["passed"] and result["failure_reason"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(task=json_values, final=json_values, start=json_values)
+def test_the_scorer_never_raises_and_stays_in_0_1(
+    task: Any, final: Any, start: Any, library: dict[str, SampleEnv]
+) -> None:
+    result = _scorer(library).score(task if isinstance(task, dict) else {"verifier": task}, {"e": final}, {"e": start})
+    assert 0.0 <= result["reward"] <= 1.0 and isinstance(result["passed"], bool)
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def _envc(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "compiler.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_envc_tasks_writes_tasks_and_a_report(tmp_path: Path) -> None:
+    done = _envc("tasks", "specs/ticketing.envspec", "-n", "12", "--seed", "5", "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    rows = (tmp_path / "out" / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert len(rows) == 12 == report["kept"] and set(report["audit_pass_rates"]) == set(tasks.AUDITS)
+    assert "kept 12 of" in done.stderr and "audit pass rates" in done.stderr
+
+
+def test_envc_tasks_from_chains_and_bad_chain_files(tmp_path: Path) -> None:
+    chains = tmp_path / "chains.jsonl"
+    assert _envc("sample", "specs/ticketing.envspec", "--chains", "30", "-o", str(chains)).returncode == 0
+    done = _envc("tasks", "specs/ticketing.envspec", "-n", "5", "--chains", str(chains), "-o", str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": 1}\nnot json\n', encoding="utf-8")
+    bad = _envc("tasks", "specs/ticketing.envspec", "-n", "5", "--chains", str(broken), "-o", str(tmp_path / "b"))
+    assert bad.returncode == 2 and "broken.jsonl:2: not a JSON line" in bad.stderr
+    assert not (tmp_path / "b").exists()
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "x", "seed": "0:0", "envs": ["nowhere"], "scenarios": {}, "calls": []}) + "\n")
+    wrong = _envc("tasks", "specs/ticketing.envspec", "-n", "5", "--chains", str(other), "-o", str(tmp_path / "c"))
+    assert wrong.returncode == 2 and "`nowhere` is not among the specs" in wrong.stderr
