@@ -51,6 +51,8 @@ RANDOM_CALLS = 8
 """Calls made by the random-valid-calls baseline."""
 CANDIDATES_PER_TASK = 8
 """At most this many chains are drawn per task asked for."""
+PARTIAL_FLOOR = 0.5
+"""The most a baseline policy may earn on a partial-credit task (binary tasks: 0)."""
 
 
 @dataclass(frozen=True)
@@ -462,14 +464,15 @@ def _answer_uniqueness(task: dict[str, Any], envs: dict[str, sample.SampleEnv], 
 
 
 def _hacking_floor(task: dict[str, Any], envs: dict[str, sample.SampleEnv], rng: random.Random) -> list[float]:
-    """Baseline policies score 0 (binary): every read tool; random valid calls; the last
+    """Baseline policies score 0 (binary) or at most `PARTIAL_FLOOR`: every read tool; random valid calls; the last
     gold write alone (when gold has several writes: the others must matter); every write
     tool with random valid arguments."""
     rewards = []
     for name, calls in _baselines(task, envs, rng).items():
         result = score_calls(envs, task, calls)
         rewards.append(result["reward"])
-        if result["passed"] or (task["reward"] == "binary" and result["reward"] > 0):
+        floor = 0.0 if task["reward"] == "binary" else PARTIAL_FLOOR
+        if result["passed"] or result["reward"] > floor:
             raise AuditFailed("hacking_floor", f"the {name} baseline scores {result['reward']}")
     return rewards
 
