@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import sample
+from compiler import ir, sample
 from compiler.lower.schema import openai_tools
 
 AUDITS = (
@@ -76,6 +76,8 @@ class Report:
     rejected: Counter[str] = field(default_factory=Counter)
     per_env: Counter[str] = field(default_factory=Counter)
     baseline_rewards: list[float] = field(default_factory=list)
+    declared: dict[str, str] = field(default_factory=dict)
+    """Each spec `task`: "kept", "rejected by AUDIT: why" or "not expressible: why"."""
 
     def to_json(self) -> dict[str, Any]:
         rates = {a: round(self.passed[a] / self.candidates, 4) if self.candidates else 0.0 for a in AUDITS}
@@ -88,6 +90,7 @@ class Report:
             "rejected": dict(sorted(self.rejected.items())),
             "tasks_per_env": dict(sorted(self.per_env.items())),
             "baseline_mean_reward": round(floor, 6),
+            "declared": dict(sorted(self.declared.items())),
         }
 
 
@@ -105,31 +108,39 @@ class AuditFailed(Exception):
 # =========================================================================== building a task
 
 
-def build_task(chain: dict[str, Any], envs: dict[str, sample.SampleEnv], options: TaskOptions) -> dict[str, Any]:
-    """The task of one chain row (not yet audited)."""
+def build_task(
+    chain: dict[str, Any],
+    envs: dict[str, sample.SampleEnv],
+    options: TaskOptions,
+    request: str | None = None,
+    checks: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The task of one chain row (not yet audited); a declared task brings its own
+    request and checks."""
     names: list[str] = chain["envs"]
     cross = len(names) > 1
     initial = {name: _start(envs[name], chain["scenarios"][name]) for name in names}
     gold = [{"env": c["env"], "tool": c["tool"], "args": c["args"]} for c in chain["calls"]]
     finals = replay(envs, {"initial_state": _initial_state(chain)}, gold, cross)[0]
-    checks = [
-        {"env": name, **check, "weight": 1.0}
-        for name in names
-        for check in expected_changes(initial[name], finals[name])
-    ]
+    if checks is None:
+        checks = [
+            {"env": name, **check, "weight": 1.0}
+            for name in names
+            for check in expected_changes(initial[name], finals[name])
+        ]
     allowed = {name: envs[name].package.scoring.changed_paths(initial[name], finals[name]) for name in names}
     rng = random.Random(chain["seed"])
     task: dict[str, Any] = {
         "envs": names,
         "initial_state": _initial_state(chain),
-        "prompt": prompt(chain, envs, initial, rng),
+        "prompt": request if request is not None else prompt(chain, envs, initial, rng),
         "tools": [t for name in names for t in _tool_schemas(envs[name], cross)],
         "gold_calls": gold,
         "max_turns": options.max_turns,
         "timeout_s": options.timeout_s,
         "verifier": {"checks": checks, "collateral": {"allowed": allowed}},
         "reward": "partial" if any(envs[n].model.header.archetype == "file_workspace" for n in names) else "binary",
-        "source": {"chain": chain["id"], "seed": chain["seed"]},
+        "source": {"chain": chain["id"], "seed": chain["seed"]} if request is None else {"declared": chain["id"]},
     }
     digest = hashlib.sha256(json.dumps(task, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
     return {"id": f"task-{digest}", **task}
@@ -365,9 +376,11 @@ def _other_argument(
     tool = env.tools[_tool(call)]
     session = _session_before(task, envs, index)
     drawer = sample.ArgumentDrawer(env, rng, sample.Pool())
+    undetermined = _undetermined_values(task, envs)
     for param in tool.params:
-        if param.name not in call["args"]:
-            continue
+        value = call["args"].get(param.name)
+        if param.name not in call["args"] or _scalars([value]) & undetermined:
+            continue  # an argument the request leaves open may take any value
         for _ in range(4):
             args = dict(call["args"])
             args[param.name] = drawer.value(
@@ -401,16 +414,29 @@ def _swapped_write(
 
 
 def _data_consistency(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
-    """Every argument a gold write passes is in the prompt, can be looked up in the
-    initial state or world, or is what an earlier gold call returned."""
+    """Every value a check expects is named in the prompt, can be looked up by the agent,
+    or is computed by the environment from those: no check expects a value that only an
+    argument the request does not determine could bring in."""
+    undetermined = _undetermined_values(task, envs)
+    for check in task["verifier"]["checks"]:
+        for value in _scalars(check.get("expected")) & undetermined:
+            raise AuditFailed(
+                "data_consistency", f"the check of {check['path']} expects {value!r}, which nothing shows"
+            )
+
+
+def _undetermined_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> set[Any]:
+    """Argument values of gold calls the agent cannot know: not in the prompt, not in the
+    initial state, world or schemas, not returned by an earlier call."""
     _, initial, results = replay(envs, task, task["gold_calls"])
     known = {name: _discoverable(envs[name], state) for name, state in initial.items()}
-    for index in _writes(task, envs):
-        call = task["gold_calls"][index]
+    found: set[Any] = set()
+    for index, call in enumerate(task["gold_calls"]):
         earlier = set().union(*(_scalars(r) for r in results[:index])) if index else set()
         for value in _scalars(list(call["args"].values())):
             if not (_named(value, task["prompt"]) or value in known[call["env"]] or value in earlier):
-                raise AuditFailed("data_consistency", f"{value!r} of call {index} comes from nowhere the agent sees")
+                found.add(value)
+    return found
 
 
 def _information_separation(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
@@ -431,7 +457,8 @@ def _named(value: Any, text: str) -> bool:
 
 
 def _objective_consistency(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
-    """Each check is about a path a gold write changes, and every gold write is checked."""
+    """Every gold write changes a path a check reads (checks on paths gold leaves alone
+    are preservation checks: what must still hold)."""
     checked = [(c["env"], c["path"]) for c in task["verifier"]["checks"]]
     for index in _writes(task, envs):
         call = task["gold_calls"][index]
@@ -440,10 +467,6 @@ def _objective_consistency(task: dict[str, Any], envs: dict[str, sample.SampleEn
         paths = envs[call["env"]].package.scoring.changed_paths(before, after)
         if not any(env == call["env"] and _related(path, p) for env, path in checked for p in paths):
             raise AuditFailed("objective_consistency", f"call {index} ({call['tool']}) changes nothing that is checked")
-    allowed = task["verifier"]["collateral"]["allowed"]
-    for env, path in checked:
-        if not any(_related(path, p) for p in allowed.get(env, [])):
-            raise AuditFailed("objective_consistency", f"check {env}{path} is not about anything gold changes")
 
 
 def _related(a: str, b: str) -> bool:
@@ -515,15 +538,35 @@ def synthesise(
     options: TaskOptions,
     chains: Sequence[dict[str, Any]] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    declared: bool = True,
 ) -> tuple[list[dict[str, Any]], Report]:
-    """Tasks from chains (given, or sampled with the sampler's options), each audited;
-    stops at `options.tasks` kept. Same inputs and seed, same tasks."""
-    if chains is None:
-        chains, _ = sample.sample(sampler)
+    """The specs' own tasks that pass the audits first (`declared`), then tasks from
+    chains (given, or sampled with the sampler's options), each audited; stops at
+    `options.tasks` kept. Same inputs and seed, same tasks."""
     report = Report()
     kept: list[dict[str, Any]] = []
     seen: set[str] = set()
+    single = options.envs[0] == 1  # the specs' tasks each use one environment
+    for name, task, why in declared_tasks(sampler.envs, options) if declared and single else []:
+        if task is None:
+            report.declared[name] = f"not expressible: {why}"
+            continue
+        try:
+            audit(task, sampler.envs, random.Random(f"audit:{name}"))
+        except AuditFailed as failed:
+            report.declared[name] = f"rejected by {failed.audit}: {failed.why}"
+            continue
+        report.declared[name] = "kept"
+        if len(kept) < options.tasks:
+            kept.append(task)
+            seen.add(task["id"])
+            report.kept += 1
+            report.per_env.update(task["envs"])
+    if chains is None:
+        chains, _ = sample.sample(sampler)
     for number, chain in enumerate(chains, 1):
+        if report.kept >= options.tasks:
+            break
         report.candidates += 1
         check_chain(chain, sampler.envs, number)
         task = build_task(chain, sampler.envs, options)
@@ -544,7 +587,7 @@ def synthesise(
         report.per_env.update(task["envs"])
         if progress is not None:
             progress(report.kept, options.tasks)
-        if report.kept == options.tasks:
+        if report.kept >= options.tasks:
             break
     return kept, report
 
@@ -579,3 +622,147 @@ def sampler_for(envs: dict[str, sample.SampleEnv], options: TaskOptions, weights
 
 def tasks_to_jsonl(tasks: Sequence[dict[str, Any]]) -> str:
     return "".join(json.dumps(t, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n" for t in tasks)
+
+
+# =========================================================================== declared tasks
+
+
+class NotExpressible(ValueError):
+    """A `verify` line that is not a check on one path (a count over a comprehension...)."""
+
+
+def declared_tasks(
+    envs: dict[str, sample.SampleEnv], options: TaskOptions
+) -> list[tuple[str, dict[str, Any] | None, str]]:
+    """The spec's own `task` declarations in the task format: (name, task, "") or
+    (name, None, why it cannot be). Their checks come from the `verify` lines, the
+    prompt is the `request`, the gold calls the `solution`."""
+    out: list[tuple[str, dict[str, Any] | None, str]] = []
+    for env in envs.values():
+        for decl in env.model.tasks:
+            name = f"{env.name}.{decl.name}"
+            try:
+                out.append((name, _declared_task(env, decl, options), ""))
+            except NotExpressible as why:
+                out.append((name, None, str(why)))
+    return out
+
+
+def _declared_task(env: sample.SampleEnv, decl: Any, options: TaskOptions) -> dict[str, Any]:
+    calls = []
+    for step in decl.solution:
+        if not (isinstance(step, ir.Call) and isinstance(step.func, ir.Name)):
+            raise NotExpressible("a solution step is not a tool call")
+        calls.append(
+            {"env": env.name, "tool": step.func.id, "args": {kw.name: literal_json(kw.value) for kw in step.kwargs}}
+        )
+    session = env.package.Environment(decl.scenario or None)
+    rows = [{**call, "result": session.call(call["tool"], call["args"])} for call in calls]
+    chain = {
+        "id": f"declared-{env.name}-{decl.name}",
+        "seed": f"declared:{decl.name}",
+        "envs": [env.name],
+        "scenarios": {env.name: decl.scenario or None},
+        "calls": rows,
+    }
+    checks = [{"env": env.name, **check, "weight": 1.0} for cond in decl.verify for check in verify_checks(cond)]
+    return build_task(chain, {env.name: env}, options, request=decl.request, checks=checks)
+
+
+def verify_checks(cond: ir.Expr) -> list[dict[str, Any]]:
+    """Path checks a `verify` condition means: `a and b`, `path == literal`, `path is
+    None` / `is not None`, `not path`, a boolean `path`, `key in path` / `not in`, and
+    `len(path) == n`. Anything else is NotExpressible."""
+    if isinstance(cond, ir.Binary) and cond.op == "and":
+        return verify_checks(cond.left) + verify_checks(cond.right)
+    if isinstance(cond, ir.Unary) and cond.op == "not":
+        return [{"path": state_path(cond.operand), "op": "equals", "expected": False}]
+    if isinstance(cond, ir.Binary) and cond.op in ("is", "is not") and _is_none(cond.right):
+        path = state_path(cond.left)
+        return [
+            {"path": path, "op": "equals", "expected": None} if cond.op == "is" else {"path": path, "op": "not_null"}
+        ]
+    if isinstance(cond, ir.Binary) and cond.op in ("in", "not in") and isinstance(cond.left, ir.Const):
+        container = cond.right.ty.name if cond.right.ty is not None else ""
+        if container == "map":  # a key: a path below the map
+            path = f"{state_path(cond.right)}/{_pointer(cond.left.value)}"
+            return [{"path": path, "op": "present" if cond.op == "in" else "absent"}]
+        if container in ("list", "set", "str"):
+            op = "contains" if cond.op == "in" else "excludes"
+            return [{"path": state_path(cond.right), "op": op, "expected": cond.left.value}]
+    if isinstance(cond, ir.Binary) and cond.op == "==":
+        for side, other in ((cond.left, cond.right), (cond.right, cond.left)):
+            if _is_len(side):
+                assert isinstance(side, ir.Call)
+                return [{"path": state_path(side.args[0]), "op": "length", "expected": literal_json(other)}]
+        for side, other in ((cond.left, cond.right), (cond.right, cond.left)):
+            try:
+                return [{"path": state_path(side), "op": "equals", "expected": literal_json(other)}]
+            except NotExpressible:
+                continue
+    if cond.ty is not None and cond.ty.name == "bool":
+        return [{"path": state_path(cond), "op": "equals", "expected": True}]
+    raise NotExpressible("a verify line is not a check on one state path")
+
+
+def state_path(expr: ir.Expr) -> str:
+    """The JSON Pointer of a state place: a field, `[literal]` of it, `.field` of a record,
+    `.get(literal)` of a map."""
+    if isinstance(expr, ir.Name) and expr.ref == "state":
+        return f"/{_pointer(expr.id)}"
+    if (
+        isinstance(expr, ir.Attr)
+        and isinstance(expr.obj, ir.Name)
+        and expr.obj.ref == "state"
+        and expr.obj.id == "state"
+    ):
+        return f"/{_pointer(expr.name)}"
+    if isinstance(expr, ir.Attr):
+        return f"{state_path(expr.obj)}/{_pointer(expr.name)}"
+    if isinstance(expr, ir.Index) and isinstance(expr.index, ir.Const):
+        holder = expr.obj.ty
+        if holder is not None and holder.name == "map" and holder.args and holder.args[0].name == "json":
+            raise NotExpressible("a map with json keys is a list of [key, value] pairs in state()")
+        return f"{state_path(expr.obj)}/{_pointer(expr.index.value)}"
+    if (
+        isinstance(expr, ir.Call)
+        and isinstance(expr.func, ir.Attr)
+        and expr.func.name == "get"
+        and len(expr.args) == 1
+        and isinstance(expr.args[0], ir.Const)
+    ):
+        return f"{state_path(expr.func.obj)}/{_pointer(expr.args[0].value)}"
+    raise NotExpressible("not a path into the state")
+
+
+def literal_json(expr: ir.Expr) -> Any:
+    """The JSON value of a literal of the body language (an enum member is its name)."""
+    if isinstance(expr, ir.Const):
+        return expr.value
+    if isinstance(expr, ir.Unary) and expr.op == "-" and isinstance(expr.operand, ir.Const):
+        number = expr.operand.value
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            return -number
+    if isinstance(expr, ir.Attr) and isinstance(expr.obj, ir.Name) and expr.obj.ref == "enum":
+        return expr.name
+    if isinstance(expr, ir.ListLit):
+        return [literal_json(item) for item in expr.items]
+    if isinstance(expr, ir.MapLit):
+        return {str(literal_json(entry.key)): literal_json(entry.value) for entry in expr.entries}
+    if isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name) and expr.func.ref == "record" and not expr.args:
+        return {kw.name: literal_json(kw.value) for kw in expr.kwargs}
+    raise NotExpressible("not a literal value")
+
+
+def _is_none(expr: ir.Expr) -> bool:
+    return isinstance(expr, ir.Const) and expr.value is None
+
+
+def _is_len(expr: ir.Expr) -> bool:
+    return (
+        isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name) and expr.func.id == "len" and len(expr.args) == 1
+    )
+
+
+def _pointer(key: Any) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")

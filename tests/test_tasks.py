@@ -66,10 +66,11 @@ def library() -> dict[str, SampleEnv]:
 
 
 def _tasks(
-    envs: dict[str, SampleEnv], count: int, seed: int = 1, span: tuple[int, int] = (1, 1)
+    envs: dict[str, SampleEnv], count: int, seed: int = 1, span: tuple[int, int] = (1, 1), declared: bool = False
 ) -> list[dict[str, Any]]:
+    """Sampled tasks (the specs' own `task`s too with `declared`)."""
     options = tasks.TaskOptions(tasks=count, seed=seed, envs=span)
-    kept, report = tasks.synthesise(tasks.sampler_for(envs, options), options)
+    kept, report = tasks.synthesise(tasks.sampler_for(envs, options), options, declared=declared)
     assert report.kept == len(kept) == count, report.to_json()
     return kept
 
@@ -92,7 +93,7 @@ def _recheck_outside_envc(kept: list[dict[str, Any]], tmp_path: Path) -> list[An
 def test_every_shipped_spec_gives_audited_tasks(spec: Path, library: dict[str, SampleEnv], tmp_path: Path) -> None:
     name = analyse_file(spec).environment.header.name  # type: ignore[union-attr]
     envs = {name: library[name]}
-    kept = _tasks(envs, 25)
+    kept = _tasks(envs, 25, declared=True)
     for task in kept:
         assert task["max_turns"] == 32 and task["timeout_s"] == 300 and task["tools"]
         assert task["verifier"]["checks"] and task["prompt"]
@@ -125,6 +126,91 @@ def test_prompt_names_write_arguments_but_not_generated_values(library: dict[str
             if call["tool"] in ("resolve_ticket", "assign_ticket") and "resolution" in call["args"]:
                 assert f'"{call["args"]["resolution"]}"' in task["prompt"]
         assert "scenario" not in task["prompt"] and "verifier" not in task["prompt"]
+
+
+def test_declared_tasks_come_out_in_the_same_format(library: dict[str, SampleEnv]) -> None:
+    """A spec `task`: its request is the prompt, its solution the gold calls, its verify
+    lines the checks; it is audited like the others, and the report says what became of it."""
+    envs = {"ticketing": library["ticketing"]}
+    options = tasks.TaskOptions(tasks=3, seed=1)
+    kept, report = tasks.synthesise(tasks.sampler_for(envs, options), options)
+    declared = kept[0]
+    assert report.declared == {"ticketing.close_vpn_ticket": "kept"}
+    assert declared["source"] == {"declared": "declared-ticketing-close_vpn_ticket"}
+    assert declared["prompt"].startswith("The VPN issue has been fixed by Bob.")
+    assert [c["tool"] for c in declared["gold_calls"]] == ["resolve_ticket", "close_ticket"]
+    assert declared["verifier"]["checks"] == [
+        {"env": "ticketing", "path": "/tickets/2/status", "op": "equals", "expected": "closed", "weight": 1.0},
+        {"env": "ticketing", "path": "/tickets/2/resolution", "op": "not_null", "weight": 1.0},
+    ]
+
+
+def test_declared_tasks_the_audits_reject_are_reported(library: dict[str, SampleEnv]) -> None:
+    envs = {"bfcl_ticket": library["bfcl_ticket"], "cicd_pipeline": library["cicd_pipeline"]}
+    options = tasks.TaskOptions(tasks=2, seed=1)
+    _, report = tasks.synthesise(tasks.sampler_for(envs, options), options)
+    assert report.declared["bfcl_ticket.close_string_id_ticket"] == "kept"
+    assert report.declared["bfcl_ticket.log_and_resolve"].startswith("rejected by perturbations_fail")
+    assert report.declared["cicd_pipeline.ship_commit_a1b2c3d"].startswith("rejected by objective_consistency")
+    assert report.declared["cicd_pipeline.roll_back_release"].startswith("not expressible")
+
+
+VERIFY_PROBE = """environment verify_probe:
+    title "Verify probe"
+
+enum Status:
+    open, closed
+
+record Ticket:
+    status: Status = Status.open
+    assignee: optional[str] = None
+
+state:
+    tickets: map[int, Ticket] = {2: {"status": "open"}}
+    on_call: list[str] = []
+    flag: bool = True
+
+tool close_ticket(ticket_id: int) -> bool:
+    require ticket_id in tickets else not_found("no such ticket")
+    tickets[ticket_id].status = Status.closed
+    return True
+
+task probe:
+    request "Close ticket 2."
+    solution:
+        close_ticket(ticket_id=2)
+    verify CONDITION
+"""
+
+
+@pytest.mark.parametrize(
+    ("condition", "checks"),
+    [
+        ("tickets[2].status == Status.closed", [{"path": "/tickets/2/status", "op": "equals", "expected": "closed"}]),
+        ("tickets[2].assignee is None", [{"path": "/tickets/2/assignee", "op": "equals", "expected": None}]),
+        ("tickets[2].assignee is not None", [{"path": "/tickets/2/assignee", "op": "not_null"}]),
+        ("len(tickets) == 1", [{"path": "/tickets", "op": "length", "expected": 1}]),
+        (
+            "2 in tickets and 9 not in tickets",
+            [{"path": "/tickets/2", "op": "present"}, {"path": "/tickets/9", "op": "absent"}],
+        ),
+        ('"alice" in on_call', [{"path": "/on_call", "op": "contains", "expected": "alice"}]),
+        ("not flag", [{"path": "/flag", "op": "equals", "expected": False}]),
+        ("flag", [{"path": "/flag", "op": "equals", "expected": True}]),
+    ],
+)
+def test_verify_lines_become_path_checks(condition: str, checks: list[dict[str, Any]]) -> None:
+    from compiler.analyse import analyse_source
+
+    result = analyse_source(VERIFY_PROBE.replace("CONDITION", condition), "verify_probe.envspec")
+    assert result.environment is not None, [d.message for d in result.diagnostics]
+    assert tasks.verify_checks(result.environment.tasks[0].verify[0]) == checks
+
+
+def test_verify_lines_that_are_no_path_check_are_not_expressible(library: dict[str, SampleEnv]) -> None:
+    automation = next(t for t in library["automation_hub"].model.tasks if t.name == "page_on_critical_alerts")
+    with pytest.raises(tasks.NotExpressible):
+        tasks.verify_checks(automation.verify[0])  # a count over a comprehension
 
 
 # --------------------------------------------------------------------------- one broken task per audit
@@ -183,13 +269,20 @@ def test_a_verifier_that_ignores_the_last_write_is_rejected(
     _fails(broken, library, "perturbations_fail")
 
 
-def test_a_prompt_that_omits_an_argument_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
-    """Ids, enum members and world values can be looked up; a free text cannot."""
+def test_a_check_expecting_a_value_nothing_shows_is_rejected(
+    good: dict[str, Any], library: dict[str, SampleEnv]
+) -> None:
+    """Ids, enum members and world values can be looked up; a free text the prompt does
+    not name cannot, so no check may expect it."""
     envs = {"ticketing": library["ticketing"]}
     tasks._data_consistency(good, envs)
     broken = copy.deepcopy(good)
     broken["gold_calls"][-1]["args"]["resolution"] = "a value nobody mentions"
-    with pytest.raises(tasks.AuditFailed) as failed:
+    tasks._data_consistency(broken, envs)  # an argument the request leaves open is fine ...
+    broken["verifier"]["checks"].append(
+        {"env": "ticketing", "path": "/tickets/1/resolution", "op": "equals", "expected": "a value nobody mentions"}
+    )
+    with pytest.raises(tasks.AuditFailed) as failed:  # ... as long as no check expects it
         tasks._data_consistency(broken, envs)
     assert failed.value.audit == "data_consistency" and "a value nobody mentions" in failed.value.why
 
@@ -207,15 +300,18 @@ def test_a_prompt_that_gives_away_a_computed_value_is_rejected(
     assert failed.value.audit == "information_separation"
 
 
-def test_a_check_on_what_gold_does_not_change_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+def test_a_gold_write_no_check_reads_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    envs = {"ticketing": library["ticketing"]}
     broken = copy.deepcopy(good)
-    start = library["ticketing"].package.Environment(good["initial_state"]["ticketing"]["scenario"]).state()
-    broken["verifier"]["checks"].append(
-        {"env": "ticketing", "path": "/current_user", "op": "equals", "expected": start["current_user"], "weight": 1.0}
-    )
+    first = tasks._writes(broken, envs)[0]
+    finals, initial, _ = tasks.replay(envs, broken, broken["gold_calls"][: first + 1])
+    touched = library["ticketing"].package.scoring.changed_paths(initial["ticketing"], finals["ticketing"])
+    broken["verifier"]["checks"] = [
+        c for c in broken["verifier"]["checks"] if not any(tasks._related(c["path"], p) for p in touched)
+    ]
     with pytest.raises(tasks.AuditFailed) as failed:
-        tasks._objective_consistency(broken, {"ticketing": library["ticketing"]})
-    assert failed.value.audit == "objective_consistency"
+        tasks._objective_consistency(broken, envs)
+    assert failed.value.audit == "objective_consistency" and f"call {first}" in failed.value.why
 
 
 def test_a_verifier_other_arguments_also_pass_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
