@@ -548,15 +548,21 @@ def synthesise(
     seen: set[str] = set()
     single = options.envs[0] == 1  # the specs' tasks each use one environment
     for name, task, why in declared_tasks(sampler.envs, options) if declared and single else []:
+        report.candidates += 1
         if task is None:
             report.declared[name] = f"not expressible: {why}"
+            report.rejected["not_expressible"] += 1
             continue
         try:
-            audit(task, sampler.envs, random.Random(f"audit:{name}"))
+            rewards = audit(task, sampler.envs, random.Random(f"audit:{name}"))
         except AuditFailed as failed:
             report.declared[name] = f"rejected by {failed.audit}: {failed.why}"
+            report.rejected[failed.audit] += 1
+            report.passed.update(AUDITS[: AUDITS.index(failed.audit)])
             continue
         report.declared[name] = "kept"
+        report.passed.update(AUDITS)
+        report.baseline_rewards.extend(rewards)
         if len(kept) < options.tasks:
             kept.append(task)
             seen.add(task["id"])
