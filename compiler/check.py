@@ -48,6 +48,7 @@ ALLOWED_IMPORTS = {
     },
     "sessions.py": {"__future__", "json", "os", "re", "tempfile", "threading", "collections.abc", "pathlib", "typing"},
     "scoring.py": {"__future__", "math", "collections.abc", "typing"},
+    "episode.py": {"__future__", "json", "collections.abc", "typing"},
     "__init__.py": {"__future__"},
     "tests/__init__.py": set(),
     "tests/test_environment.py": {"__future__", "threading", "collections.abc", "pathlib", "typing", "pytest"},

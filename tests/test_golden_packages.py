@@ -22,6 +22,7 @@ PACKAGE_FILES = (
     "README.md",
     "__init__.py",
     "environment.py",
+    "episode.py",
     "openai_tools.json",
     "scoring.py",
     "sessions.py",

@@ -84,6 +84,7 @@ def lower(env: ir.Environment, spec: str) -> dict[str, str]:
     files["environment.py"] = builder.environment_module()
     files["sessions.py"] = builder.render("sessions.py.jinja", {"header": header, "name": env.header.name})
     files["scoring.py"] = builder.render("scoring.py.jinja", {"header": header})
+    files["episode.py"] = builder.render("episode.py.jinja", {"header": header})
     files["tests/__init__.py"] = f"{header}\n"
     files["tests/test_environment.py"] = tests
     formatted = {path: format_python(text, path) for path, text in files.items()}
