@@ -270,10 +270,10 @@ MODULE_NAMES: Final = _by_kind(
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_list _as_map _as_number _as_text "
             "_check_limits _conform_key _conform_pairs _conform_record _copy_AuditEntry _days_between "
-            "_format_like _invalid _json_key _matches _moment _pair_order _parse_int _parse_json "
-            "_parse_number _refuse_constant _remove_first _scenario_state _search _seconds_between _show "
-            "_stable_hash _type_of _valid_moment _valid_regex _weekday check_arguments conform copy_json "
-            "copy_state state_to_json to_json"
+            "_format_like _invalid _json_key _matches _moment _pair_order _parse_datetime _parse_int "
+            "_parse_json _parse_number _refuse_constant _remove_first _scenario_state _search "
+            "_seconds_between _show _stable_hash _type_of _valid_moment _valid_regex _weekday "
+            "check_arguments conform copy_json copy_state state_to_json to_json"
         ),
         "import": ("Any Callable Final Literal Mapping Self TracebackType TypedDict _field annotations cast dataclass"),
         "module": "dt json math random re",
@@ -288,16 +288,16 @@ MODULE_ALWAYS: Final = frozenset(
     "copy_state dataclass dt json math re state_to_json to_json".split()
 )
 MODULE_BUILTINS: Final = frozenset(
-    "AssertionError BaseException Exception IndexError RecursionError ValueError abs all any bool dict "
-    "enumerate float frozenset getattr int isinstance len list max min next object range repr reversed round "
-    "set sorted str sum super tuple type".split()
+    "AssertionError BaseException Exception IndexError RecursionError ValueError abs all any bool chr dict "
+    "enumerate float frozenset getattr int isinstance len list max min next object ord range repr reversed "
+    "round set sorted str sum super tuple type".split()
 )
 MEMBERS: Final = _by_kind(
     {
         "attribute": "_rng _rng_at _state _undo",
         "method": (
-            "__init__ _advance_clock _audit _load_scenario _next_id _random_below _random_choice _random_int "
-            "_run call fork invoke restore snapshot state state_json view"
+            "__init__ _advance_clock _audit _load_scenario _next_id _random_below _random_choice "
+            "_random_float _random_int _run _uniform call fork invoke restore snapshot state state_json view"
         ),
     }
 )
@@ -310,10 +310,10 @@ CLASS_SCOPE: Final = frozenset(
 SUBCLASS_MEMBERS: Final = frozenset("trace".split())
 BODY_NAMES: Final = frozenset(
     "Any DomainError Recorder UNSET WORLD _add_days _add_hours _add_minutes _add_seconds _as_bool _as_list "
-    "_as_map _as_number _as_text _days_between _json_key _matches _parse_int _parse_json _parse_number "
-    "_remove_first _search _seconds_between _stable_hash _type_of _valid_regex _weekday abs all any bool "
-    "cast dict env environment expect_error float int key_1 len list max min range re reversed round self "
-    "set sorted state str sum".split()
+    "_as_map _as_number _as_text _days_between _json_key _matches _parse_datetime _parse_int _parse_json "
+    "_parse_number _remove_first _search _seconds_between _stable_hash _type_of _valid_regex _weekday abs "
+    "all any bool cast chr dict env environment expect_error float int json key_1 len list max min ord range "
+    "re reversed round self set sorted state str sum".split()
 )
 TEST_MODULE_NAMES: Final = frozenset(
     "Any BAD_ARGUMENTS Callable DomainError Environment INTERNAL_ERROR Mapping Path Recorder "
@@ -326,9 +326,9 @@ TEST_MODULE_NAMES: Final = frozenset(
     "threading to_json".split()
 )
 OTHER_MODULE_NAMES: Final = frozenset(
-    "Any DEFAULT_STATE DomainError Environment Mapping Path SCENARIOS SESSION_ID ScenarioError SessionError "
-    "SessionStore State TOOL_SPECS __all__ _check_id _write_atomically annotations json os re tempfile "
-    "threading".split()
+    "Any DEFAULT_STATE DomainError Environment Episode EpisodeError Mapping Path SCENARIOS SESSION_ID "
+    "ScenarioError SessionError SessionStore State TOOL_SPECS __all__ _check_id _write_atomically "
+    "annotations json os re score tempfile threading".split()
 )
 PATTERNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "record": (("annotations", "{}"), ("module", "_copy_{}"), ("module", "_json_optional_{}"), ("module", "{}")),

@@ -1,4 +1,5 @@
-"""The `envc` command line: `check`, `fmt`, `compile` and `new`.
+"""The `envc` command line: `check`, `fmt`, `compile`, `new`, `graph`, `sample`, `tasks`,
+`export` and `calibrate` (and the LLM layer's commands).
 
 Why click: subcommands, `--help` and usage errors (exit 2) come for free. Exit codes are
 part of the contract with CI scripts: 0 clean, 1 errors in a spec (or `fmt --check`
@@ -261,7 +262,12 @@ def _format_file(path: Path, check_only: bool) -> tuple[bool, list[Diagnostic]]:
 )
 @click.option("--no-qc", is_flag=True, help="Skip the static and dynamic checks (faster; for iterating on a spec).")
 @click.option("--force", is_flag=True, help="Overwrite output folders even if files in them were changed by hand.")
-def compile_command(specs: tuple[Path, ...], output: Path | None, check_only: bool, no_qc: bool, force: bool) -> None:
+@click.option(
+    "--offline", is_flag=True, help="Ask no model: an llm body without a current fill in envc.lock is an error."
+)
+def compile_command(
+    specs: tuple[Path, ...], output: Path | None, check_only: bool, no_qc: bool, force: bool, offline: bool
+) -> None:
     """Compile specs into checked Python packages (all specs/*.envspec when none are given)."""
     root = pipeline.find_project_root(Path.cwd())
     files, problems = expand_paths(specs) if specs else (pipeline.default_specs(root), [])
@@ -274,6 +280,7 @@ def compile_command(specs: tuple[Path, ...], output: Path | None, check_only: bo
         check_only=check_only,
         qc=not (no_qc or check_only),
         force=force,
+        **_llm_options(offline),
     )
     results = _compile_with_progress(files, options)
     sources = _sources_of(results)
@@ -281,6 +288,7 @@ def compile_command(specs: tuple[Path, ...], output: Path | None, check_only: bo
     for diagnostic in diagnostics:
         print_diagnostic(diagnostic, sources.get(diagnostic.path), err=True)
     _print_compile_table(results)
+    _print_heal_summary(options.heal_stats)
     for result in results:
         if result.status == "stale":
             for name in result.stale_files:
@@ -371,6 +379,186 @@ def new_command(name: str, archetype: str, output: Path | None) -> None:
     with open(target, "x", encoding="utf-8") as handle:  # never overwrite an existing spec
         handle.write(scaffold.render(name, archetype))
     click.echo(f"wrote {target}; next: envc compile {target}")
+
+
+# --------------------------------------------------------------------------- envc lock (the LLM layer)
+
+
+def _llm_log(message: str) -> None:
+    """Progress of requests to the model, on stderr (never the key: see compiler/llm/provider.py)."""
+    click.echo(f"envc: {message}", err=True)
+
+
+def _llm_options(offline: bool) -> dict[str, Any]:
+    """The LLM fields of `pipeline.Options` for `envc compile` (`stats` imports nothing heavy)."""
+    from compiler.llm.stats import HealStats
+
+    return {"offline": offline, "llm_log": _llm_log, "heal_stats": HealStats()}
+
+
+def _print_heal_summary(stats: object) -> None:
+    """Pass rates per attempt and stage, when the run asked a model for anything."""
+    from compiler.llm.stats import HealStats
+
+    if isinstance(stats, HealStats) and stats:
+        for line in stats.render():
+            click.echo(line, err=True)
+
+
+@cli.command("lock")
+@click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--update", is_flag=True, help="Ask the model for every missing or stale fill; drop orphaned entries.")
+@click.option("--all", "refill", is_flag=True, help="With --update: fill every llm body again, even current ones.")
+@click.option("--no-qc", is_flag=True, help="Accept fills after analysis alone (no lowering, ruff, mypy or tests).")
+def lock_command(specs: tuple[Path, ...], update: bool, refill: bool, no_qc: bool) -> None:
+    """Show or refresh envc.lock, the committed fills of `llm` bodies (all specs/*.envspec by default)."""
+    from compiler.llm import resolve
+    from compiler.llm.stats import HealStats
+
+    if refill and not update:
+        raise click.UsageError("--all refills entries and needs --update")
+    root = pipeline.find_project_root(Path.cwd())
+    files, problems = expand_paths(specs) if specs else (pipeline.default_specs(root), [])
+    for problem in problems:
+        print_diagnostic(problem, None, err=True)
+    if problems:
+        sys.exit(EXIT_USAGE)
+    mode: resolve.Mode = "refill" if refill else "update" if update else "status"
+    stats = HealStats()
+    options = resolve.FillOptions(root=root, mode=mode, qc=not no_qc, log=_llm_log, stats=stats)
+    run = resolve.lock_specs(files, options)
+    for diagnostic in run.diagnostics:
+        print_diagnostic(diagnostic, run.sources.get(diagnostic.path), err=True)
+    rows = [("spec", "declaration", "fill")] + [(s.spec, s.decl, s.status) for s in run.statuses]
+    if len(rows) > 1:
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        for row in rows:
+            click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    else:
+        click.echo("no llm bodies in these specs", err=True)
+    _print_heal_summary(stats)
+    for path in run.written:
+        click.echo(f"wrote {pipeline.display_path(path, root)}", err=True)
+    unsettled = ("refused",) if update else ("stale", "missing", "orphan")
+    failed = any(s.status in unsettled for s in run.statuses)
+    sys.exit(exit_code(run.diagnostics) or (EXIT_ERRORS if failed else EXIT_OK))
+
+
+# --------------------------------------------------------------------------- envc draft (the LLM layer)
+
+
+@cli.command("draft")
+@click.argument("name", required=False)
+@click.option("--describe", "description", default="", help="What the environment is for, in prose.")
+@click.option("--archetype", default="custom", show_default=True, help="A prototype to extend, or `custom`.")
+@click.option("--domains", multiple=True, help='Application domains ("a, b" or the option repeated).')
+@click.option(
+    "--batch",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="A JSONL of profiles (name, description, domains, archetype, world) to draft instead of NAME.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The spec to write (default specs/NAME.envspec); with --batch, the folder (default specs/).",
+)
+@click.option("--report", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Batch report JSON.")
+@click.option("--retry", is_flag=True, help="With --batch: draft again the profiles the report says failed.")
+@click.option("--no-qc", is_flag=True, help="Accept drafts after analysis alone (no lowering, ruff, mypy or tests).")
+@click.option("--no-compile", is_flag=True, help="Write the spec only, not its generated package.")
+def draft_command(
+    name: str | None,
+    description: str,
+    archetype: str,
+    domains: tuple[str, ...],
+    batch: Path | None,
+    output: Path | None,
+    report: Path | None,
+    retry: bool,
+    no_qc: bool,
+    no_compile: bool,
+) -> None:
+    """Have the model write a whole spec from a description; it is checked, healed and compiled."""
+    from compiler.llm import draft
+    from compiler.llm.config import load_config
+    from compiler.llm.provider import OpenAIProvider
+    from compiler.llm.stats import HealStats
+
+    root = pipeline.find_project_root(Path.cwd())
+    if (batch is None) == (name is None):
+        raise click.UsageError("give NAME (with --describe) or --batch FILE, not both")
+    config, config_problems = load_config(root)
+    for diagnostic in config_problems:
+        print_diagnostic(diagnostic, None, err=True)
+    if has_errors(config_problems):
+        sys.exit(EXIT_ERRORS)
+    if not config.configured:
+        click.echo("envc draft: no model configured: set `model` in [tool.envc.llm] of pyproject.toml", err=True)
+        sys.exit(EXIT_USAGE)
+    stats = HealStats()
+    ctx = draft.DraftContext(config, OpenAIProvider(config, log=_llm_log), stats, root, not no_qc, _llm_log)
+    if batch is not None:
+        outcomes, settled = _draft_batch(batch, output or root / "specs", report, retry, ctx)
+    else:
+        assert name is not None
+        profile = draft.Profile(name, description, tuple(_split_domains(domains)), archetype)
+        problem = profile.problem()
+        if problem:
+            click.echo(f"envc draft: {problem}", err=True)
+            sys.exit(EXIT_USAGE)
+        outcomes = [draft.draft_one(profile, output or root / "specs" / f"{name}.envspec", ctx)]
+        outcome = outcomes[0]
+        settled = outcome.status == "accepted"
+        click.echo(f"{outcome.name}: {outcome.status}" + (f" ({outcome.detail})" if outcome.detail else ""))
+        for attempt in outcome.attempts:
+            if attempt.failure:
+                click.echo(f"  attempt {attempt.attempt}: failed `{attempt.failure}`", err=True)
+                for line in attempt.problems[:5]:
+                    click.echo(f"    {line}", err=True)
+    _print_heal_summary(stats)
+    accepted = [root / o.spec for o in outcomes if o.status == "accepted"]
+    if accepted and not no_compile:
+        options = pipeline.Options(output=pipeline.configured_output(root).resolve(), project_root=root, qc=False)
+        results = pipeline.compile_specs(accepted, options)
+        _print_compile_table(results)
+    if batch is None and outcomes[0].status == "exists":
+        sys.exit(EXIT_USAGE)
+    sys.exit(EXIT_OK if settled else EXIT_ERRORS)
+
+
+def _split_domains(values: Iterable[str]) -> list[str]:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def _draft_batch(batch: Path, folder: Path, report_path: Path | None, retry: bool, ctx: Any) -> tuple[list[Any], bool]:
+    """`envc draft --batch`: every profile of the JSONL, resumable through the report;
+    the outcomes of this run, and whether every profile of the report is accepted."""
+    from compiler.llm import draft
+
+    profiles, problems = draft.read_profiles(batch)
+    for problem in problems:
+        click.echo(f"envc draft: {problem}", err=True)
+    if problems:
+        sys.exit(EXIT_USAGE)
+    report = draft.BatchReport.load(report_path or batch.with_suffix(".report.json"))
+
+    def progress(done: int, total: int, outcome: Any) -> None:
+        click.echo(
+            f"[{done}/{total}] {outcome.name}: {outcome.status}" + (f" ({outcome.detail})" if outcome.detail else ""),
+            err=True,
+        )
+
+    outcomes = draft.draft_batch(profiles, folder, report, ctx, retry, progress)
+    summary = report.summary(ctx.stats)
+    click.echo(
+        f"drafted {summary['accepted']} of {summary['profiles']} environments "
+        f"({summary['pass_rate']:.1%} of those tried); report: {report.path}"
+    )
+    statuses = [report.outcomes.get(p.name, {}).get("status") for p in profiles]
+    return outcomes, all(status == "accepted" for status in statuses)
 
 
 # --------------------------------------------------------------------------- envc graph
@@ -641,6 +829,16 @@ def _print_sample_summary(data: dict[str, Any], output: Path) -> None:
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path, file_okay=False), required=True, help="Folder to write."
 )
+@click.option(
+    "--calibrate",
+    "calibrate_policy",
+    type=click.Choice(("random", "gold", "nothing", "flaky-gold")),  # CALIBRATION_POLICIES, defined below
+    default=None,
+    help="Then run this policy k times per task, as envc calibrate does (DIR/calibrated.jsonl, review.jsonl).",
+)
+@click.option(
+    "-k", "runs", type=click.IntRange(min=1), default=8, show_default=True, help="Runs per task to calibrate."
+)
 def tasks_command(
     specs: tuple[Path, ...],
     count: int,
@@ -650,6 +848,8 @@ def tasks_command(
     min_len: int,
     max_len: int,
     output: Path,
+    calibrate_policy: str | None,
+    runs: int,
 ) -> None:
     """Verifiable tasks from executable chains, audited before kept: DIR/tasks.jsonl, DIR/report.json."""
     from compiler import sample, tasks
@@ -673,6 +873,9 @@ def tasks_command(
             kept, report = tasks.synthesise(sampler, options, chains)
         except (sample.SampleError, tasks.ChainError) as exc:
             raise click.UsageError(str(exc)) from exc
+        calibration = (
+            _calibrate_tasks(kept, prepared.envs, calibrate_policy, runs, seed, "") if calibrate_policy else None
+        )
     try:
         output.mkdir(parents=True, exist_ok=True)
         write_atomically(output / "tasks.jsonl", tasks.tasks_to_jsonl(kept))
@@ -681,6 +884,8 @@ def tasks_command(
         click.echo(f"envc tasks: cannot write {output}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_USAGE)
     _print_task_summary(report.to_json(), output)
+    if calibration is not None:
+        _write_calibration(output, calibration, "tasks")
     if report.kept < count:
         click.echo(f"envc tasks: kept {report.kept} of {count} tasks; the candidates ran out", err=True)
         sys.exit(EXIT_ERRORS)
@@ -713,6 +918,141 @@ def _print_task_summary(data: dict[str, Any], output: Path) -> None:
     )
     rates = ", ".join(f"{audit} {rate:.0%}" for audit, rate in data["audit_pass_rates"].items())
     click.echo(f"audit pass rates: {rates}; baseline mean reward {data['baseline_mean_reward']}", err=True)
+
+
+# --------------------------------------------------------------------------- envc export and envc calibrate
+# (docs/tasks.md: "Exports" and "Calibration"; compiler/export.py and compiler/calibrate.py)
+
+CALIBRATION_POLICIES = ("random", "gold", "nothing", "flaky-gold")
+"""The names of compiler.calibrate.POLICIES (not imported here: it loads the sampler)."""
+
+
+def _read_task_file(path: Path, command: str) -> list[dict[str, Any]]:
+    """The tasks of a tasks JSONL, or exit 2 naming the file and line of the first bad row."""
+    from compiler import export
+
+    try:
+        return export.read_tasks(path)
+    except export.TaskFileError as exc:
+        click.echo(f"envc {command}: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+@cli.command("export")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["datasets", "verl"]),
+    default="datasets",
+    show_default=True,
+    help="datasets: one row per task, nested parts as JSON text (JSONL, or parquet for -o *.parquet); "
+    "verl: VERL's multi-turn tool fields (parquet).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="File to write (default: beside the tasks, tasks.datasets.jsonl or tasks.verl.parquet).",
+)
+def export_command(source: Path, fmt: str, output: Path | None) -> None:
+    """Tasks (DIR/tasks.jsonl, or a tasks JSONL file) as a trainer dataset with one fixed schema."""
+    from compiler import export
+
+    path = export.tasks_file(source)
+    target = output if output is not None else export.default_output(source, fmt)
+    if fmt == "verl" and target.suffix != ".parquet":
+        raise click.UsageError("VERL reads parquet files by their suffix: name the output FILE.parquet")
+    rows = _read_task_file(path, "export")
+    if not rows:
+        click.echo(f"envc export: {path} holds no tasks; nothing to export", err=True)
+        sys.exit(EXIT_USAGE)
+    parquet = fmt == "verl" or target.suffix == ".parquet"
+    try:
+        data = export.export(rows, fmt, parquet)
+    except export.MissingDependency as exc:
+        click.echo(f"envc export: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    try:
+        write_atomically(target, data)
+    except OSError as exc:
+        click.echo(f"envc export: cannot write {target}: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    kind = f"{fmt} {'parquet' if parquet else 'JSONL'}"
+    click.echo(f"exported {_plural(len(rows), 'task')} from {path} to {target} ({kind}, {len(data)} bytes)", err=True)
+
+
+def _calibrate_tasks(
+    rows: list[dict[str, Any]], envs: dict[str, sample_types.SampleEnv], policy: str, runs: int, seed: int, where: str
+) -> calibrate_types.Calibration:
+    """`calibrate` with the named policy; tasks that do not fit the specs exit 2."""
+    from compiler import calibrate
+
+    try:
+        calibrate.check_tasks(rows, envs, where)
+        return calibrate.calibrate(rows, envs, calibrate.POLICIES[policy], runs, seed)
+    except calibrate.CalibrationError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def _write_calibration(folder: Path, result: calibrate_types.Calibration, command: str) -> None:
+    """DIR/calibrated.jsonl (kept), DIR/review.jsonl (0 of k) and DIR/calibration.json,
+    each in one step, and a summary line."""
+    from compiler import tasks
+
+    try:
+        write_atomically(folder / "calibrated.jsonl", tasks.tasks_to_jsonl(result.kept))
+        write_atomically(folder / "review.jsonl", tasks.tasks_to_jsonl(result.review))
+        write_atomically(folder / "calibration.json", json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n")
+    except OSError as exc:
+        click.echo(f"envc {command}: cannot write {folder}: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    data = result.to_json()
+    click.echo(
+        f"calibrated {_plural(data['tasks'], 'task')} with the {data['policy']} policy, k={data['k']}: "
+        f"kept {data['kept']} in {folder / 'calibrated.jsonl'}, too easy {data['too_easy']}, "
+        f"review {data['review']} in {folder / 'review.jsonl'}; pass rate {data['pass_rate']:.0%}",
+        err=True,
+    )
+
+
+@cli.command("calibrate")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--policy",
+    type=click.Choice(CALIBRATION_POLICIES),
+    default="random",
+    show_default=True,
+    help="The baseline policy to run (a model comes with the rollout layer).",
+)
+@click.option("-k", "runs", type=click.IntRange(min=1), default=8, show_default=True, help="Runs per task.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Same tasks and seed, same counts.")
+def calibrate_command(folder: Path, specs: tuple[Path, ...], policy: str, runs: int, seed: int) -> None:
+    """Run a policy k times per task of DIR/tasks.jsonl; keep tasks passed sometimes, list 0-of-k ones for review."""
+    from compiler import sample
+
+    files, problems = expand_paths(specs)
+    for problem in problems:
+        print_diagnostic(problem, None, err=True)
+    if problems:
+        sys.exit(EXIT_USAGE)
+    path = folder / "tasks.jsonl"
+    rows = _read_task_file(path, "calibrate")
+    root = pipeline.find_project_root(Path.cwd())
+    with tempfile.TemporaryDirectory(prefix="envc-calibrate-") as scratch:
+        prepared = sample.prepare(files, root, Path(scratch))
+        for diagnostic in prepared.diagnostics:
+            print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
+        if has_errors(prepared.diagnostics):
+            sys.exit(exit_code(prepared.diagnostics))
+        result = _calibrate_tasks(rows, prepared.envs, policy, runs, seed, str(path))
+    _write_calibration(folder, result, "calibrate")
+
+
+if TYPE_CHECKING:
+    from compiler import calibrate as calibrate_types
 
 
 # --------------------------------------------------------------------------- entry point

@@ -16,7 +16,8 @@ from typing import Literal
 Severity = Literal["error", "warning"]
 
 # code -> (short title, default hint). Grouped by stage: E0 input, E1 syntax,
-# E2 declarations and names, E3 types, E4 effects, E5 tests/tasks, E6 generated code.
+# E2 declarations and names, E3 types, E4 effects, E5 tests/tasks, E6 generated code
+# (E61xx: fills of `llm` bodies).
 CODES: dict[str, tuple[str, str]] = {
     "E0001": ("cannot read file", "check the path and permissions"),
     "E0002": ("file is not UTF-8 text", "save the spec as UTF-8"),
@@ -27,7 +28,10 @@ CODES: dict[str, tuple[str, str]] = {
     "E1002": ("unexpected token", "check the syntax just before this point"),
     "E1003": ("unexpected end of file", "a block or bracket is not finished"),
     "E1004": ("inconsistent indentation", "indent blocks by the same amount; dedent to a level used before"),
-    "E1005": ("malformed f-string", "write `{expression}` inside f-strings; `{{` and `}}` for braces"),
+    "E1005": (
+        "malformed f-string",
+        "write `{expression}` or `{expression:spec}` (e.g. `{total:.2f}`) inside f-strings; `{{` and `}}` for braces",
+    ),
     "E1006": ("invalid string escape", 'use \\n, \\t, \\\\, \\" or \\u0041 style escapes'),
     "E1007": ("integer literal too large", "integers must fit in 64 bits"),
     "E1008": ("nesting too deep", "split the expression or block; at most 100 levels"),
@@ -59,6 +63,10 @@ CODES: dict[str, tuple[str, str]] = {
     ),
     "E2022": ("unknown random generator", "`rng` is splitmix64 (the default) or python"),
     "E2023": ("`param` line names no parameter", '`param NAME "text"` describes one of the callable\'s own parameters'),
+    "E2024": (
+        "parameter shadows a state field (a warning)",
+        "write `state.NAME` for the field, or give the parameter another name",
+    ),
     "E2019": (
         "environment name shadows a standard-library module",
         "the generated package would hide that module; add a suffix, e.g. `calendar_env`",
@@ -95,6 +103,10 @@ CODES: dict[str, tuple[str, str]] = {
         "recursive record",
         "a record cannot contain itself, directly or through other records; refer by id instead",
     ),
+    "E3024": (
+        "invalid date/time format",
+        "`parse_datetime` formats use strptime directives such as %Y %m %d %H %M %S; no zones or fractions",
+    ),
     "E4001": ("undeclared state write", "add the field to `writes`, or remove the `writes` line to let envc infer it"),
     "E4002": ("declared write never happens", "remove the field from `writes`"),
     "E4003": ("undeclared state read", "add the field to `reads`, or remove the `reads` line"),
@@ -119,6 +131,18 @@ CODES: dict[str, tuple[str, str]] = {
     "E6005": ("two specs generate the same package", "give each environment its own name"),
     "E6006": ("output folder changed by hand", "move your changes into the spec, or pass --force to overwrite them"),
     "E6007": ("cannot write the output", "check the output path and its permissions"),
+    # E61xx: the LLM layer (compiler/llm/, docs/llm.md): fills of `llm` bodies and envc.lock.
+    "E6101": ("llm body has no fill", "run `envc lock --update` where the model is reachable, then commit envc.lock"),
+    "E6102": ("locked fill is stale", "run `envc lock --update` where the model is reachable, then commit envc.lock"),
+    "E6103": ("request to the model failed", "check `model` and `base_url` in [tool.envc.llm], the key and the server"),
+    "E6104": ("the model's fill was refused", "make the llm description more precise, or write the body by hand"),
+    "E6105": ("invalid [tool.envc.llm] configuration", "see docs/llm.md for the keys and their types"),
+    "E6106": (
+        "cannot read or write envc.lock",
+        "check its permissions, or restore it from version control (or delete it and run `envc lock --update`)",
+    ),
+    "E6107": ("locked fill no longer passes", "run `envc lock --update --all` to fill it again"),
+    "E6108": ("fill reaches outside its body", "a fill is statements only: no declarations, no block lines"),
 }
 
 

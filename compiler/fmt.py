@@ -125,16 +125,18 @@ def _text(value: str, long: bool = False) -> str:
 # --------------------------------------------------------------------------- expressions
 
 # Binding strength, loosest first, as in grammar/envspec.lark.
-LAMBDA, TERNARY, OR, AND, NOT, COMPARE, SUM, TERM, NEG, POSTFIX, ATOM = range(11)
+LAMBDA, TERNARY, OR, AND, NOT, COMPARE, SUM, TERM, NEG, POWER, POSTFIX, ATOM = range(12)
 _COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "is", "is not")
 # op -> (its strength, least strength of the left operand, of the right operand).
-# Comparisons do not chain, so both sides must bind tighter; the rest associate left.
+# A comparison's sides bind tighter (a chain `a < b < c` is a `Compare` node of its own);
+# the rest associate left, but `**`, which associates right.
 _BINARY: dict[str, tuple[int, int, int]] = {
     "or": (OR, OR, AND),
     "and": (AND, AND, NOT),
     **{op: (COMPARE, SUM, SUM) for op in _COMPARE_OPS},
     **{op: (SUM, SUM, TERM) for op in ("+", "-")},
     **{op: (TERM, TERM, NEG) for op in ("*", "/", "//", "%")},
+    "**": (POWER, POSTFIX, NEG),  # right-associative, and its right side may be `-x`
 }
 
 
@@ -169,9 +171,13 @@ def _fstring(node: ir.FString) -> tuple[str, int]:
         if isinstance(part, str):
             out.append("".join(_escape_char(ch) for ch in part).replace("{", "{{").replace("}", "}}"))
         else:
+            spec = ""
+            if isinstance(part, ir.Formatted):
+                spec = ":" + part.spec
+                part = part.value
             inner = expr(part)
             # `{{` would read as a literal brace, so a leading `{` gets a space.
-            out.append("{" + (" " if inner.startswith("{") else "") + inner + "}")
+            out.append("{" + (" " if inner.startswith("{") else "") + inner + spec + "}")
     out.append('"')
     return "".join(out), ATOM
 
@@ -222,6 +228,14 @@ def _binary(node: ir.Binary) -> tuple[str, int]:
     return f"{expr(node.left, left)} {node.op} {expr(node.right, right)}", strength
 
 
+def _compare(node: ir.Compare) -> tuple[str, int]:
+    """A chain: every operand binds tighter than a comparison (`(a < b) == c` is no chain)."""
+    text = expr(node.operands[0], SUM)
+    for op, operand in zip(node.ops, node.operands[1:]):
+        text += f" {op} {expr(operand, SUM)}"
+    return text, COMPARE
+
+
 def _ternary(node: ir.Ternary) -> tuple[str, int]:
     return f"{expr(node.then, OR)} if {expr(node.cond, OR)} else {expr(node.other, TERNARY)}", TERNARY
 
@@ -233,6 +247,11 @@ def _comprehension(node: ir.Comprehension) -> tuple[str, int]:
     if node.value is None:
         return f"[{expr(node.elt)}{loop}]", ATOM
     return f"{{{expr(node.elt, TERNARY)}: {expr(node.value)}{loop}}}", ATOM
+
+
+def _formatted(node: ir.Formatted) -> tuple[str, int]:
+    """Only inside an f-string, which prints it (`_fstring`); alone, as the f-string it is."""
+    return _fstring(ir.FString(parts=[node]))
 
 
 def _lambda(node: ir.Lambda) -> tuple[str, int]:
@@ -251,6 +270,8 @@ _PRINTERS: dict[type[Any], Callable[[Any], tuple[str, int]]] = {
     ir.Call: _call,
     ir.Unary: _unary,
     ir.Binary: _binary,
+    ir.Compare: _compare,
+    ir.Formatted: _formatted,
     ir.Ternary: _ternary,
     ir.Comprehension: _comprehension,
     ir.Lambda: _lambda,

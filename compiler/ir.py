@@ -131,6 +131,25 @@ class Binary(ExprBase):
     right: Expr
 
 
+class Compare(ExprBase):
+    """A chain of two or more comparisons, `0 <= p <= 1` (as in Python: each operand is
+    evaluated once, and the chain is true when every link is). One comparison alone is a
+    `Binary`."""
+
+    kind: Literal["compare"] = "compare"
+    operands: list[Expr]
+    ops: list[str]  # between operands[i] and operands[i + 1]
+
+
+class Formatted(ExprBase):
+    """`{value:spec}` inside an f-string: the value shown with a format spec (`.2f`, `>8`);
+    only ever a part of an `FString`."""
+
+    kind: Literal["formatted"] = "formatted"
+    value: Expr
+    spec: str
+
+
 class Ternary(ExprBase):
     kind: Literal["ternary"] = "ternary"
     cond: Expr
@@ -157,7 +176,22 @@ class Lambda(ExprBase):
 
 Expr = Annotated[
     Union[
-        Name, Const, FString, ListLit, MapLit, Attr, Index, Slice, Call, Unary, Binary, Ternary, Comprehension, Lambda
+        Name,
+        Const,
+        FString,
+        ListLit,
+        MapLit,
+        Attr,
+        Index,
+        Slice,
+        Call,
+        Unary,
+        Binary,
+        Compare,
+        Formatted,
+        Ternary,
+        Comprehension,
+        Lambda,
     ],
     Field(discriminator="kind"),
 ]

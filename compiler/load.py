@@ -9,7 +9,7 @@ happens here, so the analysis passes work on data alone. Problems are diagnostic
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,11 +40,17 @@ class Loaded:
     """Keyed by `world_file_key(declaring spec, source)`."""
 
 
-def load_file(path: Path) -> Loaded:
+Rewrite = Callable[[str, str], str]
+"""`(file, text) -> text`: applied to each spec file read, before it is parsed. The LLM
+layer (`compiler/llm/fill.py`) uses it to put locked fills in place of `llm` bodies,
+in the spec and in any prototype it extends; `sources` then holds the rewritten text."""
+
+
+def load_file(path: Path, rewrite: Rewrite | None = None) -> Loaded:
     """Read, parse and merge the spec at `path` and what it extends."""
     sources: dict[str, str] = {}
     diagnostics: list[Diagnostic] = []
-    module = _load(path, sources, diagnostics, ())
+    module = _load(path, sources, diagnostics, (), rewrite)
     return _with_world_files(Loaded(module, diagnostics, sources))
 
 
@@ -85,7 +91,11 @@ def _read_world_file(base: Path, source: str) -> WorldFile:
 
 
 def _load(
-    path: Path, sources: dict[str, str], diagnostics: list[Diagnostic], chain: tuple[str, ...]
+    path: Path,
+    sources: dict[str, str],
+    diagnostics: list[Diagnostic],
+    chain: tuple[str, ...],
+    rewrite: Rewrite | None = None,
 ) -> ir.Module | None:
     key = str(path)
     try:
@@ -99,12 +109,19 @@ def _load(
         line = raw[: exc.start].count(b"\n") + 1
         diagnostics.append(Diagnostic("E0002", f"byte {exc.start} is not valid UTF-8", key, line, 1))
         return None
+    if rewrite is not None:
+        text = rewrite(key, text)
     sources[key] = text
-    return _parse_and_extend(text, path, sources, diagnostics, chain)
+    return _parse_and_extend(text, path, sources, diagnostics, chain, rewrite)
 
 
 def _parse_and_extend(
-    text: str, path: Path, sources: dict[str, str], diagnostics: list[Diagnostic], chain: tuple[str, ...]
+    text: str,
+    path: Path,
+    sources: dict[str, str],
+    diagnostics: list[Diagnostic],
+    chain: tuple[str, ...],
+    rewrite: Rewrite | None = None,
 ) -> ir.Module | None:
     result = parse_source(text, str(path))
     diagnostics.extend(result.diagnostics)
@@ -143,7 +160,7 @@ def _parse_and_extend(
             Diagnostic("E2018", f"`{header.extends}` extends itself", str(path), header.line, header.col)
         )
         return None
-    parent = _load(parent_path, sources, diagnostics, (*chain, str(path.resolve())))
+    parent = _load(parent_path, sources, diagnostics, (*chain, str(path.resolve())), rewrite)
     if parent is None:
         if not any(d.path == str(parent_path) for d in diagnostics):
             diagnostics.append(

@@ -26,6 +26,7 @@ from lark.visitors import Transformer_NonRecursive
 
 from compiler import ir
 from compiler.diagnostics import Diagnostic
+from compiler.typesys import FORMAT_SPEC
 
 MAX_SOURCE_BYTES = 5_000_000
 MAX_NESTING = 100
@@ -122,8 +123,10 @@ class _Collector:
     errors: list[Diagnostic] = field(default_factory=list)
     result: list[Any] = field(default_factory=list)
 
-    def add(self, code: str, message: str, line: int, col: int, end_line: int = 0, end_col: int = 0) -> None:
-        self.errors.append(Diagnostic(code, message, self.path, line, col, end_line, end_col))
+    def add(
+        self, code: str, message: str, line: int, col: int, end_line: int = 0, end_col: int = 0, hint: str = ""
+    ) -> None:
+        self.errors.append(Diagnostic(code, message, self.path, line, col, end_line, end_col, hint=hint))
 
 
 def _pos(meta: Meta | Token) -> dict[str, int]:
@@ -289,6 +292,10 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         left, op, right = children
         return ir.Binary(op=str(op), left=left, right=right, **_pos(meta))
 
+    def power(self, meta: Meta, children: list[Any]) -> ir.Binary:
+        left, _, right = children
+        return ir.Binary(op="**", left=left, right=right, **_pos(meta))
+
     def and_op(self, meta: Meta, children: list[Any]) -> ir.Binary:
         return ir.Binary(op="and", left=children[0], right=children[1], **_pos(meta))
 
@@ -298,9 +305,11 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def comp_op(self, meta: Meta, children: list[Token]) -> str:
         return " ".join(str(t) for t in children)
 
-    def compare(self, meta: Meta, children: list[Any]) -> ir.Binary:
-        left, op, right = children
-        return ir.Binary(op=op, left=left, right=right, **_pos(meta))
+    def compare(self, meta: Meta, children: list[Any]) -> ir.Binary | ir.Compare:
+        if len(children) == 3:
+            left, op, right = children
+            return ir.Binary(op=op, left=left, right=right, **_pos(meta))
+        return ir.Compare(operands=children[0::2], ops=children[1::2], **_pos(meta))
 
     def ternary(self, meta: Meta, children: list[Any]) -> ir.Ternary:
         then, cond, other = children
@@ -709,9 +718,9 @@ def _parse_fstring(token: Token, builder: _ToIR) -> ir.Expr:
             if literal:
                 parts.append(builder._unescape("".join(literal), token))
                 literal = []
-            expr = _parse_fstring_expr(source, line, col + i + 1, builder)
-            if expr is not None:
-                parts.append(expr)
+            part = _parse_fstring_field(source, line, col + i + 1, builder)
+            if part is not None:
+                parts.append(part)
             i = end + 1
         else:
             literal.append(ch)
@@ -730,6 +739,63 @@ def _matching_brace(text: str, start: int) -> int:
             depth -= 1
             if depth == 0:
                 return j if text[j] == "}" else -1
+    return -1
+
+
+FORMAT_SPEC_HINT = (
+    "a spec is [[fill]align][sign][#][0][width][,|_][.precision][type]: align < > ^ =, sign + - or space, "
+    "width and precision up to 3 digits, type s, d b o x X (ints), e E f F g G % (numbers); e.g. `{total:>10,.2f}`"
+)
+
+
+def _parse_fstring_field(source: str, line: int, col: int, builder: _ToIR) -> ir.Expr | None:
+    """One `{…}` of an f-string: an expression, with an optional `:spec` after it."""
+    # A lambda's `:` is its own (the analyser refuses a lambda there, E3015).
+    split = -1 if re.match(r"\s*lambda\b", source) else _top_level(source, ":")
+    bang = _top_level(source, "!")
+    if bang >= 0 and (split < 0 or bang < split) and not source.startswith("=", bang + 1):
+        conversion = source[bang:split] if split >= 0 else source[bang:]
+        builder.c.add(
+            "E1005",
+            f"conversions such as `{conversion}` are not supported in f-strings",
+            line,
+            col + bang,
+            line,
+            col + bang + len(conversion),
+            hint="a value shows as `str(x)` would; write `{str(x)}` or just `{x}`",
+        )
+        return None
+    if split < 0:
+        return _parse_fstring_expr(source, line, col, builder)
+    spec = source[split + 1 :]
+    expr = _parse_fstring_expr(source[:split], line, col, builder)
+    if expr is None or not spec:
+        return expr
+    where = (line, col + split + 1, line, col + len(source))
+    if "{" in spec or "}" in spec:
+        builder.c.add(
+            "E1005",
+            "a format spec is fixed text: `{…}` inside it is not supported",
+            *where,
+            hint="write the width or precision as a number, e.g. `{x:>8.2f}`",
+        )
+        return None
+    if FORMAT_SPEC.fullmatch(spec) is None:
+        builder.c.add("E1005", f"`{spec}` is not a format spec envc takes", *where, hint=FORMAT_SPEC_HINT)
+        return None
+    return ir.Formatted(value=expr, spec=spec, line=expr.line, col=expr.col, end_line=line, end_col=col + len(source))
+
+
+def _top_level(source: str, char: str) -> int:
+    """Where `char` first occurs outside brackets in an f-string field, or -1."""
+    depth = 0
+    for index, ch in enumerate(source):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == char and depth == 0:
+            return index
     return -1
 
 
@@ -980,6 +1046,20 @@ def _describe_terminals(names: set[str]) -> str:
 
 
 def _syntax_diagnostic(exc: UnexpectedInput, path: str, text: str) -> Diagnostic:
+    quote = _quote_in_fstring_braces(text, getattr(exc, "line", 0) or 0, getattr(exc, "column", 0) or 0)
+    if quote is not None:
+        line, col = quote
+        return Diagnostic(
+            "E1005",
+            'a string literal inside `{…}` of an f-string: its `"` ends the f-string there',
+            path,
+            line,
+            col,
+            line,
+            col + 1,
+            hint='bind the value to a name first (`let key = m["a"]`) and write `{key}`; '
+            "an f-string's braces cannot hold a quote",
+        )
     if isinstance(exc, UnexpectedCharacters):
         position = exc.pos_in_stream if exc.pos_in_stream is not None else -1
         char = text[position] if 0 <= position < len(text) else "?"
@@ -1022,6 +1102,46 @@ def _syntax_diagnostic(exc: UnexpectedInput, path: str, text: str) -> Diagnostic
             token.end_column or col,
         )
     return Diagnostic("E1002", "syntax error", path, getattr(exc, "line", 1), getattr(exc, "column", 1))
+
+
+def _quote_in_fstring_braces(text: str, line: int, col: int) -> tuple[int, int] | None:
+    """Where an f-string before (line, col) on that line ends inside an open `{`, as the
+    lexer reads `f"{m["a"]}"` (an f-string `f"{m["`, then the rest), or None. The scan
+    follows the lexer's strings and comments; a line with a long string is left alone."""
+    if line < 1:
+        return None
+    lines = text.split("\n")
+    if line > len(lines) or '"""' in lines[line - 1]:
+        return None
+    source = lines[line - 1]
+    index = 0
+    while index < min(len(source), col - 1):
+        ch = source[index]
+        if ch == "#":
+            return None
+        if ch != '"':
+            index += 1
+            continue
+        fstring = index > 0 and source[index - 1] == "f" and (index < 2 or not _is_name_char(source[index - 2]))
+        depth, index = 0, index + 1
+        while index < len(source) and source[index] != '"':
+            if source[index] == "\\":
+                index += 1
+            elif fstring and depth == 0 and source.startswith(("{{", "}}"), index):
+                index += 1  # a literal brace
+            elif fstring and source[index] == "{":
+                depth += 1
+            elif fstring and source[index] == "}" and depth:
+                depth -= 1
+            index += 1
+        if index < col - 1 and depth > 0:
+            return line, index + 1
+        index += 1
+    return None
+
+
+def _is_name_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def _last_line(text: str) -> int:

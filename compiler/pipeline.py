@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compiler.diagnostics import Diagnostic
+from compiler.diagnostics import Diagnostic, has_errors
 
 if TYPE_CHECKING:  # the stages load lazily: an up-to-date run needs none of them
     from compiler import check as qc
+    from compiler.analyse import AnalysisResult
+    from compiler.llm.stats import HealStats
 
 MANIFEST = ".envc-manifest.json"
 
@@ -46,6 +48,9 @@ class SpecResult:
     status: str = "error"  # "written", "unchanged", "up-to-date", "stale", "error"
     stale_files: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    remap: Callable[[Diagnostic], Diagnostic] | None = None
+    """Takes a diagnostic of the spec with its `llm` fills spliced in back to the files
+    on disk (compiler/llm/fill.py); None for a spec without holes."""
 
     @property
     def ok(self) -> bool:
@@ -59,6 +64,11 @@ class Options:
     check_only: bool = False
     qc: bool = True
     force: bool = False
+    offline: bool = False
+    """Never ask a model: an `llm` body without a current fill in envc.lock is an error."""
+    llm_log: Callable[[str], None] | None = None
+    heal_stats: HealStats | None = None
+    """Collects the healing pass rates of the fills asked for during the run."""
 
 
 def find_project_root(start: Path) -> Path:
@@ -229,7 +239,7 @@ def compile_specs(
             pending.append((result, package, _manifest_files(package, spec, result, options), started))
         result.seconds = time.perf_counter() - started
     _refuse_shared_names(pending)
-    _check_and_write([p for p in pending if not p[0].diagnostics], options)
+    _check_and_write([p for p in pending if not has_errors(p[0].diagnostics)], options)  # warnings do not stop it
     return results
 
 
@@ -300,6 +310,12 @@ def _lower_spec(spec: Path, result: SpecResult, options: Options) -> qc.Package 
     env = analysis.environment
     if env is None:
         return None
+    filled = _with_fills(spec, analysis, result, options)
+    if filled is None:
+        return None
+    analysis, extra_inputs = filled
+    env = analysis.environment
+    assert env is not None
     result.name = env.header.name
     result.read_tools = sum(1 for t in env.tools if not t.writes)
     result.write_tools = sum(1 for t in env.tools if t.writes)
@@ -309,7 +325,38 @@ def _lower_spec(spec: Path, result: SpecResult, options: Options) -> qc.Package 
         result.diagnostics.append(Diagnostic("E6001", str(exc), str(spec), env.header.line or 1, 1))
         return None
     result.lines = sum(text.count("\n") for path, text in files.items() if path.endswith(".py"))
-    return qc.Package(env=env, name=env.header.name, files=files, inputs=analysis.inputs())
+    return qc.Package(env=env, name=env.header.name, files=files, inputs=[*analysis.inputs(), *extra_inputs])
+
+
+# --------------------------------------------------------------------------- llm fills
+
+
+def _with_fills(
+    spec: Path, analysis: AnalysisResult, result: SpecResult, options: Options
+) -> tuple[AnalysisResult, list[str]] | None:
+    """The spec with its `llm` bodies filled from envc.lock (or by the model, when not
+    offline and not checking), and the files that then shape the output too (the lock,
+    pyproject.toml); unchanged for a spec without holes. None when a fill is missing."""
+    from compiler.llm import resolve
+
+    if not resolve.has_holes(analysis):
+        return analysis, []
+    mode: resolve.Mode = "check" if options.check_only else "offline" if options.offline else "build"
+    fill_options = resolve.FillOptions(
+        root=options.project_root, mode=mode, qc=options.qc, display=result.spec, log=options.llm_log or _quiet
+    )
+    if options.heal_stats is not None:
+        fill_options.stats = options.heal_stats
+    resolved = resolve.resolve_spec(spec, analysis, fill_options)
+    result.diagnostics.extend(resolved.diagnostics)
+    if resolved.analysis is None or resolved.analysis.environment is None:
+        return None
+    result.remap = resolved.original
+    return resolved.analysis, resolved.inputs
+
+
+def _quiet(_message: str) -> None:
+    pass
 
 
 def _manifest_files(package: qc.Package, spec: Path, result: SpecResult, options: Options) -> dict[str, str]:
@@ -344,7 +391,8 @@ def _check_and_write(pending: list[tuple[SpecResult, qc.Package, dict[str, str],
             result.tests = f"{check.tests_passed} passed" + (
                 f", {check.tests_failed} failed" if check.tests_failed else ""
             )
-            result.diagnostics.extend(qc.to_diagnostics(package, check))
+            found = qc.to_diagnostics(package, check)
+            result.diagnostics.extend(map(result.remap, found) if result.remap else found)
             if not (check.static_ok and check.dynamic_ok):
                 result.status = "error"
                 continue

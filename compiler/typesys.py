@@ -141,6 +141,54 @@ def join(a: ir.TypeRef, b: ir.TypeRef) -> ir.TypeRef | None:
     return None
 
 
+FORMAT_SPEC = re.compile(
+    r"(?:(?P<fill>[^{}\\\"'\t\n\r\f\v])?(?P<align>[<>^=]))?(?P<sign>[-+ ])?(?P<alternate>#)?(?P<zero>0)?"
+    r"(?P<width>[0-9]{1,3})?(?P<grouping>[,_])?(?:\.(?P<precision>[0-9]{1,3}))?(?P<type>[sdboxXeEfFgG%])?"
+)
+"""The format specs f-strings take (`{x:SPEC}`): Python's `[[fill]align][sign][#][0][width]
+[grouping][.precision][type]`, with width and precision of at most three digits, a fill
+that is not a quote, backslash, brace, tab or line break, and no locale (`n`) or character (`c`)
+types. Whether a spec fits the value's type is checked by the analyser (`format_problem`)."""
+
+
+def format_problem(spec: str, kind: str) -> str:
+    """Why a format spec (one `FORMAT_SPEC` takes) does not fit a value of `kind` (`int`,
+    `float` or `str`), or "" when it fits: what Python would refuse, or would show
+    differently for an int and a float (a float variable may hold an int)."""
+    found = FORMAT_SPEC.fullmatch(spec)
+    if found is None:
+        return f"`{spec}` is not a format spec envc takes"
+    part = found.groupdict()
+    presentation = part["type"]
+    if kind == "str":
+        for name, what in (
+            ("sign", "a sign"),
+            ("alternate", "`#`"),
+            ("zero", "zero padding"),
+            ("grouping", "grouping"),
+        ):
+            if part[name]:
+                return f"{what} is for numbers; a str takes fill, alignment, width, `.precision` and `s`"
+        if part["align"] == "=":
+            return "`=` alignment is for numbers"
+        if presentation not in (None, "s"):
+            return f"`{presentation}` formats numbers, not text"
+        return ""
+    if presentation == "s":
+        return "`s` formats text; a number takes d, b, o, x, X (int) or e, f, g, % (both)"
+    if kind == "int" and presentation in (None, "d", "b", "o", "x", "X"):
+        if part["precision"]:
+            return "an int takes no precision; give a float type (`.2f`) to show decimals"
+        if part["grouping"] == "," and presentation in ("b", "o", "x", "X"):
+            return f"`,` grouping does not go with `{presentation}`; use `_`"
+        return ""
+    if kind == "float" and presentation in ("d", "b", "o", "x", "X"):
+        return f"`{presentation}` formats ints; a float takes e, E, f, F, g, G or %"
+    if kind == "float" and presentation is None and part["precision"]:
+        return "a precision needs a type for a float: `.2f` (fixed) or `.2g` (significant digits)"
+    return ""
+
+
 # --------------------------------------------------------------------------- JSON Schema
 
 

@@ -169,7 +169,7 @@ def test_the_probe_calls_every_built_in() -> None:
         ("tool", "reset", "`reset` is kept for the harness API of generated environments"),
         ("helper", "run", "a helper `run` becomes `_run`, and `_run` is a method of every generated Environment"),
         ("helper", "undo", "a helper `undo` becomes `_undo`, and `_undo` is an attribute of every generated"),
-        ("variable", "json", "`json` is a module imported by every generated environment module; a parameter"),
+        ("variable", "json", "`json` is a name the code generated for tool, helper and test bodies uses"),
         ("variable", "env", "`env` is a name the code generated for tool, helper and test bodies uses"),
         ("variable", "key_7", "`key_7` is a name the code generated for tool, helper and test bodies uses"),
         ("variable", "_x", "`_x`: names starting with `_` are left to the generated code"),

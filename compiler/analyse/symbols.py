@@ -192,13 +192,18 @@ def add_builtin_state(a: Analysis) -> None:
         a.state[bi.ID_COUNTERS] = ir.Field_(
             name=bi.ID_COUNTERS, type=ts.map_of(ts.STR, ts.INT), default=ir.MapLit(entries=[])
         )
-    if used & {"random_int", "random_choice"}:
+    if used & RANDOM_FUNCTIONS:
         start = a.header.seed
         if a.header.rng == "python":
             # Python's generator: seeded with random_seed; rng_state counts the 32-bit words drawn.
             a.state[bi.RANDOM_SEED] = ir.Field_(name=bi.RANDOM_SEED, type=ts.INT, default=ir.Const(value=start))
             start = 0
         a.state[bi.RNG_STATE] = ir.Field_(name=bi.RNG_STATE, type=ts.INT, default=ir.Const(value=start))
+
+
+RANDOM_FUNCTIONS = frozenset(name for name, changed in bi.EFFECTFUL_FUNCTIONS.items() if changed == bi.RNG_STATE)
+"""Built-ins that draw from the random generator (random_int, random_choice, random_float,
+uniform): a body calling one gives the spec the random state fields."""
 
 
 def resolve_type(a: Analysis, ref: ir.TypeRef, file: str) -> ir.TypeRef:

@@ -15,7 +15,8 @@ from compiler import typesys as ts
 from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis
 from compiler.analyse.symbols import resolve_type
-from compiler.diagnostics import did_you_mean
+from compiler.diagnostics import Diagnostic, did_you_mean
+from compiler.irtree import walk
 
 
 def run(a: Analysis) -> None:
@@ -55,9 +56,17 @@ class TypeChecker:
         self.scopes: list[dict[str, _Local]] = [{}]
         self.declared: dict[str, ir.TypeRef] = {}
         self.loop_depth = 0
+        self.shared: set[int] = set()
+        """Operands of the comparison chain being checked (by id): each is checked once,
+        though two links of the chain look at it."""
 
     def error(self, code: str, message: str, node: ir.Node | None, hint: str = "") -> None:
         self.a.error(code, message, node, self.file, hint)
+
+    def warning(self, code: str, message: str, node: ir.Node, hint: str = "") -> None:
+        """A diagnostic that does not stop the spec from compiling."""
+        where = (node.line, node.col, node.end_line, node.end_col)
+        self.a.diags.append(Diagnostic(code, message, self.file, *where, hint=hint, severity="warning"))
 
     @property
     def records(self) -> dict[str, ir.RecordDecl]:
@@ -132,13 +141,36 @@ class TypeChecker:
             if defaulted and not has_default:
                 self.error("E2020", f"parameter `{param.name}` has no default but follows one that has", param)
             defaulted = defaulted or has_default
-            self.declare(param.name, param.type, "param", param)
+            name = ir.Node(line=param.line, col=param.col, end_line=param.line, end_col=param.col + len(param.name))
+            self.declare(param.name, param.type, "param", name)
+            if self._shadows_silently(tool, param.name):
+                self.warning(
+                    "E2024",
+                    f"parameter `{param.name}` shadows the state field `{param.name}`: "
+                    f"in this body `{param.name}` is the parameter",
+                    name,
+                    hint=f"write `state.{param.name}` for the field, or give the parameter another name",
+                )
             self._check_param_default(param)
         if tool.escape is not None:
             return  # the effects pass checks that it declares what it reads and writes
         terminates = self.block(tool.body)
         if not terminates and tool.returns.name != "None":
             self.error("E3011", f"`{tool.name}` can reach its end without returning {ts.show(tool.returns)}", tool)
+
+    def _shadows_silently(self, tool: ir.ToolDecl, name: str) -> bool:
+        """A parameter named like a state field that holds a container (a list, set, map,
+        record or json value), in a body that never says `state.NAME`: there every `NAME`
+        is the parameter, so a membership test or a loop meant for the field uses the
+        parameter without a word (E2024). A body that writes `state.NAME` shows it knows;
+        scalars (ids, names) often share a name with a field on purpose."""
+        field_ = self.a.state.get(name)
+        if field_ is None or not ts.is_container(field_.type, self.a.records):
+            return False
+        return not any(
+            isinstance(node, ir.Attr) and node.name == name and isinstance(node.obj, ir.Name) and node.obj.id == "state"
+            for node in walk(tool.body)
+        )
 
     def _check_param_default(self, param: ir.Param) -> None:
         if param.default is not None:
@@ -193,7 +225,17 @@ class TypeChecker:
             self.expect_assignable(ty, declared, stmt.value)
             ty = declared
         elif _is_empty_literal(stmt.value):
-            self.error("E3020", "cannot tell the type of an empty literal", stmt.value)
+            shape = (
+                "map[K, V] = {}` (e.g. `map[str, int]`)"
+                if isinstance(stmt.value, ir.MapLit)
+                else "list[T] = []` (e.g. `list[str]`)"
+            )
+            self.error(
+                "E3020",
+                "cannot tell the type of an empty literal",
+                stmt.value,
+                hint=f"give the type: `let {stmt.name}: {shape}",
+            )
         elif ty.name == "None":
             self.error(
                 "E3020",
@@ -370,9 +412,13 @@ class TypeChecker:
             local = self.lookup(expr.id)
             if local is not None:
                 if local.kind == "param" and not mutate:
-                    self.error(
-                        "E4007", f"parameter `{expr.id}` cannot be reassigned", expr, hint=f"`let new_{expr.id} = ...`"
+                    hint = (
+                        f"`{expr.id}` here is the parameter; to change the state field of that name "
+                        f"write `state.{expr.id} = …`"
+                        if expr.id in self.a.state
+                        else f"`let new_{expr.id} = ...`"
                     )
+                    self.error("E4007", f"parameter `{expr.id}` cannot be reassigned", expr, hint=hint)
                 if local.kind == "loop" and not mutate:
                     self.error("E3022", f"loop variable `{expr.id}` cannot be reassigned", expr)
                 expr.ref = "param" if local.kind == "param" else "local"
@@ -468,6 +514,8 @@ class TypeChecker:
 
     # ------------------------------------------------------------------ expressions
     def expr(self, expr: ir.Expr, expected: ir.TypeRef | None) -> ir.TypeRef:
+        if expr.ty is not None and id(expr) in self.shared:
+            return expr.ty  # the second link of a chain that shares this operand
         method = getattr(self, f"expr_{expr.kind}")
         ty: ir.TypeRef = method(expr, expected)
         expr.ty = ty
@@ -502,15 +550,53 @@ class TypeChecker:
 
     def expr_fstring(self, expr: ir.FString, expected: ir.TypeRef | None) -> ir.TypeRef:
         for part in expr.parts:
-            if not isinstance(part, str):
-                ty = self.expr(part, None)
-                if ty.name in ("list", "map", "set", "json") or ty.name in self.a.records:
-                    self.error(
-                        "E3001",
-                        f"f-strings show scalars; this is {ts.show(ty)}",
-                        part,
-                        hint="pick a field, or use len(...)",
-                    )
+            if isinstance(part, ir.Formatted):
+                self.expr(part, None)
+            elif not isinstance(part, str):
+                self._shown(part)
+        return ts.STR
+
+    def _shown(self, part: ir.Expr) -> ir.TypeRef:
+        """The type of a value an f-string shows (scalars only)."""
+        ty = self.expr(part, None)
+        if ty.name in ("list", "map", "set", "json") or ty.name in self.a.records:
+            self.error(
+                "E3001",
+                f"f-strings show scalars; this is {ts.show(ty)}",
+                part,
+                hint="pick a field, or use len(...)",
+            )
+            return ts.ANY
+        return ty
+
+    def expr_formatted(self, expr: ir.Formatted, expected: ir.TypeRef | None) -> ir.TypeRef:
+        """`{value:spec}` in an f-string: the spec must fit the value's type."""
+        ty = self._shown(expr.value)
+        if ty.name == "any":
+            return ts.STR
+        spec = f"`:{expr.spec}`"
+        if ts.is_optional(ty):
+            self.error(
+                "E3009",
+                f"the format spec {spec} needs a value, and this may be None",
+                expr.value,
+                hint="check it first, or format `str(x)`",
+            )
+            return ts.STR
+        if ty.name == "bool":
+            self.error(
+                "E3001",
+                f"the format spec {spec} would show a bool as the number 1 or 0",
+                expr.value,
+                hint=f"format its text: `{{str({source_text(expr.value)}):{expr.spec}}}`",
+            )
+            return ts.STR
+        kind = ty.name if ty.name in ("int", "float") else "str"
+        problem = ts.format_problem(expr.spec, kind)
+        if problem:
+            self.error(
+                "E3001", f"the format spec {spec} does not fit {ts.show(ty)}: {problem}", expr, hint=_SPEC_HINTS[kind]
+            )
         return ts.STR
 
     def expr_name(self, expr: ir.Name, expected: ir.TypeRef | None) -> ir.TypeRef:
@@ -723,7 +809,9 @@ class TypeChecker:
             return ts.BOOL
         ty = self.expr(expr.operand, expected)
         if not ts.is_numeric(ty):
-            self.error("E3004", f"`-` does not apply to {ts.show(ty)}", expr)
+            self.error(
+                "E3004", f"`-` does not apply to {ts.show(ty)}", expr, hint=_json_number_hint((expr.operand, ty))
+            )
             return ts.ANY
         return ty
 
@@ -742,14 +830,45 @@ class TypeChecker:
         if op in ("in", "not in"):
             return self._membership(expr)
         if op in ("<", "<=", ">", ">="):
-            left = self.expr(expr.left, None)
-            right = self.expr(expr.right, left)
+            if operand_order(expr)[0] is expr.right:  # `"2025-01-01" <= d`: the literal takes d's type
+                right = self.expr(expr.right, None)
+                left = self.expr(expr.left, right)
+            else:
+                left = self.expr(expr.left, None)
+                right = self.expr(expr.right, left)
             if not ts.orderable(left, right):
-                self.error("E3004", f"`{op}` does not apply to {ts.show(left)} and {ts.show(right)}", expr)
+                self.error(
+                    "E3004",
+                    f"`{op}` does not apply to {ts.show(left)} and {ts.show(right)}",
+                    expr,
+                    hint=_json_number_hint((expr.left, left), (expr.right, right)),
+                )
             return ts.BOOL
         left = self.expr(expr.left, expected)
         right = self.expr(expr.right, left if left.name in ("list",) else None)
         return self._arithmetic(expr, left, right)
+
+    def expr_compare(self, expr: ir.Compare, expected: ir.TypeRef | None) -> ir.TypeRef:
+        """`a < b <= c`: each link checked as the comparison it is, each operand once."""
+        for op in expr.ops:
+            if op not in CHAINABLE:
+                self.error(
+                    "E3004",
+                    f"`{op}` cannot be chained with other comparisons",
+                    expr,
+                    hint="chain ==, !=, <, <=, > and >= only; write `a in xs and b in xs`, or put one comparison in parentheses",
+                )
+                break
+        outer = self.shared
+        self.shared = outer | {id(operand) for operand in expr.operands}
+        for operand in expr.operands:
+            operand.ty = None  # checked afresh (a body is checked once; this is for safety)
+        try:
+            for link in chain_links(expr):
+                self.expr_binary(link, None)
+        finally:
+            self.shared = outer
+        return ts.BOOL
 
     def _identity(self, expr: ir.Binary) -> ir.TypeRef:
         left = self.expr(expr.left, None)
@@ -803,6 +922,11 @@ class TypeChecker:
         if ts.is_numeric(left) and ts.is_numeric(right):
             if op == "/":
                 return ts.FLOAT
+            if op == "**":
+                # As mypy types it: an int to a literal power of 0 or more is an int;
+                # any other power is a float (an int to a negative power is one in Python).
+                whole = left.name == right.name == "int" and power_is_whole(expr.right)
+                return ts.INT if whole else ts.FLOAT
             return ts.INT if left.name == right.name == "int" else ts.FLOAT
         if op == "+" and left.name in ("str", *ts.TEMPORAL) and right.name in ("str", *ts.TEMPORAL):
             return ts.STR
@@ -810,7 +934,12 @@ class TypeChecker:
             return left
         if op == "*" and left.name in ("str", "list") and right.name == "int":
             return left
-        self.error("E3004", f"`{op}` does not apply to {ts.show(left)} and {ts.show(right)}", expr)
+        self.error(
+            "E3004",
+            f"`{op}` does not apply to {ts.show(left)} and {ts.show(right)}",
+            expr,
+            hint=_json_number_hint((expr.left, left), (expr.right, right)),
+        )
         return ts.ANY
 
     def expr_ternary(self, expr: ir.Ternary, expected: ir.TypeRef | None) -> ir.TypeRef:
@@ -1081,13 +1210,35 @@ class TypeChecker:
 _LITERALS = ("const", "list", "map")
 
 
+CHAINABLE = ("==", "!=", "<", "<=", ">", ">=")
+"""The comparisons a chain may link (`a == b == c`, `0 <= p < 1`); `in` and `is` stand alone."""
+
+
+def chain_links(expr: ir.Compare) -> list[ir.Binary]:
+    """The comparisons of a chain, `a < b <= c` as `a < b` and `b <= c`; neighbouring
+    links share the operand between them (the same node, not a copy)."""
+    return [
+        ir.Binary(
+            op=op,
+            left=left,
+            right=right,
+            line=left.line,
+            col=left.col,
+            end_line=right.end_line,
+            end_col=right.end_col,
+        )
+        for op, left, right in zip(expr.ops, expr.operands, expr.operands[1:])
+    ]
+
+
 def operand_order(expr: ir.Binary) -> tuple[ir.Expr, ir.Expr]:
     """The order the operands of a binary expression are checked in: `in` looks at its
     container first, and `==` at the side that is not a literal first (the literal then
-    takes that side's type). The effects pass visits them in the same order."""
+    takes that side's type; so in an ordering, `"2025-01-01" <= d`). The effects pass
+    visits them in the same order."""
     if expr.op in ("in", "not in"):
         return expr.right, expr.left
-    if expr.op in ("==", "!=") and expr.left.kind in _LITERALS and expr.right.kind not in _LITERALS:
+    if expr.op in CHAINABLE and expr.left.kind in _LITERALS and expr.right.kind not in _LITERALS:
         return expr.right, expr.left
     return expr.left, expr.right
 
@@ -1113,7 +1264,50 @@ def _narrowing(cond: ir.Expr, positive: bool, checker: TypeChecker) -> dict[str,
             return {**_narrowing(cond.left, True, checker), **_narrowing(cond.right, True, checker)}
         if cond.op == "or" and not positive:
             return {**_narrowing(cond.left, False, checker), **_narrowing(cond.right, False, checker)}
+    if isinstance(cond, ir.Compare) and positive:  # a true chain: every link is true
+        narrowed: dict[str, ir.TypeRef] = {}
+        for link in chain_links(cond):
+            narrowed.update(_narrowing(link, True, checker))
+        return narrowed
     return {}
+
+
+def source_text(expr: ir.Expr) -> str:
+    """A short expression as a hint may quote it (names, fields, constant keys), or `x`.
+    (Not `compiler.fmt`, which envc's output may not depend on.)"""
+    if isinstance(expr, ir.Name):
+        return expr.id
+    if isinstance(expr, ir.Attr):
+        return f"{source_text(expr.obj)}.{expr.name}"
+    if isinstance(expr, ir.Index) and isinstance(expr.index, ir.Const):
+        key = expr.index.value
+        shown = f'"{key}"' if isinstance(key, str) and '"' not in key and "\\" not in key else repr(key)
+        return f"{source_text(expr.obj)}[{shown}]"
+    return "x"
+
+
+_SPEC_HINTS = {
+    "str": "text takes fill, alignment (< > ^), width, `.precision` (which cuts it) and `s`",
+    "int": "an int takes d b o x X, or e f g % with a precision to show it as a decimal (`.2f`)",
+    "float": "a float takes e E f F g G or %, with a precision (`.2f`, `.3g`)",
+}
+
+
+def power_is_whole(exponent: ir.Expr) -> bool:
+    """Whether `x ** exponent` of an int is an int: the exponent is an int literal, 0 or more."""
+    return isinstance(exponent, ir.Const) and type(exponent.value) is int and exponent.value >= 0
+
+
+def _json_number_hint(*operands: tuple[ir.Expr, ir.TypeRef]) -> str:
+    """For arithmetic or an ordering on a `json` value next to numbers: how to get the
+    number out of it (a json value may be anything at run time)."""
+    if not any(ty.name == "json" for _, ty in operands):
+        return ""
+    if not all(ty.name == "json" or ts.is_numeric(ty) for _, ty in operands):
+        return ""
+    value = next(node for node, ty in operands if ty.name == "json")
+    shown = source_text(value)
+    return f"a json value may hold anything; take the number out first: `as_number({shown})` gives optional[float]"
 
 
 def _has_effect(expr: ir.Expr, fns: dict[str, ir.FnDecl]) -> bool:

@@ -9,6 +9,7 @@ its precedence level.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from compiler import ir
@@ -253,6 +254,117 @@ def check_random_choice(c: TypeChecker, call: ir.Call, expected: Expected) -> ir
     return ts.ANY
 
 
+def check_ord(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    c.positional(call, "ord", [ts.STR], 1)
+    text = call.args[0] if len(call.args) == 1 else None
+    if isinstance(text, ir.Const) and isinstance(text.value, str) and len(text.value) != 1:
+        c.error("E3001", f"`ord` takes one character, not {len(text.value)}", text)
+    return ts.INT
+
+
+def check_chr(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    c.positional(call, "chr", [ts.INT], 1)
+    code = call.args[0] if len(call.args) == 1 else None
+    if isinstance(code, ir.Const) and type(code.value) is int and not 0 <= code.value <= MAX_CODE_POINT:
+        c.error("E3001", f"`chr` takes a code point from 0 to {MAX_CODE_POINT}, not {code.value}", code)
+    return ts.STR
+
+
+MAX_CODE_POINT = 0x10FFFF
+
+JSON_DUMPS_OPTIONS: dict[str, ir.TypeRef] = {
+    "indent": ts.optional(ts.INT),
+    "sort_keys": ts.BOOL,
+    "ensure_ascii": ts.BOOL,
+}
+"""The named arguments of `json_dumps` and their types: those of Python's `json.dumps`
+that keep its output JSON text (separators stay json.dumps's own defaults)."""
+
+
+def check_json_dumps(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    if len(call.args) != 1:
+        c.error("E3006", "`json_dumps` takes one value, and indent=, sort_keys=, ensure_ascii=", call)
+        for arg in call.args:
+            c.expr(arg, None)
+    else:
+        ty = c.expr(call.args[0], None)
+        if holds_set(ty, c.records):
+            c.error(
+                "E3004",
+                f"`json_dumps` of {ts.show(ty)}: a set has no JSON form",
+                call.args[0],
+                hint="list its items first, e.g. `sorted(s)`",
+            )
+    given: set[str] = set()
+    for kw in call.kwargs:
+        wanted = JSON_DUMPS_OPTIONS.get(kw.name)
+        if wanted is None:
+            c.error(
+                "E3006",
+                f"`json_dumps` has no argument `{kw.name}`",
+                kw,
+                hint="its named arguments are indent=, sort_keys= and ensure_ascii=",
+            )
+            c.expr(kw.value, None)
+            continue
+        if kw.name in given:
+            c.error("E2005", f"argument `{kw.name}` given twice", kw)
+        given.add(kw.name)
+        c.expect_assignable(c.expr(kw.value, wanted), wanted, kw.value)
+    return ts.STR
+
+
+def holds_set(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl], seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a value of this type may contain a set, looking into records too."""
+    if ty.name == "set":
+        return True
+    if ty.name in records and ty.name not in seen:
+        inner = seen | {ty.name}
+        return any(holds_set(f.type, records, inner) for f in records[ty.name].fields)
+    return any(holds_set(arg, records, seen) for arg in ty.args)
+
+
+DATETIME_DIRECTIVES = frozenset("aAbBdHIjmMpSuUVwWyYG%")
+"""The `strptime` directives `parse_datetime` takes in a literal format: no zone (`%z`,
+`%Z`), no fractions of a second (`%f`), no locale-defined composites (`%c`, `%x`, `%X`)."""
+
+
+def datetime_format_problem(template: str) -> str:
+    """Why a literal `parse_datetime` format is refused, or "" when it is fine."""
+    index = 0
+    while index < len(template):
+        if template[index] != "%":
+            index += 1
+            continue
+        directive = template[index + 1 : index + 2]
+        if not directive:
+            return "the format ends with a lone `%`; write `%%` for a percent sign"
+        if directive in ("z", "Z"):
+            return f"`%{directive}` reads a time zone, and datetime values have none"
+        if directive == "f":
+            return "`%f` reads fractions of a second, and datetime values have whole seconds"
+        if directive not in DATETIME_DIRECTIVES:
+            return f"`%{directive}` is not one of the directives parse_datetime takes"
+        index += 2
+    return ""
+
+
+def check_parse_datetime(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    c.positional(call, "parse_datetime", [ts.STR, ts.STR], 2)
+    if len(call.args) == 2:
+        template = call.args[1]
+        if isinstance(template, ir.Const) and isinstance(template.value, str):
+            problem = datetime_format_problem(template.value)
+            if problem:
+                c.error(
+                    "E3024",
+                    f"invalid date/time format: {problem}",
+                    template,
+                    hint="directives: " + " ".join(f"%{d}" for d in sorted(DATETIME_DIRECTIVES, key=str.lower)),
+                )
+    return ts.optional(ts.DATETIME)
+
+
 # =========================================================================== lowerings
 
 
@@ -346,6 +458,17 @@ def lower_random_choice(em: Emitter, call: ir.Call) -> tuple[str, str]:
     return f"cast({item_type}, self._random_choice({em.expr(call.args[0])}))", "postfix"
 
 
+def lower_json_dumps(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    """Python's `json.dumps` with the options given (a helper in generated tests, which do
+    not import json)."""
+    options = [f"{kw.name}={em.expr(kw.value)}" for kw in call.kwargs]
+    arguments = ", ".join([em.expr(call.args[0]), *options])
+    if em.scope.kind == "test":
+        em.scope.helpers.add("json_dumps")
+        return f"{em.scope.module_prefix}_json_dumps({arguments})", "postfix"
+    return f"json.dumps({arguments})", "postfix"
+
+
 # =========================================================================== the table
 
 _CLOCK = Effect(reads=(bi.CLOCK,))
@@ -402,6 +525,14 @@ FUNCTIONS: dict[str, Function] = {
         Function("parse_json", "parse_json(s)", _view(ts.STR, ts.optional(ts.JSON)), helper, runtime=("parse_json",)),
         Function("valid_regex", "valid_regex(s)", sig(("str",), "bool"), helper, runtime=("valid_regex",)),
         Function("search", 'search(s, "a")', sig(("str", "str"), "bool"), helper, runtime=("search",)),
+        Function("ord", 'ord("a")', check_ord, python),
+        Function("chr", "chr(97)", check_chr, python),
+        Function(
+            "json_dumps",
+            "json_dumps(m, indent=2, sort_keys=True, ensure_ascii=False)",
+            check_json_dumps,
+            lower_json_dumps,
+        ),
         Function("now", "now()", sig((), "datetime"), lower_now, effect=_CLOCK),
         Function("today", "today()", sig((), "date"), lower_today, effect=_CLOCK),
         Function(
@@ -420,6 +551,13 @@ FUNCTIONS: dict[str, Function] = {
             runtime=("seconds_between",),
         ),
         Function("days_between", "days_between(d, d)", check_days_between, helper, runtime=("days_between",)),
+        Function(
+            "parse_datetime",
+            'parse_datetime("31/01/2025 09:30", "%d/%m/%Y %H:%M")',
+            check_parse_datetime,
+            helper,
+            runtime=("parse_datetime",),
+        ),
         Function("date_of", "date_of(t)", sig(("datetime",), "date"), _slice_of_first(":10")),
         Function("time_of", "time_of(t)", sig(("datetime",), "time"), _slice_of_first("11:")),
         Function("weekday", "weekday(d)", check_weekday, helper, runtime=("weekday",)),
@@ -449,6 +587,15 @@ FUNCTIONS: dict[str, Function] = {
             lower_random_choice,
             _RANDOM,
             methods=("random_choice",),
+        ),
+        Function("random_float", "random_float()", sig((), "float"), method, _RANDOM, methods=("random_float",)),
+        Function(
+            "uniform",
+            "uniform(1, 2.5)",
+            sig(("float", "float"), "float"),
+            method,
+            _RANDOM,
+            methods=("uniform", "random_float"),
         ),
         Function(
             "advance_clock",

@@ -172,3 +172,19 @@ def _refuse_constant(name: str) -> Any:
 def _weekday(text: str) -> int:
     """Monday is 0."""
     return _moment(text).weekday()
+
+
+def _json_dumps(value: Any, indent: int | None = None, sort_keys: bool = False, ensure_ascii: bool = True) -> str:
+    """Python's json.dumps, for generated tests (which do not import json)."""
+    return json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
+
+
+def _parse_datetime(text: str, template: str) -> str | None:
+    """`datetime.strptime(text, template)` as an ISO-8601 datetime, or None when the text
+    does not match (or the format is not one strptime takes). A time zone the format
+    reads is dropped (the local time as written stays), and so are fractions of a second."""
+    try:
+        moment = dt.datetime.strptime(text, template)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=None).isoformat(timespec="seconds")

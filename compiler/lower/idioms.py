@@ -27,6 +27,7 @@ POSITION_FIELDS = {"line", "col", "end_line", "end_col", "ty"}
 PURE_BUILTINS = {
     "len", "abs", "min", "max", "round", "str", "int", "float", "sum", "sorted", "any", "all",
     "keys", "values", "now", "today", "date_of", "time_of", "at", "unique", "reversed", "range",
+    "ord", "chr", "json_dumps", "parse_datetime",
 }  # fmt: skip
 PURE_METHODS = {
     "startswith", "endswith", "lower", "upper", "strip", "lstrip", "rstrip", "title", "get",
@@ -119,25 +120,37 @@ def min_max(cond: ir.Binary, then: ir.Expr, other: ir.Expr) -> tuple[str, ir.Exp
     return table[cond.op]
 
 
+def ordering_chain(e: ir.Expr) -> tuple[list[ir.Expr], list[str], bool] | None:
+    """`a < b` or `a < b <= c` (no json side) as (values, ops, rising), when every op goes
+    the same way (all `<`/`<=`, or all `>`/`>=`); else None."""
+    if isinstance(e, ir.Binary) and is_ordering(e):
+        return [e.left, e.right], [e.op], e.op in ("<", "<=")
+    if isinstance(e, ir.Compare) and all(op in ORDERING for op in e.ops) and not any(map(is_dynamic, e.operands)):
+        rising = {op in ("<", "<=") for op in e.ops}
+        if len(rising) == 1:
+            return list(e.operands), list(e.ops), rising.pop()
+    return None
+
+
 def chain_comparisons(emitter: Emitter, operands: list[ir.Expr], parts: list[str]) -> None:
-    """In an `and` chain, `a < b and b <= c` becomes `a < b <= c` (in place of `parts`)."""
+    """In an `and` chain, `a < b and b <= c` becomes `a < b <= c` (in place of `parts`),
+    and so does `a < b < c and c < d` (ruff's PLR1716 asks both)."""
     index = 0
     while index < len(operands):
-        first = operands[index]
-        if not isinstance(first, ir.Binary) or not is_ordering(first):
+        first = ordering_chain(operands[index])
+        if first is None:
             index += 1
             continue
-        rising = first.op in ("<", "<=")
-        values, ops = [first.left, first.right], [first.op]
+        values, ops, rising = first
         end = index + 1
         while end < len(operands):
-            step = operands[end]
-            if not isinstance(step, ir.Binary) or not is_ordering(step) or (step.op in ("<", "<=")) != rising:
+            step = ordering_chain(operands[end])
+            if step is None or step[2] != rising:
                 break
-            if not same(step.left, values[-1]) or not pure(step.left):
+            if not same(step[0][0], values[-1]) or not pure(step[0][0]):
                 break
-            values.append(step.right)
-            ops.append(step.op)
+            values.extend(step[0][1:])
+            ops.extend(step[1])
             end += 1
         if end > index + 1:
             prec = emitter.precedence("compare") + 1

@@ -137,6 +137,8 @@ tool quux_put(quux_key: int min 0 max 99, quux_label: str = "" max_length 20 pat
     let quux_parsed = parse_int("1") == parse_number("1.5") or parse_json("{}") == quux_extra
     let quux_moments = add_seconds(now(), 1) + add_minutes(now(), 1) + add_hours(now(), 1) + add_days(today(), 1) + date_of(now()) + time_of(now()) + at(today(), "09:00:00")
     let quux_gaps = seconds_between(now(), quux_when) + days_between(today(), quux_day) + weekday(today())
+    let quux_more = json_dumps(quux_list, indent=2, sort_keys=True, ensure_ascii=False) + chr(ord("a")) + str(random_float() + uniform(1, 2.5))
+    let quux_parsed_at = parse_datetime("31/01/2025 09:30", "%d/%m/%Y %H:%M")
     for quux_i in range(2):
         if quux_i == 0:
             continue

@@ -34,6 +34,7 @@ _PREC = {
     "//": 11,
     "%": 11,
     "unary": 12,
+    "**": 14,
     "postfix": 15,
     "atom": 16,
 }
@@ -154,13 +155,16 @@ class Emitter:
                 if isinstance(part, str):
                     pieces.append(py_str(part)[1:-1].replace("{", "{{").replace("}", "}}"))
                     continue
-                conversion = ""
+                conversion, spec = "", ""
+                if isinstance(part, ir.Formatted):
+                    spec = ":" + part.spec
+                    part = part.value
                 if idioms.is_builtin_call(part, "str") and len(part.args) == 1 and not part.kwargs:
                     part, conversion = part.args[0], "!s"  # `{str(x)}` says `{x!s}` (ruff's RUF010)
                 inner = self.expr(part, _PREC["ternary"] + 1)
                 if "\\" in inner or "'" in inner and '"' in inner:
                     return self._concat(e), _PREC["+"]
-                pieces.append("{" + inner + conversion + "}")
+                pieces.append("{" + inner + conversion + spec + "}")
         finally:
             self.quote = '"'
         if not any(not isinstance(p, str) for p in e.parts):
@@ -172,10 +176,16 @@ class Emitter:
         for part in e.parts:
             if isinstance(part, str):
                 pieces.append(py_str(part, self.quote))
+            elif isinstance(part, ir.Formatted):
+                pieces.append(self.expr(part, _PREC["postfix"]))
             else:
                 inner = self.expr(part, _PREC["postfix"])
                 pieces.append(inner if part.ty and part.ty.name == "str" else f"str({self.expr(part)})")
         return " + ".join(pieces) or py_str("", self.quote)
+
+    def _e_formatted(self, e: ir.Formatted) -> tuple[str, int]:
+        """`{x:spec}` where the f-string is written as a concatenation: Python's `format`."""
+        return f"format({self.expr(e.value)}, {py_str(e.spec, self.quote)})", _PREC["postfix"]
 
     def _e_list(self, e: ir.ListLit) -> tuple[str, int]:
         if e.ty is not None and ts.strip_optional(e.ty).name == "set":
@@ -283,8 +293,46 @@ class Emitter:
             if idioms.is_dynamic(e.left) or idioms.is_dynamic(e.right):
                 return f"bool({text})", _PREC["postfix"]  # comparing Any gives Any to mypy
             return text, prec
+        if op == "**":
+            return self._power(e)
         prec = _PREC[op]
         return f"{self.expr(e.left, prec)} {op} {self.expr(e.right, prec + 1)}", prec
+
+    def _power(self, e: ir.Binary) -> tuple[str, int]:
+        """`a ** b`, typed as the analysis typed it and as mypy sees it. An int to a literal
+        power of 0 or more stays an int (mypy knows); any other power is a float: an int
+        base to an int power is made a float first (`float(a) ** b`, never a huge int), a
+        float to an int power is one already, and a float power is wrapped in `float()`
+        (mypy cannot type it; Python's complex result for a negative base fails there)."""
+        prec = _PREC["**"]
+        left_type = ts.strip_optional(e.left.ty or ts.ANY).name
+        right_type = ts.strip_optional(e.right.ty or ts.ANY).name
+        right = self.expr(e.right, _PREC["unary"])  # `2 ** -n`; `a ** b ** c` is `a ** (b ** c)`
+        if left_type == right_type == "int" and (e.ty is None or e.ty.name == "float"):
+            value = idioms.const_int(e.left)
+            if value is not None:
+                base = repr(float(value))
+                base = f"({base})" if value < 0 else base
+            else:
+                base = f"float({self.expr(e.left)})"
+            return f"{base} ** {right}", prec
+        text = f"{self.expr(e.left, prec + 1)} ** {right}"
+        if right_type == "float" and left_type in ("int", "float"):
+            return f"float({text})", _PREC["postfix"]
+        return text, prec
+
+    def _e_compare(self, e: ir.Compare) -> tuple[str, int]:
+        """`a < b <= c`: Python's own chained comparison (each operand evaluated once)."""
+        prec = _PREC["compare"]
+        parts = [self.expr(e.operands[0], prec + 1)]
+        for op, operand in zip(e.ops, e.operands[1:]):
+            if isinstance(operand, ir.Const) and (operand.value is None or isinstance(operand.value, bool)):
+                op = {"==": "is", "!=": "is not"}.get(op, op)  # as for one comparison (ruff's E711, E712)
+            parts.append(f"{op} {self.expr(operand, prec + 1)}")
+        text = " ".join(parts)
+        if any(idioms.is_dynamic(operand) for operand in e.operands):
+            return f"bool({text})", _PREC["postfix"]  # comparing Any gives Any to mypy
+        return text, prec
 
     def _bool_chain(self, e: ir.Binary, op: str) -> str:
         """`a and b and c` (the left-nested chain as one), written as ruff's defaults ask:
@@ -568,11 +616,22 @@ class Emitter:
         if (
             declared is not None
             and s.name not in self.scope.annotated
-            and (self.mentions_enum(declared) or _needs_annotation(s.value, declared, self.records))
+            and (
+                self.mentions_enum(declared)
+                or _needs_annotation(s.value, declared, self.records)
+                or self._declared_differs(declared, s.value)
+            )
         ):
             annotation = f": {self.types.py(declared)}"
         self.scope.annotated.add(s.name)
         return [*self._journal_calls(s.value, pad), f"{pad}{s.name}{annotation} = {self.expr(s.value)}"]
+
+    def _declared_differs(self, declared: ir.TypeRef, value: ir.Expr) -> bool:
+        """A `let` whose declared type is not the value's own (`let acc: float = 0`,
+        `let who: optional[str] = name`, `let j: json = n`): mypy would take the variable's
+        type from the value, and refuse what the spec's type allows later (`acc += 0.5`,
+        `who = None`, `j = "text"`), so the declaration is written out."""
+        return value.ty is not None and self.types.py(declared) != self.types.py(value.ty)
 
     def _s_assign(self, s: ir.Assign, pad: str, indent: int) -> list[str]:
         lines = self._journal_calls(s.value, pad)

@@ -2547,7 +2547,7 @@ class Environment:
 
     def _has_path(self, payload: dict[str, Any], path: str) -> bool:
         """Helper `has_path`."""
-        current = payload
+        current: Any = payload
         for part in path.split("."):
             obj = _as_map(current)
             if obj is None:
@@ -2559,7 +2559,7 @@ class Environment:
 
     def _value_at(self, payload: dict[str, Any], path: str) -> Any:
         """The value at a path `has_path` accepted."""
-        current = payload
+        current: Any = payload
         for part in path.split("."):
             obj = _as_map(current)
             if obj is not None and part in obj:

@@ -5,8 +5,9 @@ library only, the same in every generated package, so trainers need no envc).
     score(task, final_states, initial_states) -> {"reward", "passed", "components", "failure_reason"}
 
 States are `Environment.state()` JSON, keyed by environment name. A verifier is a list
-of checks, each a JSON Pointer `path` into one environment's state, an `op` ("equals" or
-"absent"), the `expected` value and a `weight`; and a collateral rule: every path that
+of checks, each a JSON Pointer `path` into one environment's state, an `op` (`OPS`:
+equals, absent, present, not_null, length, contains, excludes), the `expected` value
+and a `weight`; and a collateral rule: every path that
 changed from the initial state must be one of the paths the gold solution changes, so
 changing anything else scores 0. A malformed task or state scores 0 with a reason; the
 scorer never raises.
@@ -83,8 +84,8 @@ def _score(
 def _check(check: Mapping[str, Any], finals: Mapping[str, Any]) -> dict[str, Any]:
     env, path, op = check.get("env"), check.get("path"), check.get("op")
     weight = check.get("weight", 1.0)
-    if not isinstance(env, str) or not isinstance(path, str) or op not in ("equals", "absent"):
-        raise VerifierError(f"a check needs env, path and op equals|absent: {dict(check)!r}")
+    if not isinstance(env, str) or not isinstance(path, str) or op not in OPS:
+        raise VerifierError(f"a check needs env, path and op {'|'.join(OPS)}: {dict(check)!r}")
     if (
         isinstance(weight, bool)
         or not isinstance(weight, (int, float))
@@ -93,12 +94,7 @@ def _check(check: Mapping[str, Any], finals: Mapping[str, Any]) -> dict[str, Any
     ):
         raise VerifierError(f"a check's weight must be a finite number >= 0: {weight!r}")
     found = resolve(finals.get(env, _MISSING), path)
-    if op == "absent":
-        ok, why = found is _MISSING, "is present"
-    else:
-        expected = check.get("expected")
-        ok = found is not _MISSING and found == expected
-        why = "is missing" if found is _MISSING else f"is {_short(found)}, not {_short(expected)}"
+    ok, why = OPS[op](found, check.get("expected"))
     return {
         "env": env,
         "path": path,
@@ -107,6 +103,57 @@ def _check(check: Mapping[str, Any], finals: Mapping[str, Any]) -> dict[str, Any
         "passed": ok,
         "why": "" if ok else why,
     }
+
+
+def _equals(found: Any, expected: Any) -> tuple[bool, str]:
+    if found is _MISSING:
+        return False, "is missing"
+    return found == expected, f"is {_short(found)}, not {_short(expected)}"
+
+
+def _absent(found: Any, expected: Any) -> tuple[bool, str]:
+    return found is _MISSING, "is present"
+
+
+def _present(found: Any, expected: Any) -> tuple[bool, str]:
+    return found is not _MISSING, "is missing"
+
+
+def _not_null(found: Any, expected: Any) -> tuple[bool, str]:
+    return (
+        found is not _MISSING and found is not None,
+        "is missing" if found is _MISSING else "is null",
+    )
+
+
+def _length(found: Any, expected: Any) -> tuple[bool, str]:
+    if not isinstance(found, (list, dict, str)):
+        return False, "has no length" if found is not _MISSING else "is missing"
+    return len(found) == expected, f"has {len(found)} items, not {_short(expected)}"
+
+
+def _contains(found: Any, expected: Any) -> tuple[bool, str]:
+    if not isinstance(found, (list, str)):
+        return False, "is not a list" if found is not _MISSING else "is missing"
+    return expected in found, f"does not hold {_short(expected)}"
+
+
+def _excludes(found: Any, expected: Any) -> tuple[bool, str]:
+    if not isinstance(found, (list, str)):
+        return False, "is not a list" if found is not _MISSING else "is missing"
+    return expected not in found, f"holds {_short(expected)}"
+
+
+OPS = {
+    "equals": _equals,
+    "absent": _absent,
+    "present": _present,
+    "not_null": _not_null,
+    "length": _length,
+    "contains": _contains,
+    "excludes": _excludes,
+}
+"""What a check may ask of the value at its path (`expected` where one is needed)."""
 
 
 def _collateral(

@@ -10,6 +10,7 @@ from .environment import (
     ScenarioError,
     State,
 )
+from .episode import Episode, EpisodeError
 from .scoring import score
 from .sessions import SessionError, SessionStore
 
@@ -19,6 +20,8 @@ __all__ = [
     "TOOL_SPECS",
     "DomainError",
     "Environment",
+    "Episode",
+    "EpisodeError",
     "ScenarioError",
     "SessionError",
     "SessionStore",

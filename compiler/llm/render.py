@@ -1,0 +1,287 @@
+"""IR back to envspec text, for prompts: declarations, bodies and tests as a model reads them.
+
+Why not `compiler/fmt.py`: it reproduces a file's layout and comments, and it is left out
+of the compiler fingerprint because it cannot shape output; prompts do shape the lock's
+keys, so their printer is fingerprinted. This one prints from the IR alone (after
+prototypes are merged and renamed), in the canonical style, with no comments.
+tests/llm/test_render.py parses what it prints back to the same IR for every shipped spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from compiler import ir
+
+INDENT = "    "
+
+# Binding strength, loosest first, as in grammar/envspec.lark (docs/language.md §14).
+LAMBDA, TERNARY, OR, AND, NOT, COMPARE, SUM, TERM, NEG, POWER, POSTFIX, ATOM = range(12)
+_COMPARE = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "is", "is not")
+_BINARY: dict[str, tuple[int, int, int]] = {
+    "or": (OR, OR, AND),
+    "and": (AND, AND, NOT),
+    **{op: (COMPARE, SUM, SUM) for op in _COMPARE},
+    **{op: (SUM, SUM, TERM) for op in ("+", "-")},
+    **{op: (TERM, TERM, NEG) for op in ("*", "/", "//", "%")},
+    "**": (POWER, POSTFIX, NEG),  # right-associative; its right side may be `-x`
+}
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+def quote(text: str) -> str:
+    """A one-line string literal that reads back as `text`."""
+    return '"' + "".join(_char(ch) for ch in text) + '"'
+
+
+def _char(ch: str) -> str:
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    return ch if ch.isprintable() or ord(ch) > 0xFFFF else f"\\u{ord(ch):04x}"
+
+
+def type_text(ref: ir.TypeRef) -> str:
+    return ref.name if not ref.args else f"{ref.name}[{', '.join(type_text(a) for a in ref.args)}]"
+
+
+def expr(node: ir.Expr, floor: int = LAMBDA) -> str:
+    """`node` as text, in parentheses where it binds looser than its place allows."""
+    text, strength = _PRINTERS[type(node)](node)
+    return f"({text})" if strength < floor else text
+
+
+def _const(node: ir.Const) -> tuple[str, int]:
+    value = node.value
+    if value is None or isinstance(value, bool):
+        return str(value), ATOM
+    if isinstance(value, str):
+        return quote(value), ATOM
+    if isinstance(value, float):
+        text = "1e999" if abs(value) == float("inf") else repr(abs(value))
+    else:
+        text = str(abs(value))
+    return ("-" + text, NEG) if value < 0 else (text, ATOM)
+
+
+def _fstring(node: ir.FString) -> tuple[str, int]:
+    out = ['f"']
+    for part in node.parts:
+        if isinstance(part, str):
+            out.append("".join(_char(ch) for ch in part).replace("{", "{{").replace("}", "}}"))
+        else:
+            spec = ":" + part.spec if isinstance(part, ir.Formatted) else ""
+            inner = expr(part.value if isinstance(part, ir.Formatted) else part)
+            out.append("{" + (" " if inner.startswith("{") else "") + inner + spec + "}")
+    return "".join(out) + '"', ATOM
+
+
+def arguments(args: Sequence[ir.Expr], kwargs: Sequence[ir.Keyword]) -> str:
+    return ", ".join([expr(a) for a in args] + [f"{k.name}={expr(k.value)}" for k in kwargs])
+
+
+def _comprehension(node: ir.Comprehension) -> tuple[str, int]:
+    loop = f" for {', '.join(node.targets)} in {expr(node.iter, OR)}"
+    if node.cond is not None:
+        loop += f" if {expr(node.cond, OR)}"
+    if node.value is None:
+        return f"[{expr(node.elt)}{loop}]", ATOM
+    return f"{{{expr(node.elt, TERNARY)}: {expr(node.value)}{loop}}}", ATOM
+
+
+def _slice(node: ir.Slice) -> tuple[str, int]:
+    lower = expr(node.lower, TERNARY) if node.lower is not None else ""
+    upper = expr(node.upper, TERNARY) if node.upper is not None else ""
+    return f"{expr(node.obj, POSTFIX)}[{lower}:{upper}]", POSTFIX
+
+
+def _binary(node: ir.Binary) -> tuple[str, int]:
+    strength, left, right = _BINARY[node.op]
+    return f"{expr(node.left, left)} {node.op} {expr(node.right, right)}", strength
+
+
+def _compare(node: ir.Compare) -> tuple[str, int]:
+    """A chain `a < b <= c`: every operand binds tighter than a comparison."""
+    text = expr(node.operands[0], SUM)
+    for op, operand in zip(node.ops, node.operands[1:]):
+        text += f" {op} {expr(operand, SUM)}"
+    return text, COMPARE
+
+
+def _unary(node: ir.Unary) -> tuple[str, int]:
+    if node.op == "not":
+        return f"not {expr(node.operand, NOT)}", NOT
+    return f"-{expr(node.operand, NEG)}", NEG
+
+
+_PRINTERS: dict[type[Any], Callable[[Any], tuple[str, int]]] = {
+    ir.Name: lambda n: (n.id, ATOM),
+    ir.Const: _const,
+    ir.FString: _fstring,
+    ir.ListLit: lambda n: ("[" + ", ".join(expr(i) for i in n.items) + "]", ATOM),
+    ir.MapLit: lambda n: ("{" + ", ".join(f"{expr(e.key, TERNARY)}: {expr(e.value)}" for e in n.entries) + "}", ATOM),
+    ir.Attr: lambda n: (f"{expr(n.obj, POSTFIX)}.{n.name}", POSTFIX),
+    ir.Index: lambda n: (f"{expr(n.obj, POSTFIX)}[{expr(n.index)}]", POSTFIX),
+    ir.Slice: _slice,
+    ir.Call: lambda n: (f"{expr(n.func, POSTFIX)}({arguments(n.args, n.kwargs)})", POSTFIX),
+    ir.Unary: _unary,
+    ir.Binary: _binary,
+    ir.Compare: _compare,
+    ir.Formatted: lambda n: _fstring(ir.FString(parts=[n])),
+    ir.Ternary: lambda n: (f"{expr(n.then, OR)} if {expr(n.cond, OR)} else {expr(n.other, TERNARY)}", TERNARY),
+    ir.Comprehension: _comprehension,
+    ir.Lambda: lambda n: (f"lambda {', '.join(n.params)}: {expr(n.body)}", LAMBDA),
+}
+
+
+# --------------------------------------------------------------------------- statements
+
+
+def error_call(error: ir.ErrorCall) -> str:
+    return f"{error.kind}({arguments([] if error.message is None else [error.message], error.fields)})"
+
+
+def body_lines(body: Sequence[ir.Stmt], depth: int = 0) -> list[str]:
+    """A body's statements, one line each (blocks indented under their header)."""
+    lines: list[str] = []
+    for stmt in body:
+        lines.extend(_stmt(stmt, depth))
+    return lines
+
+
+def body_text(body: Sequence[ir.Stmt]) -> str:
+    return "\n".join(body_lines(body)) + "\n"
+
+
+def _stmt(s: ir.Stmt, depth: int) -> list[str]:
+    pad = INDENT * depth
+    if isinstance(s, ir.If):
+        lines: list[str] = []
+        for index, branch in enumerate(s.branches):
+            lines.append(f"{pad}{'elif' if index else 'if'} {expr(branch.cond)}:")
+            lines.extend(body_lines(branch.body, depth + 1))
+        if s.orelse:
+            lines.append(f"{pad}else:")
+            lines.extend(body_lines(s.orelse, depth + 1))
+        return lines
+    if isinstance(s, ir.For):
+        return [f"{pad}for {', '.join(s.targets)} in {expr(s.iter)}:", *body_lines(s.body, depth + 1)]
+    return [pad + simple_stmt(s)]
+
+
+def simple_stmt(s: ir.Stmt) -> str:
+    if isinstance(s, ir.Let):
+        annotation = f": {type_text(s.type)}" if s.type is not None else ""
+        return f"let {s.name}{annotation} = {expr(s.value)}"
+    if isinstance(s, ir.Assign):
+        return f"{expr(s.target, POSTFIX)} {s.op} {expr(s.value)}"
+    if isinstance(s, ir.Return):
+        return "return" if s.value is None else f"return {expr(s.value)}"
+    if isinstance(s, ir.Require):
+        return f"require {expr(s.cond)} else {error_call(s.error)}"
+    if isinstance(s, ir.Fail):
+        return f"fail {error_call(s.error)}"
+    if isinstance(s, ir.Delete):
+        return f"del {expr(s.target, POSTFIX)}"
+    if isinstance(s, ir.ExprStmt):
+        return expr(s.value)
+    if isinstance(s, (ir.Pass, ir.Break, ir.Continue)):
+        return s.kind
+    raise TypeError(f"cannot render {type(s).__name__}")
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+def doc_lines(doc: str, depth: int) -> list[str]:
+    if not doc:
+        return []
+    pad = INDENT * depth
+    if "\n" not in doc:
+        return [pad + quote(doc)]
+    inner = [pad + line.replace('"""', '\\"\\"\\"') if line else "" for line in doc.split("\n")]
+    return [pad + '"""', *inner, pad + '"""']
+
+
+def param_text(p: ir.Param) -> str:
+    text = f"{p.name}: {type_text(p.type)}"
+    if p.default is not None:
+        text += f" = {expr(p.default)}"
+    return text + "".join(f" {c.kind} {expr(c.value)}" for c in p.constraints)
+
+
+def callable_head(decl: ir.ToolDecl) -> str:
+    keyword = "fn" if isinstance(decl, ir.FnDecl) else "tool"
+    params = ", ".join(param_text(p) for p in decl.params)
+    return f"{keyword} {decl.name}({params}) -> {type_text(decl.returns)}:"
+
+
+def effect_lines(decl: ir.ToolDecl, declared_only: bool = True) -> list[str]:
+    """`reads`/`writes` lines: as declared, or (for bodies envc inferred) as inferred."""
+    lines = []
+    for word, declared, inferred in (
+        ("reads", decl.declared_reads, decl.reads),
+        ("writes", decl.declared_writes, decl.writes),
+    ):
+        names = declared if declared is not None or declared_only else inferred
+        if names is not None:
+            lines.append(f"{INDENT}{word} {', '.join(names) or 'nothing'}")
+    if decl.side_effect:
+        lines.append(f"{INDENT}side_effect {quote(decl.side_effect)}")
+    lines += [f"{INDENT}param {p.name} {quote(p.doc)}" for p in decl.params if p.doc]
+    return lines
+
+
+def callable_text(decl: ir.ToolDecl, with_body: bool = True) -> str:
+    """A tool or helper as spec text; without its body, `...` stands for it."""
+    lines = [callable_head(decl), *doc_lines(decl.doc, 1), *effect_lines(decl)]
+    if decl.escape is not None and with_body:
+        lines.append(f"{INDENT}{decl.escape.kind} {quote(decl.escape.text)}")
+    elif with_body:
+        lines += body_lines(decl.body, 1)
+    else:
+        lines.append(f"{INDENT}...")
+    return "\n".join(lines)
+
+
+def enum_text(decl: ir.EnumDecl) -> str:
+    return "\n".join([f"enum {decl.name}:", *doc_lines(decl.doc, 1), f"{INDENT}{', '.join(decl.members)}"])
+
+
+def field_text(f: ir.Field_) -> str:
+    default = f" = {expr(f.default)}" if f.default is not None else ""
+    return f"{f.name}: {type_text(f.type)}{default}"
+
+
+def record_text(decl: ir.RecordDecl) -> str:
+    return "\n".join([f"record {decl.name}:", *doc_lines(decl.doc, 1), *(INDENT + field_text(f) for f in decl.fields)])
+
+
+def test_text(decl: ir.TestDecl) -> str:
+    return "\n".join([f"test {decl.name}:", *doc_lines(decl.doc, 1), *(INDENT + test_step(s) for s in decl.steps)])
+
+
+def test_step(step: ir.TestStmt) -> str:
+    if isinstance(step, ir.UseScenario):
+        return f"scenario {step.name}"
+    if isinstance(step, ir.TestLet):
+        return f"let {step.name} = {expr(step.value)}"
+    if isinstance(step, ir.TestCall):
+        return expr(step.call)
+    if isinstance(step, ir.ExpectRaises):
+        return f"{expr(step.call)} raises {step.error}" + (f" {quote(step.message)}" if step.message else "")
+    return f"expect {expr(step.cond)}"
+
+
+def task_text(decl: ir.TaskDecl) -> str:
+    lines = [f"task {decl.name}:", *doc_lines(decl.doc, 1)]
+    if decl.scenario:
+        lines.append(f"{INDENT}scenario {decl.scenario}")
+    lines.append(f"{INDENT}request {quote(decl.request)}")
+    if decl.solution:
+        lines += [f"{INDENT}solution:", *(INDENT * 2 + expr(e) for e in decl.solution)]
+    lines += [f"{INDENT}verify {expr(e)}" for e in decl.verify]
+    return "\n".join(lines)

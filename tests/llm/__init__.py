@@ -1,0 +1,1 @@
+"""Tests of the LLM layer (compiler/llm/), against a loopback chat-completions server."""
