@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,9 @@ RUFF_RULES = "E,F,W,I,UP,B,C4"
 --isolated` checks with no `--select`), so generated code is clean under either."""
 RUFF_IGNORED = "E501,E741"  # long literals are fine; names like `l` are the spec author's choice
 DYNAMIC_TIMEOUT_SECONDS = 300
+DYNAMIC_MEMORY_BYTES = 4 * 1024**3
+"""Address space the generated tests may use (a runaway body fails with MemoryError
+instead of taking the machine down)."""
 
 # Imports a generated module may use: the standard library only, and per file only
 # what it needs (the environment itself does no I/O; sessions save to disk).
@@ -237,6 +241,11 @@ def _mypy(root: Path, packages: list[Package]) -> Iterator[tuple[str, Finding]]:
         yield packages[0].name, Finding("mypy", "", 0, f"mypy did not run: {result.stderr.strip()[:300]}")
 
 
+def limit_memory() -> None:
+    """In the test subprocess, before it starts: cap its address space."""
+    resource.setrlimit(resource.RLIMIT_AS, (DYNAMIC_MEMORY_BYTES, DYNAMIC_MEMORY_BYTES))
+
+
 def _run_tests(root: Path, package: Package, result: CheckResult) -> None:
     command = [
         sys.executable,
@@ -253,7 +262,14 @@ def _run_tests(root: Path, package: Package, result: CheckResult) -> None:
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     try:
         run = subprocess.run(
-            command, capture_output=True, text=True, check=False, cwd=root, timeout=DYNAMIC_TIMEOUT_SECONDS, env=env
+            command,
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=root,
+            timeout=DYNAMIC_TIMEOUT_SECONDS,
+            env=env,
+            preexec_fn=limit_memory,
         )
     except subprocess.TimeoutExpired:
         result.dynamic_ok = False

@@ -398,3 +398,15 @@ def test_pytest_summary_counts(summary: str, passed: int, failed: int) -> None:
     counted: dict[str, Any] = {word: qc._count(summary, word) for word in ("passed", "failed", "error")}
     assert counted["passed"] == passed
     assert counted["failed"] + counted["error"] == failed
+
+
+def test_generated_tests_run_with_a_memory_limit() -> None:
+    """The generated tests' subprocess cannot take more than DYNAMIC_MEMORY_BYTES."""
+    import subprocess
+    import sys
+
+    grab = f"bytearray({qc.DYNAMIC_MEMORY_BYTES + 2**30})"
+    done = subprocess.run(
+        [sys.executable, "-c", grab], capture_output=True, text=True, preexec_fn=qc.limit_memory, timeout=60
+    )
+    assert done.returncode != 0 and "MemoryError" in done.stderr
