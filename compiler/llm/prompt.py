@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from compiler import builtins as bi
-from compiler import ir, library
+from compiler import ir, library, printer
 from compiler.irtree import walk
 from compiler.llm import render
 from compiler.llm.fill import normalise_body
@@ -157,7 +157,7 @@ def _world_text(env: ir.Environment) -> str:
     lines = ["world:"]
     for w in env.world:
         head = f"{w.name}: {render.type_text(w.type)}"
-        value = render.expr(w.value) if w.value is not None else ""
+        value = printer.expr(w.value) if w.value is not None else ""
         lines.append(render.INDENT + (f"{head} = {value}" if value and len(head + value) <= LONG_VALUE else head))
     return "\n".join(lines)
 
@@ -175,7 +175,7 @@ def _callable_summary(decl: ir.ToolDecl, with_body: bool) -> str:
     if decl.errors:
         lines.append(f"{render.INDENT}# may fail with: {', '.join(decl.errors)}")
     if decl.escape is not None:
-        lines.append(f"{render.INDENT}{decl.escape.kind} {render.quote(decl.escape.text)}")
+        lines.append(f"{render.INDENT}{decl.escape.kind} {printer.quote(decl.escape.text)}")
     elif with_body:
         lines += render.body_lines(decl.body, 1)
     else:

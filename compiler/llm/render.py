@@ -9,139 +9,19 @@ tests/llm/test_render.py parses what it prints back to the same IR for every shi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from compiler import ir
+from compiler.printer import POSTFIX, error_call, expr, quote, type_ref
 
 INDENT = "    "
 
-# Binding strength, loosest first, as in grammar/envspec.lark (docs/language.md §14).
-LAMBDA, TERNARY, OR, AND, NOT, COMPARE, SUM, TERM, NEG, POWER, POSTFIX, ATOM = range(12)
-_COMPARE = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "is", "is not")
-_BINARY: dict[str, tuple[int, int, int]] = {
-    "or": (OR, OR, AND),
-    "and": (AND, AND, NOT),
-    **{op: (COMPARE, SUM, SUM) for op in _COMPARE},
-    **{op: (SUM, SUM, TERM) for op in ("+", "-")},
-    **{op: (TERM, TERM, NEG) for op in ("*", "/", "//", "%")},
-    "**": (POWER, POSTFIX, NEG),  # right-associative; its right side may be `-x`
-}
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
-
-
-# --------------------------------------------------------------------------- expressions
-
-
-def quote(text: str) -> str:
-    """A one-line string literal that reads back as `text`."""
-    return '"' + "".join(_char(ch) for ch in text) + '"'
-
-
-def _char(ch: str) -> str:
-    if ch in _ESCAPES:
-        return _ESCAPES[ch]
-    return ch if ch.isprintable() or ord(ch) > 0xFFFF else f"\\u{ord(ch):04x}"
-
-
-def type_text(ref: ir.TypeRef) -> str:
-    return ref.name if not ref.args else f"{ref.name}[{', '.join(type_text(a) for a in ref.args)}]"
-
-
-def expr(node: ir.Expr, floor: int = LAMBDA) -> str:
-    """`node` as text, in parentheses where it binds looser than its place allows."""
-    text, strength = _PRINTERS[type(node)](node)
-    return f"({text})" if strength < floor else text
-
-
-def _const(node: ir.Const) -> tuple[str, int]:
-    value = node.value
-    if value is None or isinstance(value, bool):
-        return str(value), ATOM
-    if isinstance(value, str):
-        return quote(value), ATOM
-    if isinstance(value, float):
-        text = "1e999" if abs(value) == float("inf") else repr(abs(value))
-    else:
-        text = str(abs(value))
-    return ("-" + text, NEG) if value < 0 else (text, ATOM)
-
-
-def _fstring(node: ir.FString) -> tuple[str, int]:
-    out = ['f"']
-    for part in node.parts:
-        if isinstance(part, str):
-            out.append("".join(_char(ch) for ch in part).replace("{", "{{").replace("}", "}}"))
-        else:
-            spec = ":" + part.spec if isinstance(part, ir.Formatted) else ""
-            inner = expr(part.value if isinstance(part, ir.Formatted) else part)
-            out.append("{" + (" " if inner.startswith("{") else "") + inner + spec + "}")
-    return "".join(out) + '"', ATOM
-
-
-def arguments(args: Sequence[ir.Expr], kwargs: Sequence[ir.Keyword]) -> str:
-    return ", ".join([expr(a) for a in args] + [f"{k.name}={expr(k.value)}" for k in kwargs])
-
-
-def _comprehension(node: ir.Comprehension) -> tuple[str, int]:
-    loop = f" for {', '.join(node.targets)} in {expr(node.iter, OR)}"
-    if node.cond is not None:
-        loop += f" if {expr(node.cond, OR)}"
-    if node.value is None:
-        return f"[{expr(node.elt)}{loop}]", ATOM
-    return f"{{{expr(node.elt, TERNARY)}: {expr(node.value)}{loop}}}", ATOM
-
-
-def _slice(node: ir.Slice) -> tuple[str, int]:
-    lower = expr(node.lower, TERNARY) if node.lower is not None else ""
-    upper = expr(node.upper, TERNARY) if node.upper is not None else ""
-    return f"{expr(node.obj, POSTFIX)}[{lower}:{upper}]", POSTFIX
-
-
-def _binary(node: ir.Binary) -> tuple[str, int]:
-    strength, left, right = _BINARY[node.op]
-    return f"{expr(node.left, left)} {node.op} {expr(node.right, right)}", strength
-
-
-def _compare(node: ir.Compare) -> tuple[str, int]:
-    """A chain `a < b <= c`: every operand binds tighter than a comparison."""
-    text = expr(node.operands[0], SUM)
-    for op, operand in zip(node.ops, node.operands[1:]):
-        text += f" {op} {expr(operand, SUM)}"
-    return text, COMPARE
-
-
-def _unary(node: ir.Unary) -> tuple[str, int]:
-    if node.op == "not":
-        return f"not {expr(node.operand, NOT)}", NOT
-    return f"-{expr(node.operand, NEG)}", NEG
-
-
-_PRINTERS: dict[type[Any], Callable[[Any], tuple[str, int]]] = {
-    ir.Name: lambda n: (n.id, ATOM),
-    ir.Const: _const,
-    ir.FString: _fstring,
-    ir.ListLit: lambda n: ("[" + ", ".join(expr(i) for i in n.items) + "]", ATOM),
-    ir.MapLit: lambda n: ("{" + ", ".join(f"{expr(e.key, TERNARY)}: {expr(e.value)}" for e in n.entries) + "}", ATOM),
-    ir.Attr: lambda n: (f"{expr(n.obj, POSTFIX)}.{n.name}", POSTFIX),
-    ir.Index: lambda n: (f"{expr(n.obj, POSTFIX)}[{expr(n.index)}]", POSTFIX),
-    ir.Slice: _slice,
-    ir.Call: lambda n: (f"{expr(n.func, POSTFIX)}({arguments(n.args, n.kwargs)})", POSTFIX),
-    ir.Unary: _unary,
-    ir.Binary: _binary,
-    ir.Compare: _compare,
-    ir.Formatted: lambda n: _fstring(ir.FString(parts=[n])),
-    ir.Ternary: lambda n: (f"{expr(n.then, OR)} if {expr(n.cond, OR)} else {expr(n.other, TERNARY)}", TERNARY),
-    ir.Comprehension: _comprehension,
-    ir.Lambda: lambda n: (f"lambda {', '.join(n.params)}: {expr(n.body)}", LAMBDA),
-}
+# The expressions, types and string literals of a spec are printed by compiler/printer.py,
+# the printer `envc fmt` uses too.
+type_text = type_ref
 
 
 # --------------------------------------------------------------------------- statements
-
-
-def error_call(error: ir.ErrorCall) -> str:
-    return f"{error.kind}({arguments([] if error.message is None else [error.message], error.fields)})"
 
 
 def body_lines(body: Sequence[ir.Stmt], depth: int = 0) -> list[str]:

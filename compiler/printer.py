@@ -1,0 +1,225 @@
+"""Spec text of IR pieces: string literals, types and expressions with minimal
+parentheses, error calls. One printer for everything that writes envspec: `envc fmt`
+(which adds layout and comments) and the LLM layer's prompts (compiler/llm/render.py)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from compiler import ir
+
+INDENT = "    "
+DOC_WIDTH = 80
+"""A doc longer than this is written as a block string."""
+
+# --------------------------------------------------------------------------- strings
+
+_NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
+
+
+def _escape_char(ch: str) -> str:
+    """Minimal escaping: named escapes, `\\uXXXX` for other unprintable BMP characters."""
+    if ch in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[ch]
+    if ch.isprintable() or ord(ch) > 0xFFFF:
+        return ch
+    return f"\\u{ord(ch):04x}"
+
+
+def quote(value: str) -> str:
+    """A one-line double-quoted string literal that parses back to `value`."""
+    return '"' + "".join(_escape_char(ch) for ch in value) + '"'
+
+
+def _block_line(line: str) -> str:
+    """One line inside `\"\"\"`: tabs and quotes stay raw, but a quote run cannot close it."""
+    text = "".join(ch if ch == "\t" or (ch.isprintable() and ch != "\\") else _escape_char(ch) for ch in line)
+    return re.sub(r'"{3,}', lambda m: '\\"' * len(m.group()), text)
+
+
+def block_string(value: str) -> str | None:
+    """The `\"\"\"` form of `value`, or None when the parser's dedent-and-strip would alter it."""
+    lines = value.split("\n")
+    layout = "\n".join(INDENT + line if line else "" for line in lines) + "\n" + INDENT
+    if not value or textwrap.dedent(layout).strip() != value:
+        return None
+    return '"""\n' + "\n".join(_block_line(line) for line in lines) + '\n"""'
+
+
+def text(value: str, long: bool = False) -> str:
+    """Docs and other prose: a `\"\"\"` block over several lines (or when long), else quoted."""
+    if "\n" in value or (long and len(value) > DOC_WIDTH):
+        block = block_string(value)
+        if block is not None:
+            return block
+    return quote(value)
+
+
+# --------------------------------------------------------------------------- expressions
+
+# Binding strength, loosest first, as in grammar/envspec.lark.
+LAMBDA, TERNARY, OR, AND, NOT, COMPARE, SUM, TERM, NEG, POWER, POSTFIX, ATOM = range(12)
+_COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "is", "is not")
+# op -> (its strength, least strength of the left operand, of the right operand).
+# A comparison's sides bind tighter (a chain `a < b < c` is a `Compare` node of its own);
+# the rest associate left, but `**`, which associates right.
+_BINARY: dict[str, tuple[int, int, int]] = {
+    "or": (OR, OR, AND),
+    "and": (AND, AND, NOT),
+    **{op: (COMPARE, SUM, SUM) for op in _COMPARE_OPS},
+    **{op: (SUM, SUM, TERM) for op in ("+", "-")},
+    **{op: (TERM, TERM, NEG) for op in ("*", "/", "//", "%")},
+    "**": (POWER, POSTFIX, NEG),  # right-associative, and its right side may be `-x`
+}
+
+
+def expr(node: ir.Expr, floor: int = LAMBDA) -> str:
+    """`node` as text, parenthesised when it binds looser than its position allows."""
+    text, strength = _PRINTERS[type(node)](node)
+    return f"({text})" if strength < floor else text
+
+
+def _name(node: ir.Name) -> tuple[str, int]:
+    return node.id, ATOM
+
+
+def _const(node: ir.Const) -> tuple[str, int]:
+    value = node.value
+    if value is None or isinstance(value, bool):
+        return str(value), ATOM
+    if isinstance(value, str):
+        return quote(value), ATOM
+    if isinstance(value, float):
+        if value != value:
+            raise ValueError("NaN has no envspec literal")
+        text = "1e999" if abs(value) == float("inf") else repr(abs(value))
+    else:
+        text = str(abs(value))
+    return ("-" + text, NEG) if value < 0 else (text, ATOM)
+
+
+def _fstring(node: ir.FString) -> tuple[str, int]:
+    out = ['f"']
+    for part in node.parts:
+        if isinstance(part, str):
+            out.append("".join(_escape_char(ch) for ch in part).replace("{", "{{").replace("}", "}}"))
+        else:
+            spec = ""
+            if isinstance(part, ir.Formatted):
+                spec = ":" + part.spec
+                part = part.value
+            inner = expr(part)
+            # `{{` would read as a literal brace, so a leading `{` gets a space.
+            out.append("{" + (" " if inner.startswith("{") else "") + inner + spec + "}")
+    out.append('"')
+    return "".join(out), ATOM
+
+
+def _list(node: ir.ListLit) -> tuple[str, int]:
+    return "[" + ", ".join(expr(item) for item in node.items) + "]", ATOM
+
+
+def _entry(entry: ir.MapEntry) -> str:
+    return f"{expr(entry.key, TERNARY)}: {expr(entry.value)}"
+
+
+def _map(node: ir.MapLit) -> tuple[str, int]:
+    return "{" + ", ".join(_entry(e) for e in node.entries) + "}", ATOM
+
+
+def _attr(node: ir.Attr) -> tuple[str, int]:
+    return f"{expr(node.obj, POSTFIX)}.{node.name}", POSTFIX
+
+
+def _index(node: ir.Index) -> tuple[str, int]:
+    return f"{expr(node.obj, POSTFIX)}[{expr(node.index)}]", POSTFIX
+
+
+def _slice(node: ir.Slice) -> tuple[str, int]:
+    lower = expr(node.lower, TERNARY) if node.lower is not None else ""
+    upper = expr(node.upper, TERNARY) if node.upper is not None else ""
+    return f"{expr(node.obj, POSTFIX)}[{lower}:{upper}]", POSTFIX
+
+
+def arguments(args: Sequence[ir.Expr], kwargs: Sequence[ir.Keyword]) -> str:
+    """Positional arguments first: the IR keeps the two kinds apart, not their order."""
+    return ", ".join([expr(a) for a in args] + [f"{k.name}={expr(k.value)}" for k in kwargs])
+
+
+def _call(node: ir.Call) -> tuple[str, int]:
+    return f"{expr(node.func, POSTFIX)}({arguments(node.args, node.kwargs)})", POSTFIX
+
+
+def _unary(node: ir.Unary) -> tuple[str, int]:
+    if node.op == "not":
+        return f"not {expr(node.operand, NOT)}", NOT
+    return f"-{expr(node.operand, NEG)}", NEG
+
+
+def _binary(node: ir.Binary) -> tuple[str, int]:
+    strength, left, right = _BINARY[node.op]
+    return f"{expr(node.left, left)} {node.op} {expr(node.right, right)}", strength
+
+
+def _compare(node: ir.Compare) -> tuple[str, int]:
+    """A chain: every operand binds tighter than a comparison (`(a < b) == c` is no chain)."""
+    text = expr(node.operands[0], SUM)
+    for op, operand in zip(node.ops, node.operands[1:]):
+        text += f" {op} {expr(operand, SUM)}"
+    return text, COMPARE
+
+
+def _ternary(node: ir.Ternary) -> tuple[str, int]:
+    return f"{expr(node.then, OR)} if {expr(node.cond, OR)} else {expr(node.other, TERNARY)}", TERNARY
+
+
+def _comprehension(node: ir.Comprehension) -> tuple[str, int]:
+    loop = f" for {', '.join(node.targets)} in {expr(node.iter, OR)}"
+    if node.cond is not None:
+        loop += f" if {expr(node.cond, OR)}"
+    if node.value is None:
+        return f"[{expr(node.elt)}{loop}]", ATOM
+    return f"{{{expr(node.elt, TERNARY)}: {expr(node.value)}{loop}}}", ATOM
+
+
+def _formatted(node: ir.Formatted) -> tuple[str, int]:
+    """Only inside an f-string, which prints it (`_fstring`); alone, as the f-string it is."""
+    return _fstring(ir.FString(parts=[node]))
+
+
+def _lambda(node: ir.Lambda) -> tuple[str, int]:
+    return f"lambda {', '.join(node.params)}: {expr(node.body)}", LAMBDA
+
+
+_PRINTERS: dict[type[Any], Callable[[Any], tuple[str, int]]] = {
+    ir.Name: _name,
+    ir.Const: _const,
+    ir.FString: _fstring,
+    ir.ListLit: _list,
+    ir.MapLit: _map,
+    ir.Attr: _attr,
+    ir.Index: _index,
+    ir.Slice: _slice,
+    ir.Call: _call,
+    ir.Unary: _unary,
+    ir.Binary: _binary,
+    ir.Compare: _compare,
+    ir.Formatted: _formatted,
+    ir.Ternary: _ternary,
+    ir.Comprehension: _comprehension,
+    ir.Lambda: _lambda,
+}
+
+
+def type_ref(ref: ir.TypeRef) -> str:
+    if not ref.args:
+        return ref.name
+    return f"{ref.name}[{', '.join(type_ref(a) for a in ref.args)}]"
+
+
+def error_call(error: ir.ErrorCall) -> str:
+    args = [] if error.message is None else [error.message]
+    return f"{error.kind}({arguments(args, error.fields)})"
