@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from compiler import ir
 from compiler.diagnostics import Diagnostic
 from compiler.parse import parse_source
-from compiler.printer import INDENT, POSTFIX, TERNARY, error_call, expr, quote, text, type_ref
+from compiler.printer import INDENT, POSTFIX, TERNARY, expr, quote, simple_stmt, text, type_ref
 
 POSITION_KEYS = frozenset({"line", "col", "end_line", "end_col", "item_places"})
 """Layout, not meaning: positions, and where each header item was written."""
@@ -429,7 +429,7 @@ class _Layout:
             return [self.value(f"let {s.name}{annotation} = ", s.value, s.line)]
         if isinstance(s, ir.Assign):
             return [self.value(f"{expr(s.target, POSTFIX)} {s.op} ", s.value, s.line)]
-        return [_Item(_simple_stmt(s), s.line)]
+        return [_Item(simple_stmt(s), s.line)]
 
     def if_stmt(self, s: ir.If) -> list[_Item]:
         items = [
@@ -440,22 +440,6 @@ class _Layout:
             start = self.src.last_code(1, s.orelse[0].line - 1) if s.orelse[0].line else 0
             items.append(_block("else:", start, self.stmts(s.orelse)))
         return items
-
-
-def _simple_stmt(s: ir.Stmt) -> str:
-    if isinstance(s, ir.Return):
-        return "return" if s.value is None else f"return {expr(s.value)}"
-    if isinstance(s, ir.Require):
-        return f"require {expr(s.cond)} else {error_call(s.error)}"
-    if isinstance(s, ir.Fail):
-        return f"fail {error_call(s.error)}"
-    if isinstance(s, ir.Delete):
-        return f"del {expr(s.target, POSTFIX)}"
-    if isinstance(s, ir.ExprStmt):
-        return expr(s.value)
-    if isinstance(s, (ir.Pass, ir.Break, ir.Continue)):
-        return s.kind
-    raise TypeError(f"cannot format {type(s).__name__}")
 
 
 def param(p: ir.Param) -> str:

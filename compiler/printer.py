@@ -223,3 +223,25 @@ def type_ref(ref: ir.TypeRef) -> str:
 def error_call(error: ir.ErrorCall) -> str:
     args = [] if error.message is None else [error.message]
     return f"{error.kind}({arguments(args, error.fields)})"
+
+
+def simple_stmt(s: ir.Stmt) -> str:
+    """A statement of one line (not `if` or `for`)."""
+    if isinstance(s, ir.Let):
+        annotation = f": {type_ref(s.type)}" if s.type is not None else ""
+        return f"let {s.name}{annotation} = {expr(s.value)}"
+    if isinstance(s, ir.Assign):
+        return f"{expr(s.target, POSTFIX)} {s.op} {expr(s.value)}"
+    if isinstance(s, ir.Return):
+        return "return" if s.value is None else f"return {expr(s.value)}"
+    if isinstance(s, ir.Require):
+        return f"require {expr(s.cond)} else {error_call(s.error)}"
+    if isinstance(s, ir.Fail):
+        return f"fail {error_call(s.error)}"
+    if isinstance(s, ir.Delete):
+        return f"del {expr(s.target, POSTFIX)}"
+    if isinstance(s, ir.ExprStmt):
+        return expr(s.value)
+    if isinstance(s, (ir.Pass, ir.Break, ir.Continue)):
+        return s.kind
+    raise TypeError(f"cannot print {type(s).__name__}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from compiler import ir
-from compiler.printer import POSTFIX, error_call, expr, quote, type_ref
+from compiler.printer import expr, quote, simple_stmt, type_ref
 
 INDENT = "    "
 
@@ -50,27 +50,6 @@ def _stmt(s: ir.Stmt, depth: int) -> list[str]:
     if isinstance(s, ir.For):
         return [f"{pad}for {', '.join(s.targets)} in {expr(s.iter)}:", *body_lines(s.body, depth + 1)]
     return [pad + simple_stmt(s)]
-
-
-def simple_stmt(s: ir.Stmt) -> str:
-    if isinstance(s, ir.Let):
-        annotation = f": {type_text(s.type)}" if s.type is not None else ""
-        return f"let {s.name}{annotation} = {expr(s.value)}"
-    if isinstance(s, ir.Assign):
-        return f"{expr(s.target, POSTFIX)} {s.op} {expr(s.value)}"
-    if isinstance(s, ir.Return):
-        return "return" if s.value is None else f"return {expr(s.value)}"
-    if isinstance(s, ir.Require):
-        return f"require {expr(s.cond)} else {error_call(s.error)}"
-    if isinstance(s, ir.Fail):
-        return f"fail {error_call(s.error)}"
-    if isinstance(s, ir.Delete):
-        return f"del {expr(s.target, POSTFIX)}"
-    if isinstance(s, ir.ExprStmt):
-        return expr(s.value)
-    if isinstance(s, (ir.Pass, ir.Break, ir.Continue)):
-        return s.kind
-    raise TypeError(f"cannot render {type(s).__name__}")
 
 
 # --------------------------------------------------------------------------- declarations
