@@ -9,6 +9,8 @@ input never produces a Python traceback; only a bug does, and only with ENVC_DEB
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import os
 import re
@@ -146,7 +148,46 @@ def _installed_version() -> str:
         return "unknown (not installed)"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+LAZY_COMMANDS: dict[str, str] = {
+    "serve": "compiler.serve.command:serve_command",
+    "mcp": "compiler.serve.mcp_command:mcp_command",
+    "rollout": "compiler.rollout_command:rollout_command",
+    "adapters": "compiler.adapters.command:adapters_command",
+}
+"""Commands that live in their own stage's module, as `name -> "module:attribute"`: the
+module is imported only when the command runs (or its help is shown), so `envc --help`
+and the other commands never pay for a server, an MCP SDK or an HTTP client."""
+
+
+class LazyGroup(click.Group):
+    """A click group that imports the modules of `LAZY_COMMANDS` on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        present = [name for name, target in LAZY_COMMANDS.items() if _module_exists(target.partition(":")[0])]
+        return sorted([*super().list_commands(ctx), *present])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(cmd_name)
+        if target is None or cmd_name in self.commands:
+            return super().get_command(ctx, cmd_name)
+        module_name, _, attribute = target.partition(":")
+        if not _module_exists(module_name):
+            return None
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{target} is not a click command")
+        return command
+
+
+def _module_exists(name: str) -> bool:
+    """Whether a lazy command's module is present, without importing it."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version=_installed_version(), prog_name="envc")
 def cli() -> None:
     """envc: compile .envspec files into sandbox environments for RL agents."""
