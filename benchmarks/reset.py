@@ -4,6 +4,7 @@
     python benchmarks/reset.py --tickets 50000 --reps 5
     python benchmarks/reset.py --audit 10000    # also put 10,000 entries in the audit log
     python benchmarks/reset.py --package /tmp/out/ticketing
+    python benchmarks/reset.py --baseline /tmp/before/ticketing   # + (c) and (e) of an older build
 
 An RL trainer resets an environment once per episode and often forks it (tree search,
 best-of-n); this is what that costs when the state is large. Measured on the generated
@@ -14,7 +15,8 @@ ticketing package (generated/ticketing by default):
   (c) `env._load_scenario(mapping)` -- a JSON-shaped mapping (string ticket ids, as
       json.load gives them) validated record by record, then copied in
   (d) `snapshot()` and `restore(snapshot)`
-  (e) `fork()`
+  (e) `fork()` (copy on write: shares the state's fields), and a fork followed by its
+      first write, `create_ticket`, which copies the fields that tool may change
   plus `state()` (the detached JSON snapshot a harness saves), for reference, and the
   cost of a few tool calls on the large state, generated against hand-written
   (benchmarks/handwritten_ticketing.py), to show which calls grow with the state.
@@ -152,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tickets", type=int, default=10_000)
     parser.add_argument("--audit", type=int, default=0, help="audit log entries in the state (default none)")
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--baseline", type=Path, help="another build (e.g. before a change): its (c) and (e) too")
     args = parser.parse_args(argv)
 
     E = load_generated(args.package.resolve())
@@ -171,8 +174,22 @@ def main(argv: list[str] | None = None) -> int:
         ("(d) snapshot()", timed(env.snapshot, args.reps)),
         ("(d) restore(snapshot)", timed(lambda: env.restore(snap), args.reps)),
         ("(e) fork()", timed(env.fork, args.reps)),
+        ("(e) fork() + create_ticket", timed(lambda: env.fork().call("create_ticket", {"title": "New"}), args.reps)),
         ("    state() (detached JSON)", timed(env.state, args.reps)),
     ]
+    if args.baseline is not None:
+        from call_overhead import load_baseline
+
+        B = load_baseline(args.baseline.resolve())
+        old = B.Environment()
+        old._load_scenario(mapping)
+        rows += [
+            (
+                "(c) baseline: _load_scenario(mapping)",
+                timed(lambda: B.Environment()._load_scenario(mapping), args.reps),
+            ),
+            ("(e) baseline: fork()", timed(old.fork, args.reps)),
+        ]
     deepcopy = statistics.median(rows[1][1])
 
     print(f"machine: {machine()}")
@@ -181,11 +198,11 @@ def main(argv: list[str] | None = None) -> int:
         f"state: {args.tickets:,} tickets, {args.audit:,} audit entries, {size / 1e6:.1f} MB as JSON; "
         f"{args.reps} repetitions after a warm-up\n"
     )
-    print(f"{'operation':<36}{'median ms':>11}{'min ms':>9}{'us/ticket':>11}{'vs deepcopy':>13}")
+    print(f"{'operation':<40}{'median ms':>11}{'min ms':>9}{'us/ticket':>11}{'vs deepcopy':>13}")
     for label, seconds in rows:
         median = statistics.median(seconds)
         print(
-            f"{label:<36}{median * 1e3:11.2f}{min(seconds) * 1e3:9.2f}"
+            f"{label:<40}{median * 1e3:11.3f}{min(seconds) * 1e3:9.3f}"
             f"{median / args.tickets * 1e6:11.3f}{median / deepcopy:12.3f}x"
         )
     print("\n(c) includes building a fresh Environment (one copy_state of the empty S0).")

@@ -94,10 +94,6 @@ reserved everywhere: parameters may be called `param` (the prototypes have such)
 tool, helper, state or world field may not, since its name can start a statement."""
 TYPE_NAMES = frozenset({*ts.PRIMITIVES, "list", "map", "set", "optional", "any", "None"})
 """Types of the language, which a record or enum cannot be called either."""
-HARNESS_NAMES = frozenset({"reset", "tools", "schema", "close"})
-"""Not in the generated code: kept free for the harness API an `Environment` is expected
-to grow (gym-style `reset`/`close`, a tool listing), so tools cannot take them now."""
-
 ROLES = ("record", "enum", "tool", "helper", "state", "world", "variable", "test", "task")
 """Kinds of declaration `reserved_reason` knows: `variable` is a parameter, `let` name,
 loop or comprehension variable (of a tool, helper or test); `state`/`world` a field."""
@@ -137,8 +133,6 @@ def reserved_reason(name: str, role: str) -> str | None:
         return f"`{name}` is a type name of the language"
     if name in FUNCTIONS and role in ("record", "enum", "helper", "variable"):
         return f"`{name}` is a built-in function of the body language"
-    if role == "tool" and name in HARNESS_NAMES:
-        return f"`{name}` is kept for the harness API of generated environments"
     if role == "variable":
         return _variable_reason(name)
     return _landing_reason(name, role)
@@ -261,36 +255,42 @@ def _by_kind(groups: dict[str, str]) -> dict[str, str]:
 # What each constant holds: the field of the same name of compiler.lower.namespace.Derived.
 MODULE_NAMES: Final = _by_kind(
     {
-        "class": "AuditEntry DomainError Environment Param ScenarioError State ToolSpec World _UndoLog",
+        "class": (
+            "AuditEntry DomainError Environment Param ScenarioError State ToolSpec World _Family _Member "
+            "_PrivateStateNeeded _RecordingLog _UndoLog"
+        ),
         "constant": (
             "DEFAULT_STATE INTERNAL_ERROR Kind RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS "
-            "TOOL_SPECS UNSET WORLD _INT_KEY _MAX_DRAWS _MISSING _SCALARS _SIMPLE_TYPES _SURROGATE "
-            "_TEMPORAL_SHAPES _TYPE_NAMES"
+            "TOOL_SPECS UNSET WORLD _INT_KEY _MAX_DRAWS _MEMBER_CLASSES _MISSING _Record _SCALARS "
+            "_SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES"
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_list _as_map _as_number _as_text "
-            "_check_limits _conform_key _conform_pairs _conform_record _copy_AuditEntry _days_between "
-            "_format_like _invalid _json_key _matches _moment _pair_order _parse_datetime _parse_int "
-            "_parse_json _parse_number _refuse_constant _remove_first _scenario_state _search "
-            "_seconds_between _show _stable_hash _type_of _valid_moment _valid_regex _weekday "
+            "_call_0 _call_1 _call_2 _call_3 _check_limits _checked_out _conform_key _conform_pairs "
+            "_conform_record _copy_AuditEntry _days_between _format_like _invalid _join _json_key _matches "
+            "_member_class _moment _old _pair_order _parse_datetime _parse_int _parse_json _parse_number "
+            "_redo_entry _refuse_constant _remove_first _scenario_state _search _seconds_between _show "
+            "_stable_hash _type_of _undo_entry _valid_moment _valid_regex _weekday _with_new_value "
             "check_arguments conform copy_json copy_state state_to_json to_json"
         ),
         "import": ("Any Callable Final Literal Mapping Self TracebackType TypedDict _field annotations cast dataclass"),
-        "module": "dt json math random re",
+        "module": "dt json math random re threading weakref",
     }
 )
 MODULE_ALWAYS: Final = frozenset(
     "Any AuditEntry Callable DEFAULT_STATE DomainError Environment Final INTERNAL_ERROR Kind Mapping Param "
     "RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError Self State TOOL_SPECS ToolSpec "
-    "TracebackType TypedDict _INT_KEY _MISSING _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES "
-    "_TYPE_NAMES _UndoLog _check_limits _conform_key _conform_pairs _conform_record _copy_AuditEntry _field "
-    "_invalid _scenario_state _show _valid_moment annotations cast check_arguments conform copy_json "
-    "copy_state dataclass dt json math re state_to_json to_json".split()
+    "TracebackType TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded _Record "
+    "_RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES _UndoLog _check_limits "
+    "_checked_out _conform_key _conform_pairs _conform_record _copy_AuditEntry _field _invalid _join "
+    "_member_class _old _redo_entry _scenario_state _show _undo_entry _valid_moment _with_new_value "
+    "annotations cast check_arguments conform copy_json copy_state dataclass dt json math re state_to_json "
+    "threading to_json weakref".split()
 )
 MODULE_BUILTINS: Final = frozenset(
     "AssertionError BaseException Exception IndexError RecursionError ValueError abs all any bool chr dict "
-    "enumerate float frozenset getattr int isinstance len list max min next object ord range repr reversed "
-    "round set sorted str sum super tuple type".split()
+    "enumerate float frozenset getattr int isinstance len list map max min next object ord range repr "
+    "reversed round set sorted str sum super tuple type zip".split()
 )
 MEMBERS: Final = _by_kind(
     {
@@ -328,7 +328,7 @@ TEST_MODULE_NAMES: Final = frozenset(
 OTHER_MODULE_NAMES: Final = frozenset(
     "Any DEFAULT_STATE DomainError Environment Episode EpisodeError Mapping Path SCENARIOS SESSION_ID "
     "ScenarioError SessionError SessionStore State TOOL_SPECS __all__ _check_id _write_atomically "
-    "annotations json os re score tempfile threading".split()
+    "annotations json open_environment os re score tempfile threading".split()
 )
 PATTERNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "record": (("annotations", "{}"), ("module", "_copy_{}"), ("module", "_json_optional_{}"), ("module", "{}")),
@@ -359,6 +359,7 @@ RESERVED = frozenset(
 )
 """The names `is_reserved` refuses without a role, besides every name starting with `_` and
 the lowering's other numbered temporaries (`key_2`, ...)."""
-RESERVED_TOOL_NAMES = frozenset(name for name in _METHODS if not name.startswith("_")) | HARNESS_NAMES
-"""The public methods of every generated `Environment`, which a tool would replace, and the
-names kept for its harness API."""
+RESERVED_TOOL_NAMES = frozenset(name for name in _METHODS if not name.startswith("_"))
+"""The public methods of every generated `Environment`, which a tool would replace. The
+harness APIs (`Episode`, `TrlEnvironment`, `SessionStore`, envc's servers and adapters)
+are classes of their own, so a tool may be called `reset`, `step`, `score` or `close`."""

@@ -10,12 +10,16 @@ final states. `calibrate` splits the tasks by their binary pass counts: `kept`
 (0 < passes < k), `too_easy` (k of k) and `review` (0 of k: a task no run solves may be
 broken rather than hard, so it goes to a review list, not silently away).
 
-Until the rollout layer supplies a model the policies are the baselines: `gold` (replays
-the gold calls; an oracle, so every task is too easy), `nothing`, `random` (valid calls
-drawn as the sampler draws them) and `flaky-gold` (gold with each call skipped now and
-then: pass rates between 0 and 1). Run `i` of a task draws from
+The policies are a model (`compiler.rollout.ModelPolicy`: the agent loop against an
+OpenAI-compatible endpoint) and the baselines: `gold` (replays the gold calls; an
+oracle, so every task is too easy), `nothing`, `random` (valid calls drawn as the
+sampler draws them) and `flaky-gold` (gold with each call skipped now and then: pass
+rates between 0 and 1). Run `i` of a task draws from
 `random.Random(f"calibrate:{seed}:{task id}:{i}")` alone, so counts do not depend on the
-order tasks are run in.
+order (or the machine) runs are made in; the runs go through a `compiler.scale`
+executor: threads here, or Ray. A run that fails for infrastructure reasons (the
+endpoint, a timeout, an internal error of the environment) has no pass or fail: its task
+is listed as `unscorable` and kept out of the split rather than counted as a failure.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from compiler import sample
+from compiler import sample, scale
 
 K = 8
 RANDOM_CALLS = 8
@@ -39,12 +43,38 @@ class CalibrationError(ValueError):
     """Tasks that do not fit the environments given (the message names the task)."""
 
 
+@dataclass(frozen=True)
+class Ending:
+    """How a policy's episode ended when not by the agent finishing: `ended` is
+    `invalid_call` or `turn_limit` (a failure of the agent, reward 0) or `timeout`,
+    `env_error` or `endpoint_error` (infrastructure: `scorable` is False)."""
+
+    ended: str
+    reason: str
+    scorable: bool
+
+    @property
+    def scored(self) -> bool:
+        """Whether the scorer judges the final states (only when the agent finished)."""
+        return self.ended == "done"
+
+
+FINISHED = Ending("done", "", True)
+UNSCORABLE_ENDINGS = frozenset({"timeout", "env_error", "endpoint_error"})
+
+
 # =========================================================================== episodes
 
 
 def turn_error(kind: str, message: str) -> dict[str, Any]:
     """A refused call, shaped like the generated packages' errors."""
     return {"error": {"kind": kind, "message": message}}
+
+
+def is_internal_error(result: Any) -> bool:
+    """The package's answer to an exception inside a tool: an environment bug, never the
+    agent's fault."""
+    return sample.is_failure(result) and isinstance(result["error"], dict) and result["error"].get("kind") == "internal"
 
 
 class Episode:
@@ -57,10 +87,7 @@ class Episode:
         self.cross = len(task["envs"]) > 1
         self.sessions: dict[str, Any] = {}
         for name, start in task["initial_state"].items():
-            session = self.envs[name].package.Environment(start["scenario"])
-            if start.get("changes"):
-                session = self.envs[name].package.Environment({**session.state(), **start["changes"]})
-            self.sessions[name] = session
+            self.sessions[name], _ = self.envs[name].package.open_environment(start["scenario"], start.get("changes"))
         self.initial = {name: session.state() for name, session in self.sessions.items()}
         self.max_turns = int(task["max_turns"])
         self.deadline = time.monotonic() + float(task["timeout_s"])
@@ -116,20 +143,22 @@ class Episode:
 
 
 class Policy(Protocol):
-    """Plays one episode of a task through `episode.call`; returns nothing (the episode
-    is scored afterwards). `rng` is the run's own seeded generator."""
+    """Plays one episode of a task through `episode.call`; returns None when the agent
+    finished (the episode is then scored), or the `Ending` that cut it short. `rng` is
+    the run's own seeded generator. Policies are pickled to Ray workers, so they hold
+    plain settings, not clients."""
 
     @property
     def name(self) -> str: ...
 
-    def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> None: ...
+    def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> Ending | None: ...
 
 
 @dataclass(frozen=True)
 class DoNothing:
     name: str = "nothing"
 
-    def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> None:
+    def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> Ending | None:
         return None
 
 
@@ -139,9 +168,10 @@ class Gold:
 
     name: str = "gold"
 
-    def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> None:
+    def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> Ending | None:
         for call in task["gold_calls"]:
             episode.call(call["tool"], call["args"])
+        return None
 
 
 @dataclass(frozen=True)
@@ -151,10 +181,11 @@ class FlakyGold:
     skip: float = FLAKY_SKIP
     name: str = "flaky-gold"
 
-    def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> None:
+    def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> Ending | None:
         for call in task["gold_calls"]:
             if rng.random() >= self.skip:
                 episode.call(call["tool"], call["args"])
+        return None
 
 
 @dataclass(frozen=True)
@@ -165,7 +196,7 @@ class RandomCalls:
     calls: int = RANDOM_CALLS
     name: str = "random"
 
-    def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> None:
+    def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> Ending | None:
         pool = sample.Pool()
         drawers = {name: sample.ArgumentDrawer(env, rng, pool) for name, env in episode.envs.items()}
         tools = sorted(episode.tools)
@@ -181,6 +212,7 @@ class RandomCalls:
                 drawers[env].learn(own, result["error"])
             else:
                 pool.add(result)
+        return None
 
 
 POLICIES: dict[str, Policy] = {p.name: p for p in (RandomCalls(), Gold(), DoNothing(), FlakyGold())}
@@ -201,13 +233,18 @@ class Calibration:
     kept: list[dict[str, Any]] = field(default_factory=list)
     too_easy: list[dict[str, Any]] = field(default_factory=list)
     review: list[dict[str, Any]] = field(default_factory=list)
+    unscorable: list[dict[str, Any]] = field(default_factory=list)
+    """Tasks with a run that failed for infrastructure reasons: not split, to rerun."""
+    failures: dict[str, list[str]] = field(default_factory=dict)
+    """Task id -> `ended: reason` of each of its unscorable runs."""
     rewards: list[float] = field(default_factory=list)
+    """Rewards of the scorable runs."""
 
     def to_json(self) -> dict[str, Any]:
         histogram = {str(n): 0 for n in range(self.k + 1)}
         for _, count in self.passes:
             histogram[str(count)] += 1
-        runs = len(self.passes) * self.k
+        runs = len(self.rewards)
         return {
             "policy": self.policy,
             "k": self.k,
@@ -216,12 +253,15 @@ class Calibration:
             "kept": len(self.kept),
             "too_easy": len(self.too_easy),
             "review": len(self.review),
+            "unscorable": len(self.unscorable),
             "pass_rate": round(sum(c for _, c in self.passes) / runs, 4) if runs else 0.0,
             "mean_reward": round(sum(self.rewards) / len(self.rewards), 6) if self.rewards else 0.0,
             "histogram": histogram,
             "passes": {task_id: count for task_id, count in self.passes},
             "too_easy_ids": [t["id"] for t in self.too_easy],
             "review_ids": [t["id"] for t in self.review],
+            "unscorable_ids": [t["id"] for t in self.unscorable],
+            "unscorable_runs": self.failures,
         }
 
 
@@ -249,13 +289,55 @@ def check_tasks(tasks: Sequence[Mapping[str, Any]], envs: Mapping[str, sample.Sa
             raise CalibrationError(f"{where}: cannot start an episode: {exc}") from exc
 
 
+@dataclass(frozen=True)
+class Run:
+    """One seeded run of a policy on a task: a job for a `compiler.scale` executor."""
+
+    task: dict[str, Any]
+    policy: Policy
+    seed: int
+    index: int
+
+
+@dataclass(frozen=True)
+class Judged:
+    """How an episode ended and, when the agent finished, the scorer's result."""
+
+    ending: Ending
+    score: dict[str, Any] | None
+
+
+def judge(episode: Episode, ending: Ending) -> Judged:
+    """Score a finished episode; an internal error of the environment during it, or of
+    its scorer, makes it unscorable instead."""
+    if not ending.scored:
+        return Judged(ending, None)
+    if any(is_internal_error(turn["result"]) for turn in episode.transcript):
+        return Judged(Ending("env_error", "a tool failed with an internal error of the environment", False), None)
+    try:
+        return Judged(ending, episode.score())
+    except Exception as exc:  # the scorer catches malformed verifiers itself; this is its bug
+        return Judged(Ending("env_error", f"the scorer raised {type(exc).__name__}: {exc}", False), None)
+
+
 def run_once(
     task: Mapping[str, Any], envs: Mapping[str, sample.SampleEnv], policy: Policy, seed: int, run: int
 ) -> dict[str, Any]:
-    """One seeded episode of `policy` on `task`: the scorer's result."""
+    """One seeded episode of `policy` on `task`: the scorer's result (reward 0 for an
+    invalid call or the turn limit, None for an unscorable run) with `ended`, `reason`
+    and `scorable`."""
     episode = Episode(task, envs)
-    policy.play(task, episode, random.Random(f"calibrate:{seed}:{task['id']}:{run}"))
-    return episode.score()
+    ending = policy.play(task, episode, random.Random(f"calibrate:{seed}:{task['id']}:{run}")) or FINISHED
+    judged = judge(episode, ending)
+    outcome = {"ended": judged.ending.ended, "reason": judged.ending.reason, "scorable": judged.ending.scorable}
+    if judged.score is not None:
+        return {**judged.score, **outcome}
+    return {**outcome, "reward": 0.0 if judged.ending.scorable else None, "passed": False}
+
+
+def play_run(envs: Mapping[str, sample.SampleEnv], run: Run) -> dict[str, Any]:
+    """`run_once` of a `Run` (the executors' job function)."""
+    return run_once(run.task, envs, run.policy, run.seed, run.index)
 
 
 def calibrate(
@@ -264,16 +346,26 @@ def calibrate(
     policy: Policy,
     k: int = K,
     seed: int = 0,
+    executor: scale.Executor | None = None,
+    progress: scale.Progress | None = None,
 ) -> Calibration:
-    """Run `policy` k times per task; split the tasks by how many runs passed."""
+    """Run `policy` k times per task (on `executor`, by default in this thread); split the
+    tasks by how many runs passed."""
     if k < 1:
         raise CalibrationError("k must be at least 1")
     check_tasks(tasks, envs)
+    runs = [Run(dict(task), policy, seed, index) for task in tasks for index in range(k)]
+    outcomes = (executor or scale.LocalExecutor(envs)).map(play_run, runs, progress)
     result = Calibration(policy=policy.name, k=k, seed=seed)
-    for task in tasks:
-        scores = [run_once(task, envs, policy, seed, run) for run in range(k)]
-        passes = sum(bool(s["passed"]) for s in scores)
+    for number, task in enumerate(tasks):
+        scores = outcomes[number * k : (number + 1) * k]
+        scored = [s for s in scores if s["scorable"]]
+        passes = sum(bool(s["passed"]) for s in scored)
         result.passes.append((task["id"], passes))
-        result.rewards.extend(float(s["reward"]) for s in scores)
-        (result.too_easy if passes == k else result.review if passes == 0 else result.kept).append(task)
+        result.rewards.extend(float(s["reward"]) for s in scored)
+        if len(scored) < k:
+            result.unscorable.append(task)
+            result.failures[task["id"]] = [f"{s['ended']}: {s['reason']}" for s in scores if not s["scorable"]]
+        else:
+            (result.too_easy if passes == k else result.review if passes == 0 else result.kept).append(task)
     return result

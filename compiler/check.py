@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import re
@@ -19,8 +20,10 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.etree import ElementTree
 
 from compiler import ir
 from compiler.diagnostics import Diagnostic
@@ -31,6 +34,8 @@ RUFF_RULES = "E,F,W,I,UP,B,C4"
 --isolated` checks with no `--select`), so generated code is clean under either."""
 RUFF_IGNORED = "E501,E741"  # long literals are fine; names like `l` are the spec author's choice
 DYNAMIC_TIMEOUT_SECONDS = 300
+JUNIT_REPORT = ".envc-tests.xml"
+"""pytest's report of the tests of all packages, at the top of the check tree."""
 DYNAMIC_MEMORY_BYTES = 4 * 1024**3
 """Address space the generated tests may use (a runaway body fails with MemoryError
 instead of taking the machine down)."""
@@ -49,10 +54,13 @@ ALLOWED_IMPORTS = {
         "dataclasses",
         "types",
         "typing",
+        "threading",  # forks: one lock per family of forked sessions
+        "weakref",  # forks: a family knows when its other members are gone
     },
     "sessions.py": {"__future__", "json", "os", "re", "tempfile", "threading", "collections.abc", "pathlib", "typing"},
     "scoring.py": {"__future__", "math", "collections.abc", "typing"},
     "episode.py": {"__future__", "json", "collections.abc", "typing"},
+    "trl_env.py": {"__future__", "json", "collections.abc", "typing"},
     "__init__.py": {"__future__"},
     "tests/__init__.py": set(),
     "tests/test_environment.py": {"__future__", "threading", "collections.abc", "pathlib", "typing", "pytest"},
@@ -142,24 +150,165 @@ def _check_tree() -> Iterator[Path]:
 
 
 def check_packages(packages: list[Package], dynamic: bool = True) -> dict[str, CheckResult]:
-    """Run every check on every package (in one tree, so mypy runs once)."""
+    """Run every check on every package (in one tree, so mypy runs once). The generated
+    tests run in a pytest process of their own, started first, while ruff, mypy and the
+    AST rules run (a thread waits for it), so on two cores the checks take about as long
+    as the longest of them."""
     results = {p.name: CheckResult() for p in packages}
     if not packages:
         return results
     with _check_tree() as root:
         for package in packages:
             write_tree(root / package.name, package.files)
-        for finding_package, finding in _ruff(root, packages):
-            results[finding_package].findings.append(finding)
-        for finding_package, finding in _mypy(root, packages):
-            results[finding_package].findings.append(finding)
-        for package in packages:
-            results[package.name].findings.extend(ast_rules(package))
-            results[package.name].static_ok = not results[package.name].findings
+        # Started before any thread exists: a child with a `preexec_fn` must not be forked
+        # beside other threads.
+        tests = _start_tests_together(root, packages) if dynamic else None
+        with ThreadPoolExecutor(max_workers=1) as waiter:
+            waited = waiter.submit(_finish_tests_together, tests, root, packages) if tests else None
+            try:
+                _static_checks(root, packages, results)
+            except BaseException:
+                if tests is not None:
+                    tests.kill()  # nobody will read its verdict
+                raise
+            together = waited.result() if waited else None
         if dynamic:
             for package in packages:
-                _run_tests(root, package, results[package.name])
+                outcome = together[package.name] if together is not None else _tests_alone(root, package)
+                _add_tests(results[package.name], outcome)
     return results
+
+
+def _static_checks(root: Path, packages: list[Package], results: dict[str, CheckResult]) -> None:
+    """ruff, mypy and the AST rules; `static_ok` is whether they found nothing."""
+    for finding_package, finding in _ruff(root, packages):
+        results[finding_package].findings.append(finding)
+    for finding_package, finding in _mypy(root, packages):
+        results[finding_package].findings.append(finding)
+    for package in packages:
+        results[package.name].findings.extend(ast_rules(package))
+        results[package.name].static_ok = not results[package.name].findings
+
+
+def _add_tests(result: CheckResult, tests: CheckResult) -> None:
+    """A package's static result joined with the outcome of its tests."""
+    result.dynamic_ok = tests.dynamic_ok
+    result.tests_passed, result.tests_failed = tests.tests_passed, tests.tests_failed
+    result.findings.extend(tests.findings)
+
+
+def _tests_alone(root: Path, package: Package) -> CheckResult:
+    outcome = CheckResult()
+    _run_tests(root, package, outcome)
+    return outcome
+
+
+def _start_tests_together(root: Path, packages: list[Package]) -> subprocess.Popen[str]:
+    """The generated tests of every package in one pytest process (one start-up, not one
+    per package), under the same time and memory limits as a package run alone."""
+    command = [
+        *_pytest_command(root),
+        "--continue-on-collection-errors",  # a package that does not import fails alone
+        f"--junitxml={root / JUNIT_REPORT}",
+        *[str(root / p.name / "tests") for p in packages],
+    ]
+    return subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env=_pytest_environment(),
+        preexec_fn=limit_memory,
+    )
+
+
+def _finish_tests_together(
+    process: subprocess.Popen[str], root: Path, packages: list[Package]
+) -> dict[str, CheckResult] | None:
+    """Each package's outcome, read from the JUnit report by its module name
+    (`NAME.tests.test_environment`). None when the run gave no report (it hit the time
+    limit or died): then each package is run alone, so the one at fault is named."""
+    try:
+        stdout, _ = process.communicate(timeout=DYNAMIC_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        return None
+    if process.returncode not in (0, 1):  # interrupted, internal error, nothing collected
+        return None
+    counts = _junit_outcomes(root / JUNIT_REPORT, {p.name for p in packages})
+    if counts is None or len(counts) < len(packages):  # a package ran no test: alone, that fails
+        return None
+    failed_lines = _failure_lines(stdout, packages)
+    outcomes: dict[str, CheckResult] = {}
+    for package in packages:
+        passed, failed = counts.get(package.name, (0, 0))
+        outcome = CheckResult(dynamic_ok=not failed, tests_passed=passed, tests_failed=failed)
+        if failed:
+            lines = failed_lines.get(package.name) or [f"{failed} generated test(s) failed"]
+            outcome.findings = [Finding("pytest", "tests/test_environment.py", 0, line) for line in lines]
+        outcomes[package.name] = outcome
+    return outcomes
+
+
+def _junit_outcomes(report: Path, names: set[str]) -> dict[str, tuple[int, int]] | None:
+    """(passed, failed or errored) per package from pytest's JUnit XML, or None when
+    there is no readable report."""
+    try:
+        tree = ElementTree.parse(report)
+    except (OSError, ElementTree.ParseError):
+        return None
+    outcomes: dict[str, tuple[int, int]] = {}
+    for case in tree.iter("testcase"):
+        where = case.get("classname") or case.get("name") or ""
+        package = re.split(r"[./]", where, maxsplit=1)[0]
+        if package not in names:
+            return None  # a test envc cannot attribute: let the runs alone decide
+        passed, failed = outcomes.get(package, (0, 0))
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed += 1
+        elif case.find("skipped") is None:
+            passed += 1
+        outcomes[package] = (passed, failed)
+    return outcomes
+
+
+def _failure_lines(stdout: str, packages: list[Package]) -> dict[str, list[str]]:
+    """pytest's `FAILED NAME/tests/...::test - why` lines per package, written as a run
+    of that package alone would (`FAILED tests/...`)."""
+    lines: dict[str, list[str]] = {}
+    for line in stdout.splitlines():
+        verdict, _, rest = line.partition(" ")
+        if verdict not in ("FAILED", "ERROR"):
+            continue
+        package, _, inner = rest.partition("/")
+        if package in {p.name for p in packages}:
+            lines.setdefault(package, []).append(f"{verdict} {inner}")
+    return lines
+
+
+def _pytest_command(rootdir: Path) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(rootdir)]
+
+
+def _pytest_environment() -> dict[str, str]:
+    """No third-party pytest plugins: they cost start-up time and could change the verdict."""
+    return {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def _run_pytest(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """pytest under the time and memory limits."""
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        timeout=DYNAMIC_TIMEOUT_SECONDS,
+        env=_pytest_environment(),
+        preexec_fn=limit_memory,
+    )
 
 
 def write_tree(folder: Path, files: dict[str, str]) -> None:
@@ -247,30 +396,10 @@ def limit_memory() -> None:
 
 
 def _run_tests(root: Path, package: Package, result: CheckResult) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--rootdir",
-        str(root / package.name),
-        str(root / package.name / "tests"),
-    ]
-    # No third-party pytest plugins: they cost start-up time and could change the verdict.
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    """One package's generated tests in a pytest process of their own."""
+    command = [*_pytest_command(root / package.name), str(root / package.name / "tests")]
     try:
-        run = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=root,
-            timeout=DYNAMIC_TIMEOUT_SECONDS,
-            env=env,
-            preexec_fn=limit_memory,
-        )
+        run = _run_pytest(command, root)
     except subprocess.TimeoutExpired:
         result.dynamic_ok = False
         result.findings.append(
@@ -328,11 +457,18 @@ def ast_rules(package: Package) -> list[Finding]:
     return findings
 
 
+@functools.lru_cache(maxsize=4)
+def nodes_of(tree: ast.Module) -> tuple[ast.AST, ...]:
+    """Every node of a generated file, walked once and shared by the rules that look at
+    the whole file (they used to walk it once each)."""
+    return tuple(ast.walk(tree))
+
+
 def rule_imports(relative: str, tree: ast.Module) -> list[Finding]:
     """Only the standard-library modules this file needs; nothing of envc."""
     allowed = ALLOWED_IMPORTS.get(relative, set())
     findings = []
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -350,7 +486,7 @@ def rule_imports(relative: str, tree: ast.Module) -> list[Finding]:
 def rule_no_bare_except(relative: str, tree: ast.Module) -> list[Finding]:
     return [
         Finding("ast", relative, n.lineno, "bare `except:` hides errors")
-        for n in ast.walk(tree)
+        for n in nodes_of(tree)
         if isinstance(n, ast.ExceptHandler) and n.type is None
     ]
 
@@ -361,11 +497,11 @@ def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
     findings = []
     imported = {
         (alias.asname or alias.name).split(".")[0]
-        for node in ast.walk(tree)
+        for node in nodes_of(tree)
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in node.names
     }
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -417,7 +553,7 @@ def rule_tool_parity(relative: str, tree: ast.Module, env: ir.Environment) -> li
 def rule_state_copied(relative: str, tree: ast.Module) -> list[Finding]:
     """`self._state` is only ever assigned a fresh copy (so scenarios never share data)."""
     findings = []
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if not isinstance(node, (ast.Assign, ast.AnnAssign)):
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]

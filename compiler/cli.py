@@ -17,7 +17,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
-from importlib import metadata
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,53 +142,122 @@ def write_atomically(path: Path, text: str | bytes) -> None:
 
 def _installed_version() -> str:
     """The package version; a plain source checkout (not installed) still runs."""
+    from importlib import metadata  # about 15 ms: only for `--version`
+
     try:
         return metadata.version("envc")
     except metadata.PackageNotFoundError:
         return "unknown (not installed)"
 
 
-LAZY_COMMANDS: dict[str, str] = {
-    "serve": "compiler.serve.command:serve_command",
-    "mcp": "compiler.serve.mcp_command:mcp_command",
-    "rollout": "compiler.rollout_command:rollout_command",
-    "adapters": "compiler.adapters.command:adapters_command",
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """`--version`, as click's version option prints it, looked up only when asked."""
+    if value and not ctx.resilient_parsing:
+        click.echo(f"envc, version {_installed_version()}")
+        ctx.exit()
+
+
+@dataclass(frozen=True)
+class LazyCommand:
+    """Where a command lives (`"module:attribute"`) and its one-line help, so `envc
+    --help` lists it without importing its module (tests/test_cli.py checks the line
+    against the command's own docstring)."""
+
+    target: str
+    help: str
+
+    @property
+    def module(self) -> str:
+        return self.target.partition(":")[0]
+
+
+LAZY_COMMANDS: dict[str, LazyCommand] = {
+    "serve": LazyCommand(
+        "compiler.serve.command:serve_command",
+        "Serve generated packages (generated/NAME) and task sets (DIR with tasks.jsonl).",
+    ),
+    "mcp": LazyCommand(
+        "compiler.serve.mcp_command:mcp_command",
+        "Serve one compiled environment (a generated package or its spec) as an MCP server.",
+    ),
+    "rollout": LazyCommand(
+        "compiler.rollout_command:rollout_command",
+        "Run a model k times on each task of TASKS (DIR/tasks.jsonl or a tasks JSONL) through an "
+        "OpenAI-compatible endpoint; write one trajectory per rollout.",
+    ),
+    "adapters": LazyCommand(
+        "compiler.adapters.command:adapters_command",
+        "Configuration for trainers' adapters (VERL's tool config).",
+    ),
 }
-"""Commands that live in their own stage's module, as `name -> "module:attribute"`: the
-module is imported only when the command runs (or its help is shown), so `envc --help`
-and the other commands never pay for a server, an MCP SDK or an HTTP client."""
+"""Commands that live in their own stage's module: the module is imported only when the
+command runs (or its own help is shown), so `envc --help` and the other commands never
+pay for a server, an MCP SDK or an HTTP client."""
 
 
 class LazyGroup(click.Group):
     """A click group that imports the modules of `LAZY_COMMANDS` on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        present = [name for name, target in LAZY_COMMANDS.items() if _module_exists(target.partition(":")[0])]
+        present = [name for name, lazy in LAZY_COMMANDS.items() if _module_exists(lazy.module)]
         return sorted([*super().list_commands(ctx), *present])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = LAZY_COMMANDS.get(cmd_name)
-        if target is None or cmd_name in self.commands:
+        lazy = LAZY_COMMANDS.get(cmd_name)
+        if lazy is None or cmd_name in self.commands:
             return super().get_command(ctx, cmd_name)
-        module_name, _, attribute = target.partition(":")
-        if not _module_exists(module_name):
+        if not _module_exists(lazy.module):
             return None
-        command = getattr(importlib.import_module(module_name), attribute)
+        command = getattr(importlib.import_module(lazy.module), lazy.target.partition(":")[2])
         if not isinstance(command, click.Command):
-            raise TypeError(f"{target} is not a click command")
+            raise TypeError(f"{lazy.target} is not a click command")
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's command list, with the lazy commands' help taken from the table."""
+        names = [name for name in self.list_commands(ctx) if name in self.commands or name in LAZY_COMMANDS]
+        shown = [name for name in names if name in LAZY_COMMANDS or not self.commands[name].hidden]
+        if not shown:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in shown)
+        rows = []
+        for name in shown:
+            if name in self.commands:
+                rows.append((name, self.commands[name].get_short_help_str(limit)))
+            else:
+                rows.append((name, _shortened(LAZY_COMMANDS[name].help, limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _shortened(text: str, limit: int) -> str:
+    """A help line cut as click cuts a command's short help."""
+    return click.Command(None, help=text).get_short_help_str(limit)
 
 
 def _module_exists(name: str) -> bool:
-    """Whether a lazy command's module is present, without importing it."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:  # its parent package is missing
-        return False
+    """Whether a lazy command's module is present, from the files alone: finding a
+    module's spec would import its parent package."""
+    top, _, rest = name.partition(".")
+    package = sys.modules.get(top)
+    locations = list(getattr(package, "__path__", [])) if package is not None else []
+    relative = Path(*rest.split(".")) if rest else Path()
+    return any(
+        (Path(location) / relative).with_suffix(".py").is_file()
+        or (Path(location) / relative / "__init__.py").is_file()
+        for location in locations
+    )
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(version=_installed_version(), prog_name="envc")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def cli() -> None:
     """envc: compile .envspec files into sandbox environments for RL agents."""
 
@@ -637,6 +706,14 @@ def _draft_batch(batch: Path, folder: Path, report_path: Path | None, retry: boo
     default=None,
     help="Pictures: the tool graphs, the env graph (two or more specs), or both (default).",
 )
+@click.option(
+    "--llm",
+    "use_llm",
+    is_flag=True,
+    help="Merge the tool edges a model proposes, from envc.lock when current, else asked for and locked.",
+)
+@click.option("--offline", is_flag=True, help="With --llm: envc.lock only; a missing or stale entry is an error.")
+@click.option("--refresh", is_flag=True, help="With --llm: ask the model again even where envc.lock is current.")
 @click.pass_context
 def graph_command(
     ctx: click.Context,
@@ -646,10 +723,17 @@ def graph_command(
     top: int | None,
     min_weight: float | None,
     view: str | None,
+    use_llm: bool,
+    offline: bool,
+    refresh: bool,
 ) -> None:
     """Tool dependency graphs of specs, and the env graph of two or more (docs/graph.md)."""
     from compiler import graph, graph_render
 
+    if (offline or refresh) and not use_llm:
+        raise click.UsageError("--offline and --refresh are about the proposed edges of --llm")
+    if offline and refresh:
+        raise click.UsageError("--refresh asks the model again; --offline asks none")
     if fmt == "json" and (top, min_weight, view) != (None, None, None):
         raise click.UsageError("--top, --min-weight and --view shape pictures (dot, svg, png); JSON has every edge")
     if fmt == "png" and output is None and _stdout_is_terminal():
@@ -657,8 +741,9 @@ def graph_command(
     paths, diagnostics = expand_paths(files)
     if view == "envs" and len(paths) < 2:
         raise click.UsageError("--view envs needs two or more specs")
+    root = pipeline.find_project_root(Path.cwd())
     try:
-        weights = graph.load_weights(pipeline.find_project_root(Path.cwd()))
+        weights = graph.load_weights(root)
     except graph.GraphConfigError as exc:
         click.echo(f"envc graph: {exc}", err=True)
         ctx.exit(EXIT_USAGE)
@@ -668,8 +753,16 @@ def graph_command(
         print_diagnostic(diagnostic, sources.get(diagnostic.path), err=True)
     if exit_code(diagnostics) != EXIT_OK:
         ctx.exit(exit_code(diagnostics))
+    if use_llm:
+        tool_graphs, problems = _llm_tool_graphs(envs, weights, root, offline, refresh)
+        for diagnostic in problems:
+            print_diagnostic(diagnostic, sources.get(diagnostic.path), err=True)
+        if exit_code(problems) != EXIT_OK:
+            ctx.exit(exit_code(problems))
+    else:
+        tool_graphs = {env.header.name: graph.tool_graph(env, weights) for env in envs}
     document = graph.GraphDocument(
-        tools={env.header.name: graph.tool_graph(env, weights) for env in envs},
+        tools=tool_graphs,
         environments=graph.env_graph(envs, weights) if len(envs) > 1 else None,
     )
     try:
@@ -681,7 +774,26 @@ def graph_command(
     tools = sum(g.number_of_nodes() for g in document.tools.values())
     edges = sum(g.number_of_edges() for g in document.tools.values())
     where = f" to {output}" if output is not None else ""
-    click.echo(f"graph of {_plural(len(envs), 'environment')}: {tools} tools, {edges} tool edges{where}", err=True)
+    proposed = sum(graph_render.proposed_count(g) for g in document.tools.values())
+    counted = f"{edges} tool edges" + (f" ({proposed} proposed)" if use_llm else "")
+    click.echo(f"graph of {_plural(len(envs), 'environment')}: {tools} tools, {counted}{where}", err=True)
+
+
+def _llm_tool_graphs(
+    envs: list[ir.Environment], weights: graph_types.GraphWeights, root: Path, offline: bool, refresh: bool
+) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Tool graphs with the edges a model proposed (compiler/llm/edges.py), and the pass
+    rates when a model was asked."""
+    from compiler.llm import edges
+    from compiler.llm.stats import HealStats
+
+    stats = HealStats()
+    options = edges.EdgeOptions(root=root, offline=offline, refresh=refresh, log=_llm_log, stats=stats)
+    built, diagnostics = edges.llm_tool_graphs(envs, weights, options)
+    if stats:
+        for line in stats.render("edge lists"):
+            click.echo(line, err=True)
+    return built, diagnostics
 
 
 def _analysed_environments(paths: list[Path]) -> tuple[list[ir.Environment], list[Diagnostic], dict[str, str]]:
@@ -778,6 +890,13 @@ def parse_env_count(text: str) -> tuple[int, int]:
 @click.option("--max-len", type=click.IntRange(min=1), default=5, show_default=True, help="Most calls per environment.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes (same output).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="The chains, one JSON row each.")
+@click.option(
+    "--llm",
+    "use_llm",
+    is_flag=True,
+    help="Walk the tool graphs with the edges a model proposed too (envc graph --llm; from envc.lock when current).",
+)
+@click.option("--offline", is_flag=True, help="With --llm: envc.lock only; a missing or stale entry is an error.")
 def sample_command(
     specs: tuple[Path, ...],
     chains: int,
@@ -787,10 +906,14 @@ def sample_command(
     max_len: int,
     workers: int,
     output: Path,
+    use_llm: bool,
+    offline: bool,
 ) -> None:
     """Sample executable tool chains, each ending in a state-changing write, into JSONL."""
     from compiler import sample
 
+    if offline and not use_llm:
+        raise click.UsageError("--offline is about the proposed edges of --llm")
     envs_range = parse_env_count(env_count)
     files, problems = expand_paths(specs)
     for problem in problems:
@@ -800,7 +923,7 @@ def sample_command(
     root = pipeline.find_project_root(Path.cwd())
     options = sample.SampleOptions(chains, seed, envs_range, min_len, max_len, workers)
     with tempfile.TemporaryDirectory(prefix="envc-sample-") as scratch:
-        prepared = sample.prepare(files, root, Path(scratch))
+        prepared = sample.prepare(files, root, Path(scratch), _edge_options(root, offline) if use_llm else None)
         for diagnostic in prepared.diagnostics:
             print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
         if has_errors(prepared.diagnostics):
@@ -810,7 +933,7 @@ def sample_command(
                 f"envc sample: {spec} is not compiled or is stale; sampling a fresh, unchecked lowering", err=True
             )
         try:
-            sampler = sample.Sampler(prepared.envs, options, prepared.weights)
+            sampler = sample.Sampler(prepared.envs, options, prepared.weights, proposed=prepared.proposed)
         except sample.SampleError as exc:
             raise click.UsageError(str(exc)) from exc
         rows, summary = _sample_with_progress(sampler, prepared.worker_specs)
@@ -823,6 +946,13 @@ def sample_command(
     if summary.kept < chains:
         click.echo(f"envc sample: kept {summary.kept} of {chains} chains before the attempt budget ran out", err=True)
         sys.exit(EXIT_ERRORS)
+
+
+def _edge_options(root: Path, offline: bool) -> Any:
+    """How `--llm` commands get the tool edges a model proposed (compiler/llm/edges.py)."""
+    from compiler.llm import edges
+
+    return edges.EdgeOptions(root=root, offline=offline, log=_llm_log)
 
 
 def _sample_with_progress(
@@ -880,6 +1010,13 @@ def _print_sample_summary(data: dict[str, Any], output: Path) -> None:
 @click.option(
     "-k", "runs", type=click.IntRange(min=1), default=8, show_default=True, help="Runs per task to calibrate."
 )
+@click.option(
+    "--llm",
+    "use_llm",
+    is_flag=True,
+    help="A model ([tool.envc.llm]) writes each sampled task's request; audited again, graded by the rubric, locked.",
+)
+@click.option("--offline", is_flag=True, help="With --llm: answers from envc.lock only; a task not in it is rejected.")
 def tasks_command(
     specs: tuple[Path, ...],
     count: int,
@@ -891,9 +1028,15 @@ def tasks_command(
     output: Path,
     calibrate_policy: str | None,
     runs: int,
+    use_llm: bool,
+    offline: bool,
 ) -> None:
     """Verifiable tasks from executable chains, audited before kept: DIR/tasks.jsonl, DIR/report.json."""
     from compiler import sample, tasks
+    from compiler.llm import tasks as llm_tasks
+
+    if offline and not use_llm:
+        raise click.UsageError("--offline is about the requests a model writes with --llm")
 
     options = tasks.TaskOptions(count, seed, parse_env_count(env_count), min_len, max_len)
     files, problems = expand_paths(specs)
@@ -909,11 +1052,17 @@ def tasks_command(
             print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
         if has_errors(prepared.diagnostics):
             sys.exit(exit_code(prepared.diagnostics))
+        requests = _task_request_writer(root, offline) if use_llm else None
         try:
             sampler = tasks.sampler_for(prepared.envs, options, prepared.weights)
-            kept, report = tasks.synthesise(sampler, options, chains)
+            kept, report = tasks.synthesise(sampler, options, chains, requests=requests)
         except (sample.SampleError, tasks.ChainError) as exc:
             raise click.UsageError(str(exc)) from exc
+        except llm_tasks.LLMTaskError as exc:  # the endpoint failed for good while writing requests
+            click.echo(str(exc), err=True)
+            sys.exit(EXIT_ERRORS)
+        if requests is not None:
+            requests.write_locks()
         calibration = (
             _calibrate_tasks(kept, prepared.envs, calibrate_policy, runs, seed, "") if calibrate_policy else None
         )
@@ -930,6 +1079,17 @@ def tasks_command(
     if report.kept < count:
         click.echo(f"envc tasks: kept {report.kept} of {count} tasks; the candidates ran out", err=True)
         sys.exit(EXIT_ERRORS)
+
+
+def _task_request_writer(root: Path, offline: bool) -> Any:
+    """The model that writes task requests for `envc tasks --llm` (compiler/llm/tasks.py)."""
+    from compiler.llm import tasks as llm_tasks
+
+    try:
+        return llm_tasks.writer_for(root, offline, log=_llm_log)
+    except llm_tasks.LLMTaskError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_USAGE)
 
 
 def _read_chains(path: Path) -> list[dict[str, object]]:
@@ -1063,33 +1223,53 @@ def _write_calibration(folder: Path, result: calibrate_types.Calibration, comman
 @click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--policy",
-    type=click.Choice(CALIBRATION_POLICIES),
+    type=click.Choice((*CALIBRATION_POLICIES, "model")),
     default="random",
     show_default=True,
-    help="The baseline policy to run (a model comes with the rollout layer).",
+    help="A baseline policy, or `model`: the rollout loop against --model at --base-url.",
 )
 @click.option("-k", "runs", type=click.IntRange(min=1), default=8, show_default=True, help="Runs per task.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Same tasks and seed, same counts.")
-def calibrate_command(folder: Path, specs: tuple[Path, ...], policy: str, runs: int, seed: int) -> None:
+@click.option("--model", default=None, help="With --policy model: the model to ask (default: [tool.envc.llm] model).")
+@click.option(
+    "--base-url",
+    default=None,
+    help="With --policy model: the OpenAI-compatible endpoint (default: [tool.envc.llm] base_url, else $OPENAI_BASE_URL).",
+)
+@click.option(
+    "--temperature", type=click.FloatRange(min=0), default=None, help="With --policy model: sampling temperature."
+)
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="With --policy model: longest reply.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Runs in flight at once (default: [tool.envc.llm] concurrency for the model, 1 for a baseline).",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS|auto",
+    help="Run on a Ray cluster (`auto`: the one this machine belongs to); same counts as a local run.",
+)
+def calibrate_command(
+    folder: Path,
+    specs: tuple[Path, ...],
+    policy: str,
+    runs: int,
+    seed: int,
+    model: str | None,
+    base_url: str | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    concurrency: int | None,
+    ray_address: str | None,
+) -> None:
     """Run a policy k times per task of DIR/tasks.jsonl; keep tasks passed sometimes, list 0-of-k ones for review."""
-    from compiler import sample
+    from compiler.rollout_command import calibrate_run
 
-    files, problems = expand_paths(specs)
-    for problem in problems:
-        print_diagnostic(problem, None, err=True)
-    if problems:
-        sys.exit(EXIT_USAGE)
-    path = folder / "tasks.jsonl"
-    rows = _read_task_file(path, "calibrate")
-    root = pipeline.find_project_root(Path.cwd())
-    with tempfile.TemporaryDirectory(prefix="envc-calibrate-") as scratch:
-        prepared = sample.prepare(files, root, Path(scratch))
-        for diagnostic in prepared.diagnostics:
-            print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
-        if has_errors(prepared.diagnostics):
-            sys.exit(exit_code(prepared.diagnostics))
-        result = _calibrate_tasks(rows, prepared.envs, policy, runs, seed, str(path))
-    _write_calibration(folder, result, "calibrate")
+    calibrate_run(folder, specs, policy, runs, seed, model, base_url, temperature, max_tokens, concurrency, ray_address)
 
 
 if TYPE_CHECKING:

@@ -9,6 +9,11 @@ A tool edge A -> B says "calling A first makes B possible or meaningful":
   the name and type of one of B's parameters;
 - `precondition`: a `require` guard of B (or of a helper it calls) reads a field A writes.
 
+A fourth kind, `llm`, is not derived here: edges a model proposed (`compiler/llm/edges.py`
+asks for them, validates them and locks them in envc.lock) are merged in through
+`tool_graph(..., extra=...)`, only where no derived edge exists, and marked
+`proposed_by: "llm"` so they are never mistaken for inferred ones.
+
 Each edge has its kinds, the fields or parameters that justify it, and a weight, the sum
 of the weights of its kinds (`[tool.envc.graph]` in pyproject.toml, see docs/graph.md).
 The facts a sampler needs about each parameter (which state or world field its values
@@ -28,9 +33,15 @@ import networkx as nx
 from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
+from compiler.diagnostics import did_you_mean
 from compiler.irtree import is_state_attr, walk
 
 EDGE_KINDS = ("state", "data", "precondition")
+"""The kinds derived from the IR, in the order an edge lists them."""
+LLM_KIND = "llm"
+"""The kind of an edge a model proposed (never derived; see `ProposedEdge`)."""
+PROPOSED_BY = "proposed_by"
+"""The edge attribute that marks a proposed edge (`source` is node-link's endpoint key)."""
 
 
 class GraphConfigError(ValueError):
@@ -55,6 +66,8 @@ class GraphWeights:
     """Env graph: per value one environment's tools return that the other's take."""
     same_archetype: float = 1.0
     """Env graph: both built on the same archetype."""
+    llm: float = 2.0
+    """Per tool edge a model proposed (`envc graph --llm`), where no derived edge is."""
 
     @classmethod
     def from_table(cls, table: dict[str, object]) -> GraphWeights:
@@ -476,8 +489,40 @@ def _produces(tool: ir.ToolDecl, env: ir.Environment) -> set[str]:
 # =========================================================================== graphs
 
 
-def tool_graph(env: ir.Environment, weights: GraphWeights | None = None) -> nx.DiGraph[str]:
-    """The tool dependency graph of one environment (nodes: tools; edges: see module doc)."""
+@dataclass(frozen=True)
+class ProposedEdge:
+    """A dependency a model proposed: calling `source` first makes `target` possible or
+    meaningful, for the `reason` it gives (what the static analysis cannot see)."""
+
+    source: str
+    target: str
+    reason: str
+
+
+def proposed_edge_problem(graph: nx.DiGraph[str], edge: ProposedEdge) -> str:
+    """Why `edge` cannot join `graph` ("" when it can): both tools exist, it is no self
+    loop, no edge joins them yet, and it gives a reason."""
+    tools = sorted(graph.nodes)
+    for end in (edge.source, edge.target):
+        if end not in graph:
+            hint = did_you_mean(end, tools)
+            return f"there is no tool `{end}`" + (f" ({hint})" if hint else f"; the tools: {', '.join(tools)}")
+    if edge.source == edge.target:
+        return f"`{edge.source}` -> `{edge.source}` is a self loop"
+    if graph.has_edge(edge.source, edge.target):
+        kinds = ", ".join(graph.edges[edge.source, edge.target]["kinds"])
+        return f"`{edge.source}` -> `{edge.target}` is an edge already ({kinds})"
+    if not edge.reason.strip():
+        return f"`{edge.source}` -> `{edge.target}` gives no reason"
+    return ""
+
+
+def tool_graph(
+    env: ir.Environment, weights: GraphWeights | None = None, extra: Sequence[ProposedEdge] = ()
+) -> nx.DiGraph[str]:
+    """The tool dependency graph of one environment (nodes: tools; edges: see module doc),
+    with the `extra` edges a model proposed merged in (ValueError for one that
+    `proposed_edge_problem` refuses: validate them first, as compiler/llm/edges.py does)."""
     weights = weights or GraphWeights()
     facts = tool_facts(env)
     graph: nx.DiGraph[str] = nx.DiGraph(name=env.header.name)
@@ -495,6 +540,18 @@ def tool_graph(env: ir.Environment, weights: GraphWeights | None = None) -> nx.D
         for target in env.tools:
             if source.name != target.name:
                 _add_tool_edge(graph, facts[source.name], facts[target.name], weights)
+    for edge in extra:
+        problem = proposed_edge_problem(graph, edge)
+        if problem:
+            raise ValueError(f"proposed edge refused: {problem}")
+        graph.add_edge(
+            edge.source,
+            edge.target,
+            kinds=[LLM_KIND],
+            via={LLM_KIND: [edge.reason.strip()]},
+            weight=round(weights.llm, 6),
+            **{PROPOSED_BY: LLM_KIND},
+        )
     return graph
 
 

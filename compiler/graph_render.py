@@ -8,7 +8,10 @@ boxes, read tools white ellipses, tools no edge leads to have a double border; a
 thickness grows with its weight and it has one coloured strand per kind (precondition,
 data, state). The env graph, when the document has one, is a cluster of its own. Dense
 graphs are thinned for the picture only (`PictureOptions`, `drawn_edges`); the JSON
-output keeps every edge. docs/graph.md shows a picture and explains the choices.
+output keeps every edge. Edges a model proposed (`proposed_by: "llm"`) are drawn
+dashed, in a colour of their own, so they are never read as derived ones; a picture of
+graphs without them is byte for byte what it was before they existed. docs/graph.md
+shows a picture and explains the choices.
 """
 
 from __future__ import annotations
@@ -23,18 +26,19 @@ from typing import Any
 
 import networkx as nx
 
-from compiler.graph import EDGE_KINDS, GraphDocument
+from compiler.graph import EDGE_KINDS, LLM_KIND, PROPOSED_BY, GraphDocument
 
 FORMATS = ("dot", "svg", "png")
 VIEWS = ("all", "tools", "envs")
 DOT_TIMEOUT = 120.0
 FONT = "Helvetica,Arial,sans-serif"
-KIND_COLOURS = {"precondition": "#D55E00", "data": "#0072B2", "state": "#999999"}
+KIND_COLOURS = {"precondition": "#D55E00", "data": "#0072B2", "state": "#999999", LLM_KIND: "#009E73"}
 """Okabe-Ito colours (told apart with the common colour-vision deficiencies)."""
 KIND_MEANINGS = {
     "precondition": "A makes a guard of B pass",
     "data": "A returns a value B takes",
     "state": "A writes a field B reads",
+    LLM_KIND: "proposed by a model: B depends on A (dashed)",
 }
 WRITE_STYLE = 'shape=box, style="filled,rounded", fillcolor="#FDD49E", color="#B35806", penwidth=1.4'
 READ_STYLE = 'shape=ellipse, style=filled, fillcolor="#FFFFFF", color="#4D4D4D", penwidth=1.0'
@@ -105,7 +109,9 @@ def _pairs(
     for a, b in edges:
         if (a, b) in merged:
             continue  # drawn already, from the other end
-        back = (b, a) in chosen and all(graph.edges[a, b].get(k) == graph.edges[b, a].get(k) for k in same)
+        # a proposed edge's reason is its own: two-headed only when both say the same
+        keys = (*same, "via") if graph.edges[a, b].get(PROPOSED_BY) else same
+        back = (b, a) in chosen and all(graph.edges[a, b].get(k) == graph.edges[b, a].get(k) for k in keys)
         if back:
             merged.add((b, a))
         yield a, b, back
@@ -155,17 +161,25 @@ def _tool_tooltip(name: str, data: dict[str, Any]) -> str:
 def _edge_tooltip(a: str, b: str, data: dict[str, Any], both: bool) -> str:
     arrow = "<->" if both else "->"
     lines = [f"{a} {arrow} {b}, weight {_number(float(data['weight']))}"]
+    if data.get(PROPOSED_BY):
+        lines[0] += f", proposed by {data[PROPOSED_BY]}"
     lines += [f"{kind}: {', '.join(data['via'][kind])}" for kind in data["kinds"]]
     return "\n".join(lines)
+
+
+def proposed_count(graph: nx.DiGraph[str]) -> int:
+    """How many of a graph's edges a model proposed."""
+    return sum(1 for a, b in graph.edges if graph.edges[a, b].get(PROPOSED_BY))
 
 
 def _tool_cluster(graph: nx.DiGraph[str], options: PictureOptions, heaviest: float) -> list[str]:
     env = str(graph.graph.get("name", ""))
     edges = drawn_edges(graph, options.top, options.min_weight)
     writes = sum(1 for node in graph.nodes if graph.nodes[node].get("kind") == "write")
+    proposed = proposed_count(graph)
     title = (
         f"<<b>{html.escape(env)}</b>: {graph.number_of_nodes()} tools ({writes} write), "
-        f"{graph.number_of_edges()} edges, {len(edges)} drawn>"
+        f"{graph.number_of_edges()} edges" + (f" ({proposed} proposed)" if proposed else "") + f", {len(edges)} drawn>"
     )
     lines = [
         f"  subgraph {_quote('cluster_tools_' + env)} {{",
@@ -182,8 +196,10 @@ def _tool_cluster(graph: nx.DiGraph[str], options: PictureOptions, heaviest: flo
         )
     for a, b, both in _pairs(graph, edges, ("kinds", "weight")):
         data = graph.edges[a, b]
-        colours = ":".join(KIND_COLOURS[kind] for kind in EDGE_KINDS if kind in data["kinds"])
+        colours = ":".join(KIND_COLOURS[kind] for kind in (*EDGE_KINDS, LLM_KIND) if kind in data["kinds"])
         extra = ", dir=both" if both else ""
+        if data.get(PROPOSED_BY):
+            extra += ", style=dashed"
         lines.append(
             f"    {_quote(env + '.' + a)} -> {_quote(env + '.' + b)} [color={_quote(colours)}, "
             f"penwidth={_penwidth(float(data['weight']), heaviest, len(data['kinds']))}{extra}, "
@@ -228,14 +244,15 @@ def _env_cluster(graph: nx.DiGraph[str], options: PictureOptions) -> list[str]:
     return lines
 
 
-def _legend(options: PictureOptions, tools: bool, envs: bool) -> str:
-    """An HTML-like table, the label under the whole picture: what shapes and colours mean."""
+def _legend(options: PictureOptions, tools: bool, envs: bool, proposed: bool = False) -> str:
+    """An HTML-like table, the label under the whole picture: what shapes and colours mean
+    (the row of proposed edges only when the picture has some)."""
     rows = []
     if tools:
         rows += [
-            f'<tr><td><font color="{KIND_COLOURS[kind]}">━━━</font></td><td align="left">{kind}: '
-            f"{html.escape(KIND_MEANINGS[kind])}</td></tr>"
-            for kind in EDGE_KINDS
+            f'<tr><td><font color="{KIND_COLOURS[kind]}">{"╍╍╍" if kind == LLM_KIND else "━━━"}</font></td>'
+            f'<td align="left">{kind}: {html.escape(KIND_MEANINGS[kind])}</td></tr>'
+            for kind in (*EDGE_KINDS, *([LLM_KIND] if proposed else []))
         ]
         rows.append(
             '<tr><td bgcolor="#FDD49E">write</td><td align="left">box: a write tool; ellipse: a read tool</td></tr>'
@@ -261,11 +278,12 @@ def to_dot(document: GraphDocument, options: PictureOptions | None = None) -> st
     tools = options.view in ("all", "tools")
     envs = options.view in ("all", "envs") and document.environments is not None
     graphs = [document.tools[name] for name in sorted(document.tools)] if tools else []
+    proposed = any(proposed_count(graph) for graph in graphs)
     lines = [
         "digraph envc {",
         f'  graph [rankdir=TB, fontname="{FONT}", fontsize=13, labeljust=l, nodesep=0.18, ranksep=0.55,',
         '         newrank=true, outputorder=edgesfirst, pad=0.2, tooltip="envc graph", labelloc=b,',
-        f"         label={_legend(options, bool(graphs), envs)}];",
+        f"         label={_legend(options, bool(graphs), envs, proposed)}];",
         f'  node [fontname="{FONT}", fontsize=11, margin="0.10,0.04", height=0.3];',
         f'  edge [fontname="{FONT}", fontsize=9, arrowsize=0.6, fontcolor="#5E3C99"];',
     ]

@@ -18,7 +18,7 @@ from compiler import builtins as bi
 from compiler import ir
 from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.irtree import walk
-from compiler.parse import parse_source
+from compiler.parse import parse_cached
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def _parse_and_extend(
     chain: tuple[str, ...],
     rewrite: Rewrite | None = None,
 ) -> ir.Module | None:
-    result = parse_source(text, str(path))
+    result = parse_cached(text, str(path))
     diagnostics.extend(result.diagnostics)
     module = result.module
     if module is None:
@@ -203,8 +203,10 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
         if getattr(header, attr) == getattr(defaults, attr):
             setattr(header, attr, getattr(parent.header, attr))
     merged = ir.Module(path=child.path, header=header)
+    nodes = _PrototypeNodes.of(parent) if child.renames else None
     for rename in child.renames:
-        _apply_rename(parent, rename, diagnostics)
+        assert nodes is not None
+        _apply_rename(parent, rename, diagnostics, nodes)
     dropped: dict[str, set[str]] = {}
     for drop in child.drops:
         pools: dict[str, Sequence[Any]] = {
@@ -230,7 +232,69 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     return merged
 
 
-def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Diagnostic]) -> None:
+@dataclass
+class _Callable:
+    """The nodes of one tool, helper, test or task that renames look at."""
+
+    decl: Any
+    binders: list[Any]  # its `Param`s and `Let`s, which may shadow a state field
+    names: list[ir.Name]
+    attrs: list[ir.Attr]
+
+
+@dataclass
+class _PrototypeNodes:
+    """The prototype's nodes a rename may change, found in one walk: renames change
+    names, never the tree's shape, so each rename visits these lists instead of walking
+    the prototype again (a spec with many renames was quadratic)."""
+
+    decls: list[Any]
+    names: list[ir.Name]
+    types: list[ir.TypeRef]
+    uses: list[ir.UseScenario]
+    tasks: list[ir.TaskDecl]
+    calls: list[ir.Call]
+    callables: list[_Callable]
+
+    @classmethod
+    def of(cls, parent: ir.Module) -> _PrototypeNodes:
+        found = cls([], [], [], [], [], [], [])
+        callables = {id(decl) for decl in [*parent.tools, *parent.fns, *parent.tests, *parent.tasks]}
+        for name in type(parent).model_fields:
+            value = getattr(parent, name)
+            for item in value if isinstance(value, list) else [value]:
+                nodes = list(walk(item))
+                found._sort(nodes)
+                if id(item) in callables:
+                    found.callables.append(
+                        _Callable(
+                            item,
+                            [n for n in nodes if isinstance(n, (ir.Param, ir.Let))],
+                            [n for n in nodes if isinstance(n, ir.Name)],
+                            [n for n in nodes if isinstance(n, ir.Attr)],
+                        )
+                    )
+        return found
+
+    def _sort(self, nodes: list[Any]) -> None:
+        buckets: dict[type, list[Any]] = {
+            ir.Name: self.names,
+            ir.TypeRef: self.types,
+            ir.UseScenario: self.uses,
+            ir.TaskDecl: self.tasks,
+            ir.Call: self.calls,
+        }
+        for node in nodes:
+            if isinstance(node, (ir.EnumDecl, ir.RecordDecl, ir.ToolDecl, ir.ScenarioDecl)):
+                self.decls.append(node)
+            bucket = buckets.get(type(node))
+            if bucket is not None:
+                bucket.append(node)
+
+
+def _apply_rename(
+    parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Diagnostic], nodes: _PrototypeNodes
+) -> None:
     """Rename a prototype declaration and every reference to it inside the prototype.
 
     Names of tools, helpers, records and enums are unique across the spec and locals may
@@ -261,27 +325,30 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
         )
         return
     if rename.what == "state":
-        _rename_state_field(parent, rename.old, rename.new)
+        _rename_state_field(parent, rename.old, rename.new, nodes)
         return
     if rename.what == "param":
-        _rename_param(parent, rename.old, rename.new)
+        _rename_param(rename.old, rename.new, nodes)
         return
-    for node in walk(parent):
-        if (
-            isinstance(node, (ir.EnumDecl, ir.RecordDecl, ir.ToolDecl, ir.ScenarioDecl))
-            and node.name == rename.old
-            and _kind_of(node) == rename.what
-        ):
-            node.name = rename.new
-        elif rename.what == "scenario":
-            if isinstance(node, (ir.UseScenario,)) and node.name == rename.old:
-                node.name = rename.new
-            elif isinstance(node, ir.TaskDecl) and node.scenario == rename.old:
-                node.scenario = rename.new
-        elif isinstance(node, ir.Name) and node.id == rename.old:
-            node.id = rename.new
-        elif isinstance(node, ir.TypeRef) and node.name == rename.old and rename.what in ("record", "enum"):
-            node.name = rename.new
+    old, new = rename.old, rename.new
+    for decl in nodes.decls:
+        if decl.name == old and _kind_of(decl) == rename.what:
+            decl.name = new
+    if rename.what == "scenario":
+        for use in nodes.uses:
+            if use.name == old:
+                use.name = new
+        for task in nodes.tasks:
+            if task.scenario == old:
+                task.scenario = new
+        return
+    for name in nodes.names:
+        if name.id == old:
+            name.id = new
+    if rename.what in ("record", "enum"):
+        for type_ in nodes.types:
+            if type_.name == old:
+                type_.name = new
 
 
 _RENAME_ROLES = {"tool": "tool", "fn": "helper", "record": "record", "enum": "enum", "state": "state"}
@@ -309,7 +376,7 @@ def _in_prototype(
     return False
 
 
-def _rename_state_field(parent: ir.Module, old: str, new: str) -> None:
+def _rename_state_field(parent: ir.Module, old: str, new: str, nodes: _PrototypeNodes) -> None:
     """A state field renamed in its declaration, scenarios, effect lists and every use.
 
     Locals and parameters may shadow state fields, so a name is renamed only where no
@@ -322,42 +389,39 @@ def _rename_state_field(parent: ir.Module, old: str, new: str) -> None:
         for item in scenario.items:
             if item.name == old:
                 item.name = new
-    callables: list[Any] = [*parent.tools, *parent.fns, *parent.tests, *parent.tasks]
-    for callable_ in callables:
-        shadowed = any(isinstance(n, (ir.Param, ir.Let)) and n.name == old for n in walk(callable_))
+    for callable_ in nodes.callables:
+        shadowed = any(binder.name == old for binder in callable_.binders)
         for attr in ("declared_reads", "declared_writes"):
-            names = getattr(callable_, attr, None)
+            names = getattr(callable_.decl, attr, None)
             if names:
-                setattr(callable_, attr, [new if n == old else n for n in names])
-        for node in walk(callable_):
-            if isinstance(node, ir.Name) and node.id == old and not shadowed:
-                node.id = new
-            elif (
-                isinstance(node, ir.Attr)
-                and node.name == old
-                and isinstance(node.obj, ir.Name)
-                and node.obj.id == "state"
-            ):
+                setattr(callable_.decl, attr, [new if n == old else n for n in names])
+        if not shadowed:
+            for name in callable_.names:
+                if name.id == old:
+                    name.id = new
+        for node in callable_.attrs:
+            if node.name == old and isinstance(node.obj, ir.Name) and node.obj.id == "state":
                 node.name = new
 
 
-def _rename_param(parent: ir.Module, old: str, new: str) -> None:
+def _rename_param(old: str, new: str, nodes: _PrototypeNodes) -> None:
     """A parameter renamed in every tool and helper that has it, in their bodies (a
     parameter cannot be shadowed by `let`), and in named arguments of calls to them."""
     owners: set[str] = set()
-    for callable_ in [*parent.tools, *parent.fns]:
-        if not any(p.name == old for p in callable_.params):
+    for callable_ in nodes.callables:
+        decl = callable_.decl
+        if not isinstance(decl, ir.ToolDecl) or not any(p.name == old for p in decl.params):
             continue
-        owners.add(callable_.name)
-        for param in callable_.params:
+        owners.add(decl.name)
+        for param in decl.params:
             if param.name == old:
                 param.name = new
-        for node in walk(callable_.body):
+        for node in walk(decl.body):  # the body only: a default or constraint is outside its scope
             if isinstance(node, ir.Name) and node.id == old:
                 node.id = new
-    for node in walk(parent):
-        if isinstance(node, ir.Call) and isinstance(node.func, ir.Name) and node.func.id in owners:
-            for keyword_arg in node.kwargs:
+    for call in nodes.calls:
+        if isinstance(call.func, ir.Name) and call.func.id in owners:
+            for keyword_arg in call.kwargs:
                 if keyword_arg.name == old:
                     keyword_arg.name = new
 

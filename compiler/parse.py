@@ -1,9 +1,11 @@
 """Stage 1, parse: `.envspec` text to an IR `Module`, or syntax diagnostics.
 
 The grammar lives in `grammar/envspec.lark`; this module owns the Lark parser, the
-indentation post-lexer, the tree-to-IR transformer and the translation of Lark's
-exceptions into diagnostics with positions. After a syntax error it re-parses from the
-next top-level declaration so one run reports the errors of every declaration.
+indentation post-lexer, the IR builders (run during the parse by `_InlineParser`, or
+over Lark's tree for input with errors), the translation of Lark's exceptions into
+diagnostics with positions, and the cache of parsed modules (`ParseCache`). After a
+syntax error it re-parses from the next top-level declaration so one run reports the
+errors of every declaration.
 """
 
 from __future__ import annotations
@@ -11,16 +13,21 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import hashlib
+import os
 import re
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.indenter import Indenter
+from lark.parse_tree_builder import ParseTreeBuilder
+from lark.parsers.lalr_analysis import Shift
 from lark.tree import Meta
 from lark.visitors import Transformer_NonRecursive
 
@@ -129,7 +136,7 @@ class _Collector:
         self.errors.append(Diagnostic(code, message, self.path, line, col, end_line, end_col, hint=hint))
 
 
-def _pos(meta: Meta | Token) -> dict[str, int]:
+def _pos(meta: Meta | _Span | Token) -> dict[str, int]:
     if isinstance(meta, Token):
         return {
             "line": meta.line or 0,
@@ -141,6 +148,25 @@ def _pos(meta: Meta | Token) -> dict[str, int]:
         return {}
     return {"line": meta.line, "col": meta.column, "end_line": meta.end_line, "end_col": meta.end_column}
 
+
+_SpanTuple = tuple[int | None, int | None, int | None, int | None]
+"""line, column, end line, end column of a token or rule (Lark's tokens may lack them)."""
+
+
+class _Span:
+    """The position Lark's `propagate_positions` gives a rule's tree: from the start of
+    its first positioned child to the end of its last. The inline parser hands this to
+    the IR builders in place of a tree's `Meta` (same attribute names)."""
+
+    __slots__ = ("line", "column", "end_line", "end_column", "empty")
+
+    def __init__(self, span: _SpanTuple | None) -> None:
+        self.empty = span is None
+        if span is not None:
+            self.line, self.column, self.end_line, self.end_column = cast(tuple[int, int, int, int], span)
+
+
+_DEPTH_MEASURED = (ir.ExprBase, ir.Keyword, ir.MapEntry)
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0", "{": "{", "}": "}"}
 _ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
@@ -161,14 +187,19 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         super().__init__()
         self.c = collector
         self.depths: dict[int, int] = {}
+        self.span: _SpanTuple | None = None  # of the rule the inline parser reduces
 
     def _call_userfunc(self, tree: Tree[Token], new_children: list[Any] | None = None) -> Any:
         children = new_children if new_children is not None else tree.children
-        method = getattr(self, str(tree.data), None)
+        return self.build(str(tree.data), tree.meta, children)
+
+    def build(self, rule: str, meta: Meta | _Span, children: list[Any]) -> Any:
+        """Run the IR builder of `rule` and record the depth of what it built."""
+        method = getattr(self, rule, None)
         if method is None:
-            raise AssertionError(f"no IR builder for grammar rule {tree.data}")
-        result = method(tree.meta, children)
-        if isinstance(result, (ir.ExprBase, ir.Keyword, ir.MapEntry)) or tree.data == "args":
+            raise AssertionError(f"no IR builder for grammar rule {rule}")
+        result = method(meta, children)
+        if isinstance(result, _DEPTH_MEASURED) or rule == "args":
             depth = 1 + max((self.depths.get(id(child), 0) for child in _flat(children)), default=0)
             self.depths[id(result)] = depth
             if depth == MAX_EXPR_DEPTH + 1 and isinstance(result, ir.Node):
@@ -858,10 +889,218 @@ class _Parser:
         )
         self.lock = threading.Lock()
 
+        self.inline = _InlineParser(self.lark)
+
     def parse(self, text: str, start: str, collector: _Collector) -> Any:
+        """IR for `text`, built during the parse (`_InlineParser`); input it refuses is
+        parsed again the classic way, tree first, whose exception becomes the diagnostic."""
+        builder = _ToIR(_Collector(collector.path))
+        try:
+            result = self.inline.parse(text, start, builder)
+        except (_NotInline, LarkError, _NestingTooDeep, _BadDedent):
+            return self.parse_tree_first(text, start, collector)
+        collector.errors.extend(builder.c.errors)
+        return result
+
+    def parse_tree_first(self, text: str, start: str, collector: _Collector) -> Any:
+        """Lark's parse tree, then `_ToIR` over it: the path whose errors are reported."""
         with self.lock:
             tree = self.lark.parse(text, start=start)
         return _ToIR(collector).transform(tree)
+
+
+class _NotInline(Exception):
+    """The inline parser met a token the grammar does not allow there."""
+
+
+_Reduce = tuple[int, str, Any]  # children popped, rule's nonterminal, callback (None: unit rule)
+
+
+class _InlineParser:
+    """Lark's LALR tables and contextual lexer's terminals driven by a loop that builds
+    IR on each reduction, so no parse tree is built and none is walked afterwards.
+
+    Child filtering, `?rule` inlining and `[x]` placeholders are Lark's own wrappers
+    (`ParseTreeBuilder` without position propagation); positions are kept on a stack
+    beside the values, with Lark's rule: a node spans from the start of its first
+    positioned child to the end of its last. Unit rules (`?sum: term`) are skipped
+    without a call. Valid input gives exactly the IR of `_ToIR` over the tree (a test
+    compares both on every spec); any error falls back to the tree-first parse.
+    """
+
+    def __init__(self, lark: Lark) -> None:
+        frontend = lark.parser
+        self.lexer = frontend.lexer.lexer  # the contextual lexer, below the indenter
+        table = frontend.parser.parser.parse_table
+        self.start_states: dict[str, int] = table.start_states
+        self.end_states: dict[str, int] = table.end_states
+        self.local = threading.local()
+        self.lex_tables: dict[int, tuple[list[Any], dict[str, Any], frozenset[str], frozenset[str]]] = {}
+        shaper = ParseTreeBuilder(lark.rules, Tree, propagate_positions=False, maybe_placeholders=True)  # type: ignore[no-untyped-call]
+        callbacks = shaper.create_callback(self._dispatch(lark.rules))  # type: ignore[no-untyped-call]
+        reduces: dict[Any, _Reduce] = {
+            rule: (len(rule.expansion), rule.origin.name, None if _is_unit(rule) else callbacks[rule])
+            for rule in lark.rules
+        }
+        self.states: dict[int, dict[str, tuple[bool, Any]]] = {
+            state: {
+                symbol: (True, arg) if action is Shift else (False, reduces[arg])
+                for symbol, (action, arg) in row.items()
+            }
+            for state, row in table.states.items()
+        }
+
+    def _dispatch(self, rules: list[Any]) -> object:
+        """An object with one function per IR builder, as `create_callback` expects."""
+        dispatch = type("_Dispatch", (), {})()
+        for name in {rule.alias or rule.options.template_source or rule.origin.name for rule in rules}:
+            if not str(name).startswith("_"):
+                setattr(dispatch, str(name), self._callback(str(name)))
+        return dispatch
+
+    def _callback(self, rule: str) -> Any:
+        local = self.local
+
+        def build(children: list[Any]) -> Any:
+            builder: _ToIR = local.builders[-1]
+            return builder.build(rule, _Span(builder.span), children)
+
+        return build
+
+    def parse(self, text: str, start: str, builder: _ToIR) -> Any:
+        builders: list[_ToIR] = self.local.__dict__.setdefault("builders", [])
+        builders.append(builder)  # f-string fields parse inside a build: a stack
+        try:
+            return self._run(text, start, builder)
+        finally:
+            builders.pop()
+
+    def _run(self, text: str, start: str, builder: _ToIR) -> Any:
+        states = self.states
+        stack = [self.start_states[start]]
+        values: list[Any] = []
+        spans: list[_SpanTuple | None] = []
+        token: Token | None = None
+        for token in EnvspecIndenter().process(self._lex(text, stack)):
+            kind = token.type
+            while True:
+                step = states[stack[-1]].get(kind)
+                if step is None:
+                    raise _NotInline(kind)
+                if step[0]:  # shift
+                    stack.append(step[1])
+                    values.append(token)
+                    spans.append((token.line, token.column, token.end_line, token.end_column))
+                    break
+                size, origin, callback = step[1]
+                if callback is None:  # a unit rule (inlined here, the hot path): value and span stay
+                    stack[-1] = states[stack[-2]][origin][1]
+                else:
+                    self._reduce(size, origin, callback, stack, values, spans, builder)
+        return self._finish(token, start, stack, values, spans, builder)
+
+    def _lex(self, text: str, stack: list[int]) -> Iterator[Token]:
+        """Lark's contextual lexer, token for token (the terminals the parser's current
+        state accepts, Lark's regexes and keyword callbacks), without its per-token
+        layers of calls. Text no terminal matches is left to the tree-first parse."""
+        tables = self.lex_tables
+        pos, line, line_start, end = 0, 1, 0, len(text)
+        while pos < end:
+            state = stack[-1]
+            table = tables.get(state) or self._lex_table(state)
+            regexes, callbacks, ignored, multiline = table
+            for regex in regexes:
+                match = regex.match(text, pos)
+                if match:
+                    break
+            else:
+                raise _NotInline("no terminal matches here")
+            value, kind = match.group(0), str(match.lastgroup)
+            start, start_line, column = pos, line, pos - line_start + 1
+            if kind in multiline:
+                newlines = value.count("\n")
+                if newlines:
+                    line += newlines
+                    line_start = pos + value.rindex("\n") + 1
+            pos += len(value)
+            if kind in ignored and kind not in callbacks:
+                continue
+            token = Token(kind, value, start, start_line, column, line, pos - line_start + 1, pos)
+            if kind in callbacks:
+                token = callbacks[kind](token)
+            if kind not in ignored:
+                yield token
+
+    def _lex_table(self, state: int) -> tuple[list[Any], dict[str, Any], frozenset[str], frozenset[str]]:
+        """What the contextual lexer uses in `state`: its scanner's regexes, callbacks,
+        ignored and newline-holding terminals (built on first use, like Lark's)."""
+        lexer = self.lexer.lexers[state]
+        scanner = lexer.scanner
+        table = (scanner._mres, lexer.callback, lexer.ignore_types, lexer.newline_types)
+        self.lex_tables[state] = table
+        return table
+
+    def _finish(
+        self,
+        last: Token | None,
+        start: str,
+        stack: list[int],
+        values: list[Any],
+        spans: list[_SpanTuple | None],
+        builder: _ToIR,
+    ) -> Any:
+        """Reduce at the end of input until the start rule is complete."""
+        end = Token.new_borrow_pos("$END", "", last) if last is not None else Token("$END", "", 0, 1, 1)
+        while True:
+            step = self.states[stack[-1]].get(end.type)
+            if step is None or step[0]:
+                raise _NotInline("$END")
+            size, origin, callback = step[1]
+            self._reduce(size, origin, callback, stack, values, spans, builder)
+            if stack[-1] == self.end_states[start]:
+                return values[-1]
+
+    def _reduce(
+        self,
+        size: int,
+        origin: str,
+        callback: Any,
+        stack: list[int],
+        values: list[Any],
+        spans: list[_SpanTuple | None],
+        builder: _ToIR,
+    ) -> None:
+        if callback is None:
+            stack[-1] = self.states[stack[-2]][origin][1]
+            return
+        if size:
+            children = values[-size:]
+            builder.span = _span_of(spans[-size:])
+            del values[-size:], spans[-size:], stack[-size:]
+        else:
+            children, builder.span = [], None
+        values.append(callback(children))
+        spans.append(builder.span)
+        stack.append(self.states[stack[-1]][origin][1])
+
+
+def _span_of(spans: list[_SpanTuple | None]) -> _SpanTuple | None:
+    """From the start of the first positioned child to the end of the last."""
+    first, last = spans[0], spans[-1]
+    if first is None or last is None:
+        first = next((span for span in spans if span is not None), None)
+        if first is None:
+            return None
+        last = next(span for span in reversed(spans) if span is not None)
+    return (first[0], first[1], last[2], last[3])
+
+
+def _is_unit(rule: Any) -> bool:
+    """`?a: b` with b kept as it is: Lark's wrappers would hand b's value on unchanged."""
+    if not rule.options.expand1 or rule.alias or len(rule.expansion) != 1 or any(rule.options.empty_indices):
+        return False
+    symbol = rule.expansion[0]
+    return not (symbol.is_term and symbol.filter_out) and not (not symbol.is_term and symbol.name.startswith("_"))
 
 
 @functools.cache
@@ -916,6 +1155,165 @@ def _parse_source(source: str, path: str) -> ParseResult:
     errors.extend(_errors_after(text, path, syntax.line))
     unique = {(d.line, d.col, d.code): d for d in errors}
     return ParseResult(None, sorted(unique.values(), key=Diagnostic.sort_key))
+
+
+# --------------------------------------------------------------------------- cache
+
+PARSE_CACHE_FORMAT = b"envc-parse-1"
+PARSE_CACHE_FILES = 2000
+"""Entries kept on disk; beyond that the oldest half is removed (specs edited in a loop
+leave one entry per version)."""
+PARSE_CACHE_IN_MEMORY_BYTES = 64 * 1024**2
+"""JSON kept in memory for this run (a 5,000-line spec's IR is about 2 MB of it)."""
+
+
+@dataclass
+class ParseCache:
+    """Parsed modules remembered by content, in this process and across runs.
+
+    The key is a hash of the compiler's fingerprint (so an entry written by another
+    version of envc is never found), the library versions the IR's JSON depends on, the
+    spec's path (positions and `file` name it) and its text. An entry is the module's
+    JSON (pydantic's own round trip: loading it gives fresh objects, which later stages
+    may change in place) after a header and the payload's SHA-256: a truncated or
+    corrupted file is a miss and is removed. Files are written to a temporary name and
+    renamed, so readers never see half an entry. Only clean parses are kept; a spec
+    with syntax errors is parsed every time (its diagnostics come from the parser).
+    """
+
+    folder: Path | None
+    memory: dict[str, bytes] = field(default_factory=dict)
+    hits: int = 0
+    misses: int = 0
+
+    def parse(self, source: str, path: str) -> ParseResult:
+        key = self.key(source, path)
+        payload = self.memory.get(key) or self._read(key)
+        if payload is not None:
+            with gc_paused():
+                module = _module_from_json(payload)
+            if module is not None:
+                self.hits += 1
+                self._remember(key, payload)
+                return ParseResult(module, [])
+            self._discard(key)
+        self.misses += 1
+        result = parse_source(source, path)
+        if result.module is not None and not result.diagnostics:
+            payload = result.module.model_dump_json().encode("utf-8")
+            self._remember(key, payload)
+            self._write(key, payload)
+        return result
+
+    @staticmethod
+    def key(source: str, path: str) -> str:
+        from compiler.pipeline import compiler_fingerprint  # the pipeline imports this module
+
+        digest = hashlib.sha256(PARSE_CACHE_FORMAT)
+        for part in (compiler_fingerprint(), _library_versions(), path, source):
+            digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+        return digest.hexdigest()
+
+    def _remember(self, key: str, payload: bytes) -> None:
+        self.memory.pop(key, None)
+        self.memory[key] = payload  # the newest last: the oldest go first
+        held = sum(len(kept) for kept in self.memory.values())
+        while held > PARSE_CACHE_IN_MEMORY_BYTES and len(self.memory) > 1:
+            held -= len(self.memory.pop(next(iter(self.memory))))
+
+    def _entry(self, key: str) -> Path | None:
+        return None if self.folder is None else self.folder / f"{key}.json"
+
+    def _read(self, key: str) -> bytes | None:
+        entry = self._entry(key)
+        if entry is None:
+            return None
+        try:
+            data = entry.read_bytes()
+        except OSError:
+            return None
+        header, _, payload = data.partition(b"\n")
+        if header != PARSE_CACHE_FORMAT + b" " + hashlib.sha256(payload).hexdigest().encode():
+            self._discard(key)
+            return None
+        return payload
+
+    def _write(self, key: str, payload: bytes) -> None:
+        entry = self._entry(key)
+        if entry is None:
+            return
+        data = PARSE_CACHE_FORMAT + b" " + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+        # The cache only saves time: a folder that cannot be written leaves every parse
+        # to the parser, with the same result.
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
+        except OSError:
+            return
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+            os.replace(temporary, entry)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            return
+        self._prune(entry.parent)
+
+    def _discard(self, key: str) -> None:
+        self.memory.pop(key, None)
+        entry = self._entry(key)
+        if entry is not None:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+
+    @staticmethod
+    def _prune(folder: Path) -> None:
+        entries = list(folder.glob("*.json"))
+        if len(entries) <= PARSE_CACHE_FILES:
+            return
+        aged: list[tuple[float, Path]] = []
+        for entry in entries:
+            with contextlib.suppress(OSError):  # another process may have removed it
+                aged.append((entry.stat().st_mtime, entry))
+        for _, entry in sorted(aged)[: len(aged) // 2]:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+
+
+def _module_from_json(payload: bytes) -> ir.Module | None:
+    try:
+        return ir.Module.model_validate_json(payload)
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        return None
+
+
+@functools.cache
+def _library_versions() -> str:
+    import lark
+    import pydantic
+
+    return f"lark {lark.__version__}, pydantic {pydantic.VERSION}"
+
+
+def parse_cache_folder() -> Path | None:
+    """`$XDG_CACHE_HOME/envc/parse` (`~/.cache/envc/parse`); `ENVC_PARSE_CACHE=0` keeps
+    the cache in memory only."""
+    if os.environ.get("ENVC_PARSE_CACHE", "1") == "0":
+        return None
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "envc" / "parse"
+
+
+@functools.cache
+def parse_cache() -> ParseCache:
+    """The process's cache (the disk folder is fixed when first used)."""
+    return ParseCache(parse_cache_folder())
+
+
+def parse_cached(source: str, path: str) -> ParseResult:
+    """`parse_source`, remembered by content (`ParseCache`): many specs extending one
+    prototype parse it once, and an unchanged spec is not parsed again in the next run."""
+    return parse_cache().parse(source, path)
 
 
 def _nul_characters(text: str, path: str) -> list[Diagnostic]:

@@ -98,10 +98,17 @@ def default_specs(root: Path) -> list[Path]:
     return sorted((root / "specs").glob("*.envspec"))
 
 
-FINGERPRINT_EXCLUDED = frozenset({"cli.py", "fmt.py", "scaffold.py"})
-"""Modules of the package that cannot shape what `envc compile` writes or whether it
-passes: the command line, the spec formatter and `envc new`. Nothing else imports them
-(tests/test_pipeline.py checks it), so editing them leaves every manifest valid."""
+FINGERPRINT_EXCLUDED = frozenset(
+    {
+        *("cli.py", "fmt.py", "scaffold.py", "calibrate.py", "rollout.py", "rollout_command.py", "scale.py", "serve"),
+        *("adapters/verl.py", "adapters/verl_config.py", "adapters/command.py"),
+    }
+)
+"""Modules (and subpackages) that cannot shape what `envc compile` writes or whether it
+passes: the command line, the spec formatter, `envc new`, and the stages that run
+compiled packages (calibration, rollouts, Ray, serving, trainer adapters). Nothing else
+imports them (tests/test_pipeline.py checks it), so editing them leaves every manifest
+valid."""
 FINGERPRINT_FOLDERS = ("templates", "grammar")
 """Data folders that shape the output: inside the package in a wheel, beside it in a
 source checkout. Both layouts give them the same keys (`templates/README.md.jinja`)."""
@@ -135,7 +142,8 @@ def fingerprint_files(package: Path) -> dict[str, Path]:
     files: dict[str, Path] = {}
     for path in _folder_files(package):
         key = path.relative_to(package).as_posix()
-        if key not in FINGERPRINT_EXCLUDED and key.split("/", 1)[0] != "prototypes":
+        top = key.split("/", 1)[0]
+        if key not in FINGERPRINT_EXCLUDED and top not in FINGERPRINT_EXCLUDED and top != "prototypes":
             files[key] = path
     for name in FINGERPRINT_FOLDERS:
         if not (package / name).is_dir():

@@ -27,7 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -36,6 +36,9 @@ from compiler import graph as tool_graphs
 from compiler import ir
 from compiler import typesys as ts
 from compiler.lower.schema import Samples, constraint_values, param_default
+
+if TYPE_CHECKING:
+    from compiler.llm.edges import EdgeOptions
 
 TELEPORT = 0.25
 """Weight of jumping to any tool, against edge weights of 1 to 6 (walks do not get stuck)."""
@@ -130,13 +133,19 @@ def import_package(folder: Path, alias: str) -> ModuleType:
     return module
 
 
-def load_env(env: ir.Environment, folder: Path, weights: tool_graphs.GraphWeights | None = None) -> SampleEnv:
+def load_env(
+    env: ir.Environment,
+    folder: Path,
+    weights: tool_graphs.GraphWeights | None = None,
+    proposed: Sequence[tool_graphs.ProposedEdge] = (),
+) -> SampleEnv:
+    """An environment to sample from; `proposed`: tool edges a model proposed (`--llm`)."""
     digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:10]
     package = import_package(folder, f"_envc_sample_{env.header.name}_{digest}")
     return SampleEnv(
         model=env,
         package=package,
-        graph=tool_graphs.tool_graph(env, weights),
+        graph=tool_graphs.tool_graph(env, weights, proposed),
         facts=tool_graphs.tool_facts(env),
         tools={t.name: t for t in env.tools},
         samples=Samples(env),
@@ -454,6 +463,8 @@ class Sampler:
     options: SampleOptions
     weights: tool_graphs.GraphWeights = field(default_factory=tool_graphs.GraphWeights)
     env_graph: nx.DiGraph[str] | None = None
+    proposed: dict[str, tuple[tool_graphs.ProposedEdge, ...]] = field(default_factory=dict)
+    """Per environment, the tool edges a model proposed (worker processes rebuild the graphs)."""
 
     def __post_init__(self) -> None:
         self.options.check(len(self.envs))
@@ -564,7 +575,9 @@ def _outcomes(sampler: Sampler, budget: int, worker_specs: Sequence[Any]) -> Ite
         return
     batch = max(64, sampler.options.chains // workers)
     with ProcessPoolExecutor(
-        max_workers=workers, initializer=_worker_start, initargs=(worker_specs, sampler.options, sampler.weights)
+        max_workers=workers,
+        initializer=_worker_start,
+        initargs=(worker_specs, sampler.options, sampler.weights, sampler.proposed),
     ) as pool:
         for start in range(0, budget, batch):
             yield from pool.map(_worker_attempt, range(start, min(budget, start + batch)), chunksize=16)
@@ -573,14 +586,19 @@ def _outcomes(sampler: Sampler, budget: int, worker_specs: Sequence[Any]) -> Ite
 _WORKER: Sampler | None = None
 
 
-def _worker_start(specs: Sequence[tuple[str, str]], options: SampleOptions, weights: tool_graphs.GraphWeights) -> None:
+def _worker_start(
+    specs: Sequence[tuple[str, str]],
+    options: SampleOptions,
+    weights: tool_graphs.GraphWeights,
+    proposed: dict[str, tuple[tool_graphs.ProposedEdge, ...]],
+) -> None:
     """Load every environment once per worker process."""
     global _WORKER
     envs = {}
     for env_json, folder in specs:
         env = ir.Environment.model_validate_json(env_json)
-        envs[env.header.name] = load_env(env, Path(folder), weights)
-    _WORKER = Sampler(envs, options, weights)
+        envs[env.header.name] = load_env(env, Path(folder), weights, proposed.get(env.header.name, ()))
+    _WORKER = Sampler(envs, options, weights, proposed=proposed)
 
 
 def _worker_attempt(attempt: int) -> Chain | Rejected:
@@ -625,12 +643,16 @@ class Prepared:
     lowered: list[str] = field(default_factory=list)
     """Specs whose compiled package was missing or stale, so they were lowered afresh."""
     weights: tool_graphs.GraphWeights = field(default_factory=tool_graphs.GraphWeights)
+    proposed: dict[str, tuple[tool_graphs.ProposedEdge, ...]] = field(default_factory=dict)
+    """Tool edges a model proposed, per environment (with `llm`)."""
 
 
-def prepare(specs: Sequence[Path], root: Path, scratch: Path) -> Prepared:
+def prepare(specs: Sequence[Path], root: Path, scratch: Path, llm: EdgeOptions | None = None) -> Prepared:
     """Analyse each spec and find its generated package: the compiled one when it is up
     to date, else a fresh lowering written under `scratch` (not checked; compile it to
-    have it checked)."""
+    have it checked). With `llm`, each tool graph also has the edges a model proposed
+    (compiler/llm/edges.py: from envc.lock when current); a spec whose edges fail is
+    left out with its diagnostics."""
     from compiler import pipeline
     from compiler.analyse import analyse_file
     from compiler.check import write_tree
@@ -661,6 +683,14 @@ def prepare(specs: Sequence[Path], root: Path, scratch: Path) -> Prepared:
             folder = scratch / env.header.name
             write_tree(folder, files)
             prepared.lowered.append(str(spec))
-        prepared.envs[env.header.name] = load_env(env, folder, weights)
+        if llm is not None:
+            from compiler.llm.edges import propose_edges
+
+            proposal = propose_edges(env, llm)
+            prepared.diagnostics.extend(proposal.diagnostics)
+            if not proposal.ok:
+                continue
+            prepared.proposed[env.header.name] = tuple(proposal.edges)
+        prepared.envs[env.header.name] = load_env(env, folder, weights, prepared.proposed.get(env.header.name, ()))
         prepared.worker_specs.append((env.model_dump_json(), str(folder)))
     return prepared

@@ -15,7 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import calibrate, export, tasks
+from compiler import calibrate, export, scale, tasks
 from compiler import cli as cli_module
 from compiler.analyse import analyse_file
 from compiler.sample import SampleEnv, load_env
@@ -138,6 +138,39 @@ def test_any_policy_of_the_protocol_can_be_calibrated(
     assert result.passes == calibrate.calibrate(task_set, library, Coin(), k=8, seed=0).passes
 
 
+def test_a_run_with_an_internal_error_is_unscorable_not_a_failure(
+    task_set: list[dict[str, Any]], library: dict[str, SampleEnv], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = library["ticketing"].package
+    internal = package.environment.INTERNAL_ERROR
+    monkeypatch.setattr(package.Environment, "call", lambda self, tool, args=None: internal)
+    single = [t for t in task_set if t["envs"] == ["ticketing"]][:3]
+    result = calibrate.calibrate(single, library, calibrate.POLICIES["gold"], k=2)
+    assert result.unscorable == single and not (result.kept or result.too_easy or result.review)
+    data = result.to_json()
+    assert (
+        data["unscorable_ids"] == [t["id"] for t in single] and data["mean_reward"] == 0.0 and data["pass_rate"] == 0.0
+    )
+    assert all(
+        r == ["env_error: a tool failed with an internal error of the environment"] * 2
+        for r in data["unscorable_runs"].values()
+    )
+    run = calibrate.run_once(single[0], library, calibrate.POLICIES["gold"], 0, 0)
+    assert (run["ended"], run["scorable"], run["reward"], run["passed"]) == ("env_error", False, None, False)
+    nothing = calibrate.calibrate(single, library, calibrate.POLICIES["nothing"], k=2)  # no call, nothing failed
+    assert nothing.review == single and nothing.unscorable == []
+
+
+def test_runs_on_threads_give_the_same_counts(task_set: list[dict[str, Any]], library: dict[str, SampleEnv]) -> None:
+    policy = calibrate.POLICIES["flaky-gold"]
+    seen: list[int] = []
+    threaded = calibrate.calibrate(
+        task_set, library, policy, k=8, seed=2, executor=scale.LocalExecutor(library, 4), progress=seen.append
+    )
+    assert threaded.to_json() == calibrate.calibrate(task_set, library, policy, k=8, seed=2).to_json()
+    assert sorted(seen) == list(range(1, 8 * len(task_set) + 1))
+
+
 # --------------------------------------------------------------------------- episodes
 
 
@@ -199,10 +232,10 @@ def test_tasks_that_do_not_fit_the_environments_are_refused(
 
 def test_the_commands_offer_every_policy() -> None:
     assert set(cli_module.CALIBRATION_POLICIES) == set(calibrate.POLICIES)
-    for command in ("calibrate", "tasks"):
+    for command, extra in (("calibrate", {"model"}), ("tasks", set())):
         params = {p.name: p for p in cli_module.cli.commands[command].params}
         choice = params["policy" if command == "calibrate" else "calibrate_policy"].type
-        assert isinstance(choice, click.Choice) and set(choice.choices) == set(calibrate.POLICIES)
+        assert isinstance(choice, click.Choice) and set(choice.choices) == set(calibrate.POLICIES) | extra
 
 
 def test_envc_calibrate_writes_kept_review_and_counts(task_dir: Path, task_set: list[dict[str, Any]]) -> None:

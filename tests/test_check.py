@@ -410,3 +410,41 @@ def test_generated_tests_run_with_a_memory_limit() -> None:
         [sys.executable, "-c", grab], capture_output=True, text=True, preexec_fn=qc.limit_memory, timeout=60
     )
     assert done.returncode != 0 and "MemoryError" in done.stderr
+
+
+def _closing_bug(package: qc.Package, name: str) -> qc.Package:
+    """The package under another name with a bug only its generated tests see."""
+    text, _ = replace_in_method(
+        package.files["environment.py"], "close_ticket", '"status"] = "closed"', '"status"] = "resolved"'
+    )
+    return qc.Package(env=package.env, name=name, files={**package.files, "environment.py": text})
+
+
+def test_packages_tested_together_keep_their_own_verdicts(shipped: dict[str, qc.Package]) -> None:
+    """One pytest process runs every package's tests; each package still gets its own
+    counts and only its own failures, worded as a run of it alone words them."""
+    good = shipped["ticketing"]
+    broken = _closing_bug(good, "ticketing_broken")
+    results = qc.check_packages([good, broken], dynamic=True)
+    assert results["ticketing"].dynamic_ok and results["ticketing"].tests_failed == 0
+    assert results["ticketing"].tests_passed >= 50
+    assert not [f for f in results["ticketing"].findings if f.tool == "pytest"]
+    failed = results["ticketing_broken"]
+    assert not failed.dynamic_ok and failed.tests_failed >= 1
+    assert failed.tests_passed + failed.tests_failed == results["ticketing"].tests_passed
+    messages = [f.message for f in failed.findings if f.tool == "pytest"]
+    assert messages and all(m.startswith("FAILED tests/test_environment.py::") for m in messages)
+
+
+def test_a_test_run_that_dies_is_run_again_per_package(shipped: dict[str, qc.Package]) -> None:
+    """A package whose tests kill the process leaves no report: each package is then
+    run alone, so only that package fails."""
+    good = shipped["ticketing"]
+    tests = (
+        good.files["tests/test_environment.py"] + "\n\ndef test_exits() -> None:\n    import os\n\n    os._exit(9)\n"
+    )
+    dying = qc.Package(env=good.env, name="ticketing_dies", files={**good.files, "tests/test_environment.py": tests})
+    results = qc.check_packages([good, dying], dynamic=True)
+    assert results["ticketing"].dynamic_ok and results["ticketing"].tests_passed >= 50
+    assert not results["ticketing_dies"].dynamic_ok
+    assert [f.tool for f in results["ticketing_dies"].findings if f.tool == "pytest"] == ["pytest"]

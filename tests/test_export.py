@@ -136,9 +136,7 @@ def _verl_episode(row: dict[str, Any], task: dict[str, Any], library: dict[str, 
         env = create["env"]
         if env not in sessions:
             package = library[env].package
-            session = package.Environment(create["scenario"])
-            changes = json.loads(create["changes_json"])
-            sessions[env] = package.Environment({**session.state(), **changes}) if changes else session
+            sessions[env], _ = package.open_environment(create["scenario"], json.loads(create["changes_json"]))
             initial[env] = sessions[env].state()
         sessions[env].call(create["tool"], call["args"])
     truth = json.loads(row["reward_model"]["ground_truth"])

@@ -19,6 +19,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 GENERATED = Path(__file__).resolve().parent.parent / "generated"
 if str(GENERATED) not in sys.path:
@@ -443,11 +445,12 @@ def test_snapshot_restore_and_fork_are_independent() -> None:
     assert len(snapshot["audit_log"]) == 1
 
 
-def test_calendar_fork_copies_nested_lists() -> None:
+def test_calendar_fork_keeps_nested_lists_apart() -> None:
+    """A fork's calls never show in its parent (forks share containers, journaled; changing
+    `view()` by hand is outside that contract, docs/generated-package.md)."""
     env = team_calendar.Environment("team_week")
     fork = env.fork()
     fork.call("resolve_conflict", {"event_id": 2, "strategy": "split", "split_at": "2025-03-03T11:00:00"})
-    fork.view()["events"][1]["attendees"].append("mallory")
     assert env.state()["events"][1]["attendees"] == ["alice", "bob"]
     assert len(env.state()["events"]) == 4 and len(fork.state()["events"]) == 5
 
@@ -644,3 +647,123 @@ def test_save_writes_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     store.save(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
     assert json.loads((tmp_path / "a.json").read_text(encoding="utf-8")) == store.state("a")
+
+
+# --------------------------------------------------------------------------- per-tool callers
+
+PACKAGE_NAMES = sorted(p.name for p in GENERATED.iterdir() if (p / "environment.py").is_file())
+
+HOSTILE_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 8),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["", "alice", "open", "closed", "hardware", "2025-03-05T10:00:00", "é", "\ud800", "x" * 130]),
+    st.text(max_size=4),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.dictionaries(st.sampled_from(["a", "id"]), st.integers(0, 2), max_size=2),
+)
+
+
+CONFUSING: list[Any] = [
+    True,
+    False,
+    0,
+    1,
+    1.0,
+    -0.0,
+    float("nan"),
+    float("inf"),
+    "1",
+    "true",
+    "",
+    "é",
+    "\ud800",
+    None,
+    [],
+    {},
+]
+"""Values one type test or one limit away from being plain: a bool for an int, an int for
+a float, text that is not ASCII or not text, an empty string, a container."""
+
+
+def plausible(kind: tuple[Any, ...], limits: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Values a caller's shortcut should take as they are: the kind's own type, mostly
+    within its limits, and the values just outside them."""
+    tag = kind[0]
+    if tag == "optional":
+        return st.none() | plausible(kind[1], limits)
+    if tag == "enum":
+        return st.sampled_from(list(kind[1]))
+    if tag == "bool":
+        return st.booleans()
+    if tag in ("int", "float"):
+        low, high = limits.get("min", -2), limits.get("max", 12)
+        numbers = st.integers(int(low) - 1, int(high) + 1)
+        return numbers if tag == "int" else numbers.map(float) | st.floats(low - 1, high + 1)
+    if tag == "str":
+        low, high = limits.get("min_length", 0), limits.get("max_length", 8)
+        return st.text(alphabet="abz 1-", min_size=max(0, low - 1), max_size=min(high + 1, 130))
+    return HOSTILE_VALUES
+
+
+def full_path(module: ModuleType, env: Any, tool: str, args: Any) -> Any:
+    """What `call` did before the per-tool callers: `check_arguments`, the method, the
+    result converter, the error JSON."""
+    spec = module.TOOL_SPECS[tool]
+    try:
+        value = getattr(env, tool)(**module.check_arguments(spec, args))
+        return value if spec.result is None else spec.result(value)
+    except module.DomainError as error:
+        return error.to_json()
+    except Exception:
+        return module.copy_json(module.INTERNAL_ERROR)
+
+
+@pytest.mark.parametrize("name", PACKAGE_NAMES)
+def test_tool_callers_match_the_full_check(name: str) -> None:
+    """`ToolSpec.call` takes a shortcut for plain arguments; on any arguments it must give
+    what `check_arguments` + the method + the converter give, and leave the same state."""
+    module = __import__(f"{name}.environment", fromlist=["environment"])
+    tools = sorted(module.TOOL_SPECS)
+    scenarios = [None, *module.SCENARIOS]
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        tool = data.draw(st.sampled_from(tools))
+        params = module.TOOL_SPECS[tool].params
+        probe = data.draw(st.integers(0, len(params)))  # the one parameter given a confusing value
+        args: dict[str, Any] = {}
+        for index, param in enumerate(params):
+            if index == probe:
+                args[param.name] = data.draw(st.sampled_from(CONFUSING) | HOSTILE_VALUES)
+            elif data.draw(st.integers(0, 9)) < 8:  # the others mostly present, and plain
+                args[param.name] = data.draw(plausible(param.kind, dict(param.limits)))
+        if data.draw(st.integers(0, 19)) == 0:
+            args["unknown"] = 1
+        scenario = data.draw(st.sampled_from(scenarios))
+        fast, slow = module.Environment(scenario), module.Environment(scenario)
+        assert fast.call(tool, args) == full_path(module, slow, tool, args)
+        assert fast.state_json() == slow.state_json()
+
+    check()
+
+
+@pytest.mark.parametrize("name", PACKAGE_NAMES)
+def test_tool_callers_match_the_full_check_on_each_confusing_value(name: str) -> None:
+    """Every parameter of every tool, one at a time, given each confusing value (and left
+    out), the others as in the package's own valid sample call, in every scenario."""
+    module = __import__(f"{name}.environment", fromlist=["environment"])
+    samples = __import__(f"{name}.tests.test_environment", fromlist=["test_environment"]).SAMPLE_ARGUMENTS
+    for scenario in [None, *module.SCENARIOS]:
+        for tool, spec in sorted(module.TOOL_SPECS.items()):
+            base = dict(samples[tool])
+            cases = [base, {**base, "unknown": 1}]
+            for param in spec.params:
+                cases.append({k: v for k, v in base.items() if k != param.name})
+                cases += [{**base, param.name: value} for value in CONFUSING]
+            for args in cases:
+                fast, slow = module.Environment(scenario), module.Environment(scenario)
+                assert fast.call(tool, args) == full_path(module, slow, tool, args), (tool, args)
+                assert fast.state_json() == slow.state_json(), (tool, args)

@@ -29,6 +29,7 @@ PACKAGE_FILES = (
     "tests/__init__.py",
     "tests/test_environment.py",
     "tools.json",
+    "trl_env.py",
 )
 """The files `lower()` makes for every spec, in the order it returns them."""
 TWICE = [ROOT / "specs" / "ticketing.envspec", ROOT / "specs" / "calendar.envspec"]

@@ -349,3 +349,80 @@ def test_docs_and_pyproject_list_every_weight_with_its_default() -> None:
         default = f"{setting.default:.1f}"
         assert f"| `{setting.name}` | {default} |" in page, setting.name
         assert f"# {setting.name} = {default}" in pyproject, setting.name
+
+
+# --------------------------------------------------------------------------- proposed edges
+
+
+def proposed(source: str, target: str, reason: str = "the shop sells what it stocks") -> g.ProposedEdge:
+    return g.ProposedEdge(source, target, reason)
+
+
+def test_proposed_edges_are_merged_marked_and_weighted() -> None:
+    env = analysed(GUARD_SPEC)
+    derived = g.tool_graph(env)
+    assert not derived.has_edge("sell", "close_shop")
+    graph = g.tool_graph(env, g.GraphWeights.from_table({"llm": 0.5}), [proposed("sell", "close_shop", " a  day ")])
+    assert set(graph.edges) == set(derived.edges) | {("sell", "close_shop")}
+    assert graph.edges["sell", "close_shop"] == {
+        "kinds": ["llm"],
+        "via": {"llm": ["a  day"]},
+        "weight": 0.5,
+        "proposed_by": "llm",
+    }
+    data = g.node_link(graph)
+    assert isinstance(data["edges"], list)
+    marked = [(e["source"], e["target"]) for e in data["edges"] if e.get("proposed_by") == "llm"]
+    assert marked == [("sell", "close_shop")], "the endpoints stay node-link's `source` and `target`"
+
+
+@pytest.mark.parametrize(
+    ("edge", "problem"),
+    [
+        (
+            proposed("sell", "restock"),
+            "there is no tool `restock`; the tools: close_shop, open_shop, refund, sell, sign_in",
+        ),
+        (proposed("sel", "refund"), "there is no tool `sel` (did you mean `sell`?)"),
+        (proposed("sell", "sell"), "`sell` -> `sell` is a self loop"),
+        (proposed("open_shop", "sell"), "`open_shop` -> `sell` is an edge already (state, precondition)"),
+        (proposed("sell", "close_shop", " \n"), "`sell` -> `close_shop` gives no reason"),
+    ],
+)
+def test_the_hook_refuses_what_validation_refuses(edge: g.ProposedEdge, problem: str) -> None:
+    env = analysed(GUARD_SPEC)
+    assert g.proposed_edge_problem(g.tool_graph(env), edge) == problem
+    with pytest.raises(ValueError, match="proposed edge refused"):
+        g.tool_graph(env, extra=[edge])
+
+
+def test_a_proposed_edge_listed_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="is an edge already \\(llm\\)"):
+        g.tool_graph(analysed(GUARD_SPEC), extra=[proposed("sell", "close_shop")] * 2)
+
+
+def test_proposed_edges_are_drawn_dashed_with_their_legend() -> None:
+    from compiler import graph_render
+
+    env = analysed(GUARD_SPEC)
+    plain = graph_render.to_dot(g.GraphDocument(tools={"shop": g.tool_graph(env)}), graph_render.PictureOptions(top=0))
+    document = g.GraphDocument(tools={"shop": g.tool_graph(env, extra=[proposed("sell", "close_shop")])})
+    dot = graph_render.to_dot(document, graph_render.PictureOptions(top=0))
+    (line,) = [text for text in dot.splitlines() if '"shop.sell" -> "shop.close_shop"' in text]
+    assert 'color="#009E73"' in line and "style=dashed" in line and "proposed by llm" in line
+    assert "llm: the shop sells what it stocks" in line, "the reason in the tooltip"
+    assert "(1 proposed)" in dot and "proposed by a model" in dot
+    assert "dashed" not in plain and "proposed" not in plain and "#009E73" not in plain
+
+
+def test_without_proposed_edges_no_output_mentions_them(shipped: dict[str, ir.Environment]) -> None:
+    """Graphs of the derived edges alone carry no trace of the llm kind (their bytes are
+    what they were before proposed edges existed)."""
+    from compiler import graph_render
+
+    document = g.GraphDocument(
+        tools={env.header.name: g.tool_graph(env) for env in shipped.values()},
+        environments=g.env_graph(shipped.values()),
+    )
+    text = json.dumps(document.to_json()) + graph_render.to_dot(document, graph_render.PictureOptions(top=0))
+    assert "proposed" not in text and "dashed" not in text and '"llm"' not in text and "#009E73" not in text

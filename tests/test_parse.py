@@ -7,6 +7,7 @@ Malformed input never raises: `parse_source` returns diagnostics instead.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler import ir
-from compiler.parse import INT64_MAX, MAX_NESTING, MAX_SYNTAX_ERRORS, parse_source
+from compiler.parse import INT64_MAX, MAX_NESTING, MAX_SYNTAX_ERRORS, _Collector, _main_parser, parse_source
 
 HEADER = 'environment shop:\n    title "Shop"\n\n'  # three lines: declarations start on line 4
 
@@ -492,3 +493,47 @@ def test_excerpt_shows_control_characters_as_pictures() -> None:
     excerpt = render_text(error, text).splitlines()[1:3]
     assert "\x00" not in "".join(excerpt) and "\u2400" in excerpt[0]
     assert excerpt[0].index("\u2400") == excerpt[1].index("^")
+
+
+# --------------------------------------------------------------------------- the inline parser
+
+ROOT = Path(__file__).resolve().parent.parent
+EVERY_SPEC = sorted(
+    path
+    for path in [*ROOT.glob("specs/**/*.envspec"), *ROOT.glob("tests/**/*.envspec")]
+    if b"\0" not in path.read_bytes()  # NUL characters are refused before any parser runs
+)
+
+
+def _both_ways(text: str) -> tuple[tuple[Any, list[Any]], tuple[Any, list[Any]]]:
+    """(IR, builder errors) from the inline parser and from the tree-first parse."""
+    outcomes = []
+    for way in (_main_parser().parse, _main_parser().parse_tree_first):
+        collector = _Collector("spec.envspec")
+        try:
+            built = way(text, "start", collector)
+        except Exception as exc:  # noqa: BLE001 - a syntax error: both ways must raise alike
+            outcomes.append((type(exc).__name__, []))
+            continue
+        dumped = [decl.model_dump_json() for decl in built]
+        outcomes.append((dumped, [(e.code, e.message, e.line, e.col, e.end_line, e.end_col) for e in collector.errors]))
+    return outcomes[0], outcomes[1]
+
+
+@pytest.mark.parametrize("path", EVERY_SPEC, ids=lambda p: str(p.relative_to(ROOT)))
+def test_inline_parser_builds_the_ir_of_the_tree_first_parse(path: Path) -> None:
+    """The IR built during the parse (no parse tree) is the IR `_ToIR` builds from Lark's
+    tree, positions and builder errors included, for every spec and corpus file."""
+    text = path.read_bytes().decode("utf-8", errors="replace").replace("\r\n", "\n")
+    inline, tree_first = _both_ways(text if text.endswith("\n") else text + "\n")
+    assert inline == tree_first
+
+
+def test_inline_parser_positions_of_parenthesised_and_inlined_rules() -> None:
+    """Lark's position rule for inlined `?rule`s: a parenthesised expression keeps its own
+    span, and what is built around it starts at its `(`."""
+    value = tool_body("return (x).bit + f(  (x)  )[0]")[0].value
+    assert (value.col, value.left.line, value.left.col, value.left.end_col) == (12, 5, 12, 19)  # `(x).bit`
+    assert (value.left.obj.col, value.left.obj.end_col) == (13, 14)  # `x` itself
+    assert (value.right.col, value.right.end_col) == (22, 35)  # `f(  (x)  )[0]`
+    assert value.right.obj.args[0].col == 27  # the argument `x`, inside its brackets

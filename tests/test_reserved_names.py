@@ -166,7 +166,6 @@ def test_the_probe_calls_every_built_in() -> None:
         ("record", "view", "`view` is a method of every generated Environment, where it would hide a type"),
         ("tool", "trace", "`trace` is an attribute of the generated tests' Recorder, a subclass of Environment"),
         ("tool", "str", "`str` is used in the method signatures of the generated Environment"),
-        ("tool", "reset", "`reset` is kept for the harness API of generated environments"),
         ("helper", "run", "a helper `run` becomes `_run`, and `_run` is a method of every generated Environment"),
         ("helper", "undo", "a helper `undo` becomes `_undo`, and `_undo` is an attribute of every generated"),
         ("variable", "json", "`json` is a name the code generated for tool, helper and test bodies uses"),

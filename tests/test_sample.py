@@ -304,6 +304,7 @@ def test_envc_sample_writes_jsonl_and_a_summary(tmp_path: Path) -> None:
         (["specs/ticketing.envspec", "--chains", "2", "--envs", "x"], 2, "expected K or A-B"),
         (["specs/ticketing.envspec", "--chains", "2", "--envs", "2"], 2, "needs 2 environments"),
         (["specs/missing.envspec", "--chains", "2"], 2, "cannot read"),
+        (["specs/ticketing.envspec", "--chains", "2", "--offline"], 2, "--offline is about the proposed edges"),
     ],
 )
 def test_envc_sample_usage_errors(args: list[str], code: int, message: str, tmp_path: Path) -> None:
@@ -317,4 +318,16 @@ def test_envc_sample_of_a_broken_spec_exits_1(tmp_path: Path) -> None:
     spec.write_text(SHOP.replace("len(orders)", "len(nothing_here)"), encoding="utf-8")
     done = _envc("sample", str(spec), "--chains", "2", "-o", str(tmp_path / "out.jsonl"), cwd=tmp_path)
     assert done.returncode == 1 and "E2002" in done.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_envc_sample_llm_offline_without_a_lock_names_the_missing_entry(tmp_path: Path) -> None:
+    """`--llm --offline` asks no model: a spec whose proposed edges are not locked is E6101."""
+    (tmp_path / "pyproject.toml").write_text('[tool.envc.llm]\nmodel = "scripted"\n', encoding="utf-8")
+    spec = tmp_path / "shop.envspec"
+    spec.write_text(SHOP, encoding="utf-8")
+    done = _envc(
+        "sample", str(spec), "--chains", "2", "--llm", "--offline", "-o", str(tmp_path / "out.jsonl"), cwd=tmp_path
+    )
+    assert done.returncode == 1 and "E6101" in done.stderr, done.stderr
     assert not (tmp_path / "out.jsonl").exists()

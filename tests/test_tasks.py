@@ -34,7 +34,13 @@ RECHECK = textwrap.dedent(
         task = json.loads(line)
         packages = {n: importlib.import_module(n) for n in task["envs"]}
         def run(calls):
-            sessions = {n: packages[n].Environment(task["initial_state"][n]["scenario"]) for n in task["envs"]}
+            sessions = {}
+            for n in task["envs"]:
+                start = task["initial_state"][n]
+                session = packages[n].Environment(start["scenario"])
+                if start["changes"]:
+                    session = packages[n].Environment(packages[n].scoring.apply_changes(session.state(), start["changes"]))
+                sessions[n] = session
             initial = {n: s.state() for n, s in sessions.items()}
             for c in calls:
                 tool = c["tool"].split("__", 1)[1] if len(task["envs"]) > 1 else c["tool"]
@@ -152,7 +158,7 @@ def test_declared_tasks_the_audits_reject_are_reported(library: dict[str, Sample
     assert report.declared["bfcl_ticket.close_string_id_ticket"] == "kept"
     assert report.declared["bfcl_ticket.log_and_resolve"].startswith("rejected by perturbations_fail")
     assert report.declared["cicd_pipeline.ship_commit_a1b2c3d"].startswith("rejected by objective_consistency")
-    assert report.declared["cicd_pipeline.roll_back_release"].startswith("not expressible")
+    assert report.declared["cicd_pipeline.roll_back_release"] == "kept"  # a list of one field of each item
 
 
 VERIFY_PROBE = """environment verify_probe:
@@ -197,6 +203,64 @@ task probe:
         ('"alice" in on_call', [{"path": "/on_call", "op": "contains", "expected": "alice"}]),
         ("not flag", [{"path": "/flag", "op": "equals", "expected": False}]),
         ("flag", [{"path": "/flag", "op": "equals", "expected": True}]),
+        (
+            'len([t for t in values(tickets) if t.status == Status.closed and t.assignee != "bob"]) == 1',
+            [
+                {
+                    "path": "/tickets",
+                    "where": [
+                        {"path": "/status", "op": "equals", "expected": "closed"},
+                        {"path": "/assignee", "op": "not_equals", "expected": "bob"},
+                    ],
+                    "op": "count",
+                    "expected": 1,
+                }
+            ],
+        ),
+        (
+            "[t.status for t in values(tickets)] == [Status.closed]",
+            [
+                {
+                    "path": "/tickets",
+                    "where": [],
+                    "op": "select",
+                    "select": "/status",
+                    "sorted": False,
+                    "expected": ["closed"],
+                }
+            ],
+        ),
+        (
+            'sorted([p for p in on_call if p.startswith("a")]) == ["alice"]',
+            [
+                {
+                    "path": "/on_call",
+                    "where": [{"path": "", "op": "starts_with", "expected": "a"}],
+                    "op": "select",
+                    "select": "",
+                    "sorted": True,
+                    "expected": ["alice"],
+                }
+            ],
+        ),
+        (
+            "len([k for k in keys(tickets) if k == 2]) == 1",
+            [
+                {
+                    "path": "/tickets",
+                    "where": [{"path": "", "op": "equals", "expected": 2}],
+                    "over": "keys",
+                    "op": "count",
+                    "expected": 1,
+                }
+            ],
+        ),
+        (
+            "[tickets[2].status] == [Status.closed]",
+            [
+                {"path": "/tickets/2/status", "op": "equals", "expected": "closed"},
+            ],
+        ),
     ],
 )
 def test_verify_lines_become_path_checks(condition: str, checks: list[dict[str, Any]]) -> None:
@@ -208,9 +272,36 @@ def test_verify_lines_become_path_checks(condition: str, checks: list[dict[str, 
 
 
 def test_verify_lines_that_are_no_path_check_are_not_expressible(library: dict[str, SampleEnv]) -> None:
-    automation = next(t for t in library["automation_hub"].model.tasks if t.name == "page_on_critical_alerts")
+    report = next(t for t in library["claw_workspace"].model.tasks if t.name == "march_scores_report")
     with pytest.raises(tasks.NotExpressible):
-        tasks.verify_checks(automation.verify[0])  # a count over a comprehension
+        tasks.verify_checks(report.verify[1])  # a comprehension over the lines of a file's text
+    door = next(t for t in library["telemetry_bus"].model.tasks if t.name == "report_door_left_open")
+    with pytest.raises(tasks.NotExpressible):
+        tasks.verify_checks(door.verify[1])  # an index computed from the state, with no final state given
+    final = {"streams": {"sensor.temperature": {"history": [1, 2, 3, 7]}}}
+    assert tasks.verify_checks(door.verify[1], final)[0]["path"] == "/events/7/payload/device"
+
+
+def test_checks_over_collections(library: dict[str, SampleEnv]) -> None:
+    scoring = _scorer(library)
+    state = {"e": {"m": {"1": {"s": "open", "n": "b"}, "2": {"s": "done", "n": "a"}, "3": {"s": "done", "n": "c"}}}}
+    done = [{"path": "/s", "op": "equals", "expected": "done"}]
+
+    def reward(**check: Any) -> float:
+        task = {"verifier": {"checks": [{"env": "e", "path": "/m", "weight": 1.0, **check}]}}
+        result: dict[str, Any] = scoring.score(task, state, state)
+        return float(result["reward"])
+
+    assert reward(op="count", where=done, expected=2) == 1.0
+    assert reward(op="count", where=done, expected=3) == 0.0
+    assert (
+        reward(op="count", over="keys", where=[{"path": "", "op": "starts_with", "expected": "1"}], expected=1) == 1.0
+    )
+    assert reward(op="select", select="/n", where=done, expected=["a", "c"]) == 1.0
+    assert reward(op="select", select="/n", expected=["a", "b", "c"]) == 0.0
+    assert reward(op="select", select="/n", sorted=True, expected=["a", "b", "c"]) == 1.0
+    assert reward(op="select", select="/missing", expected=[None, None, None]) == 0.0  # a missing field never matches
+    assert reward(op="starts_with", path="/m/1/n", expected="b") == 1.0
 
 
 # --------------------------------------------------------------------------- one broken task per audit
@@ -247,7 +338,7 @@ def test_a_verifier_doing_nothing_passes_is_rejected(good: dict[str, Any], libra
     broken = copy.deepcopy(good)
     broken["verifier"]["checks"] = [{"env": "ticketing", "path": "/tickets", "op": "absent", "weight": 1.0}]
     broken["verifier"]["checks"][0]["op"] = "equals"
-    start = library["ticketing"].package.Environment(good["initial_state"]["ticketing"]["scenario"]).state()
+    start = tasks.open_session(library["ticketing"], good["initial_state"]["ticketing"]).state()
     broken["verifier"]["checks"][0]["expected"] = start["tickets"]
     broken["gold_calls"] = []  # gold is doing nothing too: it scores 1, and so does nothing
     broken["verifier"]["collateral"]["allowed"] = {"ticketing": []}
@@ -388,10 +479,14 @@ def test_scoring_checks_and_collateral(library: dict[str, SampleEnv]) -> None:
         {"verifier": {"checks": [{"env": "e", "path": "/a", "op": "equals", "weight": float("nan")}]}},
         {"verifier": {"checks": [{"env": "e", "path": "/a", "op": "equals"}]}, "reward": "lottery"},
         {"verifier": {"checks": [{"env": "e", "path": "/a", "op": "equals"}], "collateral": {"allowed": []}}},
+        {"verifier": {"checks": [{"env": "e", "path": "/m", "op": "count", "where": {"path": "/s"}}]}},
+        {"verifier": {"checks": [{"env": "e", "path": "/m", "op": "count", "where": [{"path": "/s", "op": "like"}]}]}},
+        {"verifier": {"checks": [{"env": "e", "path": "/m", "op": "count", "over": "items"}]}},
+        {"verifier": {"checks": [{"env": "e", "path": "/m", "op": "select", "select": "s"}]}},
     ],
 )
 def test_malformed_verifiers_score_0_with_a_reason(task: dict[str, Any], library: dict[str, SampleEnv]) -> None:
-    result = _scorer(library).score(task, {"e": {"a": 1}}, {"e": {"a": 0}})
+    result = _scorer(library).score(task, {"e": {"a": 1, "m": {"x": {"s": 1}}}}, {"e": {"a": 0, "m": {"x": {"s": 1}}}})
     assert result["reward"] == 0.0 and not result["passed"] and result["failure_reason"]
 
 
@@ -443,3 +538,9 @@ def test_envc_tasks_from_chains_and_bad_chain_files(tmp_path: Path) -> None:
     other.write_text(json.dumps({"id": "x", "seed": "0:0", "envs": ["nowhere"], "scenarios": {}, "calls": []}) + "\n")
     wrong = _envc("tasks", "specs/ticketing.envspec", "-n", "5", "--chains", str(other), "-o", str(tmp_path / "c"))
     assert wrong.returncode == 2 and "`nowhere` is not among the specs" in wrong.stderr
+
+
+def test_envc_tasks_offline_needs_llm(tmp_path: Path) -> None:
+    done = _envc("tasks", "specs/ticketing.envspec", "-n", "2", "--offline", "-o", str(tmp_path / "out"))
+    assert done.returncode == 2 and "--offline is about the requests a model writes" in done.stderr
+    assert not (tmp_path / "out").exists()

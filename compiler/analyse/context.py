@@ -10,6 +10,7 @@ from typing import Any
 from compiler import builtins as bi
 from compiler import ir
 from compiler.diagnostics import Diagnostic
+from compiler.irtree import called_names
 from compiler.load import WorldFile
 
 
@@ -31,6 +32,11 @@ class Analysis:
     world_values: dict[str, Any] = field(default_factory=dict)
     state_defaults: dict[str, Any] = field(default_factory=dict)
     scenario_values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calls: dict[int, set[str]] = field(default_factory=dict, repr=False)
+    """`id(body) -> names it calls`, filled by `called_names`."""
+    declaring_files: dict[int, str] = field(default_factory=dict, repr=False)
+    """`id(state field) -> spec declaring it`, filled by `state_file` (a scan per field
+    was quadratic in the number of state fields)."""
 
     @property
     def header(self) -> ir.EnvHeader:
@@ -41,12 +47,22 @@ class Analysis:
         line, col, end_line, end_col = (node.line, node.col, node.end_line, node.end_col) if node else (1, 1, 0, 0)
         self.diags.append(Diagnostic(code, message, file, line, col, end_line, end_col, hint=hint))
 
+    def called_names(self, body: list[ir.Stmt]) -> set[str]:
+        """`irtree.called_names(body)`, walked once per analysis: the symbols and the
+        effects passes both ask (bodies keep their calls; only `ty` and `ref` change)."""
+        key = id(body)
+        if key not in self.calls:
+            self.calls[key] = called_names(body)
+        return self.calls[key]
+
     def state_file(self, name: str) -> str:
         """The spec (prototype or domain) that declares a state field."""
-        for decl in self.module.state:
-            if any(f is self.state.get(name) for f in decl.fields):
-                return decl.file
-        return self.module.path
+        field_ = self.state.get(name)
+        if field_ is None:
+            return self.module.path
+        if id(field_) not in self.declaring_files:  # first use, or a field declared since
+            self.declaring_files.update({id(f): decl.file for decl in self.module.state for f in decl.fields})
+        return self.declaring_files.get(id(field_), self.module.path)
 
     def world_file(self, world_field: ir.WorldField) -> str:
         """The spec that declares a world field."""

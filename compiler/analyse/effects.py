@@ -21,7 +21,7 @@ from compiler import typesys as ts
 from compiler.analyse.context import Analysis
 from compiler.analyse.types import operand_order
 from compiler.diagnostics import did_you_mean
-from compiler.irtree import called_names, children, is_state_attr
+from compiler.irtree import children, is_state_attr
 
 PARAM_ROOT = "@"  # roots starting with this name a helper's parameter, not a state field
 WORLD_ROOT = "!"  # roots starting with this are world data, which nothing may change
@@ -83,7 +83,7 @@ def run(a: Analysis) -> dict[str, Summary]:
 
 def helper_order(a: Analysis) -> list[str]:
     """Helpers in callee-first order; a call cycle is an error (no recursion)."""
-    calls = {name: sorted(called_names(fn.body) & set(a.fns)) for name, fn in a.fns.items()}
+    calls = {name: sorted(a.called_names(fn.body) & set(a.fns)) for name, fn in a.fns.items()}
     order: list[str] = []
     state: dict[str, int] = {}
 

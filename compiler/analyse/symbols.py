@@ -15,7 +15,6 @@ from compiler import ir
 from compiler import typesys as ts
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import did_you_mean
-from compiler.irtree import called_names
 
 ENV_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -187,7 +186,7 @@ def add_builtin_state(a: Analysis) -> None:
     )
     clock = a.header.clock if ts.valid_temporal("datetime", a.header.clock) else ir.EnvHeader(name="x").clock
     a.state[bi.CLOCK] = ir.Field_(name=bi.CLOCK, type=ts.DATETIME, default=ir.Const(value=clock))
-    used = effectful_builtins_used(a.module)
+    used = effectful_builtins_used(a)
     if "next_id" in used:
         a.state[bi.ID_COUNTERS] = ir.Field_(
             name=bi.ID_COUNTERS, type=ts.map_of(ts.STR, ts.INT), default=ir.MapLit(entries=[])
@@ -275,9 +274,9 @@ def check_record_cycles(a: Analysis) -> None:
                 stack.extend(edges.get(name, ()))
 
 
-def effectful_builtins_used(module: ir.Module) -> set[str]:
+def effectful_builtins_used(a: Analysis) -> set[str]:
     """Built-ins with effects that some tool or helper calls (they add built-in state)."""
     names: set[str] = set()
-    for callable_ in [*module.tools, *module.fns]:
-        names |= called_names(callable_.body) & set(bi.EFFECTFUL_FUNCTIONS)
+    for callable_ in [*a.module.tools, *a.module.fns]:
+        names |= a.called_names(callable_.body) & set(bi.EFFECTFUL_FUNCTIONS)
     return names

@@ -360,7 +360,8 @@ def check_parse_datetime(c: TypeChecker, call: ir.Call, expected: Expected) -> i
                     "E3024",
                     f"invalid date/time format: {problem}",
                     template,
-                    hint="directives: " + " ".join(f"%{d}" for d in sorted(DATETIME_DIRECTIVES, key=str.lower)),
+                    hint="directives: "
+                    + " ".join(f"%{d}" for d in sorted(DATETIME_DIRECTIVES, key=lambda d: (d.lower(), d))),
                 )
     return ts.optional(ts.DATETIME)
 

@@ -29,6 +29,13 @@ LOCK_NAME = "envc.lock"
 VERSION = 1
 DRAFT_DECL = "draft"
 """The declaration key of a spec written by `envc draft` (beside `tool NAME` keys of fills)."""
+FILL_KINDS = ("tool", "fn")
+"""The first word of a fill's declaration key (`tool NAME`, `fn NAME`). Other keys belong to
+the lock's other users (`draft`, `edges`, `task request …`): `envc lock` leaves them alone."""
+
+
+def is_fill(decl: str) -> bool:
+    return decl.split(" ", 1)[0] in FILL_KINDS
 
 
 @dataclass(frozen=True)

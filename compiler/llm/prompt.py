@@ -4,10 +4,13 @@ What the model is given, and why: the language reference (`reference.md`, with t
 built-ins listed from the registry, so it is never behind `compiler/library/`); the
 environment's header, enums, records, state and world schema; the helpers it may call;
 the tools most related to the hole in full (they show the environment's idiom) and
-the others by signature; the tests and tasks that exercise the hole; and the hole
-itself: signature, docstring, parameter docs, declared effects and description. All of
-it is printed from the IR (`render`), so reformatting a spec or editing a comment does
-not change a request, while any change in meaning does, and with it the lock's key.
+the others by signature; the tests and tasks that exercise the hole; for a spec that
+extends a prototype, the prototype's contract (what it promises, what the spec
+inherits and overrides, the prototype's own version of the hole, and the prototype's
+tests the package must still pass); and the hole itself: signature, docstring,
+parameter docs, declared effects and description. All of it is printed from the IR
+(`render`), so reformatting a spec or editing a comment does not change a request,
+while any change in meaning does, and with it the lock's key.
 
 The reply must hold the body alone in one fenced block; `extract_body` takes it out.
 """
@@ -20,10 +23,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from compiler import builtins as bi
-from compiler import ir, library, printer
+from compiler import ir, library, load, printer
 from compiler.irtree import walk
 from compiler.llm import render
-from compiler.llm.fill import normalise_body
+from compiler.llm.fill import ANALYSIS_LOCK, normalise_body
 from compiler.llm.provider import Message
 
 RELATED_TOOLS = 6
@@ -92,13 +95,16 @@ def fill_context(env: ir.Environment, decl: ir.ToolDecl) -> str:
     parts = [environment_text(env, exclude=decl)]
     exercised = exercising(env, decl)
     if exercised:
-        parts.append(f"## Tests and tasks that exercise `{decl.name}`\n\n" + _block("\n\n".join(exercised)))
+        parts.append(f"## Tests and tasks that exercise `{decl.name}`\n\n" + block("\n\n".join(exercised)))
+    contract = prototype_contract(env, decl)
+    if contract:
+        parts.append(contract)
     reads = ", ".join(decl.declared_reads or []) or "nothing"
     writes = ", ".join(decl.declared_writes or []) or "nothing"
     assert decl.escape is not None
     parts.append(
         f"## The {kind} to write\n\n"
-        + _block(render.callable_text(decl, with_body=False))
+        + block(render.callable_text(decl, with_body=False))
         + f"\n\nWhat the body must do: {decl.escape.text}\n\n"
         + f"It must read exactly: {reads}. It must write exactly: {writes}. "
         + f"It returns {render.type_text(decl.returns)}.\n"
@@ -107,8 +113,8 @@ def fill_context(env: ir.Environment, decl: ir.ToolDecl) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def environment_text(env: ir.Environment, exclude: ir.ToolDecl | None = None) -> str:
-    """The environment as a model needs it to write a body: every name a body can use."""
+def header_text(env: ir.Environment) -> str:
+    """The environment's name, title, doc, archetype, prototype and domains."""
     header = env.header
     about = [f"# Environment `{header.name}`" + (f": {header.title}" if header.title else "")]
     if header.doc:
@@ -122,26 +128,37 @@ def environment_text(env: ir.Environment, exclude: ir.ToolDecl | None = None) ->
         facts.append("domains: " + ", ".join(header.domains))
     if facts:
         about.append("; ".join(facts) + ".")
-    sections = ["\n\n".join(about)]
+    return "\n\n".join(about)
+
+
+def type_sections(env: ir.Environment) -> list[str]:
+    """The enums and records, one section each (none for an environment without them)."""
+    sections = []
     if env.enums:
-        sections.append("## Enums\n\n" + _block("\n\n".join(render.enum_text(e) for e in env.enums)))
+        sections.append("## Enums\n\n" + block("\n\n".join(render.enum_text(e) for e in env.enums)))
     if env.records:
-        sections.append("## Records\n\n" + _block("\n\n".join(render.record_text(r) for r in env.records)))
-    sections.append("## State (read and changed by tools)\n\n" + _block(_fields_text("state:", env)))
+        sections.append("## Records\n\n" + block("\n\n".join(render.record_text(r) for r in env.records)))
+    return sections
+
+
+def environment_text(env: ir.Environment, exclude: ir.ToolDecl | None = None) -> str:
+    """The environment as a model needs it to write a body: every name a body can use."""
+    sections = [header_text(env), *type_sections(env)]
+    sections.append("## State (read and changed by tools)\n\n" + block(_fields_text("state:", env)))
     if env.world:
-        sections.append("## World data (read-only)\n\n" + _block(_world_text(env)))
+        sections.append("## World data (read-only)\n\n" + block(_world_text(env)))
     if env.scenarios:
         lines = [f"- `{s.name}`" + (f": {s.doc}" if s.doc else "") for s in env.scenarios]
         sections.append("## Scenarios (named starting states of tests)\n\n" + "\n".join(lines))
     helpers = [f for f in env.fns if f is not exclude]
     if helpers:
         text = "\n\n".join(_callable_summary(f, with_body=True) for f in helpers)
-        sections.append("## Helpers (callable from bodies)\n\n" + _block(text))
+        sections.append("## Helpers (callable from bodies)\n\n" + block(text))
     tools = [t for t in env.tools if t is not exclude]
     if tools:
         related = set(_related(tools, exclude)[:RELATED_TOOLS])
         text = "\n\n".join(_callable_summary(t, with_body=t.name in related) for t in tools)
-        sections.append("## Other tools (bodies cannot call them)\n\n" + _block(text))
+        sections.append("## Other tools (bodies cannot call them)\n\n" + block(text))
     return "\n\n".join(sections)
 
 
@@ -206,7 +223,113 @@ def _calls(node: object) -> set[str]:
     return {n.func.id for n in walk(node) if isinstance(n, ir.Call) and isinstance(n.func, ir.Name)}
 
 
-def _block(text: str) -> str:
+# --------------------------------------------------------------------------- the prototype's contract
+
+
+def prototype_contract(env: ir.Environment, decl: ir.ToolDecl) -> str:
+    """What the prototype `env` extends guarantees, as far as the hole is concerned: the
+    prototype's own description of its behaviour, which declarations the spec inherits
+    and which it overrides, the prototype's version of the hole (as this spec names
+    things), and the prototype's tests, which the generated package runs too. Derived
+    from the prototype as loaded; "" for a spec that extends none."""
+    if not env.header.extends:
+        return ""
+    prototype = _prototype_header(env) or ir.EnvHeader(name=env.header.extends)
+    facts = [f"title {printer.quote(prototype.title)}"] if prototype.title else []
+    facts += [f"archetype {prototype.archetype}"] if prototype.archetype else []
+    intro = f"`{env.header.name}` extends the prototype `{env.header.extends}`"
+    intro += (f" ({', '.join(facts)})" if facts else "") + "."
+    if prototype.doc and prototype.doc == env.header.doc:
+        intro += " Its description, above, is the environment's."
+    elif prototype.doc:
+        intro += f" The prototype says of itself:\n\n{prototype.doc}"
+    lines = ["## The prototype's contract", intro]
+    lines.append(_inheritance(env))
+    lines.append(_own_version(env, decl))
+    tests = _prototype_tests(env, decl)
+    if tests:
+        lines.append(
+            "The prototype's tests, which the generated package must pass too (those that call "
+            f"`{decl.name}` are above):\n\n" + block("\n\n".join(tests))
+        )
+    return "\n\n".join(line for line in lines if line)
+
+
+def _inherited(env: ir.Environment, decls: Iterable[ir.ToolDecl]) -> list[str]:
+    return [d.name for d in decls if d.file != env.path]
+
+
+def _inheritance(env: ir.Environment) -> str:
+    """Which tools and helpers come from the prototype unchanged, and which the spec overrides."""
+    inherited = [
+        f"{what} {', '.join(names)}"
+        for what, names in (("tools", _inherited(env, env.tools)), ("helpers", _inherited(env, env.fns)))
+        if names
+    ]
+    overridden = [d.name for d in [*env.tools, *env.fns] if d.file == env.path and d.override]
+    text = []
+    if inherited:
+        text.append("Inherited unchanged (shown above with their docs and effects): " + "; ".join(inherited) + ".")
+    if overridden:
+        text.append("Overridden by this spec: " + ", ".join(overridden) + ".")
+    return " ".join(text)
+
+
+def _own_version(env: ir.Environment, decl: ir.ToolDecl) -> str:
+    """The prototype's declaration of the hole: the hole is the prototype's own (its
+    body left to a model), or the version the spec's `override` replaces."""
+    if decl.file != env.path:
+        return f"`{decl.name}` is the prototype's own declaration; the prototype leaves its body to be written."
+    if not decl.override:
+        return f"`{decl.name}` is new in this spec; the prototype has no version of it."
+    original = _overridden(env, decl)
+    if original is None:
+        return ""
+    return (
+        f"`{decl.name}` overrides the prototype's version, which does this (keep what the description "
+        "does not change):\n\n" + block(render.callable_text(original))
+    )
+
+
+def _prototype_tests(env: ir.Environment, decl: ir.ToolDecl) -> list[str]:
+    names = {decl.name}
+    if isinstance(decl, ir.FnDecl):
+        names |= {t.name for t in env.tools if decl.name in _calls(t)}
+    return [render.test_text(t) for t in env.tests if t.file != env.path and not names & _calls(t)]
+
+
+def _prototype_header(env: ir.Environment) -> ir.EnvHeader | None:
+    """The header of the prototype `env` extends, found and read as load.py finds it."""
+    path = load._find_prototype(env.header.extends, Path(env.path))
+    if path is None:
+        return None
+    with ANALYSIS_LOCK:  # the parser is not thread-safe (compiler/llm/fill.py)
+        module = load.load_file(path).module
+    return module.header if module is not None else None
+
+
+def _overridden(env: ir.Environment, decl: ir.ToolDecl) -> ir.ToolDecl | None:
+    """The prototype's declaration that `decl` overrides, renamed as the spec renames
+    things: the spec loaded again without its `override`, so load.py's own merge supplies it."""
+    assert decl.escape is not None
+    last = decl.escape.end_line - 1 if decl.escape.end_col <= 1 else decl.escape.end_line
+
+    def without_override(file: str, text: str) -> str:
+        if file != decl.file:
+            return text
+        lines = text.split("\n")
+        return "\n".join(lines[: decl.line - 1] + [""] * (last - decl.line + 1) + lines[last:])
+
+    with ANALYSIS_LOCK:
+        module = load.load_file(Path(env.path), rewrite=without_override).module
+    if module is None:
+        return None
+    pool: list[ir.ToolDecl] = list(module.fns) if isinstance(decl, ir.FnDecl) else list(module.tools)
+    return next((d for d in pool if d.name == decl.name), None)
+
+
+def block(text: str) -> str:
+    """Spec text fenced as the prompts show it."""
     return f"```envspec\n{text}\n```"
 
 

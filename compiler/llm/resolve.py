@@ -31,7 +31,7 @@ from compiler.llm import fill as fills_
 from compiler.llm.config import LLMConfig, load_config
 from compiler.llm.fill import Hole, LineMap, Located
 from compiler.llm.heal import HealContext, HealStats, Session, first_request, heal, new_session
-from compiler.llm.lock import DRAFT_DECL, LOCK_NAME, Lock, LockEntry, lock_path, read_lock, spec_key, write_lock
+from compiler.llm.lock import LOCK_NAME, Lock, LockEntry, is_fill, lock_path, read_lock, spec_key, write_lock
 from compiler.llm.provider import OpenAIProvider, Provider
 
 Mode = Literal["build", "offline", "check", "status", "update", "refill"]
@@ -105,7 +105,7 @@ def resolve_spec(spec: Path, analysis: AnalysisResult, options: FillOptions) -> 
         else:
             todo.append(hole)
             statuses.append(HoleStatus(key, hole.key, "stale" if entry is not None else "missing"))
-    orphans = sorted(set(lock.entries.get(key, {})) - {h.key for h in holes} - {DRAFT_DECL})
+    orphans = sorted(d for d in lock.entries.get(key, {}) if is_fill(d) and d not in {h.key for h in holes})
     statuses += [HoleStatus(key, decl, "orphan") for decl in orphans]
     inputs = [str(lock_file)] + (
         [str(options.root / "pyproject.toml")] if (options.root / "pyproject.toml").is_file() else []

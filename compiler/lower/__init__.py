@@ -22,14 +22,16 @@ import libcst as cst
 from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
+from compiler.adapters import trl as trl_adapter
 from compiler.irtree import walk
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
+from compiler.lower.converters import tool_caller
 from compiler.lower.pycode import (
     Emitter,
+    EnvTables,
     JsonConverters,
     Scope,
-    TypeNames,
     _const_json,
     copy_expr,
     escape_invisible,
@@ -85,6 +87,8 @@ def lower(env: ir.Environment, spec: str) -> dict[str, str]:
     files["sessions.py"] = builder.render("sessions.py.jinja", {"header": header, "name": env.header.name})
     files["scoring.py"] = builder.render("scoring.py.jinja", {"header": header})
     files["episode.py"] = builder.render("episode.py.jinja", {"header": header})
+    trl_context = trl_adapter.template_context(schema.openai_tools(env, spec), header, env.header.name)
+    files["trl_env.py"] = builder.render("trl_env.py.jinja", trl_context)
     files["tests/__init__.py"] = f"{header}\n"
     files["tests/test_environment.py"] = tests
     formatted = {path: format_python(text, path) for path, text in files.items()}
@@ -153,9 +157,8 @@ class _Builder:
         self.env = env
         self.header = header
         self.spec = spec
-        self.enums = {e.name: e for e in env.enums}
-        self.records = {r.name: r for r in env.records}
-        self.types = TypeNames(self.enums, self.records)
+        self.tables = EnvTables.of(env)
+        self.enums, self.records, self.types = self.tables.enums, self.tables.records, self.tables.types
         self.converters = JsonConverters(self.records, self.types)
         self.helpers: set[str] = set()
         self._test_scopes: list[Scope] = []
@@ -167,10 +170,11 @@ class _Builder:
     def environment_module(self) -> str:
         env = self.env
         bodies: dict[str, str] = {}
-        tools = []
+        tools: list[dict[str, Any]] = []
         for tool in env.tools:
             bodies[tool.name] = self._callable_body(tool, "tool")
-            tools.append(self._tool_context(tool))
+            context = self._tool_context(tool)
+            tools.append({**context, "caller": tool_caller(len(tools), tool, self.enums, context["result"])})
         fns = []
         for fn in env.fns:
             bodies[f"_{fn.name}"] = self._callable_body(fn, "fn")
@@ -351,15 +355,14 @@ class _Builder:
         if kind != "tool":  # a helper runs inside its caller's journaled call
             return "\n".join([*saves, text]) + "\n"
         indented = "\n".join("    " + line if line.strip() else line for line in text.splitlines())
-        return (
-            "\n".join([f"with self._undo.begin({py_str(tool.name)}):", *("    " + s for s in saves), indented]) + "\n"
-        )
+        begin = f"with self._undo.begin({py_str(tool.name)}):"
+        return "\n".join([begin, *("    " + s for s in saves), indented]) + "\n"
 
     def _callable_body(self, tool: ir.ToolDecl, kind: str) -> str:
         if tool.escape is not None:
             return self._escape_body(tool, kind)
         scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)})
-        emitter = Emitter(self.env, scope)
+        emitter = Emitter(self.env, scope, self.tables)
         for param in tool.params:
             scope.annotated.add(param.name)
         returns = [s for s in walk_statements(tool.body) if isinstance(s, ir.Return)]
@@ -405,7 +408,7 @@ class _Builder:
     def _test_emitter(self) -> Emitter:
         scope = Scope(kind="test", module_prefix="environment.")
         self._test_scopes.append(scope)
-        return Emitter(self.env, scope)
+        return Emitter(self.env, scope, self.tables)
 
     def _test_context(self, test: ir.TestDecl) -> dict[str, Any]:
         emitter = self._test_emitter()

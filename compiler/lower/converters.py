@@ -4,13 +4,15 @@ tool that returns that type."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compiler import ir
 from compiler import typesys as ts
-from compiler.lower.literals import py_str
+from compiler.lower import schema
+from compiler.lower.literals import py_str, py_value
 
 if TYPE_CHECKING:
     from compiler.lower.pycode import TypeNames
@@ -188,3 +190,105 @@ def _json_annotation(ty: ir.TypeRef, types: TypeNames) -> str:
     else:
         text = "list[Any]"
     return f"{text} | None" if ts.is_optional(ty) and base is not ty else text
+
+
+# --------------------------------------------------------------------------- tool callers
+
+_PLAIN_TYPES = {"str": "str", "int": "int", "bool": "bool", "float": "float"}
+"""Parameter types whose values are immutable and whose check is a few plain tests."""
+
+
+def tool_caller(index: int, tool: ir.ToolDecl, enums: dict[str, ir.EnumDecl], result: str) -> str:
+    """`_call_INDEX(env, args)`: what `Environment.call` does for one tool, written for its
+    parameter types: check the raw arguments, run the tool, detach the result (`result`
+    names its converter, "None" if the result is JSON already).
+
+    Arguments that pass the plain tests (exact types, ASCII text, limits inline, no unknown
+    or missing names) are immutable values that `check_arguments` would return unchanged,
+    so they are passed as given, a left-out one as its default (the signature's), which
+    must pass the tests too; anything else (another type, a container, text that is not
+    ASCII, a broken limit) goes through `check_arguments`, which normalises it or raises
+    the exact error. Tools with a parameter of another type always do."""
+    function = f"_call_{index}"
+    convert = (lambda call: call) if result == "None" else (lambda call: f"{result}({call})")
+    doc = f'    """`Environment.call` of `{tool.name}`: arguments checked, result detached."""\n'
+    checked = f"**check_arguments(TOOL_SPECS[{py_str(tool.name)}], args)"
+    fallback = f"    return {convert(f'env.{tool.name}({checked})')}\n"
+    signature = f"def {function}(env: Environment, args: Any) -> Any:\n"
+    tests = [_plain_test(f"v{i}", param, enums) for i, param in enumerate(tool.params)]
+    optional = [schema.param_default(param)[0] for param in tool.params]
+    if any(test is None for test in tests):
+        return signature + doc + fallback
+    if not tool.params:
+        fast = convert(f"env.{tool.name}()")
+        return signature + doc + f"    if type(args) is dict and not args:\n        return {fast}\n" + fallback
+    defaults = [schema.param_default(param) for param in tool.params]
+    lines = [
+        f"        v{i} = args.get({py_str(p.name)}"
+        + (f", {py_value(default)})" if has and default is not None else ")")
+        for i, (p, (has, default)) in enumerate(zip(tool.params, defaults, strict=True))
+    ]
+    required = optional.count(False)
+    counted = ([str(required)] if required else []) + [
+        f"({py_str(p.name)} in args)" for p, (has, _) in zip(tool.params, defaults, strict=True) if has
+    ]
+    conditions = [f"len(args) == {' + '.join(counted)}", *(test for test in tests if test is not None)]
+    condition = "\n            and ".join(conditions)
+    passed = ", ".join(_passed(f"v{i}", param, enums) for i, param in enumerate(tool.params))
+    return (
+        signature
+        + doc
+        + "    if type(args) is dict:\n"
+        + "\n".join(lines)
+        + f"\n        if (\n            {condition}\n        ):\n"
+        + f"            return {convert(f'env.{tool.name}({passed})')}\n"
+        + fallback
+    )
+
+
+def _passed(var: str, param: ir.Param, enums: dict[str, ir.EnumDecl]) -> str:
+    """A checked argument, passed by position (a left-out one was read as its default).
+    An enum's is read from `args` again, typed Any: the checks narrowed `var` to `str`,
+    and the parameter is a Literal."""
+    if ts.strip_optional(param.type).name not in enums:
+        return var
+    has_default, default = schema.param_default(param)
+    return f"args.get({py_str(param.name)}, {py_value(default)})" if has_default else f"args[{py_str(param.name)}]"
+
+
+def _plain_test(var: str, param: ir.Param, enums: dict[str, ir.EnumDecl]) -> str | None:
+    """A boolean expression true only for values `check_arguments` accepts unchanged."""
+    ty = param.type
+    optional = ty.name == "optional"
+    base = ts.strip_optional(ty)
+    limits = schema.constraint_values(param)
+    if base.name in enums:
+        members = ", ".join(py_str(m) for m in enums[base.name].members)
+        test = f"type({var}) is str and {var} in {{{members}}}"
+    elif base.name in _PLAIN_TYPES:
+        test = f"type({var}) is {_PLAIN_TYPES[base.name]}"
+        test += f" and {var}.isascii()" if base.name == "str" else ""
+        test += f" and math.isfinite({var})" if base.name == "float" else ""
+    else:
+        return None
+    for kind, value in limits.items():
+        bound = _literal_bound(value)
+        if bound is None:
+            return None
+        test += {
+            "min": f" and {var} >= {bound}",
+            "max": f" and {var} <= {bound}",
+            "min_length": f" and len({var}) >= {bound}",
+            "max_length": f" and len({var}) <= {bound}",
+            "pattern": f" and re.fullmatch({bound}, {var}) is not None",
+        }.get(kind, " and False")
+    return f"({var} is None or ({test}))" if optional else test
+
+
+def _literal_bound(value: Any) -> str | None:
+    """A constraint's value as Python source, if it is a plain number or text."""
+    if isinstance(value, str):
+        return py_str(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return repr(value)
+    return None

@@ -101,14 +101,30 @@ class Scope:
     bare_return: bool = False  # every return gives None: `return`, not `return None` (ruff's RET501)
 
 
+@dataclass(frozen=True)
+class EnvTables:
+    """What every Emitter of one environment looks up, built once per lowering rather than
+    once per callable (a spec of 1,000 tools made that quadratic)."""
+
+    enums: dict[str, ir.EnumDecl]
+    records: dict[str, ir.RecordDecl]
+    types: TypeNames
+    record_defaults: dict[str, dict[str, object]]
+
+    @classmethod
+    def of(cls, env: ir.Environment) -> EnvTables:
+        enums = {e.name: e for e in env.enums}
+        records = {r.name: r for r in env.records}
+        return cls(enums, records, TypeNames(enums, records), _record_defaults(env))
+
+
 class Emitter:
-    def __init__(self, env: ir.Environment, scope: Scope) -> None:
+    def __init__(self, env: ir.Environment, scope: Scope, tables: EnvTables | None = None) -> None:
         self.env = env
         self.scope = scope
-        self.enums = {e.name: e for e in env.enums}
-        self.records = {r.name: r for r in env.records}
-        self.types = TypeNames(self.enums, self.records)
-        self.record_defaults = _record_defaults(env)
+        tables = tables or EnvTables.of(env)
+        self.enums, self.records, self.types = tables.enums, tables.records, tables.types
+        self.record_defaults = tables.record_defaults
         self.quote = '"'
         # While a loop over a map is lowered: (map, key name, value name) for reading
         # `m[k]` as the loop's value (ruff's PLR1733, PLC0206).

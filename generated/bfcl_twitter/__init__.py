@@ -10,7 +10,7 @@ from .environment import (
     ScenarioError,
     State,
 )
-from .episode import Episode, EpisodeError
+from .episode import Episode, EpisodeError, open_environment
 from .scoring import score
 from .sessions import SessionError, SessionStore
 
@@ -26,5 +26,6 @@ __all__ = [
     "SessionError",
     "SessionStore",
     "State",
+    "open_environment",
     "score",
 ]

@@ -18,6 +18,8 @@ import datetime as dt
 import json
 import math
 import re
+import threading
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
@@ -384,8 +386,11 @@ class DomainError(Exception):
         self.details = details
 
     def to_json(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"kind": self.kind, "message": self.message}
-        error.update((key, to_json(value)) for key, value in self.details.items())
+        error: dict[str, Any] = {"kind": self.kind, "message": self.message, **self.details}
+        for key, value in self.details.items():
+            if type(value) not in _SCALARS:  # detached: a detail may be a live list of the state
+                plain = type(value) is list and _SCALARS.issuperset(map(type, value))
+                error[key] = value.copy() if plain else to_json(value)
         return {"error": error}
 
 
@@ -737,6 +742,7 @@ class ToolSpec:
     reads: frozenset[str]
     writes: frozenset[str]
     result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
+    call: Callable[[Any, Any], Any]  # Environment.call's work, written for this tool's types
     names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
 
     def __post_init__(self) -> None:
@@ -771,7 +777,8 @@ def _check_limits(param: Param, value: Any) -> None:
 
 
 def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
-    """Validate raw JSON arguments of a tool call; return keyword arguments."""
+    """Validate raw JSON arguments of a tool call; return keyword arguments. Each tool's
+    `spec.call` takes a shortcut for plain arguments and comes here for everything else."""
     if type(args) is not dict and not isinstance(args, Mapping):  # a dict skips the ABC check
         raise DomainError(
             "invalid_argument",
@@ -847,6 +854,8 @@ def to_json(value: Any) -> Any:
             for key, item in value.items()
         }
     if kind is list:
+        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
+            return value.copy()
         return [item if type(item) in _SCALARS else to_json(item) for item in value]
     if isinstance(value, dict):
         return {str(key): to_json(item) for key, item in value.items()}
@@ -914,6 +923,151 @@ def _json_CsvPreview(value: CsvPreview) -> dict[str, Any]:
     }
 
 
+def _call_0(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `ls`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path", "")
+        v1 = args.get("recursive", False)
+        if (
+            len(args) == ("path" in args) + ("recursive" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is bool
+        ):
+            return _json_list_Entry(env.ls(v0, v1))
+    return _json_list_Entry(env.ls(**check_arguments(TOOL_SPECS["ls"], args)))
+
+
+def _call_1(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `read`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path")
+        v1 = args.get("start_line", 1)
+        v2 = args.get("max_lines")
+        if (
+            len(args) == 1 + ("start_line" in args) + ("max_lines" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is int
+            and v1 >= 1
+            and (v2 is None or (type(v2) is int and v2 >= 1))
+        ):
+            return dict(env.read(v0, v1, v2))
+    return dict(env.read(**check_arguments(TOOL_SPECS["read"], args)))
+
+
+def _call_2(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `search`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("query")
+        v1 = args.get("path", "")
+        v2 = args.get("target", "both")
+        v3 = args.get("case_sensitive", False)
+        v4 = args.get("regex", False)
+        v5 = args.get("max_results", 50)
+        if (
+            len(args)
+            == 1
+            + ("path" in args)
+            + ("target" in args)
+            + ("case_sensitive" in args)
+            + ("regex" in args)
+            + ("max_results" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and len(v0) >= 1
+            and len(v0) <= 200
+            and type(v1) is str
+            and v1.isascii()
+            and type(v2) is str
+            and v2 in {"names", "content", "both"}
+            and type(v3) is bool
+            and type(v4) is bool
+            and type(v5) is int
+            and v5 >= 1
+            and v5 <= 500
+        ):
+            return _json_SearchResult(env.search(v0, v1, args.get("target", "both"), v3, v4, v5))
+    return _json_SearchResult(env.search(**check_arguments(TOOL_SPECS["search"], args)))
+
+
+def _call_3(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `write`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path")
+        v1 = args.get("content")
+        v2 = args.get("create_only", False)
+        if (
+            len(args) == 2 + ("create_only" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is str
+            and v1.isascii()
+            and type(v2) is bool
+        ):
+            return dict(env.write(v0, v1, v2))
+    return dict(env.write(**check_arguments(TOOL_SPECS["write"], args)))
+
+
+def _call_4(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `append`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path")
+        v1 = args.get("content")
+        if (
+            len(args) == 2
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is str
+            and v1.isascii()
+            and len(v1) >= 1
+        ):
+            return dict(env.append(v0, v1))
+    return dict(env.append(**check_arguments(TOOL_SPECS["append"], args)))
+
+
+def _call_5(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `move`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("source")
+        v1 = args.get("destination")
+        if len(args) == 2 and type(v0) is str and v0.isascii() and type(v1) is str and v1.isascii():
+            return _json_list_Moved(env.move(v0, v1))
+    return _json_list_Moved(env.move(**check_arguments(TOOL_SPECS["move"], args)))
+
+
+def _call_6(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `delete`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path")
+        v1 = args.get("recursive", False)
+        if (
+            len(args) == 1 + ("recursive" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is bool
+        ):
+            return list(env.delete(v0, v1))
+    return list(env.delete(**check_arguments(TOOL_SPECS["delete"], args)))
+
+
+def _call_7(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `csv_preview`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path")
+        v1 = args.get("max_rows", 20)
+        if (
+            len(args) == 1 + ("max_rows" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is int
+            and v1 >= 1
+            and v1 <= 500
+        ):
+            return _json_CsvPreview(env.csv_preview(v0, v1))
+    return _json_CsvPreview(env.csv_preview(**check_arguments(TOOL_SPECS["csv_preview"], args)))
+
+
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
     "ls": ToolSpec(
         "ls",
@@ -924,6 +1078,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"files"}),
         frozenset(),
         _json_list_Entry,
+        _call_0,
     ),
     "read": ToolSpec(
         "read",
@@ -935,6 +1090,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"files"}),
         frozenset(),
         dict,
+        _call_1,
     ),
     "search": ToolSpec(
         "search",
@@ -976,6 +1132,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"files"}),
         frozenset(),
         _json_SearchResult,
+        _call_2,
     ),
     "write": ToolSpec(
         "write",
@@ -987,6 +1144,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         dict,
+        _call_3,
     ),
     "append": ToolSpec(
         "append",
@@ -997,6 +1155,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         dict,
+        _call_4,
     ),
     "move": ToolSpec(
         "move",
@@ -1007,6 +1166,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         _json_list_Moved,
+        _call_5,
     ),
     "delete": ToolSpec(
         "delete",
@@ -1017,6 +1177,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         list,
+        _call_6,
     ),
     "csv_preview": ToolSpec(
         "csv_preview",
@@ -1035,6 +1196,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"files"}),
         frozenset(),
         _json_CsvPreview,
+        _call_7,
     ),
 }
 
@@ -1048,7 +1210,7 @@ def _scenario_state(overrides: Mapping[str, Any]) -> State:
                 f"unknown state field {key!r}; the fields are {', '.join(STATE_KINDS)}"
             )
         try:
-            merged[key] = copy_json(conform(value, kind, key))
+            merged[key] = conform(value, kind, key)  # new containers: nothing of the caller's
         except DomainError as error:
             raise ScenarioError(error.message) from None
     return cast(State, merged)
@@ -1063,6 +1225,11 @@ SCENARIO_STATES: Final[dict[str, State]] = {
 _MISSING: Final = object()
 
 
+def _old(container: Any, key: Any) -> Any:
+    """What `container[key]` holds before a change: _MISSING for a key a map lacks."""
+    return container.get(key, _MISSING) if isinstance(container, dict) else container[key]
+
+
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
@@ -1073,12 +1240,12 @@ class _UndoLog:
         self.tool = ""
 
     def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager)."""
+        """Start journaling a call of `tool` (used as a context manager); the journal is
+        empty, since every call's `__exit__` empties it."""
         self.tool = tool
         return self
 
     def __enter__(self) -> Self:
-        self._entries.clear()
         return self
 
     def __exit__(
@@ -1093,8 +1260,14 @@ class _UndoLog:
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
-        old = container.get(key, _MISSING) if isinstance(container, dict) else container[key]
-        self._entries.append((0, container, key, old))
+        self._entries.append(
+            (
+                0,
+                container,
+                key,
+                container.get(key, _MISSING) if type(container) is dict else _old(container, key),
+            )
+        )
 
     def save_length(self, items: list[Any]) -> None:
         """Before items are appended to a list."""
@@ -1117,25 +1290,139 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
-        for op, container, key, old in reversed(self._entries):
-            if op == 0:
-                if old is _MISSING:
-                    container.pop(
-                        key, None
-                    )  # the call may have added it, or not (pop of a missing key)
-                else:
-                    container[key] = old
-            elif op == 1:
-                del container[key:]
-            elif op == 2:
-                container[:] = old
-            elif op == 3:
-                container.clear()
-                container.update(old)
-            elif old:
-                container.add(key)
-            else:
-                container.discard(key)
+        for entry in reversed(self._entries):
+            _undo_entry(entry)
+
+
+def _undo_entry(entry: tuple[Any, ...]) -> None:
+    """Put back what one journal entry saved: the value before the change."""
+    op, container, key, old = entry[:4]
+    if op == 0:
+        if old is _MISSING:
+            container.pop(key, None)  # the call may have added it, or not (pop of a missing key)
+        else:
+            container[key] = old
+    elif op == 1:
+        del container[key:]
+    elif op == 2:
+        container[:] = old
+    elif op == 3:
+        container.clear()
+        container.update(old)
+    elif old:
+        container.add(key)
+    else:
+        container.discard(key)
+
+
+def _with_new_value(entry: tuple[int, Any, Any, Any]) -> tuple[int, Any, Any, Any, Any]:
+    """A journal entry of a finished call, with what its place holds at the end of it."""
+    op, container, key, _ = entry
+    if op == 0:
+        if isinstance(container, dict):
+            new = container.get(key, _MISSING)
+        else:  # a list index; a later entry of the same call may have shortened the list
+            new = container[key] if -len(container) <= key < len(container) else _MISSING
+    elif op == 1:
+        new = container[key:]
+    elif op == 2:
+        new = list(container)
+    elif op == 3:
+        new = dict(container)
+    else:
+        new = key in container
+    return (*entry, new)
+
+
+def _redo_entry(entry: tuple[Any, ...]) -> None:
+    """Put back what one entry's place held at the end of its call. Entries are redone in
+    order, so the last entry on a place wins, and it holds that place's final value."""
+    op, container, key, _, new = entry
+    if op == 0:
+        if new is not _MISSING:
+            container[key] = new
+        elif isinstance(container, dict):
+            container.pop(key, None)
+    elif op == 1:
+        container[key:] = new
+    elif op == 2:
+        container[:] = new
+    elif op == 3:
+        container.clear()
+        container.update(new)
+    elif new:
+        container.add(key)
+    else:
+        container.discard(key)
+
+
+_Record = tuple[tuple[int, Any, Any, Any, Any], ...]
+"""One committed call of a fork: its journal entries, each with the place's final value."""
+
+
+class _PrivateStateNeeded(BaseException):
+    """A python body is about to run in a fork: it changes state the journal cannot see,
+    so that fork takes a private copy of its state first (BaseException: a body's own
+    `except Exception` cannot catch it)."""
+
+
+class _RecordingLog(_UndoLog):
+    """The journal of a fork: a call that succeeds is kept, as a record of its changes
+    with their final values, on the fork's delta (`_Family`)."""
+
+    __slots__ = ("delta",)
+
+    def __init__(self, delta: list[_Record]) -> None:
+        super().__init__()
+        self.delta = delta
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if kind is not None:
+            self.rollback()
+        elif self._entries:
+            self.delta.append(tuple(map(_with_new_value, self._entries)))
+        self._entries.clear()
+
+    def save_deep(self, container: Any, key: Any) -> None:
+        raise _PrivateStateNeeded
+
+
+class _Family:
+    """Sessions forked from one another. They share every container of the state (each
+    has its own top-level dict, so a field's value is its own), checked out to one of
+    them at a time. Every member keeps its delta, the records of the calls it made
+    (itself or an ancestor before the fork) since the family began; `applied` is the
+    delta the containers hold now. Checking out another member undoes the records it does
+    not share and redoes its own: the cost is the calls that differ, whatever the size
+    of the state."""
+
+    __slots__ = ("applied", "lock", "members")
+
+    def __init__(self) -> None:
+        self.applied: list[_Record] = []
+        self.lock = threading.RLock()  # reentrant: env.call runs the tool's own method
+        self.members: weakref.WeakSet[_Member] = weakref.WeakSet()
+
+    def check_out(self, delta: list[_Record]) -> None:
+        """Make the containers hold `delta` (the caller holds the lock)."""
+        applied = self.applied
+        common = 0
+        for mine, theirs in zip(applied, delta, strict=False):
+            if mine is not theirs:
+                break
+            common += 1
+        for record in reversed(applied[common:]):
+            for entry in reversed(record):
+                _undo_entry(entry)
+        for record in delta[common:]:
+            for entry in record:
+                _redo_entry(entry)
+        self.applied = delta
 
 
 def _matches(text: str, pattern: str) -> bool:
@@ -1195,10 +1482,18 @@ class Environment:
         self._state = copy_state(snapshot)
 
     def fork(self) -> Environment:
-        """An independent session starting from this one's current state."""
-        other = Environment()
-        other._state = copy_state(self._state)
-        return other
+        """An independent session starting from this one's current state.
+
+        Nothing is copied but the top-level dict, now or later: this session and its forks
+        (and theirs) become a `_Family` sharing the state's containers, each keeping the
+        journal records of its calls; a member about to be used checks the containers out
+        to its own records (`_Member`). So a fork and every call after it cost time in the
+        calls made and the number of state fields, not in the size of the state.
+        """
+        if isinstance(self, _Member):  # `env.fork` taken as a bound method before a fork
+            return self.fork()
+        family = _Family()
+        return _join(self, family, family.applied).fork()
 
     def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool on raw arguments; return a detached result or raise DomainError."""
@@ -1216,8 +1511,12 @@ class Environment:
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
         try:
-            spec, result = self._run(tool, args)
-            return result if spec.result is None else spec.result(result)
+            spec = TOOL_SPECS.get(tool) if type(tool) is str else None
+            if spec is not None:  # the common case: the tool's own caller
+                return spec.call(self, {} if args is None else args)
+            spec, value = self._run(tool, args)  # no such tool, or a str subclass
+            convert = spec.result
+            return value if convert is None else convert(value)
         except DomainError as error:
             return error.to_json()
         except BaseException as error:
@@ -1770,3 +2069,141 @@ class Environment:
                 "detail": detail,
             }
         )
+
+
+def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A tool method of a member: run on this session's state, under the family's lock.
+    A python body needs a private state (`_PrivateStateNeeded`): the session leaves the
+    family with a deep copy of its state (a cost in the state's size) and runs again."""
+
+    def run(self: _Member, *args: Any, **kwargs: Any) -> Any:
+        with self._family.lock:
+            self._check_out()
+            try:
+                return method(self, *args, **kwargs)
+            except _PrivateStateNeeded:  # rolled back already
+                self._leave_family()
+                self._state = copy_state(self._state)
+        return method(self, *args, **kwargs)
+
+    return run
+
+
+class _Member(Environment):
+    """What a session of a `_Family` adds to its own class (`_member_class`): each way in
+    takes the family's lock and checks the shared containers out to this session first,
+    so members may be used from different threads; what `view()` returns is live only
+    until another member of the family is used. The ways in then run `_plain`'s method,
+    not `super()`'s: checking out may leave the family, which changes the class."""
+
+    _family: _Family
+    _delta: list[_Record]
+    _plain: type[Environment]  # the class the session has outside the family
+
+    def _check_out(self) -> bool:
+        """Make the containers this session's (the caller holds the family's lock); when
+        every other member is gone, they are this session's alone and it leaves: False."""
+        family = self._family
+        if family.applied is not self._delta:
+            family.check_out(self._delta)
+            if len(family.members) == 1:
+                self._leave_family()
+                return False
+        return True
+
+    def _leave_family(self) -> None:
+        """Go on as a plain session (the caller holds the family's lock, and gives this
+        session a state of its own unless every other member is gone)."""
+        self._family.members.discard(self)
+        object.__setattr__(self, "__class__", self._plain)
+        del self._family, self._delta
+        self._undo = _UndoLog()
+
+    def _load_scenario(self, scenario: str | Mapping[str, Any]) -> None:
+        fresh = Environment(scenario)  # a bad scenario raises here, leaving the family alone
+        with self._family.lock:
+            self._leave_family()
+            self._state = copy_state(fresh._state)
+
+    def view(self) -> State:
+        plain = self._plain
+        with self._family.lock:
+            self._check_out()
+            return plain.view(self)
+
+    def state(self) -> dict[str, Any]:
+        plain = self._plain
+        with self._family.lock:
+            self._check_out()
+            return plain.state(self)
+
+    def state_json(self) -> str:
+        plain = self._plain
+        with self._family.lock:
+            self._check_out()
+            return plain.state_json(self)
+
+    def snapshot(self) -> State:
+        plain = self._plain
+        with self._family.lock:
+            self._check_out()
+            return plain.snapshot(self)
+
+    def restore(self, snapshot: State) -> None:
+        with self._family.lock:
+            family, delta = self._family, self._delta
+            self._leave_family()
+            try:
+                self._state = copy_state(snapshot)
+            except BaseException:  # a snapshot that does not fit: still the member it was
+                _join(self, family, delta)
+                raise
+
+    def fork(self) -> Environment:
+        plain = self._plain
+        with self._family.lock:
+            if not self._check_out():
+                return plain.fork(self)
+            other = Environment()
+            other._state.update(self._state)  # the containers are shared, journaled
+            return _join(other, self._family, list(self._delta))
+
+    def invoke(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
+        plain = self._plain
+        with self._family.lock:
+            self._check_out()
+            return plain.invoke(self, tool, args)
+
+    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
+        plain = self._plain
+        with self._family.lock:
+            self._check_out()
+            return plain.call(self, tool, args)
+
+
+_MEMBER_CLASSES: Final[dict[type[Environment], type[_Member]]] = {}
+"""Per class of session (Environment or a harness's subclass), its class in a family."""
+
+
+def _member_class(plain: type[Environment]) -> type[_Member]:
+    """`plain` in a family: `_Member`'s ways in, then `plain`'s own methods (super())."""
+    made = _MEMBER_CLASSES.get(plain)
+    if made is None:
+        tools = {name: _checked_out(getattr(plain, name)) for name in TOOL_SPECS}
+        made = cast(
+            type[_Member], type(plain.__name__, (_Member, plain), {**tools, "_plain": plain})
+        )
+        _MEMBER_CLASSES[plain] = made
+    return made
+
+
+def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
+    """Make `env` the member of `family` whose containers hold the family's first state
+    plus the records of `delta`."""
+    object.__setattr__(env, "__class__", _member_class(type(env)))
+    member = cast(_Member, env)
+    member._family = family
+    member._delta = delta
+    member._undo = _RecordingLog(delta)
+    family.members.add(member)
+    return member

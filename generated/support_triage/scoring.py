@@ -6,11 +6,14 @@ library only, the same in every generated package, so trainers need no envc).
 
 States are `Environment.state()` JSON, keyed by environment name. A verifier is a list
 of checks, each a JSON Pointer `path` into one environment's state, an `op` (`OPS`:
-equals, absent, present, not_null, length, contains, excludes), the `expected` value
-and a `weight`; and a collateral rule: every path that
+equals, absent, present, not_null, length, contains, excludes, starts_with; or over a
+collection, `COLLECTION_OPS`: count, select), the `expected` value and a `weight`; and
+a collateral rule: every path that
 changed from the initial state must be one of the paths the gold solution changes, so
 changing anything else scores 0. A malformed task or state scores 0 with a reason; the
 scorer never raises.
+
+    apply_changes(state, changes) -> the start state of a task (a scenario plus its changes)
 """
 
 from __future__ import annotations
@@ -84,8 +87,14 @@ def _score(
 def _check(check: Mapping[str, Any], finals: Mapping[str, Any]) -> dict[str, Any]:
     env, path, op = check.get("env"), check.get("path"), check.get("op")
     weight = check.get("weight", 1.0)
-    if not isinstance(env, str) or not isinstance(path, str) or op not in OPS:
-        raise VerifierError(f"a check needs env, path and op {'|'.join(OPS)}: {dict(check)!r}")
+    if (
+        not isinstance(env, str)
+        or not isinstance(path, str)
+        or not (op in OPS or op in COLLECTION_OPS)
+    ):
+        raise VerifierError(
+            f"a check needs env, path and op {'|'.join([*OPS, *COLLECTION_OPS])}: {dict(check)!r}"
+        )
     if (
         isinstance(weight, bool)
         or not isinstance(weight, (int, float))
@@ -94,7 +103,11 @@ def _check(check: Mapping[str, Any], finals: Mapping[str, Any]) -> dict[str, Any
     ):
         raise VerifierError(f"a check's weight must be a finite number >= 0: {weight!r}")
     found = resolve(finals.get(env, _MISSING), path)
-    ok, why = OPS[op](found, check.get("expected"))
+    ok, why = (
+        COLLECTION_OPS[op](found, check)
+        if op in COLLECTION_OPS
+        else OPS[op](found, check.get("expected"))
+    )
     return {
         "env": env,
         "path": path,
@@ -144,6 +157,74 @@ def _excludes(found: Any, expected: Any) -> tuple[bool, str]:
     return expected not in found, f"holds {_short(expected)}"
 
 
+def _starts_with(found: Any, expected: Any) -> tuple[bool, str]:
+    if not isinstance(found, str) or not isinstance(expected, str):
+        return False, "is not text" if found is not _MISSING else "is missing"
+    return found.startswith(expected), f"does not start with {_short(expected)}"
+
+
+def _count(found: Any, check: Mapping[str, Any]) -> tuple[bool, str]:
+    items = _selected(found, check)
+    if items is None:
+        return False, "is not a collection" if found is not _MISSING else "is missing"
+    return len(items) == check.get(
+        "expected"
+    ), f"has {len(items)} matching items, not {_short(check.get('expected'))}"
+
+
+def _select(found: Any, check: Mapping[str, Any]) -> tuple[bool, str]:
+    items = _selected(found, check)
+    if items is None:
+        return False, "is not a collection" if found is not _MISSING else "is missing"
+    field = check.get("select", "")
+    if not isinstance(field, str) or (field and not field.startswith("/")):
+        raise VerifierError(f"`select` is a JSON Pointer into each item: {field!r}")
+    picked = [resolve(item, field) for item in items]
+    shown = [None if value is _MISSING else value for value in picked]
+    if check.get("sorted") is True:
+        shown = sorted(shown, key=lambda value: (type(value).__name__, repr(value)))
+    return _MISSING not in picked and shown == check.get("expected"), f"selects {_short(shown)}"
+
+
+def _selected(found: Any, check: Mapping[str, Any]) -> list[Any] | None:
+    """The items of a collection (a map's values or keys, per `over`; a list's items)
+    that meet every `where` clause; None when `found` is no collection."""
+    over = check.get("over", "values")
+    if over not in ("values", "keys"):
+        raise VerifierError(f"`over` is values or keys: {over!r}")
+    if isinstance(found, dict):
+        items = list(found.keys() if over == "keys" else found.values())
+    elif isinstance(found, list) and over == "values":
+        items = list(found)
+    else:
+        return None
+    clauses = check.get("where", [])
+    if not isinstance(clauses, list):
+        raise VerifierError("`where` is a list of clauses")
+    return [
+        item
+        for item in items
+        if all(_holds(item, _mapping(clause, "where clause")) for clause in clauses)
+    ]
+
+
+def _holds(item: Any, clause: Mapping[str, Any]) -> bool:
+    path, op, expected = clause.get("path", ""), clause.get("op"), clause.get("expected")
+    if not isinstance(path, str) or (path and not path.startswith("/")) or op not in WHERE_OPS:
+        raise VerifierError(
+            f"a where clause needs a path and op {'|'.join(WHERE_OPS)}: {dict(clause)!r}"
+        )
+    value = resolve(item, path)
+    if op == "equals":
+        return value is not _MISSING and value == expected
+    if op == "not_equals":
+        return value is _MISSING or value != expected
+    return isinstance(value, str) and isinstance(expected, str) and value.startswith(expected)
+
+
+WHERE_OPS = ("equals", "not_equals", "starts_with")
+"""What a `where` clause may ask of a field of each item (a JSON Pointer into the item)."""
+
 OPS = {
     "equals": _equals,
     "absent": _absent,
@@ -152,8 +233,12 @@ OPS = {
     "length": _length,
     "contains": _contains,
     "excludes": _excludes,
+    "starts_with": _starts_with,
 }
 """What a check may ask of the value at its path (`expected` where one is needed)."""
+COLLECTION_OPS = {"count": _count, "select": _select}
+"""Checks over the items of a collection at the path that meet its `where` clauses: how
+many (`count`), or the list of one field of each (`select`, `sorted` on request)."""
 
 
 def _collateral(
@@ -215,6 +300,50 @@ def resolve(document: Any, path: str) -> Any:
         else:
             return _MISSING
     return value
+
+
+def apply_changes(state: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """A task's start: `state` (a scenario's `state()`) with its `changes` set, so a task
+    over a large state carries a small diff. A key without a leading `/` replaces that
+    top-level field; a JSON Pointer sets the value at that place (its parent must exist;
+    an index equal to a list's length appends). Whole fields are set first, then pointers,
+    each group in key order. A pointer that does not fit raises VerifierError."""
+    result: dict[str, Any] = _copied(dict(state))
+    for key in sorted(changes, key=lambda k: (str(k).startswith("/"), str(k))):
+        value = _copied(changes[key])
+        if not isinstance(key, str) or key in ("", "/"):
+            raise VerifierError(f"a change is keyed by a field name or a JSON Pointer: {key!r}")
+        if not key.startswith("/"):
+            result[key] = value
+            continue
+        *parents, last = [raw.replace("~1", "/").replace("~0", "~") for raw in key[1:].split("/")]
+        holder: Any = result
+        for part in parents:
+            holder = _child(holder, part, key)
+        if isinstance(holder, dict):
+            holder[last] = value
+        elif isinstance(holder, list) and last.isdigit() and int(last) <= len(holder):
+            holder[int(last) : int(last) + 1] = [value]
+        else:
+            raise VerifierError(f"the change {key} has no place to go")
+    return result
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a JSON value, so applying changes never touches the task or the state given."""
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    return value
+
+
+def _child(holder: Any, part: str, key: str) -> Any:
+    if isinstance(holder, dict) and part in holder:
+        return holder[part]
+    if isinstance(holder, list) and part.isdigit() and int(part) < len(holder):
+        return holder[int(part)]
+    raise VerifierError(f"the change {key} has no place to go")
 
 
 def _mapping(value: Any, what: str) -> Mapping[str, Any]:

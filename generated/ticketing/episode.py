@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .environment import TOOL_SPECS, Environment
-from .scoring import score
+from .scoring import apply_changes, score
 
 MAX_TURNS = 32
 """The paper's limit of agent turns per task (a task's own `max_turns` wins)."""
@@ -31,6 +31,34 @@ _RANDOM_FIELDS = ("random_seed", "rng_state")
 
 class EpisodeError(ValueError):
     """The trainer used the episode wrongly (no reset, a task of another environment)."""
+
+
+def open_environment(
+    scenario: str | None, changes: Mapping[str, Any] | None = None, seed: int | None = None
+) -> tuple[Environment, str | None]:
+    """An environment at a task's start: a named scenario (or S0) with the task's `changes`
+    applied, its random numbers reseeded when `seed` is given. Every harness opens sessions
+    through this, so a start means the same everywhere. The second value says what the seed
+    did ("reseeded", or why nothing), None without a seed.
+
+    Raises ScenarioError (or VerifierError for a change with no place to go)."""
+    env = Environment(scenario)
+    changes = dict(changes or {})
+    effect = None
+    if seed is not None:
+        fields = [f for f in _RANDOM_FIELDS if f in env.state()]
+        if not fields:
+            effect = "none: this environment draws no random numbers"
+        else:
+            changes.update(
+                {"random_seed": seed, "rng_state": 0}
+                if "random_seed" in fields
+                else {"rng_state": seed}
+            )
+            effect = "reseeded"
+    if changes:
+        env = Environment(apply_changes(env.state(), changes))
+    return env, effect
 
 
 class Episode:
@@ -68,22 +96,10 @@ class Episode:
             self._max_turns = int(task.get("max_turns", MAX_TURNS))
         else:
             self._max_turns = MAX_TURNS
-        env = Environment(start.get("scenario"))
-        changes = dict(start.get("changes") or {})
+        env, effect = open_environment(start.get("scenario"), start.get("changes"), seed)
         info: dict[str, Any] = {"seed": seed}
-        if seed is not None:
-            fields = [f for f in _RANDOM_FIELDS if f in env.state()]
-            if not fields:
-                info["seed_effect"] = "none: this environment draws no random numbers"
-            else:
-                changes.update(
-                    {"random_seed": seed, "rng_state": 0}
-                    if "random_seed" in fields
-                    else {"rng_state": seed}
-                )
-                info["seed_effect"] = "reseeded"
-        if changes:
-            env = Environment({**env.state(), **changes})
+        if effect is not None:
+            info["seed_effect"] = effect
         self._env, self._initial = env, env.state()
         self._turns, self._done = 0, False
         observation = {

@@ -1,0 +1,156 @@
+"""Compile + full QC of the whole library: where the time goes, before and after issue 15.
+
+    python benchmarks/qc_library.py              # min of 3 runs of each variant
+    python benchmarks/qc_library.py --runs 5
+
+Every spec under specs/*.envspec is analysed and lowered (timed), then the packages are
+checked as `envc compile` checks them, warm (mypy's cache filled by an untimed warm-up
+run). The variants run alternately in one process, so machine load hits both alike:
+
+- generated tests: one pytest process per package (before) against one process for all
+  packages (after), both with plugin autoload off, the 300 s limit and the memory cap;
+- AST rules: every rule walking the file itself (before) against one shared walk per
+  file (after, `check.nodes_of`);
+- the whole check: ruff, mypy, AST rules, then the tests of each package (before)
+  against `check.check_packages` (after: the tests of all packages in one pytest process
+  running while ruff, mypy and the AST rules run).
+
+Lowering (analysis, libcst splicing, ruff format) is timed once per run and is the same
+in both totals.
+
+Figures are the min of N runs (the machine is shared: the min is the least disturbed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from a source checkout
+    sys.path.insert(0, str(ROOT))
+
+from compiler import check as qc  # noqa: E402
+from compiler.analyse import analyse_file  # noqa: E402
+from compiler.lower import lower  # noqa: E402
+
+
+def package_of(spec: Path) -> qc.Package:
+    analysis = analyse_file(spec)
+    env = analysis.environment
+    if env is None:
+        raise SystemExit(f"{spec} does not analyse: {analysis.diagnostics[0].message}")
+    files = lower(env, str(spec.relative_to(ROOT)))
+    return qc.Package(env=env, name=env.header.name, files=files)
+
+
+def timed(function: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
+def tests_per_package(packages: list[qc.Package]) -> None:
+    with qc._check_tree() as root:
+        for package in packages:
+            qc.write_tree(root / package.name, package.files)
+        for package in packages:
+            result = qc.CheckResult()
+            qc._run_tests(root, package, result)
+            assert result.dynamic_ok, (package.name, [f.message for f in result.findings][:3])
+
+
+def tests_together(packages: list[qc.Package]) -> None:
+    with qc._check_tree() as root:
+        for package in packages:
+            qc.write_tree(root / package.name, package.files)
+        results = qc._finish_tests_together(qc._start_tests_together(root, packages), root, packages)
+        assert results is not None and all(r.dynamic_ok for r in results.values())
+
+
+def ast_rules_walking_each(packages: list[qc.Package]) -> None:
+    """The rules as before: `nodes_of` not shared, so each rule walks the file again."""
+    for package in packages:
+        for relative, text in package.files.items():
+            if relative.endswith(".py"):
+                tree = ast.parse(text)
+                for rule in (qc.rule_imports, qc.rule_no_bare_except):
+                    qc.nodes_of.cache_clear()
+                    rule(relative, tree)
+                if relative == "environment.py":
+                    for rule in (qc.rule_forbidden_calls, qc.rule_state_copied):
+                        qc.nodes_of.cache_clear()
+                        rule(relative, tree)
+                    qc.rule_tool_parity(relative, tree, package.env)
+                    qc.rule_declared_effects(relative, tree, package.env)
+
+
+def ast_rules_shared_walk(packages: list[qc.Package]) -> None:
+    for package in packages:
+        qc.ast_rules(package)
+
+
+def static_checks(packages: list[qc.Package]) -> None:
+    qc.check_packages(packages, dynamic=False)
+
+
+def lower_all(specs: list[Path]) -> list[qc.Package]:
+    return [package_of(spec) for spec in specs]
+
+
+def checks_one_after_another(packages: list[qc.Package]) -> None:
+    static_checks(packages)
+    tests_per_package(packages)
+
+
+def checks_as_compile_runs_them(packages: list[qc.Package]) -> None:
+    results = qc.check_packages(packages, dynamic=True)
+    assert all(r.static_ok and r.dynamic_ok for r in results.values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    specs = sorted((ROOT / "specs").glob("*.envspec"))
+    packages = lower_all(specs)  # warm-up: imports, parse cache
+    static_checks(packages)  # warm-up: mypy's cache
+    best: dict[str, float] = {}
+
+    def record(name: str, seconds: float) -> None:
+        best[name] = min(best.get(name, float("inf")), seconds)
+
+    for _ in range(args.runs):
+        record("lower", timed(lambda: lower_all(specs)))
+        record("AST rules, each rule walks", timed(lambda: ast_rules_walking_each(packages)))
+        record("AST rules, one walk per file", timed(lambda: ast_rules_shared_walk(packages)))
+        record("tests, one pytest per package", timed(lambda: tests_per_package(packages)))
+        record("tests, one pytest for all", timed(lambda: tests_together(packages)))
+        record("checks, one after another", timed(lambda: checks_one_after_another(packages)))
+        record("checks, tests beside static", timed(lambda: checks_as_compile_runs_them(packages)))
+    print(f"{len(packages)} packages; {platform.python_version()}, {os.cpu_count()} cores; min of {args.runs} runs")
+    pairs = [
+        ("AST rules, each rule walks", "AST rules, one walk per file"),
+        ("tests, one pytest per package", "tests, one pytest for all"),
+        ("checks, one after another", "checks, tests beside static"),
+    ]
+    print(f"{'':>32} {'before s':>9} {'after s':>9} {'after/before':>13}")
+    for before, after in pairs:
+        print(f"{after:>32} {best[before]:9.2f} {best[after]:9.2f} {best[after] / best[before]:13.2f}")
+    lowering = best["lower"]
+    total_before = lowering + best["checks, one after another"]
+    total_after = lowering + best["checks, tests beside static"]
+    print(f"{'analyse + lower (both)':>32} {lowering:9.2f} {lowering:9.2f}")
+    print(f"{'compile + full QC, warm':>32} {total_before:9.2f} {total_after:9.2f} {total_after / total_before:13.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""What a server serves: generated packages (generated/<name>/) and task sets
+(tasks.jsonl), loaded once at start so a bad path fails before the port opens."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from compiler import sample
+
+TASKS_FILE = "tasks.jsonl"
+TOOLS_FILE = "tools.json"
+OPENAI_TOOLS_FILE = "openai_tools.json"
+DIGESTED_FILES = ("environment.py", "scoring.py", TOOLS_FILE)
+"""The files whose bytes decide how a package behaves: a journal records their digest,
+so a restart never replays calls against a different build of the environment."""
+
+
+class CatalogError(ValueError):
+    """A path that is neither a generated package nor a task set, or tasks naming an
+    environment that is not served (the message names the path)."""
+
+
+@dataclass(frozen=True)
+class ServedEnv:
+    """One generated package, imported, with its tool metadata."""
+
+    name: str
+    folder: Path
+    package: ModuleType
+    title: str
+    entries: tuple[dict[str, Any], ...]
+    """tools.json's entries (parameters, modifies_state, errors)."""
+    openai_tools: tuple[dict[str, Any], ...]
+    digest: str
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        return frozenset(str(entry["name"]) for entry in self.entries)
+
+    @property
+    def scenarios(self) -> tuple[str, ...]:
+        return tuple(sorted(self.package.SCENARIOS))
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The served environments by name and the served tasks by id."""
+
+    envs: Mapping[str, ServedEnv]
+    tasks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return ", ".join(sorted(self.envs))
+
+    def env(self, name: str | None) -> ServedEnv:
+        """The environment called `name`; None means the only one served."""
+        if name is None:
+            if len(self.envs) != 1:
+                raise CatalogError(f"several environments are served ({self.name}): name one with `env`")
+            return next(iter(self.envs.values()))
+        found = self.envs.get(name)
+        if found is None:
+            raise CatalogError(f"no environment `{name}` is served (served: {self.name})")
+        return found
+
+    def task(self, task_id: str) -> Mapping[str, Any]:
+        found = self.tasks.get(task_id)
+        if found is None:
+            raise CatalogError(f"no task `{task_id}` is served ({len(self.tasks)} tasks)")
+        return found
+
+
+def load_catalog(paths: Iterable[Path], packages_dir: Path | None = None) -> Catalog:
+    """Packages and task sets from `paths`; environments the tasks name that are not
+    among the paths are looked up as `packages_dir/<name>`."""
+    envs: dict[str, ServedEnv] = {}
+    tasks: dict[str, Mapping[str, Any]] = {}
+    for path in paths:
+        if _is_package(path):
+            env = load_env(path)
+            envs[env.name] = env
+        elif (task_file := _task_file(path)) is not None:
+            for row in _read_tasks(task_file):
+                tasks[str(row["id"])] = row
+        else:
+            raise CatalogError(
+                f"{path}: neither a generated package (no {TOOLS_FILE}) nor a task set (no {TASKS_FILE})"
+            )
+    for task in tasks.values():
+        for name in task["envs"]:
+            if name not in envs:
+                envs[name] = _env_for_task(str(name), str(task["id"]), packages_dir)
+    if not envs:
+        raise CatalogError("nothing to serve: give a generated package folder or a task set")
+    return Catalog(envs=envs, tasks=tasks)
+
+
+def load_env(folder: Path) -> ServedEnv:
+    """A generated package folder, imported under a private alias."""
+    try:
+        meta = json.loads((folder / TOOLS_FILE).read_text(encoding="utf-8"))
+        openai_tools = json.loads((folder / OPENAI_TOOLS_FILE).read_text(encoding="utf-8"))["tools"]
+        digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name in DIGESTED_FILES)).hexdigest()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CatalogError(f"{folder}: not a readable generated package: {exc}") from None
+    name = str(meta["environment"])
+    try:
+        package = sample.import_package(folder, f"_envc_serve_{name}_{digest[:12]}")
+    except sample.SampleError as exc:
+        raise CatalogError(str(exc)) from None
+    return ServedEnv(
+        name=name,
+        folder=folder,
+        package=package,
+        title=str(meta.get("title", name)),
+        entries=tuple(meta["tools"]),
+        openai_tools=tuple(openai_tools),
+        digest=digest,
+    )
+
+
+def _is_package(path: Path) -> bool:
+    return path.is_dir() and (path / TOOLS_FILE).is_file() and (path / "__init__.py").is_file()
+
+
+def _task_file(path: Path) -> Path | None:
+    if path.is_dir() and (path / TASKS_FILE).is_file():
+        return path / TASKS_FILE
+    if path.is_file() and path.suffix == ".jsonl":
+        return path
+    return None
+
+
+def _read_tasks(path: Path) -> list[dict[str, Any]]:
+    from compiler import export
+
+    try:
+        return export.read_tasks(path)
+    except export.TaskFileError as exc:
+        raise CatalogError(str(exc)) from None
+
+
+def _env_for_task(name: str, task_id: str, packages_dir: Path | None) -> ServedEnv:
+    folder = packages_dir / name if packages_dir is not None else None
+    if folder is None or not _is_package(folder):
+        where = f" (looked in {folder})" if folder is not None else ""
+        raise CatalogError(f"task {task_id} needs environment `{name}`: give its package folder{where}")
+    return load_env(folder)

@@ -1,0 +1,587 @@
+"""The HTTP + WebSocket app of `envc serve`, speaking OpenEnv's wire format.
+
+OpenEnv (openenv-core 0.3.0, openenv/core/env_server/http_server.py) defines the routes a
+trainer's client uses: POST /reset and /step (`{"observation", "reward", "done"}`), GET
+/state, /health, /schema, /metadata, and the /ws session protocol (`{"type": "reset" |
+"step" | "state" | "close", "data"}` answered by `{"type": "observation" | "state" |
+"error", "data"}`). Its own server does not fit here: its HTTP /reset and /step each build
+and drop a fresh environment (no sessions by id), its sessions live only as long as a
+WebSocket, and it has no fork, journal, scoring channel or per-call time limit. So this
+app is Starlette with the same wire format, and OpenEnv's `GenericEnvClient` drives it
+(tests/serve/).
+
+Channels: the agent's is /step, /ws `step` and /mcp: tool calls only, whose observation
+is the tool's JSON result; `reward` there is always null. Scoring, forks and resets by id
+are the trainer's /sessions routes, which `--trainer-token-env` can close to anyone
+without the token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import importlib.util
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from compiler import export
+from compiler.serve.catalog import Catalog, CatalogError
+from compiler.serve.sessions import (
+    CapacityFull,
+    EpisodeOver,
+    Outcome,
+    Session,
+    SessionError,
+    SessionManager,
+    Start,
+    UnknownSession,
+)
+
+if TYPE_CHECKING:
+    from compiler.serve.mcp import McpAsgiApp
+
+MCP_MODULE = "compiler.serve.mcp"
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""The largest request body (uvicorn's WebSocket frame limit is the same 16 MiB)."""
+WS_TYPES = frozenset({"reset", "step", "state", "close"})
+"""The /ws message types OpenEnv's client sends (its `mcp` type is /mcp here)."""
+
+
+# =========================================================================== wire models
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ResetBody(_Strict):
+    """POST /reset, POST /sessions and the /ws `reset` data: where the episode starts.
+    Unknown fields are refused, so a misspelt `seed` is never silently ignored."""
+
+    episode_id: str | None = Field(default=None, max_length=128, description="Reuse this id (restarts that session)")
+    seed: int | None = Field(default=None, ge=0, description="Reseeds the environments' random numbers")
+    task_id: str | None = Field(default=None, description="A task of a served task set")
+    task: dict[str, Any] | None = Field(default=None, description="An inline task row (docs/tasks.md)")
+    env: str | None = Field(default=None, description="The environment, when several are served and no task is given")
+    scenario: str | None = Field(default=None, description="A named scenario of `env` (default: S0)")
+    max_turns: int | None = Field(default=None, ge=1, description="Calls allowed (default: the task's, else 32)")
+
+
+class ToolCall(_Strict):
+    """The action: OpenEnv's `CallToolAction` shape."""
+
+    type: Literal["call_tool"] = "call_tool"
+    tool_name: str = Field(min_length=1)
+    arguments: dict[str, Any] | str = Field(default_factory=dict, description="An object, or JSON text of one")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepBody(_Strict):
+    """POST /step: OpenEnv's StepRequest plus the episode it is for."""
+
+    action: dict[str, Any]
+    episode_id: str = Field(min_length=1, description="The id /reset returned")
+    timeout_s: float | None = Field(
+        default=None, gt=0, description="At most this long (the server's limit still holds)"
+    )
+    request_id: str | None = Field(default=None, max_length=255)
+
+
+class ForkBody(_Strict):
+    episode_id: str | None = Field(default=None, max_length=128)
+
+
+class SessionResetBody(_Strict):
+    seed: int | None = Field(default=None, ge=0)
+
+
+class Observation(_Strict):
+    """The observation of /reset and /step (the `observation` member)."""
+
+    episode_id: str
+    prompt: str | None = Field(default=None, description="At reset: the task's prompt")
+    tools: list[dict[str, Any]] | None = Field(default=None, description="At reset: the agent's tools (OpenAI schemas)")
+    result: Any = Field(default=None, description="After a call: the tool's JSON result or JSON error")
+    turns: int = 0
+    ended: str | None = Field(default=None, description="invalid_call, turn_limit or infrastructure")
+    domain_error: bool = False
+    infrastructure_error: str | None = Field(default=None, description="Not the agent's doing: drop, never score as 0")
+    seed_effect: dict[str, str] | None = Field(default=None, description="At reset: what the seed did, per environment")
+
+
+class StateModel(BaseModel):
+    """GET /state: OpenEnv's State (`episode_id`, `step_count`) plus the session's info."""
+
+    model_config = ConfigDict(extra="allow")
+    episode_id: str | None = None
+    step_count: int = 0
+
+
+def start_of(body: ResetBody, manager: SessionManager) -> Start:
+    """A session's start from a reset body (SessionError when it names nothing served)."""
+    if body.task is not None and body.task_id is not None:
+        raise SessionError("give `task_id` or `task`, not both")
+    task: Mapping[str, Any] | None = body.task
+    if body.task is not None and (problem := export.task_problem(body.task)):
+        raise SessionError(f"`task` is not a task of the format (docs/tasks.md): {problem}")
+    if body.task_id is not None:
+        try:
+            task = manager.catalog.task(body.task_id)
+        except CatalogError as exc:
+            raise UnknownSession(str(exc)) from None
+    if task is not None:
+        if body.env is not None or body.scenario is not None:
+            raise SessionError("a task brings its environments and start states: drop `env` and `scenario`")
+        return Start(
+            envs=tuple(map(str, task["envs"])),
+            task_id=body.task_id,
+            task=body.task,
+            seed=body.seed,
+            max_turns=body.max_turns,
+        )
+    try:
+        env = manager.catalog.env(body.env)
+    except CatalogError as exc:
+        raise SessionError(str(exc)) from None
+    if body.scenario is not None and body.scenario not in env.scenarios:
+        raise SessionError(
+            f"`{env.name}` has no scenario `{body.scenario}` (it has: {', '.join(env.scenarios) or 'none'})"
+        )
+    return Start(envs=(env.name,), scenario=body.scenario, seed=body.seed, max_turns=body.max_turns)
+
+
+def reset_payload(session: Session) -> dict[str, Any]:
+    observation = Observation(
+        episode_id=session.episode_id,
+        prompt=session.observation()["prompt"],
+        tools=session.tools,
+        seed_effect=session.seed_effect,
+    )
+    return {"observation": observation.model_dump(), "reward": None, "done": False}
+
+
+def step_payload(session: Session, outcome: Outcome) -> dict[str, Any]:
+    observation = Observation(
+        episode_id=session.episode_id,
+        result=outcome.result,
+        turns=outcome.turns,
+        ended=outcome.ended,
+        domain_error=outcome.domain_error,
+        infrastructure_error=outcome.infrastructure_error,
+    )
+    return {"observation": observation.model_dump(), "reward": None, "done": outcome.done}
+
+
+def state_payload(manager: SessionManager, episode_id: str) -> dict[str, Any]:
+    """OpenEnv's State for the agent's channel: where the episode stands, not the
+    environments' states (those are the trainer's: GET /sessions/{id}), so an agent that
+    can reach the server learns nothing its tools would not tell it."""
+    info = manager.get(episode_id).info()
+    return StateModel(step_count=info["turns"], **info).model_dump()
+
+
+def parse_action(action: Mapping[str, Any]) -> ToolCall:
+    return ToolCall.model_validate(action)
+
+
+# =========================================================================== errors
+
+
+def error_response(status: int, kind: str, message: str, **details: Any) -> JSONResponse:
+    return JSONResponse({"error": {"kind": kind, "message": message, **details}}, status_code=status)
+
+
+def session_error(exc: SessionError) -> JSONResponse:
+    headers = {"Retry-After": "1"} if isinstance(exc, CapacityFull) else None
+    return JSONResponse(exc.to_json(), status_code=exc.status, headers=headers)
+
+
+def validation_error(exc: ValidationError) -> JSONResponse:
+    errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+    return error_response(422, "invalid_request", "the request does not fit its schema (see `errors`)", errors=errors)
+
+
+async def read_json(request: Request) -> Any:
+    """The body as JSON; an empty body is `{}`; one past MAX_BODY_BYTES is refused
+    before it is all read."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _TooLarge(f"the body is larger than {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    if not body.strip():
+        return {}
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise _BadRequest(f"the body is not JSON: {exc}") from None
+
+
+class _BadRequest(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    pass
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def guarded(handler: Handler) -> Handler:
+    """Every failure of a request as a JSON error with its status; never a traceback."""
+
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except _BadRequest as exc:
+            return error_response(400, "malformed_request", str(exc))
+        except _TooLarge as exc:
+            return error_response(413, "too_large", str(exc))
+        except ValidationError as exc:
+            return validation_error(exc)
+        except SessionError as exc:
+            return session_error(exc)
+
+    return run
+
+
+# =========================================================================== the app
+
+
+class ServeApp:
+    """Routes over one SessionManager."""
+
+    def __init__(self, manager: SessionManager, trainer_token: str | None = None) -> None:
+        self.manager = manager
+        self.trainer_token = trainer_token
+
+    # ------------------------------------------------------------------ OpenEnv routes
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "status": "healthy",
+                "active_sessions": self.manager.count(),
+                "max_sessions": self.manager.limits.max_sessions,
+                "recovery": self.manager.recovery,
+            }
+        )
+
+    async def metadata(self, request: Request) -> Response:
+        catalog = self.manager.catalog
+        titles = "; ".join(f"{env.name}: {env.title}" for env in catalog.envs.values())
+        return JSONResponse(
+            {
+                "name": catalog.name,
+                "description": f"envc environments ({titles}); {len(catalog.tasks)} tasks",
+                "readme_content": _readme(catalog),
+                "version": None,
+                "author": None,
+                "documentation_url": None,
+            }
+        )
+
+    async def schema(self, request: Request) -> Response:
+        action = ToolCall.model_json_schema()
+        names = sorted({entry["name"] for entry in self.manager.tool_entries()})
+        action["properties"]["tool_name"]["examples"] = names
+        return JSONResponse(
+            {"action": action, "observation": Observation.model_json_schema(), "state": StateModel.model_json_schema()}
+        )
+
+    async def reset(self, request: Request) -> Response:
+        body = ResetBody.model_validate(await read_json(request))
+        session = await self._start(body, owner="http")
+        return JSONResponse(reset_payload(session))
+
+    async def step(self, request: Request) -> Response:
+        body = StepBody.model_validate(await read_json(request))
+        action = parse_action(body.action)
+        session = self.manager.get(body.episode_id)
+        outcome = await self.manager.acall(session.episode_id, action.tool_name, action.arguments, body.timeout_s)
+        return JSONResponse(step_payload(session, outcome))
+
+    async def state(self, request: Request) -> Response:
+        episode_id = request.query_params.get("episode_id")
+        if not episode_id:
+            return error_response(400, "malformed_request", "GET /state needs ?episode_id=<the id /reset returned>")
+        return JSONResponse(await asyncio.to_thread(state_payload, self.manager, episode_id))
+
+    async def _start(self, body: ResetBody, owner: str, own: str | None = None) -> Session:
+        """Create the session a reset asks for. Over HTTP a reset naming an open episode
+        restarts it; over /ws only the connection's own session can be restarted (`own`),
+        so a socket never takes over another client's episode."""
+        start = start_of(body, self.manager)
+        wanted = body.episode_id or own
+        replace = wanted is not None and (wanted == own if owner == "ws" else wanted in self.manager.ids())
+        return await asyncio.to_thread(self.manager.create, start, wanted, owner, replace)
+
+    # ------------------------------------------------------------------ the trainer's routes
+
+    def _trainer(self, request: Request) -> None:
+        if self.trainer_token is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {self.trainer_token}".encode()):
+            raise _Forbidden()
+
+    async def sessions_create(self, request: Request) -> Response:
+        self._trainer(request)
+        body = ResetBody.model_validate(await read_json(request))
+        if body.episode_id is not None and body.episode_id in self.manager.ids():
+            return error_response(409, "session_exists", f"session {body.episode_id!r} is already open")
+        session = await self._start(body, owner="http")
+        return JSONResponse({**reset_payload(session), "info": session.info()}, status_code=201)
+
+    async def sessions_list(self, request: Request) -> Response:
+        self._trainer(request)
+        return JSONResponse({"sessions": self.manager.infos(), "max_sessions": self.manager.limits.max_sessions})
+
+    async def session_show(self, request: Request) -> Response:
+        self._trainer(request)
+        return JSONResponse(await asyncio.to_thread(self.manager.state, request.path_params["episode_id"]))
+
+    async def session_fork(self, request: Request) -> Response:
+        self._trainer(request)
+        body = ForkBody.model_validate(await read_json(request))
+        copy = await asyncio.to_thread(self.manager.fork, request.path_params["episode_id"], body.episode_id)
+        return JSONResponse({"episode_id": copy.episode_id, "info": copy.info()}, status_code=201)
+
+    async def session_reset(self, request: Request) -> Response:
+        self._trainer(request)
+        body = SessionResetBody.model_validate(await read_json(request))
+        session = await asyncio.to_thread(self.manager.reset, request.path_params["episode_id"], body.seed)
+        return JSONResponse({**reset_payload(session), "info": session.info()})
+
+    async def session_score(self, request: Request) -> Response:
+        self._trainer(request)
+        return JSONResponse(await asyncio.to_thread(self.manager.score, request.path_params["episode_id"]))
+
+    async def session_close(self, request: Request) -> Response:
+        self._trainer(request)
+        episode_id = request.path_params["episode_id"]
+        await asyncio.to_thread(self.manager.close, episode_id)
+        return JSONResponse({"closed": episode_id})
+
+    # ------------------------------------------------------------------ /ws
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        """OpenEnv's session protocol: the connection owns at most one session, created by
+        its first `reset` and closed when the client sends `close`, disconnects (a close
+        frame, a dropped TCP connection, or no pong to the server's pings: half-open) or
+        stays idle past the idle timeout."""
+        await websocket.accept()
+        owned: list[str] = []
+        try:
+            while True:
+                try:
+                    raw = await websocket.receive_text()
+                except KeyError:  # a binary frame
+                    await _ws_error(websocket, "INVALID_JSON", "send text frames of JSON")
+                    continue
+                reply = await self._ws_message(raw, owned)
+                if reply is None:
+                    break
+                await websocket.send_text(json.dumps(reply))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            for episode_id in owned:
+                with contextlib.suppress(UnknownSession):
+                    self.manager.close(episode_id)
+            with contextlib.suppress(RuntimeError):
+                await websocket.close()
+
+    async def _ws_message(self, raw: str, owned: list[str]) -> dict[str, Any] | None:
+        try:
+            message = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            return _ws_reply_error("INVALID_JSON", f"Invalid JSON: {exc}")
+        if not isinstance(message, dict):
+            return _ws_reply_error("INVALID_JSON", "a message is a JSON object with a `type`")
+        kind, data = message.get("type"), message.get("data", {})
+        if kind not in WS_TYPES:
+            return _ws_reply_error("UNKNOWN_TYPE", f"Unknown message type: {kind}")
+        try:
+            if kind == "close":
+                return None
+            if kind == "reset":
+                body = ResetBody.model_validate(data)
+                session = await self._start(body, owner="ws", own=owned[0] if owned else None)
+                if owned and owned[0] != session.episode_id:
+                    with contextlib.suppress(UnknownSession):
+                        self.manager.close(owned[0])
+                owned[:] = [session.episode_id]
+                return {"type": "observation", "data": reset_payload(session)}
+            if not owned:
+                raise SessionError("send `reset` first: it starts this connection's session")
+            if kind == "step":
+                action = parse_action(data if isinstance(data, dict) else {})
+                outcome = await self.manager.acall(owned[0], action.tool_name, action.arguments)
+                return {"type": "observation", "data": step_payload(self.manager.get(owned[0]), outcome)}
+            return {"type": "state", "data": await asyncio.to_thread(state_payload, self.manager, owned[0])}
+        except ValidationError as exc:
+            errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+            return _ws_reply_error("VALIDATION_ERROR", "Invalid message", errors=errors)
+        except CapacityFull as exc:
+            return _ws_reply_error("CAPACITY_REACHED", str(exc), **exc.details)
+        except EpisodeOver as exc:
+            return _ws_reply_error("EXECUTION_ERROR", str(exc), kind=exc.kind, **exc.details)
+        except SessionError as exc:
+            return _ws_reply_error("SESSION_ERROR", str(exc), kind=exc.kind, **exc.details)
+
+    # ------------------------------------------------------------------ assembly
+
+    def routes(self) -> list[BaseRoute]:
+        trainer = [
+            Route("/sessions", guarded(self.sessions_create), methods=["POST"]),
+            Route("/sessions", guarded(self.sessions_list), methods=["GET"]),
+            Route("/sessions/{episode_id}", guarded(self.session_show), methods=["GET"]),
+            Route("/sessions/{episode_id}", guarded(self.session_close), methods=["DELETE"]),
+            Route("/sessions/{episode_id}/fork", guarded(self.session_fork), methods=["POST"]),
+            Route("/sessions/{episode_id}/reset", guarded(self.session_reset), methods=["POST"]),
+            Route("/sessions/{episode_id}/score", guarded(self.session_score), methods=["POST"]),
+        ]
+        return [
+            Route("/health", guarded(self.health), methods=["GET"]),
+            Route("/metadata", guarded(self.metadata), methods=["GET"]),
+            Route("/schema", guarded(self.schema), methods=["GET"]),
+            Route("/reset", guarded(self.reset), methods=["POST"]),
+            Route("/step", guarded(self.step), methods=["POST"]),
+            Route("/state", guarded(self.state), methods=["GET"]),
+            WebSocketRoute("/ws", self.websocket),
+            *trainer,
+        ]
+
+
+def _readme(catalog: Catalog) -> str | None:
+    """The package's README.md when one environment is served (OpenEnv shows it)."""
+    if len(catalog.envs) != 1:
+        return None
+    try:
+        return (next(iter(catalog.envs.values())).folder / "README.md").read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+class _Forbidden(Exception):
+    pass
+
+
+def _ws_reply_error(code: str, message: str, **details: Any) -> dict[str, Any]:
+    return {"type": "error", "data": {"message": message, "code": code, **details}}
+
+
+async def _ws_error(websocket: WebSocket, code: str, message: str) -> None:
+    await websocket.send_text(json.dumps(_ws_reply_error(code, message)))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, HTTPException):
+        return error_response(exc.status_code, "http", str(exc.detail))
+    if isinstance(exc, _Forbidden):
+        return error_response(403, "forbidden", "the trainer's routes need `Authorization: Bearer <token>`")
+    return error_response(500, "internal", "the server failed on this request")
+
+
+# =========================================================================== MCP and the app
+
+
+class McpBackend:
+    """compiler.serve.mcp's EpisodeBackend over the session manager: MCP tools/call is
+    the agent's channel like /step, with the episode id explicit. `call` runs on the MCP
+    module's worker thread and waits for the session's call at most `call_timeout`."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
+
+    def tool_entries(self) -> list[dict[str, Any]]:
+        return self.manager.tool_entries()
+
+    def call(self, episode_id: str, tool: str, arguments: dict[str, Any]) -> Any:
+        from compiler.serve import mcp
+
+        try:
+            outcome = self.manager.call(episode_id, tool, arguments)
+        except UnknownSession:
+            raise mcp.UnknownEpisode(episode_id) from None
+        except EpisodeOver as exc:
+            broken = exc.details.get("infrastructure_error")
+            return infrastructure(broken) if broken is not None else exc.to_json()
+        if outcome.infrastructure_error is not None:
+            return infrastructure(outcome.infrastructure_error)
+        return outcome.result
+
+
+def infrastructure(reason: str) -> dict[str, Any]:
+    """A failure of the serving, in the error kind compiler.serve.mcp reports as a
+    JSON-RPC internal error (never an `isError` result a rollout could score as 0)."""
+    return {"error": {"kind": "infrastructure", "message": reason}}
+
+
+def mcp_available() -> bool:
+    """Whether /mcp can be mounted: compiler/serve/mcp.py and the `mcp` SDK it imports."""
+    return all(importlib.util.find_spec(name) is not None for name in (MCP_MODULE, "mcp"))
+
+
+def mcp_app(manager: SessionManager, host: str) -> McpAsgiApp:
+    """compiler.serve.mcp's ASGI app over this server's sessions, for /mcp."""
+    from compiler.serve import mcp
+
+    return mcp.mcp_asgi_app(McpBackend(manager), manager.catalog.name, host=host)
+
+
+def build_app(
+    manager: SessionManager,
+    *,
+    mount_mcp: bool,
+    host: str = "127.0.0.1",
+    trainer_token: str | None = None,
+    reap_every: float = 1.0,
+) -> Starlette:
+    """The server's ASGI app; with `mount_mcp`, compiler.serve.mcp at /mcp (`host`: the
+    interface served, for MCP's DNS-rebinding protection)."""
+    serve = ServeApp(manager, trainer_token)
+    routes = serve.routes()
+    mounted = mcp_app(manager, host) if mount_mcp else None
+    if mounted is not None:
+        routes.append(Mount("/mcp", app=mounted))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(_reap_forever(manager, reap_every))
+        async with contextlib.AsyncExitStack() as stack:
+            if mounted is not None:  # Starlette runs no mounted app's lifespan: MCP's request manager
+                await stack.enter_async_context(mounted.lifespan())
+            try:
+                yield
+            finally:
+                reaper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reaper
+
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error, _Forbidden: _http_error, Exception: _http_error},
+    )
+
+
+async def _reap_forever(manager: SessionManager, every: float) -> None:
+    while True:
+        await asyncio.sleep(every)
+        await asyncio.to_thread(manager.reap)

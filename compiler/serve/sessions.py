@@ -1,0 +1,779 @@
+"""Sessions of served environments, keyed by episode id: create (from an environment and
+a scenario, or from a task, with a seed), call a tool, read the state, fork, reset,
+score, close.
+
+One session is one episode of one task (or one scenario): the task's environments, each
+a generated package's `Environment`, and the tools the task gives the agent, named as the
+task's `tools` name them (`env__tool` when it spans several environments; see
+compiler/calibrate.py's `Episode`, whose rules it keeps: the first environment's package
+scores, `initial_state` is `{"scenario", "changes"}` per environment). The outcomes a
+trainer must tell apart are the generated `Episode`'s (docs/serving.md): a domain error is
+an observation; an invalid call or reaching `max_turns` ends the episode unsuccessfully;
+an internal error of an environment, or a call past the per-call time limit, *breaks* the
+session: an infrastructure failure, `scorable: false`, never reward 0.
+
+The manager holds the limits (`max_sessions`, `idle_timeout`, `call_timeout`) and, given
+a data directory, journals every change (compiler/serve/journal.py) before it returns.
+It implements compiler.serve.mcp's `EpisodeBackend` (`tool_entries`, `call`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import json
+import re
+import secrets
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiler import sample
+from compiler.serve import journal
+from compiler.serve.catalog import Catalog, CatalogError, ServedEnv
+
+EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+"""Episode ids name journal files, so they keep to a safe alphabet."""
+MAX_TURNS = 32
+"""Calls per session started from a scenario (a task's own `max_turns` wins)."""
+CALL_WORKERS = 32
+"""Threads running tool calls; a call past its time limit keeps one until it returns."""
+
+
+class SessionError(ValueError):
+    """A request the sessions cannot honour; `status` is the HTTP status it maps to."""
+
+    status = 400
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
+
+    @property
+    def kind(self) -> str:
+        return "bad_request"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": {"kind": self.kind, "message": str(self), **self.details}}
+
+
+class UnknownSession(SessionError):
+    status = 404
+
+    @property
+    def kind(self) -> str:
+        return "unknown_session"
+
+
+class SessionTaken(SessionError):
+    status = 409
+
+    @property
+    def kind(self) -> str:
+        return "session_exists"
+
+
+class EpisodeOver(SessionError):
+    status = 409
+
+    @property
+    def kind(self) -> str:
+        return "episode_over"
+
+
+class CapacityFull(SessionError):
+    status = 503
+
+    @property
+    def kind(self) -> str:
+        return "capacity"
+
+
+class JournalUnavailable(SessionError):
+    """The data directory cannot take a new journal (disk full, out of file handles)."""
+
+    status = 503
+
+    @property
+    def kind(self) -> str:
+        return "journal_unavailable"
+
+
+class NotScorable(SessionError):
+    status = 409
+
+    @property
+    def kind(self) -> str:
+        return "no_task"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The server's limits; None means no limit."""
+
+    max_sessions: int = 64
+    idle_timeout: float | None = 600.0
+    """Seconds without a request after which a session is closed."""
+    call_timeout: float | None = 10.0
+    """Seconds one tool call may take before the session is reported broken."""
+
+
+@dataclass(frozen=True)
+class Start:
+    """How a session began: enough to rebuild it (the journal's first record)."""
+
+    envs: tuple[str, ...]
+    scenario: str | None = None
+    task_id: str | None = None
+    task: Mapping[str, Any] | None = None
+    """An inline task row (a task of a served task set is named by `task_id`)."""
+    seed: int | None = None
+    max_turns: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "envs": list(self.envs),
+            "scenario": self.scenario,
+            "task_id": self.task_id,
+            "task": dict(self.task) if self.task is not None else None,
+            "seed": self.seed,
+            "max_turns": self.max_turns,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Start:
+        return cls(
+            envs=tuple(data["envs"]),
+            scenario=data.get("scenario"),
+            task_id=data.get("task_id"),
+            task=data.get("task"),
+            seed=data.get("seed"),
+            max_turns=data.get("max_turns"),
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call gave: the tool's JSON result (or JSON error) and how the episode
+    stands. `infrastructure_error` set means the result is not the agent's doing."""
+
+    result: Any
+    turns: int
+    done: bool = False
+    ended: str | None = None
+    """None while the episode goes on; `invalid_call`, `turn_limit` or `infrastructure`."""
+    domain_error: bool = False
+    infrastructure_error: str | None = None
+
+
+def result_digest(result: Any) -> str:
+    """A short digest of a call's result, journaled so a replay that diverges is caught."""
+    text = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def error_kind(result: Any) -> str | None:
+    """The kind of a package's JSON error, or None for a result."""
+    if isinstance(result, dict) and set(result) == {"error"} and isinstance(result["error"], dict):
+        return str(result["error"].get("kind"))
+    return None
+
+
+# =========================================================================== one session
+
+
+@dataclass
+class Session:
+    """One episode: its environments, the agent's tools and where it stands."""
+
+    episode_id: str
+    start: Start
+    served: dict[str, ServedEnv]
+    task: Mapping[str, Any] | None
+    envs: dict[str, Any]
+    """Environment name -> the package's live `Environment`."""
+    initial: dict[str, dict[str, Any]]
+    routes: dict[str, tuple[str, str]]
+    """Tool name as the agent calls it -> (environment, the environment's own tool)."""
+    tools: list[dict[str, Any]]
+    """The agent's tools as OpenAI function schemas."""
+    max_turns: int
+    owner: str = "http"
+    """`http` (lives until closed or idle) or `ws` (lives as long as its connection; one
+    restored from a journal after a restart is `http`: its connection died with the
+    server, and it is reachable by id until closed or idle)."""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """The calls so far, as journaled: `{"tool", "arguments", "digest"}`."""
+    ended: str | None = None
+    broken: str | None = None
+    last_active: float = 0.0
+    busy: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """Serialises the session's calls."""
+    journal_lock: threading.Lock = field(default_factory=threading.Lock)
+    """Orders journal records between a call's thread and its time limit."""
+    abandoned: bool = False
+    """No more journal records: a call passed its time limit, or the session was closed
+    or replaced; whatever a call still running does later is not journaled."""
+    log: journal.Journal | None = None
+    seed_effect: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def turns(self) -> int:
+        return len(self.history)
+
+    def observation(self) -> dict[str, Any]:
+        """What the agent sees at the start: the prompt and its tools."""
+        prompt = str(self.task.get("prompt", "")) if self.task is not None else ""
+        return {"episode_id": self.episode_id, "prompt": prompt, "tools": self.tools}
+
+    def states(self) -> dict[str, dict[str, Any]]:
+        return {name: env.state() for name, env in self.envs.items()}
+
+    def check_open(self) -> None:
+        """EpisodeOver unless the session takes calls."""
+        if self.broken is not None:
+            raise EpisodeOver(f"session {self.episode_id} is broken: {self.broken}", infrastructure_error=self.broken)
+        if self.ended is not None:
+            raise EpisodeOver(f"the episode is over ({self.ended}): reset or close it", ended=self.ended)
+
+    def run(self, tool: str, arguments: Any) -> Outcome:
+        """One call, under the session's lock; the caller journals it."""
+        self.check_open()
+        target = self.routes.get(tool) if isinstance(tool, str) else None
+        parsed = _arguments(arguments)
+        if target is None or parsed is None:
+            problem = f"there is no tool {tool!r}" if target is None else "the arguments are not a JSON object"
+            return self._record(
+                tool, arguments, {"error": {"kind": "invalid_call", "message": problem}}, "invalid_call"
+            )
+        env, own = target
+        result = self.envs[env].call(own, parsed)
+        kind = error_kind(result)
+        if kind == "internal":
+            self.broken = f"environment `{env}` failed in `{own}` (internal error)"
+            return self._record(tool, parsed, result, "infrastructure")
+        ended = "turn_limit" if self.turns + 1 >= self.max_turns else None
+        return self._record(tool, parsed, result, ended, domain_error=kind is not None)
+
+    def _record(self, tool: Any, arguments: Any, result: Any, ended: str | None, domain_error: bool = False) -> Outcome:
+        self.history.append({"tool": tool, "arguments": arguments, "digest": result_digest(result)})
+        if ended is not None and ended != "infrastructure":
+            self.ended = ended
+        return Outcome(
+            result=result,
+            turns=self.turns,
+            done=ended is not None,
+            ended=ended,
+            domain_error=domain_error,
+            infrastructure_error=self.broken if ended == "infrastructure" else None,
+        )
+
+    def score(self) -> dict[str, Any]:
+        """The task's scorer on the final states (trainer channel only)."""
+        base: dict[str, Any] = {"episode_id": self.episode_id, "turns": self.turns, "ended": self.ended}
+        if self.broken is not None:
+            return {**base, "scorable": False, "reward": None, "infrastructure_error": self.broken}
+        if self.task is None:
+            raise NotScorable(f"session {self.episode_id} started from a scenario: there is no task to score against")
+        if self.ended in ("invalid_call", "turn_limit"):  # unsuccessful whatever the state, as Episode rules
+            return {**base, "scorable": True, "reward": 0.0}
+        scorer = self.served[self.start.envs[0]].package.score
+        try:
+            result = scorer(self.task, self.states(), self.initial)
+            reward = float(result["reward"])
+        except Exception as exc:  # the scorer itself failed: not the agent's doing
+            return {**base, "scorable": False, "reward": None, "infrastructure_error": f"the scorer failed: {exc!r}"}
+        return {**base, "scorable": True, "reward": reward, "score": result}
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "episode_id": self.episode_id,
+            "envs": list(self.start.envs),
+            "task_id": self.start.task_id,
+            "scenario": self.start.scenario,
+            "seed": self.start.seed,
+            "owner": self.owner,
+            "turns": self.turns,
+            "max_turns": self.max_turns,
+            "ended": self.ended,
+            "broken": self.broken,
+            "seed_effect": self.seed_effect,
+        }
+
+
+def _arguments(arguments: Any) -> dict[str, Any] | None:
+    """Arguments as OpenAI function calls carry them (an object or JSON text), or None."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            return None
+    return arguments if isinstance(arguments, dict) else None
+
+
+def build_session(catalog: Catalog, episode_id: str, start: Start, owner: str) -> Session:
+    """A fresh session from its start (raises SessionError for a start that does not fit)."""
+    task = _task_of(catalog, start)
+    try:
+        served = {name: catalog.env(name) for name in start.envs}
+    except CatalogError as exc:
+        raise SessionError(str(exc)) from None
+    if task is not None:
+        starts = {name: dict(task["initial_state"][name]) for name in start.envs}
+        offered = [dict(tool) for tool in task["tools"]]
+        max_turns = int(start.max_turns or task.get("max_turns", MAX_TURNS))
+    else:
+        starts = {start.envs[0]: {"scenario": start.scenario, "changes": {}}}
+        offered = [dict(tool) for tool in served[start.envs[0]].openai_tools]
+        max_turns = start.max_turns or MAX_TURNS
+    envs: dict[str, Any] = {}
+    seed_effect: dict[str, str] = {}
+    for name, spec in starts.items():
+        envs[name], seed_effect[name] = _open_env(served[name], spec, start.seed)
+    return Session(
+        episode_id=episode_id,
+        start=start,
+        served=served,
+        task=task,
+        envs=envs,
+        initial={name: env.state() for name, env in envs.items()},
+        routes=_routes(offered, start.envs, served),
+        tools=offered,
+        max_turns=max_turns,
+        owner=owner,
+        seed_effect=seed_effect,
+    )
+
+
+def _task_of(catalog: Catalog, start: Start) -> Mapping[str, Any] | None:
+    if start.task is not None:
+        return start.task
+    if start.task_id is None:
+        return None
+    try:
+        return catalog.task(start.task_id)
+    except CatalogError as exc:
+        raise SessionError(str(exc)) from None
+
+
+def _open_env(env: ServedEnv, spec: Mapping[str, Any], seed: int | None) -> tuple[Any, str]:
+    """An environment from `{"scenario", "changes"}`, opened and reseeded by the package's
+    own `open_environment`; the second value says what the seed did."""
+    package = env.package
+    try:
+        live, effect = package.open_environment(spec.get("scenario"), spec.get("changes"), seed)
+    except (package.ScenarioError, TypeError, ValueError) as exc:  # a start state the package refuses
+        raise SessionError(f"`{env.name}` cannot start there: {exc}") from None
+    return live, "no seed given" if effect is None else effect
+
+
+def _routes(
+    offered: list[dict[str, Any]], envs: tuple[str, ...], served: Mapping[str, ServedEnv]
+) -> dict[str, tuple[str, str]]:
+    """Each offered tool name to its environment and own name (calibrate.Episode.resolve's
+    rule: `env__tool` when the task spans several environments). A one-environment
+    session also answers to `env__tool`, the name MCP lists when several environments
+    are served (SessionManager.tool_entries)."""
+    routes: dict[str, tuple[str, str]] = {}
+    for tool in offered:
+        name = str(tool["function"]["name"])
+        if len(envs) > 1:
+            env, _, own = name.partition(sample.CROSS_SEPARATOR)
+        else:
+            env, own = envs[0], name
+        if env in served and own in served[env].tool_names:
+            routes[name] = (env, own)
+            routes[f"{env}{sample.CROSS_SEPARATOR}{own}"] = (env, own)
+    return routes
+
+
+# =========================================================================== the manager
+
+
+class SessionManager:
+    """All sessions of a server: limits, journals, and the calls' worker threads."""
+
+    def __init__(self, catalog: Catalog, limits: Limits = Limits(), data_dir: Path | None = None) -> None:
+        self.catalog = catalog
+        self.limits = limits
+        self.data_dir = data_dir
+        self._lock = threading.Lock()
+        self._sessions: dict[str, Session] = {}
+        self._reserved = 0
+        self._executor = ThreadPoolExecutor(max_workers=CALL_WORKERS, thread_name_prefix="envc-call")
+        self.recovery: list[str] = []
+        """What restoring the data directory found (torn tails cut off), for /health."""
+        self._directory_lock: journal.DirectoryLock | None = None
+        if data_dir is not None:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            self._directory_lock = journal.DirectoryLock(data_dir)
+            try:
+                self._restore(data_dir)
+            except BaseException:
+                self._directory_lock.release()
+                raise
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def create(
+        self, start: Start, episode_id: str | None = None, owner: str = "http", replace: bool = False
+    ) -> Session:
+        """A new session (or, with `replace`, one started over under the same id)."""
+        episode_id = episode_id or new_episode_id()
+        check_episode_id(episode_id)
+        self._reserve(episode_id, replace, owner)
+        try:
+            session = build_session(self.catalog, episode_id, start, owner)
+            self._journal_start(session, [])
+        except BaseException:
+            with self._lock:
+                self._reserved -= 1
+            raise
+        self._install(session)
+        return session
+
+    def fork(self, source_id: str, episode_id: str | None = None) -> Session:
+        """A copy of a session as it stands now, under a new id (a GRPO group's branch)."""
+        source = self.get(source_id)
+        episode_id = episode_id or new_episode_id()
+        check_episode_id(episode_id)
+        self._reserve(episode_id, False, "http")
+        try:
+            with source.lock:
+                copy = Session(
+                    episode_id=episode_id,
+                    start=source.start,
+                    served=source.served,
+                    task=source.task,
+                    envs={name: env.fork() for name, env in source.envs.items()},
+                    initial=source.initial,
+                    routes=source.routes,
+                    tools=source.tools,
+                    max_turns=source.max_turns,
+                    owner="http",
+                    history=list(source.history),
+                    ended=source.ended,
+                    broken=source.broken,
+                    seed_effect=source.seed_effect,
+                )
+                self._journal_start(copy, copy.history)
+        except BaseException:
+            with self._lock:
+                self._reserved -= 1
+            raise
+        self._install(copy)
+        return copy
+
+    def reset(self, episode_id: str, seed: int | None = None) -> Session:
+        """The same session started over from its start (with a new seed if given)."""
+        old = self.get(episode_id)
+        start = old.start if seed is None else dataclasses.replace(old.start, seed=seed)
+        return self.create(start, episode_id, owner=old.owner, replace=True)
+
+    def close(self, episode_id: str) -> None:
+        with self._lock:
+            session = self._sessions.pop(episode_id, None)
+        if session is None:
+            raise UnknownSession(f"no session {episode_id!r}")
+        _retire(session, delete=True)
+
+    def close_all(self) -> None:
+        """Forget every session (server shutdown); journals stay for the next start."""
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            _retire(session, delete=False)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._directory_lock is not None:
+            self._directory_lock.release()
+
+    def reap(self, now: float | None = None) -> list[str]:
+        """Close sessions idle longer than `idle_timeout`; their ids."""
+        if self.limits.idle_timeout is None:
+            return []
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            idle = [
+                s.episode_id
+                for s in self._sessions.values()
+                if s.busy == 0 and now - s.last_active > self.limits.idle_timeout
+            ]
+        closed = []
+        for episode_id in idle:
+            try:
+                self.close(episode_id)
+                closed.append(episode_id)
+            except UnknownSession:  # closed meanwhile
+                pass
+        return closed
+
+    # ------------------------------------------------------------------ reading
+
+    def get(self, episode_id: str) -> Session:
+        with self._lock:
+            session = self._sessions.get(episode_id)
+        if session is None:
+            raise UnknownSession(f"no session {episode_id!r}")
+        session.last_active = time.monotonic()
+        return session
+
+    def ids(self) -> list[str]:
+        with self._lock:
+            return sorted(self._sessions)
+
+    def infos(self) -> list[dict[str, Any]]:
+        """Every session's summary, without counting as activity (idle timers go on)."""
+        with self._lock:
+            sessions = sorted(self._sessions.values(), key=lambda s: s.episode_id)
+        return [session.info() for session in sessions]
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._sessions) + self._reserved
+
+    def state(self, episode_id: str) -> dict[str, Any]:
+        session = self.get(episode_id)
+        with self._locked(session):
+            return {**session.info(), "states": session.states()}
+
+    def score(self, episode_id: str) -> dict[str, Any]:
+        session = self.get(episode_id)
+        if session.broken is not None:  # no state is read: answer even while a stalled call holds the lock
+            return session.score()
+        with self._locked(session):
+            return session.score()
+
+    @contextlib.contextmanager
+    def _locked(self, session: Session) -> Iterator[None]:
+        """The session's lock, waited for at most `call_timeout` (a call that passed its
+        limit may hold it for ever)."""
+        if not session.lock.acquire(timeout=-1 if self.limits.call_timeout is None else self.limits.call_timeout):
+            raise EpisodeOver(f"session {session.episode_id} is held by a call that passed its time limit")
+        try:
+            yield
+        finally:
+            session.lock.release()
+
+    # ------------------------------------------------------------------ calls
+
+    def submit(self, episode_id: str, tool: str, arguments: Any) -> tuple[Session, Future[Outcome]]:
+        """Start a call on a worker thread (its journal record is fsynced before the
+        future completes)."""
+        session = self.get(episode_id)
+        session.check_open()
+        with self._lock:
+            session.busy += 1
+        return session, self._executor.submit(self._run_and_journal, session, tool, arguments)
+
+    def call(self, episode_id: str, tool: str, arguments: Any) -> Outcome:
+        """A call, waiting at most `call_timeout` seconds (blocking; for threads)."""
+        session, future = self.submit(episode_id, tool, arguments)
+        try:
+            return future.result(timeout=self.limits.call_timeout)
+        except FutureTimeout:
+            return self.abandon(session, self.limits.call_timeout)
+        finally:
+            self._done(session)
+
+    async def acall(self, episode_id: str, tool: str, arguments: Any, timeout: float | None = None) -> Outcome:
+        """The same from the event loop, which stays free while the call runs; `timeout`
+        can shorten the server's limit for one call, never lengthen it."""
+        session, future = self.submit(episode_id, tool, arguments)
+        limit = min((t for t in (timeout, self.limits.call_timeout) if t is not None), default=None)
+        try:
+            running = asyncio.wrap_future(future)
+            done, _ = await asyncio.wait({running}, timeout=limit)
+            if not done:
+                running.add_done_callback(_ignore_outcome)
+                return self.abandon(session, limit)
+            return running.result()
+        finally:
+            self._done(session)
+
+    def abandon(self, session: Session, seconds: float | None) -> Outcome:
+        """A call past its time limit: Python cannot stop the thread, so the session is
+        marked broken (journaled) and refuses further calls; the result is reported as an
+        infrastructure error, not as anything the agent did. If the call finishes later,
+        its result is dropped (not journaled: it was never acknowledged)."""
+        reason = f"a tool call took longer than its limit of {seconds} s"
+        with session.journal_lock:
+            if session.broken is None:
+                session.broken = reason
+                session.abandoned = True
+                if session.log is not None:
+                    session.log.append({"op": "broken", "reason": reason})
+        return Outcome(
+            result={"error": {"kind": "timeout", "message": reason}},
+            turns=session.turns,
+            done=True,
+            ended="infrastructure",
+            infrastructure_error=session.broken,
+        )
+
+    def tool_entries(self) -> list[dict[str, Any]]:
+        """tools.json entries of the served environments (EpisodeBackend): plain names
+        when one environment is served, `env__tool` when several are."""
+        if len(self.catalog.envs) == 1:
+            return [dict(entry) for entry in next(iter(self.catalog.envs.values())).entries]
+        return [
+            {**entry, "name": f"{env.name}{sample.CROSS_SEPARATOR}{entry['name']}"}
+            for env in self.catalog.envs.values()
+            for entry in env.entries
+        ]
+
+    def _run_and_journal(self, session: Session, tool: str, arguments: Any) -> Outcome:
+        with session.lock:
+            outcome = session.run(tool, arguments)
+            with session.journal_lock:
+                if session.log is None or session.abandoned:
+                    return outcome
+                try:
+                    session.log.append({"op": "call", **session.history[-1]})
+                    if outcome.infrastructure_error is not None:
+                        session.log.append({"op": "broken", "reason": outcome.infrastructure_error})
+                except OSError as exc:  # not durable, so not acknowledged: the session cannot go on
+                    return self._journal_failed(session, exc)
+            return outcome
+
+    @staticmethod
+    def _journal_failed(session: Session, exc: OSError) -> Outcome:
+        session.broken = f"the journal could not be written ({exc.strerror or exc}): the call is not durable"
+        session.abandoned = True
+        return Outcome(
+            result={"error": {"kind": "infrastructure", "message": session.broken}},
+            turns=session.turns,
+            done=True,
+            ended="infrastructure",
+            infrastructure_error=session.broken,
+        )
+
+    def _done(self, session: Session) -> None:
+        with self._lock:
+            session.busy -= 1
+        session.last_active = time.monotonic()
+
+    # ------------------------------------------------------------------ internals
+
+    def _reserve(self, episode_id: str, replace: bool, owner: str) -> None:
+        """Hold a slot for a session being built (or check the one it replaces)."""
+        with self._lock:
+            existing = self._sessions.get(episode_id)
+            exists = existing is not None
+            if existing is not None and (not replace or existing.owner != owner):
+                why = "is already open" if existing.owner == owner else f"belongs to a {existing.owner} client"
+                raise SessionTaken(f"session {episode_id!r} {why}")
+            if not exists and len(self._sessions) + self._reserved >= self.limits.max_sessions:
+                raise CapacityFull(
+                    f"the server holds its maximum of {self.limits.max_sessions} sessions: close one or retry later",
+                    active_sessions=len(self._sessions) + self._reserved,
+                    max_sessions=self.limits.max_sessions,
+                )
+            self._reserved += 1
+
+    def _install(self, session: Session) -> None:
+        session.last_active = time.monotonic()
+        with self._lock:
+            self._reserved -= 1
+            old = self._sessions.get(session.episode_id)
+            self._sessions[session.episode_id] = session
+        if old is not None:
+            _retire(old, delete=False)  # replaced: the new journal took over its file
+
+    def _journal_start(self, session: Session, history: list[dict[str, Any]]) -> None:
+        if self.data_dir is None:
+            return
+        digests = {name: env.digest for name, env in session.served.items()}
+        records = [{"op": "start", "start": session.start.to_json(), "packages": digests}]
+        records += [{"op": "call", **call} for call in history]
+        if session.broken is not None:
+            records.append({"op": "broken", "reason": session.broken})
+        try:
+            session.log = journal.Journal.create(self.data_dir / f"{session.episode_id}{journal.SUFFIX}", records)
+        except OSError as exc:
+            raise JournalUnavailable(f"cannot journal session {session.episode_id}: {exc.strerror or exc}") from None
+
+    def _restore(self, data_dir: Path) -> None:
+        """Every journal in the directory replayed; a journal that cannot be trusted
+        raises JournalError and nothing is served (never half a session)."""
+        restored: dict[str, Session] = {}
+        for path in journal.journal_paths(data_dir):
+            recovered = journal.recover(path)
+            if recovered.torn_tail:
+                self.recovery.append(f"{path.name}: cut off a torn last record (a call that was never acknowledged)")
+            restored[path.name.removesuffix(journal.SUFFIX)] = self._replay(recovered)
+        if len(restored) > self.limits.max_sessions:
+            raise journal.JournalError(
+                f"{data_dir} holds {len(restored)} sessions, more than --max-sessions {self.limits.max_sessions}"
+            )
+        self._sessions = restored
+
+    def _replay(self, recovered: journal.Recovered) -> Session:
+        path = recovered.path
+        first, *rest = recovered.records
+        if first["op"] != "start":
+            raise journal.JournalError(f"{path}:1: the first record is not a start record")
+        start = Start.from_json(first["start"])
+        episode_id = path.name.removesuffix(journal.SUFFIX)
+        for name, digest in first.get("packages", {}).items():
+            served = self.catalog.envs.get(name)
+            if served is None or served.digest != digest:
+                why = "is not served" if served is None else "was rebuilt since (its package digest differs)"
+                raise journal.JournalError(f"{path}: environment `{name}` {why}; its calls cannot be replayed")
+        try:
+            session = build_session(self.catalog, episode_id, start, "http")
+        except SessionError as exc:
+            raise journal.JournalError(f"{path}:1: {exc}") from None
+        for number, record in enumerate(rest, 2):
+            if record["op"] == "broken":
+                session.broken = str(record["reason"])
+            elif record["op"] == "call":
+                self._replay_call(session, record, f"{path}:{number}")
+            else:
+                raise journal.JournalError(f"{path}:{number}: unknown record `{record['op']}`")
+        session.log = journal.Journal.reopen(path)
+        session.last_active = time.monotonic()
+        return session
+
+    @staticmethod
+    def _replay_call(session: Session, record: Mapping[str, Any], where: str) -> None:
+        try:
+            session.run(record["tool"], record["arguments"])
+        except EpisodeOver as exc:
+            raise journal.JournalError(f"{where}: a call journaled after the episode ended: {exc}") from None
+        if session.history[-1]["digest"] != record["digest"]:
+            raise journal.JournalError(f"{where}: replaying the call gave a different result than the one acknowledged")
+
+
+def _retire(session: Session, *, delete: bool) -> None:
+    """Stop journaling a session that was closed or replaced. Under its journal lock, so
+    a call still running on it can never write into a file descriptor that was closed
+    (and maybe reused by another file) meanwhile: it sees `abandoned` and writes nothing."""
+    with session.journal_lock:
+        session.abandoned = True
+        if session.log is not None:
+            session.log.delete() if delete else session.log.close()
+
+
+def _ignore_outcome(running: asyncio.Future[Outcome]) -> None:
+    """Retrieve what an abandoned call ended with (it was reported as a timeout)."""
+    if not running.cancelled():
+        running.exception()
+
+
+def new_episode_id() -> str:
+    return f"ep-{secrets.token_hex(8)}"
+
+
+def check_episode_id(episode_id: str) -> None:
+    if not isinstance(episode_id, str) or not EPISODE_ID.fullmatch(episode_id):
+        raise SessionError(
+            f"invalid episode id {episode_id!r}: 1-128 letters, digits, '_', '.', '-', starting with a letter or digit"
+        )
