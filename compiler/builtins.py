@@ -144,6 +144,53 @@ def reserved_reason(name: str, role: str) -> str | None:
     return _landing_reason(name, role)
 
 
+BODY_WORDS = frozenset(
+    {"if", "elif", "else", "for", "in", "not", "and", "or", "is", "lambda", "True", "False", "None"}
+    | {"return", "del", "pass", "break", "continue", "let", "require", "fail"}
+)
+"""The words bodies give a meaning (statements, operators, constants): a parameter so
+named could not be written in its own body."""
+
+
+def parameter_reason(name: str) -> str | None:
+    """Why a tool or helper parameter may not be called `name`, or None. A parameter's
+    name reaches tools.json, so only what a body could not write is refused: the body
+    words and `_` names (left to the generated code). Python keywords, envspec's
+    declaration words (`state`, `world`), built-in functions and the generated code's own
+    names are free; the Python code calls such a parameter `python_name(name, ...)`."""
+    if name.startswith("_"):
+        return f"`{name}`: names starting with `_` are left to the generated code"
+    if name in BODY_WORDS:
+        return f"`{name}` is a word of envspec bodies, which could not then name the parameter"
+    return None
+
+
+FIELD_NAMES_TAKEN = frozenset({"error"})
+"""Record fields no record may have: a result with an `error` key reads as a failed call."""
+
+
+def field_reason(name: str) -> str | None:
+    """Why a record field may not be called `name`, or None. Fields become JSON keys the
+    agent sees and dict keys in Python, so any name is fine but `_` names and `error`."""
+    if name.startswith("_"):
+        return f"`{name}`: names starting with `_` are left to the generated code"
+    if name in FIELD_NAMES_TAKEN:
+        return f"`{name}` cannot be a record field: a result with an `{name}` key reads as a failed call"
+    return None
+
+
+def python_name(name: str, taken: frozenset[str] | set[str] = frozenset()) -> str:
+    """The Python name of a parameter called `name`: itself when Python and the generated
+    code leave it free, else `name_` (more `_` until it is free and not in `taken`, the
+    other names of the callable)."""
+    if reserved_reason(name, "variable") is None:
+        return name
+    alias = name + "_"
+    while alias in taken or reserved_reason(alias, "variable") is not None:
+        alias += "_"
+    return alias
+
+
 def _variable_reason(name: str) -> str | None:
     """A parameter or local lives in a generated method or test function, beside the names
     that code uses; a python body may use any public name of the module besides."""

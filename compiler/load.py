@@ -247,7 +247,7 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
     if not _in_prototype(pools[rename.what], rename.old, rename, "rename", diagnostics):
         return
     taken = [d.name for what, group in pools.items() if what != "param" for d in group]
-    reason = None if rename.new in taken else bi.reserved_reason(rename.new, _RENAME_ROLES.get(rename.what, "variable"))
+    reason = None if rename.new in taken else _rename_reason(rename)
     if rename.new in taken or reason is not None:
         why = "it is already declared by the prototype" if rename.new in taken else reason
         diagnostics.append(
@@ -286,8 +286,15 @@ def _apply_rename(parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Di
 
 _RENAME_ROLES = {"tool": "tool", "fn": "helper", "record": "record", "enum": "enum", "state": "state"}
 """What a renamed declaration is, as a role of `builtins.reserved_reason` (a parameter
-is a variable; a scenario's name reaches no Python identifier and gets the variable's
-rules, the strictest)."""
+has its own rules, `builtins.parameter_reason`; a scenario's name reaches no Python
+identifier and gets the variable's rules, the strictest)."""
+
+
+def _rename_reason(rename: ir.RenameDecl) -> str | None:
+    """A parameter's new name reaches tools.json: the parameter rules apply, not a local's."""
+    if rename.what == "param":
+        return bi.parameter_reason(rename.new)
+    return bi.reserved_reason(rename.new, _RENAME_ROLES.get(rename.what, "variable"))
 
 
 def _in_prototype(

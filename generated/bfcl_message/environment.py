@@ -332,6 +332,7 @@ class Param:
     kind: Kind
     required: bool
     limits: tuple[tuple[str, Any], ...] = ()
+    keyword: str = ""  # the Python parameter, where `name` is a Python keyword or taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +405,7 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
                 value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
-            kwargs[param.name] = value
+            kwargs[param.keyword or param.name] = value
         elif param.required:
             raise DomainError(
                 "invalid_argument",
