@@ -167,13 +167,18 @@ def parameter_reason(name: str) -> str | None:
 
 FIELD_NAMES_TAKEN = frozenset({"error"})
 """Record fields no record may have: a result with an `error` key reads as a failed call."""
+EXPRESSION_WORDS = frozenset({"not", "lambda", "True", "False", "None"})
+"""Body words that start an expression, so `Record(None=1)` could not name a field."""
 
 
 def field_reason(name: str) -> str | None:
     """Why a record field may not be called `name`, or None. Fields become JSON keys the
-    agent sees and dict keys in Python, so any name is fine but `_` names and `error`."""
+    agent sees and dict keys in Python, so any name is fine but `_` names, `error` and
+    the words that start an expression."""
     if name.startswith("_"):
         return f"`{name}`: names starting with `_` are left to the generated code"
+    if name in EXPRESSION_WORDS:
+        return f"`{name}` starts an expression, so `Record({name}=...)` could not name the field"
     if name in FIELD_NAMES_TAKEN:
         return f"`{name}` cannot be a record field: a result with an `{name}` key reads as a failed call"
     return None

@@ -23,11 +23,8 @@ import libcst as cst
 from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
-from compiler.irtree import walk
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
-from compiler.lower.pynames import names_of as _names_of
-from compiler.lower.pynames import python_names, with_python_names
 from compiler.lower.pycode import (
     Emitter,
     JsonConverters,
@@ -44,6 +41,8 @@ from compiler.lower.pycode import (
     typed_value,
     walk_statements,
 )
+from compiler.lower.pynames import names_of as _names_of
+from compiler.lower.pynames import python_names, with_python_names
 
 LINE_LENGTH = 100
 

@@ -17,8 +17,8 @@ from compiler.irtree import is_state_attr
 from compiler.lower import idioms
 from compiler.lower.converters import JsonConverters, copy_expr, flat_record, json_expr
 from compiler.lower.idioms import walk_statements
-from compiler.lower.pynames import python_names
 from compiler.lower.literals import escape_invisible, py_str, py_value, typed_literal, typed_value
+from compiler.lower.pynames import python_names
 
 # Python operator precedence, loosest first.
 _PREC = {
@@ -506,7 +506,9 @@ class Emitter:
 
     def args(self, e: ir.Call) -> str:
         names = self._python_names(e)
-        parts = [self.expr(a) for a in e.args] + [f"{names.get(kw.name, kw.name)}={self.expr(kw.value)}" for kw in e.kwargs]
+        parts = [self.expr(a) for a in e.args] + [
+            f"{names.get(kw.name, kw.name)}={self.expr(kw.value)}" for kw in e.kwargs
+        ]
         return ", ".join(parts)
 
     def _python_names(self, e: ir.Call) -> dict[str, str]:
