@@ -183,8 +183,8 @@ class TypeChecker:
     def _check_constraint(self, param: ir.Param, constraint: ir.Constraint) -> None:
         base = ts.strip_optional(param.type)
         fits = {
-            "min": base.name in ("int", "float"),
-            "max": base.name in ("int", "float"),
+            "min": base.name in ("int", "float", "number"),
+            "max": base.name in ("int", "float", "number"),
             "min_length": base.name == "str",
             "max_length": base.name == "str",
             "pattern": base.name == "str",
@@ -478,7 +478,10 @@ class TypeChecker:
         if ts.is_optional(src) and ts.assignable(ts.strip_optional(src), dst):
             self.error("E3009", f"value may be None where {ts.show(dst)} is expected", node)
             return
-        self.error("E3001", f"expected {ts.show(dst)}, got {ts.show(src)}", node)
+        hint = ""
+        if src.name == "number" and dst.name in ("int", "float"):
+            hint = f"a number may hold an int or a float; convert it with `{dst.name}(...)`"
+        self.error("E3001", f"expected {ts.show(dst)}, got {ts.show(src)}", node, hint=hint)
 
     def check_key(self, src: ir.TypeRef, key: ir.TypeRef, node: ir.Node) -> None:
         """A map key or set item. A map[json, V] takes str and int keys only: a json value
@@ -593,7 +596,8 @@ class TypeChecker:
                 hint=f"format its text: `{{str({source_text(expr.value)}):{expr.spec}}}`",
             )
             return ts.STR
-        kind = ty.name if ty.name in ("int", "float") else "str"
+        # A number may hold an int, as a float may: a spec must fit both.
+        kind = {"int": "int", "float": "float", "number": "float"}.get(ty.name, "str")
         problem = ts.format_problem(expr.spec, kind)
         if problem:
             self.error(
@@ -940,6 +944,8 @@ class TypeChecker:
         if ts.is_numeric(left) and ts.is_numeric(right):
             if op == "/":
                 return ts.FLOAT
+            if "float" not in (left.name, right.name) and "number" in (left.name, right.name):
+                return ts.NUMBER  # Python's rules decide per value: int with int, else float
             if op == "**":
                 # As mypy types it: an int to a literal power of 0 or more is an int;
                 # any other power is a float (an int to a negative power is one in Python).

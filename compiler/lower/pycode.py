@@ -67,6 +67,7 @@ class TypeNames:
             "str": "str",
             "int": "int",
             "float": "float",
+            "number": "float",  # PEP 484: `float` accepts an int too, which a number keeps as is
             "bool": "bool",
             "datetime": "str",
             "date": "str",

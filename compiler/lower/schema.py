@@ -122,6 +122,8 @@ class Samples:
             return max(int(low), min(1, int(constraints.get("max", 1))))
         if name == "float":
             return float(constraints.get("min", 1.0))
+        if name == "number":
+            return constraints.get("min", 1)
         if name == "bool":
             return True
         if name == "datetime":
@@ -189,7 +191,7 @@ def _wrong_type(ty: ir.TypeRef, enums: dict[str, ir.EnumDecl]) -> Any:
     base = ts.strip_optional(ty)
     if base.name in ("str", *ts.TEMPORAL) or base.name in enums:
         return 12345
-    if base.name in ("int", "float"):
+    if base.name in ("int", "float", "number"):
         return "not a number"
     if base.name == "bool":
         return "yes"
