@@ -703,6 +703,7 @@ _TYPE_NAMES: Final[dict[str, str]] = {
     "str": "a string",
     "int": "an integer",
     "float": "a finite number",
+    "number": "a number (an integer, or a finite number with a fraction)",
     "bool": "true or false",
     "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
     "date": "an ISO-8601 date like 2025-01-31",
@@ -790,6 +791,10 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
         if type(value) not in (int, float) or not math.isfinite(value):
             raise _invalid(where, kind, value)
         return float(value)
+    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
+        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
+            raise _invalid(where, kind, value)
+        return value
     if tag == "bool":
         if type(value) is not bool:
             raise _invalid(where, kind, value)
@@ -1726,7 +1731,7 @@ class Environment:
     def add_applicant(
         self, pool_id: str, candidate_id: str, name: str, attributes: dict[str, Any] | None = None
     ) -> PoolMember:
-        """Add a supply-side candidate with typed attributes to a pool."""
+        """Add an applicant with typed attributes (skills, experience, ...) to a hiring pool."""
         if attributes is None:
             attributes = {}
         with self._undo.begin("add_applicant"):
@@ -1737,7 +1742,7 @@ class Environment:
     def add_opening(
         self, pool_id: str, candidate_id: str, name: str, attributes: dict[str, Any] | None = None
     ) -> PoolMember:
-        """Add a demand-side candidate with typed attributes to a pool."""
+        """Add a job opening with typed requirements to a hiring pool."""
         if attributes is None:
             attributes = {}
         with self._undo.begin("add_opening"):
@@ -1755,7 +1760,7 @@ class Environment:
         return sorted(state["pools"].values(), key=lambda p: p["id"])
 
     def list_pool_members(self, pool_id: str, side: Side | None = None) -> list[PoolMember]:
-        """A pool's candidates, supply first, each side by id; optionally one side."""
+        """A hiring pool's members, applicants first, each side by id; optionally one side."""
         pool = self._find_pool(pool_id)
         found: list[PoolMember] = []
         if side is None or side == "supply":
@@ -1765,8 +1770,8 @@ class Environment:
         return found
 
     def score_fit(self, pool_id: str, supply_id: str, demand_id: str) -> ScoredPair:
-        """Score one supply/demand pair with the pool's criteria and show the per-criterion
-        breakdown; records nothing.
+        """Score one applicant against one opening with the pool's criteria and show the
+        per-criterion breakdown; records nothing.
         """
         pool = self._find_pool(pool_id)
         return self._score_pair(
@@ -1778,10 +1783,10 @@ class Environment:
     def run_shortlist(
         self, pool_id: str, demand_id: str | None = None, supply_id: str | None = None
     ) -> list[Match]:
-        """Score every supply/demand pair of the pool (or only those of one demand and/or
-        supply candidate), sort by score descending (ties by supply id, then demand id),
-        keep the pool's top K and materialise them as pending matches. A pair that already
-        has a match record keeps it (whatever its status); results come in ranked order.
+        """Score every applicant/opening pair of the pool (or only those of one opening and/or
+        applicant), sort by score descending (ties by applicant id, then opening id), keep
+        the pool's top K and shortlist them as pending matches. A pair that already has a
+        match keeps it (whatever its status); results come in ranked order.
         """
         state = self._state
         with self._undo.begin("run_shortlist"):
@@ -1838,8 +1843,8 @@ class Environment:
     def rerank_matches(
         self, pool_id: str, by: RankBy = "score", status: MatchStatus | None = None
     ) -> list[Match]:
-        """A pool's matches re-ranked: by score (descending), or grouped by supply or by
-        demand candidate (ids ascending) with scores descending inside each group.
+        """A hiring pool's matches re-ranked: by score (descending), or grouped by applicant
+        or by opening (ids ascending) with scores descending inside each group.
         """
         state = self._state
         self._find_pool(pool_id)

@@ -1101,6 +1101,7 @@ _TYPE_NAMES: Final[dict[str, str]] = {
     "str": "a string",
     "int": "an integer",
     "float": "a finite number",
+    "number": "a number (an integer, or a finite number with a fraction)",
     "bool": "true or false",
     "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
     "date": "an ISO-8601 date like 2025-01-31",
@@ -1188,6 +1189,10 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
         if type(value) not in (int, float) or not math.isfinite(value):
             raise _invalid(where, kind, value)
         return float(value)
+    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
+        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
+            raise _invalid(where, kind, value)
+        return value
     if tag == "bool":
         if type(value) is not bool:
             raise _invalid(where, kind, value)

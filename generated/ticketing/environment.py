@@ -297,6 +297,7 @@ _TYPE_NAMES: Final[dict[str, str]] = {
     "str": "a string",
     "int": "an integer",
     "float": "a finite number",
+    "number": "a number (an integer, or a finite number with a fraction)",
     "bool": "true or false",
     "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
     "date": "an ISO-8601 date like 2025-01-31",
@@ -384,6 +385,10 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
         if type(value) not in (int, float) or not math.isfinite(value):
             raise _invalid(where, kind, value)
         return float(value)
+    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
+        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
+            raise _invalid(where, kind, value)
+        return value
     if tag == "bool":
         if type(value) is not bool:
             raise _invalid(where, kind, value)
@@ -1062,7 +1067,7 @@ class Environment:
         return state["current_user"]
 
     def create_ticket(self, title: str, description: str = "", priority: int = 3) -> Ticket:
-        """Create an entity owned by the logged-in user; it starts open."""
+        """Open a ticket owned by the logged-in user; it starts open."""
         state = self._state
         with self._undo.begin("create_ticket"):
             user = self._require_login()
@@ -1085,7 +1090,7 @@ class Environment:
             return item
 
     def get_ticket(self, ticket_id: int) -> Ticket:
-        """Read one entity by id."""
+        """Read one ticket by id."""
         self._require_login()
         return self._find_ticket(ticket_id)
 
@@ -1096,7 +1101,7 @@ class Environment:
         description: str | None = None,
         priority: int | None = None,
     ) -> Ticket:
-        """Change selected fields of an entity that is not closed; omitted fields stay."""
+        """Change selected fields of a ticket that is not closed; omitted fields stay."""
         state = self._state
         with self._undo.begin("update_ticket"):
             self._require_login()
@@ -1125,7 +1130,7 @@ class Environment:
             return item
 
     def assign_ticket(self, ticket_id: int, assignee: str) -> Ticket:
-        """Hand an entity that is not yet resolved to an agent."""
+        """Hand a ticket that is not yet resolved to a support agent."""
         state = self._state
         with self._undo.begin("assign_ticket"):
             self._require_login()
@@ -1154,7 +1159,7 @@ class Environment:
             return item
 
     def set_status(self, ticket_id: int, status: Status) -> Ticket:
-        """Move an entity forward (resolving records a resolution, so it has its own tool); reverting is refused."""
+        """Move a ticket forward (resolving records a resolution, so it has its own tool); reverting is refused."""
         state = self._state
         with self._undo.begin("set_status"):
             self._require_login()
@@ -1194,7 +1199,7 @@ class Environment:
             return item
 
     def resolve_ticket(self, ticket_id: int, resolution: str) -> Ticket:
-        """Mark an entity resolved; the resolution text is mandatory."""
+        """Mark a ticket resolved; the resolution text is mandatory."""
         state = self._state
         with self._undo.begin("resolve_ticket"):
             self._require_login()
@@ -1217,7 +1222,7 @@ class Environment:
             return item
 
     def close_ticket(self, ticket_id: int) -> Ticket:
-        """Close an entity for good; closing twice is refused."""
+        """Close a ticket for good; closing twice is refused."""
         state = self._state
         with self._undo.begin("close_ticket"):
             self._require_login()
@@ -1240,7 +1245,7 @@ class Environment:
     def list_tickets(
         self, status: Status | None = None, mine_only: bool = False, limit: int = 50
     ) -> list[Ticket]:
-        """Entities in id order, filtered by status and, if asked, by the signed-in creator."""
+        """Tickets in id order, filtered by status and, if asked, by the signed-in creator."""
         state = self._state
         user = self._require_login()
         found: list[Ticket] = [
