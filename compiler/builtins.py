@@ -113,6 +113,16 @@ _TEMPORARY = re.compile(r"(.+)_[0-9]+")
 """Lowering numbers its temporaries (`key_1`, `key_2`, ...): one derived name stands for all."""
 
 
+PRIVATE_NAME = re.compile(r"_[A-Za-z][A-Za-z0-9_]*")
+"""A private state field or record field (`_seen`): saved and restored with the state,
+but left out of the public view `state()` that checkers compare. Not `__x` (Python would
+mangle it in a class body) and not `_` alone."""
+
+
+def is_private(name: str) -> bool:
+    return PRIVATE_NAME.fullmatch(name) is not None
+
+
 @functools.cache
 def reserved_reason(name: str, role: str) -> str | None:
     """Why a declaration of this kind (`ROLES`) may not be called `name`, or None when it
@@ -121,7 +131,7 @@ def reserved_reason(name: str, role: str) -> str | None:
         raise ValueError(f"unknown role {role!r}; one of {', '.join(ROLES)}")
     if role in ("test", "task"):
         return _landing_reason(name, role)  # test functions: any name, unless it lands on one
-    if name.startswith("_"):
+    if name.startswith("_") and not (role == "state" and is_private(name)):  # private state: `_seen`
         # Which is why no template name starting with `_` can collide with a spec's name,
         # only with one envc makes up from it (`_NAME` of a helper): see `_landing_reason`.
         return f"`{name}`: names starting with `_` are left to the generated code"
@@ -173,9 +183,9 @@ EXPRESSION_WORDS = frozenset({"not", "lambda", "True", "False", "None"})
 
 def field_reason(name: str) -> str | None:
     """Why a record field may not be called `name`, or None. Fields become JSON keys the
-    agent sees and dict keys in Python, so any name is fine but `_` names, `error` and
-    the words that start an expression."""
-    if name.startswith("_"):
+    agent sees and dict keys in Python, so any name is fine but `error`, the words that
+    start an expression and `_` names other than private ones (`_note`, kept in results)."""
+    if name.startswith("_") and not is_private(name):
         return f"`{name}`: names starting with `_` are left to the generated code"
     if name in EXPRESSION_WORDS:
         return f"`{name}` starts an expression, so `Record({name}=...)` could not name the field"
@@ -349,12 +359,14 @@ MEMBERS: Final = _by_kind(
         "attribute": "_rng _rng_at _state _undo",
         "method": (
             "__init__ _advance_clock _audit _load_scenario _next_id _random_below _random_choice "
-            "_random_float _random_int _run _uniform call fork invoke restore snapshot state state_json view"
+            "_random_float _random_int _run _uniform call fork invoke restore saved_state snapshot state "
+            "state_json view"
         ),
     }
 )
 MEMBERS_ALWAYS: Final = frozenset(
-    "__init__ _load_scenario _run _state _undo call fork invoke restore snapshot state state_json view".split()
+    "__init__ _load_scenario _run _state _undo call fork invoke restore saved_state snapshot state "
+    "state_json view".split()
 )
 CLASS_SCOPE: Final = frozenset(
     "Any Environment Mapping State ToolSpec UNSET bool dict float int list set str tuple".split()

@@ -211,11 +211,16 @@ def test_each_reason_says_what_the_name_is_in_the_generated_code(role: str, name
 
 def test_names_starting_with_an_underscore_are_refused_everywhere() -> None:
     """Which is why no template name starting with `_` can collide with a spec's own name."""
-    for role in ("record", "enum", "tool", "helper", "state", "world", "variable"):
+    for role in ("record", "enum", "tool", "helper", "world", "variable"):
         assert bi.reserved_reason("_probe", role) is not None
         assert refused_by_analyser("_probe", role)
     assert bi.parameter_reason("_probe") is not None and errors(parameter("_probe"))
-    assert bi.field_reason("_probe") is not None and errors(field("_probe"))
+    # Private state and record fields (`_probe`) are the exception; `__probe` and `_` are not.
+    assert bi.reserved_reason("_probe", "state") is None and not errors(DECLARATIONS["state"]("_probe"))
+    assert bi.field_reason("_probe") is None and not errors(field("_probe"))
+    for name in ("__probe", "_", "_1"):
+        assert bi.reserved_reason(name, "state") is not None and refused_by_analyser(name, "state")
+        assert bi.field_reason(name) is not None and errors(field(name))
 
 
 def test_record_param_and_record_tool_spec_are_refused() -> None:

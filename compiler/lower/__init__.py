@@ -186,12 +186,13 @@ class _Builder:
             )
         used = self.helpers.union(*(s.helpers for s in self._test_scopes))
         helpers = used | set(runtime_helpers.needed(used))
-        state_fields = [
+        state_fields: list[dict[str, Any]] = [
             {
                 "name": f.name,
                 "type": self.types.py(f.type),
                 "copier": copy_expr(f'state["{f.name}"]', f.type, self.records),
                 "exporter": json_expr(f'state["{f.name}"]', f.type, self.records),
+                "private": bi.is_private(f.name),
             }
             for f in env.state
         ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
 from compiler.lower.pycode import _const_json
@@ -68,8 +69,8 @@ def tool_schema(tool: ir.ToolDecl, env: ir.Environment) -> dict[str, Any]:
         "returns": ts.json_schema(tool.returns, enums, records),
         "side_effect": tool.side_effect,
         "modifies_state": bool(tool.writes),
-        "state_fields_affected": list(tool.writes),
-        "reads": list(tool.reads),
+        "state_fields_affected": [w for w in tool.writes if not bi.is_private(w)],  # private: not shown
+        "reads": [r for r in tool.reads if not bi.is_private(r)],
         "errors": list(tool.errors),
     }
 

@@ -1269,8 +1269,9 @@ def _copy_MoveRecord(value: MoveRecord) -> MoveRecord:
     return value.copy()
 
 
-def state_to_json(state: State) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`."""
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
     return {
         "machines": {
             k0: {
@@ -1843,6 +1844,10 @@ class Environment:
     def state(self) -> dict[str, Any]:
         """A detached JSON snapshot of the state."""
         return state_to_json(self._state)
+
+    def saved_state(self) -> dict[str, Any]:
+        """Every field, private ones too: what sessions save and `Environment(...)` takes back."""
+        return state_to_json(self._state, private=True)
 
     def state_json(self) -> str:
         """The canonical JSON text of the state: equal states give equal text."""

@@ -83,7 +83,7 @@ class Episode:
                 )
                 info["seed_effect"] = "reseeded"
         if changes:
-            env = Environment({**env.state(), **changes})
+            env = Environment({**env.saved_state(), **changes})
         self._env, self._initial = env, env.state()
         self._turns, self._done = 0, False
         observation = {
