@@ -465,6 +465,7 @@ class DescribeDecl(Decl):
     name: str
     param_docs: dict[str, str] = Field(default_factory=dict)
     param_lines: dict[str, int] = Field(default_factory=dict)  # where each `param` line is
+    param_cols: dict[str, int] = Field(default_factory=dict)
 
 
 class Module(BaseModel):

@@ -259,7 +259,7 @@ def _apply_describe(
                     f"`param {name}` names no parameter of tool `{tool.name}` (parameters: {', '.join(names) or 'none'})",
                     describe.file,
                     describe.param_lines.get(name, describe.line),
-                    describe.col,
+                    describe.param_cols.get(name, describe.col),
                 )
             )
             continue

@@ -591,6 +591,7 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
                 self.c.add("E2017", f"`param {param}` is given twice", where.line, where.column)
             decl.param_docs[param] = text
             decl.param_lines[param] = where.line
+            decl.param_cols[param] = where.column
         return decl
 
     def drop_decl(self, meta: Meta, children: list[Token]) -> ir.DropDecl:
