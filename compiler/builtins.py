@@ -109,6 +109,16 @@ _TEMPORARY = re.compile(r"(.+)_[0-9]+")
 """Lowering numbers its temporaries (`key_1`, `key_2`, ...): one derived name stands for all."""
 
 
+PRIVATE_NAME = re.compile(r"_[A-Za-z][A-Za-z0-9_]*")
+"""A private state field or record field (`_seen`): saved and restored with the state,
+but left out of the public view `state()` that checkers compare. Not `__x` (Python would
+mangle it in a class body) and not `_` alone."""
+
+
+def is_private(name: str) -> bool:
+    return PRIVATE_NAME.fullmatch(name) is not None
+
+
 @functools.cache
 def reserved_reason(name: str, role: str) -> str | None:
     """Why a declaration of this kind (`ROLES`) may not be called `name`, or None when it
@@ -117,7 +127,7 @@ def reserved_reason(name: str, role: str) -> str | None:
         raise ValueError(f"unknown role {role!r}; one of {', '.join(ROLES)}")
     if role in ("test", "task"):
         return _landing_reason(name, role)  # test functions: any name, unless it lands on one
-    if name.startswith("_"):
+    if name.startswith("_") and not (role == "state" and is_private(name)):  # private state: `_seen`
         # Which is why no template name starting with `_` can collide with a spec's name,
         # only with one envc makes up from it (`_NAME` of a helper): see `_landing_reason`.
         return f"`{name}`: names starting with `_` are left to the generated code"
@@ -136,6 +146,58 @@ def reserved_reason(name: str, role: str) -> str | None:
     if role == "variable":
         return _variable_reason(name)
     return _landing_reason(name, role)
+
+
+BODY_WORDS = frozenset(
+    {"if", "elif", "else", "for", "in", "not", "and", "or", "is", "lambda", "True", "False", "None"}
+    | {"return", "del", "pass", "break", "continue", "let", "require", "fail"}
+)
+"""The words bodies give a meaning (statements, operators, constants): a parameter so
+named could not be written in its own body."""
+
+
+def parameter_reason(name: str) -> str | None:
+    """Why a tool or helper parameter may not be called `name`, or None. A parameter's
+    name reaches tools.json, so only what a body could not write is refused: the body
+    words and `_` names (left to the generated code). Python keywords, envspec's
+    declaration words (`state`, `world`), built-in functions and the generated code's own
+    names are free; the Python code calls such a parameter `python_name(name, ...)`."""
+    if name.startswith("_"):
+        return f"`{name}`: names starting with `_` are left to the generated code"
+    if name in BODY_WORDS:
+        return f"`{name}` is a word of envspec bodies, which could not then name the parameter"
+    return None
+
+
+FIELD_NAMES_TAKEN = frozenset({"error"})
+"""Record fields no record may have: a result with an `error` key reads as a failed call."""
+EXPRESSION_WORDS = frozenset({"not", "lambda", "True", "False", "None"})
+"""Body words that start an expression, so `Record(None=1)` could not name a field."""
+
+
+def field_reason(name: str) -> str | None:
+    """Why a record field may not be called `name`, or None. Fields become JSON keys the
+    agent sees and dict keys in Python, so any name is fine but `error`, the words that
+    start an expression and `_` names other than private ones (`_note`, kept in results)."""
+    if name.startswith("_") and not is_private(name):
+        return f"`{name}`: names starting with `_` are left to the generated code"
+    if name in EXPRESSION_WORDS:
+        return f"`{name}` starts an expression, so `Record({name}=...)` could not name the field"
+    if name in FIELD_NAMES_TAKEN:
+        return f"`{name}` cannot be a record field: a result with an `{name}` key reads as a failed call"
+    return None
+
+
+def python_name(name: str, taken: frozenset[str] | set[str] = frozenset()) -> str:
+    """The Python name of a parameter called `name`: itself when Python and the generated
+    code leave it free, else `name_` (more `_` until it is free and not in `taken`, the
+    other names of the callable)."""
+    if reserved_reason(name, "variable") is None:
+        return name
+    alias = name + "_"
+    while alias in taken or reserved_reason(alias, "variable") is not None:
+        alias += "_"
+    return alias
 
 
 def _variable_reason(name: str) -> str | None:
@@ -297,12 +359,14 @@ MEMBERS: Final = _by_kind(
         "attribute": "_rng _rng_at _state _undo",
         "method": (
             "__init__ _advance_clock _audit _load_scenario _next_id _random_below _random_choice "
-            "_random_float _random_int _run _uniform call fork invoke restore snapshot state state_json view"
+            "_random_float _random_int _run _uniform call fork invoke restore saved_state snapshot state "
+            "state_json view"
         ),
     }
 )
 MEMBERS_ALWAYS: Final = frozenset(
-    "__init__ _load_scenario _run _state _undo call fork invoke restore snapshot state state_json view".split()
+    "__init__ _load_scenario _run _state _undo call fork invoke restore saved_state snapshot state "
+    "state_json view".split()
 )
 CLASS_SCOPE: Final = frozenset(
     "Any Environment Mapping State ToolSpec UNSET bool dict float int list set str tuple".split()

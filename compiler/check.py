@@ -96,7 +96,7 @@ FORBIDDEN_ATTRIBUTES = {
     ("random", "choice"),
     ("uuid", "uuid4"),
 }
-INFRASTRUCTURE_METHODS = {"call", "invoke", "view", "state", "state_json", "snapshot", "restore", "fork"}
+INFRASTRUCTURE_METHODS = {"call", "invoke", "view", "state", "saved_state", "state_json", "snapshot", "restore", "fork"}
 
 
 @dataclass

@@ -67,6 +67,10 @@ CODES: dict[str, tuple[str, str]] = {
         "parameter shadows a state field (a warning)",
         "write `state.NAME` for the field, or give the parameter another name",
     ),
+    "E2025": (
+        "`state.NAME` where a parameter is called `state`",
+        "the parameter hides the `state.` qualifier in its body: write the state field by its bare name",
+    ),
     "E2019": (
         "environment name shadows a standard-library module",
         "the generated package would hide that module; add a suffix, e.g. `calendar_env`",

@@ -263,6 +263,7 @@ class _Layout:
     def module(self, module: ir.Module) -> _Item:
         decls: list[ir.Decl] = [*module.enums, *module.records, *module.state, *module.world, *module.scenarios]
         decls += [*module.tools, *module.fns, *module.tests, *module.tasks, *module.drops, *module.renames]
+        decls += module.describes
         if module.header is not None:
             decls.append(module.header)
         decls.sort(key=lambda d: (d.line, d.col))
@@ -288,6 +289,9 @@ class _Layout:
             return _Item(f"drop {d.what} {d.name}", d.line)
         if isinstance(d, ir.RenameDecl):
             return _Item(f"rename {d.what} {d.old} as {d.new}", d.line)
+        if isinstance(d, ir.DescribeDecl):
+            params = [_Item(f"param {n} {text(doc)}", d.param_lines.get(n, 0)) for n, doc in d.param_docs.items()]
+            return _block(f"describe tool {d.name}:", d.line, self.doc(d.doc, d.line, bound) + params)
         header, items = self.simple_decl(d)
         return _block(header, d.line, self.doc(d.doc, d.line, bound) + items)
 

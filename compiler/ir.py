@@ -458,6 +458,16 @@ class RenameDecl(Decl):
     new: str
 
 
+class DescribeDecl(Decl):
+    """`describe tool NAME:`: a prototype's tool in the domain's words (its doc and param
+    docs), without rewriting its body."""
+
+    name: str
+    param_docs: dict[str, str] = Field(default_factory=dict)
+    param_lines: dict[str, int] = Field(default_factory=dict)  # where each `param` line is
+    param_cols: dict[str, int] = Field(default_factory=dict)
+
+
 class Module(BaseModel):
     """One parsed `.envspec` file, declarations in source order."""
 
@@ -476,6 +486,7 @@ class Module(BaseModel):
     tasks: list[TaskDecl] = Field(default_factory=list)
     drops: list[DropDecl] = Field(default_factory=list)
     renames: list[RenameDecl] = Field(default_factory=list)
+    describes: list[DescribeDecl] = Field(default_factory=list)
 
 
 class Environment(BaseModel):

@@ -134,9 +134,15 @@ def _parse_and_extend(
     if not module.header.extends:
         overrides: list[ir.Decl] = [*(d for d in module.tools if d.override), *(d for d in module.fns if d.override)]
         overrides += [d for d in module.records if d.override]
-        for decl in [*module.drops, *module.renames, *overrides]:
+        for decl in [*module.drops, *module.renames, *module.describes, *overrides]:
             keyword_ = (
-                "drop" if isinstance(decl, ir.DropDecl) else "rename" if isinstance(decl, ir.RenameDecl) else "override"
+                "drop"
+                if isinstance(decl, ir.DropDecl)
+                else "rename"
+                if isinstance(decl, ir.RenameDecl)
+                else "describe"
+                if isinstance(decl, ir.DescribeDecl)
+                else "override"
             )
             diagnostics.append(
                 Diagnostic(
@@ -222,6 +228,8 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     merged.records = _merge_named(parent.records, child.records, "record", diagnostics, set())
     merged.fns = _merge_named(parent.fns, child.fns, "fn", diagnostics, dropped.get("fn", set()))
     merged.tools = _merge_named(parent.tools, child.tools, "tool", diagnostics, dropped.get("tool", set()))
+    for describe in child.describes:
+        _apply_describe(merged.tools, parent.tools, describe, diagnostics)
     merged.scenarios = _merge_named(
         parent.scenarios, child.scenarios, "scenario", diagnostics, dropped.get("scenario", set())
     )
@@ -292,6 +300,35 @@ class _PrototypeNodes:
                 bucket.append(node)
 
 
+def _apply_describe(
+    tools: list[ir.ToolDecl], inherited: Sequence[ir.ToolDecl], describe: ir.DescribeDecl, diagnostics: list[Diagnostic]
+) -> None:
+    """`describe tool NAME:` replaces the doc and param docs of a prototype's tool (after
+    renames) in the merged module; the prototype's body and everything else stay."""
+    if not _in_prototype(inherited, describe.name, describe, "describe", diagnostics):
+        return
+    index = next((i for i, tool in enumerate(tools) if tool.name == describe.name), None)
+    if index is None:
+        return  # dropped or overridden: the override's own doc is the one to edit
+    tool = tools[index].model_copy(deep=True)
+    tool.doc = describe.doc or tool.doc
+    names = [param.name for param in tool.params]
+    for name, text in describe.param_docs.items():
+        if name not in names:
+            diagnostics.append(
+                Diagnostic(
+                    "E2023",
+                    f"`param {name}` names no parameter of tool `{tool.name}` (parameters: {', '.join(names) or 'none'})",
+                    describe.file,
+                    describe.param_lines.get(name, describe.line),
+                    describe.param_cols.get(name, describe.col),
+                )
+            )
+            continue
+        tool.params[names.index(name)].doc = text
+    tools[index] = tool
+
+
 def _apply_rename(
     parent: ir.Module, rename: ir.RenameDecl, diagnostics: list[Diagnostic], nodes: _PrototypeNodes
 ) -> None:
@@ -311,7 +348,7 @@ def _apply_rename(
     if not _in_prototype(pools[rename.what], rename.old, rename, "rename", diagnostics):
         return
     taken = [d.name for what, group in pools.items() if what != "param" for d in group]
-    reason = None if rename.new in taken else bi.reserved_reason(rename.new, _RENAME_ROLES.get(rename.what, "variable"))
+    reason = None if rename.new in taken else _rename_reason(rename)
     if rename.new in taken or reason is not None:
         why = "it is already declared by the prototype" if rename.new in taken else reason
         diagnostics.append(
@@ -353,20 +390,32 @@ def _apply_rename(
 
 _RENAME_ROLES = {"tool": "tool", "fn": "helper", "record": "record", "enum": "enum", "state": "state"}
 """What a renamed declaration is, as a role of `builtins.reserved_reason` (a parameter
-is a variable; a scenario's name reaches no Python identifier and gets the variable's
-rules, the strictest)."""
+has its own rules, `builtins.parameter_reason`; a scenario's name reaches no Python
+identifier and gets the variable's rules, the strictest)."""
+
+
+def _rename_reason(rename: ir.RenameDecl) -> str | None:
+    """A parameter's new name reaches tools.json: the parameter rules apply, not a local's."""
+    if rename.what == "param":
+        return bi.parameter_reason(rename.new)
+    return bi.reserved_reason(rename.new, _RENAME_ROLES.get(rename.what, "variable"))
 
 
 def _in_prototype(
-    pool: Sequence[Any], name: str, change: ir.DropDecl | ir.RenameDecl, verb: str, diagnostics: list[Diagnostic]
+    pool: Sequence[Any],
+    name: str,
+    change: ir.DropDecl | ir.RenameDecl | ir.DescribeDecl,
+    verb: str,
+    diagnostics: list[Diagnostic],
 ) -> bool:
-    """Whether the prototype has what a `drop` or `rename` names (E2012 when not)."""
+    """Whether the prototype has what a `drop`, `rename` or `describe` names (E2012 when not)."""
     if any(d.name == name for d in pool):
         return True
+    what = "tool" if isinstance(change, ir.DescribeDecl) else change.what
     diagnostics.append(
         Diagnostic(
             "E2012",
-            f"the prototype has no {change.what} `{name}` to {verb}",
+            f"the prototype has no {what} `{name}` to {verb}",
             change.file,
             change.line,
             change.col,

@@ -41,7 +41,9 @@ MAX_EXPR_DEPTH = 120
 MAX_SYNTAX_ERRORS = 50
 INT64_MAX = 2**63 - 1
 
-_DECL_START = re.compile(r"^(environment|enum|record|state|world|scenario|tool|fn|test|task|drop|rename|override)\b")
+_DECL_START = re.compile(
+    r"^(environment|enum|record|state|world|scenario|tool|fn|test|task|drop|rename|override|describe)\b"
+)
 
 
 def grammar_path() -> Path:
@@ -610,6 +612,18 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def rename_decl(self, meta: Meta, children: list[Token]) -> ir.RenameDecl:
         what, old, new = (str(c) for c in children)
         return ir.RenameDecl(what=what, old=old, new=new, **_pos(meta))
+
+    def describe_decl(self, meta: Meta, children: list[Any]) -> ir.DescribeDecl:
+        name, *items = children
+        doc, lines = _take_doc(items)
+        decl = ir.DescribeDecl(name=str(name), doc=doc, **_pos(meta))
+        for _, (param, text, where) in lines:
+            if param in decl.param_docs:
+                self.c.add("E2017", f"`param {param}` is given twice", where.line, where.column)
+            decl.param_docs[param] = text
+            decl.param_lines[param] = where.line
+            decl.param_cols[param] = where.column
+        return decl
 
     def drop_decl(self, meta: Meta, children: list[Token]) -> ir.DropDecl:
         return ir.DropDecl(what=str(children[0]), name=str(children[1]), **_pos(meta))
@@ -1562,6 +1576,7 @@ def _assemble(decls: list[Any], path: str) -> tuple[ir.Module, list[Diagnostic]]
         ir.TaskDecl: module.tasks,
         ir.DropDecl: module.drops,
         ir.RenameDecl: module.renames,
+        ir.DescribeDecl: module.describes,
     }
     for decl in decls:
         decl.file = path

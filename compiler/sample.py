@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import math
 import random
 import sys
 from collections import Counter
@@ -180,7 +181,7 @@ def _fits(value: Any, ty: ir.TypeRef, enums: dict[str, ir.EnumDecl]) -> bool:
         return value in enums[base.name].members
     if base.name == "int":
         return type(value) is int
-    if base.name == "float":
+    if base.name in ("float", "number"):
         return type(value) in (int, float)
     if base.name == "bool":
         return type(value) is bool
@@ -266,9 +267,12 @@ class ArgumentDrawer:
         if base.name == "int":
             low = int(constraints.get("min", 1))
             return rng.randint(low, max(low, int(constraints.get("max", low + 9))))
-        if base.name == "float":
+        if base.name == "float" or (base.name == "number" and rng.random() < 0.5):
             floor = float(constraints.get("min", 0.0))
             return round(rng.uniform(floor, float(constraints.get("max", floor + 100.0))), 2)
+        if base.name == "number":  # an int half the time: a number keeps either
+            low = math.ceil(constraints.get("min", 0))
+            return rng.randint(low, max(low, math.floor(constraints.get("max", low + 100))))
         if base.name == "str" and not constraints.get("pattern"):
             return self.text(constraints)
         if base.name in ("date", "datetime"):

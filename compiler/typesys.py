@@ -15,7 +15,7 @@ from typing import Any
 
 from compiler import ir
 
-PRIMITIVES = ("str", "int", "float", "bool", "datetime", "date", "time", "json")
+PRIMITIVES = ("str", "int", "float", "number", "bool", "datetime", "date", "time", "json")
 TEMPORAL = ("datetime", "date", "time")
 CONTAINERS = ("list", "map", "set", "json")
 SET_ITEMS = ("str", "int")
@@ -29,6 +29,8 @@ def t(name: str, *args: ir.TypeRef) -> ir.TypeRef:
 STR = t("str")
 INT = t("int")
 FLOAT = t("float")
+NUMBER = t("number")
+"""An int or a float, kept as given (`500` stays `500`); arithmetic as Python's."""
 BOOL = t("bool")
 NONE = t("None")
 ANY = t("any")
@@ -66,7 +68,7 @@ def is_optional(ty: ir.TypeRef) -> bool:
 
 
 def is_numeric(ty: ir.TypeRef) -> bool:
-    return ty.name in ("int", "float", "any")
+    return ty.name in ("int", "float", "number", "any")
 
 
 def is_container(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]) -> bool:
@@ -105,6 +107,8 @@ def assignable(src: ir.TypeRef, dst: ir.TypeRef) -> bool:
     if src.name == "optional":
         return False
     if src.name == "int" and dst.name == "float":
+        return True
+    if src.name in ("int", "float") and dst.name == "number":
         return True
     if src.name in TEMPORAL and dst.name == "str":
         return True
@@ -224,7 +228,7 @@ def json_schema(
         return {"type": "string"}
     if name == "int":
         return {"type": "integer"}
-    if name == "float":
+    if name in ("float", "number"):
         return {"type": "number"}
     if name == "bool":
         return {"type": "boolean"}
@@ -342,6 +346,9 @@ class DataChecker:
         if name == "float":
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
             return float(value) if ok else self._expect(False, value, ty, path, problems)
+        if name == "number":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            return value if ok else self._expect(False, value, ty, path, problems)
         if name == "bool":
             return self._expect(isinstance(value, bool), value, ty, path, problems)
         if name == "list":

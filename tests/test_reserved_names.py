@@ -7,16 +7,23 @@ declaration, which names would collide. Here:
 - the kept names are exactly what the templates render today (so they cannot drift), and
   the probe exercises every built-in function and method;
 - every derived name (and every name envc makes up from one, like a helper's `_NAME`),
-  used as a record, enum, tool, helper, state field, world field and parameter, is either
+  used as a record, enum, tool, helper, state field, world field and local, is either
   refused by the analyser with E2014 and a message naming it, or it analyses cleanly
   and then really compiles: the accepted names of each kind go into one package, and all
-  packages are checked by ruff, mypy --strict, envc's AST rules and their own tests.
+  packages are checked by ruff, mypy --strict, envc's AST rules and their own tests;
+- names the agent sees (issue 14) are free: a tool parameter may take every such name,
+  every Python keyword and envspec word but the words of bodies (`bi.parameter_reason`),
+  and a record field any name but `_` names and `error` (`bi.field_reason`); their
+  packages compile the same way, and `call` takes the real names.
 """
 
 from __future__ import annotations
 
+import json
 import keyword
 import re
+import sys
+import types
 from collections.abc import Callable
 from dataclasses import fields
 
@@ -38,14 +45,26 @@ DECLARATIONS: dict[str, Callable[[str], str]] = {
     "helper": lambda n: f"fn {n}(probe_a: int) -> int:\n    return probe_a\n",
     "state": lambda n: f"state:\n    {n}: int = 0\n",
     "world": lambda n: f"world:\n    {n}: int = 1\n",
-    "variable": lambda n: f"tool probe_t({n}: int) -> int:\n    return 1\n",
+    "variable": lambda n: f"tool probe_t(probe_a: int) -> int:\n    let {n} = probe_a\n    return probe_a\n",
 }
-"""The smallest spec that gives a name to a declaration of each kind (role)."""
+"""The smallest spec that gives a name to a declaration of each kind (role); `variable`
+is a `let` name, asked about like a loop or comprehension variable."""
 
 
-def local(name: str) -> str:
-    """A spec with `name` as a `let` name (asked about like a parameter)."""
-    return f"tool probe_t(probe_a: int) -> int:\n    let {name} = probe_a\n    return probe_a\n"
+def parameter(name: str) -> str:
+    """A spec with `name` as a tool parameter (the agent sees it: `bi.parameter_reason`)."""
+    return f"tool probe_t({name}: int) -> int:\n    return 1\n"
+
+
+def field(name: str) -> str:
+    """A spec with `name` as a record field (the agent sees it: `bi.field_reason`)."""
+    return f"record Probe:\n    {name}: int\n"
+
+
+AGENT_WORDS = sorted(
+    {*keyword.kwlist, *bi.PYTHON_SOFT_KEYWORDS, *bi.LANGUAGE_WORDS, *bi.BLOCK_WORDS, *bi.FUNCTIONS} - {"_"}
+)
+"""Words that are no template name but were refused as a parameter or field before issue 14."""
 
 
 HAND_KEPT_BEFORE = frozenset(
@@ -191,9 +210,16 @@ def test_each_reason_says_what_the_name_is_in_the_generated_code(role: str, name
 
 def test_names_starting_with_an_underscore_are_refused_everywhere() -> None:
     """Which is why no template name starting with `_` can collide with a spec's own name."""
-    for role in ("record", "enum", "tool", "helper", "state", "world", "variable"):
+    for role in ("record", "enum", "tool", "helper", "world", "variable"):
         assert bi.reserved_reason("_probe", role) is not None
         assert refused_by_analyser("_probe", role)
+    assert bi.parameter_reason("_probe") is not None and errors(parameter("_probe"))
+    # Private state and record fields (`_probe`) are the exception; `__probe` and `_` are not.
+    assert bi.reserved_reason("_probe", "state") is None and not errors(DECLARATIONS["state"]("_probe"))
+    assert bi.field_reason("_probe") is None and not errors(field("_probe"))
+    for name in ("__probe", "_", "_1"):
+        assert bi.reserved_reason(name, "state") is not None and refused_by_analyser(name, "state")
+        assert bi.field_reason(name) is not None and errors(field(name))
 
 
 def test_record_param_and_record_tool_spec_are_refused() -> None:
@@ -241,8 +267,6 @@ def test_every_derived_name_in_every_role_is_refused_or_compiles() -> None:
             reason = bi.reserved_reason(name, role)
             if not refused:  # the rules agree, unless it is one of the role-specific gaps
                 assert reason is None or not role_less_refusal(name, role), (role, name, reason)
-    for name in candidates("variable"):  # a `let` name is asked about like a parameter
-        assert bool(errors(local(name))) == outcomes["variable"][name], name
     gaps = known_gaps(outcomes)
     accepted = {
         role: [n for n, refused in names.items() if not refused and (role, n) not in gaps]
@@ -343,3 +367,97 @@ def _spec_body(role: str, names: list[str]) -> str:
         if names:
             parts.append(f"test probe_lets:\n{lets}    probe_p0({names[0]}=1)\n    expect len(probe_log) == 1\n")
     return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- names the agent sees
+
+
+def agent_candidates() -> list[str]:
+    """Every template name, every word of the languages and every built-in function; not
+    the built-in record `AuditEntry`, which a parameter cannot share as any type (E2001)."""
+    return sorted({*candidates("variable"), *AGENT_WORDS, "key_1", "key_12"} - {"AuditEntry"})
+
+
+def test_parameters_are_refused_only_words_of_bodies() -> None:
+    """A parameter is refused exactly when `bi.parameter_reason` says so, with E2014
+    naming it: the body words (`if`, `let`, ...) and `_` names; `state`, `from`, `json`,
+    `self`, `env`, `key_1` and every built-in function are free."""
+    for name in agent_candidates():
+        found = errors(parameter(name))
+        reason = bi.parameter_reason(name)
+        assert bool(found) == (reason is not None), (name, [d.message for d in found])
+        if found:
+            assert [d.code for d in found] == ["E2014"] and f"`{name}`" in found[0].message, name
+    for name in ("state", "world", "from", "class", "type", "json", "env", "self", "key_1", "len", "max"):
+        assert bi.parameter_reason(name) is None, name
+    assert {bi.parameter_reason(w) is not None for w in bi.BODY_WORDS} == {True}
+
+
+def test_record_fields_are_refused_only_underscore_names_and_error() -> None:
+    for name in agent_candidates():
+        found = errors(field(name))
+        assert bool(found) == (bi.field_reason(name) is not None), (name, [d.message for d in found])
+    assert bi.field_reason("error") is not None and bi.field_reason("type") is None
+
+
+def _agent_names_spec(params: list[str], fields: list[str]) -> str:
+    """One tool per parameter name, beside a state field, a world field and built-in calls
+    the lowering must keep apart from it; one record with every field name."""
+    parts = ["record Probe:\n" + "".join(f"    {n}: int = 0\n" for n in fields)]
+    parts.append("state:\n    probe_log: list[int] = []\n\nworld:\n    probe_w: int = 1\n")
+    for i, n in enumerate(params):
+        parts.append(
+            f"tool probe_p{i}({n}: int) -> int:\n"
+            f'    require {n} >= 0 else invalid_argument("negative", field="{n}")\n'
+            f"    let probe_copy = copy(probe_log)\n"
+            f"    probe_log.append({n} + len(probe_copy) + probe_w + max(0, {n}))\n"
+            f"    return probe_fn{i}({n}={n})\n\n"
+            f"fn probe_fn{i}({n}: int) -> int:\n    return {n}\n"
+        )
+    args = ", ".join(f"{n}=1" for n in fields[:40])
+    parts.append(f"tool probe_record() -> Probe:\n    return Probe({args})\n")
+    return "\n".join(parts)
+
+
+def test_agent_names_compile_and_calls_take_the_real_names() -> None:
+    """Every free parameter and field name in one package: ruff, mypy --strict, the AST
+    rules and its generated tests (which call each tool by its tools.json names) pass."""
+    names = agent_candidates()
+    params = [n for n in names if bi.parameter_reason(n) is None]
+    fields = [n for n in names if bi.field_reason(n) is None]
+    env_name = "names_agent"
+    text = f'environment {env_name}:\n    title "Names the agent sees"\n\n' + _agent_names_spec(params, fields)
+    result = analyse_source(text, f"{env_name}.envspec")
+    problems = [f"{d.line}: {d.code} {d.message}" for d in result.diagnostics if d.severity == "error"]
+    assert result.environment is not None and not problems, problems[:10]
+    files = lower(result.environment, f"{env_name}.envspec")
+    tools = {t["name"]: t for t in json.loads(files["tools.json"])["tools"]}
+    for i, n in enumerate(params):
+        assert list(tools[f"probe_p{i}"]["parameters"]["properties"]) == [n]
+    assert list(tools["probe_record"]["returns"]["properties"]) == fields
+    module = types.ModuleType(f"{env_name}_environment")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    try:
+        exec(compile(files["environment.py"], "environment.py", "exec"), module.__dict__)  # noqa: S102 - our own output
+    finally:
+        del sys.modules[module.__name__]
+    session = module.Environment()
+    for i, n in enumerate(params):
+        assert session.call(f"probe_p{i}", {n: 2}) == 2, n
+        assert session.call(f"probe_p{i}", {n: -1})["error"]["field"] == n
+    assert len(session.state()["probe_log"]) == len(params)
+    assert session.call("probe_record", {}) == {n: 1 if i < 40 else 0 for i, n in enumerate(fields)}
+    results = qc.check_packages([qc.Package(env=result.environment, name=env_name, files=files)], dynamic=True)
+    findings = {
+        k: [f"{f.tool} {f.file}:{f.line} {f.message[:160]}" for f in r.findings]
+        for k, r in results.items()
+        if r.findings or not r.static_ok or not r.dynamic_ok
+    }
+    assert not findings, findings
+
+
+def test_a_parameter_called_state_is_the_parameter_in_its_body() -> None:
+    body = "state:\n    probe_log: list[int] = []\n\ntool t(state: str) -> int:\n"
+    assert not errors(body + "    probe_log.append(len(state))\n    return len(probe_log)\n")
+    [found] = errors(body + "    return len(state.probe_log)\n")
+    assert found.code == "E2025" and "bare name" in found.hint

@@ -106,9 +106,9 @@ def test_empty_literals_show_the_typed_form(value: str, hint: str) -> None:
 
 
 def test_a_reserved_parameter_name_is_underlined_whole() -> None:
-    text = HEADER + "tool t(self: int, key_1: int) -> int:\n    return 1\n"
+    text = HEADER + "tool t(_xyz: int, require: int) -> int:\n    return 1\n"
     found = [d for d in analyse_source(text, "teach.envspec").diagnostics if d.code == "E2014"]
-    assert [(d.col, d.end_col) for d in found] == [(8, 12), (19, 24)]
+    assert [(d.col, d.end_col) for d in found] == [(8, 12), (19, 26)]
     assert "^^^^\n" in render_text(found[0], text) + "\n"
 
 

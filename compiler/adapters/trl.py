@@ -17,7 +17,8 @@ and shows it to the model under the tool's name.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import keyword
+from dataclasses import dataclass, replace
 from typing import Any
 
 TRL_RESERVED = ("reset", "get_reward")
@@ -43,6 +44,29 @@ class TrlParam:
     annotation: str
     required: bool
     description: str
+    python: str  # the name in the method's signature: `name`, unless Python forbids it there
+
+    @property
+    def is_keyword(self) -> bool:
+        """A Python keyword cannot even be a keyword argument: it is passed as `**{...}`."""
+        return keyword.iskeyword(self.name)
+
+
+def python_names(names: list[str]) -> dict[str, str]:
+    """Parameter name -> the name the method's signature can carry: the parameter's own,
+    or `NAME_` (more `_` until free) for a Python keyword and `self`. TRL derives the
+    schema from the signature, so such a parameter reaches the model as `NAME_`; the
+    adapter passes it on to the environment under its real name."""
+    taken = set(names)
+    result = {}
+    for name in names:
+        python = name
+        if keyword.iskeyword(python) or python == "self":
+            while python in taken or keyword.iskeyword(python) or python == "self":
+                python += "_"
+            taken.add(python)
+        result[name] = python
+    return result
 
 
 @dataclass(frozen=True)
@@ -122,8 +146,9 @@ def trl_tools(openai_tools: dict[str, Any]) -> list[TrlTool]:
     for function in functions:
         parameters = function["parameters"]
         required = set(parameters.get("required", []))
+        python = python_names(list(parameters["properties"]))
         params = tuple(
-            TrlParam(name, annotation(schema), name in required, describe(name, schema))
+            TrlParam(name, annotation(schema), name in required, describe(name, schema), python[name])
             for name, schema in parameters["properties"].items()
         )
         tools.append(TrlTool(function["name"], methods[function["name"]], function["description"], params))
@@ -138,7 +163,7 @@ def template_context(openai_tools: dict[str, Any], header: str, environment: str
             t.name,
             t.method,
             docstring(t.description),
-            tuple(TrlParam(p.name, p.annotation, p.required, docstring(p.description)) for p in t.params),
+            tuple(replace(p, description=docstring(p.description)) for p in t.params),
         )
         for t in trl_tools(openai_tools)
     ]

@@ -77,7 +77,10 @@ def run(a: Analysis) -> dict[str, Summary]:
         tool.errors = sorted(effects.errors | {"invalid_argument"})
         compare_declared(a, tool, effects)
         if not tool.side_effect:
-            tool.side_effect = f"modifies {', '.join(tool.writes)}" if tool.writes else "none"
+            public = [w for w in tool.writes if not bi.is_private(w)]  # the agent is not told of private fields
+            tool.side_effect = (
+                f"modifies {', '.join(public)}" if public else "modifies private state" if tool.writes else "none"
+            )
     return summaries
 
 

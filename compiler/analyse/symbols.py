@@ -175,8 +175,9 @@ def check_field_names(a: Analysis, fields: Sequence[ir.Field_], owner: str, file
     for field_ in fields:
         if field_.name in seen:
             a.error("E2005", f"{owner} has two fields named `{field_.name}`", field_, file)
-        if keyword.iskeyword(field_.name) or field_.name.startswith("_") or field_.name == "error":
-            a.error("E2014", f"`{field_.name}` cannot be a field name", field_, file)
+        reason = bi.field_reason(field_.name)
+        if reason is not None:
+            a.error("E2014", reason, _name_span(field_), file, hint="choose another name")
         seen.add(field_.name)
 
 
@@ -280,3 +281,8 @@ def effectful_builtins_used(a: Analysis) -> set[str]:
     for callable_ in [*a.module.tools, *a.module.fns]:
         names |= a.called_names(callable_.body) & set(bi.EFFECTFUL_FUNCTIONS)
     return names
+
+
+def _name_span(node: ir.Field_) -> ir.Node:
+    """The whole name at the start of a declaration line, for the underline."""
+    return ir.Node(line=node.line, col=node.col, end_line=node.line, end_col=node.col + len(node.name))

@@ -80,7 +80,9 @@ class TypeChecker:
         return None
 
     def declare(self, name: str, ty: ir.TypeRef, kind: str, node: ir.Node) -> None:
-        reason = bi.reserved_reason(name, "variable")
+        # A parameter's name reaches tools.json: only what a body could not write is refused
+        # (the Python code renames the rest); a `let` or loop name must be free in Python.
+        reason = bi.parameter_reason(name) if kind == "param" else bi.reserved_reason(name, "variable")
         if reason is not None:
             self.error("E2014", reason, node, hint="choose another name")
         if name in self.a.fns or name in self.a.tools or name in self.a.records or name in self.a.enums:
@@ -181,8 +183,8 @@ class TypeChecker:
     def _check_constraint(self, param: ir.Param, constraint: ir.Constraint) -> None:
         base = ts.strip_optional(param.type)
         fits = {
-            "min": base.name in ("int", "float"),
-            "max": base.name in ("int", "float"),
+            "min": base.name in ("int", "float", "number"),
+            "max": base.name in ("int", "float", "number"),
             "min_length": base.name == "str",
             "max_length": base.name == "str",
             "pattern": base.name == "str",
@@ -476,7 +478,10 @@ class TypeChecker:
         if ts.is_optional(src) and ts.assignable(ts.strip_optional(src), dst):
             self.error("E3009", f"value may be None where {ts.show(dst)} is expected", node)
             return
-        self.error("E3001", f"expected {ts.show(dst)}, got {ts.show(src)}", node)
+        hint = ""
+        if src.name == "number" and dst.name in ("int", "float"):
+            hint = f"a number may hold an int or a float; convert it with `{dst.name}(...)`"
+        self.error("E3001", f"expected {ts.show(dst)}, got {ts.show(src)}", node, hint=hint)
 
     def check_key(self, src: ir.TypeRef, key: ir.TypeRef, node: ir.Node) -> None:
         """A map key or set item. A map[json, V] takes str and int keys only: a json value
@@ -591,7 +596,8 @@ class TypeChecker:
                 hint=f"format its text: `{{str({source_text(expr.value)}):{expr.spec}}}`",
             )
             return ts.STR
-        kind = ty.name if ty.name in ("int", "float") else "str"
+        # A number may hold an int, as a float may: a spec must fit both.
+        kind = {"int": "int", "float": "float", "number": "float"}.get(ty.name, "str")
         problem = ts.format_problem(expr.spec, kind)
         if problem:
             self.error(
@@ -754,6 +760,14 @@ class TypeChecker:
                 hint="check it first: `require x is not None else ...`",
             )
             obj_type = ts.strip_optional(obj_type)
+        if self._parameter_hides_state(obj, obj_type, expr.name):
+            self.error(
+                "E2025",
+                f"`state` is the parameter `state` in this body, not the state: no field `{expr.name}` of it",
+                expr,
+                hint=f"write the state field by its bare name, `{expr.name}`; `state.NAME` is the parameter's field here",
+            )
+            return self.a.state[expr.name].type
         if obj_type.name in self.a.records:
             record = self.a.records[obj_type.name]
             for field_ in record.fields:
@@ -768,6 +782,14 @@ class TypeChecker:
             return ts.ANY
         self.error("E3004", f"{ts.show(obj_type)} has no field `{expr.name}`", expr)
         return ts.ANY
+
+    def _parameter_hides_state(self, obj: ir.Expr, obj_type: ir.TypeRef, name: str) -> bool:
+        """`state.NAME` where a parameter (or local) called `state` hides the state and has
+        no field NAME, but the state has: the parameter wins, as any nearer name does."""
+        if not (isinstance(obj, ir.Name) and obj.id == "state" and name in self.a.state):
+            return False
+        record = self.a.records.get(ts.strip_optional(obj_type).name)
+        return record is None or all(f.name != name for f in record.fields)
 
     def expr_index(self, expr: ir.Index, expected: ir.TypeRef | None) -> ir.TypeRef:
         obj_type = self.expr(expr.obj, None)
@@ -922,6 +944,8 @@ class TypeChecker:
         if ts.is_numeric(left) and ts.is_numeric(right):
             if op == "/":
                 return ts.FLOAT
+            if "float" not in (left.name, right.name) and "number" in (left.name, right.name):
+                return ts.NUMBER  # Python's rules decide per value: int with int, else float
             if op == "**":
                 # As mypy types it: an int to a literal power of 0 or more is an int;
                 # any other power is a float (an int to a negative power is one in Python).
@@ -999,7 +1023,7 @@ class TypeChecker:
             self.error("E3005", "only names and methods can be called", func)
             return ts.ANY
         name = func.id
-        if self.lookup(name) is not None:
+        if self.lookup(name) is not None and name not in library.FUNCTIONS:  # a call `len(x)` beside a parameter `len`
             self.error("E3005", f"`{name}` is a value, not a function", func)
             return ts.ANY
         if name in self.a.records:

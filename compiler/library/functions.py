@@ -61,7 +61,7 @@ def check_len(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
 
 def check_sum(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "sum")
-    if ty.name == "list" and ty.args[0].name in ("int", "float"):
+    if ty.name == "list" and ty.args[0].name in ("int", "float", "number"):
         return ty.args[0]
     if ty.name != "any":
         c.error("E3004", f"`sum` needs a list of numbers, not {ts.show(ty)}", call)
@@ -137,7 +137,9 @@ def check_abs(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
 
 
 def check_round(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
-    types = c.positional(call, "round", [ts.FLOAT, ts.INT], 1)
+    types = c.positional(call, "round", [ts.NUMBER, ts.INT], 1)
+    if len(types) == 2 and types[0].name == "number":
+        return ts.NUMBER  # Python's `round(5, 1)` is 5, `round(5.25, 1)` 5.2
     return ts.FLOAT if len(types) == 2 else ts.INT
 
 
@@ -150,7 +152,7 @@ def check_str(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
 
 def check_int(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "int")
-    if ty.name not in ("int", "float", "bool", "any", "json"):
+    if ty.name not in ("int", "float", "number", "bool", "any", "json"):
         c.error(
             "E3004",
             f"`int` converts numbers and bools, not {ts.show(ty)}",
@@ -162,7 +164,7 @@ def check_int(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
 
 def check_float(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "float")
-    if ty.name not in ("int", "float", "any", "json"):
+    if ty.name not in ("int", "float", "number", "any", "json"):
         c.error("E3004", f"`float` converts numbers, not {ts.show(ty)}", call)
     return ts.FLOAT
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import keyword
 import re
 import subprocess
 from collections.abc import Sequence
@@ -23,7 +24,6 @@ from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
 from compiler.adapters import trl as trl_adapter
-from compiler.irtree import walk
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
 from compiler.lower.converters import tool_caller
@@ -43,6 +43,8 @@ from compiler.lower.pycode import (
     typed_value,
     walk_statements,
 )
+from compiler.lower.pynames import names_of as _names_of
+from compiler.lower.pynames import python_names, with_python_names
 
 LINE_LENGTH = 100
 
@@ -188,12 +190,13 @@ class _Builder:
             )
         used = self.helpers.union(*(s.helpers for s in self._test_scopes))
         helpers = used | set(runtime_helpers.needed(used))
-        state_fields = [
+        state_fields: list[dict[str, Any]] = [
             {
                 "name": f.name,
                 "type": self.types.py(f.type),
                 "copier": copy_expr(f'state["{f.name}"]', f.type, self.records),
                 "exporter": json_expr(f'state["{f.name}"]', f.type, self.records),
+                "private": bi.is_private(f.name),
             }
             for f in env.state
         ]
@@ -263,6 +266,7 @@ class _Builder:
             "name": record.name,
             "doc": block_docstring(record.doc or f"A {record.name} record."),
             "fields": [{"name": f.name, "type": self.types.py(f.type)} for f in record.fields],
+            "functional": _needs_functional_syntax(record, [self.types.py(f.type) for f in record.fields]),
             "copier": copier,
         }
 
@@ -295,7 +299,7 @@ class _Builder:
 
     def _signature(self, tool: ir.ToolDecl) -> str:
         parts = []
-        for param in tool.params:
+        for param in with_python_names(tool).params:
             has_default, default = schema.param_default(param, tool=not isinstance(tool, ir.FnDecl))
             if has_default and isinstance(default, (list, dict)):
                 # A mutable default would be shared between calls: a sentinel stands in for
@@ -313,7 +317,7 @@ class _Builder:
 
     def _default_prologue(self, tool: ir.ToolDecl) -> list[str]:
         lines = []
-        for param in tool.params:
+        for param in with_python_names(tool).params:
             has_default, default = schema.param_default(param, tool=not isinstance(tool, ir.FnDecl))
             if has_default and isinstance(default, (list, dict)):
                 sentinel = "UNSET" if ts.strip_optional(param.type).name in ("json", "any") else "None"
@@ -325,11 +329,14 @@ class _Builder:
 
     def _tool_context(self, tool: ir.ToolDecl) -> dict[str, Any]:
         specs = []
+        names = python_names(tool)
         for param in tool.params:
             limits = schema.constraint_values(param)
             limit_text = ", ".join(f"({py_str(k)}, {py_value(v)})" for k, v in limits.items())
             required = not schema.param_default(param)[0]
             limit_part = f", ({limit_text},)" if limits else ""
+            if names[param.name] != param.name:  # the Python keyword argument differs
+                limit_part = f"{limit_part or ', ()'}, {py_str(names[param.name])}"
             specs.append(f"Param({py_str(param.name)}, {self.kind(param.type)}, {required}{limit_part})")
         return {
             "name": tool.name,
@@ -361,6 +368,7 @@ class _Builder:
     def _callable_body(self, tool: ir.ToolDecl, kind: str) -> str:
         if tool.escape is not None:
             return self._escape_body(tool, kind)
+        tool = with_python_names(tool)
         scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)})
         emitter = Emitter(self.env, scope, self.tables)
         for param in tool.params:
@@ -513,19 +521,12 @@ class _Builder:
         return self.render("README.md.jinja", context)
 
 
-def _names_of(tool: ir.ToolDecl) -> set[str]:
-    """Every name a tool or helper uses: its parameters, locals, loop and lambda names."""
-    names = {param.name for param in tool.params}
-    for node in walk(tool.body):
-        if isinstance(node, ir.Name):
-            names.add(node.id)
-        elif isinstance(node, ir.Let):
-            names.add(node.name)
-        elif isinstance(node, (ir.For, ir.Comprehension)):
-            names.update(node.targets)
-        elif isinstance(node, ir.Lambda):
-            names.update(node.params)
-    return names
+def _needs_functional_syntax(record: ir.RecordDecl, annotations: list[str]) -> bool:
+    """A record whose field is a Python keyword (`from`), or names a type its own fields
+    use (`str: str`, which the class body would read as the field), is written
+    `Name = TypedDict("Name", {...})`; every other record as a class."""
+    used = {word for text in annotations for word in re.findall(r"[A-Za-z_]\w*", text)}
+    return any(keyword.iskeyword(f.name) or f.name in used for f in record.fields)
 
 
 def _copiers_called(texts: list[str]) -> set[str]:

@@ -18,6 +18,7 @@ from compiler.lower import idioms
 from compiler.lower.converters import JsonConverters, copy_expr, flat_record, json_expr
 from compiler.lower.idioms import walk_statements
 from compiler.lower.literals import escape_invisible, py_str, py_value, typed_literal, typed_value
+from compiler.lower.pynames import python_names
 
 # Python operator precedence, loosest first.
 _PREC = {
@@ -66,6 +67,7 @@ class TypeNames:
             "str": "str",
             "int": "int",
             "float": "float",
+            "number": "float",  # PEP 484: `float` accepts an int too, which a number keeps as is
             "bool": "bool",
             "datetime": "str",
             "date": "str",
@@ -520,8 +522,17 @@ class Emitter:
         return self._builtin(e, func.id)
 
     def args(self, e: ir.Call) -> str:
-        parts = [self.expr(a) for a in e.args] + [f"{kw.name}={self.expr(kw.value)}" for kw in e.kwargs]
+        names = self._python_names(e)
+        parts = [self.expr(a) for a in e.args] + [
+            f"{names.get(kw.name, kw.name)}={self.expr(kw.value)}" for kw in e.kwargs
+        ]
         return ", ".join(parts)
+
+    def _python_names(self, e: ir.Call) -> dict[str, str]:
+        """A helper's parameters by their Python names (`state=` is `state_=`)."""
+        if not (e.kwargs and isinstance(e.func, ir.Name) and e.func.ref == "fn"):
+            return {}
+        return python_names(next(fn for fn in self.env.fns if fn.name == e.func.id))
 
     def _tool_call(self, e: ir.Call) -> str:
         assert isinstance(e.func, ir.Name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
 from compiler.lower.pycode import _const_json
@@ -68,8 +69,8 @@ def tool_schema(tool: ir.ToolDecl, env: ir.Environment) -> dict[str, Any]:
         "returns": ts.json_schema(tool.returns, enums, records),
         "side_effect": tool.side_effect,
         "modifies_state": bool(tool.writes),
-        "state_fields_affected": list(tool.writes),
-        "reads": list(tool.reads),
+        "state_fields_affected": [w for w in tool.writes if not bi.is_private(w)],  # private: not shown
+        "reads": [r for r in tool.reads if not bi.is_private(r)],
         "errors": list(tool.errors),
     }
 
@@ -122,6 +123,8 @@ class Samples:
             return max(int(low), min(1, int(constraints.get("max", 1))))
         if name == "float":
             return float(constraints.get("min", 1.0))
+        if name == "number":
+            return constraints.get("min", 1)
         if name == "bool":
             return True
         if name == "datetime":
@@ -189,7 +192,7 @@ def _wrong_type(ty: ir.TypeRef, enums: dict[str, ir.EnumDecl]) -> Any:
     base = ts.strip_optional(ty)
     if base.name in ("str", *ts.TEMPORAL) or base.name in enums:
         return 12345
-    if base.name in ("int", "float"):
+    if base.name in ("int", "float", "number"):
         return "not a number"
     if base.name == "bool":
         return "yes"

@@ -149,6 +149,7 @@ _TYPE_NAMES: Final[dict[str, str]] = {
     "str": "a string",
     "int": "an integer",
     "float": "a finite number",
+    "number": "a number (an integer, or a finite number with a fraction)",
     "bool": "true or false",
     "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
     "date": "an ISO-8601 date like 2025-01-31",
@@ -236,6 +237,10 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
         if type(value) not in (int, float) or not math.isfinite(value):
             raise _invalid(where, kind, value)
         return float(value)
+    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
+        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
+            raise _invalid(where, kind, value)
+        return value
     if tag == "bool":
         if type(value) is not bool:
             raise _invalid(where, kind, value)
@@ -337,6 +342,7 @@ class Param:
     kind: Kind
     required: bool
     limits: tuple[tuple[str, Any], ...] = ()
+    keyword: str = ""  # the Python parameter, where `name` is a Python keyword or taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,7 +417,7 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
                 value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
-            kwargs[param.name] = value
+            kwargs[param.keyword or param.name] = value
         elif param.required:
             raise DomainError(
                 "invalid_argument",
@@ -476,8 +482,9 @@ def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
     return value.copy()
 
 
-def state_to_json(state: State) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`."""
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
     return {
         "generated_ids": sorted(state["generated_ids"]),
         "user_count": state["user_count"],
@@ -976,6 +983,10 @@ class Environment:
     def state(self) -> dict[str, Any]:
         """A detached JSON snapshot of the state."""
         return state_to_json(self._state)
+
+    def saved_state(self) -> dict[str, Any]:
+        """Every field, private ones too: what sessions save and `Environment(...)` takes back."""
+        return state_to_json(self._state, private=True)
 
     def state_json(self) -> str:
         """The canonical JSON text of the state: equal states give equal text."""

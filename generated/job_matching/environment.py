@@ -708,6 +708,7 @@ _TYPE_NAMES: Final[dict[str, str]] = {
     "str": "a string",
     "int": "an integer",
     "float": "a finite number",
+    "number": "a number (an integer, or a finite number with a fraction)",
     "bool": "true or false",
     "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
     "date": "an ISO-8601 date like 2025-01-31",
@@ -795,6 +796,10 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
         if type(value) not in (int, float) or not math.isfinite(value):
             raise _invalid(where, kind, value)
         return float(value)
+    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
+        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
+            raise _invalid(where, kind, value)
+        return value
     if tag == "bool":
         if type(value) is not bool:
             raise _invalid(where, kind, value)
@@ -896,6 +901,7 @@ class Param:
     kind: Kind
     required: bool
     limits: tuple[tuple[str, Any], ...] = ()
+    keyword: str = ""  # the Python parameter, where `name` is a Python keyword or taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -970,7 +976,7 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
                 value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
-            kwargs[param.name] = value
+            kwargs[param.keyword or param.name] = value
         elif param.required:
             raise DomainError(
                 "invalid_argument",
@@ -1077,8 +1083,9 @@ def _copy_Match(value: Match) -> Match:
     }
 
 
-def state_to_json(state: State) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`."""
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
     return {
         "pools": {
             k0: {
@@ -1977,6 +1984,10 @@ class Environment:
         """A detached JSON snapshot of the state."""
         return state_to_json(self._state)
 
+    def saved_state(self) -> dict[str, Any]:
+        """Every field, private ones too: what sessions save and `Environment(...)` takes back."""
+        return state_to_json(self._state, private=True)
+
     def state_json(self) -> str:
         """The canonical JSON text of the state: equal states give equal text."""
         return json.dumps(
@@ -2077,7 +2088,7 @@ class Environment:
     def add_applicant(
         self, pool_id: str, candidate_id: str, name: str, attributes: dict[str, Any] | None = None
     ) -> PoolMember:
-        """Add a supply-side candidate with typed attributes to a pool."""
+        """Add an applicant with typed attributes (skills, experience, ...) to a hiring pool."""
         if attributes is None:
             attributes = {}
         with self._undo.begin("add_applicant"):
@@ -2088,7 +2099,7 @@ class Environment:
     def add_opening(
         self, pool_id: str, candidate_id: str, name: str, attributes: dict[str, Any] | None = None
     ) -> PoolMember:
-        """Add a demand-side candidate with typed attributes to a pool."""
+        """Add a job opening with typed requirements to a hiring pool."""
         if attributes is None:
             attributes = {}
         with self._undo.begin("add_opening"):
@@ -2106,7 +2117,7 @@ class Environment:
         return sorted(state["pools"].values(), key=lambda p: p["id"])
 
     def list_pool_members(self, pool_id: str, side: Side | None = None) -> list[PoolMember]:
-        """A pool's candidates, supply first, each side by id; optionally one side."""
+        """A hiring pool's members, applicants first, each side by id; optionally one side."""
         pool = self._find_pool(pool_id)
         found: list[PoolMember] = []
         if side is None or side == "supply":
@@ -2116,8 +2127,8 @@ class Environment:
         return found
 
     def score_fit(self, pool_id: str, supply_id: str, demand_id: str) -> ScoredPair:
-        """Score one supply/demand pair with the pool's criteria and show the per-criterion
-        breakdown; records nothing.
+        """Score one applicant against one opening with the pool's criteria and show the
+        per-criterion breakdown; records nothing.
         """
         pool = self._find_pool(pool_id)
         return self._score_pair(
@@ -2129,10 +2140,10 @@ class Environment:
     def run_shortlist(
         self, pool_id: str, demand_id: str | None = None, supply_id: str | None = None
     ) -> list[Match]:
-        """Score every supply/demand pair of the pool (or only those of one demand and/or
-        supply candidate), sort by score descending (ties by supply id, then demand id),
-        keep the pool's top K and materialise them as pending matches. A pair that already
-        has a match record keeps it (whatever its status); results come in ranked order.
+        """Score every applicant/opening pair of the pool (or only those of one opening and/or
+        applicant), sort by score descending (ties by applicant id, then opening id), keep
+        the pool's top K and shortlist them as pending matches. A pair that already has a
+        match keeps it (whatever its status); results come in ranked order.
         """
         state = self._state
         with self._undo.begin("run_shortlist"):
@@ -2189,8 +2200,8 @@ class Environment:
     def rerank_matches(
         self, pool_id: str, by: RankBy = "score", status: MatchStatus | None = None
     ) -> list[Match]:
-        """A pool's matches re-ranked: by score (descending), or grouped by supply or by
-        demand candidate (ids ascending) with scores descending inside each group.
+        """A hiring pool's matches re-ranked: by score (descending), or grouped by applicant
+        or by opening (ids ascending) with scores descending inside each group.
         """
         state = self._state
         self._find_pool(pool_id)

@@ -92,7 +92,7 @@ class TrlEnvironment:
     def add_applicant(
         self, *, pool_id: str, candidate_id: str, name: str, attributes: dict[str, Any] = _OMITTED
     ) -> str:
-        """Add a supply-side candidate with typed attributes to a pool.
+        """Add an applicant with typed attributes (skills, experience, ...) to a hiring pool.
 
         Args:
             pool_id: The `pool_id` argument.
@@ -114,7 +114,7 @@ class TrlEnvironment:
     def add_opening(
         self, *, pool_id: str, candidate_id: str, name: str, attributes: dict[str, Any] = _OMITTED
     ) -> str:
-        """Add a demand-side candidate with typed attributes to a pool.
+        """Add a job opening with typed requirements to a hiring pool.
 
         Args:
             pool_id: The `pool_id` argument.
@@ -155,11 +155,11 @@ class TrlEnvironment:
     def list_pool_members(
         self, *, pool_id: str, side: Literal["supply", "demand"] | None = _OMITTED
     ) -> str:
-        """A pool's candidates, supply first, each side by id; optionally one side.
+        """A hiring pool's members, applicants first, each side by id; optionally one side.
 
         Args:
             pool_id: The `pool_id` argument.
-            side: The `side` argument. Rules: default null.
+            side: `supply` for the applicants, `demand` for the openings; all members when omitted. Rules: default null.
 
         Returns:
             The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
@@ -167,13 +167,13 @@ class TrlEnvironment:
         return self._call("list_pool_members", pool_id=pool_id, side=side)
 
     def score_fit(self, *, pool_id: str, supply_id: str, demand_id: str) -> str:
-        """Score one supply/demand pair with the pool's criteria and show the per-criterion
-        breakdown; records nothing.
+        """Score one applicant against one opening with the pool's criteria and show the
+        per-criterion breakdown; records nothing.
 
                 Args:
                     pool_id: The `pool_id` argument.
-                    supply_id: The `supply_id` argument.
-                    demand_id: The `demand_id` argument.
+                    supply_id: The applicant's candidate id.
+                    demand_id: The opening's candidate id.
 
                 Returns:
                     The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
@@ -183,15 +183,15 @@ class TrlEnvironment:
     def run_shortlist(
         self, *, pool_id: str, demand_id: str | None = _OMITTED, supply_id: str | None = _OMITTED
     ) -> str:
-        """Score every supply/demand pair of the pool (or only those of one demand and/or
-        supply candidate), sort by score descending (ties by supply id, then demand id),
-        keep the pool's top K and materialise them as pending matches. A pair that already
-        has a match record keeps it (whatever its status); results come in ranked order.
+        """Score every applicant/opening pair of the pool (or only those of one opening and/or
+        applicant), sort by score descending (ties by applicant id, then opening id), keep
+        the pool's top K and shortlist them as pending matches. A pair that already has a
+        match keeps it (whatever its status); results come in ranked order.
 
                 Args:
                     pool_id: The `pool_id` argument.
-                    demand_id: The `demand_id` argument. Rules: default null.
-                    supply_id: The `supply_id` argument. Rules: default null.
+                    demand_id: Only pairs with this opening (its candidate id). Rules: default null.
+                    supply_id: Only pairs with this applicant (its candidate id). Rules: default null.
 
                 Returns:
                     The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
@@ -207,12 +207,12 @@ class TrlEnvironment:
         by: Literal["score", "supply", "demand"] = _OMITTED,
         status: Literal["pending", "accepted", "rejected"] | None = _OMITTED,
     ) -> str:
-        """A pool's matches re-ranked: by score (descending), or grouped by supply or by
-        demand candidate (ids ascending) with scores descending inside each group.
+        """A hiring pool's matches re-ranked: by score (descending), or grouped by applicant
+        or by opening (ids ascending) with scores descending inside each group.
 
                 Args:
                     pool_id: The `pool_id` argument.
-                    by: The `by` argument. Rules: default "score".
+                    by: `score`, or `supply` to group by applicant, `demand` to group by opening. Rules: default "score".
                     status: The `status` argument. Rules: default null.
 
                 Returns:

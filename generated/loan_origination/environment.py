@@ -890,6 +890,7 @@ _TYPE_NAMES: Final[dict[str, str]] = {
     "str": "a string",
     "int": "an integer",
     "float": "a finite number",
+    "number": "a number (an integer, or a finite number with a fraction)",
     "bool": "true or false",
     "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
     "date": "an ISO-8601 date like 2025-01-31",
@@ -977,6 +978,10 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
         if type(value) not in (int, float) or not math.isfinite(value):
             raise _invalid(where, kind, value)
         return float(value)
+    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
+        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
+            raise _invalid(where, kind, value)
+        return value
     if tag == "bool":
         if type(value) is not bool:
             raise _invalid(where, kind, value)
@@ -1078,6 +1083,7 @@ class Param:
     kind: Kind
     required: bool
     limits: tuple[tuple[str, Any], ...] = ()
+    keyword: str = ""  # the Python parameter, where `name` is a Python keyword or taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -1152,7 +1158,7 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
                 value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
-            kwargs[param.name] = value
+            kwargs[param.keyword or param.name] = value
         elif param.required:
             raise DomainError(
                 "invalid_argument",
@@ -1272,8 +1278,9 @@ def _copy_MoveRecord(value: MoveRecord) -> MoveRecord:
     return value.copy()
 
 
-def state_to_json(state: State) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`."""
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
     return {
         "machines": {
             k0: {
@@ -2221,6 +2228,10 @@ class Environment:
         """A detached JSON snapshot of the state."""
         return state_to_json(self._state)
 
+    def saved_state(self) -> dict[str, Any]:
+        """Every field, private ones too: what sessions save and `Environment(...)` takes back."""
+        return state_to_json(self._state, private=True)
+
     def state_json(self) -> str:
         """The canonical JSON text of the state: equal states give equal text."""
         return json.dumps(
@@ -2436,8 +2447,8 @@ class Environment:
     def update_loan_data(
         self, loan_id: int, changes: dict[str, Any] | None = None, remove: list[str] | None = None
     ) -> Loan:
-        """Set fields of an entity's data payload (the guards' input) and remove others.
-        A completed entity is frozen.
+        """Set fields of a loan application's data (what the guards check) and remove others.
+        A completed loan is frozen.
         """
         if changes is None:
             changes = {}
@@ -2482,10 +2493,11 @@ class Environment:
             return entity
 
     def move_loan(self, loan_id: int, target: str) -> TransitionResult:
-        """Ask to move an entity to `target`. The edges from its current state to the target
-        are tried in definition order; the first whose guards all hold is taken. Answers
-        transitioned, blocked_by_guard (nothing changes; every failed condition is listed)
-        or no_such_transition (nothing changes; the reachable targets are listed).
+        """Ask to move a loan application to the stage `target`. The edges from its current
+        stage to the target are tried in definition order; the first whose guards all hold
+        is taken. Answers transitioned, blocked_by_guard (nothing changes; every failed
+        condition is listed) or no_such_transition (nothing changes; the reachable targets
+        are listed).
         """
         state = self._state
         with self._undo.begin("move_loan"):
@@ -2589,8 +2601,8 @@ class Environment:
             }
 
     def available_moves(self, loan_id: int, trigger: str | None = None) -> list[AvailableTarget]:
-        """The edges leaving the entity's current state (optionally of one trigger label),
-        each with whether its guards hold now. A completed entity has none.
+        """The moves leaving the loan's current stage (optionally of one trigger label), each
+        with whether its guards hold now. A completed loan has none.
         """
         entity = self._find_loan(loan_id)
         machine = self._find_machine(entity["machine_id"])
@@ -2613,7 +2625,7 @@ class Environment:
         return found
 
     def get_loan(self, loan_id: int) -> Loan:
-        """One entity: machine, current state, data payload, visitation history."""
+        """One loan application: its workflow, current stage, application data and the stages it has visited."""
         return self._find_loan(loan_id)
 
     def list_loans(
@@ -2623,8 +2635,8 @@ class Environment:
         completed: bool | None = None,
         label_contains: str | None = None,
     ) -> list[Loan]:
-        """Entities in id order, filtered by machine, current state, completion and a
-        case-insensitive part of the label.
+        """Loan applications in id order, filtered by workflow, current stage, completion and
+        a case-insensitive part of the label.
         """
         state = self._state
         if machine_id is not None:
@@ -2646,8 +2658,8 @@ class Environment:
         target: str | None = None,
         trigger: str | None = None,
     ) -> list[MoveRecord]:
-        """The log of executed transitions, oldest first, filtered by entity, machine,
-        target state and trigger label.
+        """The log of executed moves, oldest first, filtered by loan, workflow, target stage
+        and trigger label.
         """
         state = self._state
         return [
@@ -2662,7 +2674,7 @@ class Environment:
     def list_hook_runs(
         self, loan_id: int | None = None, phase: HookPhase | None = None, action: str | None = None
     ) -> list[HookRun]:
-        """Hook actions that ran, oldest first, filtered by entity, phase and action."""
+        """Hook actions that ran, oldest first, filtered by loan, phase and action."""
         state = self._state
         return [
             h

@@ -57,7 +57,7 @@ def open_environment(
             )
             effect = "reseeded"
     if changes:
-        env = Environment(apply_changes(env.state(), changes))
+        env = Environment(apply_changes(env.saved_state(), changes))
     return env, effect
 
 

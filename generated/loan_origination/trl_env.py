@@ -214,8 +214,8 @@ class TrlEnvironment:
     def update_loan_data(
         self, *, loan_id: int, changes: dict[str, Any] = _OMITTED, remove: list[str] = _OMITTED
     ) -> str:
-        """Set fields of an entity's data payload (the guards' input) and remove others.
-        A completed entity is frozen.
+        """Set fields of a loan application's data (what the guards check) and remove others.
+        A completed loan is frozen.
 
                 Args:
                     loan_id: The `loan_id` argument.
@@ -228,10 +228,11 @@ class TrlEnvironment:
         return self._call("update_loan_data", loan_id=loan_id, changes=changes, remove=remove)
 
     def move_loan(self, *, loan_id: int, target: str) -> str:
-        """Ask to move an entity to `target`. The edges from its current state to the target
-        are tried in definition order; the first whose guards all hold is taken. Answers
-        transitioned, blocked_by_guard (nothing changes; every failed condition is listed)
-        or no_such_transition (nothing changes; the reachable targets are listed).
+        """Ask to move a loan application to the stage `target`. The edges from its current
+        stage to the target are tried in definition order; the first whose guards all hold
+        is taken. Answers transitioned, blocked_by_guard (nothing changes; every failed
+        condition is listed) or no_such_transition (nothing changes; the reachable targets
+        are listed).
 
                 Args:
                     loan_id: The `loan_id` argument.
@@ -243,8 +244,8 @@ class TrlEnvironment:
         return self._call("move_loan", loan_id=loan_id, target=target)
 
     def available_moves(self, *, loan_id: int, trigger: str | None = _OMITTED) -> str:
-        """The edges leaving the entity's current state (optionally of one trigger label),
-        each with whether its guards hold now. A completed entity has none.
+        """The moves leaving the loan's current stage (optionally of one trigger label), each
+        with whether its guards hold now. A completed loan has none.
 
                 Args:
                     loan_id: The `loan_id` argument.
@@ -256,7 +257,7 @@ class TrlEnvironment:
         return self._call("available_moves", loan_id=loan_id, trigger=trigger)
 
     def get_loan(self, *, loan_id: int) -> str:
-        """One entity: machine, current state, data payload, visitation history.
+        """One loan application: its workflow, current stage, application data and the stages it has visited.
 
         Args:
             loan_id: The `loan_id` argument.
@@ -274,8 +275,8 @@ class TrlEnvironment:
         completed: bool | None = _OMITTED,
         label_contains: str | None = _OMITTED,
     ) -> str:
-        """Entities in id order, filtered by machine, current state, completion and a
-        case-insensitive part of the label.
+        """Loan applications in id order, filtered by workflow, current stage, completion and
+        a case-insensitive part of the label.
 
                 Args:
                     machine_id: The `machine_id` argument. Rules: default null.
@@ -302,8 +303,8 @@ class TrlEnvironment:
         target: str | None = _OMITTED,
         trigger: str | None = _OMITTED,
     ) -> str:
-        """The log of executed transitions, oldest first, filtered by entity, machine,
-        target state and trigger label.
+        """The log of executed moves, oldest first, filtered by loan, workflow, target stage
+        and trigger label.
 
                 Args:
                     loan_id: The `loan_id` argument. Rules: default null.
@@ -325,7 +326,7 @@ class TrlEnvironment:
         phase: Literal["on_exit", "on_enter"] | None = _OMITTED,
         action: str | None = _OMITTED,
     ) -> str:
-        """Hook actions that ran, oldest first, filtered by entity, phase and action.
+        """Hook actions that ran, oldest first, filtered by loan, phase and action.
 
         Args:
             loan_id: The `loan_id` argument. Rules: default null.

@@ -65,13 +65,19 @@ class SessionStore:
         with lock:
             return env.state()
 
+    def _saved(self, session_id: str) -> dict[str, Any]:
+        """The whole state, private fields too, as a session is saved."""
+        lock, env = self._get(session_id)
+        with lock:
+            return env.saved_state()
+
     def save(self, directory: Path) -> None:
         """Make `directory` hold exactly the open sessions, one `<id>.json` each; every file
         appears whole or not at all, and files of closed sessions are removed."""
         directory.mkdir(parents=True, exist_ok=True)
         open_ids = self.ids()
         for session_id in open_ids:
-            _write_atomically(directory / f"{session_id}.json", self.state(session_id))
+            _write_atomically(directory / f"{session_id}.json", self._saved(session_id))
         for path in directory.glob("*.json"):
             if SESSION_ID.fullmatch(path.stem) and path.stem not in open_ids:
                 path.unlink()

@@ -302,6 +302,7 @@ _TYPE_NAMES: Final[dict[str, str]] = {
     "str": "a string",
     "int": "an integer",
     "float": "a finite number",
+    "number": "a number (an integer, or a finite number with a fraction)",
     "bool": "true or false",
     "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
     "date": "an ISO-8601 date like 2025-01-31",
@@ -389,6 +390,10 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
         if type(value) not in (int, float) or not math.isfinite(value):
             raise _invalid(where, kind, value)
         return float(value)
+    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
+        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
+            raise _invalid(where, kind, value)
+        return value
     if tag == "bool":
         if type(value) is not bool:
             raise _invalid(where, kind, value)
@@ -490,6 +495,7 @@ class Param:
     kind: Kind
     required: bool
     limits: tuple[tuple[str, Any], ...] = ()
+    keyword: str = ""  # the Python parameter, where `name` is a Python keyword or taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -564,7 +570,7 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
                 value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
-            kwargs[param.name] = value
+            kwargs[param.keyword or param.name] = value
         elif param.required:
             raise DomainError(
                 "invalid_argument",
@@ -633,8 +639,9 @@ def _copy_Ticket(value: Ticket) -> Ticket:
     return value.copy()
 
 
-def state_to_json(state: State) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`."""
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
     return {
         "tickets": {str(k0): dict(v0) for k0, v0 in state["tickets"].items()},
         "next_ticket_id": state["next_ticket_id"],
@@ -1298,6 +1305,10 @@ class Environment:
         """A detached JSON snapshot of the state."""
         return state_to_json(self._state)
 
+    def saved_state(self) -> dict[str, Any]:
+        """Every field, private ones too: what sessions save and `Environment(...)` takes back."""
+        return state_to_json(self._state, private=True)
+
     def state_json(self) -> str:
         """The canonical JSON text of the state: equal states give equal text."""
         return json.dumps(
@@ -1388,7 +1399,7 @@ class Environment:
         return state["current_user"]
 
     def create_ticket(self, title: str, description: str = "", priority: int = 3) -> Ticket:
-        """Create an entity owned by the logged-in user; it starts open."""
+        """Open a ticket owned by the logged-in user; it starts open."""
         state = self._state
         with self._undo.begin("create_ticket"):
             user = self._require_login()
@@ -1411,7 +1422,7 @@ class Environment:
             return item
 
     def get_ticket(self, ticket_id: int) -> Ticket:
-        """Read one entity by id."""
+        """Read one ticket by id."""
         self._require_login()
         return self._find_ticket(ticket_id)
 
@@ -1422,7 +1433,7 @@ class Environment:
         description: str | None = None,
         priority: int | None = None,
     ) -> Ticket:
-        """Change selected fields of an entity that is not closed; omitted fields stay."""
+        """Change selected fields of a ticket that is not closed; omitted fields stay."""
         state = self._state
         with self._undo.begin("update_ticket"):
             self._require_login()
@@ -1451,7 +1462,7 @@ class Environment:
             return item
 
     def assign_ticket(self, ticket_id: int, assignee: str) -> Ticket:
-        """Hand an entity that is not yet resolved to an agent."""
+        """Hand a ticket that is not yet resolved to a support agent."""
         state = self._state
         with self._undo.begin("assign_ticket"):
             self._require_login()
@@ -1480,7 +1491,7 @@ class Environment:
             return item
 
     def set_status(self, ticket_id: int, status: Status) -> Ticket:
-        """Move an entity forward (resolving records a resolution, so it has its own tool); reverting is refused."""
+        """Move a ticket forward (resolving records a resolution, so it has its own tool); reverting is refused."""
         state = self._state
         with self._undo.begin("set_status"):
             self._require_login()
@@ -1520,7 +1531,7 @@ class Environment:
             return item
 
     def resolve_ticket(self, ticket_id: int, resolution: str) -> Ticket:
-        """Mark an entity resolved; the resolution text is mandatory."""
+        """Mark a ticket resolved; the resolution text is mandatory."""
         state = self._state
         with self._undo.begin("resolve_ticket"):
             self._require_login()
@@ -1543,7 +1554,7 @@ class Environment:
             return item
 
     def close_ticket(self, ticket_id: int) -> Ticket:
-        """Close an entity for good; closing twice is refused."""
+        """Close a ticket for good; closing twice is refused."""
         state = self._state
         with self._undo.begin("close_ticket"):
             self._require_login()
@@ -1566,7 +1577,7 @@ class Environment:
     def list_tickets(
         self, status: Status | None = None, mine_only: bool = False, limit: int = 50
     ) -> list[Ticket]:
-        """Entities in id order, filtered by status and, if asked, by the signed-in creator."""
+        """Tickets in id order, filtered by status and, if asked, by the signed-in creator."""
         state = self._state
         user = self._require_login()
         found: list[Ticket] = [

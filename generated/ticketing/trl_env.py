@@ -103,7 +103,7 @@ class TrlEnvironment:
     def create_ticket(
         self, *, title: str, description: str = _OMITTED, priority: int = _OMITTED
     ) -> str:
-        """Create an entity owned by the logged-in user; it starts open.
+        """Open a ticket owned by the logged-in user; it starts open.
 
         Args:
             title: The `title` argument. Rules: minLength 1; maxLength 120.
@@ -116,7 +116,7 @@ class TrlEnvironment:
         return self._call("create_ticket", title=title, description=description, priority=priority)
 
     def get_ticket(self, *, ticket_id: int) -> str:
-        """Read one entity by id.
+        """Read one ticket by id.
 
         Args:
             ticket_id: The `ticket_id` argument.
@@ -134,7 +134,7 @@ class TrlEnvironment:
         description: str | None = _OMITTED,
         priority: int | None = _OMITTED,
     ) -> str:
-        """Change selected fields of an entity that is not closed; omitted fields stay.
+        """Change selected fields of a ticket that is not closed; omitted fields stay.
 
         Args:
             ticket_id: The `ticket_id` argument.
@@ -154,7 +154,7 @@ class TrlEnvironment:
         )
 
     def assign_ticket(self, *, ticket_id: int, assignee: str) -> str:
-        """Hand an entity that is not yet resolved to an agent.
+        """Hand a ticket that is not yet resolved to a support agent.
 
         Args:
             ticket_id: The `ticket_id` argument.
@@ -168,7 +168,7 @@ class TrlEnvironment:
     def set_status(
         self, *, ticket_id: int, status: Literal["open", "in_progress", "resolved", "closed"]
     ) -> str:
-        """Move an entity forward (resolving records a resolution, so it has its own tool); reverting is refused.
+        """Move a ticket forward (resolving records a resolution, so it has its own tool); reverting is refused.
 
         Args:
             ticket_id: The `ticket_id` argument.
@@ -180,7 +180,7 @@ class TrlEnvironment:
         return self._call("set_status", ticket_id=ticket_id, status=status)
 
     def resolve_ticket(self, *, ticket_id: int, resolution: str) -> str:
-        """Mark an entity resolved; the resolution text is mandatory.
+        """Mark a ticket resolved; the resolution text is mandatory.
 
         Args:
             ticket_id: The `ticket_id` argument.
@@ -192,7 +192,7 @@ class TrlEnvironment:
         return self._call("resolve_ticket", ticket_id=ticket_id, resolution=resolution)
 
     def close_ticket(self, *, ticket_id: int) -> str:
-        """Close an entity for good; closing twice is refused.
+        """Close a ticket for good; closing twice is refused.
 
         Args:
             ticket_id: The `ticket_id` argument.
@@ -209,7 +209,7 @@ class TrlEnvironment:
         mine_only: bool = _OMITTED,
         limit: int = _OMITTED,
     ) -> str:
-        """Entities in id order, filtered by status and, if asked, by the signed-in creator.
+        """Tickets in id order, filtered by status and, if asked, by the signed-in creator.
 
         Args:
             status: The `status` argument. Rules: default null.

@@ -1,0 +1,51 @@
+"""Python names of parameters: a tool parameter keeps the name the agent sees in
+tools.json, `call` and results (`state`, `from`, `json`), and in the generated Python is
+renamed where Python or the generated code keeps the name (`state_`)."""
+
+from __future__ import annotations
+
+from compiler import builtins as bi
+from compiler import ir
+from compiler.irtree import walk
+
+
+def python_names(tool: ir.ToolDecl) -> dict[str, str]:
+    """Parameter name -> its name in the generated Python (`bi.python_name`): a name the
+    generated code or Python keeps (`state`, `from`, `json`) gets a `_`, free of the
+    callable's other names. tools.json, `call` and the results keep the real name."""
+    taken = names_of(tool)
+    names: dict[str, str] = {}
+    for param in tool.params:
+        names[param.name] = bi.python_name(param.name, frozenset(taken))
+        taken.add(names[param.name])
+    return names
+
+
+def with_python_names(tool: ir.ToolDecl) -> ir.ToolDecl:
+    """The callable with its parameters renamed to `python_names` in signature and body
+    (a copy; the analysed declaration keeps the names the agent sees)."""
+    names = {old: new for old, new in python_names(tool).items() if old != new}
+    if not names:
+        return tool
+    renamed = tool.model_copy(deep=True)
+    for param in renamed.params:
+        param.name = names.get(param.name, param.name)
+    for node in walk(renamed.body):
+        if isinstance(node, ir.Name) and node.ref == "param" and node.id in names:
+            node.id = names[node.id]
+    return renamed
+
+
+def names_of(tool: ir.ToolDecl) -> set[str]:
+    """Every name a tool or helper uses: its parameters, locals, loop and lambda names."""
+    names = {param.name for param in tool.params}
+    for node in walk(tool.body):
+        if isinstance(node, ir.Name):
+            names.add(node.id)
+        elif isinstance(node, ir.Let):
+            names.add(node.name)
+        elif isinstance(node, (ir.For, ir.Comprehension)):
+            names.update(node.targets)
+        elif isinstance(node, ir.Lambda):
+            names.update(node.params)
+    return names

@@ -1,0 +1,109 @@
+"""Private state (issue 14): a state field or record field named `_name` is saved and
+restored with the state (snapshot, fork, scenarios, `saved_state`, saved sessions) but
+is not part of the public view `state()` / `state_json()` that checkers compare, and
+tools.json does not tell the agent about it; result keys may start with `_`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from compiler import builtins as bi
+from compiler import check as qc
+from compiler.analyse import analyse_file, analyse_source
+from compiler.lower import lower
+
+SPEC = Path(__file__).resolve().parent / "fixtures" / "private" / "private_state.envspec"
+HEADER = 'environment private_rules:\n    title "Private"\n\n'
+
+
+def codes(body: str) -> list[str]:
+    return [d.code for d in analyse_source(HEADER + body, "p.envspec").diagnostics if d.severity == "error"]
+
+
+@pytest.fixture(scope="module")
+def files() -> dict[str, str]:
+    result = analyse_file(SPEC)
+    assert result.environment is not None, [d.message for d in result.diagnostics]
+    return lower(result.environment, SPEC.name)
+
+
+@pytest.fixture(scope="module")
+def package(files: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    root = tmp_path_factory.mktemp("private")
+    for name, text in files.items():
+        path = root / "private_state" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    sys.path.insert(0, str(root))
+    try:
+        import private_state.environment as environment
+
+        yield environment
+    finally:
+        sys.path.remove(str(root))
+        for name in [m for m in sys.modules if m == "private_state" or m.startswith("private_state.")]:
+            del sys.modules[name]
+
+
+def test_which_names_are_private() -> None:
+    assert bi.is_private("_seen") and not bi.is_private("__seen") and not bi.is_private("_")
+    assert codes("state:\n    _seen: int = 0\n") == []
+    assert codes("state:\n    __seen: int = 0\n") == ["E2014"]
+    assert codes("world:\n    _seen: int = 0\n") == ["E2014"]  # world data has no hidden part
+    assert codes("record R:\n    _note: str\n") == []
+
+
+def test_full_qc_passes(files: dict[str, str]) -> None:
+    result = analyse_file(SPEC)
+    assert result.environment is not None
+    checked = qc.check_packages([qc.Package(env=result.environment, name="private_state", files=files)], dynamic=True)
+    outcome = checked["private_state"]
+    assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings
+
+
+def test_tools_json_does_not_name_private_fields(files: dict[str, str]) -> None:
+    tools = {t["name"]: t for t in json.loads(files["tools.json"])["tools"]}
+    add = tools["add_note"]
+    assert add["state_fields_affected"] == ["notes"] and add["side_effect"] == "modifies notes"
+    assert not any(name.startswith("_") for name in add["reads"])
+
+
+def test_public_view_leaves_private_fields_out(package: ModuleType) -> None:
+    env = package.Environment()
+    assert env.call("add_note", {"text": "x"}) == {"count": 1, "_calls": 1}  # a result key may be private
+    assert "_calls" not in env.state() and "_seen" not in json.loads(env.state_json())
+    assert env.state()["notes"] == [{"text": "x", "_origin": "agent"}]  # a private record field is data
+    saved = env.saved_state()
+    assert saved["_calls"] == 1 and saved["_seen"] == ["x"]
+
+
+def test_private_fields_are_saved_and_restored(package: ModuleType) -> None:
+    env = package.Environment()
+    env.call("add_note", {"text": "a"})
+    snapshot = env.snapshot()
+    env.call("add_note", {"text": "b"})
+    assert env.saved_state()["_calls"] == 2
+    env.restore(snapshot)
+    assert env.saved_state()["_seen"] == ["a"]
+    assert env.fork().saved_state() == env.saved_state()
+    assert package.Environment(env.saved_state()).saved_state() == env.saved_state()
+    assert package.Environment("busy").saved_state()["_calls"] == 5
+
+
+def test_saved_sessions_keep_private_fields(package: ModuleType, tmp_path: Path) -> None:
+    import private_state.sessions as sessions
+
+    store = sessions.SessionStore()
+    store.open("s1")
+    store.call("s1", "add_note", {"text": "kept"})
+    store.save(tmp_path)
+    again = sessions.SessionStore()
+    again.load(tmp_path)
+    assert again.call("s1", "add_note", {"text": "more"}) == {"count": 2, "_calls": 2}
+    assert "_calls" not in again.state("s1")
