@@ -72,6 +72,19 @@ def exit_code(diagnostics: Sequence[Diagnostic]) -> int:
     return EXIT_ERRORS if has_errors(diagnostics) else EXIT_OK
 
 
+def prepared_or_exit(files: list[Path], root: Path, scratch: Path, llm: Any = None) -> sample_types.Prepared:
+    """`sample.prepare` for a command that runs generated packages: its diagnostics printed
+    to stderr, and the command ends (exit 1, or 2 for unreadable files) on any error."""
+    from compiler import sample
+
+    prepared = sample.prepare(files, root, scratch, llm)
+    for diagnostic in prepared.diagnostics:
+        print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
+    if has_errors(prepared.diagnostics):
+        sys.exit(exit_code(prepared.diagnostics))
+    return prepared
+
+
 _HEAD = re.compile(r"^(?P<loc>\S+:\d+:\d+) - (?P<sev>error|warning) (?P<code>E\d{4}):")
 
 
@@ -923,11 +936,7 @@ def sample_command(
     root = pipeline.find_project_root(Path.cwd())
     options = sample.SampleOptions(chains, seed, envs_range, min_len, max_len, workers)
     with tempfile.TemporaryDirectory(prefix="envc-sample-") as scratch:
-        prepared = sample.prepare(files, root, Path(scratch), _edge_options(root, offline) if use_llm else None)
-        for diagnostic in prepared.diagnostics:
-            print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
-        if has_errors(prepared.diagnostics):
-            sys.exit(exit_code(prepared.diagnostics))
+        prepared = prepared_or_exit(files, root, Path(scratch), _edge_options(root, offline) if use_llm else None)
         for spec in prepared.lowered:
             click.echo(
                 f"envc sample: {spec} is not compiled or is stale; sampling a fresh, unchecked lowering", err=True
@@ -1047,11 +1056,7 @@ def tasks_command(
     chains = _read_chains(chains_file) if chains_file is not None else None
     root = pipeline.find_project_root(Path.cwd())
     with tempfile.TemporaryDirectory(prefix="envc-tasks-") as scratch:
-        prepared = sample.prepare(files, root, Path(scratch))
-        for diagnostic in prepared.diagnostics:
-            print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
-        if has_errors(prepared.diagnostics):
-            sys.exit(exit_code(prepared.diagnostics))
+        prepared = prepared_or_exit(files, root, Path(scratch))
         requests = _task_request_writer(root, offline) if use_llm else None
         try:
             sampler = tasks.sampler_for(prepared.envs, options, prepared.weights)

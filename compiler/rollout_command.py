@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from compiler import cli, pipeline
-from compiler.diagnostics import has_errors
 
 if TYPE_CHECKING:
     from compiler import sample, scale
@@ -159,7 +158,7 @@ def rollout_command(
     """Run a model k times on each task of TASKS (DIR/tasks.jsonl or a tasks JSONL) through an
     OpenAI-compatible endpoint; write one trajectory per rollout. SPECs: the tasks' environments
     (default: the project's specs/ that define them)."""
-    from compiler import calibrate, export, rollout, sample, scale
+    from compiler import calibrate, export, rollout, scale
 
     root = pipeline.find_project_root(Path.cwd())
     config = model_config(root, "rollout", model, base_url, temperature, max_tokens)
@@ -172,11 +171,7 @@ def rollout_command(
     if problems:
         sys.exit(cli.EXIT_USAGE)
     with tempfile.TemporaryDirectory(prefix="envc-rollout-") as scratch:
-        prepared = sample.prepare(files, root, Path(scratch))
-        for diagnostic in prepared.diagnostics:
-            cli.print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
-        if has_errors(prepared.diagnostics):
-            sys.exit(cli.exit_code(prepared.diagnostics))
+        prepared = cli.prepared_or_exit(files, root, Path(scratch))
         jobs = concurrency or config.concurrency
         executor = executor_for(prepared.envs, ray_address, jobs, prepared.weights)
         progress = ProgressLine("rollout", len(rows) * runs, "rollouts")
@@ -236,7 +231,7 @@ def calibrate_run(
     the model (`--policy model`), on threads or Ray. Writes DIR/calibrated.jsonl,
     review.jsonl and calibration.json; exits 2 when a run could not be scored (those
     tasks are in neither file, and calibration.json lists them), or on bad input."""
-    from compiler import calibrate, rollout, sample, scale
+    from compiler import calibrate, rollout, scale
 
     files, problems = cli.expand_paths(specs)
     for problem in problems:
@@ -255,11 +250,7 @@ def calibrate_run(
     path = folder / "tasks.jsonl"
     rows = cli._read_task_file(path, "calibrate")
     with tempfile.TemporaryDirectory(prefix="envc-calibrate-") as scratch:
-        prepared = sample.prepare(files, root, Path(scratch))
-        for diagnostic in prepared.diagnostics:
-            cli.print_diagnostic(diagnostic, prepared.sources.get(diagnostic.path), err=True)
-        if has_errors(prepared.diagnostics):
-            sys.exit(cli.exit_code(prepared.diagnostics))
+        prepared = cli.prepared_or_exit(files, root, Path(scratch))
         executor = executor_for(prepared.envs, ray_address, jobs, prepared.weights)
         progress = ProgressLine("calibrate", len(rows) * runs, "runs")
         try:

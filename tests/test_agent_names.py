@@ -8,11 +8,11 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import sys
 import types
 from pathlib import Path
 
 import pytest
+from lowered import environment_module
 
 from compiler import check as qc
 from compiler.analyse import analyse_file
@@ -33,13 +33,7 @@ def files() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def module(files: dict[str, str]) -> types.ModuleType:
-    found = types.ModuleType("agent_names_environment")
-    sys.modules[found.__name__] = found  # dataclasses look their module up
-    try:
-        exec(compile(files["environment.py"], "environment.py", "exec"), found.__dict__)  # noqa: S102 - our own output
-    finally:
-        del sys.modules[found.__name__]
-    return found
+    return environment_module(files["environment.py"], "agent_names_environment")
 
 
 def test_full_qc_passes(files: dict[str, str]) -> None:

@@ -13,13 +13,13 @@ import json
 import math
 import operator
 import random
-import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lowered import environment_module
 
 from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
@@ -43,13 +43,7 @@ def files() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def module(files: dict[str, str]) -> types.ModuleType:
-    found = types.ModuleType("number_ops_environment")
-    sys.modules[found.__name__] = found  # dataclasses look their module up
-    try:
-        exec(compile(files["environment.py"], "environment.py", "exec"), found.__dict__)  # noqa: S102 - our own output
-    finally:
-        del sys.modules[found.__name__]
-    return found
+    return environment_module(files["environment.py"], "number_ops_environment")
 
 
 # --------------------------------------------------------------------------- type rules

@@ -22,12 +22,11 @@ from __future__ import annotations
 import json
 import keyword
 import re
-import sys
-import types
 from collections.abc import Callable
 from dataclasses import fields
 
 import pytest
+from lowered import environment_module
 
 from compiler import builtins as bi
 from compiler import check as qc
@@ -435,12 +434,7 @@ def test_agent_names_compile_and_calls_take_the_real_names() -> None:
     for i, n in enumerate(params):
         assert list(tools[f"probe_p{i}"]["parameters"]["properties"]) == [n]
     assert list(tools["probe_record"]["returns"]["properties"]) == fields
-    module = types.ModuleType(f"{env_name}_environment")
-    sys.modules[module.__name__] = module  # dataclasses look their module up
-    try:
-        exec(compile(files["environment.py"], "environment.py", "exec"), module.__dict__)  # noqa: S102 - our own output
-    finally:
-        del sys.modules[module.__name__]
+    module = environment_module(files["environment.py"], f"{env_name}_environment")
     session = module.Environment()
     for i, n in enumerate(params):
         assert session.call(f"probe_p{i}", {n: 2}) == 2, n

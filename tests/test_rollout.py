@@ -134,20 +134,30 @@ def config_for(endpoint: ScriptedEndpoint, model: str, **settings: Any) -> LLMCo
 # --------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(scope="module")
-def envs() -> dict[str, SampleEnv]:
+def ticketing_envs() -> dict[str, SampleEnv]:
+    """The committed ticketing package, as calibration and rollouts load environments."""
     env = analyse_file(SPEC).environment
     assert env is not None
     return {env.header.name: load_env(env, ROOT / "generated" / env.header.name)}
 
 
-@pytest.fixture(scope="module")
-def task_rows(envs: dict[str, SampleEnv]) -> list[dict[str, Any]]:
+def ticketing_tasks(envs: dict[str, SampleEnv]) -> list[dict[str, Any]]:
+    """Five audited ticketing tasks with distinct prompts (the endpoint tells them apart by prompt)."""
     options = tasks.TaskOptions(tasks=5, seed=1)
     rows, report = tasks.synthesise(tasks.sampler_for(envs, options), options)
     assert report.kept == 5
-    assert len({r["prompt"] for r in rows}) == 5  # the endpoint tells tasks apart by prompt
+    assert len({r["prompt"] for r in rows}) == 5
     return rows
+
+
+@pytest.fixture(scope="module")
+def envs() -> dict[str, SampleEnv]:
+    return ticketing_envs()
+
+
+@pytest.fixture(scope="module")
+def task_rows(envs: dict[str, SampleEnv]) -> list[dict[str, Any]]:
+    return ticketing_tasks(envs)
 
 
 @pytest.fixture(scope="module")

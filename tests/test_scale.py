@@ -15,28 +15,23 @@ from typing import Any
 import pytest
 import ray
 from click.testing import CliRunner
-from test_rollout import SPEC, ScriptedEndpoint, config_for
+from test_rollout import SPEC, ScriptedEndpoint, config_for, ticketing_envs, ticketing_tasks
 
 from compiler import calibrate, rollout, scale, tasks
 from compiler import cli as cli_module
-from compiler.analyse import analyse_file
-from compiler.sample import SampleEnv, load_env
+from compiler.sample import SampleEnv
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def envs() -> dict[str, SampleEnv]:
-    env = analyse_file(SPEC).environment
-    assert env is not None
-    return {env.header.name: load_env(env, ROOT / "generated" / env.header.name)}
+    return ticketing_envs()
 
 
 @pytest.fixture(scope="module")
 def task_rows(envs: dict[str, SampleEnv]) -> list[dict[str, Any]]:
-    options = tasks.TaskOptions(tasks=5, seed=1)
-    rows, _ = tasks.synthesise(tasks.sampler_for(envs, options), options)
-    return rows
+    return ticketing_tasks(envs)
 
 
 @pytest.fixture(scope="module")
