@@ -384,10 +384,10 @@ TEST_MODULE_NAMES: Final = frozenset(
     "SAMPLE_ARGUMENTS SCENARIOS SCENARIO_NAMES SPEC_RUNS SessionStore TOOL_SPECS WRITE_CALLS _Fault _Journal "
     "_arm _traces annotations cast copy_json environment expect_error pytest "
     "test_a_failure_at_any_point_of_a_call_changes_nothing test_bad_arguments_are_refused "
-    "test_calls_keep_to_their_effects test_one_store_serves_many_threads test_same_calls_give_the_same_trace "
-    "test_scenario_loads_and_round_trips test_session_store_keeps_sessions_apart "
-    "test_sessions_on_threads_do_not_interfere test_snapshot_and_restore test_unknown_tool_is_refused "
-    "threading to_json".split()
+    "test_calls_keep_to_their_effects test_forks_keep_apart test_one_store_serves_many_threads "
+    "test_same_calls_give_the_same_trace test_scenario_loads_and_round_trips "
+    "test_session_store_keeps_sessions_apart test_sessions_on_threads_do_not_interfere "
+    "test_snapshot_and_restore test_unknown_tool_is_refused threading to_json".split()
 )
 OTHER_MODULE_NAMES: Final = frozenset(
     "Any DEFAULT_STATE DomainError Environment Episode EpisodeError Mapping Path SCENARIOS SESSION_ID "

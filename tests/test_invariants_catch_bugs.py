@@ -8,7 +8,8 @@ the slowest few runs.
 
 Bugs planted in generated/ticketing: a read tool that writes state, a write tool that
 changes a field outside its write set, `_load_scenario` / `__init__` sharing the
-precomputed state instead of copying it, and a module-level counter leaking into results.
+precomputed state instead of copying it, a module-level counter leaking into results,
+and a fork family whose check-out forgets to undo the other member's calls.
 A missing undo-journal entry only shows when a call is refused after it has changed
 something, which no tool of the shipped specs does; that case uses a small spec whose
 tool books first and checks afterwards.
@@ -64,9 +65,9 @@ test overdraft_is_refused:
 # --------------------------------------------------------------------------- planting bugs
 
 
-def environment_method(text: str, name: str) -> ast.FunctionDef:
+def environment_method(text: str, name: str, owner: str = "Environment") -> ast.FunctionDef:
     tree = ast.parse(text)
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Environment")
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner)
     return next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name)
 
 
@@ -79,9 +80,10 @@ def insert_first(text: str, name: str, statement: str) -> str:
     return "".join(lines)
 
 
-def replace_line(text: str, name: str, old: str, new: str) -> str:
-    """Replace the one line of method `name` holding `old` by `new` (same indentation)."""
-    node = environment_method(text, name)
+def replace_line(text: str, name: str, old: str, new: str, owner: str = "Environment") -> str:
+    """Replace the one line of method `name` (of class `owner`) holding `old` by `new`
+    (same indentation)."""
+    node = environment_method(text, name, owner)
     lines = text.splitlines(keepends=True)
     hits = [n for n in range(node.lineno - 1, node.end_lineno or node.lineno) if lines[n].strip() == old]
     assert len(hits) == 1, f"{name}: expected one line `{old}`, found {len(hits)}"
@@ -129,6 +131,11 @@ def counter_leaks_into_results(text: str) -> str:
     return text.replace(marker, "\n_CALLS: list[str] = []\n\n" + marker)
 
 
+def fork_check_out_skips_undo(text: str) -> str:
+    """A fork family's check-out that forgets to undo the other member's calls."""
+    return replace_line(text, "check_out", "_undo_entry(entry)", "pass", owner="_Family")
+
+
 def undo_entry_removed(text: str) -> str:
     return replace_line(text, "withdraw", 'self._undo.save(state, "balance")', "")
 
@@ -155,6 +162,7 @@ CASES: dict[str, Case] = {
     "counter_leaks_into_results": Case(
         "ticketing", counter_leaks_into_results, ("test_same_calls_give_the_same_trace",)
     ),
+    "fork_check_out_skips_undo": Case("ticketing", fork_check_out_skips_undo, ("test_forks_keep_apart",)),
     "undo_probe_unmodified": Case("undo_probe", None, ()),
     "undo_entry_removed": Case(
         "undo_probe", undo_entry_removed, ("refused call of withdraw changed the state", "left a change behind")

@@ -1072,6 +1072,20 @@ def test_session_store_keeps_sessions_apart(tmp_path: Path) -> None:
         assert loaded.state(session) == store.state(session)
 
 
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+def test_forks_keep_apart(scenario: str | None) -> None:
+    """A fork shares its parent's containers through a journal: calls on the two,
+    interleaved, never show in the other; each ends where the same calls end alone."""
+    parent, alone_parent = Environment(scenario), Environment(scenario)
+    fork, alone_fork = parent.fork(), Environment(scenario)
+    calls = sorted(SAMPLE_ARGUMENTS.items())
+    for (tool, args), (other, other_args) in zip(calls, reversed(calls), strict=True):
+        assert fork.call(tool, args) == alone_fork.call(tool, args)
+        assert parent.call(other, other_args) == alone_parent.call(other, other_args)
+    assert fork.state_json() == alone_fork.state_json()
+    assert parent.state_json() == alone_parent.state_json()
+
+
 def test_snapshot_and_restore() -> None:
     env = Environment(SCENARIO_NAMES[-1])
     saved = env.snapshot()
