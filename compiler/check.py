@@ -551,7 +551,10 @@ def rule_tool_parity(relative: str, tree: ast.Module, env: ir.Environment) -> li
 
 
 def rule_state_copied(relative: str, tree: ast.Module) -> list[Finding]:
-    """`self._state` is only ever assigned a fresh copy (so scenarios never share data)."""
+    """`self._state` is only ever assigned a fresh copy, so no session shares a scenario's
+    or S0's data. Forks do share containers, on purpose and journaled (`_Family`); they
+    fill a new dict with `update`, which this rule does not see, and the generated
+    `test_forks_keep_apart` and tests/test_fork.py check them instead."""
     findings = []
     for node in nodes_of(tree):
         if not isinstance(node, (ast.Assign, ast.AnnAssign)):
