@@ -6,8 +6,10 @@ the front-end work of issue 15.
     python benchmarks/cli_startup.py --runs 9 --importtime
 
 "After" is the working tree; "before" is the same tree with the files issue 15 changed
-for speed (`CHANGED`) put back as they are in git's HEAD (`git show`, which changes
-nothing). Both are copied into temporary projects first (compiler/, grammar/,
+for speed (`CHANGED`) put back as they are at `--before REV` (default `HEAD`: run it on
+an uncommitted front-end change; `git show`, which changes nothing). REV's versions of
+those files must still fit the rest of the tree: the figures in docs/benchmarks.md §8
+were taken with the issue-15 work uncommitted on top of 82e7249. Both are copied into temporary projects first (compiler/, grammar/,
 templates/, specs/, pyproject.toml), so edits made meanwhile do not disturb the run. The
 commands alternate, so machine load hits both alike; each figure is the min of N wall
 times (the machine is shared: the min is the least disturbed).
@@ -44,7 +46,11 @@ CHANGED = (
 )
 
 
-def snapshot(target: Path, from_head: tuple[str, ...]) -> Path:
+BEFORE = "HEAD"
+"""Where the 'before' versions of `CHANGED` come from by default."""
+
+
+def snapshot(target: Path, from_head: tuple[str, ...], revision: str = BEFORE) -> Path:
     for name in SNAPSHOT:
         source = ROOT / name
         if source.is_dir():
@@ -52,7 +58,9 @@ def snapshot(target: Path, from_head: tuple[str, ...]) -> Path:
         else:
             shutil.copy2(source, target / name)
     for relative in from_head:
-        text = subprocess.run(["git", "show", f"HEAD:{relative}"], cwd=ROOT, capture_output=True, check=True).stdout
+        text = subprocess.run(
+            ["git", "show", f"{revision}:{relative}"], cwd=ROOT, capture_output=True, check=True
+        ).stdout
         (target / relative).write_bytes(text)
     return target
 
@@ -90,10 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--importtime", action="store_true")
+    parser.add_argument("--before", default=BEFORE, help="the revision whose front-end files make the 'before' tree")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="envc-startup-") as scratch:
         base = Path(scratch)
-        before = snapshot(base / "before", CHANGED)
+        before = snapshot(base / "before", CHANGED, args.before)
         after = snapshot(base / "after", ())
         caches = {before: base / "cache-before", after: base / "cache-after"}
         for project in (before, after):  # untimed: output for --check, caches filled
