@@ -26,12 +26,8 @@ import asyncio
 import json
 import os
 import platform
-import re
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,11 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from serve_latency import serve_process  # the same `envc serve` process, started the same way
 from websockets.asyncio.client import ClientConnection, connect
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "generated" / "ticketing"
-LISTENING = re.compile(r"listening on (http://\S+)")
 MIX: list[tuple[str, dict[str, Any]]] = [
     ("whoami", {}),
     ("get_ticket", {"ticket_id": 2}),
@@ -56,40 +52,8 @@ MIX: list[tuple[str, dict[str, Any]]] = [
 def server(max_sessions: int, journal: bool) -> Iterator[tuple[str, int]]:
     with tempfile.TemporaryDirectory() as data:
         extra = ["--data-dir", data] if journal else []
-        with _server(max_sessions, extra) as found:
+        with serve_process("--no-mcp", "--max-sessions", str(max_sessions), *extra) as found:
             yield found
-
-
-@contextmanager
-def _server(max_sessions: int, extra: list[str]) -> Iterator[tuple[str, int]]:
-    command = [
-        sys.executable,
-        "-c",
-        "from compiler.cli import main; main()",
-        "serve",
-        str(PACKAGE),
-        "--port",
-        "0",
-        "--no-mcp",
-        "--max-sessions",
-        str(max_sessions),
-        *extra,
-    ]
-    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    url = None
-    for line in process.stderr:
-        if found := LISTENING.search(line):
-            url = found.group(1)
-            break
-    if url is None:
-        raise SystemExit(f"envc serve did not start (exit {process.wait()})")
-    threading.Thread(target=process.stderr.read, daemon=True).start()
-    try:
-        yield url, process.pid
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def rss_kib(pid: int) -> int:

@@ -82,7 +82,8 @@ def timed(n: int, one: Callable[[str, dict[str, Any]], Any]) -> list[float]:
 
 
 @contextmanager
-def server(*args: str) -> Iterator[str]:
+def serve_process(*args: str) -> Iterator[tuple[str, int]]:
+    """`envc serve` of ticketing on a free loopback port, as a process of its own: (url, pid)."""
     command = [
         sys.executable,
         "-c",
@@ -104,10 +105,10 @@ def server(*args: str) -> Iterator[str]:
         raise SystemExit(f"envc serve did not start (exit {process.wait()})")
     threading.Thread(target=process.stderr.read, daemon=True).start()
     try:
-        yield url
+        yield url, process.pid
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        process.wait(timeout=30)
 
 
 def start_body() -> dict[str, Any]:
@@ -146,7 +147,7 @@ def mcp_times(url: str, n: int) -> list[float] | None:
     try:
         from mcp import Client
 
-        from compiler.serve.mcp import EPISODE_META_KEY
+        from compiler.serve.mcp import episode_meta
     except ImportError:
         return None
     with httpx.Client(base_url=url, timeout=30) as client:
@@ -157,7 +158,7 @@ def mcp_times(url: str, n: int) -> list[float] | None:
             times = []
             for i, (tool, args) in enumerate(calls(n + 50)):
                 start = time.perf_counter()
-                result = await mcp.call_tool(tool, args, meta={EPISODE_META_KEY: episode})
+                result = await mcp.call_tool(tool, args, meta=episode_meta(episode))
                 assert not result.is_error, result
                 if i >= 50:
                     times.append((time.perf_counter() - start) * 1e6)
@@ -196,13 +197,13 @@ def main() -> None:
     rows.append(("in-process SessionManager.call", in_process(n, None)))
     with tempfile.TemporaryDirectory() as data:
         rows.append(("in-process SessionManager.call +journal", in_process(n, Path(data))))
-    with server("--no-mcp") as url:
+    with serve_process("--no-mcp") as (url, _):
         rows.append(("HTTP /step", http_times(url, n)))
         rows.append(("WebSocket /ws step", ws_times(url, n)))
-    with tempfile.TemporaryDirectory() as data, server("--no-mcp", "--data-dir", data) as url:
+    with tempfile.TemporaryDirectory() as data, serve_process("--no-mcp", "--data-dir", data) as (url, _):
         rows.append(("HTTP /step +journal", http_times(url, n)))
         rows.append(("WebSocket /ws step +journal", ws_times(url, n)))
-    with server("--mcp") as url:
+    with serve_process("--mcp") as (url, _):
         rows.append(("MCP tools/call", mcp_times(url, n)))
     base = statistics.median(rows[0][1] or [1.0])
     layer = statistics.median(rows[1][1] or [1.0])

@@ -105,20 +105,9 @@ class ToolChat(OpenAIProvider):
                 self.sleep(delay)
 
     def _reply_once(self, payload: Mapping[str, Any], timeout: float) -> Reply:
-        import openai
-
         client = self._client_once()
-        try:
-            response = client.chat.completions.create(**payload, timeout=timeout)
-            return parse_reply(response)
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc) from None
-        except openai.APITimeoutError:
-            raise ProviderError("timeout", f"no reply within {timeout:.3g} s") from None
-        except openai.APIConnectionError as exc:
-            raise ProviderError("connection", self._say(f"cannot reach the endpoint: {exc}")) from None
-        except (openai.OpenAIError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ProviderError("malformed", self._say(f"unreadable reply: {type(exc).__name__}: {exc}")) from None
+        with self.openai_errors(timeout):
+            return parse_reply(client.chat.completions.create(**payload, timeout=timeout))
 
 
 def parse_reply(response: Any) -> Reply:

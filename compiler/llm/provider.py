@@ -16,12 +16,13 @@ and nowhere else; every message that leaves this module goes through `redact`.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -194,12 +195,27 @@ class OpenAIProvider:
                 )
             return self._client
 
-    def _once(self, request: ChatRequest) -> Completion:
+    @contextlib.contextmanager
+    def openai_errors(self, timeout: float) -> Iterator[None]:
+        """The openai client's exceptions as ProviderError (redacted), one rule for every
+        request made through this provider (fills, drafts, rollouts)."""
         import openai
 
+        try:
+            yield
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        except openai.APITimeoutError:
+            raise ProviderError("timeout", f"no reply within {timeout:.3g} s") from None
+        except openai.APIConnectionError as exc:
+            raise ProviderError("connection", self._say(f"cannot reach the endpoint: {exc}")) from None
+        except (openai.OpenAIError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ProviderError("malformed", self._say(f"unreadable reply: {type(exc).__name__}: {exc}")) from None
+
+    def _once(self, request: ChatRequest) -> Completion:
         client = self._client_once()
         payload = request.payload()
-        try:
+        with self.openai_errors(self.config.timeout):
             if self.config.stream:
                 return self._streamed(client, payload)
             response = client.chat.completions.create(**payload)
@@ -214,14 +230,6 @@ class OpenAIProvider:
                 response.system_fingerprint or "",
                 {k: int(v) for k, v in usage.items() if isinstance(v, int)},
             )
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc) from None
-        except openai.APITimeoutError:
-            raise ProviderError("timeout", f"no reply within {self.config.timeout:g} s") from None
-        except openai.APIConnectionError as exc:
-            raise ProviderError("connection", self._say(f"cannot reach the endpoint: {exc}")) from None
-        except (openai.OpenAIError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ProviderError("malformed", self._say(f"unreadable reply: {type(exc).__name__}: {exc}")) from None
 
     def _streamed(self, client: openai.OpenAI, payload: dict[str, Any]) -> Completion:
         """Read a streamed reply; past the deadline a watchdog closes the stream."""
