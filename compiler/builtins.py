@@ -322,9 +322,9 @@ MODULE_NAMES: Final = _by_kind(
             "_PrivateStateNeeded _RecordingLog _UndoLog"
         ),
         "constant": (
-            "DEFAULT_STATE INTERNAL_ERROR Kind RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS "
-            "TOOL_SPECS UNSET WORLD _INT_KEY _MAX_DRAWS _MEMBER_CLASSES _MISSING _Record _SCALARS "
-            "_SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES"
+            "DEFAULT_STATE INTERNAL_ERROR Kind LOAD_OPTIONS RECORD_FIELDS SCENARIOS SCENARIO_STATES "
+            "STATE_ALIASES STATE_KINDS TOOL_SPECS UNSET WORLD _INT_KEY _MAX_DRAWS _MEMBER_CLASSES _MISSING "
+            "_Record _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES"
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_list _as_map _as_number _as_text "
@@ -333,21 +333,21 @@ MODULE_NAMES: Final = _by_kind(
             "_member_class _moment _old _pair_order _parse_datetime _parse_int _parse_json _parse_number "
             "_redo_entry _refuse_constant _remove_first _scenario_state _search _seconds_between _show "
             "_stable_hash _type_of _undo_entry _valid_moment _valid_regex _weekday _with_new_value "
-            "check_arguments conform copy_json copy_state state_to_json to_json"
+            "check_arguments check_load_options conform copy_json copy_state state_to_json to_json"
         ),
         "import": ("Any Callable Final Literal Mapping Self TracebackType TypedDict _field annotations cast dataclass"),
         "module": "dt json math random re threading weakref",
     }
 )
 MODULE_ALWAYS: Final = frozenset(
-    "Any AuditEntry Callable DEFAULT_STATE DomainError Environment Final INTERNAL_ERROR Kind Mapping Param "
-    "RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError Self State TOOL_SPECS ToolSpec "
-    "TracebackType TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded _Record "
-    "_RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES _UndoLog _check_limits "
-    "_checked_out _conform_key _conform_pairs _conform_record _copy_AuditEntry _field _invalid _join "
-    "_member_class _old _redo_entry _scenario_state _show _undo_entry _valid_moment _with_new_value "
-    "annotations cast check_arguments conform copy_json copy_state dataclass dt json math re state_to_json "
-    "threading to_json weakref".split()
+    "Any AuditEntry Callable DEFAULT_STATE DomainError Environment Final INTERNAL_ERROR Kind LOAD_OPTIONS "
+    "Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError Self State TOOL_SPECS "
+    "ToolSpec TracebackType TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded "
+    "_Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES _UndoLog "
+    "_check_limits _checked_out _conform_key _conform_pairs _conform_record _copy_AuditEntry _field _invalid "
+    "_join _member_class _old _redo_entry _scenario_state _show _undo_entry _valid_moment _with_new_value "
+    "annotations cast check_arguments check_load_options conform copy_json copy_state dataclass dt json math "
+    "re state_to_json threading to_json weakref".split()
 )
 MODULE_BUILTINS: Final = frozenset(
     "AssertionError BaseException Exception IndexError RecursionError ValueError abs all any bool chr dict "
@@ -358,7 +358,7 @@ MEMBERS: Final = _by_kind(
     {
         "attribute": "_rng _rng_at _state _undo",
         "method": (
-            "__init__ _advance_clock _audit _load_scenario _next_id _random_below _random_choice "
+            "__init__ _advance_clock _audit _load_scenario _next_id _on_load _random_below _random_choice "
             "_random_float _random_int _run _uniform call fork invoke restore saved_state snapshot state "
             "state_json view"
         ),

@@ -324,6 +324,9 @@ class Field_(Node):
     name: str
     type: TypeRef
     default: Expr | None = None
+    alias: str = ""
+    """`alias "userCount"` (state fields only): the key a scenario mapping passed at run
+    time may use for the field, as a foreign configuration names it."""
 
 
 class RecordDecl(Decl):
@@ -396,6 +399,20 @@ class ToolDecl(Decl):
 
 class FnDecl(ToolDecl):
     """A helper callable from tools; not exposed to the agent."""
+
+
+class OnLoadDecl(Decl):
+    """`on load:`: statements run on every load of a scenario, after its values (and the
+    defaults) are in place; they may read world data and the load options."""
+
+    body: list[Stmt] = Field(default_factory=list)
+    override: bool = False
+
+
+class LoadOptionsDecl(Decl):
+    """`load options:`: typed keyword options of the generated loader, each with a default."""
+
+    fields: list[Field_]
 
 
 class UseScenario(StmtBase):
@@ -487,6 +504,8 @@ class Module(BaseModel):
     drops: list[DropDecl] = Field(default_factory=list)
     renames: list[RenameDecl] = Field(default_factory=list)
     describes: list[DescribeDecl] = Field(default_factory=list)
+    on_load: list[OnLoadDecl] = Field(default_factory=list)
+    load_options: list[LoadOptionsDecl] = Field(default_factory=list)
 
 
 class Environment(BaseModel):
@@ -513,6 +532,10 @@ class Environment(BaseModel):
     tests: list[TestDecl]
     tasks: list[TaskDecl]
     inputs: list[str] = Field(default_factory=list)  # world data files read
+    load_options: list[Field_] = Field(default_factory=list)
+    on_load: FnDecl | None = None
+    """The `on load:` block as the analyser checked it: a helper taking the load options
+    as parameters and returning None (`reads`/`writes` inferred like a helper's)."""
 
 
 for _model in list(globals().values()):

@@ -134,6 +134,7 @@ def _parse_and_extend(
     if not module.header.extends:
         overrides: list[ir.Decl] = [*(d for d in module.tools if d.override), *(d for d in module.fns if d.override)]
         overrides += [d for d in module.records if d.override]
+        overrides += [d for d in module.on_load if d.override]
         for decl in [*module.drops, *module.renames, *module.describes, *overrides]:
             keyword_ = (
                 "drop"
@@ -237,7 +238,37 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     merged.tasks = _merge_named(parent.tasks, child.tasks, "task", diagnostics, dropped.get("task", set()))
     merged.state = [*parent.state, *child.state]
     merged.world = [*parent.world, *child.world]
+    merged.on_load = _merge_on_load(parent.on_load, child.on_load, diagnostics)
+    merged.load_options = [*parent.load_options, *child.load_options]
     return merged
+
+
+def _merge_on_load(
+    parent: list[ir.OnLoadDecl], child: list[ir.OnLoadDecl], diagnostics: list[Diagnostic]
+) -> list[ir.OnLoadDecl]:
+    """A spec's `on load:` replaces its prototype's only as `override on load:`, like a
+    tool (a second block in one spec is the analyser's E2001)."""
+    if not child:
+        return list(parent)
+    first = child[0]
+    if parent and not first.override:
+        diagnostics.append(
+            Diagnostic(
+                "E2011",
+                "the prototype already has an `on load:` block",
+                first.file,
+                first.line,
+                first.col,
+                hint="write `override on load:` to replace it (call a shared `fn` to keep its steps)",
+            )
+        )
+    elif first.override and not parent:
+        diagnostics.append(
+            Diagnostic(
+                "E2012", "`override on load:`: the prototype has no `on load:` block", first.file, first.line, first.col
+            )
+        )
+    return list(child)
 
 
 @dataclass
@@ -267,7 +298,7 @@ class _PrototypeNodes:
     @classmethod
     def of(cls, parent: ir.Module) -> _PrototypeNodes:
         found = cls([], [], [], [], [], [], [])
-        callables = {id(decl) for decl in [*parent.tools, *parent.fns, *parent.tests, *parent.tasks]}
+        callables = {id(decl) for decl in [*parent.tools, *parent.fns, *parent.tests, *parent.tasks, *parent.on_load]}
         for name in type(parent).model_fields:
             value = getattr(parent, name)
             for item in value if isinstance(value, list) else [value]:

@@ -42,7 +42,7 @@ MAX_SYNTAX_ERRORS = 50
 INT64_MAX = 2**63 - 1
 
 _DECL_START = re.compile(
-    r"^(environment|enum|record|state|world|scenario|tool|fn|test|task|drop|rename|override|describe)\b"
+    r"^(environment|enum|record|state|world|scenario|tool|fn|test|task|drop|rename|override|describe|on|load)\b"
 )
 
 
@@ -496,8 +496,11 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         return ir.EnumDecl(name=str(name), members=members, doc=doc, **_pos(meta))
 
     def field_decl(self, meta: Meta, children: list[Any]) -> ir.Field_:
-        name, type_, default = children
-        return ir.Field_(name=str(name), type=type_, default=default, **_pos(meta))
+        name, type_, default, alias = children
+        return ir.Field_(name=str(name), type=type_, default=default, alias=alias or "", **_pos(meta))
+
+    def field_alias(self, meta: Meta, children: list[Any]) -> str:
+        return str(children[0].value)
 
     def record_decl(self, meta: Meta, children: list[Any]) -> ir.RecordDecl:
         override, rest = _take_override(children)
@@ -624,6 +627,25 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
             decl.param_lines[param] = where.line
             decl.param_cols[param] = where.column
         return decl
+
+    def on_load_decl(self, meta: Meta, children: list[Any]) -> ir.OnLoadDecl:
+        override, rest = _take_override(children)
+        doc, items = _take_doc(rest)
+        body = items[0] if items else []
+        if body and isinstance(body[0], ir.Escape):
+            self.c.add(
+                "E2032",
+                f"`on load:` takes statements, not a {body[0].kind} body",
+                body[0].line,
+                body[0].col,
+                hint="write the load step in the statement language; a `fn` helper may share it",
+            )
+            body = []
+        return ir.OnLoadDecl(body=body, doc=doc, override=override, **_pos(meta))
+
+    def load_options_decl(self, meta: Meta, children: list[Any]) -> ir.LoadOptionsDecl:
+        doc, fields = _take_doc(children)
+        return ir.LoadOptionsDecl(fields=fields, doc=doc, **_pos(meta))
 
     def drop_decl(self, meta: Meta, children: list[Token]) -> ir.DropDecl:
         return ir.DropDecl(what=str(children[0]), name=str(children[1]), **_pos(meta))
@@ -1577,6 +1599,8 @@ def _assemble(decls: list[Any], path: str) -> tuple[ir.Module, list[Diagnostic]]
         ir.DropDecl: module.drops,
         ir.RenameDecl: module.renames,
         ir.DescribeDecl: module.describes,
+        ir.OnLoadDecl: module.on_load,
+        ir.LoadOptionsDecl: module.load_options,
     }
     for decl in decls:
         decl.file = path

@@ -101,6 +101,8 @@ def _environment(a: Analysis) -> ir.Environment:
         tests=a.module.tests,
         tasks=a.module.tasks,
         inputs=sorted(world_file_key(a.world_file(w), w.source) for w in a.world.values() if w.source),
+        load_options=list(a.load_options.values()),
+        on_load=a.on_load,
     )
 
 

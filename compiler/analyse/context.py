@@ -27,6 +27,10 @@ class Analysis:
     fns: dict[str, ir.FnDecl] = field(default_factory=dict)
     tools: dict[str, ir.ToolDecl] = field(default_factory=dict)
     scenarios: dict[str, ir.ScenarioDecl] = field(default_factory=dict)
+    # the load step (compiler/analyse/onload.py)
+    load_options: dict[str, ir.Field_] = field(default_factory=dict)
+    option_files: dict[str, str] = field(default_factory=dict)
+    on_load: ir.FnDecl | None = None
     # constants
     record_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     world_values: dict[str, Any] = field(default_factory=dict)

@@ -70,6 +70,11 @@ def run(a: Analysis) -> dict[str, Summary]:
         fn.reads = sorted(effects.reads)
         fn.writes = sorted(w for w in effects.writes if not w.startswith(PARAM_ROOT))
         fn.errors = sorted(effects.errors)
+    if a.on_load is not None:  # like a helper; what it reads and writes is documented
+        effects = EffectWalker(a, summaries, a.on_load, is_helper=True).check()
+        a.on_load.reads = sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT))
+        a.on_load.writes = sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT)))
+        a.on_load.errors = sorted(effects.errors)
     for tool in a.tools.values():
         effects = EffectWalker(a, summaries, tool, is_helper=False).check()
         tool.reads = sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT))

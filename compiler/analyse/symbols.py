@@ -20,9 +20,13 @@ ENV_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def run(a: Analysis) -> None:
+    from compiler.analyse import onload  # it resolves types with this module's functions
+
     check_header(a)
     declare(a)
+    onload.declare(a)
     resolve_declared_types(a)
+    onload.resolve_types(a)
 
 
 def check_header(a: Analysis) -> None:
@@ -278,7 +282,7 @@ def check_record_cycles(a: Analysis) -> None:
 def effectful_builtins_used(a: Analysis) -> set[str]:
     """Built-ins with effects that some tool or helper calls (they add built-in state)."""
     names: set[str] = set()
-    for callable_ in [*a.module.tools, *a.module.fns]:
+    for callable_ in [*a.module.tools, *a.module.fns, *a.module.on_load]:
         names |= a.called_names(callable_.body) & set(bi.EFFECTFUL_FUNCTIONS)
     return names
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from compiler import builtins as bi
 from compiler import ir, library
 from compiler import typesys as ts
+from compiler.analyse import onload
 from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis
 from compiler.analyse.symbols import resolve_type
@@ -25,6 +26,8 @@ def run(a: Analysis) -> None:
         TypeChecker(a, fn, is_helper=True).check()
     for tool in a.tools.values():
         TypeChecker(a, tool, is_helper=False).check()
+    if a.on_load is not None:  # a helper taking the load options (compiler/analyse/onload.py)
+        TypeChecker(a, a.on_load, is_helper=True).check()
 
 
 @dataclass
@@ -631,7 +634,8 @@ class TypeChecker:
         if name == "state":
             self.error("E2002", "`state` is only used as `state.field`", expr)
             return ts.ANY
-        self.error("E2002", f"unknown name `{name}`", expr, hint=self.name_hint(name))
+        hint = onload.unknown_option_hint(self.a, name) if name in self.a.load_options else self.name_hint(name)
+        self.error("E2002", f"unknown name `{name}`", expr, hint=hint)
         return ts.ANY
 
     def expr_list(self, expr: ir.ListLit, expected: ir.TypeRef | None) -> ir.TypeRef:
@@ -1044,6 +1048,8 @@ class TypeChecker:
             where = (
                 "a verify condition; verify reads state only"
                 if self.in_test
+                else "`on load:`; loading runs no tool"
+                if self.callable is self.a.on_load
                 else "a tool body; share logic through `fn` helpers"
             )
             self.error("E3005", f"tool `{name}` cannot be called from {where}", func)

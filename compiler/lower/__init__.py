@@ -188,6 +188,13 @@ class _Builder:
                     "doc": block_docstring(fn.doc or f"Helper `{fn.name}`."),
                 }
             )
+        on_load = None
+        if env.on_load is not None:
+            bodies["_on_load"] = self._callable_body(env.on_load, "fn")
+            on_load = {
+                "signature": self._signature(env.on_load),
+                "doc": block_docstring(self._on_load_doc(env.on_load)),
+            }
         used = self.helpers.union(*(s.helpers for s in self._test_scopes))
         helpers = used | set(runtime_helpers.needed(used))
         state_fields: list[dict[str, Any]] = [
@@ -246,9 +253,39 @@ class _Builder:
             "runtime_helpers": runtime_helpers.sources(used),
             "uses_audit": any("self._audit(" in body for body in bodies.values()),
             "rng_python": bi.RANDOM_SEED in {f.name for f in env.state},
+            **self._load_context(),
+            "on_load": on_load,
         }
         skeleton = self.render("environment.py.jinja", context)
         return splice_bodies(skeleton, "Environment", bodies)
+
+    def _load_context(self) -> dict[str, str]:
+        """The load options as the loader's keyword-only parameters, the arguments passing
+        them on and the mapping `check_load_options` checks; the state fields' aliases."""
+        options = self.env.load_options
+        aliases = {f.alias: f.name for f in self.env.state if f.alias}
+        table = ", ".join(
+            f"{py_str(o.name)}: ({self.kind(o.type)}, {py_value(_const_json(o.default))})" for o in options
+        )
+        return {
+            "option_params": (
+                ", *"
+                + "".join(f", {o.name}: {self.types.py(o.type)} = {py_value(_const_json(o.default))}" for o in options)
+            )
+            if options
+            else "",
+            "option_args": "".join(f", {o.name}={o.name}" for o in options),
+            "option_dict": "{" + ", ".join(f"{py_str(o.name)}: {o.name}" for o in options) + "}",
+            "load_options": "{" + table + "}",
+            "state_aliases": py_value(aliases) if aliases else "",
+        }
+
+    @staticmethod
+    def _on_load_doc(on_load: ir.FnDecl) -> str:
+        """The spec's doc of its `on load:` block, and what the step reads and writes."""
+        doc = on_load.doc or "The spec's `on load:` step, run on every load of a scenario."
+        effects = f"Reads {', '.join(on_load.reads) or 'nothing'}; writes {', '.join(on_load.writes) or 'nothing'}."
+        return f"{doc}\n\n{effects}"
 
     def _record_context(self, record: ir.RecordDecl) -> dict[str, Any]:
         needs_copier = ts.is_container(ts.t(record.name), self.records)

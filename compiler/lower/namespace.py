@@ -82,6 +82,14 @@ state:
     quux_flag: bool = False
     quux_blob: json = None
     quux_count: int = 0
+    quux_total: int = 0 alias "quuxTotal"
+
+load options:
+    quux_long: bool = False
+
+on load:
+    """A load step reading an option."""
+    quux_total = len(quux_items) + (1 if quux_long else 0)
 
 world:
     quux_noun: str = "item"
