@@ -263,7 +263,7 @@ class _Layout:
     def module(self, module: ir.Module) -> _Item:
         decls: list[ir.Decl] = [*module.enums, *module.records, *module.state, *module.world, *module.scenarios]
         decls += [*module.tools, *module.fns, *module.tests, *module.tasks, *module.drops, *module.renames]
-        decls += module.describes
+        decls += [*module.describes, *module.load_options, *module.on_load]
         if module.header is not None:
             decls.append(module.header)
         decls.sort(key=lambda d: (d.line, d.col))
@@ -307,6 +307,10 @@ class _Layout:
             return f"scenario {d.name}:", [self.value(f"{i.name} = ", i.value, i.line) for i in d.items]
         if isinstance(d, ir.TestDecl):
             return f"test {d.name}:", [self.test_step(s) for s in d.steps]
+        if isinstance(d, ir.LoadOptionsDecl):
+            return "load options:", [self.field(f) for f in d.fields]
+        if isinstance(d, ir.OnLoadDecl):
+            return f"{'override ' if d.override else ''}on load:", self.stmts(d.body)
         raise TypeError(f"cannot format {type(d).__name__}")
 
     def doc(self, doc: str, after: int, bound: int) -> list[_Item]:
@@ -368,7 +372,10 @@ class _Layout:
 
     def field(self, f: ir.Field_) -> _Item:
         head = f"{f.name}: {type_ref(f.type)}"
-        return _Item(head, f.line) if f.default is None else self.value(head + " = ", f.default, f.line)
+        alias = f" alias {quote(f.alias)}" if f.alias else ""
+        if f.default is None:
+            return _Item(head + alias, f.line)
+        return self.value(head + " = ", f.default, f.line, alias)
 
     def world_field(self, f: ir.WorldField) -> _Item:
         head = f"{f.name}: {type_ref(f.type)}"

@@ -282,8 +282,9 @@ def check_record_cycles(a: Analysis) -> None:
 def effectful_builtins_used(a: Analysis) -> set[str]:
     """Built-ins with effects that some tool or helper calls (they add built-in state)."""
     names: set[str] = set()
-    for callable_ in [*a.module.tools, *a.module.fns, *a.module.on_load]:
-        names |= a.called_names(callable_.body) & set(bi.EFFECTFUL_FUNCTIONS)
+    bodies = [callable_.body for callable_ in [*a.module.tools, *a.module.fns]]
+    for body in [*bodies, *(block.body for block in a.module.on_load)]:
+        names |= a.called_names(body) & set(bi.EFFECTFUL_FUNCTIONS)
     return names
 
 

@@ -112,7 +112,8 @@ def enum_text(decl: ir.EnumDecl) -> str:
 
 def field_text(f: ir.Field_) -> str:
     default = f" = {expr(f.default)}" if f.default is not None else ""
-    return f"{f.name}: {type_text(f.type)}{default}"
+    alias = f" alias {quote(f.alias)}" if f.alias else ""
+    return f"{f.name}: {type_text(f.type)}{default}{alias}"
 
 
 def record_text(decl: ir.RecordDecl) -> str:

@@ -263,17 +263,12 @@ class _Builder:
         """The load options as the loader's keyword-only parameters, the arguments passing
         them on and the mapping `check_load_options` checks; the state fields' aliases."""
         options = self.env.load_options
+        defaults = {o.name: py_value(_option_default(o)) for o in options}
+        params = "".join(f", {o.name}: {self.types.py(o.type)} = {defaults[o.name]}" for o in options)
+        table = ", ".join(f"{py_str(o.name)}: ({self.kind(o.type)}, {defaults[o.name]})" for o in options)
         aliases = {f.alias: f.name for f in self.env.state if f.alias}
-        table = ", ".join(
-            f"{py_str(o.name)}: ({self.kind(o.type)}, {py_value(_const_json(o.default))})" for o in options
-        )
         return {
-            "option_params": (
-                ", *"
-                + "".join(f", {o.name}: {self.types.py(o.type)} = {py_value(_const_json(o.default))}" for o in options)
-            )
-            if options
-            else "",
+            "option_params": f", *{params}" if options else "",
             "option_args": "".join(f", {o.name}={o.name}" for o in options),
             "option_dict": "{" + ", ".join(f"{py_str(o.name)}: {o.name}" for o in options) + "}",
             "load_options": "{" + table + "}",
@@ -556,6 +551,12 @@ class _Builder:
             "error_kinds": ", ".join(f"`{k}`" for k in bi.ERROR_KINDS),
         }
         return self.render("README.md.jinja", context)
+
+
+def _option_default(option: ir.Field_) -> Any:
+    """A load option's default as JSON (the analyser refuses an option without one)."""
+    assert option.default is not None
+    return _const_json(option.default)
 
 
 def _needs_functional_syntax(record: ir.RecordDecl, annotations: list[str]) -> bool:
