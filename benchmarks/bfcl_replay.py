@@ -267,9 +267,9 @@ def keyword_arguments(
 
 
 class GeneratedBackend:
-    def __init__(self, package: Any, initial_config: Mapping[str, Any]) -> None:
+    def __init__(self, package: Any, initial_config: Mapping[str, Any], long_context: bool = False) -> None:
         self.package = package
-        self.env = package.Environment(initial_config)
+        self.env = package.Environment(initial_config, long_context=long_context)  # the port's load option
 
     def tool_names(self) -> list[str]:
         return list(self.package.TOOL_SPECS)
@@ -330,13 +330,15 @@ def pure_world(task: Task) -> World:
 
 
 def hybrid_world(task: Task, ports: Mapping[str, Any]) -> World:
-    """Ported classes as generated environments (they ignore long_context, as the BFCL
-    originals do), every other class as a BFCL instance."""
+    """Ported classes as generated environments, loaded with the task's long_context as
+    their `long_context` load option (they ignore it, as the BFCL originals do), every
+    other class as a BFCL instance."""
     backends: dict[str, Backend] = {}
     for name in task.involved_classes:
         if name in ports:
             try:
-                backends[name] = GeneratedBackend(ports[name], copy.deepcopy(task.initial_config.get(name, {})))
+                config = copy.deepcopy(task.initial_config.get(name, {}))
+                backends[name] = GeneratedBackend(ports[name], config, task.long_context)
             except ValueError as error:  # ScenarioError is a ValueError
                 raise RefusedConfig(name, error) from error
         else:

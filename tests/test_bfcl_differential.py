@@ -204,11 +204,11 @@ def message_calls(api: Any) -> dict[str, Arguments]:
 class Pair:
     """One BFCL instance and one generated environment, started from the same config."""
 
-    def __init__(self, class_name: str, config: dict[str, Any]) -> None:
+    def __init__(self, class_name: str, config: dict[str, Any], long_context: bool = False) -> None:
         replay.reset_shared_defaults()  # a fresh process, as far as post_tweet's defaults go
         self.class_name = class_name
-        self.bfcl = replay.new_bfcl_instance(class_name, {class_name: config}, long_context=False)
-        self.env = port(class_name).Environment(copy.deepcopy(config))
+        self.bfcl = replay.new_bfcl_instance(class_name, {class_name: config}, long_context=long_context)
+        self.env = port(class_name).Environment(copy.deepcopy(config), long_context=long_context)
 
     def bfcl_raises(self, name: str, kwargs: dict[str, Any]) -> bool:
         """Whether BFCL raises on this call (tried on a copy, so nothing changes)."""
@@ -246,7 +246,7 @@ def call_strategy(strategies: dict[str, Arguments]) -> st.SearchStrategy[tuple[s
 
 def check_random_session(data: st.DataObject, class_name: str, calls: CallStrategies) -> None:
     config = data.draw(st.sampled_from(real_configs(class_name)), label="initial config")
-    pair = Pair(class_name, config)
+    pair = Pair(class_name, config, data.draw(st.booleans(), label="long_context"))
     assert not pair.state_mismatches(replay.LOADING), pair.state_mismatches(replay.LOADING)[0].describe()
     for step in range(data.draw(st.integers(1, MAX_CALLS), label="calls")):
         name, kwargs = data.draw(call_strategy(calls(pair.bfcl)), label=f"call {step}")

@@ -104,9 +104,9 @@ def bfcl_behind_the_generated_interface(class_name: str) -> Any:
     cls = replay.bfcl_class(class_name)
 
     class Environment:
-        def __init__(self, mapping: dict[str, Any]) -> None:
+        def __init__(self, mapping: dict[str, Any], long_context: bool = False) -> None:
             self.instance = cls()
-            self.instance._load_scenario(mapping)
+            self.instance._load_scenario(mapping, long_context=long_context)
 
         def call(self, tool: str, args: dict[str, Any]) -> Any:
             try:
@@ -224,7 +224,7 @@ def test_a_missing_state_field_is_reported(class_name: str) -> None:
 def test_a_refused_initial_config_is_reported() -> None:
     def refusing(base: type) -> type:
         class Refusing(base):  # type: ignore[misc, valid-type]
-            def __init__(self, mapping: Any) -> None:
+            def __init__(self, mapping: Any, long_context: bool = False) -> None:
                 raise ValueError("refused on purpose")
 
         return Refusing

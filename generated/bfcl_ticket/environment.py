@@ -726,6 +726,27 @@ SCENARIO_STATES: Final[dict[str, State]] = {
     name: _scenario_state(overrides) for name, overrides in SCENARIOS.items()
 }
 
+LOAD_OPTIONS: Final[dict[str, tuple[Kind, Any]]] = {"long_context": (("bool",), False)}
+"""The spec's load options (keywords of `Environment(...)` and `_load_scenario`): kind, default."""
+
+
+def check_load_options(options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Load options a harness gives by name, checked: every option, defaults filled in."""
+    given = dict(options or {})
+    for name in given:
+        if name not in LOAD_OPTIONS:
+            raise ScenarioError(
+                f"unknown load option {name!r}; the options are {', '.join(LOAD_OPTIONS) or 'none'}"
+            )
+    checked: dict[str, Any] = {}
+    for name, (kind, default) in LOAD_OPTIONS.items():
+        try:
+            checked[name] = conform(given.get(name, default), kind, name)
+        except DomainError as error:
+            raise ScenarioError(f"load option {error.message}") from None
+    return checked
+
+
 # --------------------------------------------------------------------------- atomic calls
 
 _MISSING: Final = object()
@@ -960,19 +981,28 @@ def _type_of(value: Any) -> str:
 class Environment:
     """BFCL ticketing system (TicketAPI port): one session's state and the tools that act on it."""
 
-    def __init__(self, scenario: str | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, scenario: str | Mapping[str, Any] | None = None, *, long_context: bool = False
+    ) -> None:
         self._undo = _UndoLog()
 
         self._state: State = copy_state(DEFAULT_STATE)
         if scenario is not None:
-            self._load_scenario(scenario)
+            self._load_scenario(scenario, long_context=long_context)
+        else:
+            check_load_options({"long_context": long_context})
 
-    def _load_scenario(self, scenario: str | Mapping[str, Any]) -> None:
+    def _load_scenario(
+        self, scenario: str | Mapping[str, Any], *, long_context: bool = False
+    ) -> None:
         """Reset to S0, then apply a named scenario or a mapping of state fields."""
         if not isinstance(scenario, (str, Mapping)):
             raise ScenarioError(
                 f"a scenario is a name or a mapping of state fields, not {type(scenario).__name__}"
             )
+        check_load_options(
+            {"long_context": long_context}
+        )  # checked; nothing in this spec reads them
         if isinstance(scenario, str):
             if scenario not in SCENARIO_STATES:
                 raise ScenarioError(
@@ -1310,8 +1340,12 @@ class _Member(Environment):
         del self._family, self._delta
         self._undo = _UndoLog()
 
-    def _load_scenario(self, scenario: str | Mapping[str, Any]) -> None:
-        fresh = Environment(scenario)  # a bad scenario raises here, leaving the family alone
+    def _load_scenario(
+        self, scenario: str | Mapping[str, Any], *, long_context: bool = False
+    ) -> None:
+        fresh = Environment(
+            scenario, long_context=long_context
+        )  # a bad scenario raises here, leaving the family alone
         with self._family.lock:
             self._leave_family()
             self._state = copy_state(fresh._state)
