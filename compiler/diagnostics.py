@@ -75,6 +75,16 @@ CODES: dict[str, tuple[str, str]] = {
         "environment name shadows a standard-library module",
         "the generated package would hide that module; add a suffix, e.g. `calendar_env`",
     ),
+    "E2030": (
+        "invalid field alias",
+        'an `alias "key"` is another key for one state field: not a field\'s name, nor another field\'s alias',
+    ),
+    "E2031": (
+        "invalid load option",
+        "a load option is a str, int, float, number or bool (or optional of one) with a default, "
+        "named unlike any state or world field",
+    ),
+    "E2032": ("`on load:` takes statements", "write the load step in the statement language"),
     "E3001": ("type mismatch", "convert the value or change the declared type"),
     "E3002": ("wrong number of type arguments", "list[T], set[T], map[K, V] and optional[T] take exactly these"),
     "E3003": (
