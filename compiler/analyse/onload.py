@@ -17,6 +17,7 @@ import keyword
 from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
+from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis
 from compiler.analyse.symbols import resolve_type
 from compiler.diagnostics import did_you_mean
@@ -42,10 +43,8 @@ def declare(a: Analysis) -> None:
         a.error("E2001", "a spec has one `on load:` block", extra, extra.file)
     if blocks:
         block = blocks[0]
-        params = [
-            ir.Param(name=o.name, type=o.type, default=o.default, line=o.line, col=o.col)
-            for o in a.load_options.values()
-        ]
+        # No defaults: the loader always passes every option (`check_load_options`).
+        params = [ir.Param(name=o.name, type=o.type, line=o.line, col=o.col) for o in a.load_options.values()]
         a.on_load = ir.FnDecl(
             name=ON_LOAD,
             params=params,
@@ -126,9 +125,11 @@ def _check_aliases(a: Analysis) -> None:
 
 def resolve_types(a: Analysis) -> None:
     """The options' written types in canonical form (the `on load:` helper's parameters
-    share them)."""
+    share them), and their defaults checked against them."""
     for name, option in a.load_options.items():
         option.type = resolve_type(a, option.type, a.option_files[name])
+        if option.default is not None:
+            const_value(a, option.default, option.type, a.option_files[name], name)
     if a.on_load is not None:
         for param in a.on_load.params:
             param.type = a.load_options[param.name].type
