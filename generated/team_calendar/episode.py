@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .environment import TOOL_SPECS, Environment
+from .environment import TOOL_SPECS, Environment, check_load_options
 from .scoring import apply_changes, score
 
 MAX_TURNS = 32
@@ -34,15 +34,21 @@ class EpisodeError(ValueError):
 
 
 def open_environment(
-    scenario: str | None, changes: Mapping[str, Any] | None = None, seed: int | None = None
+    scenario: str | None,
+    changes: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[Environment, str | None]:
-    """An environment at a task's start: a named scenario (or S0) with the task's `changes`
-    applied, its random numbers reseeded when `seed` is given. Every harness opens sessions
-    through this, so a start means the same everywhere. The second value says what the seed
-    did ("reseeded", or why nothing), None without a seed.
+    """An environment at a task's start: a named scenario (or S0) loaded with the spec's
+    load `options` (by name), the task's `changes` applied, its random numbers reseeded
+    when `seed` is given. Every harness opens sessions through this, so a start means the
+    same everywhere. The second value says what the seed did ("reseeded", or why nothing),
+    None without a seed.
 
-    Raises ScenarioError (or VerifierError for a change with no place to go)."""
-    env = Environment(scenario)
+    Raises ScenarioError (an unknown or ill-typed option too), or VerifierError for a
+    change with no place to go."""
+    loading = check_load_options(options)
+    env = Environment(scenario, **loading)
     changes = dict(changes or {})
     effect = None
     if seed is not None:
@@ -57,7 +63,7 @@ def open_environment(
             )
             effect = "reseeded"
     if changes:
-        env = Environment(apply_changes(env.saved_state(), changes))
+        env = Environment(apply_changes(env.saved_state(), changes), **loading)
     return env, effect
 
 
@@ -77,9 +83,11 @@ class Episode:
         task: Mapping[str, Any] | None = None,
         scenario: str | None = None,
         seed: int | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Start over from a task's initial state (or a named scenario, or S0). `seed`
-        reseeds the environment's random numbers; where it draws none, `info` says so."""
+        """Start over from a task's initial state (or a named scenario, or S0), loaded with
+        the spec's load `options` (by name). `seed` reseeds the environment's random
+        numbers; where it draws none, `info` says so."""
         if task is not None and scenario is not None:
             raise EpisodeError("reset takes a task or a scenario, not both")
         self._task = task
@@ -96,7 +104,7 @@ class Episode:
             self._max_turns = int(task.get("max_turns", MAX_TURNS))
         else:
             self._max_turns = MAX_TURNS
-        env, effect = open_environment(start.get("scenario"), start.get("changes"), seed)
+        env, effect = open_environment(start.get("scenario"), start.get("changes"), seed, options)
         info: dict[str, Any] = {"seed": seed}
         if effect is not None:
             info["seed_effect"] = effect

@@ -2160,6 +2160,27 @@ SCENARIO_STATES: Final[dict[str, State]] = {
     name: _scenario_state(overrides) for name, overrides in SCENARIOS.items()
 }
 
+LOAD_OPTIONS: Final[dict[str, tuple[Kind, Any]]] = {}
+"""The spec's load options (keywords of `Environment(...)` and `_load_scenario`): kind, default."""
+
+
+def check_load_options(options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Load options a harness gives by name, checked: every option, defaults filled in."""
+    given = dict(options or {})
+    for name in given:
+        if name not in LOAD_OPTIONS:
+            raise ScenarioError(
+                f"unknown load option {name!r}; the options are {', '.join(LOAD_OPTIONS) or 'none'}"
+            )
+    checked: dict[str, Any] = {}
+    for name, (kind, default) in LOAD_OPTIONS.items():
+        try:
+            checked[name] = conform(given.get(name, default), kind, name)
+        except DomainError as error:
+            raise ScenarioError(f"load option {error.message}") from None
+    return checked
+
+
 # --------------------------------------------------------------------------- atomic calls
 
 _MISSING: Final = object()
