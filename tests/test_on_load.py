@@ -160,6 +160,9 @@ def test_one_on_load_block_per_spec() -> None:
         ("flag: bool", "E2031"),
         ("total: int = 0", "E2031"),  # the name of a state field
         ('scenario: str = ""', "E2031"),  # the loader's own parameter
+        ("isinstance: bool = False", "E2031"),  # a built-in the loader calls
+        ("copy_state: bool = False", "E2031"),  # a function of the module
+        ("_hidden: bool = False", "E2031"),
         ('flag: bool = False alias "f"', "E2031"),
         ('flag: bool = "yes"', "E3001"),
         ("level: optional[int] = None", None),

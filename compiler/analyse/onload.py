@@ -78,10 +78,15 @@ def _option_reason(a: Analysis, option: ir.Field_) -> str | None:
     base = ts.strip_optional(option.type)
     if option.alias:
         return f"load option `{name}` has an alias; aliases are for state fields"
-    if name.startswith("_") or keyword.iskeyword(name) or name in OPTION_NAMES_TAKEN:
-        return f"`{name}` cannot name a load option: it is a Python keyword argument of the loader"
-    if bi.parameter_reason(name) is not None:
-        return f"`{name}` cannot name a load option: {bi.parameter_reason(name)}"
+    if keyword.iskeyword(name) or name in OPTION_NAMES_TAKEN:
+        return f"`{name}` cannot name a load option: it is a keyword or a parameter of the generated loader"
+    # An option is a keyword parameter of the loader's methods, under its own name: it
+    # may hide nothing their bodies use (a module name, a built-in).
+    reason = bi.reserved_reason(name, "variable")
+    if reason is None and name in bi.MODULE_BUILTINS:
+        reason = f"`{name}` is a Python built-in the generated loader uses"
+    if reason is not None:
+        return f"`{name}` cannot name a load option: {reason}"
     if name in a.state or name in a.world:
         what = "state" if name in a.state else "world"
         return f"load option `{name}` has the name of a {what} field, which `on load:` reads by that name"
