@@ -77,7 +77,7 @@ CODES: dict[str, tuple[str, str]] = {
     ),
     "E2030": (
         "invalid field alias",
-        'an `alias "key"` is another key for one state field: not a field\'s name, nor another field\'s alias',
+        "an `alias \"key\"` is another key for one state field: not a field's name, nor another field's alias",
     ),
     "E2031": (
         "invalid load option",
