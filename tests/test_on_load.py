@@ -333,6 +333,8 @@ def test_ill_typed_options_are_scenario_errors(package: ModuleType, options: dic
 
 
 def test_unknown_options_are_scenario_errors_for_harnesses(package: ModuleType) -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'long'"):
+        package.Environment("busy", long=True)  # a Python caller gets Python's own error
     with pytest.raises(package.ScenarioError, match="unknown load option 'long'; the options are long_context"):
         package.open_environment("busy", options={"long": True})
     assert package.environment.check_load_options(None) == {"long_context": False, "padding": 2, "label": None}
