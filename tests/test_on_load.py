@@ -276,6 +276,13 @@ def test_the_loader_takes_the_options_as_keywords(files: dict[str, str]) -> None
     assert "Reads by_id, inbox, threads, user_count; writes by_id, limit, message_count, mode." in source
 
 
+def test_the_readme_tells_how_loading_works(files: dict[str, str]) -> None:
+    readme = files["README.md"]
+    assert "| `long_context` | `bool` | `False` |" in readme and "| `label` | `optional[str]` | `None` |" in readme
+    assert "`userCount` for `user_count`, `contextMode` for `mode`" in readme
+    assert "It reads `by_id`, `inbox`, `threads`, `user_count` and writes" in readme
+
+
 def test_a_spec_without_a_load_step_keeps_the_plain_loader() -> None:
     result = analyse_source(HEADER + STATE, "l.envspec")
     assert result.environment is not None
@@ -283,6 +290,7 @@ def test_a_spec_without_a_load_step_keeps_the_plain_loader() -> None:
     assert "def __init__(self, scenario: str | Mapping[str, Any] | None = None) -> None:" in source
     assert "_on_load" not in source and "STATE_ALIASES" not in source
     assert "LOAD_OPTIONS: Final[dict[str, tuple[Kind, Any]]] = {}" in source
+    assert "## Loading" not in lower(result.environment, "l.envspec")["README.md"]
 
 
 # --------------------------------------------------------------------------- generated behaviour

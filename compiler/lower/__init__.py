@@ -549,8 +549,32 @@ class _Builder:
             "tools": tools,
             "scenarios": [{"name": s.name, "doc": _one_line(s.doc) or ""} for s in env.scenarios],
             "error_kinds": ", ".join(f"`{k}`" for k in bi.ERROR_KINDS),
+            "loading": self._readme_loading(),
         }
         return self.render("README.md.jinja", context)
+
+    def _readme_loading(self) -> dict[str, Any] | None:
+        """The README's account of loading: options, aliases, the `on load:` step (None
+        when the spec has none of them)."""
+        env = self.env
+        options = [
+            {"name": o.name, "type": ts.show(o.type), "default": py_value(_option_default(o))} for o in env.load_options
+        ]
+        aliases = ", ".join(f"`{f.alias}` for `{f.name}`" for f in env.state if f.alias)
+        on_load = env.on_load
+        if not (options or aliases or on_load):
+            return None
+        return {
+            "options": options,
+            "aliases": aliases,
+            "on_load": (_one_line(on_load.doc) or "the `on load:` block.") if on_load else "",
+            "reads": _listed(on_load.reads) if on_load else "",
+            "writes": _listed(on_load.writes) if on_load else "",
+        }
+
+
+def _listed(fields: list[str]) -> str:
+    return ", ".join(f"`{name}`" for name in fields) or "nothing"
 
 
 def _option_default(option: ir.Field_) -> Any:
