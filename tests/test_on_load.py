@@ -378,13 +378,16 @@ def test_a_fork_loading_a_scenario_takes_the_options(package: ModuleType) -> Non
 
 
 def test_loading_a_loaded_state_again_changes_nothing(package: ModuleType) -> None:
-    env = package.Environment("busy")
-    assert package.Environment(env.saved_state()).state_json() == env.state_json()
+    for env in (package.Environment("busy"), package.Environment("busy", long_context=True, label="x")):
+        assert package.Environment(env.saved_state()).state_json() == env.state_json()
 
 
 def test_open_environment_and_reset_pass_options_through(package: ModuleType) -> None:
     env, _ = package.open_environment("busy", {"inbox": [{"x": 1}]}, None, {"long_context": True})
-    assert (env.state()["limit"], env.state()["message_count"]) == (102, 1)  # recounted after the changes
+    # loaded with the option, then the changes reloaded with the defaults: recounted, limit kept
+    assert (env.state()["limit"], env.state()["message_count"]) == (102, 1)
+    again, _ = package.open_environment("busy", {"limit": 5}, None, {"long_context": True, "padding": 9})
+    assert again.state()["limit"] == 5  # a change is applied after the load step, not undone by it
     episode = package.Episode()
     episode.reset(scenario="busy", options={"long_context": True, "padding": 7})
     assert episode.state()["limit"] == 107

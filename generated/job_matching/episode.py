@@ -63,7 +63,9 @@ def open_environment(
             )
             effect = "reseeded"
     if changes:
-        env = Environment(apply_changes(env.saved_state(), changes), **loading)
+        env = Environment(
+            apply_changes(env.saved_state(), changes)
+        )  # a loaded state: default options
     return env, effect
 
 
