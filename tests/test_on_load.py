@@ -166,6 +166,9 @@ def test_one_on_load_block_per_spec() -> None:
         ('flag: bool = False alias "f"', "E2031"),
         ('flag: bool = "yes"', "E3001"),
         ("level: optional[int] = None", None),
+        ("level: optional = None", "E3002"),  # reported once, by the type's own check
+        ("level: Nope = 1", "E2003"),
+        ("level: optional[list[int]] = None", "E2031"),
         ("ratio: float = 0.5", None),
     ],
 )

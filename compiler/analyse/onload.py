@@ -75,7 +75,6 @@ def _declare_options(a: Analysis) -> None:
 def _option_reason(a: Analysis, option: ir.Field_) -> str | None:
     """Why `option` cannot be a load option, or None."""
     name = option.name
-    base = ts.strip_optional(option.type)
     if option.alias:
         return f"load option `{name}` has an alias; aliases are for state fields"
     if keyword.iskeyword(name) or name in OPTION_NAMES_TAKEN:
@@ -90,10 +89,6 @@ def _option_reason(a: Analysis, option: ir.Field_) -> str | None:
     if name in a.state or name in a.world:
         what = "state" if name in a.state else "world"
         return f"load option `{name}` has the name of a {what} field, which `on load:` reads by that name"
-    if base.name not in OPTION_TYPES or (option.type.name == "optional" and not option.type.args):
-        return (
-            f"load option `{name}` is {ts.show(option.type)}; an option is {', '.join(OPTION_TYPES)} or optional of one"
-        )
     if option.default is None:
         return f"load option `{name}` has no default; every option has one, so callers may leave it out"
     return None
@@ -132,9 +127,17 @@ def resolve_types(a: Analysis) -> None:
     """The options' written types in canonical form (the `on load:` helper's parameters
     share them), and their defaults checked against them."""
     for name, option in a.load_options.items():
-        option.type = resolve_type(a, option.type, a.option_files[name])
-        if option.default is not None:
-            const_value(a, option.default, option.type, a.option_files[name], name)
+        file = a.option_files[name]
+        option.type = resolve_type(a, option.type, file)  # a malformed type is reported there, as `any`
+        if option.type.name == "any":
+            continue
+        if ts.strip_optional(option.type).name not in OPTION_TYPES:
+            shown = f"load option `{name}` is {ts.show(option.type)}"
+            a.error(
+                "E2031", f"{shown}; an option is {', '.join(OPTION_TYPES)} or optional of one", _name_span(option), file
+            )
+        elif option.default is not None:
+            const_value(a, option.default, option.type, file, name)
     if a.on_load is not None:
         for param in a.on_load.params:
             param.type = a.load_options[param.name].type
