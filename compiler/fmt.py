@@ -292,6 +292,8 @@ class _Layout:
         if isinstance(d, ir.DescribeDecl):
             params = [_Item(f"param {n} {text(doc)}", d.param_lines.get(n, 0)) for n, doc in d.param_docs.items()]
             return _block(f"describe tool {d.name}:", d.line, self.doc(d.doc, d.line, bound) + params)
+        if isinstance(d, ir.ScenarioDecl) and d.source:
+            return _Item(f"scenario {d.name} from {quote(d.source)}", d.line)
         header, items = self.simple_decl(d)
         return _block(header, d.line, self.doc(d.doc, d.line, bound) + items)
 
@@ -368,6 +370,8 @@ class _Layout:
 
     def field(self, f: ir.Field_) -> _Item:
         head = f"{f.name}: {type_ref(f.type)}"
+        if f.source:
+            return _Item(f"{head} from {quote(f.source)}", f.line)
         return _Item(head, f.line) if f.default is None else self.value(head + " = ", f.default, f.line)
 
     def world_field(self, f: ir.WorldField) -> _Item:

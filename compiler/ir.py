@@ -324,6 +324,7 @@ class Field_(Node):
     name: str
     type: TypeRef
     default: Expr | None = None
+    source: str = ""  # a state field's default from a JSON file next to the spec
 
 
 class RecordDecl(Decl):
@@ -355,6 +356,7 @@ class ScenarioItem(Node):
 class ScenarioDecl(Decl):
     name: str
     items: list[ScenarioItem]
+    source: str = ""  # `scenario NAME from "FILE"`: the fields it sets, from a JSON object
 
 
 class Constraint(Node):

@@ -111,7 +111,7 @@ def enum_text(decl: ir.EnumDecl) -> str:
 
 
 def field_text(f: ir.Field_) -> str:
-    default = f" = {expr(f.default)}" if f.default is not None else ""
+    default = f" = {expr(f.default)}" if f.default is not None else f" from {quote(f.source)}" if f.source else ""
     return f"{f.name}: {type_text(f.type)}{default}"
 
 

@@ -27,6 +27,7 @@ from compiler.adapters import trl as trl_adapter
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
 from compiler.lower.converters import tool_caller
+from compiler.lower.literals import data_json
 from compiler.lower.pycode import (
     Emitter,
     EnvTables,
@@ -97,7 +98,12 @@ def lower(env: ir.Environment, spec: str) -> dict[str, str]:
     formatted["tools.json"] = _json_text(schema.tools_document(env, spec))
     formatted["openai_tools.json"] = _json_text(schema.openai_tools(env, spec))
     formatted["README.md"] = builder.readme()
+    formatted.update(builder.data_files())
     return dict(sorted(formatted.items()))
+
+
+def _data_path(folder: str, name: str) -> str:
+    return f"data/{folder}/{name}.json"
 
 
 def _json_text(value: Any) -> str:
@@ -215,6 +221,7 @@ class _Builder:
             if record["name"] not in copied:
                 record["copier"] = ""
         signatures = [t["signature"] for t in tools] + [f["signature"] for f in fns]
+        shipped_scenarios = {scenario.name for scenario in env.scenarios if scenario.source}
         context = {
             "header": self.header,
             "title": docstring(env.header.title or env.header.name),
@@ -235,9 +242,25 @@ class _Builder:
                 "_pair_order" in text for text in [*(f["exporter"] for f in state_fields), *converters]
             ),
             "world_fields": [{"name": f.name, "type": self.types.py(f.type)} for f in env.world],
-            "default_state": typed_value(env.state_defaults, {f.name: f.type for f in env.state}, self.records),
-            "world": typed_value(env.world_values, {f.name: f.type for f in env.world}, self.records),
-            "scenarios": py_value(env.scenario_values),
+            "default_state": typed_value(
+                env.state_defaults,
+                {f.name: f.type for f in env.state},
+                self.records,
+                {f.name: self._shipped("state", f.name, f'STATE_KINDS["{f.name}"]') for f in env.state if f.source},
+            ),
+            "world": typed_value(
+                env.world_values,
+                {f.name: f.type for f in env.world},
+                self.records,
+                {f.name: self._shipped("world", f.name, self.kind(f.type)) for f in env.world if f.source},
+            ),
+            "scenarios": "{"
+            + ", ".join(
+                f"{py_str(name)}: {self._shipped('scenarios', name) if name in shipped_scenarios else py_value(values)}"
+                for name, values in env.scenario_values.items()
+            )
+            + "}",
+            "reads_data": any(item.source for items in (env.state, env.world, env.scenarios) for item in items),
             "record_fields": self._record_fields(),
             "state_kinds": "{" + ", ".join(f"{py_str(f.name)}: {self.kind(f.type)}" for f in env.state) + "}",
             "tools": tools,
@@ -249,6 +272,37 @@ class _Builder:
         }
         skeleton = self.render("environment.py.jinja", context)
         return splice_bodies(skeleton, "Environment", bodies)
+
+    def data_files(self) -> dict[str, str]:
+        """The package's `data/` folder: every value the spec read from a JSON file is
+        shipped as a JSON file (`data/state/FIELD.json`, `data/world/FIELD.json`,
+        `data/scenarios/NAME.json`) that the environment module reads when imported:
+        parsing JSON is much quicker than importing, and formatting, a large literal."""
+        env = self.env
+        files = {
+            _data_path("state", f.name): data_json(env.state_defaults[f.name], f.type, self.records)
+            for f in env.state
+            if f.source
+        }
+        files |= {
+            _data_path("world", f.name): data_json(env.world_values[f.name], f.type, self.records)
+            for f in env.world
+            if f.source
+        }
+        types = {f.name: f.type for f in env.state}
+        for scenario in env.scenarios:
+            if scenario.source:
+                values = env.scenario_values[scenario.name]
+                parts = [f"{json.dumps(k)}:{data_json(v, types[k], self.records).rstrip()}" for k, v in values.items()]
+                files[_data_path("scenarios", scenario.name)] = "{" + ",".join(parts) + "}\n"
+        return files
+
+    def _shipped(self, folder: str, name: str, kind: str = "") -> str:
+        """The expression that reads a shipped data file: a state or world value is
+        conformed to its kind (int keys, sets, record defaults) as it is read; a scenario
+        stays JSON, which `_scenario_state` conforms like any scenario."""
+        read = f"_read_data({py_str(_data_path(folder, name).removeprefix('data/'))})"
+        return f"conform({read}, {kind}, {py_str(name)})" if kind else read
 
     def _record_context(self, record: ir.RecordDecl) -> dict[str, Any]:
         needs_copier = ts.is_container(ts.t(record.name), self.records)
