@@ -545,7 +545,12 @@ def rule_data_files(relative: str, tree: ast.Module) -> list[Finding]:
     reader = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == DATA_READER), None)
     inside = {id(node) for node in ast.walk(reader)} if reader is not None else set()
     for node in nodes_of(tree):
-        if isinstance(node, ast.Name) and node.id == "Path" and not _is_data_folder(node, tree):
+        if (
+            isinstance(node, ast.Name)
+            and node.id == "Path"
+            and isinstance(node.ctx, ast.Load)
+            and not _is_data_folder(node, tree)
+        ):
             findings.append(Finding("ast", relative, node.lineno, "`Path` may only name the package's data folder"))
         if (
             isinstance(node, ast.Name)
