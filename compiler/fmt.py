@@ -306,7 +306,7 @@ class _Layout:
         if isinstance(d, ir.WorldDecl):
             return "world:", [self.world_field(f) for f in d.fields]
         if isinstance(d, ir.ScenarioDecl):
-            return f"scenario {d.name}:", [self.value(f"{i.name} = ", i.value, i.line) for i in d.items]
+            return f"scenario {d.name}:", [self.scenario_item(i) for i in d.items]
         if isinstance(d, ir.TestDecl):
             return f"test {d.name}:", [self.test_step(s) for s in d.steps]
         raise TypeError(f"cannot format {type(d).__name__}")
@@ -373,6 +373,11 @@ class _Layout:
         if f.source:
             return _Item(f"{head} from {quote(f.source)}", f.line)
         return _Item(head, f.line) if f.default is None else self.value(head + " = ", f.default, f.line)
+
+    def scenario_item(self, i: ir.ScenarioItem) -> _Item:
+        if i.value is None:
+            return _Item(f"{i.name} = from {quote(i.source)}", i.line)
+        return self.value(f"{i.name} = ", i.value, i.line)
 
     def world_field(self, f: ir.WorldField) -> _Item:
         head = f"{f.name}: {type_ref(f.type)}"

@@ -350,7 +350,8 @@ class WorldDecl(Decl):
 
 class ScenarioItem(Node):
     name: str
-    value: Expr
+    value: Expr | None = None
+    source: str = ""  # `field = from "FILE"`: the value from a JSON file next to the spec
 
 
 class ScenarioDecl(Decl):

@@ -77,7 +77,8 @@ def data_sources(module: ir.Module) -> list[tuple[str, str]]:
     world fields, state fields and scenarios read `from "FILE"`."""
     found = [(decl.file, f.source) for decl in module.world for f in decl.fields if f.source]
     found += [(decl.file, f.source) for decl in module.state for f in decl.fields if f.source]
-    return found + [(scenario.file, scenario.source) for scenario in module.scenarios if scenario.source]
+    found += [(scenario.file, scenario.source) for scenario in module.scenarios if scenario.source]
+    return found + [(s.file, item.source) for s in module.scenarios for item in s.items if item.source]
 
 
 def _with_data_files(loaded: Loaded) -> Loaded:

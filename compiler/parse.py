@@ -528,6 +528,9 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def scenario_item(self, meta: Meta, children: list[Any]) -> ir.ScenarioItem:
         return ir.ScenarioItem(name=str(children[0]), value=children[1], **_pos(meta))
 
+    def scenario_item_file(self, meta: Meta, children: list[Any]) -> ir.ScenarioItem:
+        return ir.ScenarioItem(name=str(children[0]), source=str(children[1].value), **_pos(meta))
+
     def scenario_decl(self, meta: Meta, children: list[Any]) -> ir.ScenarioDecl:
         name, *rest = children
         doc, items = _take_doc(rest)

@@ -107,7 +107,12 @@ def test_the_page_has_its_examples() -> None:
 
 
 def test_the_page_gives_the_data_files_its_examples_read() -> None:
-    assert set(data_files()) >= {"data/shelves.json", "data/patrons.json", "data/crowded.json"}
+    assert set(data_files()) >= {
+        "data/shelves.json",
+        "data/patrons.json",
+        "data/crowded.json",
+        "data/inspected_books.json",
+    }
 
 
 def test_every_example_checks_as_the_page_says(

@@ -341,11 +341,11 @@ def test_data_declarations() -> None:
 def test_state_fields_and_scenarios_from_files() -> None:
     source = (
         'state:\n    users: map[int,User]   from  "data/users.json"\n    n: int = 0\n\n'
-        'scenario big  from "data/big.json"  # a comment\nscenario s:\n    n = 1\n'
+        'scenario big  from "data/big.json"  # a comment\nscenario s:\n    n = 1\n    users =from"u.json"\n'
     )
     assert assert_canonical(source) == (
         'state:\n    users: map[int, User] from "data/users.json"\n    n: int = 0\n\n'
-        'scenario big from "data/big.json"  # a comment\n\nscenario s:\n    n = 1\n'
+        'scenario big from "data/big.json"  # a comment\n\nscenario s:\n    n = 1\n    users = from "u.json"\n'
     )
 
 

@@ -535,7 +535,7 @@ def test_both_parser_paths_build_state_fields_and_scenarios_from_files() -> None
     text = (
         "environment shop:\n    seed 1\n\nstate:\n"
         '    users: map[int, str] from "data/users.json"\n    n: int = 0\n\n'
-        'scenario big from "data/big.json"\n'
+        'scenario big from "data/big.json"\n\nscenario some:\n    n = 1\n    users = from "data/some.json"\n'
     )
     builder = _ToIR(_Collector("spec.envspec"))
     inline = _main_parser().inline.parse(text, "start", builder)
@@ -545,6 +545,14 @@ def test_both_parser_paths_build_state_fields_and_scenarios_from_files() -> None
     assert [(f.name, f.source, f.default) for f in state.fields][0] == ("users", "data/users.json", None)
     scenario = next(d for d in inline if isinstance(d, ir.ScenarioDecl))
     assert (scenario.name, scenario.source, scenario.items, scenario.line) == ("big", "data/big.json", [], 8)
+    some = [d for d in inline if isinstance(d, ir.ScenarioDecl)][1]
+    assert [(i.name, i.source, i.value is None, i.line, i.col) for i in some.items][1] == (
+        "users",
+        "data/some.json",
+        True,
+        12,
+        5,
+    )
 
 
 def test_inline_parser_positions_of_parenthesised_and_inlined_rules() -> None:

@@ -40,6 +40,10 @@ scenario big from "data/big.json"
 scenario small:
     served = 2
 
+scenario mixed:
+    served = 7
+    users = from "data/few_users.json"
+
 tool add_tag(user_id: int, label: str) -> int:
     """Tag a user; the number of their tags."""
     let user = users.get(user_id)
@@ -62,6 +66,7 @@ def write_project(folder: Path, name: str = "shop", users: str = USERS, big: str
     (folder / "data" / "users.json").write_text(users, encoding="utf-8")
     (folder / "data" / "notes.json").write_text(NOTES, encoding="utf-8")
     (folder / "data" / "big.json").write_text(big, encoding="utf-8")
+    (folder / "data" / "few_users.json").write_text('{"9": {"name": "Di"}}', encoding="utf-8")
     spec = folder / f"{name}.envspec"
     spec.write_text(SPEC.format(name=name), encoding="utf-8")
     return spec
@@ -104,8 +109,10 @@ def test_a_state_default_and_a_scenario_come_from_their_files(tmp_path: Path) ->
     assert env.scenario_values == {
         "big": {"served": 5, "users": {3: {"name": "Cy", "tags": ["x"]}}},
         "small": {"served": 2},
+        "mixed": {"served": 7, "users": {9: {"name": "Di", "tags": []}}},
     }
-    assert env.inputs == sorted(str(tmp_path / "data" / f) for f in ("big.json", "notes.json", "users.json"))
+    files = ("big.json", "few_users.json", "notes.json", "users.json")
+    assert env.inputs == sorted(str(tmp_path / "data" / f) for f in files)
 
 
 def test_a_wrong_value_in_a_state_file_says_where_in_the_file(tmp_path: Path) -> None:
@@ -162,6 +169,27 @@ def test_a_missing_scenario_file_is_E0003(tmp_path: Path) -> None:
     assert "cannot read scenario file `data/big.json`" in error.message
 
 
+def test_a_scenario_field_from_a_file_is_checked_on_its_line(tmp_path: Path) -> None:
+    spec = write_project(tmp_path)
+    (tmp_path / "data" / "few_users.json").write_text('{"9": {"name": ["Di"]}}', encoding="utf-8")
+    [error] = errors(spec)
+    assert (error.code, error.line, error.col) == ("E3001", 20, 5)
+    assert error.message == "in scenario file `data/few_users.json`: users['9'].name: list ['Di'] where str is expected"
+    spec.write_text(spec.read_text().replace("data/few_users.json", "data/none.json"), encoding="utf-8")
+    [error] = errors(spec)
+    assert (error.code, error.line) == ("E0003", 20)
+    assert "cannot read scenario file `data/none.json`" in error.message
+
+
+def test_fmt_prints_a_scenario_field_from_a_file() -> None:
+    from compiler.fmt import format_source
+
+    text = SPEC.format(name="shop")
+    formatted = format_source(text.replace('users = from "data', 'users   =  from   "data'), "shop.envspec").text
+    assert formatted is not None and '\n    users = from "data/few_users.json"\n' in formatted
+    assert formatted == format_source(text, "shop.envspec").text
+
+
 # --------------------------------------------------------------------------- the generated package
 
 
@@ -177,6 +205,8 @@ def test_the_package_ships_the_data_as_json_files(tmp_path: Path) -> None:
     assert '"users": conform(_read_data("state/users.json"), STATE_KINDS["users"], "users"),' in source
     assert '"big": _read_data("scenarios/big.json"),' in source
     assert '"small": {"served": 2},' in source
+    assert '"mixed": {"served": 7, "users": _read_data("scenarios/mixed/users.json")},' in source
+    assert files["data/scenarios/mixed/users.json"] == '{"9":{"name":"Di","tags":[]}}\n'
     assert "Ann" not in source, "the data is not inlined"
 
 
@@ -194,6 +224,8 @@ def test_the_package_reads_its_data_files(package: ModuleType) -> None:
     big = package.Environment("big")
     assert big.state()["served"] == 5 and list(big.view()["users"]) == [3]
     assert package.Environment("small").view()["users"] == env.view()["users"]
+    mixed = package.Environment("mixed")
+    assert mixed.view()["served"] == 7 and mixed.view()["users"] == {9: {"name": "Di", "tags": set()}}
 
 
 def test_environments_do_not_share_the_data(package: ModuleType) -> None:

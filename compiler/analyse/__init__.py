@@ -110,6 +110,7 @@ def _data_inputs(a: Analysis) -> list[str]:
     found = {data_file_key(a.world_file(w), w.source) for w in a.world.values() if w.source}
     found |= {data_file_key(a.state_file(name), f.source) for name, f in a.state.items() if f.source}
     found |= {data_file_key(s.file, s.source) for s in a.scenarios.values() if s.source}
+    found |= {data_file_key(s.file, i.source) for s in a.scenarios.values() for i in s.items if i.source}
     return sorted(found)
 
 

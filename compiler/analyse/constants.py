@@ -141,7 +141,12 @@ def check_constants(a: Analysis) -> None:
                     hint=did_you_mean(item.name, a.state),
                 )
                 continue
-            const_value(a, item.value, target.type, scenario.file, f"{scenario.name}.{item.name}")
+            if item.value is not None:
+                const_value(a, item.value, target.type, scenario.file, f"{scenario.name}.{item.name}")
+                continue
+            found, value = file_value(a, item, scenario.file, item.source, "scenario file", target.type, item.name)
+            if found:  # kept for `scenario_values`, like a scenario file's
+                a.scenario_values.setdefault(scenario.name, {})[item.name] = value
 
 
 def load_world(a: Analysis, world_field: ir.WorldField) -> None:
@@ -216,8 +221,8 @@ def load_scenario_file(a: Analysis, scenario: ir.ScenarioDecl) -> None:
 
 
 def scenario_values(a: Analysis) -> None:
-    """Each scenario's overrides as checked JSON values (for the generated SCENARIOS); a
-    scenario from a file keeps what `load_scenario_file` checked."""
+    """Each scenario's overrides as checked JSON values (for the generated SCENARIOS); what
+    came from a file keeps the value `check_constants` checked."""
     checked = a.scenario_values
     a.scenario_values = {}
     for scenario in a.scenarios.values():
@@ -226,6 +231,9 @@ def scenario_values(a: Analysis) -> None:
             continue
         values: dict[str, Any] = {}
         for item in scenario.items:
+            if item.value is None:
+                values[item.name] = checked[scenario.name][item.name]
+                continue
             _, value = const_value(a, item.value, a.state[item.name].type, scenario.file, item.name)
             values[item.name] = value
         a.scenario_values[scenario.name] = values

@@ -221,7 +221,6 @@ class _Builder:
             if record["name"] not in copied:
                 record["copier"] = ""
         signatures = [t["signature"] for t in tools] + [f["signature"] for f in fns]
-        shipped_scenarios = {scenario.name for scenario in env.scenarios if scenario.source}
         context = {
             "header": self.header,
             "title": docstring(env.header.title or env.header.name),
@@ -254,13 +253,9 @@ class _Builder:
                 self.records,
                 {f.name: self._shipped("world", f.name, self.kind(f.type)) for f in env.world if f.source},
             ),
-            "scenarios": "{"
-            + ", ".join(
-                f"{py_str(name)}: {self._shipped('scenarios', name) if name in shipped_scenarios else py_value(values)}"
-                for name, values in env.scenario_values.items()
-            )
-            + "}",
-            "reads_data": any(item.source for items in (env.state, env.world, env.scenarios) for item in items),
+            "scenarios": self._scenarios(),
+            "reads_data": any(item.source for items in (env.state, env.world, env.scenarios) for item in items)
+            or any(item.source for scenario in env.scenarios for item in scenario.items),
             "record_fields": self._record_fields(),
             "state_kinds": "{" + ", ".join(f"{py_str(f.name)}: {self.kind(f.type)}" for f in env.state) + "}",
             "tools": tools,
@@ -291,11 +286,32 @@ class _Builder:
         }
         types = {f.name: f.type for f in env.state}
         for scenario in env.scenarios:
+            values = env.scenario_values[scenario.name]
             if scenario.source:
-                values = env.scenario_values[scenario.name]
                 parts = [f"{json.dumps(k)}:{data_json(v, types[k], self.records).rstrip()}" for k, v in values.items()]
                 files[_data_path("scenarios", scenario.name)] = "{" + ",".join(parts) + "}\n"
+            for item in scenario.items:
+                if item.source:
+                    path = _data_path(f"scenarios/{scenario.name}", item.name)
+                    files[path] = data_json(values[item.name], types[item.name], self.records)
         return files
+
+    def _scenarios(self) -> str:
+        """Python source of SCENARIOS: each scenario's JSON values, literal or read from
+        its data files (a whole scenario, or one field of it)."""
+        entries = []
+        for scenario in self.env.scenarios:
+            values = self.env.scenario_values[scenario.name]
+            if scenario.source:
+                entries.append(f"{py_str(scenario.name)}: {self._shipped('scenarios', scenario.name)}")
+                continue
+            from_files = {item.name for item in scenario.items if item.source}
+            fields = ", ".join(
+                f"{py_str(k)}: {self._shipped(f'scenarios/{scenario.name}', k) if k in from_files else py_value(v)}"
+                for k, v in values.items()
+            )
+            entries.append(f"{py_str(scenario.name)}: {{{fields}}}")
+        return "{" + ", ".join(entries) + "}"
 
     def _shipped(self, folder: str, name: str, kind: str = "") -> str:
         """The expression that reads a shipped data file: a state or world value is
