@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from compiler import builtins as bi
 from compiler import ir
@@ -27,11 +27,19 @@ class DataFile:
     loading found it: its JSON value, or why there is none."""
 
     data: Any = None
-    problem: str = ""
-    """With `{what}` where the message names the file's role ("world file", ...)."""
+    problem: Literal["", "outside", "unreadable", "not_json", "not_loaded"] = ""
+    source: str = ""
+    detail: str = ""  # the OS's or the JSON parser's words
 
     def message(self, what: str) -> str:
-        return self.problem.replace("{what}", what)
+        """The E0003 message, naming the file by its role (`what`: "world file", ...)."""
+        if self.problem == "outside":
+            return f"{what} `{self.source}` must be a path inside the spec's folder"
+        if self.problem == "unreadable":
+            return f"cannot read {what} `{self.source}`: {self.detail}"
+        if self.problem == "not_json":
+            return f"{what} `{self.source}` is not valid JSON: {self.detail}"
+        return f"{what} `{self.source}` was not loaded"
 
 
 @dataclass
@@ -93,13 +101,13 @@ def _with_data_files(loaded: Loaded) -> Loaded:
 def _read_data_file(base: Path, source: str) -> DataFile:
     relative = Path(source)
     if relative.is_absolute() or ".." in relative.parts:
-        return DataFile(problem=f"{{what}} `{source}` must be a path inside the spec's folder")
+        return DataFile(problem="outside", source=source)
     try:
-        return DataFile(json.loads((base / relative).read_text(encoding="utf-8")))
+        return DataFile(json.loads((base / relative).read_text(encoding="utf-8")), source=source)
     except OSError as exc:
-        return DataFile(problem=f"cannot read {{what}} `{source}`: {exc.strerror or exc}")
+        return DataFile(problem="unreadable", source=source, detail=str(exc.strerror or exc))
     except (ValueError, UnicodeDecodeError) as exc:
-        return DataFile(problem=f"{{what}} `{source}` is not valid JSON: {exc}")
+        return DataFile(problem="not_json", source=source, detail=str(exc))
 
 
 def _load(

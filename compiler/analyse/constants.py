@@ -163,7 +163,7 @@ def load_world(a: Analysis, world_field: ir.WorldField) -> None:
 
 def data_file(a: Analysis, node: ir.Node, file: str, source: str, what: str) -> tuple[bool, Any]:
     """The JSON value of a `from "FILE"` (E0003 where loading could not read it)."""
-    loaded = a.data_files.get(data_file_key(file, source), DataFile(problem="{what} was not loaded"))
+    loaded = a.data_files.get(data_file_key(file, source), DataFile(problem="not_loaded", source=source))
     if loaded.problem:
         a.error("E0003", loaded.message(what), node, file)
         return False, None
