@@ -12,8 +12,9 @@ seed in a temporary folder, so every run measures the same bytes; each form is i
 project (`pyproject.toml` with `[tool.envc] output`, its own mypy cache), compiled by
 this tree's compiler. Every figure is a fresh process's wall time, the min of N (the
 machine is shared: the min is the least disturbed); the forms alternate so load hits
-both alike. "import" is `import NAME.environment` in a new interpreter, without the
-interpreter's own start-up.
+both alike. "import" is `import shop_db.environment` in a new interpreter, timed inside
+it (without the interpreter's own start-up): first with no bytecode (Python compiles the
+module, as on the first import after `envc compile`), then with its cached bytecode.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -195,35 +197,28 @@ def run(project: Path, *args: str) -> float:
     return seconds
 
 
-def import_seconds(project: Path) -> float:
-    """`import shop_db.environment` in a fresh interpreter, timed inside it."""
-    code = "import time; t = time.perf_counter(); import shop_db.environment; print(time.perf_counter() - t)"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=project / "out",
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+def timed_in_python(project: Path, statement: str, bytecode: bool) -> float:
+    """`statement` in a fresh interpreter in the output folder, timed inside it. Without
+    `bytecode` the package's `__pycache__` is removed first and none is written (a first
+    import: Python compiles the modules); with it, the cached bytecode is used."""
+    env = dict(os.environ)
+    if not bytecode:
+        for cache in (project / "out").rglob("__pycache__"):
+            shutil.rmtree(cache)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=project / "out", env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{statement} failed in {project}:\n{done.stderr[-3000:]}")
     return float(done.stdout.strip())
 
 
-def first_environment_seconds(project: Path) -> float:
-    """Import and one `Environment()` (a copy of S0), in a fresh interpreter."""
-    code = (
-        "import time; t = time.perf_counter(); import shop_db.environment as m; m.Environment(); "
-        "print(time.perf_counter() - t)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=project / "out",
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(done.stdout.strip())
+MEASURES = {
+    "import": ("import shop_db.environment", False),
+    "import_cached": ("import shop_db.environment", True),
+    "first": ("import shop_db.environment as m; m.Environment()", True),
+}
+"""Figure -> (statement, whether cached bytecode is used)."""
 
 
 def folder_bytes(folder: Path) -> int:
@@ -264,10 +259,14 @@ def main() -> None:
             package = projects[label] / "out" / "shop_db"
             figures[label]["module"] = (package / "environment.py").stat().st_size
             figures[label]["data"] = folder_bytes(package / "data")
+        for label in forms:
+            timed_in_python(projects[label], "import shop_db.environment", True)  # writes the bytecode
         for _ in range(options.runs):
-            for label in forms:
-                for key, measure in (("import", import_seconds), ("first", first_environment_seconds)):
-                    seconds = measure(projects[label])
+            for key, (statement, bytecode) in MEASURES.items():
+                for label in forms:
+                    seconds = timed_in_python(projects[label], statement, bytecode)
+                    if not bytecode:
+                        timed_in_python(projects[label], "import shop_db.environment", True)  # again, for the next
                     figures[label][key] = min(figures[label].get(key, seconds), seconds)
     before, after = figures["before (inlined)"], figures["after (from file)"]
     rows = [
@@ -276,8 +275,9 @@ def main() -> None:
         ("envc compile (full QC)", "compile", "s"),
         ("generated environment.py", "module", "MB"),
         ("generated data/ folder", "data", "MB"),
-        ("import NAME.environment", "import", "s"),
-        ("import + Environment()", "first", "s"),
+        ("import, first (no bytecode)", "import", "s"),
+        ("import, bytecode cached", "import_cached", "s"),
+        ("  + one Environment()", "first", "s"),
     ]
     print(f"\n{'':28} {'before (inlined)':>18} {'after (from file)':>18} {'after / before':>15}")
     for title, key, unit in rows:

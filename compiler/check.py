@@ -570,10 +570,8 @@ def rule_data_files(relative: str, tree: ast.Module) -> list[Finding]:
 
 
 def _is_data_folder(name: ast.Name, tree: ast.Module) -> bool:
-    """Whether `Path` here is the import, or the call in `_DATA = Path(__file__).with_name("data")`."""
+    """Whether this `Path` is the one in `_DATA = Path(__file__).with_name("data")`."""
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "pathlib":
-            continue
         value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
         target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
         if (

@@ -202,7 +202,7 @@ def test_the_package_ships_the_data_as_json_files(tmp_path: Path) -> None:
     assert files["data/scenarios/big.json"] == '{"served":5,"users":{"3":{"name":"Cy","tags":["x"]}}}\n'
     assert "data/state/served.json" not in files and "data/scenarios/small.json" not in files
     source = files["environment.py"]
-    assert '"users": conform(_read_data("state/users.json"), STATE_KINDS["users"], "users"),' in source
+    assert '"users": _from_data(_read_data("state/users.json"), STATE_KINDS["users"]),' in source
     assert '"big": _read_data("scenarios/big.json"),' in source
     assert '"small": {"served": 2},' in source
     assert '"mixed": {"served": 7, "users": _read_data("scenarios/mixed/users.json")},' in source
@@ -224,6 +224,11 @@ def test_the_package_reads_its_data_files(package: ModuleType) -> None:
     big = package.Environment("big")
     assert big.state()["served"] == 5 and list(big.view()["users"]) == [3]
     assert package.Environment("small").view()["users"] == env.view()["users"]
+    for name in ("users", "notes"):  # converted without a second check: what checking would give
+        raw = json.loads(
+            (Path(package.__file__).parent / "data" / "state" / f"{name}.json").read_text(encoding="utf-8")
+        )
+        assert package.DEFAULT_STATE[name] == package.conform(raw, package.STATE_KINDS[name], name)
     mixed = package.Environment("mixed")
     assert mixed.view()["served"] == 7 and mixed.view()["users"] == {9: {"name": "Di", "tags": set()}}
 

@@ -106,6 +106,12 @@ def _data_path(folder: str, name: str) -> str:
     return f"data/{folder}/{name}.json"
 
 
+def _reads_files(env: ir.Environment) -> bool:
+    """Whether a value of the spec came from a JSON file (the module then reads `data/`)."""
+    sources = [f.source for f in env.state] + [f.source for f in env.world] + [s.source for s in env.scenarios]
+    return any(sources) or any(item.source for scenario in env.scenarios for item in scenario.items)
+
+
 def _json_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
@@ -254,8 +260,7 @@ class _Builder:
                 {f.name: self._shipped("world", f.name, self.kind(f.type)) for f in env.world if f.source},
             ),
             "scenarios": self._scenarios(),
-            "reads_data": any(item.source for items in (env.state, env.world, env.scenarios) for item in items)
-            or any(item.source for scenario in env.scenarios for item in scenario.items),
+            "reads_data": _reads_files(env),
             "record_fields": self._record_fields(),
             "state_kinds": "{" + ", ".join(f"{py_str(f.name)}: {self.kind(f.type)}" for f in env.state) + "}",
             "tools": tools,
@@ -271,7 +276,8 @@ class _Builder:
     def data_files(self) -> dict[str, str]:
         """The package's `data/` folder: every value the spec read from a JSON file is
         shipped as a JSON file (`data/state/FIELD.json`, `data/world/FIELD.json`,
-        `data/scenarios/NAME.json`) that the environment module reads when imported:
+        `data/scenarios/NAME.json`, `data/scenarios/NAME/FIELD.json` for one field of a
+        scenario block) that the environment module reads when imported:
         parsing JSON is much quicker than importing, and formatting, a large literal."""
         env = self.env
         files = {
@@ -315,10 +321,11 @@ class _Builder:
 
     def _shipped(self, folder: str, name: str, kind: str = "") -> str:
         """The expression that reads a shipped data file: a state or world value is
-        conformed to its kind (int keys, sets, record defaults) as it is read; a scenario
-        stays JSON, which `_scenario_state` conforms like any scenario."""
+        converted to the state's Python values (`_from_data`: int keys, sets) as it is
+        read, not checked again (envc checked it, as it checks a literal default); a
+        scenario stays JSON, which `_scenario_state` conforms like any scenario."""
         read = f"_read_data({py_str(_data_path(folder, name).removeprefix('data/'))})"
-        return f"conform({read}, {kind}, {py_str(name)})" if kind else read
+        return f"_from_data({read}, {kind})" if kind else read
 
     def _record_context(self, record: ir.RecordDecl) -> dict[str, Any]:
         needs_copier = ts.is_container(ts.t(record.name), self.records)
