@@ -322,3 +322,26 @@ def test_a_served_package_digest_covers_its_data_files(tmp_path: Path) -> None:
     users = folder / "data" / "state" / "users.json"
     users.write_text(users.read_text(encoding="utf-8").replace("Ann", "Anna"), encoding="utf-8")
     assert package_digest(folder) != before
+
+
+def test_a_prototype_reads_its_files_beside_itself(tmp_path: Path) -> None:
+    """Paths are relative to the spec that declares the field or scenario, as for world files."""
+    (tmp_path / "protos" / "data").mkdir(parents=True)
+    (tmp_path / "protos" / "data" / "seed.json").write_text('{"a": 1}', encoding="utf-8")
+    (tmp_path / "protos" / "data" / "busy.json").write_text('{"counts": {"b": 2}}', encoding="utf-8")
+    (tmp_path / "protos" / "base.envspec").write_text(
+        'environment base:\n    title "Base"\n\nstate:\n    counts: map[str, int] from "data/seed.json"\n\n'
+        'scenario busy from "data/busy.json"\n',
+        encoding="utf-8",
+    )
+    spec = tmp_path / "child.envspec"
+    spec.write_text(
+        'environment child:\n    title "Child"\n    extends "protos/base.envspec"\n\n'
+        'tool total() -> int:\n    """All counts."""\n    return sum(values(counts))\n',
+        encoding="utf-8",
+    )
+    result = analyse_file(spec)
+    assert result.environment is not None, [d.message for d in result.diagnostics]
+    assert result.environment.state_defaults["counts"] == {"a": 1}
+    assert result.environment.scenario_values["busy"] == {"counts": {"b": 2}}
+    assert result.environment.inputs == [str(tmp_path / "protos" / "data" / n) for n in ("busy.json", "seed.json")]
