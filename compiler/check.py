@@ -56,6 +56,7 @@ ALLOWED_IMPORTS = {
         "typing",
         "threading",  # forks: one lock per family of forked sessions
         "weakref",  # forks: a family knows when its other members are gone
+        "pathlib",  # only to read the package's own data files (`rule_data_files`)
     },
     "sessions.py": {"__future__", "json", "os", "re", "tempfile", "threading", "collections.abc", "pathlib", "typing"},
     "scoring.py": {"__future__", "math", "collections.abc", "typing"},
@@ -451,6 +452,7 @@ def ast_rules(package: Package) -> list[Finding]:
         findings += rule_no_bare_except(relative, tree)
         if relative == "environment.py":
             findings += rule_forbidden_calls(relative, tree)
+            findings += rule_data_files(relative, tree)
             findings += rule_tool_parity(relative, tree, package.env)
             findings += rule_state_copied(relative, tree)
             findings += rule_declared_effects(relative, tree, package.env)
@@ -528,6 +530,63 @@ def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
                     )
                 )
     return findings
+
+
+DATA_READER = "_read_data"
+"""The one function of environment.py that reads files: the package's `data/` folder."""
+
+
+def rule_data_files(relative: str, tree: ast.Module) -> list[Finding]:
+    """The environment does no I/O but read its own data files once, at import: `Path`
+    appears only as `Path(__file__).with_name("data")` (the package's data folder, bound
+    to `_DATA`), `_DATA` only inside `_read_data`, and that function calls no I/O method
+    but `read_text`."""
+    findings = []
+    reader = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == DATA_READER), None)
+    inside = {id(node) for node in ast.walk(reader)} if reader is not None else set()
+    for node in nodes_of(tree):
+        if (
+            isinstance(node, ast.Name)
+            and node.id == "Path"
+            and isinstance(node.ctx, ast.Load)
+            and not _is_data_folder(node, tree)
+        ):
+            findings.append(Finding("ast", relative, node.lineno, "`Path` may only name the package's data folder"))
+        if (
+            isinstance(node, ast.Name)
+            and node.id == "_DATA"
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in inside
+        ):
+            findings.append(Finding("ast", relative, node.lineno, f"`_DATA` is read only by `{DATA_READER}`"))
+        if (
+            id(node) in inside
+            and isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr not in ("read_text", "loads")
+        ):
+            findings.append(Finding("ast", relative, node.lineno, f"`{DATA_READER}` only reads (`.{node.func.attr}`)"))
+    return findings
+
+
+def _is_data_folder(name: ast.Name, tree: ast.Module) -> bool:
+    """Whether this `Path` is the one in `_DATA = Path(__file__).with_name("data")`."""
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if (
+            isinstance(target, ast.Name)
+            and target.id == "_DATA"
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "with_name"
+            and isinstance(value.func.value, ast.Call)
+            and value.func.value.func is name
+            and [ast.dump(a) for a in value.func.value.args] == [ast.dump(ast.Name("__file__", ast.Load()))]
+            and [ast.dump(a) for a in value.args] == [ast.dump(ast.Constant("data"))]
+        ):
+            return True
+    return False
 
 
 def _environment_class(tree: ast.Module) -> ast.ClassDef | None:

@@ -21,7 +21,7 @@ Severity = Literal["error", "warning"]
 CODES: dict[str, tuple[str, str]] = {
     "E0001": ("cannot read file", "check the path and permissions"),
     "E0002": ("file is not UTF-8 text", "save the spec as UTF-8"),
-    "E0003": ("cannot load world data file", "the file must sit next to the spec and hold valid JSON"),
+    "E0003": ("cannot load data file", "the file must sit next to the spec and hold valid JSON"),
     "E0004": ("cannot load prototype", "`extends` takes a path relative to the spec, or a shipped prototype name"),
     "E0005": ("input too large", "split the spec; envc reads at most 5 MB per file"),
     "E1001": ("unexpected character", "remove the character or put it inside a string"),

@@ -292,6 +292,8 @@ class _Layout:
         if isinstance(d, ir.DescribeDecl):
             params = [_Item(f"param {n} {text(doc)}", d.param_lines.get(n, 0)) for n, doc in d.param_docs.items()]
             return _block(f"describe tool {d.name}:", d.line, self.doc(d.doc, d.line, bound) + params)
+        if isinstance(d, ir.ScenarioDecl) and d.source:
+            return _Item(f"scenario {d.name} from {quote(d.source)}", d.line)
         header, items = self.simple_decl(d)
         return _block(header, d.line, self.doc(d.doc, d.line, bound) + items)
 
@@ -304,7 +306,7 @@ class _Layout:
         if isinstance(d, ir.WorldDecl):
             return "world:", [self.world_field(f) for f in d.fields]
         if isinstance(d, ir.ScenarioDecl):
-            return f"scenario {d.name}:", [self.value(f"{i.name} = ", i.value, i.line) for i in d.items]
+            return f"scenario {d.name}:", [self.scenario_item(i) for i in d.items]
         if isinstance(d, ir.TestDecl):
             return f"test {d.name}:", [self.test_step(s) for s in d.steps]
         if isinstance(d, ir.LoadOptionsDecl):
@@ -372,10 +374,17 @@ class _Layout:
 
     def field(self, f: ir.Field_) -> _Item:
         head = f"{f.name}: {type_ref(f.type)}"
+        if f.source:
+            return _Item(f"{head} from {quote(f.source)}", f.line)
         alias = f" alias {quote(f.alias)}" if f.alias else ""
         if f.default is None:
             return _Item(head + alias, f.line)
         return self.value(head + " = ", f.default, f.line, alias)
+
+    def scenario_item(self, i: ir.ScenarioItem) -> _Item:
+        if i.value is None:
+            return _Item(f"{i.name} = from {quote(i.source)}", i.line)
+        return self.value(f"{i.name} = ", i.value, i.line)
 
     def world_field(self, f: ir.WorldField) -> _Item:
         head = f"{f.name}: {type_ref(f.type)}"

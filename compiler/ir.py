@@ -327,6 +327,7 @@ class Field_(Node):
     alias: str = ""
     """`alias "userCount"` (state fields only): the key a scenario mapping passed at run
     time may use for the field, as a foreign configuration names it."""
+    source: str = ""  # a state field's default from a JSON file next to the spec
 
 
 class RecordDecl(Decl):
@@ -352,12 +353,14 @@ class WorldDecl(Decl):
 
 class ScenarioItem(Node):
     name: str
-    value: Expr
+    value: Expr | None = None
+    source: str = ""  # `field = from "FILE"`: the value from a JSON file next to the spec
 
 
 class ScenarioDecl(Decl):
     name: str
     items: list[ScenarioItem]
+    source: str = ""  # `scenario NAME from "FILE"`: the fields it sets, from a JSON object
 
 
 class Constraint(Node):

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from compiler import builtins as bi
 from compiler import ir
@@ -22,11 +22,24 @@ from compiler.parse import parse_cached
 
 
 @dataclass(frozen=True)
-class WorldFile:
-    """A world data file as loading found it: its JSON value, or why there is none."""
+class DataFile:
+    """A data file (`from "FILE"` of a world field, a state field or a scenario) as
+    loading found it: its JSON value, or why there is none."""
 
     data: Any = None
-    problem: str = ""
+    problem: Literal["", "outside", "unreadable", "not_json", "not_loaded"] = ""
+    source: str = ""
+    detail: str = ""  # the OS's or the JSON parser's words
+
+    def message(self, what: str) -> str:
+        """The E0003 message, naming the file by its role (`what`: "world file", ...)."""
+        if self.problem == "outside":
+            return f"{what} `{self.source}` must be a path inside the spec's folder"
+        if self.problem == "unreadable":
+            return f"cannot read {what} `{self.source}`: {self.detail}"
+        if self.problem == "not_json":
+            return f"{what} `{self.source}` is not valid JSON: {self.detail}"
+        return f"{what} `{self.source}` was not loaded"
 
 
 @dataclass
@@ -36,8 +49,8 @@ class Loaded:
     module: ir.Module | None
     diagnostics: list[Diagnostic]
     sources: dict[str, str] = field(default_factory=dict)
-    world_files: dict[str, WorldFile] = field(default_factory=dict)
-    """Keyed by `world_file_key(declaring spec, source)`."""
+    data_files: dict[str, DataFile] = field(default_factory=dict)
+    """Keyed by `data_file_key(declaring spec, source)`."""
 
 
 Rewrite = Callable[[str, str], str]
@@ -51,7 +64,7 @@ def load_file(path: Path, rewrite: Rewrite | None = None) -> Loaded:
     sources: dict[str, str] = {}
     diagnostics: list[Diagnostic] = []
     module = _load(path, sources, diagnostics, (), rewrite)
-    return _with_world_files(Loaded(module, diagnostics, sources))
+    return _with_data_files(Loaded(module, diagnostics, sources))
 
 
 def load_source(text: str, path: str) -> Loaded:
@@ -59,35 +72,42 @@ def load_source(text: str, path: str) -> Loaded:
     sources: dict[str, str] = {path: text}
     diagnostics: list[Diagnostic] = []
     module = _parse_and_extend(text, Path(path), sources, diagnostics, ())
-    return _with_world_files(Loaded(module, diagnostics, sources))
+    return _with_data_files(Loaded(module, diagnostics, sources))
 
 
-def world_file_key(spec_file: str, source: str) -> str:
-    """Where a world field's `from "FILE"` points: relative to the spec that declares it."""
+def data_file_key(spec_file: str, source: str) -> str:
+    """Where a `from "FILE"` points: relative to the spec that declares the field or scenario."""
     return str(Path(spec_file).parent / source)
 
 
-def _with_world_files(loaded: Loaded) -> Loaded:
+def data_sources(module: ir.Module) -> list[tuple[str, str]]:
+    """`(declaring spec, source)` of every data file the module names, in declaration order:
+    world fields, state fields and scenarios read `from "FILE"`."""
+    found = [(decl.file, f.source) for decl in module.world for f in decl.fields if f.source]
+    found += [(decl.file, f.source) for decl in module.state for f in decl.fields if f.source]
+    found += [(scenario.file, scenario.source) for scenario in module.scenarios if scenario.source]
+    return found + [(s.file, item.source) for s in module.scenarios for item in s.items if item.source]
+
+
+def _with_data_files(loaded: Loaded) -> Loaded:
     if loaded.module is not None:
-        for decl in loaded.module.world:
-            for world_field in decl.fields:
-                if world_field.source:
-                    key = world_file_key(decl.file, world_field.source)
-                    if key not in loaded.world_files:
-                        loaded.world_files[key] = _read_world_file(Path(decl.file).parent, world_field.source)
+        for spec_file, source in data_sources(loaded.module):
+            key = data_file_key(spec_file, source)
+            if key not in loaded.data_files:
+                loaded.data_files[key] = _read_data_file(Path(spec_file).parent, source)
     return loaded
 
 
-def _read_world_file(base: Path, source: str) -> WorldFile:
+def _read_data_file(base: Path, source: str) -> DataFile:
     relative = Path(source)
     if relative.is_absolute() or ".." in relative.parts:
-        return WorldFile(problem=f"world file `{source}` must be a path inside the spec's folder")
+        return DataFile(problem="outside", source=source)
     try:
-        return WorldFile(json.loads((base / relative).read_text(encoding="utf-8")))
+        return DataFile(json.loads((base / relative).read_text(encoding="utf-8")), source=source)
     except OSError as exc:
-        return WorldFile(problem=f"cannot read world file `{source}`: {exc.strerror or exc}")
+        return DataFile(problem="unreadable", source=source, detail=str(exc.strerror or exc))
     except (ValueError, UnicodeDecodeError) as exc:
-        return WorldFile(problem=f"world file `{source}` is not valid JSON: {exc}")
+        return DataFile(problem="not_json", source=source, detail=str(exc))
 
 
 def _load(

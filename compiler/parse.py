@@ -512,6 +512,10 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         doc, fields = _take_doc(children)
         return ir.StateDecl(fields=fields, doc=doc, **_pos(meta))
 
+    def state_file(self, meta: Meta, children: list[Any]) -> ir.Field_:
+        name, type_, source = children
+        return ir.Field_(name=str(name), type=type_, source=str(source.value), **_pos(meta))
+
     def world_inline(self, meta: Meta, children: list[Any]) -> ir.WorldField:
         name, type_, value = children
         return ir.WorldField(name=str(name), type=type_, value=value, **_pos(meta))
@@ -527,10 +531,17 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def scenario_item(self, meta: Meta, children: list[Any]) -> ir.ScenarioItem:
         return ir.ScenarioItem(name=str(children[0]), value=children[1], **_pos(meta))
 
+    def scenario_item_file(self, meta: Meta, children: list[Any]) -> ir.ScenarioItem:
+        return ir.ScenarioItem(name=str(children[0]), source=str(children[1].value), **_pos(meta))
+
     def scenario_decl(self, meta: Meta, children: list[Any]) -> ir.ScenarioDecl:
         name, *rest = children
         doc, items = _take_doc(rest)
         return ir.ScenarioDecl(name=str(name), items=items, doc=doc, **_pos(meta))
+
+    def scenario_file(self, meta: Meta, children: list[Any]) -> ir.ScenarioDecl:
+        name, source = children
+        return ir.ScenarioDecl(name=str(name), items=[], source=str(source.value), **_pos(meta))
 
     def constraint(self, meta: Meta, children: list[Any]) -> ir.Constraint:
         return ir.Constraint(kind=str(children[0]), value=children[1], **_pos(meta))

@@ -42,7 +42,7 @@ RULES: dict[str, Callable[..., list[qc.Finding]]] = {
 }
 # Rules that need nothing but the module: run on every fixture, they must stay silent
 # except on their own fixture (each fixture breaks exactly one rule).
-CONTEXT_FREE = ["rule_imports", "rule_no_bare_except", "rule_forbidden_calls", "rule_state_copied"]
+CONTEXT_FREE = ["rule_imports", "rule_no_bare_except", "rule_forbidden_calls", "rule_state_copied", "rule_data_files"]
 
 MINI_SPEC = """\
 environment mini_desk:

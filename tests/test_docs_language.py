@@ -5,8 +5,9 @@ The page promises: every `envspec` block passes `envc check`, or, where a line i
 `environment` (or with `# file: NAME` and then `environment`) is a spec of its own,
 written under that file name so that a later spec can `extends` it. Any other block is a
 fragment, checked appended to the page's running example and to the error-free
-fragments before it. The world example reads `data/shelves.json`, whose content the page
-gives. This keeps the reference true as the language changes.
+fragments before it. Examples that read data files (`from "data/shelves.json"`) find
+them beside them: the page gives each in a block headed ```json data/NAME.json. This
+keeps the reference true as the language changes.
 """
 
 from __future__ import annotations
@@ -20,9 +21,6 @@ import pytest
 from compiler.analyse import analyse_file
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "language.md"
-SHELVES = '{"1": {"name": "Front", "books": [1, 2]}}'
-"""`data/shelves.json`, as §9 of the page gives it."""
-
 FILE_LINE = re.compile(r"^# file: (\S+)\n")
 MARK = re.compile(r"#\s*(E\d{4})\b")
 
@@ -52,6 +50,12 @@ class Block:
         ]
 
 
+def data_files() -> dict[str, str]:
+    """The page's ```json NAME blocks: the data files its examples read, by path."""
+    text = PAGE.read_text(encoding="utf-8")
+    return {found.group(1): found.group(2) for found in re.finditer(r"^```json (\S+)\n(.*?)^```$", text, re.M | re.S)}
+
+
 def page_blocks() -> list[Block]:
     text = PAGE.read_text(encoding="utf-8")
     blocks = []
@@ -70,8 +74,9 @@ def checked(
 ) -> list[tuple[Block, list[tuple[str, int]], list[tuple[str, int]]]]:
     """Each block with the codes its marks promise and the codes `envc check` reports."""
     folder = tmp_path_factory.mktemp("language-page")
-    (folder / "data").mkdir()
-    (folder / "data" / "shelves.json").write_text(SHELVES, encoding="utf-8")
+    for name, content in data_files().items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(content, encoding="utf-8")
     blocks = page_blocks()
     running = blocks[0]
     assert running.file_name == "library.envspec", "the page starts with its running example"
@@ -99,6 +104,15 @@ def test_the_page_has_its_examples() -> None:
     blocks = page_blocks()
     assert len(blocks) >= 20
     assert sum(block.file_name is not None for block in blocks) >= 4
+
+
+def test_the_page_gives_the_data_files_its_examples_read() -> None:
+    assert set(data_files()) >= {
+        "data/shelves.json",
+        "data/patrons.json",
+        "data/crowded.json",
+        "data/inspected_books.json",
+    }
 
 
 def test_every_example_checks_as_the_page_says(

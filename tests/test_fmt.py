@@ -338,6 +338,17 @@ def test_data_declarations() -> None:
     )
 
 
+def test_state_fields_and_scenarios_from_files() -> None:
+    source = (
+        'state:\n    users: map[int,User]   from  "data/users.json"\n    n: int = 0\n\n'
+        'scenario big  from "data/big.json"  # a comment\nscenario s:\n    n = 1\n    users =from"u.json"\n'
+    )
+    assert assert_canonical(source) == (
+        'state:\n    users: map[int, User] from "data/users.json"\n    n: int = 0\n\n'
+        'scenario big from "data/big.json"  # a comment\n\nscenario s:\n    n = 1\n    users = from "u.json"\n'
+    )
+
+
 def test_literals_written_over_lines_print_one_entry_per_line() -> None:
     source = 'scenario s:\n    t = {1: {"a": 1}, 2: [\n        1, 2,\n    ],\n    }\n    u = [1,\n         2]\n    v = {1: 2}\n    w = [\n    ]\n'
     assert assert_canonical(source) == (

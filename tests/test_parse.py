@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler import ir
-from compiler.parse import INT64_MAX, MAX_NESTING, MAX_SYNTAX_ERRORS, _Collector, _main_parser, parse_source
+from compiler.parse import INT64_MAX, MAX_NESTING, MAX_SYNTAX_ERRORS, _Collector, _main_parser, _ToIR, parse_source
 
 HEADER = 'environment shop:\n    title "Shop"\n\n'  # three lines: declarations start on line 4
 
@@ -527,6 +527,32 @@ def test_inline_parser_builds_the_ir_of_the_tree_first_parse(path: Path) -> None
     text = path.read_bytes().decode("utf-8", errors="replace").replace("\r\n", "\n")
     inline, tree_first = _both_ways(text if text.endswith("\n") else text + "\n")
     assert inline == tree_first
+
+
+def test_both_parser_paths_build_state_fields_and_scenarios_from_files() -> None:
+    """The `from "FILE"` forms of state fields and scenarios: the inline parser builds them
+    itself (no fallback) and gets the IR of the tree-first parse."""
+    text = (
+        "environment shop:\n    seed 1\n\nstate:\n"
+        '    users: map[int, str] from "data/users.json"\n    n: int = 0\n\n'
+        'scenario big from "data/big.json"\n\nscenario some:\n    n = 1\n    users = from "data/some.json"\n'
+    )
+    builder = _ToIR(_Collector("spec.envspec"))
+    inline = _main_parser().inline.parse(text, "start", builder)
+    tree_first = _main_parser().parse_tree_first(text, "start", _Collector("spec.envspec"))
+    assert [d.model_dump_json() for d in inline] == [d.model_dump_json() for d in tree_first]
+    state = next(d for d in inline if isinstance(d, ir.StateDecl))
+    assert [(f.name, f.source, f.default) for f in state.fields][0] == ("users", "data/users.json", None)
+    scenario = next(d for d in inline if isinstance(d, ir.ScenarioDecl))
+    assert (scenario.name, scenario.source, scenario.items, scenario.line) == ("big", "data/big.json", [], 8)
+    some = [d for d in inline if isinstance(d, ir.ScenarioDecl)][1]
+    assert [(i.name, i.source, i.value is None, i.line, i.col) for i in some.items][1] == (
+        "users",
+        "data/some.json",
+        True,
+        12,
+        5,
+    )
 
 
 def test_inline_parser_positions_of_parenthesised_and_inlined_rules() -> None:

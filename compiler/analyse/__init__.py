@@ -24,7 +24,7 @@ from compiler import ir
 from compiler.analyse import constants, effects, symbols, tests_tasks, types
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import Diagnostic, has_errors
-from compiler.load import Loaded, load_file, load_source, prototypes_dir, world_file_key
+from compiler.load import Loaded, data_file_key, load_file, load_source, prototypes_dir
 from compiler.parse import gc_paused
 
 __all__ = ["AnalysisResult", "analyse_file", "analyse_source", "analyse_loaded", "prototypes_dir"]
@@ -59,7 +59,7 @@ def analyse_loaded(loaded: Loaded) -> AnalysisResult:
     module, diagnostics = loaded.module, list(loaded.diagnostics)
     if module is None or has_errors(diagnostics):
         return AnalysisResult(None, module, _sorted(diagnostics), loaded.sources)
-    analysis = Analysis(module, diagnostics, loaded.world_files)
+    analysis = Analysis(module, diagnostics, loaded.data_files)
     try:
         with gc_paused():
             environment = run_passes(analysis)
@@ -100,10 +100,20 @@ def _environment(a: Analysis) -> ir.Environment:
         fns=list(a.fns.values()),
         tests=a.module.tests,
         tasks=a.module.tasks,
-        inputs=sorted(world_file_key(a.world_file(w), w.source) for w in a.world.values() if w.source),
+        inputs=_data_inputs(a),
         load_options=list(a.load_options.values()),
         on_load=a.on_load,
     )
+
+
+def _data_inputs(a: Analysis) -> list[str]:
+    """The data files the environment's values came from (not those of a prototype's world
+    field the spec re-declares, or of a dropped scenario): inputs of the generated package."""
+    found = {data_file_key(a.world_file(w), w.source) for w in a.world.values() if w.source}
+    found |= {data_file_key(a.state_file(name), f.source) for name, f in a.state.items() if f.source}
+    found |= {data_file_key(s.file, s.source) for s in a.scenarios.values() if s.source}
+    found |= {data_file_key(s.file, i.source) for s in a.scenarios.values() for i in s.items if i.source}
+    return sorted(found)
 
 
 def _sorted(diagnostics: list[Diagnostic]) -> list[Diagnostic]:

@@ -1,6 +1,6 @@
 """Analysis pass 2, constants: literal values checked against their declared types —
-record field defaults, state defaults (S0), world data (inline or from the JSON files
-loading read) and scenario overrides — evaluated to the JSON the generated package holds."""
+record field defaults, state defaults (S0), world data and scenario overrides, each
+inline or from a JSON file loading read — evaluated to the JSON the generated package holds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from compiler import ir
 from compiler import typesys as ts
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import did_you_mean
-from compiler.load import WorldFile, world_file_key
+from compiler.load import DataFile, data_file_key
 
 
 def run(a: Analysis) -> None:
@@ -104,6 +104,11 @@ def check_constants(a: Analysis) -> None:
                     defaults[field_.name] = value
     for name, field_ in a.state.items():
         file = a.state_file(name)
+        if field_.source:
+            found, value = file_value(a, field_, file, field_.source, "state file", field_.type, name)
+            if found:
+                a.state_defaults[name] = value
+            continue
         if field_.default is None:
             if ts.is_optional(field_.type):
                 a.state_defaults[name] = None
@@ -118,6 +123,9 @@ def check_constants(a: Analysis) -> None:
     for world_field in a.world.values():
         load_world(a, world_field)
     for scenario in a.scenarios.values():
+        if scenario.source:
+            load_scenario_file(a, scenario)
+            continue
         seen: set[str] = set()
         for item in scenario.items:
             if item.name in seen:
@@ -133,7 +141,12 @@ def check_constants(a: Analysis) -> None:
                     hint=did_you_mean(item.name, a.state),
                 )
                 continue
-            const_value(a, item.value, target.type, scenario.file, f"{scenario.name}.{item.name}")
+            if item.value is not None:
+                const_value(a, item.value, target.type, scenario.file, f"{scenario.name}.{item.name}")
+                continue
+            found, value = file_value(a, item, scenario.file, item.source, "scenario file", target.type, item.name)
+            if found:  # kept for `scenario_values`, like a scenario file's
+                a.scenario_values.setdefault(scenario.name, {})[item.name] = value
 
 
 def load_world(a: Analysis, world_field: ir.WorldField) -> None:
@@ -143,26 +156,98 @@ def load_world(a: Analysis, world_field: ir.WorldField) -> None:
         if ok:
             a.world_values[world_field.name] = value
         return
-    loaded = a.world_files.get(world_file_key(file, world_field.source), WorldFile(problem="world file was not loaded"))
-    if loaded.problem:
-        a.error("E0003", loaded.problem, world_field, file)
-        return
-    problems: list[str] = []
-    value = data_checker(a).check(loaded.data, world_field.type, world_field.source, problems)
-    for problem in problems[:5]:
-        a.error("E3001", problem, world_field, file)
-    if not problems:
+    found, value = file_value(a, world_field, file, world_field.source, "world file", world_field.type, "")
+    if found:
         a.world_values[world_field.name] = value
 
 
+def data_file(a: Analysis, node: ir.Node, file: str, source: str, what: str) -> tuple[bool, Any]:
+    """The JSON value of a `from "FILE"` (E0003 where loading could not read it)."""
+    loaded = a.data_files.get(data_file_key(file, source), DataFile(problem="not_loaded", source=source))
+    if loaded.problem:
+        a.error("E0003", loaded.message(what), node, file)
+        return False, None
+    return True, loaded.data
+
+
+def file_value(
+    a: Analysis, node: ir.Node, file: str, source: str, what: str, expected: ir.TypeRef, where: str
+) -> tuple[bool, Any]:
+    """A field's value from its data file, checked against its type like a literal. A JSON
+    file has no envspec positions: the diagnostic sits on the `from` line and says where in
+    the file (`users['3'].name`); `where` is the path's root (world data keeps the file's name)."""
+    found, data = data_file(a, node, file, source, what)
+    if not found:
+        return False, None
+    problems: list[str] = []
+    value = data_checker(a).check(data, expected, where or source, problems)
+    for problem in problems[:5]:
+        a.error("E3001", f"in {what} `{source}`: {problem}" if where else problem, node, file)
+    return not problems, value
+
+
+def load_scenario_file(a: Analysis, scenario: ir.ScenarioDecl) -> None:
+    """`scenario NAME from "FILE"`: a JSON object of state field -> value, checked like the
+    lines of a scenario block; the checked values are kept for `scenario_values`."""
+    what = "scenario file"
+    found, data = data_file(a, scenario, scenario.file, scenario.source, what)
+    if not found:
+        return
+    if not isinstance(data, dict):
+        a.error(
+            "E3001",
+            f"{what} `{scenario.source}` must hold a JSON object of state fields, not {_json_kind(data)}",
+            scenario,
+            scenario.file,
+        )
+        return
+    values: dict[str, Any] = {}
+    for key, raw in data.items():
+        target = a.state.get(key)
+        if target is None:
+            a.error(
+                "E2006",
+                f"`{key}` in {what} `{scenario.source}` is not a state field",
+                scenario,
+                scenario.file,
+                hint=did_you_mean(key, a.state),
+            )
+            continue
+        problems: list[str] = []
+        values[key] = data_checker(a).check(raw, target.type, key, problems)
+        for problem in problems[:5]:
+            a.error("E3001", f"in {what} `{scenario.source}`: {problem}", scenario, scenario.file)
+    a.scenario_values[scenario.name] = values
+
+
 def scenario_values(a: Analysis) -> None:
-    """Each scenario's overrides as checked JSON values (for the generated SCENARIOS)."""
+    """Each scenario's overrides as checked JSON values (for the generated SCENARIOS); what
+    came from a file keeps the value `check_constants` checked."""
+    checked = a.scenario_values
+    a.scenario_values = {}
     for scenario in a.scenarios.values():
+        if scenario.source:
+            a.scenario_values[scenario.name] = checked[scenario.name]
+            continue
         values: dict[str, Any] = {}
         for item in scenario.items:
+            if item.value is None:
+                values[item.name] = checked[scenario.name][item.name]
+                continue
             _, value = const_value(a, item.value, a.state[item.name].type, scenario.file, item.name)
             values[item.name] = value
         a.scenario_values[scenario.name] = values
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, list):
+        return "an array"
+    return "a string" if isinstance(value, str) else "a number"
 
 
 def _member_type(expected: ir.TypeRef | None, key: Any, records: dict[str, ir.RecordDecl]) -> ir.TypeRef | None:

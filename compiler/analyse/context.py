@@ -11,14 +11,14 @@ from compiler import builtins as bi
 from compiler import ir
 from compiler.diagnostics import Diagnostic
 from compiler.irtree import called_names
-from compiler.load import WorldFile
+from compiler.load import DataFile
 
 
 @dataclass
 class Analysis:
     module: ir.Module
     diags: list[Diagnostic]
-    world_files: dict[str, WorldFile] = field(default_factory=dict)
+    data_files: dict[str, DataFile] = field(default_factory=dict)
     # symbols
     enums: dict[str, ir.EnumDecl] = field(default_factory=dict)
     records: dict[str, ir.RecordDecl] = field(default_factory=lambda: {"AuditEntry": bi.AUDIT_ENTRY})

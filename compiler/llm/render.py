@@ -111,6 +111,8 @@ def enum_text(decl: ir.EnumDecl) -> str:
 
 
 def field_text(f: ir.Field_) -> str:
+    if f.source:
+        return f"{f.name}: {type_text(f.type)} from {quote(f.source)}"
     default = f" = {expr(f.default)}" if f.default is not None else ""
     alias = f" alias {quote(f.alias)}" if f.alias else ""
     return f"{f.name}: {type_text(f.type)}{default}{alias}"

@@ -27,6 +27,7 @@ from compiler.adapters import trl as trl_adapter
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
 from compiler.lower.converters import tool_caller
+from compiler.lower.literals import data_json
 from compiler.lower.pycode import (
     Emitter,
     EnvTables,
@@ -97,7 +98,18 @@ def lower(env: ir.Environment, spec: str) -> dict[str, str]:
     formatted["tools.json"] = _json_text(schema.tools_document(env, spec))
     formatted["openai_tools.json"] = _json_text(schema.openai_tools(env, spec))
     formatted["README.md"] = builder.readme()
+    formatted.update(builder.data_files())
     return dict(sorted(formatted.items()))
+
+
+def _data_path(folder: str, name: str) -> str:
+    return f"data/{folder}/{name}.json"
+
+
+def _reads_files(env: ir.Environment) -> bool:
+    """Whether a value of the spec came from a JSON file (the module then reads `data/`)."""
+    sources = [f.source for f in env.state] + [f.source for f in env.world] + [s.source for s in env.scenarios]
+    return any(sources) or any(item.source for scenario in env.scenarios for item in scenario.items)
 
 
 def _json_text(value: Any) -> str:
@@ -242,9 +254,20 @@ class _Builder:
                 "_pair_order" in text for text in [*(f["exporter"] for f in state_fields), *converters]
             ),
             "world_fields": [{"name": f.name, "type": self.types.py(f.type)} for f in env.world],
-            "default_state": typed_value(env.state_defaults, {f.name: f.type for f in env.state}, self.records),
-            "world": typed_value(env.world_values, {f.name: f.type for f in env.world}, self.records),
-            "scenarios": py_value(env.scenario_values),
+            "default_state": typed_value(
+                env.state_defaults,
+                {f.name: f.type for f in env.state},
+                self.records,
+                {f.name: self._shipped("state", f.name, f'STATE_KINDS["{f.name}"]') for f in env.state if f.source},
+            ),
+            "world": typed_value(
+                env.world_values,
+                {f.name: f.type for f in env.world},
+                self.records,
+                {f.name: self._shipped("world", f.name, self.kind(f.type)) for f in env.world if f.source},
+            ),
+            "scenarios": self._scenarios(),
+            "reads_data": _reads_files(env),
             "record_fields": self._record_fields(),
             "state_kinds": "{" + ", ".join(f"{py_str(f.name)}: {self.kind(f.type)}" for f in env.state) + "}",
             "tools": tools,
@@ -281,6 +304,60 @@ class _Builder:
         doc = on_load.doc or "The spec's `on load:` step, run on every load of a scenario."
         effects = f"Reads {', '.join(on_load.reads) or 'nothing'}; writes {', '.join(on_load.writes) or 'nothing'}."
         return f"{doc}\n\n{effects}"
+
+    def data_files(self) -> dict[str, str]:
+        """The package's `data/` folder: every value the spec read from a JSON file is
+        shipped as a JSON file (`data/state/FIELD.json`, `data/world/FIELD.json`,
+        `data/scenarios/NAME.json`, `data/scenarios/NAME/FIELD.json` for one field of a
+        scenario block) that the environment module reads when imported:
+        parsing JSON is much quicker than importing, and formatting, a large literal."""
+        env = self.env
+        files = {
+            _data_path("state", f.name): data_json(env.state_defaults[f.name], f.type, self.records)
+            for f in env.state
+            if f.source
+        }
+        files |= {
+            _data_path("world", f.name): data_json(env.world_values[f.name], f.type, self.records)
+            for f in env.world
+            if f.source
+        }
+        types = {f.name: f.type for f in env.state}
+        for scenario in env.scenarios:
+            values = env.scenario_values[scenario.name]
+            if scenario.source:
+                parts = [f"{json.dumps(k)}:{data_json(v, types[k], self.records).rstrip()}" for k, v in values.items()]
+                files[_data_path("scenarios", scenario.name)] = "{" + ",".join(parts) + "}\n"
+            for item in scenario.items:
+                if item.source:
+                    path = _data_path(f"scenarios/{scenario.name}", item.name)
+                    files[path] = data_json(values[item.name], types[item.name], self.records)
+        return files
+
+    def _scenarios(self) -> str:
+        """Python source of SCENARIOS: each scenario's JSON values, literal or read from
+        its data files (a whole scenario, or one field of it)."""
+        entries = []
+        for scenario in self.env.scenarios:
+            values = self.env.scenario_values[scenario.name]
+            if scenario.source:
+                entries.append(f"{py_str(scenario.name)}: {self._shipped('scenarios', scenario.name)}")
+                continue
+            from_files = {item.name for item in scenario.items if item.source}
+            fields = ", ".join(
+                f"{py_str(k)}: {self._shipped(f'scenarios/{scenario.name}', k) if k in from_files else py_value(v)}"
+                for k, v in values.items()
+            )
+            entries.append(f"{py_str(scenario.name)}: {{{fields}}}")
+        return "{" + ", ".join(entries) + "}"
+
+    def _shipped(self, folder: str, name: str, kind: str = "") -> str:
+        """The expression that reads a shipped data file: a state or world value is
+        converted to the state's Python values (`_from_data`: int keys, sets) as it is
+        read, not checked again (envc checked it, as it checks a literal default); a
+        scenario stays JSON, which `_scenario_state` conforms like any scenario."""
+        read = f"_read_data({py_str(_data_path(folder, name).removeprefix('data/'))})"
+        return f"_from_data({read}, {kind})" if kind else read
 
     def _record_context(self, record: ir.RecordDecl) -> dict[str, Any]:
         needs_copier = ts.is_container(ts.t(record.name), self.records)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Mapping
 from typing import Any
 
 from compiler import ir
@@ -50,10 +51,24 @@ def py_value(value: object) -> str:
     return repr(value)
 
 
-def typed_value(values: dict[str, Any], types: dict[str, ir.TypeRef], records: dict[str, ir.RecordDecl]) -> str:
+def typed_value(
+    values: dict[str, Any],
+    types: dict[str, ir.TypeRef],
+    records: dict[str, ir.RecordDecl],
+    shipped: Mapping[str, str] | None = None,
+) -> str:
     """Python source for a mapping of fields, each spelled for its type: the IR keeps a
-    set as its JSON form (a sorted list), and Python needs `set()` or `{...}` for it."""
-    return "{" + ", ".join(f"{py_value(k)}: {typed_literal(v, types.get(k), records)}" for k, v in values.items()) + "}"
+    set as its JSON form (a sorted list), and Python needs `set()` or `{...}` for it. A
+    field in `shipped` is that expression instead (it reads the field's data file)."""
+    shipped = shipped or {}
+    return (
+        "{"
+        + ", ".join(
+            f"{py_value(k)}: {shipped[k] if k in shipped else typed_literal(v, types.get(k), records)}"
+            for k, v in values.items()
+        )
+        + "}"
+    )
 
 
 def typed_literal(value: Any, ty: ir.TypeRef | None, records: dict[str, ir.RecordDecl]) -> str:
@@ -84,3 +99,50 @@ def _holds_set(ty: ir.TypeRef, records: dict[str, ir.RecordDecl], seen: set[str]
         if any(_holds_set(f.type, records, seen) for f in records[ty.name].fields):
             return True
     return any(_holds_set(arg, records, seen) for arg in ty.args)
+
+
+def data_json(value: Any, ty: ir.TypeRef | None, records: dict[str, ir.RecordDecl]) -> str:
+    """The text of a data file shipped in a generated package: the value as JSON in the
+    form the package's `conform` reads back (a `map[json, V]` as `[key, value]` pairs, so
+    `1` and `"1"` stay apart), in the order of the spec's file (map order is meaningful),
+    on one line with fixed separators, non-ASCII characters as they are (UTF-8). Byte for
+    byte the same for the same value."""
+    wire = value if ty is None or not _holds_pairs(ty, records, set()) else _wire(value, ty, records)
+    text = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+    if not _encodable(text):
+        text = json.dumps(wire, separators=(",", ":"))  # a lone surrogate: escaped, so the file is UTF-8
+    return text + "\n"
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _holds_pairs(ty: ir.TypeRef, records: dict[str, ir.RecordDecl], seen: set[str]) -> bool:
+    """Whether a value of the type may hold a `map[json, V]` (written as pairs)."""
+    if ty.name == "map" and ty.args and ty.args[0].name == "json":
+        return True
+    if ty.name in records and ty.name not in seen:
+        seen.add(ty.name)
+        if any(_holds_pairs(f.type, records, seen) for f in records[ty.name].fields):
+            return True
+    return any(_holds_pairs(arg, records, seen) for arg in ty.args)
+
+
+def _wire(value: Any, ty: ir.TypeRef, records: dict[str, ir.RecordDecl]) -> Any:
+    if value is None:
+        return None
+    base = ts.strip_optional(ty)
+    if base.name in ("list", "set"):
+        return [_wire(item, base.args[0], records) for item in value]
+    if base.name == "map":
+        items = [(key, _wire(item, base.args[1], records)) for key, item in value.items()]
+        return [[key, item] for key, item in items] if base.args[0].name == "json" else dict(items)
+    if base.name in records:
+        fields = {f.name: f.type for f in records[base.name].fields}
+        return {key: _wire(item, fields[key], records) if key in fields else item for key, item in value.items()}
+    return value

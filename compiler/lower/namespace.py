@@ -38,6 +38,7 @@ import functools
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -83,6 +84,7 @@ state:
     quux_blob: json = None
     quux_count: int = 0
     quux_total: int = 0 alias "quuxTotal"
+    quux_loaded: list[str] from "quux.json"
 
 load options:
     quux_long: bool = False
@@ -303,7 +305,9 @@ def _lowered(text: str) -> dict[str, str]:
     from compiler.analyse import analyse_source
     from compiler.lower import lower
 
-    result = analyse_source(text, "quux.envspec")
+    with tempfile.TemporaryDirectory() as folder:  # the probe's data file (`from "quux.json"`)
+        (Path(folder) / "quux.json").write_text("[]", encoding="utf-8")
+        result = analyse_source(text, str(Path(folder) / "quux.envspec"))
     problems = [f"{d.line}: {d.code} {d.message}" for d in result.diagnostics if d.severity == "error"]
     if result.environment is None or problems:
         raise AssertionError("a probe spec of compiler/lower/namespace.py does not analyse: " + "; ".join(problems))

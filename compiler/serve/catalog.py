@@ -17,8 +17,9 @@ TASKS_FILE = "tasks.jsonl"
 TOOLS_FILE = "tools.json"
 OPENAI_TOOLS_FILE = "openai_tools.json"
 DIGESTED_FILES = ("environment.py", "scoring.py", TOOLS_FILE)
-"""The files whose bytes decide how a package behaves: a journal records their digest,
-so a restart never replays calls against a different build of the environment."""
+"""The files whose bytes decide how a package behaves, with the data files the
+environment reads (`data/`): a journal records their digest, so a restart never
+replays calls against a different build of the environment."""
 
 
 class CatalogError(ValueError):
@@ -102,12 +103,20 @@ def load_catalog(paths: Iterable[Path], packages_dir: Path | None = None) -> Cat
     return Catalog(envs=envs, tasks=tasks)
 
 
+def package_digest(folder: Path) -> str:
+    """The digest of `DIGESTED_FILES` and of every data file, each by its path."""
+    digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name in DIGESTED_FILES))
+    for path in sorted((folder / "data").rglob("*.json")):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def load_env(folder: Path) -> ServedEnv:
     """A generated package folder, imported under a private alias."""
     try:
         meta = json.loads((folder / TOOLS_FILE).read_text(encoding="utf-8"))
         openai_tools = json.loads((folder / OPENAI_TOOLS_FILE).read_text(encoding="utf-8"))["tools"]
-        digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name in DIGESTED_FILES)).hexdigest()
+        digest = package_digest(folder)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CatalogError(f"{folder}: not a readable generated package: {exc}") from None
     name = str(meta["environment"])

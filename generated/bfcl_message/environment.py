@@ -57,31 +57,6 @@ class State(TypedDict):
     rng_state: int
 
 
-# --------------------------------------------------------------------------- data
-
-DEFAULT_STATE: Final[State] = {
-    "generated_ids": set(),
-    "user_count": 4,
-    "user_map": {"Alice": "USR001", "Bob": "USR002", "Catherine": "USR003", "Daniel": "USR004"},
-    "inbox": [
-        {"USR002": "My name is Alice. I want to connect."},
-        {"USR003": "Could you upload the file?"},
-        {"USR004": "Could you upload the file?"},
-    ],
-    "message_count": 3,
-    "current_user": None,
-    "audit_log": [],
-    "clock": "2025-01-01T09:00:00",
-    "random_seed": 200191,
-    "rng_state": 0,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "alice_logged_in": {"current_user": "USR001"},
-    "empty_inbox": {"current_user": "USR002", "inbox": [], "message_count": 0},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -426,6 +401,31 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             )
     return kwargs
 
+
+# --------------------------------------------------------------------------- data
+
+DEFAULT_STATE: Final[State] = {
+    "generated_ids": set(),
+    "user_count": 4,
+    "user_map": {"Alice": "USR001", "Bob": "USR002", "Catherine": "USR003", "Daniel": "USR004"},
+    "inbox": [
+        {"USR002": "My name is Alice. I want to connect."},
+        {"USR003": "Could you upload the file?"},
+        {"USR004": "Could you upload the file?"},
+    ],
+    "message_count": 3,
+    "current_user": None,
+    "audit_log": [],
+    "clock": "2025-01-01T09:00:00",
+    "random_seed": 200191,
+    "rng_state": 0,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "alice_logged_in": {"current_user": "USR001"},
+    "empty_inbox": {"current_user": "USR002", "inbox": [], "message_count": 0},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 # --------------------------------------------------------------------------- copying
 

@@ -53,75 +53,6 @@ class State(TypedDict):
     clock: str
 
 
-# --------------------------------------------------------------------------- data
-
-DEFAULT_STATE: Final[State] = {
-    "ticket_queue": [],
-    "ticket_counter": 1,
-    "current_user": None,
-    "audit_log": [],
-    "clock": "2025-01-01T09:00:00",
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "bfcl_trading": {
-        "ticket_queue": [
-            {
-                "id": 1,
-                "created_by": "Michael Thompson",
-                "issue": "Trading system query",
-                "status": "Open",
-            }
-        ],
-        "ticket_counter": 2,
-        "current_user": "Michael Thompson",
-    },
-    "bfcl_anonymous": {
-        "ticket_queue": [
-            {
-                "id": 123456,
-                "title": "System Error",
-                "description": "There is a critical system error that needs immediate attention.",
-                "status": "Open",
-                "priority": "High",
-            },
-            {
-                "id": 654321,
-                "title": "Feature Request",
-                "description": "Request for a new feature in the application.",
-                "status": "In Progress",
-                "priority": "Medium",
-            },
-        ]
-    },
-    "bfcl_string_id": {
-        "ticket_queue": [
-            {
-                "id": "ticket_001",
-                "booking_id": "booking_001",
-                "issue": "Unnecessary ticket",
-                "status": "Open",
-            }
-        ]
-    },
-    "bfcl_keyless": {
-        "current_user": "john",
-        "ticket_queue": [
-            {
-                "ticket_001": {
-                    "priority": 5,
-                    "subject": "Urgent Flight Cancellation",
-                    "status": "Open",
-                }
-            }
-        ],
-    },
-    "bfcl_no_status": {
-        "ticket_queue": [{"id": 12, "description": "Servers are down unexpectedly.", "priority": 3}]
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -461,6 +392,75 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             )
     return kwargs
 
+
+# --------------------------------------------------------------------------- data
+
+DEFAULT_STATE: Final[State] = {
+    "ticket_queue": [],
+    "ticket_counter": 1,
+    "current_user": None,
+    "audit_log": [],
+    "clock": "2025-01-01T09:00:00",
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "bfcl_trading": {
+        "ticket_queue": [
+            {
+                "id": 1,
+                "created_by": "Michael Thompson",
+                "issue": "Trading system query",
+                "status": "Open",
+            }
+        ],
+        "ticket_counter": 2,
+        "current_user": "Michael Thompson",
+    },
+    "bfcl_anonymous": {
+        "ticket_queue": [
+            {
+                "id": 123456,
+                "title": "System Error",
+                "description": "There is a critical system error that needs immediate attention.",
+                "status": "Open",
+                "priority": "High",
+            },
+            {
+                "id": 654321,
+                "title": "Feature Request",
+                "description": "Request for a new feature in the application.",
+                "status": "In Progress",
+                "priority": "Medium",
+            },
+        ]
+    },
+    "bfcl_string_id": {
+        "ticket_queue": [
+            {
+                "id": "ticket_001",
+                "booking_id": "booking_001",
+                "issue": "Unnecessary ticket",
+                "status": "Open",
+            }
+        ]
+    },
+    "bfcl_keyless": {
+        "current_user": "john",
+        "ticket_queue": [
+            {
+                "ticket_001": {
+                    "priority": 5,
+                    "subject": "Urgent Flight Cancellation",
+                    "status": "Open",
+                }
+            }
+        ],
+    },
+    "bfcl_no_status": {
+        "ticket_queue": [{"id": 12, "description": "Servers are down unexpectedly.", "priority": 3}]
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 # --------------------------------------------------------------------------- copying
 

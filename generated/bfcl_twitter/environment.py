@@ -58,88 +58,6 @@ class State(TypedDict):
     clock: str
 
 
-# --------------------------------------------------------------------------- data
-
-DEFAULT_STATE: Final[State] = {
-    "username": "john",
-    "password": "john123",
-    "authenticated": False,
-    "tweets": {},
-    "comments": {},
-    "retweets": {},
-    "following_list": ["alice", "bob"],
-    "tweet_counter": 0,
-    "audit_log": [],
-    "clock": "2025-01-01T09:00:00",
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "bfcl_analyst": {
-        "username": "analyst_pro",
-        "password": "Kj8#mP9$vL2",
-        "tweet_counter": 3,
-        "tweets": {
-            0: {
-                "id": 0,
-                "username": "analyst_pro",
-                "content": "Just finished analyzing the reports!",
-                "tags": ["#analysis", "#reports"],
-                "mentions": [],
-            },
-            1: {
-                "id": 1,
-                "username": "analyst_pro",
-                "content": "Budget analysis insights coming soon!",
-                "tags": ["#budget", "#analysis", "#insights"],
-                "mentions": [],
-            },
-            2: {
-                "id": 2,
-                "username": "analyst_pro",
-                "content": "Stay tuned for more updates!",
-                "tags": ["#updates", "#staytuned"],
-                "mentions": [],
-            },
-        },
-    },
-    "bfcl_traveller": {
-        "username": "michael_t",
-        "password": "michaelSecurePass123",
-        "authenticated": True,
-        "comments": {
-            "1": [
-                {"user": "jane_d", "comment": "Safe travels!"},
-                {"user": "alex_k", "comment": "Have fun!"},
-            ]
-        },
-        "retweets": {"michael_t": [1]},
-        "following_list": ["jane_d", "alex_k", "travel_guru"],
-        "tweet_counter": 1,
-    },
-    "bfcl_fitness": {
-        "username": "fitness_reader",
-        "password": "pw",
-        "authenticated": True,
-        "tweet_counter": 2,
-        "tweets": {
-            0: {
-                "id": 0,
-                "username": "fitness_reader",
-                "content": "Just finished a great workout! #FitnessGoals",
-                "tags": ["#FitnessGoals"],
-                "mentions": [],
-            },
-            1: {
-                "id": 1,
-                "username": "fitness_reader",
-                "content": "My car is in top shape after maintenance!",
-                "tags": ["#CarCare", "#TireHealth"],
-            },
-        },
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -484,6 +402,88 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             )
     return kwargs
 
+
+# --------------------------------------------------------------------------- data
+
+DEFAULT_STATE: Final[State] = {
+    "username": "john",
+    "password": "john123",
+    "authenticated": False,
+    "tweets": {},
+    "comments": {},
+    "retweets": {},
+    "following_list": ["alice", "bob"],
+    "tweet_counter": 0,
+    "audit_log": [],
+    "clock": "2025-01-01T09:00:00",
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "bfcl_analyst": {
+        "username": "analyst_pro",
+        "password": "Kj8#mP9$vL2",
+        "tweet_counter": 3,
+        "tweets": {
+            0: {
+                "id": 0,
+                "username": "analyst_pro",
+                "content": "Just finished analyzing the reports!",
+                "tags": ["#analysis", "#reports"],
+                "mentions": [],
+            },
+            1: {
+                "id": 1,
+                "username": "analyst_pro",
+                "content": "Budget analysis insights coming soon!",
+                "tags": ["#budget", "#analysis", "#insights"],
+                "mentions": [],
+            },
+            2: {
+                "id": 2,
+                "username": "analyst_pro",
+                "content": "Stay tuned for more updates!",
+                "tags": ["#updates", "#staytuned"],
+                "mentions": [],
+            },
+        },
+    },
+    "bfcl_traveller": {
+        "username": "michael_t",
+        "password": "michaelSecurePass123",
+        "authenticated": True,
+        "comments": {
+            "1": [
+                {"user": "jane_d", "comment": "Safe travels!"},
+                {"user": "alex_k", "comment": "Have fun!"},
+            ]
+        },
+        "retweets": {"michael_t": [1]},
+        "following_list": ["jane_d", "alex_k", "travel_guru"],
+        "tweet_counter": 1,
+    },
+    "bfcl_fitness": {
+        "username": "fitness_reader",
+        "password": "pw",
+        "authenticated": True,
+        "tweet_counter": 2,
+        "tweets": {
+            0: {
+                "id": 0,
+                "username": "fitness_reader",
+                "content": "Just finished a great workout! #FitnessGoals",
+                "tags": ["#FitnessGoals"],
+                "mentions": [],
+            },
+            1: {
+                "id": 1,
+                "username": "fitness_reader",
+                "content": "My car is in top shape after maintenance!",
+                "tags": ["#CarCare", "#TireHealth"],
+            },
+        },
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 # --------------------------------------------------------------------------- copying
 

@@ -155,224 +155,6 @@ class World(TypedDict):
     read_only: list[str]
 
 
-# --------------------------------------------------------------------------- data
-
-DEFAULT_STATE: Final[State] = {
-    "files": {
-        "README.md": {
-            "content": "# Lyon plant - operations analytics\n\nShared workspace of the operations analytics team.\n\n- hr/ - staff records exported from the HR system (read-only)\n- ops/ledger/ - monthly production ledgers, one CSV per month\n- policy/ - scoring rules and other policies (read-only)\n- reports/ - monthly outputs, one file per month\n- notes/ - meeting notes\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "hr/employee_roster.csv": {
-            "content": "employee_id,name,role,team,status,start_date\nE1001,Amira Haddad,assembler,line-a,active,2021-04-12\nE1002,Bruno Keller,assembler,line-a,active,2022-09-01\nE1003,Chen Wei,inspector,qa,active,2020-01-20\nE1004,Dana Okafor,technician,maintenance,active,2023-02-13\nE1005,Emil Novak,assembler,line-b,terminated,2019-06-03\nE1006,Fatima Zahra,inspector,qa,active,2024-11-04\nE1007,Goran Petrov,,line-b,active,2023-07-17\nE1008,Hana Sato,technician,maintenance,on_leave,2018-03-05\nE1009,Ivan Morales,assembler,line-b,active,2025-03-17\nE1004,Dana Okafor,technician,maintenance,active,2023-02-13\nE1003,Chen Wei,technician,qa,active,2020-01-20\nE1011,Jonas Berg,assembler,line-a,active,2024-05-06\nE1012,Kai Lindqvist,inspector,qa,active,2025-03-31\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "hr/export_notes.txt": {
-            "content": "Nightly export from the HR system, last run 2025-04-01 03:00.\nDo not edit these files by hand; corrections go through HR.\nKnown issue: the export sometimes writes an employee twice.\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "policy/scoring_rules.md": {
-            "content": "# Monthly performance scoring (v3, in force since 2025-01-01)\n\nApplies to the monthly report reports/scores_YYYY-MM.csv.\n\n## Who is scored\n- Every employee whose roster status is `active`. Employees who are `on_leave` or `terminated` are not scored.\n- A roster line with an empty field is incomplete: leave that employee out.\n- An employee_id that appears on several roster lines that disagree is inconsistent: leave that employee out until HR fixes it. Identical repeated lines count as one.\n\n## Which ledger rows count\n- Only rows of the month being scored, dated inside that month.\n- Only rows whose status is `ok` (`void` rows were cancelled).\n- units and defects must both be whole numbers of 0 or more; skip a row where either is missing or not such a number.\n- Rows of employees who are not scored are ignored.\n\n## Score\nscore = units x unit weight - defects x defect penalty, summed over the employee's counted rows, with the weights of the employee's role:\n\n| role | unit weight | defect penalty |\n|------|-------------|----------------|\n| assembler | 2 | 5 |\n| inspector | 1 | 4 |\n| technician | 4 | 3 |\n\nA negative total is reported as 0. A scored employee without counted rows gets 0.\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "policy/scoring_rules_2024.md": {
-            "content": "# Monthly performance scoring (v2) - SUPERSEDED\n\nReplaced by scoring_rules.md on 2025-01-01. Kept for reference only.\n\n| role | unit weight | defect penalty |\n|------|-------------|----------------|\n| assembler | 1 | 2 |\n| inspector | 1 | 2 |\n| technician | 2 | 2 |\n\nEvery employee on the roster was scored, whatever the status.\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "policy/remote_work.md": {
-            "content": "# Remote work\n\nOffice staff may work remotely two days a week. Line staff work on site.\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "ops/ledger/README.md": {
-            "content": "# Production ledgers\n\nOne file per month: output_YYYY-MM.csv. Line leads append rows during the month.\nA mistaken row is never deleted: it is marked void and a corrected row is added.\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "ops/ledger/output_2025-02.csv": {
-            "content": "date,employee_id,units,defects,status\n2025-02-03,E1001,130,1,ok\n2025-02-04,E1002,90,2,ok\n2025-02-05,E1003,180,0,ok\n2025-02-06,E1004,22,0,ok\n2025-02-10,E1006,240,0,ok\n2025-02-14,E1001,75,0,ok\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "ops/ledger/output_2025-03.csv": {
-            "content": "date,employee_id,units,defects,status\n2025-03-03,E1001,120,2,ok\n2025-03-03,E1002,95,0,ok\n2025-03-04,E1003,300,4,ok\n2025-03-04,E1004,14,1,ok\n2025-03-05,E1005,130,1,ok\n2025-03-05,E1001,110,3,ok\n2025-03-06,E1006,280,,ok\n2025-03-06,E1007,100,1,ok\n2025-03-07,E1002,101,1,void\n2025-03-10,E1006,260,2,ok\n2025-03-11,E1010,90,0,ok\n2025-03-12,E1004,11,0,ok\n2025-03-12,E1008,20,0,ok\n2025-02-28,E1001,200,0,ok\n2025-03-18,E1009,60,1,ok\n2025-03-19,E1002,98,two,ok\n2025-03-20,E1001,-5,0,ok\n2025-03-21,E1002,102,1,ok\n2025-03-25,E1011,3,4,ok\n2025-03-26,E1006,12.5,0,ok\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "ops/plant_config.json": {
-            "content": '{"plant": "Lyon", "lines": ["line-a", "line-b"], "currency": "EUR", "report_due_day": 3}\n',
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "reports/scores_2025-02.csv": {
-            "content": "employee_id,score\nE1001,405\nE1002,170\nE1003,180\nE1004,88\nE1006,240\nE1011,0\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-        "notes/meeting_2025-03-28.md": {
-            "content": "# Team meeting 2025-03-28\n\n- Bruno suggested counting void rows as well; nothing was decided, the policy is unchanged.\n- Reminder: the March report is due on April 3rd.\n- Chen Wei asked HR to fix a role mix-up in the roster.\n",
-            "version": 1,
-            "modified_at": "2025-04-01T08:00:00",
-        },
-    },
-    "audit_log": [],
-    "clock": "2025-04-01T09:00:00",
-}
-
-WORLD: Final[World] = {
-    "limits": {
-        "max_path_length": 200,
-        "max_name_length": 80,
-        "max_depth": 8,
-        "max_file_size": 100000,
-        "max_files": 500,
-    },
-    "file_types": {
-        "csv": "csv",
-        "json": "json",
-        "md": "markdown",
-        "markdown": "markdown",
-        "txt": "text",
-        "log": "text",
-    },
-    "read_only": ["hr", "policy"],
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "empty_workspace": {"files": {}},
-    "project_docs": {
-        "files": {
-            "README.md": {
-                "content": "# Demo project\n\nSee docs/guide.md.\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "docs/guide.md": {
-                "content": "# Guide\n\n1. Install\n2. Run the report\n3. Check the output\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "docs/faq.md": {
-                "content": "# FAQ\n\nQ: Where is the data?\nA: In data/.\n",
-                "version": 3,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "data/sales.csv": {
-                "content": "region,amount\nnorth,120\nsouth,80\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "data/config.json": {
-                "content": '{"currency": "EUR", "report": "monthly"}\n',
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "notes/todo.txt": {
-                "content": "- run the report\n- email the guide",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "archive/2024/old_report.md": {
-                "content": "# Old report\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-        }
-    },
-    "march_close": {"clock": "2025-04-01T09:00:00"},
-    "handover_cleanup": {
-        "clock": "2025-04-02T14:00:00",
-        "files": {
-            "README.md": {
-                "content": "# Lyon plant - operations analytics\n\nShared workspace of the operations analytics team.\n\n- hr/ - staff records exported from the HR system (read-only)\n- ops/ledger/ - monthly production ledgers, one CSV per month\n- policy/ - scoring rules and other policies (read-only)\n- reports/ - monthly outputs, one file per month\n- notes/ - meeting notes\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "hr/employee_roster.csv": {
-                "content": "employee_id,name,role,team,status,start_date\nE1001,Amira Haddad,assembler,line-a,active,2021-04-12\nE1002,Bruno Keller,assembler,line-a,active,2022-09-01\nE1003,Chen Wei,inspector,qa,active,2020-01-20\nE1004,Dana Okafor,technician,maintenance,active,2023-02-13\nE1005,Emil Novak,assembler,line-b,terminated,2019-06-03\nE1006,Fatima Zahra,inspector,qa,active,2024-11-04\nE1007,Goran Petrov,,line-b,active,2023-07-17\nE1008,Hana Sato,technician,maintenance,on_leave,2018-03-05\nE1009,Ivan Morales,assembler,line-b,active,2025-03-17\nE1004,Dana Okafor,technician,maintenance,active,2023-02-13\nE1003,Chen Wei,technician,qa,active,2020-01-20\nE1011,Jonas Berg,assembler,line-a,active,2024-05-06\nE1012,Kai Lindqvist,inspector,qa,active,2025-03-31\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "hr/export_notes.txt": {
-                "content": "Nightly export from the HR system, last run 2025-04-01 03:00.\nDo not edit these files by hand; corrections go through HR.\nKnown issue: the export sometimes writes an employee twice.\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "policy/scoring_rules.md": {
-                "content": "# Monthly performance scoring (v3, in force since 2025-01-01)\n\nApplies to the monthly report reports/scores_YYYY-MM.csv.\n\n## Who is scored\n- Every employee whose roster status is `active`. Employees who are `on_leave` or `terminated` are not scored.\n- A roster line with an empty field is incomplete: leave that employee out.\n- An employee_id that appears on several roster lines that disagree is inconsistent: leave that employee out until HR fixes it. Identical repeated lines count as one.\n\n## Which ledger rows count\n- Only rows of the month being scored, dated inside that month.\n- Only rows whose status is `ok` (`void` rows were cancelled).\n- units and defects must both be whole numbers of 0 or more; skip a row where either is missing or not such a number.\n- Rows of employees who are not scored are ignored.\n\n## Score\nscore = units x unit weight - defects x defect penalty, summed over the employee's counted rows, with the weights of the employee's role:\n\n| role | unit weight | defect penalty |\n|------|-------------|----------------|\n| assembler | 2 | 5 |\n| inspector | 1 | 4 |\n| technician | 4 | 3 |\n\nA negative total is reported as 0. A scored employee without counted rows gets 0.\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "policy/scoring_rules_2024.md": {
-                "content": "# Monthly performance scoring (v2) - SUPERSEDED\n\nReplaced by scoring_rules.md on 2025-01-01. Kept for reference only.\n\n| role | unit weight | defect penalty |\n|------|-------------|----------------|\n| assembler | 1 | 2 |\n| inspector | 1 | 2 |\n| technician | 2 | 2 |\n\nEvery employee on the roster was scored, whatever the status.\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "policy/remote_work.md": {
-                "content": "# Remote work\n\nOffice staff may work remotely two days a week. Line staff work on site.\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "ops/ledger/README.md": {
-                "content": "# Production ledgers\n\nOne file per month: output_YYYY-MM.csv. Line leads append rows during the month.\nA mistaken row is never deleted: it is marked void and a corrected row is added.\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "ops/ledger/output_2025-02.csv": {
-                "content": "date,employee_id,units,defects,status\n2025-02-03,E1001,130,1,ok\n2025-02-04,E1002,90,2,ok\n2025-02-05,E1003,180,0,ok\n2025-02-06,E1004,22,0,ok\n2025-02-10,E1006,240,0,ok\n2025-02-14,E1001,75,0,ok\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "ops/ledger/output_2025-03.csv": {
-                "content": "date,employee_id,units,defects,status\n2025-03-03,E1001,120,2,ok\n2025-03-03,E1002,95,0,ok\n2025-03-04,E1003,300,4,ok\n2025-03-04,E1004,14,1,ok\n2025-03-05,E1005,130,1,ok\n2025-03-05,E1001,110,3,ok\n2025-03-06,E1006,280,,ok\n2025-03-06,E1007,100,1,ok\n2025-03-07,E1002,101,1,void\n2025-03-10,E1006,260,2,ok\n2025-03-11,E1010,90,0,ok\n2025-03-12,E1004,11,0,ok\n2025-03-12,E1008,20,0,ok\n2025-02-28,E1001,200,0,ok\n2025-03-18,E1009,60,1,ok\n2025-03-19,E1002,98,two,ok\n2025-03-20,E1001,-5,0,ok\n2025-03-21,E1002,102,1,ok\n2025-03-25,E1011,3,4,ok\n2025-03-26,E1006,12.5,0,ok\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "ops/plant_config.json": {
-                "content": '{"plant": "Lyon", "lines": ["line-a", "line-b"], "currency": "EUR", "report_due_day": 3}\n',
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "reports/scores_2025-02.csv": {
-                "content": "employee_id,score\nE1001,405\nE1002,170\nE1003,180\nE1004,88\nE1006,240\nE1011,0\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "notes/meeting_2025-03-28.md": {
-                "content": "# Team meeting 2025-03-28\n\n- Bruno suggested counting void rows as well; nothing was decided, the policy is unchanged.\n- Reminder: the March report is due on April 3rd.\n- Chen Wei asked HR to fix a role mix-up in the roster.\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "drafts/scores_2025-03_draft.csv": {
-                "content": "employee_id,score\nE1001,835\nE1002,594\nE1003,284\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "tmp/export_0331.tmp": {
-                "content": "partial export, safe to delete\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "tmp/roster_copy.csv": {
-                "content": "employee_id,name\nE1001,Amira Haddad\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-            "tmp/cache/ledger.idx": {
-                "content": "0 128 256\n",
-                "version": 1,
-                "modified_at": "2025-04-01T08:00:00",
-            },
-        },
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -820,6 +602,224 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             )
     return kwargs
 
+
+# --------------------------------------------------------------------------- data
+
+DEFAULT_STATE: Final[State] = {
+    "files": {
+        "README.md": {
+            "content": "# Lyon plant - operations analytics\n\nShared workspace of the operations analytics team.\n\n- hr/ - staff records exported from the HR system (read-only)\n- ops/ledger/ - monthly production ledgers, one CSV per month\n- policy/ - scoring rules and other policies (read-only)\n- reports/ - monthly outputs, one file per month\n- notes/ - meeting notes\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "hr/employee_roster.csv": {
+            "content": "employee_id,name,role,team,status,start_date\nE1001,Amira Haddad,assembler,line-a,active,2021-04-12\nE1002,Bruno Keller,assembler,line-a,active,2022-09-01\nE1003,Chen Wei,inspector,qa,active,2020-01-20\nE1004,Dana Okafor,technician,maintenance,active,2023-02-13\nE1005,Emil Novak,assembler,line-b,terminated,2019-06-03\nE1006,Fatima Zahra,inspector,qa,active,2024-11-04\nE1007,Goran Petrov,,line-b,active,2023-07-17\nE1008,Hana Sato,technician,maintenance,on_leave,2018-03-05\nE1009,Ivan Morales,assembler,line-b,active,2025-03-17\nE1004,Dana Okafor,technician,maintenance,active,2023-02-13\nE1003,Chen Wei,technician,qa,active,2020-01-20\nE1011,Jonas Berg,assembler,line-a,active,2024-05-06\nE1012,Kai Lindqvist,inspector,qa,active,2025-03-31\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "hr/export_notes.txt": {
+            "content": "Nightly export from the HR system, last run 2025-04-01 03:00.\nDo not edit these files by hand; corrections go through HR.\nKnown issue: the export sometimes writes an employee twice.\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "policy/scoring_rules.md": {
+            "content": "# Monthly performance scoring (v3, in force since 2025-01-01)\n\nApplies to the monthly report reports/scores_YYYY-MM.csv.\n\n## Who is scored\n- Every employee whose roster status is `active`. Employees who are `on_leave` or `terminated` are not scored.\n- A roster line with an empty field is incomplete: leave that employee out.\n- An employee_id that appears on several roster lines that disagree is inconsistent: leave that employee out until HR fixes it. Identical repeated lines count as one.\n\n## Which ledger rows count\n- Only rows of the month being scored, dated inside that month.\n- Only rows whose status is `ok` (`void` rows were cancelled).\n- units and defects must both be whole numbers of 0 or more; skip a row where either is missing or not such a number.\n- Rows of employees who are not scored are ignored.\n\n## Score\nscore = units x unit weight - defects x defect penalty, summed over the employee's counted rows, with the weights of the employee's role:\n\n| role | unit weight | defect penalty |\n|------|-------------|----------------|\n| assembler | 2 | 5 |\n| inspector | 1 | 4 |\n| technician | 4 | 3 |\n\nA negative total is reported as 0. A scored employee without counted rows gets 0.\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "policy/scoring_rules_2024.md": {
+            "content": "# Monthly performance scoring (v2) - SUPERSEDED\n\nReplaced by scoring_rules.md on 2025-01-01. Kept for reference only.\n\n| role | unit weight | defect penalty |\n|------|-------------|----------------|\n| assembler | 1 | 2 |\n| inspector | 1 | 2 |\n| technician | 2 | 2 |\n\nEvery employee on the roster was scored, whatever the status.\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "policy/remote_work.md": {
+            "content": "# Remote work\n\nOffice staff may work remotely two days a week. Line staff work on site.\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "ops/ledger/README.md": {
+            "content": "# Production ledgers\n\nOne file per month: output_YYYY-MM.csv. Line leads append rows during the month.\nA mistaken row is never deleted: it is marked void and a corrected row is added.\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "ops/ledger/output_2025-02.csv": {
+            "content": "date,employee_id,units,defects,status\n2025-02-03,E1001,130,1,ok\n2025-02-04,E1002,90,2,ok\n2025-02-05,E1003,180,0,ok\n2025-02-06,E1004,22,0,ok\n2025-02-10,E1006,240,0,ok\n2025-02-14,E1001,75,0,ok\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "ops/ledger/output_2025-03.csv": {
+            "content": "date,employee_id,units,defects,status\n2025-03-03,E1001,120,2,ok\n2025-03-03,E1002,95,0,ok\n2025-03-04,E1003,300,4,ok\n2025-03-04,E1004,14,1,ok\n2025-03-05,E1005,130,1,ok\n2025-03-05,E1001,110,3,ok\n2025-03-06,E1006,280,,ok\n2025-03-06,E1007,100,1,ok\n2025-03-07,E1002,101,1,void\n2025-03-10,E1006,260,2,ok\n2025-03-11,E1010,90,0,ok\n2025-03-12,E1004,11,0,ok\n2025-03-12,E1008,20,0,ok\n2025-02-28,E1001,200,0,ok\n2025-03-18,E1009,60,1,ok\n2025-03-19,E1002,98,two,ok\n2025-03-20,E1001,-5,0,ok\n2025-03-21,E1002,102,1,ok\n2025-03-25,E1011,3,4,ok\n2025-03-26,E1006,12.5,0,ok\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "ops/plant_config.json": {
+            "content": '{"plant": "Lyon", "lines": ["line-a", "line-b"], "currency": "EUR", "report_due_day": 3}\n',
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "reports/scores_2025-02.csv": {
+            "content": "employee_id,score\nE1001,405\nE1002,170\nE1003,180\nE1004,88\nE1006,240\nE1011,0\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+        "notes/meeting_2025-03-28.md": {
+            "content": "# Team meeting 2025-03-28\n\n- Bruno suggested counting void rows as well; nothing was decided, the policy is unchanged.\n- Reminder: the March report is due on April 3rd.\n- Chen Wei asked HR to fix a role mix-up in the roster.\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        },
+    },
+    "audit_log": [],
+    "clock": "2025-04-01T09:00:00",
+}
+
+WORLD: Final[World] = {
+    "limits": {
+        "max_path_length": 200,
+        "max_name_length": 80,
+        "max_depth": 8,
+        "max_file_size": 100000,
+        "max_files": 500,
+    },
+    "file_types": {
+        "csv": "csv",
+        "json": "json",
+        "md": "markdown",
+        "markdown": "markdown",
+        "txt": "text",
+        "log": "text",
+    },
+    "read_only": ["hr", "policy"],
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "empty_workspace": {"files": {}},
+    "project_docs": {
+        "files": {
+            "README.md": {
+                "content": "# Demo project\n\nSee docs/guide.md.\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "docs/guide.md": {
+                "content": "# Guide\n\n1. Install\n2. Run the report\n3. Check the output\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "docs/faq.md": {
+                "content": "# FAQ\n\nQ: Where is the data?\nA: In data/.\n",
+                "version": 3,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "data/sales.csv": {
+                "content": "region,amount\nnorth,120\nsouth,80\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "data/config.json": {
+                "content": '{"currency": "EUR", "report": "monthly"}\n',
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "notes/todo.txt": {
+                "content": "- run the report\n- email the guide",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "archive/2024/old_report.md": {
+                "content": "# Old report\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+        }
+    },
+    "march_close": {"clock": "2025-04-01T09:00:00"},
+    "handover_cleanup": {
+        "clock": "2025-04-02T14:00:00",
+        "files": {
+            "README.md": {
+                "content": "# Lyon plant - operations analytics\n\nShared workspace of the operations analytics team.\n\n- hr/ - staff records exported from the HR system (read-only)\n- ops/ledger/ - monthly production ledgers, one CSV per month\n- policy/ - scoring rules and other policies (read-only)\n- reports/ - monthly outputs, one file per month\n- notes/ - meeting notes\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "hr/employee_roster.csv": {
+                "content": "employee_id,name,role,team,status,start_date\nE1001,Amira Haddad,assembler,line-a,active,2021-04-12\nE1002,Bruno Keller,assembler,line-a,active,2022-09-01\nE1003,Chen Wei,inspector,qa,active,2020-01-20\nE1004,Dana Okafor,technician,maintenance,active,2023-02-13\nE1005,Emil Novak,assembler,line-b,terminated,2019-06-03\nE1006,Fatima Zahra,inspector,qa,active,2024-11-04\nE1007,Goran Petrov,,line-b,active,2023-07-17\nE1008,Hana Sato,technician,maintenance,on_leave,2018-03-05\nE1009,Ivan Morales,assembler,line-b,active,2025-03-17\nE1004,Dana Okafor,technician,maintenance,active,2023-02-13\nE1003,Chen Wei,technician,qa,active,2020-01-20\nE1011,Jonas Berg,assembler,line-a,active,2024-05-06\nE1012,Kai Lindqvist,inspector,qa,active,2025-03-31\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "hr/export_notes.txt": {
+                "content": "Nightly export from the HR system, last run 2025-04-01 03:00.\nDo not edit these files by hand; corrections go through HR.\nKnown issue: the export sometimes writes an employee twice.\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "policy/scoring_rules.md": {
+                "content": "# Monthly performance scoring (v3, in force since 2025-01-01)\n\nApplies to the monthly report reports/scores_YYYY-MM.csv.\n\n## Who is scored\n- Every employee whose roster status is `active`. Employees who are `on_leave` or `terminated` are not scored.\n- A roster line with an empty field is incomplete: leave that employee out.\n- An employee_id that appears on several roster lines that disagree is inconsistent: leave that employee out until HR fixes it. Identical repeated lines count as one.\n\n## Which ledger rows count\n- Only rows of the month being scored, dated inside that month.\n- Only rows whose status is `ok` (`void` rows were cancelled).\n- units and defects must both be whole numbers of 0 or more; skip a row where either is missing or not such a number.\n- Rows of employees who are not scored are ignored.\n\n## Score\nscore = units x unit weight - defects x defect penalty, summed over the employee's counted rows, with the weights of the employee's role:\n\n| role | unit weight | defect penalty |\n|------|-------------|----------------|\n| assembler | 2 | 5 |\n| inspector | 1 | 4 |\n| technician | 4 | 3 |\n\nA negative total is reported as 0. A scored employee without counted rows gets 0.\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "policy/scoring_rules_2024.md": {
+                "content": "# Monthly performance scoring (v2) - SUPERSEDED\n\nReplaced by scoring_rules.md on 2025-01-01. Kept for reference only.\n\n| role | unit weight | defect penalty |\n|------|-------------|----------------|\n| assembler | 1 | 2 |\n| inspector | 1 | 2 |\n| technician | 2 | 2 |\n\nEvery employee on the roster was scored, whatever the status.\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "policy/remote_work.md": {
+                "content": "# Remote work\n\nOffice staff may work remotely two days a week. Line staff work on site.\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "ops/ledger/README.md": {
+                "content": "# Production ledgers\n\nOne file per month: output_YYYY-MM.csv. Line leads append rows during the month.\nA mistaken row is never deleted: it is marked void and a corrected row is added.\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "ops/ledger/output_2025-02.csv": {
+                "content": "date,employee_id,units,defects,status\n2025-02-03,E1001,130,1,ok\n2025-02-04,E1002,90,2,ok\n2025-02-05,E1003,180,0,ok\n2025-02-06,E1004,22,0,ok\n2025-02-10,E1006,240,0,ok\n2025-02-14,E1001,75,0,ok\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "ops/ledger/output_2025-03.csv": {
+                "content": "date,employee_id,units,defects,status\n2025-03-03,E1001,120,2,ok\n2025-03-03,E1002,95,0,ok\n2025-03-04,E1003,300,4,ok\n2025-03-04,E1004,14,1,ok\n2025-03-05,E1005,130,1,ok\n2025-03-05,E1001,110,3,ok\n2025-03-06,E1006,280,,ok\n2025-03-06,E1007,100,1,ok\n2025-03-07,E1002,101,1,void\n2025-03-10,E1006,260,2,ok\n2025-03-11,E1010,90,0,ok\n2025-03-12,E1004,11,0,ok\n2025-03-12,E1008,20,0,ok\n2025-02-28,E1001,200,0,ok\n2025-03-18,E1009,60,1,ok\n2025-03-19,E1002,98,two,ok\n2025-03-20,E1001,-5,0,ok\n2025-03-21,E1002,102,1,ok\n2025-03-25,E1011,3,4,ok\n2025-03-26,E1006,12.5,0,ok\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "ops/plant_config.json": {
+                "content": '{"plant": "Lyon", "lines": ["line-a", "line-b"], "currency": "EUR", "report_due_day": 3}\n',
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "reports/scores_2025-02.csv": {
+                "content": "employee_id,score\nE1001,405\nE1002,170\nE1003,180\nE1004,88\nE1006,240\nE1011,0\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "notes/meeting_2025-03-28.md": {
+                "content": "# Team meeting 2025-03-28\n\n- Bruno suggested counting void rows as well; nothing was decided, the policy is unchanged.\n- Reminder: the March report is due on April 3rd.\n- Chen Wei asked HR to fix a role mix-up in the roster.\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "drafts/scores_2025-03_draft.csv": {
+                "content": "employee_id,score\nE1001,835\nE1002,594\nE1003,284\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "tmp/export_0331.tmp": {
+                "content": "partial export, safe to delete\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "tmp/roster_copy.csv": {
+                "content": "employee_id,name\nE1001,Amira Haddad\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+            "tmp/cache/ledger.idx": {
+                "content": "0 128 256\n",
+                "version": 1,
+                "modified_at": "2025-04-01T08:00:00",
+            },
+        },
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 # --------------------------------------------------------------------------- copying
 

@@ -156,399 +156,6 @@ class World(TypedDict):
     job_catalog: dict[str, JobPosting]
 
 
-# --------------------------------------------------------------------------- data
-
-DEFAULT_STATE: Final[State] = {
-    "pools": {},
-    "match_records": {},
-    "next_match_id": 1,
-    "audit_log": [],
-    "clock": "2025-05-12T09:30:00",
-}
-
-WORLD: Final[World] = {
-    "partial_match_score": 0.5,
-    "candidate_noun": {"supply": "applicant", "demand": "opening"},
-    "resumes": {
-        "r-ana": {
-            "name": "Ana Silva",
-            "years_experience": 6,
-            "skills": ["python", "django", "postgres", "aws"],
-            "location": "Berlin",
-            "salary_expectation": 78000,
-            "remote": True,
-            "seniority": "senior",
-        },
-        "r-ben": {
-            "name": "Ben Ode",
-            "years_experience": 2,
-            "skills": ["javascript", "react", "css"],
-            "location": "Berlin",
-            "salary_expectation": 52000,
-            "remote": False,
-            "seniority": "junior",
-        },
-        "r-chen": {
-            "name": "Chen Wu",
-            "years_experience": 4,
-            "skills": ["python", "fastapi", "postgres", "docker"],
-            "location": "Munich",
-            "salary_expectation": 70000,
-            "remote": True,
-            "seniority": "mid",
-        },
-        "r-dia": {
-            "name": "Dia Ray",
-            "years_experience": 9,
-            "skills": ["go", "kubernetes", "aws", "terraform"],
-            "location": "Remote",
-            "salary_expectation": 95000,
-            "remote": True,
-            "seniority": "staff",
-        },
-        "r-eli": {
-            "name": "Eli Moss",
-            "years_experience": 3,
-            "skills": ["figma", "ux research", "prototyping"],
-            "location": "Berlin",
-            "salary_expectation": 58000,
-            "remote": False,
-            "seniority": "mid",
-        },
-        "r-fox": {
-            "name": "Fox Lee",
-            "years_experience": 5,
-            "skills": ["python", "pandas", "sql", "airflow"],
-            "location": "Hamburg",
-            "salary_expectation": 72000,
-            "remote": True,
-            "seniority": "senior",
-        },
-    },
-    "job_catalog": {
-        "j-backend": {
-            "title": "Backend Engineer",
-            "team": "platform",
-            "years_required": 5,
-            "skills": ["python", "postgres", "aws", "docker"],
-            "location": "Berlin",
-            "salary_budget": 80000,
-            "remote": True,
-            "seniority": "senior",
-        },
-        "j-frontend": {
-            "title": "Frontend Engineer",
-            "team": "web",
-            "years_required": 3,
-            "skills": ["javascript", "react", "typescript"],
-            "location": "Berlin",
-            "salary_budget": 60000,
-            "remote": False,
-            "seniority": "mid",
-        },
-        "j-data": {
-            "title": "Data Engineer",
-            "team": "analytics",
-            "years_required": 4,
-            "skills": ["python", "sql", "airflow", "spark"],
-            "location": "Hamburg",
-            "salary_budget": 75000,
-            "remote": True,
-            "seniority": "mid",
-        },
-        "j-sre": {
-            "title": "Site Reliability Engineer",
-            "team": "platform",
-            "years_required": 7,
-            "skills": ["go", "kubernetes", "terraform", "aws"],
-            "location": "Berlin",
-            "salary_budget": 90000,
-            "remote": True,
-            "seniority": "senior",
-        },
-        "j-design": {
-            "title": "Product Designer",
-            "team": "product",
-            "years_required": 3,
-            "skills": ["figma", "prototyping", "ux research"],
-            "location": "Berlin",
-            "salary_budget": 62000,
-            "remote": False,
-            "seniority": "mid",
-        },
-    },
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "spring_hiring": {
-        "pools": {
-            "engineering": {
-                "id": "engineering",
-                "name": "Engineering spring hiring",
-                "criteria": {
-                    "skills": 3.0,
-                    "years": 2.0,
-                    "salary": 2.0,
-                    "location": 1.0,
-                    "remote": 1.0,
-                    "seniority": 1.0,
-                },
-                "top_k": 3,
-                "supply": {
-                    "r-ana": {
-                        "id": "r-ana",
-                        "side": "supply",
-                        "name": "Ana Silva",
-                        "attributes": {
-                            "skills": ["python", "django", "postgres", "aws"],
-                            "years": 6,
-                            "location": "Berlin",
-                            "salary": 78000,
-                            "remote": True,
-                            "seniority": "senior",
-                        },
-                        "added_at": "2025-05-09T10:00:00",
-                    },
-                    "r-ben": {
-                        "id": "r-ben",
-                        "side": "supply",
-                        "name": "Ben Ode",
-                        "attributes": {
-                            "skills": ["javascript", "react", "css"],
-                            "years": 2,
-                            "location": "Berlin",
-                            "salary": 52000,
-                            "remote": False,
-                            "seniority": "junior",
-                        },
-                        "added_at": "2025-05-09T10:01:00",
-                    },
-                    "r-chen": {
-                        "id": "r-chen",
-                        "side": "supply",
-                        "name": "Chen Wu",
-                        "attributes": {
-                            "skills": ["python", "fastapi", "postgres", "docker"],
-                            "years": 4,
-                            "location": "Munich",
-                            "salary": 70000,
-                            "remote": True,
-                            "seniority": "mid",
-                        },
-                        "added_at": "2025-05-09T10:02:00",
-                    },
-                    "r-dia": {
-                        "id": "r-dia",
-                        "side": "supply",
-                        "name": "Dia Ray",
-                        "attributes": {
-                            "skills": ["go", "kubernetes", "aws", "terraform"],
-                            "years": 9,
-                            "location": "Remote",
-                            "salary": 95000,
-                            "remote": True,
-                            "seniority": "staff",
-                        },
-                        "added_at": "2025-05-09T10:03:00",
-                    },
-                    "r-fox": {
-                        "id": "r-fox",
-                        "side": "supply",
-                        "name": "Fox Lee",
-                        "attributes": {
-                            "skills": ["python", "pandas", "sql", "airflow"],
-                            "years": 5,
-                            "location": "Hamburg",
-                            "salary": 72000,
-                            "remote": True,
-                            "seniority": "senior",
-                        },
-                        "added_at": "2025-05-09T10:04:00",
-                    },
-                },
-                "demand": {
-                    "j-backend": {
-                        "id": "j-backend",
-                        "side": "demand",
-                        "name": "Backend Engineer",
-                        "attributes": {
-                            "skills": ["python", "postgres", "aws", "docker"],
-                            "years": 5,
-                            "location": "Berlin",
-                            "salary": 80000,
-                            "remote": True,
-                            "seniority": "senior",
-                        },
-                        "added_at": "2025-05-09T11:00:00",
-                    },
-                    "j-data": {
-                        "id": "j-data",
-                        "side": "demand",
-                        "name": "Data Engineer",
-                        "attributes": {
-                            "skills": ["python", "sql", "airflow", "spark"],
-                            "years": 4,
-                            "location": "Hamburg",
-                            "salary": 75000,
-                            "remote": True,
-                            "seniority": "mid",
-                        },
-                        "added_at": "2025-05-09T11:01:00",
-                    },
-                },
-                "created_at": "2025-05-09T09:00:00",
-            }
-        }
-    },
-    "two_pools": {
-        "pools": {
-            "engineering": {
-                "id": "engineering",
-                "name": "Engineering",
-                "criteria": {
-                    "skills": 3.0,
-                    "years": 2.0,
-                    "salary": 2.0,
-                    "location": 1.0,
-                    "remote": 1.0,
-                    "seniority": 1.0,
-                },
-                "top_k": 3,
-                "supply": {
-                    "r-ana": {
-                        "id": "r-ana",
-                        "side": "supply",
-                        "name": "Ana Silva",
-                        "attributes": {
-                            "skills": ["python", "django", "postgres", "aws"],
-                            "years": 6,
-                            "location": "Berlin",
-                            "salary": 78000,
-                            "remote": True,
-                            "seniority": "senior",
-                        },
-                        "added_at": "2025-05-09T10:00:00",
-                    },
-                    "r-chen": {
-                        "id": "r-chen",
-                        "side": "supply",
-                        "name": "Chen Wu",
-                        "attributes": {
-                            "skills": ["python", "fastapi", "postgres", "docker"],
-                            "years": 4,
-                            "location": "Munich",
-                            "salary": 70000,
-                            "remote": True,
-                            "seniority": "mid",
-                        },
-                        "added_at": "2025-05-09T10:02:00",
-                    },
-                },
-                "demand": {
-                    "j-backend": {
-                        "id": "j-backend",
-                        "side": "demand",
-                        "name": "Backend Engineer",
-                        "attributes": {
-                            "skills": ["python", "postgres", "aws", "docker"],
-                            "years": 5,
-                            "location": "Berlin",
-                            "salary": 80000,
-                            "remote": True,
-                            "seniority": "senior",
-                        },
-                        "added_at": "2025-05-09T11:00:00",
-                    }
-                },
-                "created_at": "2025-05-09T09:00:00",
-            },
-            "design": {
-                "id": "design",
-                "name": "Design",
-                "criteria": {"skills": 3.0, "years": 1.0, "salary": 1.0, "location": 1.0},
-                "top_k": 2,
-                "supply": {
-                    "r-eli": {
-                        "id": "r-eli",
-                        "side": "supply",
-                        "name": "Eli Moss",
-                        "attributes": {
-                            "skills": ["figma", "ux research", "prototyping"],
-                            "years": 3,
-                            "location": "Berlin",
-                            "salary": 58000,
-                            "remote": False,
-                            "seniority": "mid",
-                        },
-                        "added_at": "2025-05-09T12:00:00",
-                    },
-                    "r-ana": {
-                        "id": "r-ana",
-                        "side": "supply",
-                        "name": "Ana Silva",
-                        "attributes": {
-                            "skills": ["python", "django", "postgres", "aws"],
-                            "years": 6,
-                            "location": "Berlin",
-                            "salary": 78000,
-                            "remote": True,
-                            "seniority": "senior",
-                        },
-                        "added_at": "2025-05-09T12:01:00",
-                    },
-                },
-                "demand": {
-                    "j-design": {
-                        "id": "j-design",
-                        "side": "demand",
-                        "name": "Product Designer",
-                        "attributes": {
-                            "skills": ["figma", "prototyping", "ux research"],
-                            "years": 3,
-                            "location": "Berlin",
-                            "salary": 62000,
-                            "remote": False,
-                            "seniority": "mid",
-                        },
-                        "added_at": "2025-05-09T12:30:00",
-                    }
-                },
-                "created_at": "2025-05-09T09:30:00",
-            },
-        },
-        "match_records": {
-            1: {
-                "id": 1,
-                "pool_id": "engineering",
-                "supply_id": "r-ana",
-                "demand_id": "j-backend",
-                "score": 84.17,
-                "breakdown": [],
-                "status": "pending",
-                "decided_by": None,
-                "note": "",
-                "created_at": "2025-05-10T09:00:00",
-                "decided_at": None,
-            },
-            2: {
-                "id": 2,
-                "pool_id": "design",
-                "supply_id": "r-eli",
-                "demand_id": "j-design",
-                "score": 98.92,
-                "breakdown": [],
-                "status": "accepted",
-                "decided_by": "demand",
-                "note": "offer signed",
-                "created_at": "2025-05-10T09:05:00",
-                "decided_at": "2025-05-10T15:00:00",
-            },
-        },
-        "next_match_id": 3,
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -985,6 +592,399 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             )
     return kwargs
 
+
+# --------------------------------------------------------------------------- data
+
+DEFAULT_STATE: Final[State] = {
+    "pools": {},
+    "match_records": {},
+    "next_match_id": 1,
+    "audit_log": [],
+    "clock": "2025-05-12T09:30:00",
+}
+
+WORLD: Final[World] = {
+    "partial_match_score": 0.5,
+    "candidate_noun": {"supply": "applicant", "demand": "opening"},
+    "resumes": {
+        "r-ana": {
+            "name": "Ana Silva",
+            "years_experience": 6,
+            "skills": ["python", "django", "postgres", "aws"],
+            "location": "Berlin",
+            "salary_expectation": 78000,
+            "remote": True,
+            "seniority": "senior",
+        },
+        "r-ben": {
+            "name": "Ben Ode",
+            "years_experience": 2,
+            "skills": ["javascript", "react", "css"],
+            "location": "Berlin",
+            "salary_expectation": 52000,
+            "remote": False,
+            "seniority": "junior",
+        },
+        "r-chen": {
+            "name": "Chen Wu",
+            "years_experience": 4,
+            "skills": ["python", "fastapi", "postgres", "docker"],
+            "location": "Munich",
+            "salary_expectation": 70000,
+            "remote": True,
+            "seniority": "mid",
+        },
+        "r-dia": {
+            "name": "Dia Ray",
+            "years_experience": 9,
+            "skills": ["go", "kubernetes", "aws", "terraform"],
+            "location": "Remote",
+            "salary_expectation": 95000,
+            "remote": True,
+            "seniority": "staff",
+        },
+        "r-eli": {
+            "name": "Eli Moss",
+            "years_experience": 3,
+            "skills": ["figma", "ux research", "prototyping"],
+            "location": "Berlin",
+            "salary_expectation": 58000,
+            "remote": False,
+            "seniority": "mid",
+        },
+        "r-fox": {
+            "name": "Fox Lee",
+            "years_experience": 5,
+            "skills": ["python", "pandas", "sql", "airflow"],
+            "location": "Hamburg",
+            "salary_expectation": 72000,
+            "remote": True,
+            "seniority": "senior",
+        },
+    },
+    "job_catalog": {
+        "j-backend": {
+            "title": "Backend Engineer",
+            "team": "platform",
+            "years_required": 5,
+            "skills": ["python", "postgres", "aws", "docker"],
+            "location": "Berlin",
+            "salary_budget": 80000,
+            "remote": True,
+            "seniority": "senior",
+        },
+        "j-frontend": {
+            "title": "Frontend Engineer",
+            "team": "web",
+            "years_required": 3,
+            "skills": ["javascript", "react", "typescript"],
+            "location": "Berlin",
+            "salary_budget": 60000,
+            "remote": False,
+            "seniority": "mid",
+        },
+        "j-data": {
+            "title": "Data Engineer",
+            "team": "analytics",
+            "years_required": 4,
+            "skills": ["python", "sql", "airflow", "spark"],
+            "location": "Hamburg",
+            "salary_budget": 75000,
+            "remote": True,
+            "seniority": "mid",
+        },
+        "j-sre": {
+            "title": "Site Reliability Engineer",
+            "team": "platform",
+            "years_required": 7,
+            "skills": ["go", "kubernetes", "terraform", "aws"],
+            "location": "Berlin",
+            "salary_budget": 90000,
+            "remote": True,
+            "seniority": "senior",
+        },
+        "j-design": {
+            "title": "Product Designer",
+            "team": "product",
+            "years_required": 3,
+            "skills": ["figma", "prototyping", "ux research"],
+            "location": "Berlin",
+            "salary_budget": 62000,
+            "remote": False,
+            "seniority": "mid",
+        },
+    },
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "spring_hiring": {
+        "pools": {
+            "engineering": {
+                "id": "engineering",
+                "name": "Engineering spring hiring",
+                "criteria": {
+                    "skills": 3.0,
+                    "years": 2.0,
+                    "salary": 2.0,
+                    "location": 1.0,
+                    "remote": 1.0,
+                    "seniority": 1.0,
+                },
+                "top_k": 3,
+                "supply": {
+                    "r-ana": {
+                        "id": "r-ana",
+                        "side": "supply",
+                        "name": "Ana Silva",
+                        "attributes": {
+                            "skills": ["python", "django", "postgres", "aws"],
+                            "years": 6,
+                            "location": "Berlin",
+                            "salary": 78000,
+                            "remote": True,
+                            "seniority": "senior",
+                        },
+                        "added_at": "2025-05-09T10:00:00",
+                    },
+                    "r-ben": {
+                        "id": "r-ben",
+                        "side": "supply",
+                        "name": "Ben Ode",
+                        "attributes": {
+                            "skills": ["javascript", "react", "css"],
+                            "years": 2,
+                            "location": "Berlin",
+                            "salary": 52000,
+                            "remote": False,
+                            "seniority": "junior",
+                        },
+                        "added_at": "2025-05-09T10:01:00",
+                    },
+                    "r-chen": {
+                        "id": "r-chen",
+                        "side": "supply",
+                        "name": "Chen Wu",
+                        "attributes": {
+                            "skills": ["python", "fastapi", "postgres", "docker"],
+                            "years": 4,
+                            "location": "Munich",
+                            "salary": 70000,
+                            "remote": True,
+                            "seniority": "mid",
+                        },
+                        "added_at": "2025-05-09T10:02:00",
+                    },
+                    "r-dia": {
+                        "id": "r-dia",
+                        "side": "supply",
+                        "name": "Dia Ray",
+                        "attributes": {
+                            "skills": ["go", "kubernetes", "aws", "terraform"],
+                            "years": 9,
+                            "location": "Remote",
+                            "salary": 95000,
+                            "remote": True,
+                            "seniority": "staff",
+                        },
+                        "added_at": "2025-05-09T10:03:00",
+                    },
+                    "r-fox": {
+                        "id": "r-fox",
+                        "side": "supply",
+                        "name": "Fox Lee",
+                        "attributes": {
+                            "skills": ["python", "pandas", "sql", "airflow"],
+                            "years": 5,
+                            "location": "Hamburg",
+                            "salary": 72000,
+                            "remote": True,
+                            "seniority": "senior",
+                        },
+                        "added_at": "2025-05-09T10:04:00",
+                    },
+                },
+                "demand": {
+                    "j-backend": {
+                        "id": "j-backend",
+                        "side": "demand",
+                        "name": "Backend Engineer",
+                        "attributes": {
+                            "skills": ["python", "postgres", "aws", "docker"],
+                            "years": 5,
+                            "location": "Berlin",
+                            "salary": 80000,
+                            "remote": True,
+                            "seniority": "senior",
+                        },
+                        "added_at": "2025-05-09T11:00:00",
+                    },
+                    "j-data": {
+                        "id": "j-data",
+                        "side": "demand",
+                        "name": "Data Engineer",
+                        "attributes": {
+                            "skills": ["python", "sql", "airflow", "spark"],
+                            "years": 4,
+                            "location": "Hamburg",
+                            "salary": 75000,
+                            "remote": True,
+                            "seniority": "mid",
+                        },
+                        "added_at": "2025-05-09T11:01:00",
+                    },
+                },
+                "created_at": "2025-05-09T09:00:00",
+            }
+        }
+    },
+    "two_pools": {
+        "pools": {
+            "engineering": {
+                "id": "engineering",
+                "name": "Engineering",
+                "criteria": {
+                    "skills": 3.0,
+                    "years": 2.0,
+                    "salary": 2.0,
+                    "location": 1.0,
+                    "remote": 1.0,
+                    "seniority": 1.0,
+                },
+                "top_k": 3,
+                "supply": {
+                    "r-ana": {
+                        "id": "r-ana",
+                        "side": "supply",
+                        "name": "Ana Silva",
+                        "attributes": {
+                            "skills": ["python", "django", "postgres", "aws"],
+                            "years": 6,
+                            "location": "Berlin",
+                            "salary": 78000,
+                            "remote": True,
+                            "seniority": "senior",
+                        },
+                        "added_at": "2025-05-09T10:00:00",
+                    },
+                    "r-chen": {
+                        "id": "r-chen",
+                        "side": "supply",
+                        "name": "Chen Wu",
+                        "attributes": {
+                            "skills": ["python", "fastapi", "postgres", "docker"],
+                            "years": 4,
+                            "location": "Munich",
+                            "salary": 70000,
+                            "remote": True,
+                            "seniority": "mid",
+                        },
+                        "added_at": "2025-05-09T10:02:00",
+                    },
+                },
+                "demand": {
+                    "j-backend": {
+                        "id": "j-backend",
+                        "side": "demand",
+                        "name": "Backend Engineer",
+                        "attributes": {
+                            "skills": ["python", "postgres", "aws", "docker"],
+                            "years": 5,
+                            "location": "Berlin",
+                            "salary": 80000,
+                            "remote": True,
+                            "seniority": "senior",
+                        },
+                        "added_at": "2025-05-09T11:00:00",
+                    }
+                },
+                "created_at": "2025-05-09T09:00:00",
+            },
+            "design": {
+                "id": "design",
+                "name": "Design",
+                "criteria": {"skills": 3.0, "years": 1.0, "salary": 1.0, "location": 1.0},
+                "top_k": 2,
+                "supply": {
+                    "r-eli": {
+                        "id": "r-eli",
+                        "side": "supply",
+                        "name": "Eli Moss",
+                        "attributes": {
+                            "skills": ["figma", "ux research", "prototyping"],
+                            "years": 3,
+                            "location": "Berlin",
+                            "salary": 58000,
+                            "remote": False,
+                            "seniority": "mid",
+                        },
+                        "added_at": "2025-05-09T12:00:00",
+                    },
+                    "r-ana": {
+                        "id": "r-ana",
+                        "side": "supply",
+                        "name": "Ana Silva",
+                        "attributes": {
+                            "skills": ["python", "django", "postgres", "aws"],
+                            "years": 6,
+                            "location": "Berlin",
+                            "salary": 78000,
+                            "remote": True,
+                            "seniority": "senior",
+                        },
+                        "added_at": "2025-05-09T12:01:00",
+                    },
+                },
+                "demand": {
+                    "j-design": {
+                        "id": "j-design",
+                        "side": "demand",
+                        "name": "Product Designer",
+                        "attributes": {
+                            "skills": ["figma", "prototyping", "ux research"],
+                            "years": 3,
+                            "location": "Berlin",
+                            "salary": 62000,
+                            "remote": False,
+                            "seniority": "mid",
+                        },
+                        "added_at": "2025-05-09T12:30:00",
+                    }
+                },
+                "created_at": "2025-05-09T09:30:00",
+            },
+        },
+        "match_records": {
+            1: {
+                "id": 1,
+                "pool_id": "engineering",
+                "supply_id": "r-ana",
+                "demand_id": "j-backend",
+                "score": 84.17,
+                "breakdown": [],
+                "status": "pending",
+                "decided_by": None,
+                "note": "",
+                "created_at": "2025-05-10T09:00:00",
+                "decided_at": None,
+            },
+            2: {
+                "id": 2,
+                "pool_id": "design",
+                "supply_id": "r-eli",
+                "demand_id": "j-design",
+                "score": 98.92,
+                "breakdown": [],
+                "status": "accepted",
+                "decided_by": "demand",
+                "note": "offer signed",
+                "created_at": "2025-05-10T09:05:00",
+                "decided_at": "2025-05-10T15:00:00",
+            },
+        },
+        "next_match_id": 3,
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 # --------------------------------------------------------------------------- copying
 

@@ -25,6 +25,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal, Self, TypedDict, cast
 
@@ -211,7 +212,587 @@ class World(TypedDict):
     corpus: list[Article]
 
 
+# --------------------------------------------------------------------------- errors
+
+
+class DomainError(Exception):
+    """A refusal the agent can act on: it names the entity, field and alternatives."""
+
+    def __init__(self, kind: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.details = details
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"kind": self.kind, "message": self.message, **self.details}
+        for key, value in self.details.items():
+            if type(value) not in _SCALARS:  # detached: a detail may be a live list of the state
+                plain = type(value) is list and _SCALARS.issuperset(map(type, value))
+                error[key] = value.copy() if plain else to_json(value)
+        return {"error": error}
+
+
+class ScenarioError(ValueError):
+    """A harness passed a scenario or saved state that does not fit this environment."""
+
+
+INTERNAL_ERROR: Final[dict[str, Any]] = {
+    "error": {
+        "kind": "internal",
+        "message": "The tool failed because of an internal problem; nothing was changed.",
+    }
+}
+"""What an agent sees when a tool fails for a reason that is not its fault."""
+
+# --------------------------------------------------------------------------- validation
+
+Kind = tuple[Any, ...]
+"""A type as data: ("int",), ("list", kind), ("map", key, value), ("record", name), ..."""
+
+RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
+    "AuditEntry": (
+        ("seq", ("int",), True, None),
+        ("at", ("datetime",), True, None),
+        ("tool", ("str",), True, None),
+        ("action", ("str",), True, None),
+        ("entity", ("str",), True, None),
+        ("detail", ("str",), True, None),
+    ),
+    "Feed": (
+        ("id", ("str",), True, None),
+        ("name", ("str",), True, None),
+        (
+            "format",
+            (
+                "enum",
+                (
+                    "text",
+                    "audio",
+                    "video",
+                    "table",
+                ),
+            ),
+            True,
+            None,
+        ),
+        ("tags", ("list", ("str",)), False, []),
+        ("registered_at", ("datetime",), True, None),
+        ("jobs_ingested", ("int",), False, 0),
+    ),
+    "Unit": (
+        ("index", ("int",), True, None),
+        ("text", ("str",), True, None),
+        ("attrs", ("map", ("str",), ("str",)), False, {}),
+    ),
+    "Parsed": (
+        (
+            "format",
+            (
+                "enum",
+                (
+                    "text",
+                    "audio",
+                    "video",
+                    "table",
+                ),
+            ),
+            True,
+            None,
+        ),
+        ("uri", ("str",), False, ""),
+        ("title", ("str",), False, ""),
+        ("duration_s", ("float",), False, 0.0),
+        ("columns", ("list", ("str",)), False, []),
+        ("units", ("list", ("record", "Unit")), False, []),
+    ),
+    "Item": (
+        ("job_id", ("int",), True, None),
+        ("source_id", ("str",), True, None),
+        ("seq", ("int",), True, None),
+        ("fields", ("map", ("str",), ("str",)), False, {}),
+    ),
+    "Outcome": (
+        ("items", ("list", ("record", "Item")), False, []),
+        ("failure", ("optional", ("str",)), False, None),
+    ),
+    "Job": (
+        ("id", ("int",), True, None),
+        ("source_id", ("str",), True, None),
+        (
+            "format",
+            (
+                "enum",
+                (
+                    "text",
+                    "audio",
+                    "video",
+                    "table",
+                ),
+            ),
+            True,
+            None,
+        ),
+        (
+            "job_type",
+            (
+                "enum",
+                (
+                    "search",
+                    "fetch",
+                    "transcribe",
+                    "parse",
+                ),
+            ),
+            True,
+            None,
+        ),
+        (
+            "status",
+            (
+                "enum",
+                (
+                    "queued",
+                    "completed",
+                    "failed",
+                ),
+            ),
+            False,
+            "queued",
+        ),
+        ("label", ("str",), False, ""),
+        ("parsed", ("record", "Parsed"), True, None),
+        ("results", ("list", ("record", "Item")), False, []),
+        ("failure", ("optional", ("str",)), False, None),
+        ("processor", ("optional", ("str",)), False, None),
+        ("created_at", ("datetime",), True, None),
+        ("processed_at", ("optional", ("datetime",)), False, None),
+    ),
+    "Merged": (
+        ("key", ("str",), True, None),
+        ("fields", ("map", ("str",), ("str",)), False, {}),
+        ("sources", ("list", ("str",)), False, []),
+        ("jobs", ("list", ("int",)), False, []),
+        ("mentions", ("int",), False, 1),
+    ),
+    "Digest": (
+        ("id", ("int",), True, None),
+        ("dedup_keys", ("list", ("str",)), True, None),
+        (
+            "normalization",
+            (
+                "list",
+                (
+                    "enum",
+                    (
+                        "lowercase",
+                        "strip",
+                        "collapse_whitespace",
+                        "strip_punctuation",
+                    ),
+                ),
+            ),
+            False,
+            [],
+        ),
+        ("job_ids", ("list", ("int",)), False, []),
+        ("input_count", ("int",), False, 0),
+        ("duplicates_removed", ("int",), False, 0),
+        ("unkeyed", ("int",), False, 0),
+        ("items", ("list", ("record", "Merged")), False, []),
+        ("created_at", ("datetime",), True, None),
+    ),
+    "Brief": (
+        ("id", ("int",), True, None),
+        ("aggregate_id", ("int",), True, None),
+        (
+            "format",
+            (
+                "enum",
+                (
+                    "markdown",
+                    "bullets",
+                    "json",
+                    "graph",
+                ),
+            ),
+            True,
+            None,
+        ),
+        ("title", ("str",), True, None),
+        ("content", ("str",), True, None),
+        ("created_at", ("datetime",), True, None),
+    ),
+    "Article": (
+        ("id", ("str",), True, None),
+        ("title", ("str",), True, None),
+        ("url", ("str",), True, None),
+        ("outlet", ("str",), True, None),
+        ("published", ("date",), True, None),
+        ("body", ("str",), True, None),
+        ("entities", ("list", ("str",)), False, []),
+    ),
+    "Hit": (("doc", ("record", "Article"), True, None), ("score", ("int",), True, None)),
+    "VoiceShare": (
+        ("brand", ("str",), True, None),
+        ("entries", ("int",), True, None),
+        ("mentions", ("int",), True, None),
+        ("share_percent", ("float",), True, None),
+    ),
+}
+"""Per record: (field, kind, required, default) for validating data from outside."""
+
+STATE_KINDS: Final[dict[str, Kind]] = {
+    "feeds": ("map", ("str",), ("record", "Feed")),
+    "jobs": ("map", ("int",), ("record", "Job")),
+    "digests": ("map", ("int",), ("record", "Digest")),
+    "briefs": ("map", ("int",), ("record", "Brief")),
+    "next_job_id": ("int",),
+    "next_digest_id": ("int",),
+    "next_brief_id": ("int",),
+    "watchlist": ("list", ("str",)),
+    "audit_log": ("list", ("record", "AuditEntry")),
+    "clock": ("datetime",),
+}
+
+_TYPE_NAMES: Final[dict[str, str]] = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a finite number",
+    "number": "a number (an integer, or a finite number with a fraction)",
+    "bool": "true or false",
+    "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
+    "date": "an ISO-8601 date like 2025-01-31",
+    "time": "an ISO-8601 time like 09:30:00",
+    "list": "a list",
+    "set": "a list of distinct items",
+    "map": "an object",
+    "record": "an object",
+}
+_TEMPORAL_SHAPES: Final[dict[str, re.Pattern[str]]] = {
+    "datetime": re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"),
+    "date": re.compile(r"\d{4}-\d{2}-\d{2}"),
+    "time": re.compile(r"\d{2}:\d{2}:\d{2}"),
+}
+"""One fixed-width form each, so comparing the strings orders the moments."""
+
+
+def _valid_moment(tag: str, text: str) -> bool:
+    if not _TEMPORAL_SHAPES[tag].fullmatch(text):
+        return False
+    try:
+        if tag == "datetime":
+            dt.datetime.fromisoformat(text)
+        elif tag == "date":
+            dt.date.fromisoformat(text)
+        else:
+            dt.time.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _invalid(where: str, kind: Kind, value: Any) -> DomainError:
+    if kind[0] == "enum":
+        expected = "one of " + ", ".join(kind[1])
+        return DomainError(
+            "invalid_argument",
+            f"`{where}` must be {expected}, got {_show(value)}",
+            field=where,
+            allowed=list(kind[1]),
+        )
+    described = _TYPE_NAMES.get(kind[0], str(kind[0]))
+    return DomainError(
+        "invalid_argument", f"`{where}` must be {described}, got {_show(value)}", field=where
+    )
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _show(value: Any) -> str:
+    try:
+        text = json.dumps(value, default=repr)
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__} nested too deeply to show"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def conform(value: Any, kind: Kind, where: str) -> Any:
+    """Check a JSON value against a kind; return it normalised (or raise DomainError)."""
+    tag = kind[0]
+    if tag == "optional":
+        return None if value is None else conform(value, kind[1], where)
+    if tag == "json":
+        return copy_json(value)  # detached: the caller's object never ends up in state
+    if tag in ("str", "enum", "datetime", "date", "time"):
+        if not isinstance(value, str):
+            raise _invalid(where, kind, value)
+        if _SURROGATE.search(value):
+            raise DomainError(
+                "invalid_argument",
+                f"`{where}` holds a lone surrogate, which is not text",
+                field=where,
+            )
+        if tag == "enum" and value not in kind[1]:
+            raise _invalid(where, kind, value)
+        if tag in _TEMPORAL_SHAPES and not _valid_moment(tag, value):
+            raise _invalid(where, kind, value)
+        return value
+    if tag == "int":
+        if type(value) is not int:
+            raise _invalid(where, kind, value)
+        return value
+    if tag == "float":
+        if type(value) not in (int, float) or not math.isfinite(value):
+            raise _invalid(where, kind, value)
+        return float(value)
+    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
+        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
+            raise _invalid(where, kind, value)
+        return value
+    if tag == "bool":
+        if type(value) is not bool:
+            raise _invalid(where, kind, value)
+        return value
+    if tag == "list":
+        if not isinstance(value, list):
+            raise _invalid(where, kind, value)
+        if kind[1][0] == "str" and all(type(item) is str and item.isascii() for item in value):
+            return list(value)  # a list of ASCII text: nothing to check item by item
+        return [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
+    if tag == "map":
+        if kind[1][0] == "json" and isinstance(value, list):
+            return _conform_pairs(value, kind, where)
+        if not isinstance(value, Mapping):
+            raise _invalid(where, kind, value)
+        return {
+            _conform_key(key, kind[1], where): conform(item, kind[2], f"{where}[{key!r}]")
+            for key, item in value.items()
+        }
+    if tag == "set":
+        if not isinstance(value, (list, set, frozenset)):
+            raise _invalid(where, kind, value)
+        items = [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
+        result = set(items)
+        if len(result) != len(items):
+            raise DomainError("invalid_argument", f"`{where}` lists an item twice", field=where)
+        return result
+    if tag == "record":
+        return _conform_record(value, kind[1], where)
+    raise AssertionError(f"unknown kind {kind!r}")
+
+
+_INT_KEY: Final = re.compile(r"-?[0-9]+")
+"""JSON object keys are strings: an int-keyed map arrives with keys like "12"."""
+
+
+def _conform_key(key: Any, kind: Kind, where: str) -> Any:
+    if kind[0] == "int" and isinstance(key, str) and _INT_KEY.fullmatch(key):
+        return int(key)
+    if kind[0] == "json":  # kept as given: "1" and 1 are different keys
+        if type(key) not in (str, int):
+            raise DomainError(
+                "invalid_argument",
+                f"`{where}` key must be a string or an integer, got {_show(key)}",
+                field=where,
+            )
+        return key
+    return conform(key, kind, f"{where} key")
+
+
+def _conform_pairs(pairs: list[Any], kind: Kind, where: str) -> dict[Any, Any]:
+    """A map with str and int keys, as `state()` writes it: a list of [key, value] pairs."""
+    result: dict[Any, Any] = {}
+    for index, pair in enumerate(pairs):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise DomainError(
+                "invalid_argument", f"`{where}[{index}]` must be a [key, value] pair", field=where
+            )
+        key = _conform_key(pair[0], kind[1], where)
+        if key in result:
+            raise DomainError(
+                "invalid_argument", f"`{where}` has the key {_show(key)} twice", field=where
+            )
+        result[key] = conform(pair[1], kind[2], f"{where}[{key!r}]")
+    return result
+
+
+def _conform_record(value: Any, name: str, where: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _invalid(where, ("record", name), value)
+    fields = RECORD_FIELDS[name]
+    known = {field[0] for field in fields}
+    for key in value:
+        if key not in known:
+            raise DomainError(
+                "invalid_argument",
+                f"`{where}` has no field `{key}`",
+                field=f"{where}.{key}",
+                allowed=sorted(known),
+            )
+    result: dict[str, Any] = {}
+    for field, kind, required, default in fields:
+        if field in value:
+            result[field] = conform(value[field], kind, f"{where}.{field}")
+        elif required:
+            raise DomainError(
+                "invalid_argument", f"`{where}` needs the field `{field}`", field=f"{where}.{field}"
+            )
+        else:
+            result[field] = copy_json(default)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One tool parameter as `call` validates it."""
+
+    name: str
+    kind: Kind
+    required: bool
+    limits: tuple[tuple[str, Any], ...] = ()
+    keyword: str = ""  # the Python parameter, where `name` is a Python keyword or taken
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What `call` needs to know about a tool; `writes` is the inferred write set."""
+
+    name: str
+    params: tuple[Param, ...]
+    reads: frozenset[str]
+    writes: frozenset[str]
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
+    call: Callable[[Any, Any], Any]  # Environment.call's work, written for this tool's types
+    names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(param.name for param in self.params))
+
+
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
+
+
+def _check_limits(param: Param, value: Any) -> None:
+    for limit, bound in param.limits:
+        if value is None:
+            return
+        broken = (
+            (limit == "min" and value < bound)
+            or (limit == "max" and value > bound)
+            or (limit in ("min_length", "min_items") and len(value) < bound)
+            or (limit in ("max_length", "max_items") and len(value) > bound)
+            or (limit == "pattern" and re.fullmatch(bound, value) is None)
+        )
+        if broken:
+            rule = limit.replace("_", " ")
+            raise DomainError(
+                "invalid_argument",
+                f"`{param.name}` breaks the rule {rule} {bound!r}: got {_show(value)}",
+                field=param.name,
+                rule=rule,
+                limit=bound,
+            )
+
+
+def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
+    """Validate raw JSON arguments of a tool call; return keyword arguments. Each tool's
+    `spec.call` takes a shortcut for plain arguments and comes here for everything else."""
+    if type(args) is not dict and not isinstance(args, Mapping):  # a dict skips the ABC check
+        raise DomainError(
+            "invalid_argument",
+            f"arguments of `{spec.name}` must be a JSON object",
+            allowed=[p.name for p in spec.params],
+        )
+    if not spec.names.issuperset(args):  # one set operation in the common case
+        key = next(key for key in args if key not in spec.names)
+        allowed = [p.name for p in spec.params]
+        raise DomainError(
+            "invalid_argument",
+            f"`{spec.name}` has no parameter `{key}`",
+            field=str(key),
+            allowed=allowed,
+        )
+    kwargs: dict[str, Any] = {}
+    for param in spec.params:
+        value = args.get(param.name, _MISSING)
+        if value is not _MISSING:
+            tag = param.kind[0]
+            if tag == "str" and type(value) is str and value.isascii():
+                pass  # ASCII text holds no lone surrogate: the commonest case skips `conform`
+            elif _SIMPLE_TYPES.get(tag) is not type(value):  # an int or a bool costs one lookup
+                value = conform(value, param.kind, param.name)
+            if param.limits:
+                _check_limits(param, value)
+            kwargs[param.keyword or param.name] = value
+        elif param.required:
+            raise DomainError(
+                "invalid_argument",
+                f"`{spec.name}` needs the parameter `{param.name}`",
+                field=param.name,
+            )
+    return kwargs
+
+
 # --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind) -> Any:
+    """A value of a data file as the state holds it. envc checked it against its type
+    when it wrote the file (record defaults filled in), so this converts only what JSON
+    cannot say, and leaves alone the parts that need nothing: int map keys (JSON keys are
+    strings), sets (lists), `map[json, ...]` ([key, value] pairs)."""
+    if value is None or _as_is(kind):
+        return value
+    tag = kind[0]
+    if tag == "optional":
+        return _from_data(value, kind[1])
+    if tag == "list":
+        return [_from_data(item, kind[1]) for item in value]
+    if tag == "set":
+        return set(value)  # of str, int or enum members: nothing inside to convert
+    if tag == "map":
+        pairs = value if isinstance(value, list) else value.items()
+        if kind[1][0] == "int":
+            return {int(key): _from_data(item, kind[2]) for key, item in pairs}
+        return {key: _from_data(item, kind[2]) for key, item in pairs}
+    return {
+        field: _from_data(value[field], field_kind)
+        for field, field_kind, _, _ in RECORD_FIELDS[kind[1]]
+    }
+
+
+_AS_IS: Final[dict[Kind, bool]] = {}
+"""Per kind: whether JSON holds its values exactly as the state does (`_as_is`)."""
+
+
+def _as_is(kind: Kind) -> bool:
+    known = _AS_IS.get(kind)
+    if known is None:
+        tag = kind[0]
+        if tag in ("set", "map"):
+            known = False
+        elif tag in ("list", "optional"):
+            known = _as_is(kind[1])
+        elif tag == "record":  # no record holds itself (E3023): this ends
+            known = all(_as_is(field_kind) for _, field_kind, _, _ in RECORD_FIELDS[kind[1]])
+        else:
+            known = True
+        _AS_IS[kind] = known
+    return known
+
 
 DEFAULT_STATE: Final[State] = {
     "feeds": {
@@ -285,71 +866,7 @@ WORLD: Final[World] = {
         "latest",
     ],
     "punctuation": ".,;:!?'\"()[]{}<>-_/\\|*#",
-    "corpus": [
-        {
-            "id": "a1",
-            "title": "Northwind Air cabin crew announce strike",
-            "url": "https://dailyledger.example/northwind-strike",
-            "outlet": "Daily Ledger",
-            "published": "2025-03-09",
-            "body": "Cabin crew at Northwind Air will strike on Friday over pay, the union said. Northwind Air says most flights will still run.",
-            "entities": ["Northwind Air", "Cabin Crew Union"],
-        },
-        {
-            "id": "a2",
-            "title": "Northwind Air cabin crew announce strike",
-            "url": "https://metrowire.example/2025/03/09/northwind-air-strike",
-            "outlet": "Metro Wire",
-            "published": "2025-03-09",
-            "body": "Syndicated: cabin crew at Northwind Air will strike on Friday over pay.",
-            "entities": ["Northwind Air"],
-        },
-        {
-            "id": "a3",
-            "title": "Strike threat: Northwind Air cancels 40 flights",
-            "url": "https://citypost.example/northwind-cancellations",
-            "outlet": "City Post",
-            "published": "2025-03-10",
-            "body": "Northwind Air cancelled 40 flights ahead of the strike and offered rebooking.",
-            "entities": ["Northwind Air", "City Airport"],
-        },
-        {
-            "id": "a4",
-            "title": "Skylark Airways adds Lisbon route",
-            "url": "https://travelweekly.example/skylark-lisbon",
-            "outlet": "Travel Weekly",
-            "published": "2025-03-08",
-            "body": "Skylark Airways will fly to Lisbon three times a week from May.",
-            "entities": ["Skylark Airways"],
-        },
-        {
-            "id": "a5",
-            "title": "Northwind Air posts record quarterly profit",
-            "url": "https://financetoday.example/northwind-profit",
-            "outlet": "Finance Today",
-            "published": "2025-02-27",
-            "body": "Northwind Air reported record profit on strong transatlantic demand.",
-            "entities": ["Northwind Air"],
-        },
-        {
-            "id": "a6",
-            "title": "Airport expansion vote delayed",
-            "url": "https://citypost.example/airport-vote",
-            "outlet": "City Post",
-            "published": "2025-03-07",
-            "body": "The council delayed the City Airport expansion vote to April.",
-            "entities": ["City Airport", "City Council"],
-        },
-        {
-            "id": "a7",
-            "title": "Skylark and Northwind Air in fare war",
-            "url": "https://dailyledger.example/fare-war",
-            "outlet": "Daily Ledger",
-            "published": "2025-03-10",
-            "body": "Skylark Airways and Northwind Air cut fares on domestic routes for the second time this month.",
-            "entities": ["Skylark Airways", "Northwind Air"],
-        },
-    ],
+    "corpus": _from_data(_read_data("world/corpus.json"), ("list", ("record", "Article"))),
 }
 
 SCENARIOS: Final[dict[str, dict[str, Any]]] = {
@@ -904,531 +1421,6 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
-# --------------------------------------------------------------------------- errors
-
-
-class DomainError(Exception):
-    """A refusal the agent can act on: it names the entity, field and alternatives."""
-
-    def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.details = details
-
-    def to_json(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"kind": self.kind, "message": self.message, **self.details}
-        for key, value in self.details.items():
-            if type(value) not in _SCALARS:  # detached: a detail may be a live list of the state
-                plain = type(value) is list and _SCALARS.issuperset(map(type, value))
-                error[key] = value.copy() if plain else to_json(value)
-        return {"error": error}
-
-
-class ScenarioError(ValueError):
-    """A harness passed a scenario or saved state that does not fit this environment."""
-
-
-INTERNAL_ERROR: Final[dict[str, Any]] = {
-    "error": {
-        "kind": "internal",
-        "message": "The tool failed because of an internal problem; nothing was changed.",
-    }
-}
-"""What an agent sees when a tool fails for a reason that is not its fault."""
-
-# --------------------------------------------------------------------------- validation
-
-Kind = tuple[Any, ...]
-"""A type as data: ("int",), ("list", kind), ("map", key, value), ("record", name), ..."""
-
-RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
-    "AuditEntry": (
-        ("seq", ("int",), True, None),
-        ("at", ("datetime",), True, None),
-        ("tool", ("str",), True, None),
-        ("action", ("str",), True, None),
-        ("entity", ("str",), True, None),
-        ("detail", ("str",), True, None),
-    ),
-    "Feed": (
-        ("id", ("str",), True, None),
-        ("name", ("str",), True, None),
-        (
-            "format",
-            (
-                "enum",
-                (
-                    "text",
-                    "audio",
-                    "video",
-                    "table",
-                ),
-            ),
-            True,
-            None,
-        ),
-        ("tags", ("list", ("str",)), False, []),
-        ("registered_at", ("datetime",), True, None),
-        ("jobs_ingested", ("int",), False, 0),
-    ),
-    "Unit": (
-        ("index", ("int",), True, None),
-        ("text", ("str",), True, None),
-        ("attrs", ("map", ("str",), ("str",)), False, {}),
-    ),
-    "Parsed": (
-        (
-            "format",
-            (
-                "enum",
-                (
-                    "text",
-                    "audio",
-                    "video",
-                    "table",
-                ),
-            ),
-            True,
-            None,
-        ),
-        ("uri", ("str",), False, ""),
-        ("title", ("str",), False, ""),
-        ("duration_s", ("float",), False, 0.0),
-        ("columns", ("list", ("str",)), False, []),
-        ("units", ("list", ("record", "Unit")), False, []),
-    ),
-    "Item": (
-        ("job_id", ("int",), True, None),
-        ("source_id", ("str",), True, None),
-        ("seq", ("int",), True, None),
-        ("fields", ("map", ("str",), ("str",)), False, {}),
-    ),
-    "Outcome": (
-        ("items", ("list", ("record", "Item")), False, []),
-        ("failure", ("optional", ("str",)), False, None),
-    ),
-    "Job": (
-        ("id", ("int",), True, None),
-        ("source_id", ("str",), True, None),
-        (
-            "format",
-            (
-                "enum",
-                (
-                    "text",
-                    "audio",
-                    "video",
-                    "table",
-                ),
-            ),
-            True,
-            None,
-        ),
-        (
-            "job_type",
-            (
-                "enum",
-                (
-                    "search",
-                    "fetch",
-                    "transcribe",
-                    "parse",
-                ),
-            ),
-            True,
-            None,
-        ),
-        (
-            "status",
-            (
-                "enum",
-                (
-                    "queued",
-                    "completed",
-                    "failed",
-                ),
-            ),
-            False,
-            "queued",
-        ),
-        ("label", ("str",), False, ""),
-        ("parsed", ("record", "Parsed"), True, None),
-        ("results", ("list", ("record", "Item")), False, []),
-        ("failure", ("optional", ("str",)), False, None),
-        ("processor", ("optional", ("str",)), False, None),
-        ("created_at", ("datetime",), True, None),
-        ("processed_at", ("optional", ("datetime",)), False, None),
-    ),
-    "Merged": (
-        ("key", ("str",), True, None),
-        ("fields", ("map", ("str",), ("str",)), False, {}),
-        ("sources", ("list", ("str",)), False, []),
-        ("jobs", ("list", ("int",)), False, []),
-        ("mentions", ("int",), False, 1),
-    ),
-    "Digest": (
-        ("id", ("int",), True, None),
-        ("dedup_keys", ("list", ("str",)), True, None),
-        (
-            "normalization",
-            (
-                "list",
-                (
-                    "enum",
-                    (
-                        "lowercase",
-                        "strip",
-                        "collapse_whitespace",
-                        "strip_punctuation",
-                    ),
-                ),
-            ),
-            False,
-            [],
-        ),
-        ("job_ids", ("list", ("int",)), False, []),
-        ("input_count", ("int",), False, 0),
-        ("duplicates_removed", ("int",), False, 0),
-        ("unkeyed", ("int",), False, 0),
-        ("items", ("list", ("record", "Merged")), False, []),
-        ("created_at", ("datetime",), True, None),
-    ),
-    "Brief": (
-        ("id", ("int",), True, None),
-        ("aggregate_id", ("int",), True, None),
-        (
-            "format",
-            (
-                "enum",
-                (
-                    "markdown",
-                    "bullets",
-                    "json",
-                    "graph",
-                ),
-            ),
-            True,
-            None,
-        ),
-        ("title", ("str",), True, None),
-        ("content", ("str",), True, None),
-        ("created_at", ("datetime",), True, None),
-    ),
-    "Article": (
-        ("id", ("str",), True, None),
-        ("title", ("str",), True, None),
-        ("url", ("str",), True, None),
-        ("outlet", ("str",), True, None),
-        ("published", ("date",), True, None),
-        ("body", ("str",), True, None),
-        ("entities", ("list", ("str",)), False, []),
-    ),
-    "Hit": (("doc", ("record", "Article"), True, None), ("score", ("int",), True, None)),
-    "VoiceShare": (
-        ("brand", ("str",), True, None),
-        ("entries", ("int",), True, None),
-        ("mentions", ("int",), True, None),
-        ("share_percent", ("float",), True, None),
-    ),
-}
-"""Per record: (field, kind, required, default) for validating data from outside."""
-
-STATE_KINDS: Final[dict[str, Kind]] = {
-    "feeds": ("map", ("str",), ("record", "Feed")),
-    "jobs": ("map", ("int",), ("record", "Job")),
-    "digests": ("map", ("int",), ("record", "Digest")),
-    "briefs": ("map", ("int",), ("record", "Brief")),
-    "next_job_id": ("int",),
-    "next_digest_id": ("int",),
-    "next_brief_id": ("int",),
-    "watchlist": ("list", ("str",)),
-    "audit_log": ("list", ("record", "AuditEntry")),
-    "clock": ("datetime",),
-}
-
-_TYPE_NAMES: Final[dict[str, str]] = {
-    "str": "a string",
-    "int": "an integer",
-    "float": "a finite number",
-    "number": "a number (an integer, or a finite number with a fraction)",
-    "bool": "true or false",
-    "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
-    "date": "an ISO-8601 date like 2025-01-31",
-    "time": "an ISO-8601 time like 09:30:00",
-    "list": "a list",
-    "set": "a list of distinct items",
-    "map": "an object",
-    "record": "an object",
-}
-_TEMPORAL_SHAPES: Final[dict[str, re.Pattern[str]]] = {
-    "datetime": re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"),
-    "date": re.compile(r"\d{4}-\d{2}-\d{2}"),
-    "time": re.compile(r"\d{2}:\d{2}:\d{2}"),
-}
-"""One fixed-width form each, so comparing the strings orders the moments."""
-
-
-def _valid_moment(tag: str, text: str) -> bool:
-    if not _TEMPORAL_SHAPES[tag].fullmatch(text):
-        return False
-    try:
-        if tag == "datetime":
-            dt.datetime.fromisoformat(text)
-        elif tag == "date":
-            dt.date.fromisoformat(text)
-        else:
-            dt.time.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _invalid(where: str, kind: Kind, value: Any) -> DomainError:
-    if kind[0] == "enum":
-        expected = "one of " + ", ".join(kind[1])
-        return DomainError(
-            "invalid_argument",
-            f"`{where}` must be {expected}, got {_show(value)}",
-            field=where,
-            allowed=list(kind[1]),
-        )
-    described = _TYPE_NAMES.get(kind[0], str(kind[0]))
-    return DomainError(
-        "invalid_argument", f"`{where}` must be {described}, got {_show(value)}", field=where
-    )
-
-
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-
-
-def _show(value: Any) -> str:
-    try:
-        text = json.dumps(value, default=repr)
-    except (RecursionError, ValueError):
-        return f"a {type(value).__name__} nested too deeply to show"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def conform(value: Any, kind: Kind, where: str) -> Any:
-    """Check a JSON value against a kind; return it normalised (or raise DomainError)."""
-    tag = kind[0]
-    if tag == "optional":
-        return None if value is None else conform(value, kind[1], where)
-    if tag == "json":
-        return copy_json(value)  # detached: the caller's object never ends up in state
-    if tag in ("str", "enum", "datetime", "date", "time"):
-        if not isinstance(value, str):
-            raise _invalid(where, kind, value)
-        if _SURROGATE.search(value):
-            raise DomainError(
-                "invalid_argument",
-                f"`{where}` holds a lone surrogate, which is not text",
-                field=where,
-            )
-        if tag == "enum" and value not in kind[1]:
-            raise _invalid(where, kind, value)
-        if tag in _TEMPORAL_SHAPES and not _valid_moment(tag, value):
-            raise _invalid(where, kind, value)
-        return value
-    if tag == "int":
-        if type(value) is not int:
-            raise _invalid(where, kind, value)
-        return value
-    if tag == "float":
-        if type(value) not in (int, float) or not math.isfinite(value):
-            raise _invalid(where, kind, value)
-        return float(value)
-    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
-        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
-            raise _invalid(where, kind, value)
-        return value
-    if tag == "bool":
-        if type(value) is not bool:
-            raise _invalid(where, kind, value)
-        return value
-    if tag == "list":
-        if not isinstance(value, list):
-            raise _invalid(where, kind, value)
-        if kind[1][0] == "str" and all(type(item) is str and item.isascii() for item in value):
-            return list(value)  # a list of ASCII text: nothing to check item by item
-        return [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
-    if tag == "map":
-        if kind[1][0] == "json" and isinstance(value, list):
-            return _conform_pairs(value, kind, where)
-        if not isinstance(value, Mapping):
-            raise _invalid(where, kind, value)
-        return {
-            _conform_key(key, kind[1], where): conform(item, kind[2], f"{where}[{key!r}]")
-            for key, item in value.items()
-        }
-    if tag == "set":
-        if not isinstance(value, (list, set, frozenset)):
-            raise _invalid(where, kind, value)
-        items = [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
-        result = set(items)
-        if len(result) != len(items):
-            raise DomainError("invalid_argument", f"`{where}` lists an item twice", field=where)
-        return result
-    if tag == "record":
-        return _conform_record(value, kind[1], where)
-    raise AssertionError(f"unknown kind {kind!r}")
-
-
-_INT_KEY: Final = re.compile(r"-?[0-9]+")
-"""JSON object keys are strings: an int-keyed map arrives with keys like "12"."""
-
-
-def _conform_key(key: Any, kind: Kind, where: str) -> Any:
-    if kind[0] == "int" and isinstance(key, str) and _INT_KEY.fullmatch(key):
-        return int(key)
-    if kind[0] == "json":  # kept as given: "1" and 1 are different keys
-        if type(key) not in (str, int):
-            raise DomainError(
-                "invalid_argument",
-                f"`{where}` key must be a string or an integer, got {_show(key)}",
-                field=where,
-            )
-        return key
-    return conform(key, kind, f"{where} key")
-
-
-def _conform_pairs(pairs: list[Any], kind: Kind, where: str) -> dict[Any, Any]:
-    """A map with str and int keys, as `state()` writes it: a list of [key, value] pairs."""
-    result: dict[Any, Any] = {}
-    for index, pair in enumerate(pairs):
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise DomainError(
-                "invalid_argument", f"`{where}[{index}]` must be a [key, value] pair", field=where
-            )
-        key = _conform_key(pair[0], kind[1], where)
-        if key in result:
-            raise DomainError(
-                "invalid_argument", f"`{where}` has the key {_show(key)} twice", field=where
-            )
-        result[key] = conform(pair[1], kind[2], f"{where}[{key!r}]")
-    return result
-
-
-def _conform_record(value: Any, name: str, where: str) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _invalid(where, ("record", name), value)
-    fields = RECORD_FIELDS[name]
-    known = {field[0] for field in fields}
-    for key in value:
-        if key not in known:
-            raise DomainError(
-                "invalid_argument",
-                f"`{where}` has no field `{key}`",
-                field=f"{where}.{key}",
-                allowed=sorted(known),
-            )
-    result: dict[str, Any] = {}
-    for field, kind, required, default in fields:
-        if field in value:
-            result[field] = conform(value[field], kind, f"{where}.{field}")
-        elif required:
-            raise DomainError(
-                "invalid_argument", f"`{where}` needs the field `{field}`", field=f"{where}.{field}"
-            )
-        else:
-            result[field] = copy_json(default)
-    return result
-
-
-@dataclass(frozen=True, slots=True)
-class Param:
-    """One tool parameter as `call` validates it."""
-
-    name: str
-    kind: Kind
-    required: bool
-    limits: tuple[tuple[str, Any], ...] = ()
-    keyword: str = ""  # the Python parameter, where `name` is a Python keyword or taken
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """What `call` needs to know about a tool; `writes` is the inferred write set."""
-
-    name: str
-    params: tuple[Param, ...]
-    reads: frozenset[str]
-    writes: frozenset[str]
-    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
-    call: Callable[[Any, Any], Any]  # Environment.call's work, written for this tool's types
-    names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
-"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
-so it stays on the full path): a plain int or bool argument skips `conform`."""
-
-
-def _check_limits(param: Param, value: Any) -> None:
-    for limit, bound in param.limits:
-        if value is None:
-            return
-        broken = (
-            (limit == "min" and value < bound)
-            or (limit == "max" and value > bound)
-            or (limit in ("min_length", "min_items") and len(value) < bound)
-            or (limit in ("max_length", "max_items") and len(value) > bound)
-            or (limit == "pattern" and re.fullmatch(bound, value) is None)
-        )
-        if broken:
-            rule = limit.replace("_", " ")
-            raise DomainError(
-                "invalid_argument",
-                f"`{param.name}` breaks the rule {rule} {bound!r}: got {_show(value)}",
-                field=param.name,
-                rule=rule,
-                limit=bound,
-            )
-
-
-def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
-    """Validate raw JSON arguments of a tool call; return keyword arguments. Each tool's
-    `spec.call` takes a shortcut for plain arguments and comes here for everything else."""
-    if type(args) is not dict and not isinstance(args, Mapping):  # a dict skips the ABC check
-        raise DomainError(
-            "invalid_argument",
-            f"arguments of `{spec.name}` must be a JSON object",
-            allowed=[p.name for p in spec.params],
-        )
-    if not spec.names.issuperset(args):  # one set operation in the common case
-        key = next(key for key in args if key not in spec.names)
-        allowed = [p.name for p in spec.params]
-        raise DomainError(
-            "invalid_argument",
-            f"`{spec.name}` has no parameter `{key}`",
-            field=str(key),
-            allowed=allowed,
-        )
-    kwargs: dict[str, Any] = {}
-    for param in spec.params:
-        value = args.get(param.name, _MISSING)
-        if value is not _MISSING:
-            tag = param.kind[0]
-            if tag == "str" and type(value) is str and value.isascii():
-                pass  # ASCII text holds no lone surrogate: the commonest case skips `conform`
-            elif _SIMPLE_TYPES.get(tag) is not type(value):  # an int or a bool costs one lookup
-                value = conform(value, param.kind, param.name)
-            if param.limits:
-                _check_limits(param, value)
-            kwargs[param.keyword or param.name] = value
-        elif param.required:
-            raise DomainError(
-                "invalid_argument",
-                f"`{spec.name}` needs the parameter `{param.name}`",
-                field=param.name,
-            )
-    return kwargs
-
 
 # --------------------------------------------------------------------------- copying
 

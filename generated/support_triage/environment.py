@@ -252,633 +252,6 @@ class World(TypedDict):
     profiles: dict[str, CustomerProfile]
 
 
-# --------------------------------------------------------------------------- data
-
-DEFAULT_STATE: Final[State] = {
-    "conversations": {},
-    "transcripts": {},
-    "case_fields": {},
-    "personas": {},
-    "trajectories": {},
-    "orders": {
-        "A-1042": {
-            "id": "A-1042",
-            "customer": "Dana Reyes",
-            "item": "Glass kettle",
-            "total": 49.99,
-            "status": "delivered",
-            "tracking": "TRK-55120",
-        },
-        "A-1043": {
-            "id": "A-1043",
-            "customer": "Dana Reyes",
-            "item": "Tea set",
-            "total": 24.5,
-            "status": "shipped",
-            "tracking": "TRK-55121",
-        },
-        "B-2210": {
-            "id": "B-2210",
-            "customer": "Sam Ortiz",
-            "item": "Desk lamp",
-            "total": 35.0,
-            "status": "refunded",
-            "tracking": "TRK-60002",
-        },
-        "C-3301": {
-            "id": "C-3301",
-            "customer": "Lee Park",
-            "item": "Blender",
-            "total": 89.0,
-            "status": "placed",
-            "tracking": None,
-        },
-    },
-    "refunds": [],
-    "next_refund_id": 1,
-    "audit_log": [],
-    "clock": "2025-04-14T10:00:00",
-}
-
-WORLD: Final[World] = {
-    "tuning": {
-        "confirm_step": 0.15,
-        "intent_step": 0.1,
-        "clarify_step": 0.1,
-        "empathy_lift": 0.1,
-        "negative_drop": 0.2,
-        "clarify_drop": 0.05,
-        "resolve_lift": 0.15,
-        "idle_drop": 0.1,
-        "resolve_threshold": 0.7,
-    },
-    "confirmation_phrases": [
-        "to confirm",
-        "so you want",
-        "so you need",
-        "you would like",
-        "you'd like",
-        "is that right",
-        "is that correct",
-        "understood",
-        "i understand you",
-        "if i understand correctly",
-    ],
-    "clarification_phrases": [
-        "clarify",
-        "what do you mean",
-        "could you explain",
-        "can you explain",
-        "tell me more",
-        "which one",
-        "what exactly",
-        "can you repeat",
-        "could you repeat",
-    ],
-    "empathy_phrases": [
-        "sorry",
-        "apologi",
-        "thank you for your patience",
-        "happy to help",
-        "thanks for",
-    ],
-    "negative_phrases": [
-        "calm down",
-        "not my problem",
-        "nothing i can do",
-        "can't help",
-        "cannot help",
-        "policy",
-        "you should have",
-        "as i already said",
-        "not our fault",
-    ],
-    "resolution_phrases": [
-        "resolved",
-        "processed",
-        "issued",
-        "sent",
-        "done",
-        "fixed",
-        "completed",
-        "arranged",
-        "refunded",
-        "shipped",
-        "reset",
-    ],
-    "replies": {
-        "delighted": [
-            "That's great, thank you! Can we also sort out the {item}?",
-            "Brilliant, you're a star. What about the {item}?",
-        ],
-        "content": [
-            "Thanks. And the {item}?",
-            "OK, that sounds good. What happens with the {item}?",
-        ],
-        "neutral": ["OK. I still need the {item} sorted.", "Right. What about the {item}?"],
-        "annoyed": [
-            "I've been waiting a while. What about the {item}?",
-            "This is taking too long. The {item}, please.",
-        ],
-        "angry": [
-            "This is ridiculous. Just fix the {item}!",
-            "I'm losing my patience. Sort out the {item} now.",
-        ],
-    },
-    "clarify_replies": [
-        "Like I said, {hint}.",
-        "I already told you: {hint}.",
-        "Let me put it simply: {hint}.",
-    ],
-    "last_chance_replies": [
-        "Last chance: sort out the {item} or I want a manager.",
-        "One more runaround and I'm asking for your supervisor.",
-    ],
-    "unsure_replies": ["So is everything sorted now?", "Just to be sure: is that really all done?"],
-    "resolved_replies": [
-        "Perfect, that's everything. Thank you!",
-        "Great, all sorted. Thanks for your help.",
-    ],
-    "escalated_replies": [
-        "That's it, I want to speak to a manager.",
-        "I'm done here. Put me through to someone senior.",
-    ],
-    "profiles": {
-        "damaged_item": {
-            "intent": "refund",
-            "intent_keywords": ["refund", "money back"],
-            "items": ["refund", "return label"],
-            "hint": "the kettle arrived cracked and I want my money back",
-            "opening": "Hi, the kettle I ordered arrived cracked.",
-            "confidence": 0.3,
-            "valence": -0.1,
-            "patience": 3,
-        },
-        "locked_out": {
-            "intent": "account access",
-            "intent_keywords": ["password", "log in", "locked"],
-            "items": ["password reset"],
-            "hint": "I can't log in since this morning",
-            "opening": "I'm locked out of my account!",
-            "confidence": 0.4,
-            "valence": -0.3,
-            "patience": 1,
-        },
-        "late_parcel": {
-            "intent": "delivery status",
-            "intent_keywords": ["tracking", "delivery", "parcel"],
-            "items": ["tracking number", "new delivery date"],
-            "hint": "my parcel was due last Friday and still isn't here",
-            "opening": "Where is my parcel?",
-            "confidence": 0.35,
-            "valence": -0.2,
-            "patience": 2,
-        },
-        "double_charge": {
-            "intent": "billing correction",
-            "intent_keywords": ["charge", "charged", "invoice"],
-            "items": ["duplicate charge refund"],
-            "hint": "I was charged twice for one order",
-            "opening": "Why did you take my money twice?",
-            "confidence": 0.3,
-            "valence": -0.4,
-            "patience": 2,
-        },
-    },
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "refund_chat": {
-        "conversations": {
-            "s1": {
-                "id": "s1",
-                "customer": "Dana",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-01-01T09:00:00",
-                "updated_at": "2025-01-01T09:00:00",
-                "last_customer_message": "Hi, my order arrived broken.",
-                "escalation_reason": None,
-                "closing_note": None,
-            }
-        },
-        "transcripts": {
-            "s1": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "Hi, my order arrived broken.",
-                    "at": "2025-01-01T09:00:00",
-                    "mood": "neutral",
-                }
-            ]
-        },
-        "case_fields": {
-            "s1": {
-                "intent_status": "unknown",
-                "mood": "neutral",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "2",
-            }
-        },
-        "personas": {
-            "s1": {
-                "intent": "refund",
-                "intent_keywords": ["refund", "money back"],
-                "hint": "the blender arrived broken and I want my money back",
-                "confidence": 0.3,
-                "valence": -0.1,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["refund", "return label"],
-                "patience": 3,
-                "strikes": 0,
-            }
-        },
-        "trajectories": {
-            "s1": [
-                {
-                    "turn": 0,
-                    "confidence": 0.3,
-                    "valence": -0.1,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ]
-        },
-    },
-    "on_the_edge": {
-        "conversations": {
-            "s2": {
-                "id": "s2",
-                "customer": "Lee",
-                "status": "active",
-                "turns": 3,
-                "started_at": "2025-01-01T08:00:00",
-                "updated_at": "2025-01-01T08:30:00",
-                "last_customer_message": "Last chance: sort out the refund or I want a manager.",
-                "escalation_reason": None,
-                "closing_note": None,
-            },
-            "s3": {
-                "id": "s3",
-                "customer": "Kim",
-                "status": "closed",
-                "turns": 0,
-                "started_at": "2025-01-01T07:00:00",
-                "updated_at": "2025-01-01T07:10:00",
-                "last_customer_message": "",
-                "escalation_reason": None,
-                "closing_note": "duplicate",
-            },
-        },
-        "transcripts": {
-            "s2": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "I want my money back.",
-                    "at": "2025-01-01T08:00:00",
-                    "mood": "neutral",
-                },
-                {
-                    "turn": 1,
-                    "role": "agent",
-                    "text": "One moment.",
-                    "at": "2025-01-01T08:10:00",
-                    "mood": None,
-                },
-                {
-                    "turn": 1,
-                    "role": "customer",
-                    "text": "I've been waiting a while. What about the refund?",
-                    "at": "2025-01-01T08:10:00",
-                    "mood": "neutral",
-                },
-                {
-                    "turn": 2,
-                    "role": "agent",
-                    "text": "Still checking.",
-                    "at": "2025-01-01T08:20:00",
-                    "mood": None,
-                },
-                {
-                    "turn": 2,
-                    "role": "customer",
-                    "text": "This is taking too long. The refund, please.",
-                    "at": "2025-01-01T08:20:00",
-                    "mood": "annoyed",
-                },
-                {
-                    "turn": 3,
-                    "role": "agent",
-                    "text": "Almost there.",
-                    "at": "2025-01-01T08:30:00",
-                    "mood": None,
-                },
-                {
-                    "turn": 3,
-                    "role": "customer",
-                    "text": "Last chance: sort out the refund or I want a manager.",
-                    "at": "2025-01-01T08:30:00",
-                    "mood": "annoyed",
-                },
-            ],
-            "s3": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "Hello?",
-                    "at": "2025-01-01T07:00:00",
-                    "mood": "neutral",
-                },
-                {
-                    "turn": 0,
-                    "role": "system",
-                    "text": "closed: duplicate",
-                    "at": "2025-01-01T07:10:00",
-                    "mood": None,
-                },
-            ],
-        },
-        "case_fields": {
-            "s2": {
-                "intent_status": "unknown",
-                "mood": "annoyed",
-                "trend": "deteriorating",
-                "escalation_risk": "high",
-                "open_items": "1",
-                "tier": "gold",
-            },
-            "s3": {
-                "intent_status": "unknown",
-                "mood": "neutral",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "1",
-            },
-        },
-        "personas": {
-            "s2": {
-                "intent": "refund",
-                "intent_keywords": ["refund"],
-                "hint": "I want my money back",
-                "confidence": 0.2,
-                "valence": -0.3,
-                "trend": "deteriorating",
-                "confirmed": [],
-                "outstanding": ["refund"],
-                "patience": 3,
-                "strikes": 3,
-            },
-            "s3": {
-                "intent": "refund",
-                "intent_keywords": ["refund"],
-                "hint": "",
-                "confidence": 0.3,
-                "valence": 0.0,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["refund"],
-                "patience": 3,
-                "strikes": 0,
-            },
-        },
-        "trajectories": {
-            "s2": [
-                {
-                    "turn": 0,
-                    "confidence": 0.2,
-                    "valence": 0.0,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                },
-                {
-                    "turn": 1,
-                    "confidence": 0.2,
-                    "valence": -0.1,
-                    "mood": "neutral",
-                    "trend": "deteriorating",
-                    "confirmed": 0,
-                    "signals": ["no_progress"],
-                },
-                {
-                    "turn": 2,
-                    "confidence": 0.2,
-                    "valence": -0.2,
-                    "mood": "annoyed",
-                    "trend": "deteriorating",
-                    "confirmed": 0,
-                    "signals": ["no_progress"],
-                },
-                {
-                    "turn": 3,
-                    "confidence": 0.2,
-                    "valence": -0.3,
-                    "mood": "annoyed",
-                    "trend": "deteriorating",
-                    "confirmed": 0,
-                    "signals": ["no_progress"],
-                },
-            ],
-            "s3": [
-                {
-                    "turn": 0,
-                    "confidence": 0.3,
-                    "valence": 0.0,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-        },
-    },
-    "kettle_refund": {
-        "conversations": {
-            "c-1042": {
-                "id": "c-1042",
-                "customer": "Dana Reyes",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-04-14T09:58:00",
-                "updated_at": "2025-04-14T09:58:00",
-                "last_customer_message": "Hi, the kettle I ordered arrived cracked.",
-                "escalation_reason": None,
-                "closing_note": None,
-            }
-        },
-        "transcripts": {
-            "c-1042": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "Hi, the kettle I ordered arrived cracked.",
-                    "at": "2025-04-14T09:58:00",
-                    "mood": "neutral",
-                }
-            ]
-        },
-        "case_fields": {
-            "c-1042": {
-                "intent_status": "unknown",
-                "mood": "neutral",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "2",
-                "order_id": "A-1042",
-            }
-        },
-        "personas": {
-            "c-1042": {
-                "intent": "refund",
-                "intent_keywords": ["refund", "money back"],
-                "hint": "the kettle arrived cracked and I want my money back",
-                "confidence": 0.3,
-                "valence": -0.1,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["refund", "return label"],
-                "patience": 3,
-                "strikes": 0,
-            }
-        },
-        "trajectories": {
-            "c-1042": [
-                {
-                    "turn": 0,
-                    "confidence": 0.3,
-                    "valence": -0.1,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ]
-        },
-    },
-    "impatient_gold_customer": {
-        "conversations": {
-            "c-2001": {
-                "id": "c-2001",
-                "customer": "Sam Ortiz",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-04-14T09:50:00",
-                "updated_at": "2025-04-14T09:50:00",
-                "last_customer_message": "I'm locked out of my account!",
-                "escalation_reason": None,
-                "closing_note": None,
-            },
-            "c-0990": {
-                "id": "c-0990",
-                "customer": "Lee Park",
-                "status": "closed",
-                "turns": 0,
-                "started_at": "2025-04-13T16:00:00",
-                "updated_at": "2025-04-13T16:20:00",
-                "last_customer_message": "",
-                "escalation_reason": None,
-                "closing_note": "answered by email",
-            },
-        },
-        "transcripts": {
-            "c-2001": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "I'm locked out of my account!",
-                    "at": "2025-04-14T09:50:00",
-                    "mood": "annoyed",
-                }
-            ],
-            "c-0990": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "Has my blender shipped?",
-                    "at": "2025-04-13T16:00:00",
-                    "mood": "neutral",
-                },
-                {
-                    "turn": 0,
-                    "role": "system",
-                    "text": "closed: answered by email",
-                    "at": "2025-04-13T16:20:00",
-                    "mood": None,
-                },
-            ],
-        },
-        "case_fields": {
-            "c-2001": {
-                "intent_status": "suspected",
-                "mood": "annoyed",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "1",
-                "tier": "gold",
-            },
-            "c-0990": {"order_id": "C-3301"},
-        },
-        "personas": {
-            "c-2001": {
-                "intent": "account access",
-                "intent_keywords": ["password", "log in", "locked"],
-                "hint": "I can't log in since this morning",
-                "confidence": 0.4,
-                "valence": -0.3,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["password reset"],
-                "patience": 1,
-                "strikes": 0,
-            },
-            "c-0990": {
-                "intent": "delivery status",
-                "intent_keywords": ["shipped"],
-                "hint": "",
-                "confidence": 0.5,
-                "valence": 0.0,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["tracking number"],
-                "patience": 2,
-                "strikes": 0,
-            },
-        },
-        "trajectories": {
-            "c-2001": [
-                {
-                    "turn": 0,
-                    "confidence": 0.4,
-                    "valence": -0.3,
-                    "mood": "annoyed",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-            "c-0990": [
-                {
-                    "turn": 0,
-                    "confidence": 0.5,
-                    "valence": 0.0,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-        },
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -1524,6 +897,633 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             )
     return kwargs
 
+
+# --------------------------------------------------------------------------- data
+
+DEFAULT_STATE: Final[State] = {
+    "conversations": {},
+    "transcripts": {},
+    "case_fields": {},
+    "personas": {},
+    "trajectories": {},
+    "orders": {
+        "A-1042": {
+            "id": "A-1042",
+            "customer": "Dana Reyes",
+            "item": "Glass kettle",
+            "total": 49.99,
+            "status": "delivered",
+            "tracking": "TRK-55120",
+        },
+        "A-1043": {
+            "id": "A-1043",
+            "customer": "Dana Reyes",
+            "item": "Tea set",
+            "total": 24.5,
+            "status": "shipped",
+            "tracking": "TRK-55121",
+        },
+        "B-2210": {
+            "id": "B-2210",
+            "customer": "Sam Ortiz",
+            "item": "Desk lamp",
+            "total": 35.0,
+            "status": "refunded",
+            "tracking": "TRK-60002",
+        },
+        "C-3301": {
+            "id": "C-3301",
+            "customer": "Lee Park",
+            "item": "Blender",
+            "total": 89.0,
+            "status": "placed",
+            "tracking": None,
+        },
+    },
+    "refunds": [],
+    "next_refund_id": 1,
+    "audit_log": [],
+    "clock": "2025-04-14T10:00:00",
+}
+
+WORLD: Final[World] = {
+    "tuning": {
+        "confirm_step": 0.15,
+        "intent_step": 0.1,
+        "clarify_step": 0.1,
+        "empathy_lift": 0.1,
+        "negative_drop": 0.2,
+        "clarify_drop": 0.05,
+        "resolve_lift": 0.15,
+        "idle_drop": 0.1,
+        "resolve_threshold": 0.7,
+    },
+    "confirmation_phrases": [
+        "to confirm",
+        "so you want",
+        "so you need",
+        "you would like",
+        "you'd like",
+        "is that right",
+        "is that correct",
+        "understood",
+        "i understand you",
+        "if i understand correctly",
+    ],
+    "clarification_phrases": [
+        "clarify",
+        "what do you mean",
+        "could you explain",
+        "can you explain",
+        "tell me more",
+        "which one",
+        "what exactly",
+        "can you repeat",
+        "could you repeat",
+    ],
+    "empathy_phrases": [
+        "sorry",
+        "apologi",
+        "thank you for your patience",
+        "happy to help",
+        "thanks for",
+    ],
+    "negative_phrases": [
+        "calm down",
+        "not my problem",
+        "nothing i can do",
+        "can't help",
+        "cannot help",
+        "policy",
+        "you should have",
+        "as i already said",
+        "not our fault",
+    ],
+    "resolution_phrases": [
+        "resolved",
+        "processed",
+        "issued",
+        "sent",
+        "done",
+        "fixed",
+        "completed",
+        "arranged",
+        "refunded",
+        "shipped",
+        "reset",
+    ],
+    "replies": {
+        "delighted": [
+            "That's great, thank you! Can we also sort out the {item}?",
+            "Brilliant, you're a star. What about the {item}?",
+        ],
+        "content": [
+            "Thanks. And the {item}?",
+            "OK, that sounds good. What happens with the {item}?",
+        ],
+        "neutral": ["OK. I still need the {item} sorted.", "Right. What about the {item}?"],
+        "annoyed": [
+            "I've been waiting a while. What about the {item}?",
+            "This is taking too long. The {item}, please.",
+        ],
+        "angry": [
+            "This is ridiculous. Just fix the {item}!",
+            "I'm losing my patience. Sort out the {item} now.",
+        ],
+    },
+    "clarify_replies": [
+        "Like I said, {hint}.",
+        "I already told you: {hint}.",
+        "Let me put it simply: {hint}.",
+    ],
+    "last_chance_replies": [
+        "Last chance: sort out the {item} or I want a manager.",
+        "One more runaround and I'm asking for your supervisor.",
+    ],
+    "unsure_replies": ["So is everything sorted now?", "Just to be sure: is that really all done?"],
+    "resolved_replies": [
+        "Perfect, that's everything. Thank you!",
+        "Great, all sorted. Thanks for your help.",
+    ],
+    "escalated_replies": [
+        "That's it, I want to speak to a manager.",
+        "I'm done here. Put me through to someone senior.",
+    ],
+    "profiles": {
+        "damaged_item": {
+            "intent": "refund",
+            "intent_keywords": ["refund", "money back"],
+            "items": ["refund", "return label"],
+            "hint": "the kettle arrived cracked and I want my money back",
+            "opening": "Hi, the kettle I ordered arrived cracked.",
+            "confidence": 0.3,
+            "valence": -0.1,
+            "patience": 3,
+        },
+        "locked_out": {
+            "intent": "account access",
+            "intent_keywords": ["password", "log in", "locked"],
+            "items": ["password reset"],
+            "hint": "I can't log in since this morning",
+            "opening": "I'm locked out of my account!",
+            "confidence": 0.4,
+            "valence": -0.3,
+            "patience": 1,
+        },
+        "late_parcel": {
+            "intent": "delivery status",
+            "intent_keywords": ["tracking", "delivery", "parcel"],
+            "items": ["tracking number", "new delivery date"],
+            "hint": "my parcel was due last Friday and still isn't here",
+            "opening": "Where is my parcel?",
+            "confidence": 0.35,
+            "valence": -0.2,
+            "patience": 2,
+        },
+        "double_charge": {
+            "intent": "billing correction",
+            "intent_keywords": ["charge", "charged", "invoice"],
+            "items": ["duplicate charge refund"],
+            "hint": "I was charged twice for one order",
+            "opening": "Why did you take my money twice?",
+            "confidence": 0.3,
+            "valence": -0.4,
+            "patience": 2,
+        },
+    },
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "refund_chat": {
+        "conversations": {
+            "s1": {
+                "id": "s1",
+                "customer": "Dana",
+                "status": "active",
+                "turns": 0,
+                "started_at": "2025-01-01T09:00:00",
+                "updated_at": "2025-01-01T09:00:00",
+                "last_customer_message": "Hi, my order arrived broken.",
+                "escalation_reason": None,
+                "closing_note": None,
+            }
+        },
+        "transcripts": {
+            "s1": [
+                {
+                    "turn": 0,
+                    "role": "customer",
+                    "text": "Hi, my order arrived broken.",
+                    "at": "2025-01-01T09:00:00",
+                    "mood": "neutral",
+                }
+            ]
+        },
+        "case_fields": {
+            "s1": {
+                "intent_status": "unknown",
+                "mood": "neutral",
+                "trend": "stable",
+                "escalation_risk": "low",
+                "open_items": "2",
+            }
+        },
+        "personas": {
+            "s1": {
+                "intent": "refund",
+                "intent_keywords": ["refund", "money back"],
+                "hint": "the blender arrived broken and I want my money back",
+                "confidence": 0.3,
+                "valence": -0.1,
+                "trend": "stable",
+                "confirmed": [],
+                "outstanding": ["refund", "return label"],
+                "patience": 3,
+                "strikes": 0,
+            }
+        },
+        "trajectories": {
+            "s1": [
+                {
+                    "turn": 0,
+                    "confidence": 0.3,
+                    "valence": -0.1,
+                    "mood": "neutral",
+                    "trend": "stable",
+                    "confirmed": 0,
+                    "signals": [],
+                }
+            ]
+        },
+    },
+    "on_the_edge": {
+        "conversations": {
+            "s2": {
+                "id": "s2",
+                "customer": "Lee",
+                "status": "active",
+                "turns": 3,
+                "started_at": "2025-01-01T08:00:00",
+                "updated_at": "2025-01-01T08:30:00",
+                "last_customer_message": "Last chance: sort out the refund or I want a manager.",
+                "escalation_reason": None,
+                "closing_note": None,
+            },
+            "s3": {
+                "id": "s3",
+                "customer": "Kim",
+                "status": "closed",
+                "turns": 0,
+                "started_at": "2025-01-01T07:00:00",
+                "updated_at": "2025-01-01T07:10:00",
+                "last_customer_message": "",
+                "escalation_reason": None,
+                "closing_note": "duplicate",
+            },
+        },
+        "transcripts": {
+            "s2": [
+                {
+                    "turn": 0,
+                    "role": "customer",
+                    "text": "I want my money back.",
+                    "at": "2025-01-01T08:00:00",
+                    "mood": "neutral",
+                },
+                {
+                    "turn": 1,
+                    "role": "agent",
+                    "text": "One moment.",
+                    "at": "2025-01-01T08:10:00",
+                    "mood": None,
+                },
+                {
+                    "turn": 1,
+                    "role": "customer",
+                    "text": "I've been waiting a while. What about the refund?",
+                    "at": "2025-01-01T08:10:00",
+                    "mood": "neutral",
+                },
+                {
+                    "turn": 2,
+                    "role": "agent",
+                    "text": "Still checking.",
+                    "at": "2025-01-01T08:20:00",
+                    "mood": None,
+                },
+                {
+                    "turn": 2,
+                    "role": "customer",
+                    "text": "This is taking too long. The refund, please.",
+                    "at": "2025-01-01T08:20:00",
+                    "mood": "annoyed",
+                },
+                {
+                    "turn": 3,
+                    "role": "agent",
+                    "text": "Almost there.",
+                    "at": "2025-01-01T08:30:00",
+                    "mood": None,
+                },
+                {
+                    "turn": 3,
+                    "role": "customer",
+                    "text": "Last chance: sort out the refund or I want a manager.",
+                    "at": "2025-01-01T08:30:00",
+                    "mood": "annoyed",
+                },
+            ],
+            "s3": [
+                {
+                    "turn": 0,
+                    "role": "customer",
+                    "text": "Hello?",
+                    "at": "2025-01-01T07:00:00",
+                    "mood": "neutral",
+                },
+                {
+                    "turn": 0,
+                    "role": "system",
+                    "text": "closed: duplicate",
+                    "at": "2025-01-01T07:10:00",
+                    "mood": None,
+                },
+            ],
+        },
+        "case_fields": {
+            "s2": {
+                "intent_status": "unknown",
+                "mood": "annoyed",
+                "trend": "deteriorating",
+                "escalation_risk": "high",
+                "open_items": "1",
+                "tier": "gold",
+            },
+            "s3": {
+                "intent_status": "unknown",
+                "mood": "neutral",
+                "trend": "stable",
+                "escalation_risk": "low",
+                "open_items": "1",
+            },
+        },
+        "personas": {
+            "s2": {
+                "intent": "refund",
+                "intent_keywords": ["refund"],
+                "hint": "I want my money back",
+                "confidence": 0.2,
+                "valence": -0.3,
+                "trend": "deteriorating",
+                "confirmed": [],
+                "outstanding": ["refund"],
+                "patience": 3,
+                "strikes": 3,
+            },
+            "s3": {
+                "intent": "refund",
+                "intent_keywords": ["refund"],
+                "hint": "",
+                "confidence": 0.3,
+                "valence": 0.0,
+                "trend": "stable",
+                "confirmed": [],
+                "outstanding": ["refund"],
+                "patience": 3,
+                "strikes": 0,
+            },
+        },
+        "trajectories": {
+            "s2": [
+                {
+                    "turn": 0,
+                    "confidence": 0.2,
+                    "valence": 0.0,
+                    "mood": "neutral",
+                    "trend": "stable",
+                    "confirmed": 0,
+                    "signals": [],
+                },
+                {
+                    "turn": 1,
+                    "confidence": 0.2,
+                    "valence": -0.1,
+                    "mood": "neutral",
+                    "trend": "deteriorating",
+                    "confirmed": 0,
+                    "signals": ["no_progress"],
+                },
+                {
+                    "turn": 2,
+                    "confidence": 0.2,
+                    "valence": -0.2,
+                    "mood": "annoyed",
+                    "trend": "deteriorating",
+                    "confirmed": 0,
+                    "signals": ["no_progress"],
+                },
+                {
+                    "turn": 3,
+                    "confidence": 0.2,
+                    "valence": -0.3,
+                    "mood": "annoyed",
+                    "trend": "deteriorating",
+                    "confirmed": 0,
+                    "signals": ["no_progress"],
+                },
+            ],
+            "s3": [
+                {
+                    "turn": 0,
+                    "confidence": 0.3,
+                    "valence": 0.0,
+                    "mood": "neutral",
+                    "trend": "stable",
+                    "confirmed": 0,
+                    "signals": [],
+                }
+            ],
+        },
+    },
+    "kettle_refund": {
+        "conversations": {
+            "c-1042": {
+                "id": "c-1042",
+                "customer": "Dana Reyes",
+                "status": "active",
+                "turns": 0,
+                "started_at": "2025-04-14T09:58:00",
+                "updated_at": "2025-04-14T09:58:00",
+                "last_customer_message": "Hi, the kettle I ordered arrived cracked.",
+                "escalation_reason": None,
+                "closing_note": None,
+            }
+        },
+        "transcripts": {
+            "c-1042": [
+                {
+                    "turn": 0,
+                    "role": "customer",
+                    "text": "Hi, the kettle I ordered arrived cracked.",
+                    "at": "2025-04-14T09:58:00",
+                    "mood": "neutral",
+                }
+            ]
+        },
+        "case_fields": {
+            "c-1042": {
+                "intent_status": "unknown",
+                "mood": "neutral",
+                "trend": "stable",
+                "escalation_risk": "low",
+                "open_items": "2",
+                "order_id": "A-1042",
+            }
+        },
+        "personas": {
+            "c-1042": {
+                "intent": "refund",
+                "intent_keywords": ["refund", "money back"],
+                "hint": "the kettle arrived cracked and I want my money back",
+                "confidence": 0.3,
+                "valence": -0.1,
+                "trend": "stable",
+                "confirmed": [],
+                "outstanding": ["refund", "return label"],
+                "patience": 3,
+                "strikes": 0,
+            }
+        },
+        "trajectories": {
+            "c-1042": [
+                {
+                    "turn": 0,
+                    "confidence": 0.3,
+                    "valence": -0.1,
+                    "mood": "neutral",
+                    "trend": "stable",
+                    "confirmed": 0,
+                    "signals": [],
+                }
+            ]
+        },
+    },
+    "impatient_gold_customer": {
+        "conversations": {
+            "c-2001": {
+                "id": "c-2001",
+                "customer": "Sam Ortiz",
+                "status": "active",
+                "turns": 0,
+                "started_at": "2025-04-14T09:50:00",
+                "updated_at": "2025-04-14T09:50:00",
+                "last_customer_message": "I'm locked out of my account!",
+                "escalation_reason": None,
+                "closing_note": None,
+            },
+            "c-0990": {
+                "id": "c-0990",
+                "customer": "Lee Park",
+                "status": "closed",
+                "turns": 0,
+                "started_at": "2025-04-13T16:00:00",
+                "updated_at": "2025-04-13T16:20:00",
+                "last_customer_message": "",
+                "escalation_reason": None,
+                "closing_note": "answered by email",
+            },
+        },
+        "transcripts": {
+            "c-2001": [
+                {
+                    "turn": 0,
+                    "role": "customer",
+                    "text": "I'm locked out of my account!",
+                    "at": "2025-04-14T09:50:00",
+                    "mood": "annoyed",
+                }
+            ],
+            "c-0990": [
+                {
+                    "turn": 0,
+                    "role": "customer",
+                    "text": "Has my blender shipped?",
+                    "at": "2025-04-13T16:00:00",
+                    "mood": "neutral",
+                },
+                {
+                    "turn": 0,
+                    "role": "system",
+                    "text": "closed: answered by email",
+                    "at": "2025-04-13T16:20:00",
+                    "mood": None,
+                },
+            ],
+        },
+        "case_fields": {
+            "c-2001": {
+                "intent_status": "suspected",
+                "mood": "annoyed",
+                "trend": "stable",
+                "escalation_risk": "low",
+                "open_items": "1",
+                "tier": "gold",
+            },
+            "c-0990": {"order_id": "C-3301"},
+        },
+        "personas": {
+            "c-2001": {
+                "intent": "account access",
+                "intent_keywords": ["password", "log in", "locked"],
+                "hint": "I can't log in since this morning",
+                "confidence": 0.4,
+                "valence": -0.3,
+                "trend": "stable",
+                "confirmed": [],
+                "outstanding": ["password reset"],
+                "patience": 1,
+                "strikes": 0,
+            },
+            "c-0990": {
+                "intent": "delivery status",
+                "intent_keywords": ["shipped"],
+                "hint": "",
+                "confidence": 0.5,
+                "valence": 0.0,
+                "trend": "stable",
+                "confirmed": [],
+                "outstanding": ["tracking number"],
+                "patience": 2,
+                "strikes": 0,
+            },
+        },
+        "trajectories": {
+            "c-2001": [
+                {
+                    "turn": 0,
+                    "confidence": 0.4,
+                    "valence": -0.3,
+                    "mood": "annoyed",
+                    "trend": "stable",
+                    "confirmed": 0,
+                    "signals": [],
+                }
+            ],
+            "c-0990": [
+                {
+                    "turn": 0,
+                    "confidence": 0.5,
+                    "valence": 0.0,
+                    "mood": "neutral",
+                    "trend": "stable",
+                    "confirmed": 0,
+                    "signals": [],
+                }
+            ],
+        },
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 # --------------------------------------------------------------------------- copying
 

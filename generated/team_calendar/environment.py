@@ -101,153 +101,6 @@ class World(TypedDict):
     rooms: list[str]
 
 
-# --------------------------------------------------------------------------- data
-
-DEFAULT_STATE: Final[State] = {
-    "calendars": {},
-    "events": [],
-    "next_event_id": 1,
-    "audit_log": [],
-    "clock": "2025-03-03T08:00:00",
-}
-
-WORLD: Final[World] = {
-    "timezones": ["UTC", "Europe/Berlin", "Europe/London", "America/New_York", "Asia/Tokyo"],
-    "rooms": ["room_a", "room_b"],
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "team_week": {
-        "calendars": {
-            "alice": {
-                "id": "alice",
-                "owner": "Alice",
-                "timezone": "Europe/Berlin",
-                "work_start": "09:00:00",
-                "work_end": "17:00:00",
-            },
-            "room_a": {
-                "id": "room_a",
-                "owner": "Facilities",
-                "timezone": "UTC",
-                "work_start": "08:00:00",
-                "work_end": "18:00:00",
-            },
-        },
-        "events": [
-            {
-                "id": 1,
-                "calendar_id": "alice",
-                "title": "Standup",
-                "start": "2025-03-03T09:00:00",
-                "end": "2025-03-03T09:15:00",
-                "priority": 2,
-                "status": "scheduled",
-                "attendees": [],
-                "location": "",
-                "continued_from": None,
-            },
-            {
-                "id": 2,
-                "calendar_id": "alice",
-                "title": "Design review",
-                "start": "2025-03-03T10:00:00",
-                "end": "2025-03-03T11:30:00",
-                "priority": 4,
-                "status": "conflicted",
-                "attendees": ["alice", "bob"],
-                "location": "",
-                "continued_from": None,
-            },
-            {
-                "id": 3,
-                "calendar_id": "alice",
-                "title": "1:1 with Carol",
-                "start": "2025-03-03T11:00:00",
-                "end": "2025-03-03T11:45:00",
-                "priority": 2,
-                "status": "conflicted",
-                "attendees": [],
-                "location": "",
-                "continued_from": None,
-            },
-            {
-                "id": 4,
-                "calendar_id": "room_a",
-                "title": "Workshop",
-                "start": "2025-03-03T13:00:00",
-                "end": "2025-03-03T16:00:00",
-                "priority": 3,
-                "status": "scheduled",
-                "attendees": [],
-                "location": "Room A",
-                "continued_from": None,
-            },
-        ],
-        "next_event_id": 5,
-    },
-    "empty_office": {
-        "calendars": {
-            "alice": {
-                "id": "alice",
-                "owner": "Alice",
-                "timezone": "UTC",
-                "work_start": "09:00:00",
-                "work_end": "17:00:00",
-            },
-            "bob": {
-                "id": "bob",
-                "owner": "Bob",
-                "timezone": "UTC",
-                "work_start": "07:00:00",
-                "work_end": "15:00:00",
-            },
-        }
-    },
-    "quiet_friday": {
-        "clock": "2025-03-07T08:00:00",
-        "calendars": {
-            "alice": {
-                "id": "alice",
-                "owner": "Alice",
-                "timezone": "Europe/Berlin",
-                "work_start": "09:00:00",
-                "work_end": "17:00:00",
-            },
-            "bob": {
-                "id": "bob",
-                "owner": "Bob",
-                "timezone": "Europe/London",
-                "work_start": "09:00:00",
-                "work_end": "17:00:00",
-            },
-            "room_b": {
-                "id": "room_b",
-                "owner": "Facilities",
-                "timezone": "UTC",
-                "work_start": "08:00:00",
-                "work_end": "20:00:00",
-            },
-        },
-        "events": [
-            {
-                "id": 1,
-                "calendar_id": "bob",
-                "title": "Workshop",
-                "start": "2025-03-07T09:00:00",
-                "end": "2025-03-07T16:00:00",
-                "priority": 3,
-                "status": "scheduled",
-                "attendees": ["bob"],
-                "location": "",
-                "continued_from": None,
-            }
-        ],
-        "next_event_id": 2,
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -629,6 +482,153 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             )
     return kwargs
 
+
+# --------------------------------------------------------------------------- data
+
+DEFAULT_STATE: Final[State] = {
+    "calendars": {},
+    "events": [],
+    "next_event_id": 1,
+    "audit_log": [],
+    "clock": "2025-03-03T08:00:00",
+}
+
+WORLD: Final[World] = {
+    "timezones": ["UTC", "Europe/Berlin", "Europe/London", "America/New_York", "Asia/Tokyo"],
+    "rooms": ["room_a", "room_b"],
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "team_week": {
+        "calendars": {
+            "alice": {
+                "id": "alice",
+                "owner": "Alice",
+                "timezone": "Europe/Berlin",
+                "work_start": "09:00:00",
+                "work_end": "17:00:00",
+            },
+            "room_a": {
+                "id": "room_a",
+                "owner": "Facilities",
+                "timezone": "UTC",
+                "work_start": "08:00:00",
+                "work_end": "18:00:00",
+            },
+        },
+        "events": [
+            {
+                "id": 1,
+                "calendar_id": "alice",
+                "title": "Standup",
+                "start": "2025-03-03T09:00:00",
+                "end": "2025-03-03T09:15:00",
+                "priority": 2,
+                "status": "scheduled",
+                "attendees": [],
+                "location": "",
+                "continued_from": None,
+            },
+            {
+                "id": 2,
+                "calendar_id": "alice",
+                "title": "Design review",
+                "start": "2025-03-03T10:00:00",
+                "end": "2025-03-03T11:30:00",
+                "priority": 4,
+                "status": "conflicted",
+                "attendees": ["alice", "bob"],
+                "location": "",
+                "continued_from": None,
+            },
+            {
+                "id": 3,
+                "calendar_id": "alice",
+                "title": "1:1 with Carol",
+                "start": "2025-03-03T11:00:00",
+                "end": "2025-03-03T11:45:00",
+                "priority": 2,
+                "status": "conflicted",
+                "attendees": [],
+                "location": "",
+                "continued_from": None,
+            },
+            {
+                "id": 4,
+                "calendar_id": "room_a",
+                "title": "Workshop",
+                "start": "2025-03-03T13:00:00",
+                "end": "2025-03-03T16:00:00",
+                "priority": 3,
+                "status": "scheduled",
+                "attendees": [],
+                "location": "Room A",
+                "continued_from": None,
+            },
+        ],
+        "next_event_id": 5,
+    },
+    "empty_office": {
+        "calendars": {
+            "alice": {
+                "id": "alice",
+                "owner": "Alice",
+                "timezone": "UTC",
+                "work_start": "09:00:00",
+                "work_end": "17:00:00",
+            },
+            "bob": {
+                "id": "bob",
+                "owner": "Bob",
+                "timezone": "UTC",
+                "work_start": "07:00:00",
+                "work_end": "15:00:00",
+            },
+        }
+    },
+    "quiet_friday": {
+        "clock": "2025-03-07T08:00:00",
+        "calendars": {
+            "alice": {
+                "id": "alice",
+                "owner": "Alice",
+                "timezone": "Europe/Berlin",
+                "work_start": "09:00:00",
+                "work_end": "17:00:00",
+            },
+            "bob": {
+                "id": "bob",
+                "owner": "Bob",
+                "timezone": "Europe/London",
+                "work_start": "09:00:00",
+                "work_end": "17:00:00",
+            },
+            "room_b": {
+                "id": "room_b",
+                "owner": "Facilities",
+                "timezone": "UTC",
+                "work_start": "08:00:00",
+                "work_end": "20:00:00",
+            },
+        },
+        "events": [
+            {
+                "id": 1,
+                "calendar_id": "bob",
+                "title": "Workshop",
+                "start": "2025-03-07T09:00:00",
+                "end": "2025-03-07T16:00:00",
+                "priority": 3,
+                "status": "scheduled",
+                "attendees": ["bob"],
+                "location": "",
+                "continued_from": None,
+            }
+        ],
+        "next_event_id": 2,
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 # --------------------------------------------------------------------------- copying
 

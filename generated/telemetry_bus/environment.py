@@ -206,6 +206,547 @@ class World(TypedDict):
     plausible: dict[str, Plausible]
 
 
+# --------------------------------------------------------------------------- errors
+
+
+class DomainError(Exception):
+    """A refusal the agent can act on: it names the entity, field and alternatives."""
+
+    def __init__(self, kind: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.details = details
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"kind": self.kind, "message": self.message, **self.details}
+        for key, value in self.details.items():
+            if type(value) not in _SCALARS:  # detached: a detail may be a live list of the state
+                plain = type(value) is list and _SCALARS.issuperset(map(type, value))
+                error[key] = value.copy() if plain else to_json(value)
+        return {"error": error}
+
+
+class ScenarioError(ValueError):
+    """A harness passed a scenario or saved state that does not fit this environment."""
+
+
+INTERNAL_ERROR: Final[dict[str, Any]] = {
+    "error": {
+        "kind": "internal",
+        "message": "The tool failed because of an internal problem; nothing was changed.",
+    }
+}
+"""What an agent sees when a tool fails for a reason that is not its fault."""
+
+# --------------------------------------------------------------------------- validation
+
+Kind = tuple[Any, ...]
+"""A type as data: ("int",), ("list", kind), ("map", key, value), ("record", name), ..."""
+
+RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
+    "AuditEntry": (
+        ("seq", ("int",), True, None),
+        ("at", ("datetime",), True, None),
+        ("tool", ("str",), True, None),
+        ("action", ("str",), True, None),
+        ("entity", ("str",), True, None),
+        ("detail", ("str",), True, None),
+    ),
+    "Stream": (
+        ("name", ("str",), True, None),
+        ("schema", ("map", ("str",), ("str",)), True, None),
+        ("description", ("str",), False, ""),
+        ("created_at", ("datetime",), True, None),
+        ("history", ("list", ("int",)), False, []),
+    ),
+    "Reading": (
+        ("id", ("int",), True, None),
+        ("stream", ("str",), True, None),
+        ("offset", ("int",), True, None),
+        ("payload", ("map", ("str",), ("json",)), True, None),
+        (
+            "priority",
+            (
+                "enum",
+                (
+                    "low",
+                    "normal",
+                    "high",
+                    "critical",
+                ),
+            ),
+            False,
+            "normal",
+        ),
+        ("published_at", ("datetime",), True, None),
+    ),
+    "Subscription": (
+        ("id", ("int",), True, None),
+        ("stream", ("str",), True, None),
+        ("consumer", ("str",), True, None),
+        (
+            "mode",
+            (
+                "enum",
+                (
+                    "push",
+                    "poll",
+                    "batch",
+                ),
+            ),
+            False,
+            "poll",
+        ),
+        ("filter", ("map", ("str",), ("json",)), False, {}),
+        ("batch_size", ("int",), False, 1),
+        ("max_pending", ("int",), False, 100),
+        (
+            "status",
+            (
+                "enum",
+                (
+                    "active",
+                    "unsubscribed",
+                ),
+            ),
+            False,
+            "active",
+        ),
+        ("pending", ("list", ("int",)), False, []),
+        ("deliveries", ("map", ("int",), ("int",)), False, {}),
+        ("acknowledged", ("int",), False, 0),
+        ("created_at", ("datetime",), True, None),
+    ),
+    "StreamInfo": (
+        ("name", ("str",), True, None),
+        ("schema", ("map", ("str",), ("str",)), True, None),
+        ("description", ("str",), True, None),
+        ("events", ("int",), True, None),
+        ("active_subscriptions", ("int",), True, None),
+    ),
+    "IngestReceipt": (
+        ("event_id", ("int",), True, None),
+        ("stream", ("str",), True, None),
+        ("offset", ("int",), True, None),
+        (
+            "priority",
+            (
+                "enum",
+                (
+                    "low",
+                    "normal",
+                    "high",
+                    "critical",
+                ),
+            ),
+            True,
+            None,
+        ),
+        ("queued_for", ("list", ("int",)), True, None),
+        ("pushed_to", ("list", ("int",)), True, None),
+        ("backpressured", ("list", ("int",)), True, None),
+    ),
+    "DeliveredEvent": (
+        ("event", ("record", "Reading"), True, None),
+        ("attempt", ("int",), True, None),
+    ),
+    "Delivery": (
+        ("subscription_id", ("int",), True, None),
+        (
+            "mode",
+            (
+                "enum",
+                (
+                    "push",
+                    "poll",
+                    "batch",
+                ),
+            ),
+            True,
+            None,
+        ),
+        ("ready", ("bool",), True, None),
+        ("events", ("list", ("record", "DeliveredEvent")), True, None),
+        ("depth", ("int",), True, None),
+    ),
+    "AckReceipt": (
+        ("subscription_id", ("int",), True, None),
+        ("acknowledged", ("list", ("int",)), True, None),
+        ("depth", ("int",), True, None),
+    ),
+    "PendingView": (
+        ("subscription_id", ("int",), True, None),
+        (
+            "status",
+            (
+                "enum",
+                (
+                    "active",
+                    "unsubscribed",
+                ),
+            ),
+            True,
+            None,
+        ),
+        ("depth", ("int",), True, None),
+        ("max_pending", ("int",), True, None),
+        ("backpressured", ("bool",), True, None),
+        ("events", ("list", ("record", "DeliveredEvent")), True, None),
+    ),
+    "SubscriptionInfo": (
+        ("id", ("int",), True, None),
+        ("stream", ("str",), True, None),
+        ("consumer", ("str",), True, None),
+        (
+            "mode",
+            (
+                "enum",
+                (
+                    "push",
+                    "poll",
+                    "batch",
+                ),
+            ),
+            True,
+            None,
+        ),
+        ("filter", ("map", ("str",), ("json",)), True, None),
+        ("batch_size", ("int",), True, None),
+        (
+            "status",
+            (
+                "enum",
+                (
+                    "active",
+                    "unsubscribed",
+                ),
+            ),
+            True,
+            None,
+        ),
+        ("depth", ("int",), True, None),
+        ("max_pending", ("int",), True, None),
+        ("backpressured", ("bool",), True, None),
+        ("oldest_pending", ("optional", ("int",)), False, None),
+        ("acknowledged", ("int",), True, None),
+    ),
+    "Device": (
+        ("id", ("str",), True, None),
+        (
+            "kind",
+            (
+                "enum",
+                (
+                    "temperature",
+                    "vibration",
+                    "humidity",
+                    "gateway",
+                ),
+            ),
+            True,
+            None,
+        ),
+        ("site", ("str",), True, None),
+        ("label", ("str",), False, ""),
+        ("retired", ("bool",), False, False),
+    ),
+    "Plausible": (("low", ("float",), True, None), ("high", ("float",), True, None)),
+}
+"""Per record: (field, kind, required, default) for validating data from outside."""
+
+STATE_KINDS: Final[dict[str, Kind]] = {
+    "streams": ("map", ("str",), ("record", "Stream")),
+    "events": ("map", ("int",), ("record", "Reading")),
+    "subscriptions": ("map", ("int",), ("record", "Subscription")),
+    "next_event_id": ("int",),
+    "next_subscription_id": ("int",),
+    "audit_log": ("list", ("record", "AuditEntry")),
+    "clock": ("datetime",),
+}
+
+_TYPE_NAMES: Final[dict[str, str]] = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a finite number",
+    "number": "a number (an integer, or a finite number with a fraction)",
+    "bool": "true or false",
+    "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
+    "date": "an ISO-8601 date like 2025-01-31",
+    "time": "an ISO-8601 time like 09:30:00",
+    "list": "a list",
+    "set": "a list of distinct items",
+    "map": "an object",
+    "record": "an object",
+}
+_TEMPORAL_SHAPES: Final[dict[str, re.Pattern[str]]] = {
+    "datetime": re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"),
+    "date": re.compile(r"\d{4}-\d{2}-\d{2}"),
+    "time": re.compile(r"\d{2}:\d{2}:\d{2}"),
+}
+"""One fixed-width form each, so comparing the strings orders the moments."""
+
+
+def _valid_moment(tag: str, text: str) -> bool:
+    if not _TEMPORAL_SHAPES[tag].fullmatch(text):
+        return False
+    try:
+        if tag == "datetime":
+            dt.datetime.fromisoformat(text)
+        elif tag == "date":
+            dt.date.fromisoformat(text)
+        else:
+            dt.time.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _invalid(where: str, kind: Kind, value: Any) -> DomainError:
+    if kind[0] == "enum":
+        expected = "one of " + ", ".join(kind[1])
+        return DomainError(
+            "invalid_argument",
+            f"`{where}` must be {expected}, got {_show(value)}",
+            field=where,
+            allowed=list(kind[1]),
+        )
+    described = _TYPE_NAMES.get(kind[0], str(kind[0]))
+    return DomainError(
+        "invalid_argument", f"`{where}` must be {described}, got {_show(value)}", field=where
+    )
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _show(value: Any) -> str:
+    try:
+        text = json.dumps(value, default=repr)
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__} nested too deeply to show"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def conform(value: Any, kind: Kind, where: str) -> Any:
+    """Check a JSON value against a kind; return it normalised (or raise DomainError)."""
+    tag = kind[0]
+    if tag == "optional":
+        return None if value is None else conform(value, kind[1], where)
+    if tag == "json":
+        return copy_json(value)  # detached: the caller's object never ends up in state
+    if tag in ("str", "enum", "datetime", "date", "time"):
+        if not isinstance(value, str):
+            raise _invalid(where, kind, value)
+        if _SURROGATE.search(value):
+            raise DomainError(
+                "invalid_argument",
+                f"`{where}` holds a lone surrogate, which is not text",
+                field=where,
+            )
+        if tag == "enum" and value not in kind[1]:
+            raise _invalid(where, kind, value)
+        if tag in _TEMPORAL_SHAPES and not _valid_moment(tag, value):
+            raise _invalid(where, kind, value)
+        return value
+    if tag == "int":
+        if type(value) is not int:
+            raise _invalid(where, kind, value)
+        return value
+    if tag == "float":
+        if type(value) not in (int, float) or not math.isfinite(value):
+            raise _invalid(where, kind, value)
+        return float(value)
+    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
+        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
+            raise _invalid(where, kind, value)
+        return value
+    if tag == "bool":
+        if type(value) is not bool:
+            raise _invalid(where, kind, value)
+        return value
+    if tag == "list":
+        if not isinstance(value, list):
+            raise _invalid(where, kind, value)
+        if kind[1][0] == "str" and all(type(item) is str and item.isascii() for item in value):
+            return list(value)  # a list of ASCII text: nothing to check item by item
+        return [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
+    if tag == "map":
+        if kind[1][0] == "json" and isinstance(value, list):
+            return _conform_pairs(value, kind, where)
+        if not isinstance(value, Mapping):
+            raise _invalid(where, kind, value)
+        return {
+            _conform_key(key, kind[1], where): conform(item, kind[2], f"{where}[{key!r}]")
+            for key, item in value.items()
+        }
+    if tag == "set":
+        if not isinstance(value, (list, set, frozenset)):
+            raise _invalid(where, kind, value)
+        items = [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
+        result = set(items)
+        if len(result) != len(items):
+            raise DomainError("invalid_argument", f"`{where}` lists an item twice", field=where)
+        return result
+    if tag == "record":
+        return _conform_record(value, kind[1], where)
+    raise AssertionError(f"unknown kind {kind!r}")
+
+
+_INT_KEY: Final = re.compile(r"-?[0-9]+")
+"""JSON object keys are strings: an int-keyed map arrives with keys like "12"."""
+
+
+def _conform_key(key: Any, kind: Kind, where: str) -> Any:
+    if kind[0] == "int" and isinstance(key, str) and _INT_KEY.fullmatch(key):
+        return int(key)
+    if kind[0] == "json":  # kept as given: "1" and 1 are different keys
+        if type(key) not in (str, int):
+            raise DomainError(
+                "invalid_argument",
+                f"`{where}` key must be a string or an integer, got {_show(key)}",
+                field=where,
+            )
+        return key
+    return conform(key, kind, f"{where} key")
+
+
+def _conform_pairs(pairs: list[Any], kind: Kind, where: str) -> dict[Any, Any]:
+    """A map with str and int keys, as `state()` writes it: a list of [key, value] pairs."""
+    result: dict[Any, Any] = {}
+    for index, pair in enumerate(pairs):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise DomainError(
+                "invalid_argument", f"`{where}[{index}]` must be a [key, value] pair", field=where
+            )
+        key = _conform_key(pair[0], kind[1], where)
+        if key in result:
+            raise DomainError(
+                "invalid_argument", f"`{where}` has the key {_show(key)} twice", field=where
+            )
+        result[key] = conform(pair[1], kind[2], f"{where}[{key!r}]")
+    return result
+
+
+def _conform_record(value: Any, name: str, where: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _invalid(where, ("record", name), value)
+    fields = RECORD_FIELDS[name]
+    known = {field[0] for field in fields}
+    for key in value:
+        if key not in known:
+            raise DomainError(
+                "invalid_argument",
+                f"`{where}` has no field `{key}`",
+                field=f"{where}.{key}",
+                allowed=sorted(known),
+            )
+    result: dict[str, Any] = {}
+    for field, kind, required, default in fields:
+        if field in value:
+            result[field] = conform(value[field], kind, f"{where}.{field}")
+        elif required:
+            raise DomainError(
+                "invalid_argument", f"`{where}` needs the field `{field}`", field=f"{where}.{field}"
+            )
+        else:
+            result[field] = copy_json(default)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One tool parameter as `call` validates it."""
+
+    name: str
+    kind: Kind
+    required: bool
+    limits: tuple[tuple[str, Any], ...] = ()
+    keyword: str = ""  # the Python parameter, where `name` is a Python keyword or taken
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What `call` needs to know about a tool; `writes` is the inferred write set."""
+
+    name: str
+    params: tuple[Param, ...]
+    reads: frozenset[str]
+    writes: frozenset[str]
+    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
+    call: Callable[[Any, Any], Any]  # Environment.call's work, written for this tool's types
+    names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(param.name for param in self.params))
+
+
+_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
+so it stays on the full path): a plain int or bool argument skips `conform`."""
+
+
+def _check_limits(param: Param, value: Any) -> None:
+    for limit, bound in param.limits:
+        if value is None:
+            return
+        broken = (
+            (limit == "min" and value < bound)
+            or (limit == "max" and value > bound)
+            or (limit in ("min_length", "min_items") and len(value) < bound)
+            or (limit in ("max_length", "max_items") and len(value) > bound)
+            or (limit == "pattern" and re.fullmatch(bound, value) is None)
+        )
+        if broken:
+            rule = limit.replace("_", " ")
+            raise DomainError(
+                "invalid_argument",
+                f"`{param.name}` breaks the rule {rule} {bound!r}: got {_show(value)}",
+                field=param.name,
+                rule=rule,
+                limit=bound,
+            )
+
+
+def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
+    """Validate raw JSON arguments of a tool call; return keyword arguments. Each tool's
+    `spec.call` takes a shortcut for plain arguments and comes here for everything else."""
+    if type(args) is not dict and not isinstance(args, Mapping):  # a dict skips the ABC check
+        raise DomainError(
+            "invalid_argument",
+            f"arguments of `{spec.name}` must be a JSON object",
+            allowed=[p.name for p in spec.params],
+        )
+    if not spec.names.issuperset(args):  # one set operation in the common case
+        key = next(key for key in args if key not in spec.names)
+        allowed = [p.name for p in spec.params]
+        raise DomainError(
+            "invalid_argument",
+            f"`{spec.name}` has no parameter `{key}`",
+            field=str(key),
+            allowed=allowed,
+        )
+    kwargs: dict[str, Any] = {}
+    for param in spec.params:
+        value = args.get(param.name, _MISSING)
+        if value is not _MISSING:
+            tag = param.kind[0]
+            if tag == "str" and type(value) is str and value.isascii():
+                pass  # ASCII text holds no lone surrogate: the commonest case skips `conform`
+            elif _SIMPLE_TYPES.get(tag) is not type(value):  # an int or a bool costs one lookup
+                value = conform(value, param.kind, param.name)
+            if param.limits:
+                _check_limits(param, value)
+            kwargs[param.keyword or param.name] = value
+        elif param.required:
+            raise DomainError(
+                "invalid_argument",
+                f"`{spec.name}` needs the parameter `{param.name}`",
+                field=param.name,
+            )
+    return kwargs
+
+
 # --------------------------------------------------------------------------- data
 
 DEFAULT_STATE: Final[State] = {
@@ -842,547 +1383,6 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
-# --------------------------------------------------------------------------- errors
-
-
-class DomainError(Exception):
-    """A refusal the agent can act on: it names the entity, field and alternatives."""
-
-    def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.details = details
-
-    def to_json(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"kind": self.kind, "message": self.message, **self.details}
-        for key, value in self.details.items():
-            if type(value) not in _SCALARS:  # detached: a detail may be a live list of the state
-                plain = type(value) is list and _SCALARS.issuperset(map(type, value))
-                error[key] = value.copy() if plain else to_json(value)
-        return {"error": error}
-
-
-class ScenarioError(ValueError):
-    """A harness passed a scenario or saved state that does not fit this environment."""
-
-
-INTERNAL_ERROR: Final[dict[str, Any]] = {
-    "error": {
-        "kind": "internal",
-        "message": "The tool failed because of an internal problem; nothing was changed.",
-    }
-}
-"""What an agent sees when a tool fails for a reason that is not its fault."""
-
-# --------------------------------------------------------------------------- validation
-
-Kind = tuple[Any, ...]
-"""A type as data: ("int",), ("list", kind), ("map", key, value), ("record", name), ..."""
-
-RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
-    "AuditEntry": (
-        ("seq", ("int",), True, None),
-        ("at", ("datetime",), True, None),
-        ("tool", ("str",), True, None),
-        ("action", ("str",), True, None),
-        ("entity", ("str",), True, None),
-        ("detail", ("str",), True, None),
-    ),
-    "Stream": (
-        ("name", ("str",), True, None),
-        ("schema", ("map", ("str",), ("str",)), True, None),
-        ("description", ("str",), False, ""),
-        ("created_at", ("datetime",), True, None),
-        ("history", ("list", ("int",)), False, []),
-    ),
-    "Reading": (
-        ("id", ("int",), True, None),
-        ("stream", ("str",), True, None),
-        ("offset", ("int",), True, None),
-        ("payload", ("map", ("str",), ("json",)), True, None),
-        (
-            "priority",
-            (
-                "enum",
-                (
-                    "low",
-                    "normal",
-                    "high",
-                    "critical",
-                ),
-            ),
-            False,
-            "normal",
-        ),
-        ("published_at", ("datetime",), True, None),
-    ),
-    "Subscription": (
-        ("id", ("int",), True, None),
-        ("stream", ("str",), True, None),
-        ("consumer", ("str",), True, None),
-        (
-            "mode",
-            (
-                "enum",
-                (
-                    "push",
-                    "poll",
-                    "batch",
-                ),
-            ),
-            False,
-            "poll",
-        ),
-        ("filter", ("map", ("str",), ("json",)), False, {}),
-        ("batch_size", ("int",), False, 1),
-        ("max_pending", ("int",), False, 100),
-        (
-            "status",
-            (
-                "enum",
-                (
-                    "active",
-                    "unsubscribed",
-                ),
-            ),
-            False,
-            "active",
-        ),
-        ("pending", ("list", ("int",)), False, []),
-        ("deliveries", ("map", ("int",), ("int",)), False, {}),
-        ("acknowledged", ("int",), False, 0),
-        ("created_at", ("datetime",), True, None),
-    ),
-    "StreamInfo": (
-        ("name", ("str",), True, None),
-        ("schema", ("map", ("str",), ("str",)), True, None),
-        ("description", ("str",), True, None),
-        ("events", ("int",), True, None),
-        ("active_subscriptions", ("int",), True, None),
-    ),
-    "IngestReceipt": (
-        ("event_id", ("int",), True, None),
-        ("stream", ("str",), True, None),
-        ("offset", ("int",), True, None),
-        (
-            "priority",
-            (
-                "enum",
-                (
-                    "low",
-                    "normal",
-                    "high",
-                    "critical",
-                ),
-            ),
-            True,
-            None,
-        ),
-        ("queued_for", ("list", ("int",)), True, None),
-        ("pushed_to", ("list", ("int",)), True, None),
-        ("backpressured", ("list", ("int",)), True, None),
-    ),
-    "DeliveredEvent": (
-        ("event", ("record", "Reading"), True, None),
-        ("attempt", ("int",), True, None),
-    ),
-    "Delivery": (
-        ("subscription_id", ("int",), True, None),
-        (
-            "mode",
-            (
-                "enum",
-                (
-                    "push",
-                    "poll",
-                    "batch",
-                ),
-            ),
-            True,
-            None,
-        ),
-        ("ready", ("bool",), True, None),
-        ("events", ("list", ("record", "DeliveredEvent")), True, None),
-        ("depth", ("int",), True, None),
-    ),
-    "AckReceipt": (
-        ("subscription_id", ("int",), True, None),
-        ("acknowledged", ("list", ("int",)), True, None),
-        ("depth", ("int",), True, None),
-    ),
-    "PendingView": (
-        ("subscription_id", ("int",), True, None),
-        (
-            "status",
-            (
-                "enum",
-                (
-                    "active",
-                    "unsubscribed",
-                ),
-            ),
-            True,
-            None,
-        ),
-        ("depth", ("int",), True, None),
-        ("max_pending", ("int",), True, None),
-        ("backpressured", ("bool",), True, None),
-        ("events", ("list", ("record", "DeliveredEvent")), True, None),
-    ),
-    "SubscriptionInfo": (
-        ("id", ("int",), True, None),
-        ("stream", ("str",), True, None),
-        ("consumer", ("str",), True, None),
-        (
-            "mode",
-            (
-                "enum",
-                (
-                    "push",
-                    "poll",
-                    "batch",
-                ),
-            ),
-            True,
-            None,
-        ),
-        ("filter", ("map", ("str",), ("json",)), True, None),
-        ("batch_size", ("int",), True, None),
-        (
-            "status",
-            (
-                "enum",
-                (
-                    "active",
-                    "unsubscribed",
-                ),
-            ),
-            True,
-            None,
-        ),
-        ("depth", ("int",), True, None),
-        ("max_pending", ("int",), True, None),
-        ("backpressured", ("bool",), True, None),
-        ("oldest_pending", ("optional", ("int",)), False, None),
-        ("acknowledged", ("int",), True, None),
-    ),
-    "Device": (
-        ("id", ("str",), True, None),
-        (
-            "kind",
-            (
-                "enum",
-                (
-                    "temperature",
-                    "vibration",
-                    "humidity",
-                    "gateway",
-                ),
-            ),
-            True,
-            None,
-        ),
-        ("site", ("str",), True, None),
-        ("label", ("str",), False, ""),
-        ("retired", ("bool",), False, False),
-    ),
-    "Plausible": (("low", ("float",), True, None), ("high", ("float",), True, None)),
-}
-"""Per record: (field, kind, required, default) for validating data from outside."""
-
-STATE_KINDS: Final[dict[str, Kind]] = {
-    "streams": ("map", ("str",), ("record", "Stream")),
-    "events": ("map", ("int",), ("record", "Reading")),
-    "subscriptions": ("map", ("int",), ("record", "Subscription")),
-    "next_event_id": ("int",),
-    "next_subscription_id": ("int",),
-    "audit_log": ("list", ("record", "AuditEntry")),
-    "clock": ("datetime",),
-}
-
-_TYPE_NAMES: Final[dict[str, str]] = {
-    "str": "a string",
-    "int": "an integer",
-    "float": "a finite number",
-    "number": "a number (an integer, or a finite number with a fraction)",
-    "bool": "true or false",
-    "datetime": "an ISO-8601 datetime like 2025-01-31T09:30:00",
-    "date": "an ISO-8601 date like 2025-01-31",
-    "time": "an ISO-8601 time like 09:30:00",
-    "list": "a list",
-    "set": "a list of distinct items",
-    "map": "an object",
-    "record": "an object",
-}
-_TEMPORAL_SHAPES: Final[dict[str, re.Pattern[str]]] = {
-    "datetime": re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"),
-    "date": re.compile(r"\d{4}-\d{2}-\d{2}"),
-    "time": re.compile(r"\d{2}:\d{2}:\d{2}"),
-}
-"""One fixed-width form each, so comparing the strings orders the moments."""
-
-
-def _valid_moment(tag: str, text: str) -> bool:
-    if not _TEMPORAL_SHAPES[tag].fullmatch(text):
-        return False
-    try:
-        if tag == "datetime":
-            dt.datetime.fromisoformat(text)
-        elif tag == "date":
-            dt.date.fromisoformat(text)
-        else:
-            dt.time.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _invalid(where: str, kind: Kind, value: Any) -> DomainError:
-    if kind[0] == "enum":
-        expected = "one of " + ", ".join(kind[1])
-        return DomainError(
-            "invalid_argument",
-            f"`{where}` must be {expected}, got {_show(value)}",
-            field=where,
-            allowed=list(kind[1]),
-        )
-    described = _TYPE_NAMES.get(kind[0], str(kind[0]))
-    return DomainError(
-        "invalid_argument", f"`{where}` must be {described}, got {_show(value)}", field=where
-    )
-
-
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-
-
-def _show(value: Any) -> str:
-    try:
-        text = json.dumps(value, default=repr)
-    except (RecursionError, ValueError):
-        return f"a {type(value).__name__} nested too deeply to show"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def conform(value: Any, kind: Kind, where: str) -> Any:
-    """Check a JSON value against a kind; return it normalised (or raise DomainError)."""
-    tag = kind[0]
-    if tag == "optional":
-        return None if value is None else conform(value, kind[1], where)
-    if tag == "json":
-        return copy_json(value)  # detached: the caller's object never ends up in state
-    if tag in ("str", "enum", "datetime", "date", "time"):
-        if not isinstance(value, str):
-            raise _invalid(where, kind, value)
-        if _SURROGATE.search(value):
-            raise DomainError(
-                "invalid_argument",
-                f"`{where}` holds a lone surrogate, which is not text",
-                field=where,
-            )
-        if tag == "enum" and value not in kind[1]:
-            raise _invalid(where, kind, value)
-        if tag in _TEMPORAL_SHAPES and not _valid_moment(tag, value):
-            raise _invalid(where, kind, value)
-        return value
-    if tag == "int":
-        if type(value) is not int:
-            raise _invalid(where, kind, value)
-        return value
-    if tag == "float":
-        if type(value) not in (int, float) or not math.isfinite(value):
-            raise _invalid(where, kind, value)
-        return float(value)
-    if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
-        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
-            raise _invalid(where, kind, value)
-        return value
-    if tag == "bool":
-        if type(value) is not bool:
-            raise _invalid(where, kind, value)
-        return value
-    if tag == "list":
-        if not isinstance(value, list):
-            raise _invalid(where, kind, value)
-        if kind[1][0] == "str" and all(type(item) is str and item.isascii() for item in value):
-            return list(value)  # a list of ASCII text: nothing to check item by item
-        return [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
-    if tag == "map":
-        if kind[1][0] == "json" and isinstance(value, list):
-            return _conform_pairs(value, kind, where)
-        if not isinstance(value, Mapping):
-            raise _invalid(where, kind, value)
-        return {
-            _conform_key(key, kind[1], where): conform(item, kind[2], f"{where}[{key!r}]")
-            for key, item in value.items()
-        }
-    if tag == "set":
-        if not isinstance(value, (list, set, frozenset)):
-            raise _invalid(where, kind, value)
-        items = [conform(item, kind[1], f"{where}[{index}]") for index, item in enumerate(value)]
-        result = set(items)
-        if len(result) != len(items):
-            raise DomainError("invalid_argument", f"`{where}` lists an item twice", field=where)
-        return result
-    if tag == "record":
-        return _conform_record(value, kind[1], where)
-    raise AssertionError(f"unknown kind {kind!r}")
-
-
-_INT_KEY: Final = re.compile(r"-?[0-9]+")
-"""JSON object keys are strings: an int-keyed map arrives with keys like "12"."""
-
-
-def _conform_key(key: Any, kind: Kind, where: str) -> Any:
-    if kind[0] == "int" and isinstance(key, str) and _INT_KEY.fullmatch(key):
-        return int(key)
-    if kind[0] == "json":  # kept as given: "1" and 1 are different keys
-        if type(key) not in (str, int):
-            raise DomainError(
-                "invalid_argument",
-                f"`{where}` key must be a string or an integer, got {_show(key)}",
-                field=where,
-            )
-        return key
-    return conform(key, kind, f"{where} key")
-
-
-def _conform_pairs(pairs: list[Any], kind: Kind, where: str) -> dict[Any, Any]:
-    """A map with str and int keys, as `state()` writes it: a list of [key, value] pairs."""
-    result: dict[Any, Any] = {}
-    for index, pair in enumerate(pairs):
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise DomainError(
-                "invalid_argument", f"`{where}[{index}]` must be a [key, value] pair", field=where
-            )
-        key = _conform_key(pair[0], kind[1], where)
-        if key in result:
-            raise DomainError(
-                "invalid_argument", f"`{where}` has the key {_show(key)} twice", field=where
-            )
-        result[key] = conform(pair[1], kind[2], f"{where}[{key!r}]")
-    return result
-
-
-def _conform_record(value: Any, name: str, where: str) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _invalid(where, ("record", name), value)
-    fields = RECORD_FIELDS[name]
-    known = {field[0] for field in fields}
-    for key in value:
-        if key not in known:
-            raise DomainError(
-                "invalid_argument",
-                f"`{where}` has no field `{key}`",
-                field=f"{where}.{key}",
-                allowed=sorted(known),
-            )
-    result: dict[str, Any] = {}
-    for field, kind, required, default in fields:
-        if field in value:
-            result[field] = conform(value[field], kind, f"{where}.{field}")
-        elif required:
-            raise DomainError(
-                "invalid_argument", f"`{where}` needs the field `{field}`", field=f"{where}.{field}"
-            )
-        else:
-            result[field] = copy_json(default)
-    return result
-
-
-@dataclass(frozen=True, slots=True)
-class Param:
-    """One tool parameter as `call` validates it."""
-
-    name: str
-    kind: Kind
-    required: bool
-    limits: tuple[tuple[str, Any], ...] = ()
-    keyword: str = ""  # the Python parameter, where `name` is a Python keyword or taken
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """What `call` needs to know about a tool; `writes` is the inferred write set."""
-
-    name: str
-    params: tuple[Param, ...]
-    reads: frozenset[str]
-    writes: frozenset[str]
-    result: Callable[[Any], Any] | None  # to detached JSON, per return type; None: is JSON
-    call: Callable[[Any, Any], Any]  # Environment.call's work, written for this tool's types
-    names: frozenset[str] = _field(init=False)  # the parameter names, for a one-step check
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "names", frozenset(param.name for param in self.params))
-
-
-_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
-"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
-so it stays on the full path): a plain int or bool argument skips `conform`."""
-
-
-def _check_limits(param: Param, value: Any) -> None:
-    for limit, bound in param.limits:
-        if value is None:
-            return
-        broken = (
-            (limit == "min" and value < bound)
-            or (limit == "max" and value > bound)
-            or (limit in ("min_length", "min_items") and len(value) < bound)
-            or (limit in ("max_length", "max_items") and len(value) > bound)
-            or (limit == "pattern" and re.fullmatch(bound, value) is None)
-        )
-        if broken:
-            rule = limit.replace("_", " ")
-            raise DomainError(
-                "invalid_argument",
-                f"`{param.name}` breaks the rule {rule} {bound!r}: got {_show(value)}",
-                field=param.name,
-                rule=rule,
-                limit=bound,
-            )
-
-
-def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
-    """Validate raw JSON arguments of a tool call; return keyword arguments. Each tool's
-    `spec.call` takes a shortcut for plain arguments and comes here for everything else."""
-    if type(args) is not dict and not isinstance(args, Mapping):  # a dict skips the ABC check
-        raise DomainError(
-            "invalid_argument",
-            f"arguments of `{spec.name}` must be a JSON object",
-            allowed=[p.name for p in spec.params],
-        )
-    if not spec.names.issuperset(args):  # one set operation in the common case
-        key = next(key for key in args if key not in spec.names)
-        allowed = [p.name for p in spec.params]
-        raise DomainError(
-            "invalid_argument",
-            f"`{spec.name}` has no parameter `{key}`",
-            field=str(key),
-            allowed=allowed,
-        )
-    kwargs: dict[str, Any] = {}
-    for param in spec.params:
-        value = args.get(param.name, _MISSING)
-        if value is not _MISSING:
-            tag = param.kind[0]
-            if tag == "str" and type(value) is str and value.isascii():
-                pass  # ASCII text holds no lone surrogate: the commonest case skips `conform`
-            elif _SIMPLE_TYPES.get(tag) is not type(value):  # an int or a bool costs one lookup
-                value = conform(value, param.kind, param.name)
-            if param.limits:
-                _check_limits(param, value)
-            kwargs[param.keyword or param.name] = value
-        elif param.required:
-            raise DomainError(
-                "invalid_argument",
-                f"`{spec.name}` needs the parameter `{param.name}`",
-                field=param.name,
-            )
-    return kwargs
-
 
 # --------------------------------------------------------------------------- copying
 

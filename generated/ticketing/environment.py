@@ -76,130 +76,6 @@ class World(TypedDict):
     agents: list[str]
 
 
-# --------------------------------------------------------------------------- data
-
-DEFAULT_STATE: Final[State] = {
-    "tickets": {},
-    "next_ticket_id": 1,
-    "current_user": None,
-    "audit_log": [],
-    "clock": "2025-01-01T09:00:00",
-}
-
-WORLD: Final[World] = {
-    "noun": "ticket",
-    "users": {"alice": "alice-pass", "bob": "bob-pass", "carol": "carol-pass"},
-    "agents": ["alice", "bob"],
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "logged_in": {"current_user": "alice"},
-    "busy_queue": {
-        "current_user": "alice",
-        "next_ticket_id": 4,
-        "tickets": {
-            1: {
-                "id": 1,
-                "title": "First",
-                "description": "",
-                "category": "other",
-                "priority": 4,
-                "status": "open",
-                "created_by": "alice",
-                "assignee": None,
-                "resolution": None,
-                "created_at": "2025-01-01T08:00:00",
-                "updated_at": "2025-01-01T08:00:00",
-            },
-            2: {
-                "id": 2,
-                "title": "Second",
-                "description": "",
-                "category": "other",
-                "priority": 2,
-                "status": "in_progress",
-                "created_by": "alice",
-                "assignee": "bob",
-                "resolution": None,
-                "created_at": "2025-01-01T08:10:00",
-                "updated_at": "2025-01-01T08:30:00",
-            },
-            3: {
-                "id": 3,
-                "title": "Third",
-                "description": "",
-                "category": "other",
-                "priority": 1,
-                "status": "resolved",
-                "created_by": "bob",
-                "assignee": None,
-                "resolution": "Done by phone",
-                "created_at": "2025-01-01T08:20:00",
-                "updated_at": "2025-01-01T08:40:00",
-            },
-        },
-    },
-    "help_desk_monday": {
-        "current_user": "alice",
-        "next_ticket_id": 5,
-        "tickets": {
-            1: {
-                "id": 1,
-                "title": "Laptop will not boot",
-                "description": "",
-                "category": "hardware",
-                "priority": 4,
-                "status": "open",
-                "created_by": "alice",
-                "assignee": None,
-                "resolution": None,
-                "created_at": "2025-01-01T08:00:00",
-                "updated_at": "2025-01-01T08:00:00",
-            },
-            2: {
-                "id": 2,
-                "title": "VPN drops every hour",
-                "description": "",
-                "category": "network",
-                "priority": 2,
-                "status": "in_progress",
-                "created_by": "alice",
-                "assignee": "bob",
-                "resolution": None,
-                "created_at": "2025-01-01T08:10:00",
-                "updated_at": "2025-01-01T08:30:00",
-            },
-            3: {
-                "id": 3,
-                "title": "Reset my password",
-                "description": "",
-                "category": "access",
-                "priority": 1,
-                "status": "resolved",
-                "created_by": "bob",
-                "assignee": None,
-                "resolution": "Reset by phone",
-                "created_at": "2025-01-01T08:20:00",
-                "updated_at": "2025-01-01T08:40:00",
-            },
-            4: {
-                "id": 4,
-                "title": "Excel crashes on open",
-                "description": "",
-                "category": "software",
-                "priority": 3,
-                "status": "open",
-                "created_by": "carol",
-                "assignee": None,
-                "resolution": None,
-                "created_at": "2025-01-01T08:50:00",
-                "updated_at": "2025-01-01T08:50:00",
-            },
-        },
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -579,6 +455,130 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             )
     return kwargs
 
+
+# --------------------------------------------------------------------------- data
+
+DEFAULT_STATE: Final[State] = {
+    "tickets": {},
+    "next_ticket_id": 1,
+    "current_user": None,
+    "audit_log": [],
+    "clock": "2025-01-01T09:00:00",
+}
+
+WORLD: Final[World] = {
+    "noun": "ticket",
+    "users": {"alice": "alice-pass", "bob": "bob-pass", "carol": "carol-pass"},
+    "agents": ["alice", "bob"],
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "logged_in": {"current_user": "alice"},
+    "busy_queue": {
+        "current_user": "alice",
+        "next_ticket_id": 4,
+        "tickets": {
+            1: {
+                "id": 1,
+                "title": "First",
+                "description": "",
+                "category": "other",
+                "priority": 4,
+                "status": "open",
+                "created_by": "alice",
+                "assignee": None,
+                "resolution": None,
+                "created_at": "2025-01-01T08:00:00",
+                "updated_at": "2025-01-01T08:00:00",
+            },
+            2: {
+                "id": 2,
+                "title": "Second",
+                "description": "",
+                "category": "other",
+                "priority": 2,
+                "status": "in_progress",
+                "created_by": "alice",
+                "assignee": "bob",
+                "resolution": None,
+                "created_at": "2025-01-01T08:10:00",
+                "updated_at": "2025-01-01T08:30:00",
+            },
+            3: {
+                "id": 3,
+                "title": "Third",
+                "description": "",
+                "category": "other",
+                "priority": 1,
+                "status": "resolved",
+                "created_by": "bob",
+                "assignee": None,
+                "resolution": "Done by phone",
+                "created_at": "2025-01-01T08:20:00",
+                "updated_at": "2025-01-01T08:40:00",
+            },
+        },
+    },
+    "help_desk_monday": {
+        "current_user": "alice",
+        "next_ticket_id": 5,
+        "tickets": {
+            1: {
+                "id": 1,
+                "title": "Laptop will not boot",
+                "description": "",
+                "category": "hardware",
+                "priority": 4,
+                "status": "open",
+                "created_by": "alice",
+                "assignee": None,
+                "resolution": None,
+                "created_at": "2025-01-01T08:00:00",
+                "updated_at": "2025-01-01T08:00:00",
+            },
+            2: {
+                "id": 2,
+                "title": "VPN drops every hour",
+                "description": "",
+                "category": "network",
+                "priority": 2,
+                "status": "in_progress",
+                "created_by": "alice",
+                "assignee": "bob",
+                "resolution": None,
+                "created_at": "2025-01-01T08:10:00",
+                "updated_at": "2025-01-01T08:30:00",
+            },
+            3: {
+                "id": 3,
+                "title": "Reset my password",
+                "description": "",
+                "category": "access",
+                "priority": 1,
+                "status": "resolved",
+                "created_by": "bob",
+                "assignee": None,
+                "resolution": "Reset by phone",
+                "created_at": "2025-01-01T08:20:00",
+                "updated_at": "2025-01-01T08:40:00",
+            },
+            4: {
+                "id": 4,
+                "title": "Excel crashes on open",
+                "description": "",
+                "category": "software",
+                "priority": 3,
+                "status": "open",
+                "created_by": "carol",
+                "assignee": None,
+                "resolution": None,
+                "created_at": "2025-01-01T08:50:00",
+                "updated_at": "2025-01-01T08:50:00",
+            },
+        },
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 # --------------------------------------------------------------------------- copying
 

@@ -52,7 +52,7 @@ def typed(extra: str) -> Analysis:
     """Passes 1-3 over SPEC + extra, then a fresh Analysis over a JSON copy of the result."""
     loaded = load_source(SPEC + extra, "fx.envspec")
     assert loaded.module is not None, loaded.diagnostics
-    first = Analysis(loaded.module, [], loaded.world_files)
+    first = Analysis(loaded.module, [], loaded.data_files)
     symbols.run(first)
     constants.run(first)
     types.run(first)
