@@ -74,6 +74,7 @@ class ResetBody(_Strict):
     task: dict[str, Any] | None = Field(default=None, description="An inline task row (docs/tasks.md)")
     env: str | None = Field(default=None, description="The environment, when several are served and no task is given")
     scenario: str | None = Field(default=None, description="A named scenario of `env` (default: S0)")
+    options: dict[str, Any] | None = Field(default=None, description="The spec's load options, by name (with `env`)")
     max_turns: int | None = Field(default=None, ge=1, description="Calls allowed (default: the task's, else 32)")
 
 
@@ -140,8 +141,8 @@ def start_of(body: ResetBody, manager: SessionManager) -> Start:
         except CatalogError as exc:
             raise UnknownSession(str(exc)) from None
     if task is not None:
-        if body.env is not None or body.scenario is not None:
-            raise SessionError("a task brings its environments and start states: drop `env` and `scenario`")
+        if body.env is not None or body.scenario is not None or body.options is not None:
+            raise SessionError("a task brings its environments and start states: drop `env`, `scenario` and `options`")
         return Start(
             envs=tuple(map(str, task["envs"])),
             task_id=body.task_id,
@@ -157,7 +158,9 @@ def start_of(body: ResetBody, manager: SessionManager) -> Start:
         raise SessionError(
             f"`{env.name}` has no scenario `{body.scenario}` (it has: {', '.join(env.scenarios) or 'none'})"
         )
-    return Start(envs=(env.name,), scenario=body.scenario, seed=body.seed, max_turns=body.max_turns)
+    return Start(
+        envs=(env.name,), scenario=body.scenario, options=body.options, seed=body.seed, max_turns=body.max_turns
+    )
 
 
 def reset_payload(session: Session) -> dict[str, Any]:

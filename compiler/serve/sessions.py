@@ -131,6 +131,8 @@ class Start:
 
     envs: tuple[str, ...]
     scenario: str | None = None
+    options: Mapping[str, Any] | None = None
+    """The spec's load options (a scenario start only: a task brings its start states)."""
     task_id: str | None = None
     task: Mapping[str, Any] | None = None
     """An inline task row (a task of a served task set is named by `task_id`)."""
@@ -141,6 +143,7 @@ class Start:
         return {
             "envs": list(self.envs),
             "scenario": self.scenario,
+            "options": dict(self.options) if self.options is not None else None,
             "task_id": self.task_id,
             "task": dict(self.task) if self.task is not None else None,
             "seed": self.seed,
@@ -152,6 +155,7 @@ class Start:
         return cls(
             envs=tuple(data["envs"]),
             scenario=data.get("scenario"),
+            options=data.get("options"),
             task_id=data.get("task_id"),
             task=data.get("task"),
             seed=data.get("seed"),
@@ -337,7 +341,7 @@ def build_session(catalog: Catalog, episode_id: str, start: Start, owner: str) -
     envs: dict[str, Any] = {}
     seed_effect: dict[str, str] = {}
     for name, spec in starts.items():
-        envs[name], seed_effect[name] = _open_env(served[name], spec, start.seed)
+        envs[name], seed_effect[name] = _open_env(served[name], spec, start.seed, start.options)
     return Session(
         episode_id=episode_id,
         start=start,
@@ -364,12 +368,14 @@ def _task_of(catalog: Catalog, start: Start) -> Mapping[str, Any] | None:
         raise SessionError(str(exc)) from None
 
 
-def _open_env(env: ServedEnv, spec: Mapping[str, Any], seed: int | None) -> tuple[Any, str]:
-    """An environment from `{"scenario", "changes"}`, opened and reseeded by the package's
-    own `open_environment`; the second value says what the seed did."""
+def _open_env(
+    env: ServedEnv, spec: Mapping[str, Any], seed: int | None, options: Mapping[str, Any] | None = None
+) -> tuple[Any, str]:
+    """An environment from `{"scenario", "changes"}` and the load `options`, opened and
+    reseeded by the package's own `open_environment`; the second value says what the seed did."""
     package = env.package
     try:
-        live, effect = package.open_environment(spec.get("scenario"), spec.get("changes"), seed)
+        live, effect = package.open_environment(spec.get("scenario"), spec.get("changes"), seed, options)
     except (package.ScenarioError, TypeError, ValueError) as exc:  # a start state the package refuses
         raise SessionError(f"`{env.name}` cannot start there: {exc}") from None
     return live, "no seed given" if effect is None else effect

@@ -134,6 +134,28 @@ def test_scenario_sessions_have_no_score(serve: ServerFactory) -> None:
         assert response.status_code == 409 and response.json()["error"]["kind"] == "no_task"
 
 
+def test_load_options_reach_the_loader_and_the_journal(serve: ServerFactory, tmp_path: Any) -> None:
+    """`options` on a scenario start is passed to the package's loader (bfcl_ticket takes
+    BFCL's `long_context`), refused when ill-typed, and kept in the session's start, so a
+    restarted server rebuilds the session with them."""
+    from compiler.serve.catalog import load_catalog
+
+    from .conftest import GENERATED
+
+    use = load_catalog([GENERATED / "bfcl_ticket"])
+    live = serve(use=use, data_dir=tmp_path)
+    with live.client() as client:
+        episode = reset(client, env="bfcl_ticket", options={"long_context": True})["episode_id"]
+        assert live.manager.get(episode).start.options == {"long_context": True}
+        refused = client.post("/reset", json={"env": "bfcl_ticket", "options": {"long_context": "yes"}})
+        assert refused.status_code == 400 and "long_context" in refused.json()["error"]["message"]
+        task = {"task_id": "t", "options": {"long_context": True}}
+        assert client.post("/reset", json=task).status_code in (400, 404)
+    live.stop()
+    again = serve(use=use, data_dir=tmp_path)
+    assert again.manager.get(episode).start.options == {"long_context": True}
+
+
 BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("/reset", "not JSON", b"{nope", 400, "malformed_request"),
     ("/reset", "JSON nested past the parser's depth", b"[" * 100_000, 400, "malformed_request"),
@@ -146,6 +168,8 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("/reset", "a bad episode id", {"env": "ticketing", "episode_id": "../etc/passwd"}, 400, "bad_request"),
     ("/reset", "a task that is not a task", {"task": {"envs": "ticketing"}}, 400, "bad_request"),
     ("/reset", "a task and a task id", {"task": {}, "task_id": "t"}, 400, "bad_request"),
+    ("/reset", "an unknown load option", {"env": "ticketing", "options": {"wide": 1}}, 400, "bad_request"),
+    ("/reset", "load options that are not an object", {"env": "ticketing", "options": [1]}, 422, "invalid_request"),
     ("/step", "no action", {"episode_id": "x"}, 422, "invalid_request"),
     ("/step", "no episode", {"action": {"tool_name": "whoami"}}, 422, "invalid_request"),
     ("/step", "an unknown episode", {"episode_id": "x", "action": {"tool_name": "whoami"}}, 404, "unknown_session"),
