@@ -384,6 +384,28 @@ def test_failing_generated_test_writes_nothing(project: Path) -> None:
     assert not (project / ".envc-cache" / "qc").exists() or not list((project / ".envc-cache" / "qc").iterdir())
 
 
+@pytest.mark.parametrize(
+    "step",
+    [
+        "expect count == 3",  # an assertion
+        "bump(by=1) raises not_found",  # expect_error's pytest.fail: the call succeeds
+        "bump(by=11)",  # a DomainError: the argument is refused
+    ],
+)
+def test_a_failing_spec_test_is_reported_once_at_its_line(project: Path, step: str) -> None:
+    """The generic invariants replay the spec's tests (same calls, same trace; threads);
+    a test that fails is its own failure, so they compare it up to where it stopped
+    rather than failing at the header line too."""
+    wrong = COUNTER.replace("expect count == 2", step)
+    (project / "specs" / "counter.envspec").write_text(wrong, encoding="utf-8")
+    result = envc()
+    assert result.exit_code == 1, result.output
+    test_line = wrong.splitlines().index("test bumping:") + 1
+    reported = [line for line in result.stderr.splitlines() if " - error " in line]
+    assert len(reported) == 1 and f"counter.envspec:{test_line}:1 - error E6002" in reported[0], reported
+    assert "test_bumping" in reported[0]
+
+
 # --------------------------------------------------------------------------- the compiler fingerprint
 
 PACKAGE = Path(pipeline.__file__).resolve().parent
