@@ -18,7 +18,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -1407,6 +1407,49 @@ def _errors_after(text: str, path: str, error_line: int) -> list[Diagnostic]:
         found.append(error)
         last = max(error.line, start)
     return found
+
+
+@dataclass
+class Recovered:
+    """Spec text without its broken declarations (`without_broken_declarations`)."""
+
+    text: str  # the same lines, those of broken declarations left empty: positions stay
+    names: set[str]  # what the broken declarations declared (their names, a block's fields)
+    spans: list[tuple[int, int]]  # first and last line of every declaration, broken or not
+
+
+_DECL_NAME = re.compile(r"^(?:override\s+)?(?:enum|record|scenario|tool|fn|test|task|describe\s+tool)\s+(\w+)")
+_BLOCK_FIELD = re.compile(r"^\s+(\w+)\s*[:=]")
+
+
+def without_broken_declarations(source: str, error_lines: Iterable[int]) -> Recovered | None:
+    """The text with every top-level declaration holding one of `error_lines` blanked
+    out, so the declarations that parsed can still be analysed; None when the header
+    itself is broken (nothing can be analysed without it) or a line lies before every
+    declaration. The names come from the text, not a parse: a declaration's name on its
+    first line, and the field names of a broken `state` or `world` block."""
+    text = source.removeprefix("\ufeff").replace("\r\n", "\n")
+    lines = text.split("\n")
+    starts = _decl_starts(lines)
+    if not starts:
+        return None
+    spans = [(start, (starts[i + 1] - 1) if i + 1 < len(starts) else len(lines)) for i, start in enumerate(starts)]
+    broken: set[tuple[int, int]] = set()
+    for line in error_lines:
+        span = next((s for s in reversed(spans) if s[0] <= line), None)
+        if span is None or lines[span[0] - 1].startswith("environment"):
+            return None
+        broken.add(span)
+    names: set[str] = set()
+    for first, last in sorted(broken):
+        head = lines[first - 1]
+        found = _DECL_NAME.match(head)
+        if found:
+            names.add(found.group(1))
+        if head.startswith(("state", "world")):
+            names.update(m.group(1) for line in lines[first:last] if (m := _BLOCK_FIELD.match(line)))
+        lines[first - 1 : last] = [""] * (last - first + 1)
+    return Recovered("\n".join(lines), names, spans)
 
 
 def _decl_starts(lines: list[str]) -> list[int]:
