@@ -1418,7 +1418,10 @@ class Recovered:
     spans: list[tuple[int, int]]  # first and last line of every declaration, broken or not
 
 
-_DECL_NAME = re.compile(r"^(?:override\s+)?(?:enum|record|scenario|tool|fn|test|task|describe\s+tool)\s+(\w+)")
+_DECL_NAMES = re.compile(
+    r"^(?:override\s+)?(?:enum|record|scenario|tool|fn|test|task|describe\W+tool|drop\W+\w+|rename\W+\w+)\W*(\w+)"
+    r"(?:.*\bas\W+(\w+))?"
+)
 _BLOCK_FIELD = re.compile(r"^\s+(\w+)\s*[:=]")
 
 
@@ -1427,7 +1430,9 @@ def without_broken_declarations(source: str, error_lines: Iterable[int]) -> Reco
     out, so the declarations that parsed can still be analysed; None when the header
     itself is broken (nothing can be analysed without it) or a line lies before every
     declaration. The names come from the text, not a parse: a declaration's name on its
-    first line, and the field names of a broken `state` or `world` block."""
+    first line (both names of a `rename`), the field names of a broken `state` or
+    `world` block, and the names of the records and enums that mention any of these (a
+    record whose field type is missing is itself not what the spec means)."""
     text = source.removeprefix("\ufeff").replace("\r\n", "\n")
     lines = text.split("\n")
     starts = _decl_starts(lines)
@@ -1443,13 +1448,33 @@ def without_broken_declarations(source: str, error_lines: Iterable[int]) -> Reco
     names: set[str] = set()
     for first, last in sorted(broken):
         head = lines[first - 1]
-        found = _DECL_NAME.match(head)
+        found = _DECL_NAMES.match(head)
         if found:
-            names.add(found.group(1))
+            names.update(name for name in found.groups() if name)
         if head.startswith(("state", "world")):
             names.update(m.group(1) for line in lines[first:last] if (m := _BLOCK_FIELD.match(line)))
+    _add_dependent_types(lines, spans, broken, names)
+    for first, last in broken:
         lines[first - 1 : last] = [""] * (last - first + 1)
     return Recovered("\n".join(lines), names, spans)
+
+
+def _add_dependent_types(
+    lines: list[str], spans: list[tuple[int, int]], broken: set[tuple[int, int]], names: set[str]
+) -> None:
+    """Records and enums whose text mentions a missing name join the missing names, until
+    none is added: a record with a field of a broken type cascades like the type."""
+    pending = True
+    while pending and names:
+        pending = False
+        word = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\b")
+        for first, last in spans:
+            found = re.match(r"^(?:override\s+)?(?:record|enum)\s+(\w+)", lines[first - 1])
+            if (first, last) in broken or found is None or found.group(1) in names:
+                continue
+            if word.search("\n".join(lines[first - 1 : last])):
+                names.add(found.group(1))
+                pending = True
 
 
 def _decl_starts(lines: list[str]) -> list[int]:

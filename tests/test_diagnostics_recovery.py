@@ -79,6 +79,23 @@ def test_a_broken_record_silences_its_users_only() -> None:
     assert found(result.diagnostics) == [("E1002", 5), ("E1002", 12), ("E3001", 16)]
 
 
+def test_a_record_of_a_broken_type_is_missing_too() -> None:
+    spec = SPEC.replace("record Book:", "enum Shelf:\n    top low\n\nrecord Book:").replace(
+        "    title: str\n", "    title: str\n    shelf: Shelf\n", 1
+    )
+    recovered = without_broken_declarations(spec, [5])
+    assert recovered is not None and recovered.names == {"Shelf", "Book"}
+    result = analyse_source(spec, "shelves.envspec")
+    # Book mentions the broken Shelf, so a diagnostic naming Book would be dropped too;
+    # title_of's own error (str + int) names neither and stays
+    assert found(result.diagnostics) == [("E1002", 5), ("E1002", 16), ("E3001", 20), ("E3004", 27)]
+
+
+def test_both_names_of_a_broken_rename_are_missing() -> None:
+    recovered = without_broken_declarations('environment e:\n    title "e"\n\nrename tool a as: b\n', [4])
+    assert recovered is not None and recovered.names == {"a", "b"}
+
+
 def test_several_syntax_errors_and_a_clean_rest() -> None:
     broken = SPEC.replace('    return "many"', "    return 1").replace(" + opened", "")
     broken = broken.replace("test counting:", "test counting")

@@ -55,10 +55,11 @@ def analyse_source(text: str, path: str) -> AnalysisResult:
     return analyse_loaded(load_source(text, path))
 
 
-def analyse_loaded(loaded: Loaded) -> AnalysisResult:
-    """Run the passes over a loaded module (stage 3 alone)."""
+def analyse_loaded(loaded: Loaded, recover: bool = True) -> AnalysisResult:
+    """Run the passes over a loaded module (stage 3 alone); with `recover`, over the
+    declarations that parsed when others did not (`_beside_syntax_errors`)."""
     module, diagnostics = loaded.module, list(loaded.diagnostics)
-    if module is None and _syntax_only(loaded):
+    if module is None and recover and _syntax_only(loaded):
         return _beside_syntax_errors(loaded)
     if module is None or has_errors(diagnostics):
         return AnalysisResult(None, module, _sorted(diagnostics), loaded.sources)
@@ -101,7 +102,7 @@ def _beside_syntax_errors(loaded: Loaded) -> AnalysisResult:
     recovered = without_broken_declarations(source, {d.line for d in syntax})
     if recovered is None:
         return AnalysisResult(None, None, _sorted(syntax), loaded.sources)
-    rest = analyse_loaded(load_source(recovered.text, path))
+    rest = analyse_loaded(load_source(recovered.text, path), recover=False)
     if rest.module is None:
         return AnalysisResult(None, None, _sorted(syntax), loaded.sources)
     word = re.compile(r"\b(" + "|".join(map(re.escape, sorted(recovered.names))) + r")\b") if recovered.names else None
