@@ -36,6 +36,8 @@ RUFF_IGNORED = "E501,E741"  # long literals are fine; names like `l` are the spe
 DYNAMIC_TIMEOUT_SECONDS = 300
 JUNIT_REPORT = ".envc-tests.xml"
 """pytest's report of the tests of all packages, at the top of the check tree."""
+TEST_FILE = "tests/test_environment.py"
+"""The generated tests of a package, relative to its folder."""
 DYNAMIC_MEMORY_BYTES = 4 * 1024**3
 """Address space the generated tests may use (a runaway body fails with MemoryError
 instead of taking the machine down)."""
@@ -241,15 +243,61 @@ def _finish_tests_together(
     if counts is None or len(counts) < len(packages):  # a package ran no test: alone, that fails
         return None
     failed_lines = _failure_lines(stdout, packages)
+    where = _failure_places(root / JUNIT_REPORT)
     outcomes: dict[str, CheckResult] = {}
     for package in packages:
         passed, failed = counts.get(package.name, (0, 0))
         outcome = CheckResult(dynamic_ok=not failed, tests_passed=passed, tests_failed=failed)
         if failed:
             lines = failed_lines.get(package.name) or [f"{failed} generated test(s) failed"]
-            outcome.findings = [Finding("pytest", "tests/test_environment.py", 0, line) for line in lines]
+            outcome.findings = [
+                Finding("pytest", TEST_FILE, _step_line(package, line, where.get(package.name, {})), line)
+                for line in lines
+            ]
         outcomes[package.name] = outcome
     return outcomes
+
+
+def _failure_places(report: Path) -> dict[str, dict[str, list[int]]]:
+    """Per package and failed test function, the lines of `tests/test_environment.py` its
+    traceback passes through, outermost first (from the JUnit report's failure text)."""
+    try:
+        tree = ElementTree.parse(report)
+    except (OSError, ElementTree.ParseError):
+        return {}
+    places: dict[str, dict[str, list[int]]] = {}
+    for case in tree.iter("testcase"):
+        failure = case.find("failure")
+        if failure is None:
+            continue
+        package = re.split(r"[./]", case.get("classname") or "", maxsplit=1)[0]
+        text = failure.text or ""
+        lines = [int(n) for n in re.findall(r"test_environment\.py:(\d+):", text)]
+        places.setdefault(package, {})[case.get("name") or ""] = lines
+    return places
+
+
+def _step_line(package: Package, failed: str, places: dict[str, list[int]]) -> int:
+    """For a failed spec test (`::test_NAME` in pytest's line), the line of its `run_NAME`
+    the failure went through, innermost: the step that failed; else 0."""
+    found = re.search(r"::(test_\w+)\b(?!\[)", failed)
+    if found is None or not any(found.group(1) == f"test_{t.name}" for t in package.env.tests):
+        return 0
+    run = _function_lines(package.files.get(TEST_FILE, ""), "run_" + found.group(1).removeprefix("test_"))
+    inside = [line for line in places.get(found.group(1), []) if run[0] <= line <= run[1]]
+    return inside[-1] if inside else 0
+
+
+def _function_lines(text: str, name: str) -> tuple[int, int]:
+    """First and last line of the module-level function `name` ((0, -1) when absent)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return (0, -1)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return (node.lineno, node.end_lineno or node.lineno)
+    return (0, -1)
 
 
 def _junit_outcomes(report: Path, names: set[str]) -> dict[str, tuple[int, int]] | None:
@@ -293,8 +341,10 @@ def _pytest_command(rootdir: Path) -> list[str]:
 
 
 def _pytest_environment() -> dict[str, str]:
-    """No third-party pytest plugins: they cost start-up time and could change the verdict."""
-    return {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    """No third-party pytest plugins: they cost start-up time and could change the
+    verdict. A wide terminal, so a failure's summary line keeps its message whole
+    (`assert 2 == 3`, not `asse...`)."""
+    return {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "240"}
 
 
 def _run_pytest(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -660,8 +710,31 @@ def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
             return decl.file, decl.line, decl.col
     for test in env.tests:
         if method in (f"run_{test.name}", f"test_{test.name}"):
-            return test.file, test.line, test.col
+            step = _failed_step(text, test, finding.line) if finding.line else None
+            return (test.file, step.line, step.col) if step is not None else (test.file, test.line, test.col)
     return env.path, env.header.line or 1, env.header.col or 1
+
+
+def _failed_step(text: str, test: ir.TestDecl, line: int) -> ir.TestStmt | None:
+    """The step of a spec test whose generated statement holds `line` of its `run_NAME`:
+    each step but `scenario` is one statement, between `state = env.view()` and
+    `del state` (after the docstring, if the test has one)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    run = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == f"run_{test.name}"), None)
+    if run is None:
+        return None
+    body = run.body[1:] if test.doc else run.body
+    statements = body[1:-1]  # without `state: Any = env.view()` and `del state`
+    steps = [step for step in test.steps if not isinstance(step, ir.UseScenario)]
+    if len(statements) != len(steps):
+        return None
+    for statement, step in zip(statements, steps, strict=True):
+        if statement.lineno <= line <= (statement.end_lineno or statement.lineno):
+            return step
+    return None
 
 
 def _enclosing_function(text: str, line: int) -> str:
