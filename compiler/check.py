@@ -21,7 +21,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -109,6 +109,9 @@ class Finding:
     file: str  # relative to the package folder
     line: int
     message: str
+    trace: list[int] = field(default_factory=list)
+    """For a failed test: the lines of `file` its traceback passes through, outermost
+    first (`at_failed_step` picks the one that names the failing spec step)."""
 
 
 @dataclass
@@ -250,10 +253,8 @@ def _finish_tests_together(
         outcome = CheckResult(dynamic_ok=not failed, tests_passed=passed, tests_failed=failed)
         if failed:
             lines = failed_lines.get(package.name) or [f"{failed} generated test(s) failed"]
-            outcome.findings = [
-                Finding("pytest", TEST_FILE, _step_line(package, line, where.get(package.name, {})), line)
-                for line in lines
-            ]
+            places = where.get(package.name, {})
+            outcome.findings = [Finding("pytest", TEST_FILE, 0, line, _trace_of(line, places)) for line in lines]
         outcomes[package.name] = outcome
     return outcomes
 
@@ -277,27 +278,10 @@ def _failure_places(report: Path) -> dict[str, dict[str, list[int]]]:
     return places
 
 
-def _step_line(package: Package, failed: str, places: dict[str, list[int]]) -> int:
-    """For a failed spec test (`::test_NAME` in pytest's line), the line of its `run_NAME`
-    the failure went through, innermost: the step that failed; else 0."""
+def _trace_of(failed: str, places: dict[str, list[int]]) -> list[int]:
+    """The traceback lines of the test a `FAILED tests/...::test_NAME - why` line names."""
     found = re.search(r"::(test_\w+)\b(?!\[)", failed)
-    if found is None or not any(found.group(1) == f"test_{t.name}" for t in package.env.tests):
-        return 0
-    run = _function_lines(package.files.get(TEST_FILE, ""), "run_" + found.group(1).removeprefix("test_"))
-    inside = [line for line in places.get(found.group(1), []) if run[0] <= line <= run[1]]
-    return inside[-1] if inside else 0
-
-
-def _function_lines(text: str, name: str) -> tuple[int, int]:
-    """First and last line of the module-level function `name` ((0, -1) when absent)."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return (0, -1)
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            return (node.lineno, node.end_lineno or node.lineno)
-    return (0, -1)
+    return places.get(found.group(1), []) if found else []
 
 
 def _junit_outcomes(report: Path, names: set[str]) -> dict[str, tuple[int, int]] | None:
@@ -751,9 +735,26 @@ def _enclosing_function(text: str, line: int) -> str:
     return best
 
 
+def at_failed_step(package: Package, finding: Finding) -> Finding:
+    """A failed spec test's finding at the line of its `run_NAME` that its traceback
+    passes through last: the statement of the step that failed (`spec_position` maps it
+    to that step). Done here, after the checks, not while their threads run: CPython
+    3.11's `ast.parse` is not safe to call from two threads at once."""
+    found = re.search(r"::test_(\w+)\b(?!\[)", finding.message)
+    if finding.line or not finding.trace or found is None:
+        return finding
+    try:
+        tree = ast.parse(package.files.get(finding.file, ""))
+    except SyntaxError:
+        return finding
+    run = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == f"run_{found.group(1)}"), None)
+    inside = [line for line in finding.trace if run is not None and run.lineno <= line <= (run.end_lineno or 0)]
+    return replace(finding, line=inside[-1]) if inside else finding
+
+
 def to_diagnostics(package: Package, result: CheckResult) -> list[Diagnostic]:
     diagnostics = []
-    for finding in result.findings:
+    for finding in (at_failed_step(package, found) for found in result.findings):
         path, line, col = spec_position(package, finding)
         code = {"pytest": "E6002", "timeout": "E6004"}.get(finding.tool, "E6001")
         where = f"{package.name}/{finding.file}:{finding.line}" if finding.line else f"{package.name}/{finding.file}"
