@@ -16,6 +16,7 @@ from types import ModuleType
 import pytest
 
 from compiler import check as qc
+from compiler import graph
 from compiler import ir
 from compiler.analyse import analyse_source
 from compiler.check import write_tree
@@ -63,6 +64,7 @@ fn root_of(id: int) -> Node:
 
 fn ping(n: int) -> int:
     """Counts `steps` through `pong`, which does the writing."""
+    require steps < 1000000 else invalid_state("enough steps", field="steps")
     if n <= 0:
         return steps
     return pong(n - 1)
@@ -91,6 +93,10 @@ tool label_root(id: int, label: str) -> int:
 tool bounce(n: int min 0) -> int:
     marks.append("bounce")
     return ping(n)
+
+tool bounce_back(n: int min 0) -> int:
+    """Enters the cycle at `pong`."""
+    return pong(n)
 
 tool chain(length: int min 1 max 1000) -> int:
     """Hang a chain of `length` nodes below node 4, then measure the tree."""
@@ -163,6 +169,13 @@ def test_a_cycle_shares_its_effects(environment: ir.Environment) -> None:
     # the result of root_of aliases `nodes` through its recursive call
     assert tools["label_root"].writes == ["nodes"]
     assert tools["size_below"].writes == [] and tools["size_below"].reads == ["nodes"]
+
+
+def test_the_tool_graph_sees_the_guards_of_the_whole_cycle(environment: ir.Environment) -> None:
+    """`steps` guards `ping`; `bounce_back` enters the cycle at `pong`, which calls it."""
+    facts = graph.tool_facts(environment)
+    assert "steps" in facts["bounce"].guards and "steps" in facts["bounce_back"].guards
+    assert "steps" not in facts["factorial"].guards
 
 
 def test_declared_effects_are_checked_against_the_cycle() -> None:
