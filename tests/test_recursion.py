@@ -16,8 +16,7 @@ from types import ModuleType
 import pytest
 
 from compiler import check as qc
-from compiler import graph
-from compiler import ir
+from compiler import graph, ir
 from compiler.analyse import analyse_source
 from compiler.check import write_tree
 from compiler.diagnostics import CODES, RETIRED
