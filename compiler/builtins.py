@@ -353,9 +353,9 @@ MODULE_ALWAYS: Final = frozenset(
     "re state_to_json threading to_json weakref".split()
 )
 MODULE_BUILTINS: Final = frozenset(
-    "AssertionError BaseException Exception IndexError RecursionError ValueError abs all any bool chr dict "
-    "enumerate float frozenset getattr int isinstance len list map max min next object ord range repr "
-    "reversed round set sorted str sum super tuple type zip".split()
+    "AssertionError BaseException Exception IndexError RecursionError RuntimeError ValueError abs all any "
+    "bool chr dict enumerate float frozenset getattr int isinstance len list map max min next object ord "
+    "range repr reversed round set sorted str sum super tuple type zip".split()
 )
 MEMBERS: Final = _by_kind(
     {
@@ -376,11 +376,11 @@ CLASS_SCOPE: Final = frozenset(
 )
 SUBCLASS_MEMBERS: Final = frozenset("trace".split())
 BODY_NAMES: Final = frozenset(
-    "Any DomainError Recorder UNSET WORLD _add_days _add_hours _add_minutes _add_seconds _as_bool _as_list "
-    "_as_map _as_number _as_text _days_between _json_key _matches _parse_datetime _parse_int _parse_json "
-    "_parse_number _remove_first _search _seconds_between _stable_hash _type_of _valid_regex _weekday abs "
-    "all any bool cast chr dict env environment expect_error float int json key_1 len list max min ord range "
-    "re reversed round self set sorted state str sum".split()
+    "Any DomainError Recorder RuntimeError UNSET WORLD _add_days _add_hours _add_minutes _add_seconds "
+    "_as_bool _as_list _as_map _as_number _as_text _days_between _depth _json_key _matches _parse_datetime "
+    "_parse_int _parse_json _parse_number _remove_first _search _seconds_between _stable_hash _type_of "
+    "_valid_regex _weekday abs all any bool cast chr dict env environment expect_error float int json key_1 "
+    "len list max min ord range re reversed round self set sorted state str sum".split()
 )
 TEST_MODULE_NAMES: Final = frozenset(
     "Any BAD_ARGUMENTS Callable DomainError Environment INTERNAL_ERROR Mapping Path Recorder "

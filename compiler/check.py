@@ -21,7 +21,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -36,6 +36,8 @@ RUFF_IGNORED = "E501,E741"  # long literals are fine; names like `l` are the spe
 DYNAMIC_TIMEOUT_SECONDS = 300
 JUNIT_REPORT = ".envc-tests.xml"
 """pytest's report of the tests of all packages, at the top of the check tree."""
+TEST_FILE = "tests/test_environment.py"
+"""The generated tests of a package, relative to its folder."""
 DYNAMIC_MEMORY_BYTES = 4 * 1024**3
 """Address space the generated tests may use (a runaway body fails with MemoryError
 instead of taking the machine down)."""
@@ -108,6 +110,9 @@ class Finding:
     file: str  # relative to the package folder
     line: int
     message: str
+    trace: list[int] = field(default_factory=list)
+    """For a failed test: the lines of `file` its traceback passes through, outermost
+    first (`at_failed_step` picks the one that names the failing spec step)."""
 
 
 @dataclass
@@ -242,15 +247,42 @@ def _finish_tests_together(
     if counts is None or len(counts) < len(packages):  # a package ran no test: alone, that fails
         return None
     failed_lines = _failure_lines(stdout, packages)
+    where = _failure_places(root / JUNIT_REPORT)
     outcomes: dict[str, CheckResult] = {}
     for package in packages:
         passed, failed = counts.get(package.name, (0, 0))
         outcome = CheckResult(dynamic_ok=not failed, tests_passed=passed, tests_failed=failed)
         if failed:
             lines = failed_lines.get(package.name) or [f"{failed} generated test(s) failed"]
-            outcome.findings = [Finding("pytest", "tests/test_environment.py", 0, line) for line in lines]
+            places = where.get(package.name, {})
+            outcome.findings = [Finding("pytest", TEST_FILE, 0, line, _trace_of(line, places)) for line in lines]
         outcomes[package.name] = outcome
     return outcomes
+
+
+def _failure_places(report: Path) -> dict[str, dict[str, list[int]]]:
+    """Per package and failed test function, the lines of `tests/test_environment.py` its
+    traceback passes through, outermost first (from the JUnit report's failure text)."""
+    try:
+        tree = ElementTree.parse(report)
+    except (OSError, ElementTree.ParseError):
+        return {}
+    places: dict[str, dict[str, list[int]]] = {}
+    for case in tree.iter("testcase"):
+        failure = case.find("failure")
+        if failure is None:
+            continue
+        package = re.split(r"[./]", case.get("classname") or "", maxsplit=1)[0]
+        text = failure.text or ""
+        lines = [int(n) for n in re.findall(r"test_environment\.py:(\d+):", text)]
+        places.setdefault(package, {})[case.get("name") or ""] = lines
+    return places
+
+
+def _trace_of(failed: str, places: dict[str, list[int]]) -> list[int]:
+    """The traceback lines of the test a `FAILED tests/...::test_NAME - why` line names."""
+    found = re.search(r"::(test_\w+)\b(?!\[)", failed)
+    return places.get(found.group(1), []) if found else []
 
 
 def _junit_outcomes(report: Path, names: set[str]) -> dict[str, tuple[int, int]] | None:
@@ -294,8 +326,10 @@ def _pytest_command(rootdir: Path) -> list[str]:
 
 
 def _pytest_environment() -> dict[str, str]:
-    """No third-party pytest plugins: they cost start-up time and could change the verdict."""
-    return {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    """No third-party pytest plugins: they cost start-up time and could change the
+    verdict. A wide terminal, so a failure's summary line keeps its message whole
+    (`assert 2 == 3`, not `asse...`)."""
+    return {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "240"}
 
 
 def _run_pytest(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -719,8 +753,31 @@ def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
             return decl.file, decl.line, decl.col
     for test in env.tests:
         if method in (f"run_{test.name}", f"test_{test.name}"):
-            return test.file, test.line, test.col
+            step = _failed_step(text, test, finding.line) if finding.line else None
+            return (test.file, step.line, step.col) if step is not None else (test.file, test.line, test.col)
     return env.path, env.header.line or 1, env.header.col or 1
+
+
+def _failed_step(text: str, test: ir.TestDecl, line: int) -> ir.TestStmt | None:
+    """The step of a spec test whose generated statement holds `line` of its `run_NAME`:
+    each step but `scenario` is one statement, between `state = env.view()` and
+    `del state` (after the docstring, if the test has one)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    run = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == f"run_{test.name}"), None)
+    if run is None:
+        return None
+    body = run.body[1:] if test.doc else run.body
+    statements = body[1:-1]  # without `state: Any = env.view()` and `del state`
+    steps = [step for step in test.steps if not isinstance(step, ir.UseScenario)]
+    if len(statements) != len(steps):
+        return None
+    for statement, step in zip(statements, steps, strict=True):
+        if statement.lineno <= line <= (statement.end_lineno or statement.lineno):
+            return step
+    return None
 
 
 def _enclosing_function(text: str, line: int) -> str:
@@ -737,9 +794,26 @@ def _enclosing_function(text: str, line: int) -> str:
     return best
 
 
+def at_failed_step(package: Package, finding: Finding) -> Finding:
+    """A failed spec test's finding at the line of its `run_NAME` that its traceback
+    passes through last: the statement of the step that failed (`spec_position` maps it
+    to that step). Done here, after the checks, not while their threads run: CPython
+    3.11's `ast.parse` is not safe to call from two threads at once."""
+    found = re.search(r"::test_(\w+)\b(?!\[)", finding.message)
+    if finding.line or not finding.trace or found is None:
+        return finding
+    try:
+        tree = ast.parse(package.files.get(finding.file, ""))
+    except SyntaxError:
+        return finding
+    run = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == f"run_{found.group(1)}"), None)
+    inside = [line for line in finding.trace if run is not None and run.lineno <= line <= (run.end_lineno or 0)]
+    return replace(finding, line=inside[-1]) if inside else finding
+
+
 def to_diagnostics(package: Package, result: CheckResult) -> list[Diagnostic]:
     diagnostics = []
-    for finding in result.findings:
+    for finding in (at_failed_step(package, found) for found in result.findings):
         path, line, col = spec_position(package, finding)
         code = {"pytest": "E6002", "timeout": "E6004"}.get(finding.tool, "E6001")
         where = f"{package.name}/{finding.file}:{finding.line}" if finding.line else f"{package.name}/{finding.file}"

@@ -111,7 +111,6 @@ CODES: dict[str, tuple[str, str]] = {
     "E3018": ("expression statement has no effect", "a statement must be a call that changes something"),
     "E3019": ("invalid regular expression", "fix the pattern"),
     "E3020": ("cannot infer the type of an empty literal", "give the type: `let xs: list[int] = []`"),
-    "E3021": ("recursive helper", "helpers may not call themselves, directly or indirectly"),
     "E3022": ("loop variable reassigned", "bind a new local with `let` instead"),
     "E3023": (
         "recursive record",
@@ -158,6 +157,12 @@ CODES: dict[str, tuple[str, str]] = {
     "E6107": ("locked fill no longer passes", "run `envc lock --update --all` to fill it again"),
     "E6108": ("fill reaches outside its body", "a fill is statements only: no declarations, no block lines"),
 }
+
+RETIRED: dict[str, str] = {
+    "E3021": "recursive helper: helpers may call themselves since issue 14, to a bounded depth (docs/language.md §12)",
+}
+"""Codes no longer reported, each with what it meant: a code is never reused, so these
+stay out of `CODES` for good."""
 
 
 @dataclass(frozen=True, slots=True)

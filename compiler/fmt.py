@@ -9,7 +9,9 @@ literals, because the IR does not keep them.
 
 The style: 4-space indents; the header first, then declarations in source order, one
 blank line apart; header, effect and task items in a fixed order, defaults left out;
-one enum member per line; minimal parentheses and escapes; a doc over one line (or
+one enum member per line; minimal escapes, and minimal parentheses but for
+those written where they help reading (`not (a < b)`, `(a and b) or c`:
+`written_parentheses`), which stay; a doc over one line (or
 longer than DOC_WIDTH) as a `\"\"\"` block, else a plain string; no line wrapping, but a
 list or map literal written over several lines keeps one entry per line. Blank lines
 inside a block are kept (at most one in a row). The output parses to the same IR
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -30,7 +32,18 @@ from pydantic import BaseModel
 from compiler import ir
 from compiler.diagnostics import Diagnostic
 from compiler.parse import parse_source
-from compiler.printer import INDENT, POSTFIX, TERNARY, expr, quote, simple_stmt, text, type_ref
+from compiler.printer import (
+    INDENT,
+    POSTFIX,
+    TERNARY,
+    expr,
+    keeping,
+    quote,
+    readable_parentheses,
+    simple_stmt,
+    text,
+    type_ref,
+)
 
 POSITION_KEYS = frozenset({"line", "col", "end_line", "end_col", "item_places"})
 """Layout, not meaning: positions, and where each header item was written."""
@@ -58,10 +71,56 @@ def format_source(text: str, path: str) -> FormatResult:
 def format_module(module: ir.Module, source: str = "") -> str:
     """Print `module`; `source` (the text it was parsed from) supplies comments and layout."""
     src = _Source(source)
-    root = _Layout(src).module(module)
-    _assign_ranges(root, src.nlines, src)
-    _attach(root, src)
-    return _Printer().module(root)
+    with keeping(written_parentheses(module, source)):
+        root = _Layout(src).module(module)
+        _assign_ranges(root, src.nlines, src)
+        _attach(root, src)
+        return _Printer().module(root)
+
+
+def written_parentheses(module: ir.Module, source: str) -> frozenset[int]:
+    """`id()`s of the operands that `printer.readable_parentheses` allows in parentheses
+    and that `source` wrote in them. An operand's position excludes its parentheses, so
+    they are the nearest characters around it, past white space; in those positions no
+    other bracket can sit right against an operand (a call's would hold a call, not a
+    comparison or an `and`)."""
+    if not source:
+        return frozenset()
+    text = source.removeprefix("\ufeff")
+    starts = [0]
+    for line in text.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    found: set[int] = set()
+    for node in _expressions(module):
+        for operand in readable_parentheses(node):
+            if operand.line < 1 or operand.end_line < 1 or operand.end_line >= len(starts):
+                continue
+            begin = starts[operand.line - 1] + operand.col - 1
+            end = starts[operand.end_line - 1] + operand.end_col - 1
+            if _next_char(text, begin - 1, -1) == "(" and _next_char(text, end, 1) == ")":
+                found.add(id(operand))
+    return frozenset(found)
+
+
+def _next_char(text: str, at: int, step: int) -> str:
+    """The first character from `at` on, in direction `step`, that is not white space."""
+    while 0 <= at < len(text) and text[at] in " \t\r\n":
+        at += step
+    return text[at] if 0 <= at < len(text) else ""
+
+
+def _expressions(value: object) -> Iterator[ir.Unary | ir.Binary]:
+    """Every `not`, `and` and `or` (the nodes that may keep parentheses) of an IR value."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _expressions(item)
+    elif isinstance(value, BaseModel):
+        if isinstance(value, (ir.Unary, ir.Binary)):
+            yield value
+        for name in type(value).model_fields:
+            child = getattr(value, name)
+            if isinstance(child, (list, BaseModel)):
+                yield from _expressions(child)
 
 
 def strip_positions(model: BaseModel) -> dict[str, Any]:

@@ -297,8 +297,9 @@ def _arguments(call: ir.Call, fn: ir.FnDecl) -> Iterator[tuple[str, ir.Expr]]:
 
 
 def _helper_domains(env: ir.Environment, helpers: dict[str, ir.FnDecl]) -> dict[str, dict[str, list[ParamDomain]]]:
-    """Each helper's parameter domains, through the helpers it calls (helpers do not
-    recurse, so as many rounds as there are helpers reach a fixed point)."""
+    """Each helper's parameter domains, through the helpers it calls: a domain travels
+    along a path of calls without repeating a helper (cycles included), so as many
+    rounds as there are helpers reach the fixed point."""
     state, world = {f.name for f in env.state}, {w.name for w in env.world}
     domains = {
         name: _direct_domains(fn.body, {p.name for p in fn.params}, state, world) for name, fn in helpers.items()
@@ -393,19 +394,28 @@ def _guards(body: Sequence[ir.Stmt], helper_guards: dict[str, set[str]]) -> set[
 
 
 def _helper_guards(helpers: dict[str, ir.FnDecl]) -> dict[str, set[str]]:
-    """Each helper's guard fields, its callees' included; helpers do not recurse (the
-    analysis refuses call cycles), so each is computed once, callees first."""
+    """Each helper's guard fields, its callees' included: computed once, callees first,
+    then again for the helpers of call cycles (language.md §12), whose first result
+    missed what a helper of the cycle still being computed guards, until none grows."""
     guards: dict[str, set[str]] = {}
+    callees = {name: {n.func.id for n in walk(fn.body) if _calls_helper(n, helpers)} for name, fn in helpers.items()}
 
     def of(name: str) -> set[str]:
         if name not in guards:
-            guards[name] = set()  # a cycle cannot occur; this only stops a runaway walk
-            callees = {n.func.id for n in walk(helpers[name].body) if _calls_helper(n, helpers)}
-            guards[name] = _guards(helpers[name].body, {callee: of(callee) for callee in callees})
+            guards[name] = set()  # in a cycle, the rounds below complete it
+            guards[name] = _guards(helpers[name].body, {callee: of(callee) for callee in callees[name]})
         return guards[name]
 
     for name in helpers:
         of(name)
+    cyclic = [name for name, fn in helpers.items() if fn.recursion]
+    changed = bool(cyclic)
+    while changed:
+        changed = False
+        for name in cyclic:
+            found = _guards(helpers[name].body, {callee: guards[callee] for callee in callees[name]})
+            if found != guards[name]:
+                guards[name], changed = found, True
     return guards
 
 

@@ -403,6 +403,10 @@ class ToolDecl(Decl):
 class FnDecl(ToolDecl):
     """A helper callable from tools; not exposed to the agent."""
 
+    recursion: list[str] = Field(default_factory=list)
+    """Filled by the analyser: the helpers of its call cycle, itself included, when it
+    calls itself directly or through others (the lowering bounds their depth); else empty."""
+
 
 class OnLoadDecl(Decl):
     """`on load:`: statements run on every load of a scenario, after its values (and the

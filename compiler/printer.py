@@ -4,9 +4,11 @@ parentheses, error calls. One printer for everything that writes envspec: `envc 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from compiler import ir
@@ -76,10 +78,48 @@ _BINARY: dict[str, tuple[int, int, int]] = {
 }
 
 
+_KEPT: ContextVar[frozenset[int]] = ContextVar("kept_parentheses", default=frozenset())
+"""`id()`s of the nodes whose parentheses were written and help reading (`keeping`)."""
+
+
+@contextlib.contextmanager
+def keeping(nodes: frozenset[int]) -> Iterator[None]:
+    """Print the nodes of these `id()`s in parentheses where `readable_parentheses`
+    allows them (`envc fmt` passes the ones the source wrote so; without it, minimal)."""
+    token = _KEPT.set(nodes)
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
+def readable_parentheses(parent: ir.Expr) -> list[ir.Expr]:
+    """The operands of `parent` whose parentheses a reader may want though they change
+    nothing: a comparison or `in` under `not` (`not (a < b)`), and `and` under `or`
+    (`(a and b) or c`). `envc fmt` keeps them where written and adds none."""
+    if isinstance(parent, ir.Unary) and parent.op == "not" and _is_comparison(parent.operand):
+        return [parent.operand]
+    if isinstance(parent, ir.Binary) and parent.op == "or":
+        return [side for side in (parent.left, parent.right) if isinstance(side, ir.Binary) and side.op == "and"]
+    return []
+
+
+def _is_comparison(node: ir.Expr) -> bool:
+    return isinstance(node, ir.Compare) or (isinstance(node, ir.Binary) and node.op in _COMPARE_OPS)
+
+
 def expr(node: ir.Expr, floor: int = LAMBDA) -> str:
     """`node` as text, parenthesised when it binds looser than its position allows."""
     text, strength = _PRINTERS[type(node)](node)
     return f"({text})" if strength < floor else text
+
+
+def _operand(parent: ir.Expr, node: ir.Expr, floor: int) -> str:
+    """An operand, in the parentheses it was written with if they help reading."""
+    kept = _KEPT.get()
+    if kept and id(node) in kept and any(node is side for side in readable_parentheses(parent)):
+        return f"({expr(node)})"
+    return expr(node, floor)
 
 
 def _name(node: ir.Name) -> tuple[str, int]:
@@ -155,13 +195,13 @@ def _call(node: ir.Call) -> tuple[str, int]:
 
 def _unary(node: ir.Unary) -> tuple[str, int]:
     if node.op == "not":
-        return f"not {expr(node.operand, NOT)}", NOT
+        return f"not {_operand(node, node.operand, NOT)}", NOT
     return f"-{expr(node.operand, NEG)}", NEG
 
 
 def _binary(node: ir.Binary) -> tuple[str, int]:
     strength, left, right = _BINARY[node.op]
-    return f"{expr(node.left, left)} {node.op} {expr(node.right, right)}", strength
+    return f"{_operand(node, node.left, left)} {node.op} {_operand(node, node.right, right)}", strength
 
 
 def _compare(node: ir.Compare) -> tuple[str, int]:

@@ -741,10 +741,12 @@ def test_type_errors_in_several_tools_reported_together() -> None:
     assert found(extra) == [("E3001", 2, 12), ("E3009", 5, 16), ("E3010", 8, 8), ("E2002", 10, 12)]
 
 
-def test_semantic_analysis_waits_for_syntax() -> None:
-    """A syntax error anywhere stops analysis, so no type errors are reported with it."""
+def test_semantic_analysis_goes_on_beside_syntax_errors() -> None:
+    """A syntax error in one declaration does not hide the type errors of the others
+    (tests/test_diagnostics_recovery.py has the rules); they come in order of position."""
     assert [code for code, _, _ in found('tool a() -> int:\n    return "x"\n\nenum Size:\n    small large\n')] == [
-        "E1002"
+        "E3001",
+        "E1002",
     ]
 
 

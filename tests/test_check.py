@@ -448,3 +448,46 @@ def test_a_test_run_that_dies_is_run_again_per_package(shipped: dict[str, qc.Pac
     assert results["ticketing"].dynamic_ok and results["ticketing"].tests_passed >= 50
     assert not results["ticketing_dies"].dynamic_ok
     assert [f.tool for f in results["ticketing_dies"].findings if f.tool == "pytest"] == ["pytest"]
+
+
+STEPS_SPEC = '''\
+environment steps:
+    title "Steps"
+
+state:
+    count: int = 0
+
+scenario started:
+    count = 5
+
+tool bump(by: int = 1) -> int:
+    count += by
+    return count
+
+test bumping:
+    """A docstring and a scenario: neither is a statement of a step."""
+    scenario started
+    bump(by=2)
+    let after = bump(by=1)
+    expect after == 8 and count == 8
+'''
+
+
+def test_a_failure_inside_a_spec_test_maps_to_its_step() -> None:
+    """`spec_position` maps a line of `run_NAME` (from the failure's traceback) to the
+    spec step whose statement holds it, and any other line to the test itself."""
+    result = analyse_source(STEPS_SPEC, "steps.envspec")
+    assert result.environment is not None, result.diagnostics
+    package = qc.Package(env=result.environment, name="steps", files=lower(result.environment, "steps.envspec"))
+    text = package.files["tests/test_environment.py"]
+    run = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "run_bumping")
+    statements = run.body[2:-1]  # docstring, `state = env.view()`, ..., `del state`
+    failed = "FAILED tests/test_environment.py::test_bumping - assert 7 == 8"
+    spec_lines = [17, 18, 19]
+    for statement, line in zip(statements, spec_lines, strict=True):
+        finding = qc.Finding("pytest", "tests/test_environment.py", statement.lineno, failed)
+        assert qc.spec_position(package, finding) == ("steps.envspec", line, 5)
+    test = result.environment.tests[0]
+    for line in (0, run.lineno):  # no traceback line, or the def line: the test's header
+        finding = qc.Finding("pytest", "tests/test_environment.py", line, failed)
+        assert qc.spec_position(package, finding) == ("steps.envspec", test.line, test.col)

@@ -9,6 +9,7 @@ check the properties on generated specs and on damaged copies of a real spec.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -72,14 +73,23 @@ def expr_out(source: str) -> str:
         ("a - (-b)", "a - -b"),
         ("not (a and b)", "not (a and b)"),
         ("(not a) == b", "(not a) == b"),
-        ("not (a == b)", "not a == b"),
+        ("not (a == b)", "not (a == b)"),  # readable parentheses are kept where written
+        ("not a == b", "not a == b"),  # and not added
+        ("not ((a == b))", "not (a == b)"),
+        ("not (0 < a < b)", "not (0 < a < b)"),
+        ("not (a.b)", "not a.b"),
         ("not (not a)", "not not a"),
         ("(a < b) == c", "(a < b) == c"),
         ("a == (b < c)", "a == (b < c)"),
         ("(a + b) < (c * d)", "a + b < c * d"),
         ("a or (b or c)", "a or (b or c)"),
         ("(a or b) or c", "a or b or c"),
-        ("(a and b) or c", "a and b or c"),
+        ("(a and b) or c", "(a and b) or c"),
+        ("a and b or c", "a and b or c"),
+        ("a or (b and c)", "a or (b and c)"),
+        ("a or b and c", "a or b and c"),
+        ("(a and b) and c", "a and b and c"),
+        ("c and (a == b)", "c and a == b"),
         ("a and (b or c)", "a and (b or c)"),
         ("(a or b) and c", "(a or b) and c"),
         ("a if (b if c else d) else e", "a if (b if c else d) else e"),
@@ -103,7 +113,8 @@ def expr_out(source: str) -> str:
         ("[x for x in xs]", "[x for x in xs]"),
         ("a not in b", "a not in b"),
         ("a is not None", "a is not None"),
-        ("not (a in b)", "not a in b"),
+        ("not (a in b)", "not (a in b)"),
+        ("not (a not in b)", "not (a not in b)"),
         ("(a is b) is c", "(a is b) is c"),
         ("f(a, b,)", "f(a, b)"),
         ("f(x = 1, y=2)", "f(x=1, y=2)"),
@@ -581,6 +592,17 @@ def test_ticketing_is_idempotent_and_meaning_preserving() -> None:
     assert out.count("#") == source.count("#")
     assert out.startswith("# Support ticketing")
     assert "    tickets = {\n        1: {" in out  # the scenario's map stays one ticket per line
+
+
+SHIPPED = sorted(Path(TICKETING).resolve().parent.rglob("*.envspec"))
+"""Every shipped spec: specs/ and specs/prototypes/."""
+
+
+@pytest.mark.parametrize("spec", SHIPPED, ids=[s.stem for s in SHIPPED])
+def test_every_shipped_spec_is_fmt_canonical(spec: Path) -> None:
+    """`envc fmt --check specs/` passes: the library reads in the one canonical layout."""
+    source = spec.read_text(encoding="utf-8")
+    assert format_source(source, str(spec)).text == source, f"run `envc fmt {spec}`"
 
 
 # --------------------------------------------------------------------------- properties

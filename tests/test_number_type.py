@@ -135,6 +135,24 @@ def test_values_are_kept_as_given(module: types.ModuleType) -> None:
     assert env.state()["amounts"] == [500, 20.5]
 
 
+def test_as_number_gives_json_numbers_as_given(module: types.ModuleType) -> None:
+    env = module.Environment()
+    three = env.call("from_json", {"value": 3})
+    assert three == {"n": 3, "text": "3", "twice": 6, "half": 1.5} and type(three["n"]) is int
+    assert type(three["twice"]) is int
+    assert env.call("from_json", {"value": 2.5}) == {"n": 2.5, "text": "2.5", "twice": 5.0, "half": 1.25}
+    big = 2**62 + 1  # as a float it would be 2**62
+    assert env.call("from_json", {"value": big})["n"] == big
+    for other in (True, "3", None, [3], {"n": 3}):
+        assert env.call("from_json", {"value": other}) == {"n": None}
+
+
+def test_as_number_is_typed_number() -> None:
+    assert not errors("tool t(j: json) -> optional[number]:\n    return as_number(j)\n")
+    [found] = errors("tool t(j: json) -> optional[float]:\n    return as_number(j)\n")
+    assert found.code == "E3001"
+
+
 @pytest.mark.parametrize("bad", [True, False, "1", None, [1], float("nan"), float("inf")])
 def test_non_numbers_are_refused_and_change_nothing(module: types.ModuleType, bad: Any) -> None:
     env = module.Environment()

@@ -377,11 +377,35 @@ def test_failing_generated_test_writes_nothing(project: Path) -> None:
     result = envc()
     assert result.exit_code == 1, result.output
     assert "E6002" in result.stderr and "test_bumping" in result.stderr
-    test_line = wrong.splitlines().index("test bumping:") + 1
-    assert f"counter.envspec:{test_line}:1 - error E6002" in result.stderr, "reported at the spec's test"
+    step_line = wrong.splitlines().index("    expect count == 3") + 1
+    assert f"counter.envspec:{step_line}:5 - error E6002" in result.stderr, "reported at the failing step"
+    assert "::test_bumping - assert 2 == 3" in result.stderr, "pytest's message, whole"
     assert "fail" in row(result, "specs/counter.envspec").split()
     assert not (project / "out").exists() or snapshot(project / "out") == {}
     assert not (project / ".envc-cache" / "qc").exists() or not list((project / ".envc-cache" / "qc").iterdir())
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "expect count == 3",  # an assertion
+        "bump(by=1) raises not_found",  # expect_error's pytest.fail: the call succeeds
+        "bump(by=11)",  # a DomainError: the argument is refused
+    ],
+)
+def test_a_failing_spec_test_is_reported_once_at_its_line(project: Path, step: str) -> None:
+    """The generic invariants replay the spec's tests (same calls, same trace; threads);
+    a test that fails is its own failure, so they compare it up to where it stopped
+    rather than failing at the header line too. The failure is reported at the step
+    that failed (the line of `run_NAME` its traceback passes through)."""
+    wrong = COUNTER.replace("expect count == 2", step)
+    (project / "specs" / "counter.envspec").write_text(wrong, encoding="utf-8")
+    result = envc()
+    assert result.exit_code == 1, result.output
+    step_line = wrong.splitlines().index(f"    {step}") + 1
+    reported = [line for line in result.stderr.splitlines() if " - error " in line]
+    assert len(reported) == 1 and f"counter.envspec:{step_line}:5 - error E6002" in reported[0], reported
+    assert "test_bumping" in reported[0]
 
 
 # --------------------------------------------------------------------------- the compiler fingerprint

@@ -56,6 +56,10 @@ tool in_unit(p: float) -> bool:
 tool chains(a: int, b: int, c: int) -> list[bool]:
     return [a < b < c, a == b == c, a <= b < c <= limit, a < b > c, a != b != c, not a < b < c]
 
+tool mixed_chains(a: number, b: number, c: number, d: number) -> list[bool]:
+    """Chains over ints and floats, as Python compares them (exactly, not as floats)."""
+    return [a < b < c, a <= b <= c <= d, a == b == c, a != b != c, a < b > c, a >= b > c >= d, b < a == c, not a < b < c, a < b < c < d]
+
 tool merged(a: int, b: int, c: int, d: int) -> bool:
     """`a < b < c and c < d` is one chain in Python (ruff's PLR1716)."""
     return a < b < c and c < d
@@ -389,6 +393,49 @@ def test_generated_behaviour(pkg: ModuleType) -> None:
     total, count = 1234567.891, 4096
     expected_money = f"{total:,.2f} {count:_} {count:#x} {total:*>12,.3f} {str(count > 1):>5} {total:8}"
     assert env.call("money", {"total": total, "count": count}) == expected_money
+
+
+CHAIN_INPUTS = 100_000
+
+
+def python_chains(a: float, b: float, c: float, d: float) -> list[bool]:
+    """`mixed_chains` written in Python: the reference."""
+    return [
+        a < b < c,
+        a <= b <= c <= d,
+        a == b == c,
+        a != b != c,
+        a < b > c,
+        a >= b > c >= d,
+        b < a == c,
+        not a < b < c,
+        a < b < c < d,
+    ]
+
+
+def chain_operand(generator: random.Random) -> float:
+    """Ints and floats that meet often (equal values of both kinds included) and a few
+    that only an exact comparison tells apart (2**53 + 1 against the float 2**53)."""
+    kind = generator.randrange(5)
+    if kind == 0:
+        return generator.randint(-2, 2)
+    if kind == 1:
+        return generator.choice([-1.0, 0.0, -0.0, 0.5, 1.0, 2.0])
+    if kind == 2:
+        return generator.uniform(-3, 3)
+    if kind == 3:
+        return generator.choice([2**53, 2**53 + 1, float(2**53), -(2**63) + 1, float(2**63)])
+    return generator.randint(-(10**18), 10**18)
+
+
+def test_chained_comparisons_are_pythons_on_100000_inputs(pkg: ModuleType) -> None:
+    """A differential test: `mixed_chains` (nine chains of two to four links over
+    `number` operands) against Python's own chains on 100,000 seeded operand quadruples."""
+    env = pkg.Environment()
+    generator = random.Random(14)
+    for _ in range(CHAIN_INPUTS):
+        a, b, c, d = (chain_operand(generator) for _ in range(4))
+        assert env.mixed_chains(a, b, c, d) == python_chains(a, b, c, d), (a, b, c, d)
 
 
 # --------------------------------------------------------------------------- format specs against Python

@@ -16,6 +16,7 @@ reports as much as it can.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from compiler.analyse import constants, effects, symbols, tests_tasks, types
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.load import Loaded, data_file_key, load_file, load_source, prototypes_dir
-from compiler.parse import gc_paused
+from compiler.parse import gc_paused, without_broken_declarations
 
 __all__ = ["AnalysisResult", "analyse_file", "analyse_source", "analyse_loaded", "prototypes_dir"]
 
@@ -54,9 +55,12 @@ def analyse_source(text: str, path: str) -> AnalysisResult:
     return analyse_loaded(load_source(text, path))
 
 
-def analyse_loaded(loaded: Loaded) -> AnalysisResult:
-    """Run the passes over a loaded module (stage 3 alone)."""
+def analyse_loaded(loaded: Loaded, recover: bool = True) -> AnalysisResult:
+    """Run the passes over a loaded module (stage 3 alone); with `recover`, over the
+    declarations that parsed when others did not (`_beside_syntax_errors`)."""
     module, diagnostics = loaded.module, list(loaded.diagnostics)
+    if module is None and recover and _syntax_only(loaded):
+        return _beside_syntax_errors(loaded)
     if module is None or has_errors(diagnostics):
         return AnalysisResult(None, module, _sorted(diagnostics), loaded.sources)
     analysis = Analysis(module, diagnostics, loaded.data_files)
@@ -69,6 +73,55 @@ def analyse_loaded(loaded: Loaded) -> AnalysisResult:
     if has_errors(diagnostics):
         environment = None
     return AnalysisResult(environment, module, _sorted(diagnostics), loaded.sources)
+
+
+PARSER_CODES = frozenset({"E2001", "E2017", "E3006"})
+"""Codes the parser reports besides the syntax errors (`E1xxx`): a spec with them
+parses to no module, like one with a syntax error."""
+
+
+def _syntax_only(loaded: Loaded) -> bool:
+    """Did only the parse of the spec's own file fail (not a prototype, nor a read)?"""
+    main = next(iter(loaded.sources), None)
+    return main is not None and bool(loaded.diagnostics) and all(
+        d.path == main and (d.code.startswith("E1") or d.code in PARSER_CODES) for d in loaded.diagnostics
+    )
+
+
+def _beside_syntax_errors(loaded: Loaded) -> AnalysisResult:
+    """The syntax errors, and the errors of the declarations that parsed.
+
+    The broken declarations are blanked out of the text (`without_broken_declarations`)
+    and the rest is loaded and analysed as usual. What they declared is missing from
+    that analysis, so to keep its noise out, a diagnostic is dropped when its message
+    names a broken declaration's name (or a field of a broken `state` or `world` block),
+    or when it lies in a declaration whose text mentions one as a word. If the rest does
+    not parse either, or the header is broken, the syntax errors are all there is."""
+    path, source = next(iter(loaded.sources.items()))
+    syntax = list(loaded.diagnostics)
+    recovered = without_broken_declarations(source, {d.line for d in syntax})
+    if recovered is None:
+        return AnalysisResult(None, None, _sorted(syntax), loaded.sources)
+    rest = analyse_loaded(load_source(recovered.text, path), recover=False)
+    if rest.module is None:
+        return AnalysisResult(None, None, _sorted(syntax), loaded.sources)
+    word = re.compile(r"\b(" + "|".join(map(re.escape, sorted(recovered.names))) + r")\b") if recovered.names else None
+    lines = source.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
+    tainted = {
+        (first, last)
+        for first, last in recovered.spans
+        if word is not None and word.search("\n".join(lines[first - 1 : last]))
+    }
+
+    def noise(d: Diagnostic) -> bool:
+        if word is None:
+            return False
+        if word.search(d.message):
+            return True
+        return d.path == path and any(first <= d.line <= last for first, last in tainted)
+
+    kept = [d for d in rest.diagnostics if not noise(d)]
+    return AnalysisResult(None, None, _sorted(syntax + kept), {**rest.sources, **loaded.sources})
 
 
 def run_passes(a: Analysis) -> ir.Environment | None:

@@ -62,14 +62,19 @@ def run(a: Analysis) -> dict[str, Summary]:
     """Infer every helper's and tool's effects, store them on the declarations, and
     check them against declared `reads`/`writes`. Returns the helper summaries."""
     summaries: dict[str, Summary] = {}
-    for name in helper_order(a):
-        fn = a.fns[name]
-        effects = EffectWalker(a, summaries, fn, is_helper=True).check()
-        summaries[name] = Summary(set(effects.reads), set(effects.writes), effects.return_roots, effects.errors)
-        compare_declared(a, fn, effects)
-        fn.reads = sorted(effects.reads)
-        fn.writes = sorted(w for w in effects.writes if not w.startswith(PARAM_ROOT))
-        fn.errors = sorted(effects.errors)
+    for group in helper_groups(a):
+        recursive = len(group) > 1 or group[0] in a.called_names(a.fns[group[0]].body)
+        if recursive:
+            _fixpoint(a, summaries, group)
+        for name in group:
+            fn = a.fns[name]
+            effects = EffectWalker(a, summaries, fn, is_helper=True).check()
+            summaries[name] = _summary(effects)
+            compare_declared(a, fn, effects)
+            fn.reads = sorted(effects.reads)
+            fn.writes = sorted(w for w in effects.writes if not w.startswith(PARAM_ROOT))
+            fn.errors = sorted(effects.errors)
+            fn.recursion = group if recursive else []
     if a.on_load is not None:  # like a helper; what it reads and writes is documented
         effects = EffectWalker(a, summaries, a.on_load, is_helper=True).check()
         a.on_load.reads = sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT))
@@ -89,29 +94,65 @@ def run(a: Analysis) -> dict[str, Summary]:
     return summaries
 
 
-def helper_order(a: Analysis) -> list[str]:
-    """Helpers in callee-first order; a call cycle is an error (no recursion)."""
-    calls = {name: sorted(a.called_names(fn.body) & set(a.fns)) for name, fn in a.fns.items()}
-    order: list[str] = []
-    state: dict[str, int] = {}
+def _summary(effects: Effects) -> Summary:
+    return Summary(set(effects.reads), set(effects.writes), set(effects.return_roots), set(effects.errors))
 
-    def visit(name: str, path: list[str]) -> None:
-        if state.get(name) == 2:
-            return
-        if state.get(name) == 1:
-            fn = a.fns[name]
-            cycle = " -> ".join([*path[path.index(name) :], name])
-            a.error("E3021", f"helper `{name}` calls itself: {cycle}", fn, fn.file)
-            return
-        state[name] = 1
+
+def _fixpoint(a: Analysis, summaries: dict[str, Summary], group: list[str]) -> None:
+    """Summaries of helpers that call one another: each starts empty and grows with what
+    the walks of the group find, until a round adds nothing (the sets only grow and are
+    bounded by the state fields, parameters and error kinds, so this ends). The rounds
+    report nothing: the caller walks each helper once more, with the final summaries."""
+    for name in group:
+        summaries[name] = Summary()
+    reported = len(a.diags)
+    changed = True
+    while changed:
+        changed = False
+        for name in group:
+            found = _summary(EffectWalker(a, summaries, a.fns[name], is_helper=True).check())
+            if found != summaries[name]:
+                summaries[name] = found
+                changed = True
+    del a.diags[reported:]
+
+
+def helper_groups(a: Analysis) -> list[list[str]]:
+    """Helpers as the strongly connected components of the call graph, callees first
+    (Tarjan's algorithm yields them in that order): a group of more than one helper, or
+    one that calls itself, is recursive. Each group lists its helpers in spec order."""
+    calls = {name: sorted(a.called_names(fn.body) & set(a.fns)) for name, fn in a.fns.items()}
+    position = {name: index for index, name in enumerate(a.fns)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(name: str) -> None:  # recursion depth: the longest call chain of helpers
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        on_stack.add(name)
         for callee in calls[name]:
-            visit(callee, [*path, name])
-        state[name] = 2
-        order.append(name)
+            if callee not in index:
+                visit(callee)
+                low[name] = min(low[name], low[callee])
+            elif callee in on_stack:
+                low[name] = min(low[name], index[callee])
+        if low[name] == index[name]:
+            group: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == name:
+                    break
+            groups.append(sorted(group, key=position.__getitem__))
 
     for name in a.fns:
-        visit(name, [])
-    return order
+        if name not in index:
+            visit(name)
+    return groups
 
 
 def compare_declared(a: Analysis, tool: ir.ToolDecl, effects: Effects) -> None:

@@ -29,6 +29,8 @@ from compiler.lower import schema
 from compiler.lower.converters import tool_caller
 from compiler.lower.literals import data_json
 from compiler.lower.pycode import (
+    DEPTH,
+    HELPER_DEPTH,
     Emitter,
     EnvTables,
     JsonConverters,
@@ -422,7 +424,22 @@ class _Builder:
             if has_default:
                 text += f" = {py_value(default)}"
             parts.append(text)
+        if isinstance(tool, ir.FnDecl) and tool.recursion:
+            parts.append(f"{DEPTH}: int = 0")
         return "".join(f", {p}" for p in parts)
+
+    def _depth_guard(self, tool: ir.ToolDecl) -> list[str]:
+        """A recursive helper fails past `HELPER_DEPTH` nested calls of its cycle, before
+        Python's RecursionError would; the tool call fails as an internal error and its
+        journal undoes what the deeper calls changed."""
+        if not (isinstance(tool, ir.FnDecl) and tool.recursion):
+            return []
+        names = ", ".join(f"`{name}`" for name in tool.recursion)
+        what = f"helper {names}" if len(tool.recursion) == 1 else f"helpers {names}"
+        return [
+            f"if {DEPTH} >= {HELPER_DEPTH}:",
+            f"    raise RuntimeError({py_str(f'{what} recursed past {HELPER_DEPTH} nested calls')})",
+        ]
 
     def _default_prologue(self, tool: ir.ToolDecl) -> list[str]:
         lines = []
@@ -478,7 +495,8 @@ class _Builder:
         if tool.escape is not None:
             return self._escape_body(tool, kind)
         tool = with_python_names(tool)
-        scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)})
+        recursion = frozenset(tool.recursion if isinstance(tool, ir.FnDecl) else ())
+        scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)}, recursion=recursion)
         emitter = Emitter(self.env, scope, self.tables)
         for param in tool.params:
             scope.annotated.add(param.name)
@@ -492,7 +510,9 @@ class _Builder:
         lines = emitter.block(stmts, 0)
         self.helpers |= scope.helpers
         uses_state = any('state["' in line or "state[" in line for line in lines)
-        prologue = self._default_prologue(tool) + (["state = self._state"] if uses_state else [])
+        prologue = (
+            self._depth_guard(tool) + self._default_prologue(tool) + (["state = self._state"] if uses_state else [])
+        )
         if kind == "tool" and tool.writes:
             body = [*prologue, f"with self._undo.begin({py_str(tool.name)}):", *("    " + line for line in lines)]
         elif lines == ["pass"] and not prologue:

@@ -108,6 +108,10 @@ fn quux_find(quux_key: int) -> QuuxFlat:
     require quux_found is not None else not_found(f"{quux_noun} {quux_key} does not exist", entity=quux_noun, field="quux_key")
     return quux_found
 
+fn quux_depth(quux_n: int) -> int:
+    """A helper that calls itself (it counts its depth)."""
+    return 0 if quux_n <= 0 else 1 + quux_depth(quux_n - 1)
+
 tool quux_put(quux_key: int min 0 max 99, quux_label: str = "" max_length 20 pattern "[a-z]*", quux_tags: list[str] = ["x"], quux_extra: json = [], quux_color: QuuxColor = QuuxColor.quux_red, quux_maybe: optional[QuuxFlat] = None) -> QuuxFlat:
     """Every statement, built-in function and method, in one body."""
     param quux_key "The key."
@@ -162,7 +166,7 @@ tool quux_put(quux_key: int min 0 max 99, quux_label: str = "" max_length 20 pat
     del quux_notes[quux_key]
     if quux_maybe is not None:
         fail invalid_state(f"{quux_maybe.quux_id}", field="quux_maybe")
-    return quux_find(quux_key)
+    return quux_find(quux_key + quux_depth(1))
 
 tool quux_get(quux_key: int) -> optional[QuuxFlat]:
     """A read tool."""

@@ -20,6 +20,14 @@ from compiler.lower.idioms import walk_statements
 from compiler.lower.literals import escape_invisible, py_str, py_value, typed_literal, typed_value
 from compiler.lower.pynames import python_names
 
+DEPTH = "_depth"
+"""The parameter of a recursive helper counting how deep its call cycle is: a spec's
+names cannot start with `_`, so it is free in every helper."""
+HELPER_DEPTH = 200
+"""How deep a recursive helper may be called (the call past it fails as an internal
+error, rolled back like any failing call): far below Python's own recursion limit of
+1,000 frames, which a tool call's own frames and nested expressions also use."""
+
 # Python operator precedence, loosest first.
 _PREC = {
     "lambda": 0,
@@ -101,6 +109,7 @@ class Scope:
     module_prefix: str = ""  # how module-level runtime helpers are reached ("environment." in tests)
     names: set[str] = field(default_factory=set)  # every name the callable uses, so new ones are fresh
     bare_return: bool = False  # every return gives None: `return`, not `return None` (ruff's RET501)
+    recursion: frozenset[str] = frozenset()  # a recursive helper's call cycle: its calls pass `_depth + 1`
 
 
 @dataclass(frozen=True)
@@ -516,7 +525,10 @@ class Emitter:
             return self._record_literal(record, {kw.name: kw.value for kw in e.kwargs}), _PREC["atom"]
         if func.ref == "fn":
             owner = "env" if self.scope.kind == "test" else "self"
-            return f"{owner}._{func.id}({self.args(e)})", _PREC["postfix"]
+            args = self.args(e)
+            if func.id in self.scope.recursion:
+                args += f"{', ' if args else ''}{DEPTH}={DEPTH} + 1"
+            return f"{owner}._{func.id}({args})", _PREC["postfix"]
         if func.ref == "tool":
             return self._tool_call(e), _PREC["postfix"]
         return self._builtin(e, func.id)

@@ -1944,9 +1944,10 @@ def _as_list(value: Any) -> list[Any] | None:
 
 
 def _as_number(value: Any) -> float | None:
-    """A number as float, or None for anything else (bools are not numbers)."""
+    """A number as given (an int stays an int: a `number`), or None for anything else
+    (bools are not numbers)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        return value
     return None
 
 
@@ -2456,7 +2457,7 @@ class Environment:
                 "attribute": attribute,
                 "weight": weight,
                 "kind": "numeric",
-                "similarity": self._numeric_similarity(na, nb),
+                "similarity": self._numeric_similarity(float(na), float(nb)),
             }
         ta = _as_text(a)
         tb = _as_text(b)

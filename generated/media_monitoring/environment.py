@@ -2370,9 +2370,10 @@ def _as_map(value: Any) -> dict[str, Any] | None:
 
 
 def _as_number(value: Any) -> float | None:
-    """A number as float, or None for anything else (bools are not numbers)."""
+    """A number as given (an int stays an int: a `number`), or None for anything else
+    (bools are not numbers)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        return value
     return None
 
 
@@ -3102,7 +3103,7 @@ class Environment:
             "format": format,
             "uri": uri,
             "title": title,
-            "duration_s": duration,
+            "duration_s": float(duration),
             "columns": [],
             "units": units,
         }

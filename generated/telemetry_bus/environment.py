@@ -2387,9 +2387,10 @@ class _Family:
 
 
 def _as_number(value: Any) -> float | None:
-    """A number as float, or None for anything else (bools are not numbers)."""
+    """A number as given (an int stays an int: a `number`), or None for anything else
+    (bools are not numbers)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        return value
     return None
 
 

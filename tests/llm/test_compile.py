@@ -330,12 +330,13 @@ return book
 
 def test_check_findings_of_a_locked_fill_point_at_the_spec_on_disk(project: Path, server: ChatServer) -> None:
     """A fill accepted without QC that fails the generated tests: the finding is reported
-    at the test's line as written, though the two-line fill shifted it in the spliced text."""
+    at the failing step's line as written, though the two-line fill shifted it in the
+    spliced text."""
     server.replies.append(Reply(fenced("let n = len(books) + 1\nreturn n")))
     assert envc("lock", "--update", "--no-qc").exit_code == 0
     result = envc("compile")
     assert result.exit_code == 1
-    test_line = SPEC.splitlines().index("test counting:") + 1
-    assert f"specs/shelf.envspec:{test_line}:1 - error E6002" in result.stderr, result.stderr
+    step_line = SPEC.splitlines().index("    expect count_books() == 2") + 1
+    assert f"specs/shelf.envspec:{step_line}:5 - error E6002" in result.stderr, result.stderr
     assert len(server.requests) == 1, "a current entry is not asked for again"
     assert not (project / "out").exists()

@@ -999,10 +999,33 @@ def test_a_failure_at_any_point_of_a_call_changes_nothing(tool: str, scenario: s
 
 
 def _traces() -> dict[str, list[tuple[str, Any, Any]]]:
+    """The calls of each spec test, with their results and the states it starts and ends
+    in, and the sample calls from each scenario. A spec test that fails is reported by
+    its own `test_NAME`: its trace ends where it stopped, so the invariants below still
+    compare what it did without failing a second time; the sample calls, which never
+    raise, keep them comparing whole sessions even when a spec test stops early."""
     traces = {}
+    for scenario in SCENARIO_NAMES:
+        session = Environment(scenario)
+        start = session.state_json()
+        calls = [
+            (tool, args, session.call(tool, args))
+            for tool, args in sorted(SAMPLE_ARGUMENTS.items())
+        ]
+        traces[f"samples from {scenario}"] = [
+            ("initial state", None, start),
+            *calls,
+            ("final state", None, session.state_json()),
+        ]
     for name, (scenario, run) in SPEC_RUNS.items():
         env = Recorder(scenario)
-        run(env)
+        env.trace.append(("initial state", None, env.state_json()))
+        try:
+            run(env)
+        except BaseException as error:
+            if not isinstance(error, (Exception, pytest.fail.Exception)):
+                raise  # KeyboardInterrupt, SystemExit
+            env.trace.append(("stopped", type(error).__name__, None))
         traces[name] = [*env.trace, ("final state", None, env.state_json())]
     return traces
 
