@@ -112,6 +112,27 @@ def test_a_reserved_parameter_name_is_underlined_whole() -> None:
     assert "^^^^\n" in render_text(found[0], text) + "\n"
 
 
+@pytest.mark.parametrize(
+    ("source", "name"),
+    [
+        ("tool t(n: int) -> int:\n    let   self = n\n    return self\n", "self"),
+        ("tool t(n: int) -> int:\n    for  self in [n]:\n        pass\n    return n\n", "self"),
+        ("record   Param:\n    id: int\n", "Param"),
+        ("fn   len() -> int:\n    return 1\n", "len"),
+        ("test   snapshot_and_restore:\n    expect 1 == 1\n", "snapshot_and_restore"),
+    ],
+    ids=["let", "loop", "record", "helper", "test"],
+)
+def test_a_reserved_name_is_underlined_whole_where_it_is_declared(source: str, name: str) -> None:
+    """Not the statement's keyword: the caret line marks exactly the name, whatever the
+    spacing before it."""
+    text = HEADER + source
+    [found] = [d for d in analyse_source(text, "teach.envspec").diagnostics if d.code == "E2014"]
+    line = text.splitlines()[found.line - 1]
+    assert line[found.col - 1 : found.end_col - 1] == name
+    assert found.end_line == found.line
+
+
 def test_the_fstring_hint_mentions_format_specs() -> None:
     assert "{expression:spec}" in CODES["E1005"][1]
     assert CODES["E2024"][0].endswith("(a warning)")

@@ -63,7 +63,7 @@ def analyse_loaded(loaded: Loaded, recover: bool = True) -> AnalysisResult:
         return _beside_syntax_errors(loaded)
     if module is None or has_errors(diagnostics):
         return AnalysisResult(None, module, _sorted(diagnostics), loaded.sources)
-    analysis = Analysis(module, diagnostics, loaded.data_files)
+    analysis = Analysis(module, diagnostics, loaded.data_files, loaded.sources)
     try:
         with gc_paused():
             environment = run_passes(analysis)

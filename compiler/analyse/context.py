@@ -4,6 +4,7 @@ passes report diagnostics into."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,8 @@ class Analysis:
     module: ir.Module
     diags: list[Diagnostic]
     data_files: dict[str, DataFile] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    """Spec text by file: where a declared name sits on its line, for underlines."""
     # symbols
     enums: dict[str, ir.EnumDecl] = field(default_factory=dict)
     records: dict[str, ir.RecordDecl] = field(default_factory=lambda: {"AuditEntry": bi.AUDIT_ENTRY})
@@ -50,6 +53,19 @@ class Analysis:
     def error(self, code: str, message: str, node: ir.Node | None, file: str, hint: str = "") -> None:
         line, col, end_line, end_col = (node.line, node.col, node.end_line, node.end_col) if node else (1, 1, 0, 0)
         self.diags.append(Diagnostic(code, message, file, line, col, end_line, end_col, hint=hint))
+
+    def name_span(self, node: ir.Node, name: str, file: str) -> ir.Node:
+        """The span of `name` where `node` (a `let`, a loop, a declaration) introduces it:
+        the first whole-word occurrence on the node's line from its column, so an
+        underline marks the whole name rather than the statement's keyword. The node
+        itself when the text is not at hand (a spec given as an IR, a rewritten line)."""
+        lines = self.sources.get(file, "").splitlines()
+        if not 0 < node.line <= len(lines):
+            return node
+        found = re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])").search(lines[node.line - 1], max(node.col - 1, 0))
+        if found is None:
+            return node
+        return ir.Node(line=node.line, col=found.start() + 1, end_line=node.line, end_col=found.end() + 1)
 
     def called_names(self, body: list[ir.Stmt]) -> set[str]:
         """`irtree.called_names(body)`, walked once per analysis: the symbols and the

@@ -91,7 +91,7 @@ class _Names:
         # Where the name lands in the generated code decides what it may not be.
         reason = bi.reserved_reason(name, _ROLES[what])
         if reason is not None:
-            self.a.error("E2014", reason, node, file, hint="choose another name")
+            self.a.error("E2014", reason, self.a.name_span(node, name, file), file, hint="choose another name")
             return False
         self.taken[name] = what
         return True
@@ -170,7 +170,7 @@ def _declare_scenarios_tests_tasks(a: Analysis) -> None:
                 a.error("E2001", f"{what} `{decl.name}` is declared twice", decl, decl.file)
             reason = bi.reserved_reason(decl.name, what)
             if reason is not None:
-                a.error("E2014", reason, decl, decl.file, hint="choose another name")
+                a.error("E2014", reason, a.name_span(decl, decl.name, decl.file), decl.file, hint="choose another name")
             seen.add(decl.name)
 
 

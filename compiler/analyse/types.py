@@ -87,7 +87,8 @@ class TypeChecker:
         # (the Python code renames the rest); a `let` or loop name must be free in Python.
         reason = bi.parameter_reason(name) if kind == "param" else bi.reserved_reason(name, "variable")
         if reason is not None:
-            self.error("E2014", reason, node, hint="choose another name")
+            where = node if kind == "param" else self.a.name_span(node, name, self.file)
+            self.error("E2014", reason, where, hint="choose another name")
         if name in self.a.fns or name in self.a.tools or name in self.a.records or name in self.a.enums:
             self.error(
                 "E2001",
