@@ -83,8 +83,10 @@ parses to no module, like one with a syntax error."""
 def _syntax_only(loaded: Loaded) -> bool:
     """Did only the parse of the spec's own file fail (not a prototype, nor a read)?"""
     main = next(iter(loaded.sources), None)
-    return main is not None and bool(loaded.diagnostics) and all(
-        d.path == main and (d.code.startswith("E1") or d.code in PARSER_CODES) for d in loaded.diagnostics
+    return (
+        main is not None
+        and bool(loaded.diagnostics)
+        and all(d.path == main and (d.code.startswith("E1") or d.code in PARSER_CODES) for d in loaded.diagnostics)
     )
 
 
