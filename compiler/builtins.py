@@ -323,8 +323,8 @@ MODULE_NAMES: Final = _by_kind(
         ),
         "constant": (
             "DEFAULT_STATE INTERNAL_ERROR Kind RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS "
-            "TOOL_SPECS UNSET WORLD _INT_KEY _MAX_DRAWS _MEMBER_CLASSES _MISSING _Record _SCALARS "
-            "_SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES"
+            "TOOL_SPECS UNSET WORLD _ABSENT_FIELD _INT_KEY _MAX_DRAWS _MEMBER_CLASSES _MISSING _Record "
+            "_SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES"
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_list _as_map _as_number _as_text "
@@ -335,7 +335,10 @@ MODULE_NAMES: Final = _by_kind(
             "_stable_hash _type_of _undo_entry _valid_moment _valid_regex _weekday _with_new_value "
             "check_arguments conform copy_json copy_state state_to_json to_json"
         ),
-        "import": ("Any Callable Final Literal Mapping Self TracebackType TypedDict _field annotations cast dataclass"),
+        "import": (
+            "Any Callable Final Literal Mapping NotRequired Self TracebackType TypedDict _field annotations "
+            "cast dataclass"
+        ),
         "module": "dt json math random re threading weakref",
     }
 )
@@ -395,7 +398,13 @@ OTHER_MODULE_NAMES: Final = frozenset(
     "annotations json open_environment os re score tempfile threading".split()
 )
 PATTERNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
-    "record": (("annotations", "{}"), ("module", "_copy_{}"), ("module", "_json_optional_{}"), ("module", "{}")),
+    "record": (
+        ("annotations", "{}"),
+        ("module", "_copy_{}"),
+        ("module", "_json_optional_{}"),
+        ("module", "_json_{}"),
+        ("module", "{}"),
+    ),
     "enum": (("annotations", "{}"), ("module", "{}")),
     "tool": (("class", "{}"),),
     "helper": (("class", "_{}"),),

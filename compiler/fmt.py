@@ -367,7 +367,7 @@ class _Layout:
         return _block(f"enum {e.name}:", e.line, self.doc(e.doc, e.line, bound) + members)
 
     def field(self, f: ir.Field_) -> _Item:
-        head = f"{f.name}: {type_ref(f.type)}"
+        head = f"{f.name}{'?' if f.absent else ''}: {type_ref(f.type)}"
         return _Item(head, f.line) if f.default is None else self.value(head + " = ", f.default, f.line)
 
     def world_field(self, f: ir.WorldField) -> _Item:

@@ -324,6 +324,8 @@ class Field_(Node):
     name: str
     type: TypeRef
     default: Expr | None = None
+    absent: bool = False
+    """`name?: T` in a record: the key may be left out (absent, which is not None)."""
 
 
 class RecordDecl(Decl):

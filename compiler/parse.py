@@ -499,6 +499,10 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         name, type_, default = children
         return ir.Field_(name=str(name), type=type_, default=default, **_pos(meta))
 
+    def record_field(self, meta: Meta, children: list[Any]) -> ir.Field_:
+        name, mark, type_, default = children
+        return ir.Field_(name=str(name), type=type_, default=default, absent=mark is not None, **_pos(meta))
+
     def record_decl(self, meta: Meta, children: list[Any]) -> ir.RecordDecl:
         override, rest = _take_override(children)
         name, *items = rest

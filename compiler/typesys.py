@@ -67,6 +67,12 @@ def is_optional(ty: ir.TypeRef) -> bool:
     return ty.name in ("optional", "None")
 
 
+def required_field(field_: ir.Field_) -> bool:
+    """Whether a record's data must give the field: no default, not optional, and not one
+    whose key may be absent (`name?: T`)."""
+    return field_.default is None and not is_optional(field_.type) and not field_.absent
+
+
 def is_numeric(ty: ir.TypeRef) -> bool:
     return ty.name in ("int", "float", "number", "any")
 
@@ -275,7 +281,7 @@ def json_schema(
         return {
             "type": "object",
             "properties": {f.name: json_schema(f.type, enums, records) for f in record.fields},
-            "required": [f.name for f in record.fields if f.default is None and not is_optional(f.type)],
+            "required": [f.name for f in record.fields if required_field(f)],
             "additionalProperties": False,
         }
     return {}
@@ -438,6 +444,8 @@ class DataChecker:
         for field_ in record.fields:
             if field_.name in value:
                 result[field_.name] = self.check(value[field_.name], field_.type, f"{path}.{field_.name}", problems)
+            elif field_.absent:
+                continue  # the key stays absent
             elif field_.name in self.record_defaults.get(name, {}):
                 result[field_.name] = _copy_json(self.record_defaults[name][field_.name])
             elif is_optional(field_.type):

@@ -32,7 +32,13 @@ class _Local:
     """A local's type where it is used (narrowed) and how it was bound."""
 
     type: ir.TypeRef
-    kind: str  # "local", "param", "loop"
+    kind: str  # "local", "param", "loop"; "present" or "unknown" for a `x.field` key (below)
+
+
+_PRESENT = "present"
+"""The kind of a scope entry keyed `x.field`: the field of local `x`, which may be absent
+(`field?: T`), was shown present (`"field" in x`); an entry of kind "unknown" under the
+same key forgets that again (`del`, or `x` rebound)."""
 
 
 class TypeChecker:
@@ -57,6 +63,8 @@ class TypeChecker:
         self.declared: dict[str, ir.TypeRef] = {}
         self.loop_depth = 0
         self.shared: set[int] = set()
+        self.assigning: ir.Attr | None = None
+        """The field an `=` statement sets, which it may do though the field is absent."""
         """Operands of the comparison chain being checked (by id): each is checked once,
         though two links of the chain look at it."""
 
@@ -114,9 +122,9 @@ class TypeChecker:
     def push(self, narrowed: dict[str, ir.TypeRef] | None = None) -> None:
         frame: dict[str, _Local] = {}
         for name, ty in (narrowed or {}).items():
-            local = self.lookup(name)
+            local = self._narrowed(name, ty)
             if local is not None:
-                frame[name] = _Local(ty, local.kind)
+                frame[name] = local
         self.scopes.append(frame)
 
     def pop(self) -> None:
@@ -124,9 +132,33 @@ class TypeChecker:
 
     def narrow_here(self, narrowed: dict[str, ir.TypeRef]) -> None:
         for name, ty in narrowed.items():
-            local = self.lookup(name)
+            local = self._narrowed(name, ty)
             if local is not None:
-                self.scopes[-1][name] = _Local(ty, local.kind)
+                self.scopes[-1][name] = local
+
+    def _narrowed(self, name: str, ty: ir.TypeRef) -> _Local | None:
+        """The scope entry of a narrowing: a local's new type, or (`x.field`) the field of
+        a local shown present."""
+        if "." in name:
+            return _Local(ty, _PRESENT) if self.lookup(name.split(".", 1)[0]) is not None else None
+        local = self.lookup(name)
+        return None if local is None else _Local(ty, local.kind)
+
+    def is_present(self, obj: ir.Expr, field_name: str) -> bool:
+        """Whether the field of `obj`, whose key may be absent, was shown present here."""
+        if not isinstance(obj, ir.Name):
+            return False
+        entry = self.lookup(f"{obj.id}.{field_name}")
+        return entry is not None and entry.kind == _PRESENT
+
+    def forget_presence(self, local: str | None = None, field_name: str | None = None) -> None:
+        """Presence facts no longer true: of the fields of `local` (rebound), or of
+        `field_name` on every local (deleted through some value, perhaps an alias)."""
+        for scope in self.scopes:
+            for key in list(scope):
+                base, dot, name = key.partition(".")
+                if dot and (base == local or name == field_name):
+                    self.scopes[-1][key] = _Local(ts.ANY, "unknown")
 
     # ------------------------------------------------------------------ entry
     def check(self) -> None:
@@ -249,7 +281,10 @@ class TypeChecker:
         return False
 
     def stmt_assign(self, stmt: ir.Assign) -> bool:
+        if stmt.op == "=" and isinstance(stmt.target, ir.Attr):
+            self.assigning = stmt.target  # setting a field that may be absent makes it present
         target_type = self.target(stmt.target)
+        self.assigning = None
         value_type = self.expr(stmt.value, target_type)
         if stmt.op == "=":
             self.expect_assignable(value_type, target_type, stmt.value)
@@ -267,7 +302,11 @@ class TypeChecker:
                 self.error(
                     "E3004", f"`{stmt.op}` does not apply to {ts.show(target_type)} and {ts.show(value_type)}", stmt
                 )
+        if isinstance(stmt.target, ir.Attr) and stmt.op == "=" and self._absent_field(stmt.target) is not None:
+            if isinstance(stmt.target.obj, ir.Name):
+                self.narrow_here({f"{stmt.target.obj.id}.{stmt.target.name}": target_type})
         if isinstance(stmt.target, ir.Name):
+            self.forget_presence(local=stmt.target.id)
             local = self.lookup(stmt.target.id)
             if local is not None:
                 if not ts.is_optional(value_type) and ts.is_optional(local.type):
@@ -325,6 +364,8 @@ class TypeChecker:
         self.pop()
 
     def stmt_delete(self, stmt: ir.Delete) -> bool:
+        if isinstance(stmt.target, ir.Attr):
+            return self._delete_field(stmt.target)
         if not isinstance(stmt.target, ir.Index):
             self.error("E3008", "`del` removes a map entry: `del m[key]`", stmt.target)
             return False
@@ -337,6 +378,30 @@ class TypeChecker:
         key_type = obj_type.args[0] if obj_type.name == "map" else ts.ANY
         self.check_key(self.expr(stmt.target.index, key_type), key_type, stmt.target.index)
         return False
+
+    def _delete_field(self, target: ir.Attr) -> bool:
+        """`del r.field` makes a field that may be absent absent (nothing if it already is)."""
+        self.assigning = target
+        target.ty = self.target(target, mutate=True)
+        self.assigning = None
+        if isinstance(target.obj, ir.Name) and target.obj.ref in ("local", "param"):
+            self.target(target.obj, mutate=True)
+        if target.ty.name != "any" and self._absent_field(target) is None:
+            self.error(
+                "E3008",
+                f"`del` removes a map entry or a record field that may be absent, not `{source_text(target)}`",
+                target,
+                hint="declare the field `name?: T` if its key may be left out",
+            )
+        self.forget_presence(field_name=target.name)
+        return False
+
+    def _absent_field(self, expr: ir.Attr) -> ir.Field_ | None:
+        """The record field `expr` names, if its key may be absent (`name?: T`)."""
+        obj_type = ts.strip_optional(expr.obj.ty or ts.ANY)
+        record = self.a.records.get(obj_type.name)
+        field_ = next((f for f in record.fields if f.name == expr.name), None) if record else None
+        return field_ if field_ is not None and field_.absent else None
 
     def stmt_expr(self, stmt: ir.ExprStmt) -> bool:
         value = stmt.value
@@ -721,9 +786,7 @@ class TypeChecker:
         return record_type
 
     def _missing_fields(self, record: ir.RecordDecl, given: set[str], node: ir.Node) -> None:
-        missing = [
-            f.name for f in record.fields if f.name not in given and f.default is None and not ts.is_optional(f.type)
-        ]
+        missing = [f.name for f in record.fields if f.name not in given and ts.required_field(f)]
         if missing:
             self.error("E3007", f"record {record.name} needs {', '.join(missing)}", node)
 
@@ -772,6 +835,8 @@ class TypeChecker:
             record = self.a.records[obj_type.name]
             for field_ in record.fields:
                 if field_.name == expr.name:
+                    if field_.absent and expr is not self.assigning and not self.is_present(obj, expr.name):
+                        self._absent_read(expr)
                     return field_.type
             self.error(
                 "E2008",
@@ -782,6 +847,18 @@ class TypeChecker:
             return ts.ANY
         self.error("E3004", f"{ts.show(obj_type)} has no field `{expr.name}`", expr)
         return ts.ANY
+
+    def _absent_read(self, expr: ir.Attr) -> None:
+        obj = source_text(expr.obj)
+        shown = obj if isinstance(expr.obj, ir.Name) and expr.obj.ref in ("local", "param") else "x"
+        bind = "" if shown == obj else f"`let x = {obj}`, then "
+        self.error(
+            "E3030",
+            f"`{source_text(expr)}` may be absent: `{expr.name}?` is a field whose key may be left out",
+            expr,
+            hint=f'{bind}check it first: `if "{expr.name}" in {shown}:` (or '
+            f'`require "{expr.name}" in {shown} else ...`)',
+        )
 
     def _parameter_hides_state(self, obj: ir.Expr, obj_type: ir.TypeRef, name: str) -> bool:
         """`state.NAME` where a parameter (or local) called `state` hides the state and has
@@ -924,6 +1001,8 @@ class TypeChecker:
         if ts.is_optional(container):
             self.error("E3009", f"`{expr.op}` on a value that may be None", expr.right)
             base = ts.strip_optional(container)
+        if base.name in self.a.records:
+            return self._presence_test(expr, self.a.records[base.name])
         if base.name not in ("list", "map", "set", "str"):
             self.expr(expr.left, None)
             if base.name not in ("any", "json"):
@@ -935,6 +1014,27 @@ class TypeChecker:
             return ts.BOOL
         wanted = ts.STR if base.name == "str" else base.args[0]
         self.check_key(self.expr(expr.left, wanted), wanted, expr.left)
+        return ts.BOOL
+
+    def _presence_test(self, expr: ir.Binary, record: ir.RecordDecl) -> ir.TypeRef:
+        """`"field" in r`: whether a field that may be absent is there."""
+        key = expr.left
+        self.expr(key, ts.STR)
+        if not (isinstance(key, ir.Const) and isinstance(key.value, str)):
+            self.error("E3004", f'`{expr.op}` on a record takes a field name in quotes: `"field" in r`', key)
+            return ts.BOOL
+        field_ = next((f for f in record.fields if f.name == key.value), None)
+        if field_ is None:
+            names = [f.name for f in record.fields]
+            self.error(
+                "E2008", f"record {record.name} has no field `{key.value}`", key, hint=did_you_mean(key.value, names)
+            )
+        elif not field_.absent:
+            self.error(
+                "E3004",
+                f"`{key.value}` is always in a {record.name}: `{expr.op}` tests fields that may be absent (`name?: T`)",
+                expr,
+            )
         return ts.BOOL
 
     def _arithmetic(self, expr: ir.Binary, left: ir.TypeRef, right: ir.TypeRef) -> ir.TypeRef:
@@ -1284,6 +1384,8 @@ def _narrowing(cond: ir.Expr, positive: bool, checker: TypeChecker) -> dict[str,
                 if local is not None and ts.is_optional(local.type):
                     return {cond.left.id: ts.strip_optional(local.type)}
             return {}
+        if cond.op in ("in", "not in") and isinstance(cond.left, ir.Const) and isinstance(cond.right, ir.Name):
+            return _presence(cond, positive, checker)
         if cond.op == "and" and positive:
             return {**_narrowing(cond.left, True, checker), **_narrowing(cond.right, True, checker)}
         if cond.op == "or" and not positive:
@@ -1294,6 +1396,20 @@ def _narrowing(cond: ir.Expr, positive: bool, checker: TypeChecker) -> dict[str,
             narrowed.update(_narrowing(link, True, checker))
         return narrowed
     return {}
+
+
+def _presence(cond: ir.Binary, positive: bool, checker: TypeChecker) -> dict[str, ir.TypeRef]:
+    """`"field" in x` (true) or `"field" not in x` (false): the field of local `x`, which
+    may be absent, is present; keyed `x.field` (see `_PRESENT`)."""
+    assert isinstance(cond.left, ir.Const) and isinstance(cond.right, ir.Name)
+    local = checker.lookup(cond.right.id)
+    if local is None or (cond.op == "in") != positive:
+        return {}
+    record = checker.records.get(ts.strip_optional(local.type).name)
+    field_ = next((f for f in record.fields if f.name == cond.left.value), None) if record else None
+    if field_ is None or not field_.absent:
+        return {}
+    return {f"{cond.right.id}.{field_.name}": field_.type}
 
 
 def source_text(expr: ir.Expr) -> str:

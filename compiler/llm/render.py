@@ -112,7 +112,7 @@ def enum_text(decl: ir.EnumDecl) -> str:
 
 def field_text(f: ir.Field_) -> str:
     default = f" = {expr(f.default)}" if f.default is not None else ""
-    return f"{f.name}: {type_text(f.type)}{default}"
+    return f"{f.name}{'?' if f.absent else ''}: {type_text(f.type)}{default}"
 
 
 def record_text(decl: ir.RecordDecl) -> str:

@@ -26,7 +26,7 @@ from compiler import typesys as ts
 from compiler.adapters import trl as trl_adapter
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
-from compiler.lower.converters import tool_caller
+from compiler.lower.converters import copy_lines, has_absent, tool_caller
 from compiler.lower.pycode import (
     Emitter,
     EnvTables,
@@ -195,7 +195,9 @@ class _Builder:
                 "name": f.name,
                 "type": self.types.py(f.type),
                 "copier": copy_expr(f'state["{f.name}"]', f.type, self.records),
-                "exporter": json_expr(f'state["{f.name}"]', f.type, self.records),
+                "exporter": json_expr(
+                    f'state["{f.name}"]', f.type, self.records, absent_converter=self.converters.record_converter
+                ),
                 "private": bi.is_private(f.name),
             }
             for f in env.state
@@ -239,6 +241,7 @@ class _Builder:
             "world": typed_value(env.world_values, {f.name: f.type for f in env.world}, self.records),
             "scenarios": py_value(env.scenario_values),
             "record_fields": self._record_fields(),
+            "uses_absent": any(f.absent for r in env.records for f in r.fields),
             "state_kinds": "{" + ", ".join(f"{py_str(f.name)}: {self.kind(f.type)}" for f in env.state) + "}",
             "tools": tools,
             "fns": fns,
@@ -256,18 +259,24 @@ class _Builder:
         if needs_copier:
             if flat_record(record, self.records):
                 copier = "value.copy()"
+            elif has_absent(record):
+                copier = copy_lines(record, self.records)
             else:
                 items = ", ".join(
                     f"{py_str(f.name)}: {copy_expr(f'value[{py_str(f.name)}]', f.type, self.records)}"
                     for f in record.fields
                 )
                 copier = "{" + items + "}"
+        annotations = [
+            f"NotRequired[{self.types.py(f.type)}]" if f.absent else self.types.py(f.type) for f in record.fields
+        ]
         return {
             "name": record.name,
             "doc": block_docstring(record.doc or f"A {record.name} record."),
-            "fields": [{"name": f.name, "type": self.types.py(f.type)} for f in record.fields],
-            "functional": _needs_functional_syntax(record, [self.types.py(f.type) for f in record.fields]),
+            "fields": [{"name": f.name, "type": text} for f, text in zip(record.fields, annotations, strict=True)],
+            "functional": _needs_functional_syntax(record, annotations),
             "copier": copier,
+            "copier_lines": copier.startswith("    "),
         }
 
     def _record_fields(self) -> str:
@@ -275,9 +284,9 @@ class _Builder:
         for record in self.env.records:
             fields = []
             for f in record.fields:
-                required = f.default is None and not ts.is_optional(f.type)
+                required = ts.required_field(f)
                 default = _const_json(f.default) if f.default is not None else None
-                default_text = typed_literal(default, f.type, self.records)
+                default_text = "_ABSENT_FIELD" if f.absent else typed_literal(default, f.type, self.records)
                 fields.append(f"({py_str(f.name)}, {self.kind(f.type)}, {required}, {default_text})")
             entries.append(f"{py_str(record.name)}: ({', '.join(fields)}{',' if len(fields) == 1 else ''})")
         return "{" + ", ".join(entries) + "}"

@@ -8,7 +8,7 @@ those methods or of the generated test functions; tests and tasks functions of
 `tests/test_environment.py`. State and world fields are only dict keys and `TypedDict`
 keys. Which names a spec may not take follows from what the templates put in those same
 namespaces, so this module asks the templates: it lowers probe specs that switch on
-every optional part of them (enums, records with and without containers, world data,
+every optional part of them (enums, records with and without containers or fields that may be absent, world data,
 every built-in function and method, both random generators, python escape bodies,
 tests, tasks), and walks the resulting Python with `ast`.
 
@@ -62,12 +62,14 @@ record QuuxFlat:
     quux_id: int
     quux_label: str = ""
     quux_color: QuuxColor = QuuxColor.quux_red
+    quux_nick?: str
 
 record QuuxDeep:
     """A record holding containers."""
     quux_tags: list[str] = []
     quux_marks: set[str] = []
     quux_inner: optional[QuuxFlat] = None
+    quux_extra?: list[str]
 
 state:
     quux_items: map[int, QuuxFlat] = {}

@@ -143,9 +143,7 @@ class Samples:
             return self.enums[name].members[0]
         if name in self.records:
             record = self.records[name]
-            return {
-                f.name: self.value(f.type) for f in record.fields if f.default is None and not ts.is_optional(f.type)
-            }
+            return {f.name: self.value(f.type) for f in record.fields if ts.required_field(f)}
         return None
 
     def valid_args(self, tool: ir.ToolDecl) -> dict[str, Any]:
