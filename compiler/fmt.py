@@ -297,6 +297,8 @@ class _Layout:
 
     def simple_decl(self, d: ir.Decl) -> tuple[str, list[_Item]]:
         """Header line and items of the declarations that are plain lists of fields."""
+        if isinstance(d, ir.RecordDecl) and d.is_union:
+            return f"union {d.name} by {d.tag}:", [_Item(f"{m} = {quote(v)}", 0) for m, v in d.members.items()]
         if isinstance(d, ir.RecordDecl):
             return f"{'override ' if d.override else ''}record {d.name}:", [self.field(f) for f in d.fields]
         if isinstance(d, ir.StateDecl):

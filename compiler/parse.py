@@ -509,6 +509,19 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         doc, fields = _take_doc(items)
         return ir.RecordDecl(name=str(name), fields=fields, doc=doc, override=override, **_pos(meta))
 
+    def union_member(self, meta: Meta, children: list[Any]) -> tuple[str, str]:
+        return str(children[0]), children[1].value
+
+    def union_decl(self, meta: Meta, children: list[Any]) -> ir.RecordDecl:
+        name, tag, *rest = children
+        doc, members = _take_doc(rest)
+        seen: dict[str, str] = {}
+        for member, value in members:
+            if member in seen or value in seen.values():
+                self.c.add("E2005", f"union {name} lists `{member}` or the tag {value!r} twice", name.line, name.column)
+            seen.setdefault(member, value)
+        return ir.RecordDecl(name=str(name), fields=[], tag=str(tag), members=seen, doc=doc, **_pos(meta))
+
     def state_decl(self, meta: Meta, children: list[Any]) -> ir.StateDecl:
         doc, fields = _take_doc(children)
         return ir.StateDecl(fields=fields, doc=doc, **_pos(meta))

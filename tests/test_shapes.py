@@ -236,3 +236,184 @@ def test_seeded_round_trips_through_calls_snapshots_and_forks(package: ModuleTyp
         assert json.loads(env.state_json())["customers"] == public
         rebuilt = package.Environment(fork.saved_state())
         assert rebuilt.state_json() == fork.state_json()
+
+
+# =========================================================================== tagged unions
+
+UNIONS = Path(__file__).resolve().parent / "fixtures" / "shapes" / "retail_payments.envspec"
+TILL = (
+    'environment till:\n    title "Till"\n\n'
+    "record Card:\n    last_four: str\n    amount: float\n\n"
+    "record Cash:\n    amount: float\n    note?: str\n\n"
+    'union Payment by source:\n    Card = "credit_card"\n    Cash = "cash"\n\n'
+)
+
+
+def till_codes(*lines: str) -> list[str]:
+    body = "tool t(p: Payment) -> str:\n" + "".join(f"    {line}\n" for line in lines)
+    return [d.code for d in analyse_source(TILL + body, "u.envspec").diagnostics if d.severity == "error"]
+
+
+@pytest.fixture(scope="module")
+def union_files() -> dict[str, str]:
+    result = analyse_file(UNIONS)
+    assert result.environment is not None, [d.message for d in result.diagnostics]
+    return lower(result.environment, UNIONS.name)
+
+
+@pytest.fixture(scope="module")
+def payments(union_files: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    root = tmp_path_factory.mktemp("unions")
+    for name, text in union_files.items():
+        path = root / "retail_payments" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    sys.path.insert(0, str(root))
+    try:
+        import retail_payments.environment as environment
+
+        yield environment
+    finally:
+        sys.path.remove(str(root))
+        for name in [m for m in sys.modules if m == "retail_payments" or m.startswith("retail_payments.")]:
+            del sys.modules[name]
+
+
+def test_a_union_parses_and_formats() -> None:
+    parsed = parse_source(TILL, "u.envspec")
+    assert parsed.module is not None and parsed.diagnostics == []
+    union = parsed.module.records[2]
+    assert (union.name, union.tag, union.members) == ("Payment", "source", {"Card": "credit_card", "Cash": "cash"})
+    messy = TILL.replace(
+        'union Payment by source:\n    Card = "credit_card"', 'union Payment  by source :\n  Card="credit_card"'
+    )
+    messy = messy.replace('    Cash = "cash"', '  Cash   =  "cash"')
+    out = format_source(messy, "u.envspec").text
+    assert out is not None and 'union Payment by source:\n    Card = "credit_card"\n    Cash = "cash"\n' in out
+    assert format_source(out, "u.envspec").text == out
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (['return f"{p.amount}"'], []),  # a field every member has
+        (["return p.source"], []),
+        (["return p.last_four"], ["E3032"]),
+        (['if p.source == "credit_card":', "    return p.last_four", 'return ""'], []),
+        (['if p.source != "credit_card":', '    return ""', "return p.last_four"], []),
+        (['require p.source == "credit_card" else invalid_argument("a card")', "return p.last_four"], []),
+        (['return p.last_four if p.source == "credit_card" else ""'], []),
+        (['if p.source == "cash":', "    return p.last_four", 'return ""'], ["E2008"]),
+        (['if p.source == "cash" and "note" in p:', "    return p.note", 'return ""'], []),
+        (['p.source = "cash"', 'return ""'], ["E3008"]),
+        (["let q = p", 'if q.source == "credit_card":', "    q = p", "    return q.last_four", 'return ""'], ["E3032"]),
+        (['let c: Payment = Card(last_four="1234", amount=1.0)', "return c.source"], []),
+        (['let c: Payment = {"source": "cash", "amount": 1.0}', "return c.source"], []),
+        (['let c: Payment = {"source": "cheque", "amount": 1.0}', "return c.source"], ["E3001"]),
+        (['let c: Payment = {"amount": 1.0}', "return c.source"], ["E3001"]),
+        (["let c = Payment(amount=1.0)", 'return ""'], ["E3005"]),
+        (["let c: Card = Cash(amount=1.0)", 'return ""'], ["E3001"]),
+        (['let cards: list[Payment] = [Card(last_four="1", amount=1.0)]', "return cards[0].source"], []),
+    ],
+)
+def test_union_type_rules(lines: list[str], expected: list[str]) -> None:
+    assert till_codes(*lines) == expected
+
+
+def test_union_declarations_are_checked() -> None:
+    base = 'environment till:\n    title "Till"\n\nrecord Cash:\n    amount: float\n\n'
+    assert analyse_source(base + 'union P by source:\n    Cash = "cash"\n', "u.envspec").environment is not None
+    nested = base + 'union P by source:\n    Cash = "cash"\n\nunion Q by kind:\n    P = "p"\n'
+    assert [d.code for d in analyse_source(nested, "u.envspec").diagnostics] == ["E3033"]
+    twice = base + 'union P by source:\n    Cash = "cash"\n\nunion Q by kind:\n    Cash = "c"\n'
+    assert [d.code for d in analyse_source(twice, "u.envspec").diagnostics] == ["E3033"]
+    bad_data = base + 'union P by source:\n    Cash = "cash"\n\nstate:\n    p: P = {"source": "card", "amount": 1.0}\n'
+    assert [d.code for d in analyse_source(bad_data, "u.envspec").diagnostics] == ["E3001"]
+    wrong_tag = (
+        base + 'union P by source:\n    Cash = "cash"\n\nstate:\n    c: Cash = {"source": "card", "amount": 1.0}\n'
+    )
+    assert [d.code for d in analyse_source(wrong_tag, "u.envspec").diagnostics] == ["E3001"]
+
+
+def test_union_full_qc_passes(union_files: dict[str, str]) -> None:
+    result = analyse_file(UNIONS)
+    assert result.environment is not None
+    checked = qc.check_packages(
+        [qc.Package(env=result.environment, name="retail_payments", files=union_files)], dynamic=True
+    )
+    outcome = checked["retail_payments"]
+    assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings
+
+
+def test_union_lowered_as_a_union_of_tagged_typeddicts(union_files: dict[str, str]) -> None:
+    source = union_files["environment.py"]
+    assert "Payment = Card | GiftCard | Paypal\n" in source
+    assert '    source: Literal["credit_card"]\n' in source
+    assert 'if p["source"] == "credit_card":\n' in source  # narrowing, as mypy reads it
+
+
+def test_union_schema_is_any_of_tagged_members(union_files: dict[str, str]) -> None:
+    tools = {t["name"]: t for t in json.loads(union_files["tools.json"])["tools"]}
+    payment = tools["pay"]["parameters"]["properties"]["payment"]
+    assert [option["properties"]["source"] for option in payment["anyOf"]] == [
+        {"type": "string", "enum": [tag]} for tag in ("credit_card", "gift_card", "paypal")
+    ]
+    assert all(option["required"][0] == "source" for option in payment["anyOf"])
+    paypal = payment["anyOf"][2]
+    assert "note" in paypal["properties"] and "note" not in paypal["required"]
+
+
+def test_json_picks_the_member_by_its_tag(payments: ModuleType) -> None:
+    env = payments.Environment()
+    gift = {"source": "gift_card", "balance": 5.0, "amount": 2}
+    order = env.call("pay", {"order_id": 1, "payment": gift})
+    assert order["payments"][1] == {"source": "gift_card", "balance": 5.0, "amount": 2.0}
+    unknown = env.call("pay", {"order_id": 1, "payment": {"source": "bitcoin", "amount": 1.0}})
+    assert unknown["error"]["kind"] == "invalid_argument" and unknown["error"]["field"] == "payment.source"
+    assert unknown["error"]["allowed"] == ["credit_card", "gift_card", "paypal"]
+    missing = env.call("pay", {"order_id": 1, "payment": {"amount": 1.0}})
+    assert missing["error"]["field"] == "payment.source"
+    mixed = env.call("pay", {"order_id": 1, "payment": {"source": "gift_card", "email": "x", "amount": 1.0}})
+    assert mixed["error"]["kind"] == "invalid_argument" and "email" in mixed["error"]["message"]
+    card = env.call("pay_by_card", {"order_id": 1, "brand": "amex", "last_four": "0005", "amount": 1.0})
+    assert card == {"source": "credit_card", "brand": "amex", "last_four": "0005", "amount": 1.0}
+    with pytest.raises(payments.ScenarioError):
+        payments.Environment({"default_payment": {"source": "cash", "amount": 1.0}})
+
+
+def _random_payment(rng: random.Random) -> dict[str, Any]:
+    amount = rng.choice([0.5, 1.0, 2.25])
+    kind = rng.choice(["credit_card", "gift_card", "paypal"])
+    if kind == "credit_card":
+        return {"source": kind, "brand": rng.choice(["visa", "amex"]), "last_four": "1234", "amount": amount}
+    if kind == "gift_card":
+        return {"source": kind, "balance": rng.choice([0.0, 3.5]), "amount": amount}
+    payment: dict[str, Any] = {"source": kind, "email": "p@example.com", "amount": amount}
+    if rng.random() < 0.5:
+        payment["note"] = "n"
+    return payment
+
+
+def test_seeded_union_round_trips(payments: ModuleType) -> None:
+    """Random payments go in as arguments and come back from results, the state, a
+    snapshot, a fork and a saved state unchanged; changes on the fork stay on the fork."""
+    rng = random.Random(15)
+    for round_ in range(40):
+        env = payments.Environment()
+        given = [_random_payment(rng) for _ in range(4)]
+        for payment in given:
+            env.call("pay", {"order_id": 1, "payment": payment})
+        stored = json.loads(env.state_json())["orders"]["1"]["payments"][1:]
+        assert stored == given, round_
+        snapshot = env.snapshot()
+        fork = env.fork()
+        for name, args in rng.sample(
+            [("refund_to_gift_cards", {}), ("ship", {"tracking": "T"}), ("pay", {"payment": given[0]})], 2
+        ):
+            fork.call(name, {"order_id": 1, **args})
+        assert json.loads(env.state_json())["orders"]["1"]["payments"][1:] == given, round_
+        env.call("refund_to_gift_cards", {"order_id": 1})
+        env.restore(snapshot)
+        assert json.loads(env.state_json())["orders"]["1"]["payments"][1:] == given, round_
+        rebuilt = payments.Environment(fork.saved_state())
+        assert rebuilt.state_json() == fork.state_json()

@@ -13,6 +13,7 @@ from typing import TypeVar
 from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
+from compiler.analyse import shapes
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import did_you_mean
 
@@ -23,6 +24,7 @@ def run(a: Analysis) -> None:
     check_header(a)
     declare(a)
     resolve_declared_types(a)
+    shapes.resolve_unions(a)
 
 
 def check_header(a: Analysis) -> None:

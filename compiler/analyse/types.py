@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from compiler import builtins as bi
 from compiler import ir, library
 from compiler import typesys as ts
+from compiler.analyse import shapes
 from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis
 from compiler.analyse.symbols import resolve_type
@@ -305,9 +306,14 @@ class TypeChecker:
         if isinstance(stmt.target, ir.Attr) and stmt.op == "=" and self._absent_field(stmt.target) is not None:
             if isinstance(stmt.target.obj, ir.Name):
                 self.narrow_here({f"{stmt.target.obj.id}.{stmt.target.name}": target_type})
+        if isinstance(stmt.target, ir.Attr) and self._is_tag(stmt.target):
+            self.error("E3008", f"`{stmt.target.name}` is the tag of a union member: it is fixed", stmt.target)
         if isinstance(stmt.target, ir.Name):
             self.forget_presence(local=stmt.target.id)
             local = self.lookup(stmt.target.id)
+            declared = self.declared.get(stmt.target.id)
+            if local is not None and declared is not None and declared.name in self.a.records:
+                self.scopes[-1][stmt.target.id] = _Local(declared, local.kind)  # a union narrowed no more
             if local is not None:
                 if not ts.is_optional(value_type) and ts.is_optional(local.type):
                     self.scopes[-1][stmt.target.id] = _Local(ts.strip_optional(local.type), local.kind)
@@ -395,6 +401,15 @@ class TypeChecker:
             )
         self.forget_presence(field_name=target.name)
         return False
+
+    def _is_tag(self, expr: ir.Attr) -> bool:
+        """Whether `expr` is the tag field of a union or of a union's member."""
+        record = self.a.records.get(ts.strip_optional(expr.obj.ty or ts.ANY).name)
+        if record is None:
+            return False
+        return (record.is_union and expr.name == record.tag) or any(
+            f.name == expr.name and f.tag for f in record.fields
+        )
 
     def _absent_field(self, expr: ir.Attr) -> ir.Field_ | None:
         """The record field `expr` names, if its key may be absent (`name?: T`)."""
@@ -538,7 +553,7 @@ class TypeChecker:
             )
 
     def expect_assignable(self, src: ir.TypeRef, dst: ir.TypeRef, node: ir.Node) -> None:
-        if ts.assignable(src, dst):
+        if ts.assignable(src, dst) or self._member_of_union(src, dst):
             return
         if ts.is_optional(src) and ts.assignable(ts.strip_optional(src), dst):
             self.error("E3009", f"value may be None where {ts.show(dst)} is expected", node)
@@ -547,6 +562,14 @@ class TypeChecker:
         if src.name == "number" and dst.name in ("int", "float"):
             hint = f"a number may hold an int or a float; convert it with `{dst.name}(...)`"
         self.error("E3001", f"expected {ts.show(dst)}, got {ts.show(src)}", node, hint=hint)
+
+    def _member_of_union(self, src: ir.TypeRef, dst: ir.TypeRef) -> bool:
+        """A member record where its union is expected (`Card` as a `Payment`), also as an
+        optional (containers stay invariant: a `list[Card]` is no `list[Payment]`)."""
+        union = self.a.records.get(ts.strip_optional(dst).name)
+        if union is None or not union.is_union or (ts.is_optional(src) and not ts.is_optional(dst)):
+            return False
+        return ts.strip_optional(src).name in union.members or (src.name == "None" and ts.is_optional(dst))
 
     def check_key(self, src: ir.TypeRef, key: ir.TypeRef, node: ir.Node) -> None:
         """A map key or set item. A map[json, V] takes str and int keys only: a json value
@@ -766,6 +789,8 @@ class TypeChecker:
 
     def _record_literal(self, expr: ir.MapLit, record_type: ir.TypeRef) -> ir.TypeRef:
         record = self.a.records[record_type.name]
+        if record.is_union:
+            return self._union_literal(expr, record)
         fields = {f.name: f for f in record.fields}
         given: set[str] = set()
         for entry in expr.entries:
@@ -784,6 +809,28 @@ class TypeChecker:
             self.expect_assignable(self.expr(entry.value, fields[name].type), fields[name].type, entry.value)
         self._missing_fields(record, given, expr)
         return record_type
+
+    def _union_literal(self, expr: ir.MapLit, union: ir.RecordDecl) -> ir.TypeRef:
+        """A map literal where a union is expected is the member its tag names."""
+        tag = next(
+            (e.value for e in expr.entries if isinstance(e.key, ir.Const) and e.key.value == union.tag),
+            None,
+        )
+        member = next(
+            (m for m, value in union.members.items() if isinstance(tag, ir.Const) and tag.value == value), None
+        )
+        if member is None or member not in self.a.records:
+            tags = ", ".join(f'"{value}"' for value in union.members.values())
+            self.error(
+                "E3001",
+                f"a {union.name} literal needs `{union.tag}` set to one of {tags}",
+                expr,
+                hint=f"or build a member: {', '.join(f'{m}(...)' for m in union.members)}",
+            )
+            for entry in expr.entries:
+                self.expr(entry.value, None)
+            return ts.t(union.name)
+        return self._record_literal(expr, ts.t(member))
 
     def _missing_fields(self, record: ir.RecordDecl, given: set[str], node: ir.Node) -> None:
         missing = [f.name for f in record.fields if f.name not in given and ts.required_field(f)]
@@ -838,6 +885,8 @@ class TypeChecker:
                     if field_.absent and expr is not self.assigning and not self.is_present(obj, expr.name):
                         self._absent_read(expr)
                     return field_.type
+            if record.is_union and shapes.member_with(record, expr.name, self.a.records):
+                return self._member_field(expr, record)
             self.error(
                 "E2008",
                 f"record {record.name} has no field `{expr.name}`",
@@ -846,6 +895,20 @@ class TypeChecker:
             )
             return ts.ANY
         self.error("E3004", f"{ts.show(obj_type)} has no field `{expr.name}`", expr)
+        return ts.ANY
+
+    def _member_field(self, expr: ir.Attr, union: ir.RecordDecl) -> ir.TypeRef:
+        """`p.number` on a union value: a field of some members only (E3032)."""
+        having = shapes.member_with(union, expr.name, self.a.records)
+        obj = source_text(expr.obj)
+        shown = obj if isinstance(expr.obj, ir.Name) and expr.obj.ref in ("local", "param") else "x"
+        bind = "" if shown == obj else f"`let x = {obj}`, then "
+        self.error(
+            "E3032",
+            f"`{expr.name}` is a field of {' and '.join(having)} only, and `{obj}` may be any {union.name}",
+            expr,
+            hint=f'{bind}narrow it first: `if {shown}.{union.tag} == "{union.members[having[0]]}":`',
+        )
         return ts.ANY
 
     def _absent_read(self, expr: ir.Attr) -> None:
@@ -1182,6 +1245,10 @@ class TypeChecker:
         return tool.returns
 
     def record_call(self, expr: ir.Call, record: ir.RecordDecl) -> ir.TypeRef:
+        if record.is_union:
+            members = ", ".join(record.members)
+            self.error("E3005", f"union {record.name} is built as one of its members: {members}", expr)
+            return ts.t(record.name)
         if expr.args:
             self.error("E3006", f"record {record.name} takes named fields: `{record.name}(field=value)`", expr.args[0])
         fields = {f.name: f.type for f in record.fields}
@@ -1386,10 +1453,14 @@ def _narrowing(cond: ir.Expr, positive: bool, checker: TypeChecker) -> dict[str,
             return {}
         if cond.op in ("in", "not in") and isinstance(cond.left, ir.Const) and isinstance(cond.right, ir.Name):
             return _presence(cond, positive, checker)
-        if cond.op == "and" and positive:
-            return {**_narrowing(cond.left, True, checker), **_narrowing(cond.right, True, checker)}
-        if cond.op == "or" and not positive:
-            return {**_narrowing(cond.left, False, checker), **_narrowing(cond.right, False, checker)}
+        if cond.op in ("==", "!=") and isinstance(cond.left, ir.Attr) and isinstance(cond.right, ir.Const):
+            return _member_narrowing(cond, positive, checker)
+        if (cond.op == "and" and positive) or (cond.op == "or" and not positive):
+            left = _narrowing(cond.left, positive, checker)
+            checker.push(left)  # the right operand is read narrowed by the left (`p.source == "cash" and "note" in p`)
+            right = _narrowing(cond.right, positive, checker)
+            checker.pop()
+            return {**left, **right}
     if isinstance(cond, ir.Compare) and positive:  # a true chain: every link is true
         narrowed: dict[str, ir.TypeRef] = {}
         for link in chain_links(cond):
@@ -1410,6 +1481,21 @@ def _presence(cond: ir.Binary, positive: bool, checker: TypeChecker) -> dict[str
     if field_ is None or not field_.absent:
         return {}
     return {f"{cond.right.id}.{field_.name}": field_.type}
+
+
+def _member_narrowing(cond: ir.Binary, positive: bool, checker: TypeChecker) -> dict[str, ir.TypeRef]:
+    """`p.source == "credit_card"` (true) or `!=` (false), `p` a local of a union: `p` is
+    that member."""
+    assert isinstance(cond.left, ir.Attr) and isinstance(cond.right, ir.Const)
+    obj = cond.left.obj
+    if not isinstance(obj, ir.Name) or (cond.op == "==") != positive:
+        return {}
+    local = checker.lookup(obj.id)
+    union = checker.records.get(local.type.name) if local is not None else None
+    if union is None or not union.is_union or cond.left.name != union.tag:
+        return {}
+    member = next((m for m, value in union.members.items() if value == cond.right.value), None)
+    return {obj.id: ts.t(member)} if member is not None else {}
 
 
 def source_text(expr: ir.Expr) -> str:

@@ -116,6 +116,9 @@ def field_text(f: ir.Field_) -> str:
 
 
 def record_text(decl: ir.RecordDecl) -> str:
+    if decl.is_union:
+        members = [f"{INDENT}{m} = {quote(v)}" for m, v in decl.members.items()]
+        return "\n".join([f"union {decl.name} by {decl.tag}:", *doc_lines(decl.doc, 1), *members])
     return "\n".join([f"record {decl.name}:", *doc_lines(decl.doc, 1), *(INDENT + field_text(f) for f in decl.fields)])
 
 

@@ -102,8 +102,8 @@ def json_expr(
             inner = f"dict({source})"
         elif record_converter is not None:
             inner = f"{record_converter(record.name)}({source})"
-        elif has_absent(record):
-            assert absent_converter is not None, "a record with absent fields needs its converter"
+        elif has_absent(record) or record.is_union:
+            assert absent_converter is not None, "a union or a record with absent fields needs its converter"
             inner = f"{absent_converter(record.name)}({source})"
         else:
             items = ", ".join(
@@ -139,7 +139,24 @@ def json_expr(
 
 
 def flat_record(record: ir.RecordDecl, records: dict[str, ir.RecordDecl]) -> bool:
-    return not any(ts.is_container(f.type, records) for f in record.fields)
+    """A record of scalars only (a union's members may hold more than its own fields)."""
+    return not record.is_union and not any(ts.is_container(f.type, records) for f in record.fields)
+
+
+def union_dispatch(union: ir.RecordDecl, step: Callable[[str], str]) -> list[str]:
+    """Lines of a function over a union value: per member, `step(member)` on the value
+    narrowed to it by its tag (the last member needs no test)."""
+    members = list(union.members)
+    tag = py_str(union.tag)
+    lines = []
+    for member in members[:-1]:
+        lines += [f"    if value[{tag}] == {py_str(union.members[member])}:", f"        return {step(member)}"]
+    return [*lines, f"    return {step(members[-1])}"]
+
+
+def union_copier(union: ir.RecordDecl) -> str:
+    """The body of `_copy_NAME` for a union: each member's own copy."""
+    return "\n".join(union_dispatch(union, lambda member: f"_copy_{member}(value)")) + "\n"
 
 
 class JsonConverters:
@@ -168,6 +185,8 @@ class JsonConverters:
         if known is not None:
             return known
         record = self.records.get(ty.name)
+        if record is not None and record.is_union:
+            return self._union(record)
         if record is not None and has_absent(record) and not flat_record(record, self.records):
             return self._absent_record(self.records[ty.name])
         if ty.name in self.records and not flat_record(self.records[ty.name], self.records):
@@ -208,6 +227,17 @@ class JsonConverters:
                 step = f"result[{key}] = {self._json(f'value[{key}]', f.type, 1)}"
                 lines += [f"    if {key} in value:", f"        {step}"] if f.absent else [f"    {step}"]
         self.functions[name] = "\n".join([*lines, "    return result"]) + "\n"
+        return name
+
+    def _union(self, union: ir.RecordDecl) -> str:
+        """The converter of a union: each member's own (`dict` for a flat one)."""
+        name = "_json_" + union.name
+        while name in self.functions or name in self._names.values() or name == "_json_key":
+            name += "_"
+        self._names[union.name] = name
+        steps = {member: f"{self.name_for(ts.t(member))}(value)" for member in union.members}
+        lines = [f"def {name}(value: {self.types.py(ts.t(union.name))}) -> dict[str, Any]:"]
+        self.functions[name] = "\n".join([*lines, *union_dispatch(union, steps.__getitem__)]) + "\n"
         return name
 
     def record_converter(self, name: str) -> str:

@@ -141,6 +141,10 @@ class Samples:
             return {}
         if name in self.enums:
             return self.enums[name].members[0]
+        if name in self.records and self.records[name].is_union:
+            union = self.records[name]
+            member = next(iter(union.members))
+            return {union.tag: union.members[member], **self.value(ts.t(member))}
         if name in self.records:
             record = self.records[name]
             return {f.name: self.value(f.type) for f in record.fields if ts.required_field(f)}
