@@ -314,6 +314,19 @@ def test_a_union_parses_and_formats() -> None:
         (["let c = Payment(amount=1.0)", 'return ""'], ["E3005"]),
         (["let c: Card = Cash(amount=1.0)", 'return ""'], ["E3001"]),
         (['let cards: list[Payment] = [Card(last_four="1", amount=1.0)]', "return cards[0].source"], []),
+        (
+            [
+                'if p.source == "credit_card":',
+                "    return p.last_four",
+                "else:",
+                '    return p.note if "note" in p else ""',
+            ],
+            [],
+        ),
+        (['if p.source != "cash":', "    return p.last_four", 'return ""'], []),
+        (['if p.source == "cash":', '    return ""', "return p.last_four"], []),  # the one member left
+        (['if p.source == "cash":', '    return ""', "p = p", "return p.last_four"], ["E4007", "E3032"]),
+        (['if p.source == "bitcoin":', '    return ""', 'return ""'], ["E3004"]),
     ],
 )
 def test_union_type_rules(lines: list[str], expected: list[str]) -> None:

@@ -36,6 +36,10 @@ class _Local:
     kind: str  # "local", "param", "loop"; "present" or "unknown" for a `x.field` key (below)
 
 
+_EXCLUDED = "excluded"
+"""The kind of a scope entry keyed `x!Member`: local `x`, of a union, is not that member
+(its tag was tested and found different)."""
+
 _PRESENT = "present"
 """The kind of a scope entry keyed `x.field`: the field of local `x`, which may be absent
 (`field?: T`), was shown present (`"field" in x`); an entry of kind "unknown" under the
@@ -142,6 +146,8 @@ class TypeChecker:
         a local shown present."""
         if "." in name:
             return _Local(ty, _PRESENT) if self.lookup(name.split(".", 1)[0]) is not None else None
+        if "!" in name:
+            return _Local(ty, _EXCLUDED) if self.lookup(name.split("!", 1)[0]) is not None else None
         local = self.lookup(name)
         return None if local is None else _Local(ty, local.kind)
 
@@ -152,13 +158,21 @@ class TypeChecker:
         entry = self.lookup(f"{obj.id}.{field_name}")
         return entry is not None and entry.kind == _PRESENT
 
+    def is_excluded(self, local: str, member: str) -> bool:
+        """Whether local `local`, of a union, was shown not to be `member` here."""
+        entry = self.lookup(f"{local}!{member}")
+        return entry is not None and entry.kind == _EXCLUDED
+
     def forget_presence(self, local: str | None = None, field_name: str | None = None) -> None:
         """Presence facts no longer true: of the fields of `local` (rebound), or of
-        `field_name` on every local (deleted through some value, perhaps an alias)."""
+        `field_name` on every local (deleted through some value, perhaps an alias); a
+        rebound local forgets which union members it was shown not to be, too."""
         for scope in self.scopes:
             for key in list(scope):
                 base, dot, name = key.partition(".")
                 if dot and (base == local or name == field_name):
+                    self.scopes[-1][key] = _Local(ts.ANY, "unknown")
+                if local is not None and key.startswith(f"{local}!"):
                     self.scopes[-1][key] = _Local(ts.ANY, "unknown")
 
     # ------------------------------------------------------------------ entry
@@ -1056,7 +1070,25 @@ class TypeChecker:
         if not (ts.assignable(left, right) or ts.assignable(right, left) or ts.join(left, right) is not None):
             always = "False" if expr.op == "==" else "True"
             self.error("E3004", f"comparing {ts.show(left)} with {ts.show(right)} is always {always}", expr)
+        self._check_tag_value(expr)
         return ts.BOOL
+
+    def _check_tag_value(self, expr: ir.Binary) -> None:
+        """`p.source == "bitcoin"` where no member of the union has that tag: always False."""
+        attr, const = expr.left, expr.right
+        if not (isinstance(attr, ir.Attr) and isinstance(const, ir.Const) and isinstance(const.value, str)):
+            return
+        union = self.a.records.get(ts.strip_optional(attr.obj.ty or ts.ANY).name)
+        if union is None or not union.is_union or attr.name != union.tag or const.value in union.members.values():
+            return
+        always = "False" if expr.op == "==" else "True"
+        tags = ", ".join(f'"{value}"' for value in union.members.values())
+        self.error(
+            "E3004",
+            f'no {union.name} has {union.tag} "{const.value}": this is always {always}',
+            expr,
+            hint=f"the tags are {tags}",
+        )
 
     def _membership(self, expr: ir.Binary) -> ir.TypeRef:
         container = self.expr(expr.right, None)
@@ -1485,17 +1517,23 @@ def _presence(cond: ir.Binary, positive: bool, checker: TypeChecker) -> dict[str
 
 def _member_narrowing(cond: ir.Binary, positive: bool, checker: TypeChecker) -> dict[str, ir.TypeRef]:
     """`p.source == "credit_card"` (true) or `!=` (false), `p` a local of a union: `p` is
-    that member."""
+    that member. The other way round the member is ruled out (keyed `p!Card`, see
+    `_EXCLUDED`), and once all members but one are, `p` is that one."""
     assert isinstance(cond.left, ir.Attr) and isinstance(cond.right, ir.Const)
     obj = cond.left.obj
-    if not isinstance(obj, ir.Name) or (cond.op == "==") != positive:
-        return {}
-    local = checker.lookup(obj.id)
+    local = checker.lookup(obj.id) if isinstance(obj, ir.Name) else None
     union = checker.records.get(local.type.name) if local is not None else None
-    if union is None or not union.is_union or cond.left.name != union.tag:
+    if not isinstance(obj, ir.Name) or union is None or not union.is_union or cond.left.name != union.tag:
         return {}
     member = next((m for m, value in union.members.items() if value == cond.right.value), None)
-    return {obj.id: ts.t(member)} if member is not None else {}
+    if member is None:
+        return {}
+    if (cond.op == "==") == positive:
+        return {obj.id: ts.t(member)}
+    excluded = {member, *(m for m in union.members if checker.is_excluded(obj.id, m))}
+    remaining = [m for m in union.members if m not in excluded]
+    narrowed = {f"{obj.id}!{member}": ts.ANY}
+    return {**narrowed, obj.id: ts.t(remaining[0])} if len(remaining) == 1 else narrowed
 
 
 def source_text(expr: ir.Expr) -> str:
