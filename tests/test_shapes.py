@@ -346,6 +346,10 @@ def test_union_declarations_are_checked() -> None:
         base + 'union P by source:\n    Cash = "cash"\n\nstate:\n    c: Cash = {"source": "card", "amount": 1.0}\n'
     )
     assert [d.code for d in analyse_source(wrong_tag, "u.envspec").diagnostics] == ["E3001"]
+    error_tag = base + 'union P by error:\n    Cash = "cash"\n'
+    assert [d.code for d in analyse_source(error_tag, "u.envspec").diagnostics] == ["E2014"]
+    cycle = base + 'record Box:\n    inner: list[P]\n\nunion P by source:\n    Box = "box"\n    Cash = "cash"\n'
+    assert {d.code for d in analyse_source(cycle, "u.envspec").diagnostics} == {"E3023"}
 
 
 def test_union_full_qc_passes(union_files: dict[str, str]) -> None:
@@ -430,3 +434,16 @@ def test_seeded_union_round_trips(payments: ModuleType) -> None:
         assert json.loads(env.state_json())["orders"]["1"]["payments"][1:] == given, round_
         rebuilt = payments.Environment(fork.saved_state())
         assert rebuilt.state_json() == fork.state_json()
+
+
+def test_edge_shapes_full_qc_passes() -> None:
+    """Deletes through `state.` and items, a set through `state.`, an absent map[json, V]
+    field (exported as [key, value] pairs) and a `get` with a fresh default."""
+    spec = SPEC.parent / "edge_shapes.envspec"
+    result = analyse_file(spec)
+    assert result.environment is not None, [d.message for d in result.diagnostics]
+    files = lower(result.environment, spec.name)
+    assert 'g.get("tags", {})' in files["environment.py"]
+    checked = qc.check_packages([qc.Package(env=result.environment, name="edge_shapes", files=files)], dynamic=True)
+    outcome = checked["edge_shapes"]
+    assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings

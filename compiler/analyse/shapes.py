@@ -5,6 +5,7 @@ alike), so the rest of the analyser and lowering treat it as a record with membe
 
 from __future__ import annotations
 
+from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
 from compiler.analyse.context import Analysis
@@ -14,6 +15,9 @@ def resolve_unions(a: Analysis) -> None:
     owners: dict[str, str] = {}  # member record -> its union
     for union in [r for r in a.records.values() if r.is_union]:
         file = union.file or a.module.path
+        reason = bi.field_reason(union.tag)
+        if reason is not None:  # the tag is a field of every member
+            a.error("E2014", reason, union, file, hint="choose another name")
         members: list[ir.RecordDecl] = []
         for name, value in union.members.items():
             member = a.records.get(name)

@@ -263,7 +263,9 @@ def check_record_cycles(a: Analysis) -> None:
             found |= mentioned(arg)
         return found
 
-    edges = {name: set().union(*(mentioned(f.type) for f in r.fields)) for name, r in a.records.items()}
+    edges = {  # a union holds its members
+        name: set(r.members).union(*(mentioned(f.type) for f in r.fields)) for name, r in a.records.items()
+    }
     for start, record in a.records.items():
         seen: set[str] = set()
         stack = list(edges[start])

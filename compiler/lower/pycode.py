@@ -432,7 +432,7 @@ class Emitter:
             or ts.strip_optional(record.ty).name not in self.records
             or found.name != name.value
             or not idioms.same(found.obj, record)
-            or not idioms.total(default)
+            or not (idioms.total(default) or _empty_literal(default))
             or not idioms.pure(record)
         ):
             return None
@@ -928,6 +928,12 @@ def _is_view_call(e: ir.Expr) -> bool:
         and e.func.id in ("keys", "values", "unique")
         and len(e.args) == 1
     )
+
+
+def _empty_literal(e: ir.Expr) -> bool:
+    """`[]` or `{}`: a fresh value whose making cannot fail, so it may be made early (as a
+    `get` default; ruff's SIM401 asks for that form)."""
+    return isinstance(e, (ir.ListLit, ir.MapLit)) and not (e.items if isinstance(e, ir.ListLit) else e.entries)
 
 
 def _needs_annotation(value: ir.Expr, ty: ir.TypeRef, records: dict[str, ir.RecordDecl]) -> bool:
