@@ -119,6 +119,23 @@ def test_state_records_are_read_through_a_local() -> None:
     assert codes(spec + tool("let f = front", 'return f.nickname if "nickname" in f else ""')) == []
 
 
+def test_a_helper_that_may_delete_the_field_ends_a_presence_test() -> None:
+    forget = "fn forget(g: Guest) -> None:\n    del g.nickname\n\nfn outer(g: Guest) -> None:\n    forget(g)\n\n"
+    look = "fn look(g: Guest) -> str:\n    return g.name\n\n"
+    after = ['if "nickname" in guest:', "    {}(guest)", "    return guest.nickname", 'return ""']
+    assert codes(forget + tool(*(line.format("forget") for line in after))) == ["E3030"]
+    assert codes(forget + tool(*(line.format("outer") for line in after))) == ["E3030"]  # through another
+    assert codes(look + tool(*(line.replace("{}(guest)", "let n = look(guest)") for line in after))) == []
+
+
+def test_a_tool_called_in_a_test_ends_presence_tests() -> None:
+    spec = 'state:\n    g: Guest = {"name": "a"}\n\ntool touch() -> None:\n    pass\n\n'
+    ok = 'test t:\n    let x = g\n    expect "nickname" in x and x.nickname == "n"\n'
+    assert codes(spec + ok) == []
+    late = 'test t:\n    let x = g\n    expect "nickname" in x and touch() is None and x.nickname == "n"\n'
+    assert codes(spec + late) == ["E3030"]
+
+
 def test_a_default_on_an_absent_field_is_refused() -> None:
     assert codes("record R:\n    a?: int = 1\n") == ["E3031"]
 

@@ -9,6 +9,7 @@ from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
 from compiler.analyse.context import Analysis
+from compiler.irtree import called_names, walk
 
 
 def resolve_unions(a: Analysis) -> None:
@@ -70,3 +71,34 @@ def member_with(union: ir.RecordDecl, field_name: str, records: dict[str, ir.Rec
 
 def _place(node: ir.Node) -> dict[str, int]:
     return {"line": node.line, "col": node.col, "end_line": node.line, "end_col": node.col}
+
+
+def fields_deleted(fns: dict[str, ir.FnDecl]) -> dict[str, set[str] | None]:
+    """Per helper, the field names a call of it may `del` (through the helpers it calls
+    too); None for one with a python or llm body, which may delete anything. A presence
+    test does not survive such a call: the helper may have the same record."""
+    direct: dict[str, set[str] | None] = {}
+    calls: dict[str, set[str]] = {}
+    for name, fn in fns.items():
+        if fn.escape is not None:
+            direct[name] = None
+            continue
+        direct[name] = {
+            node.target.name
+            for node in walk(fn.body)
+            if isinstance(node, ir.Delete) and isinstance(node.target, ir.Attr)
+        }
+        calls[name] = called_names(fn.body) & set(fns)
+    result: dict[str, set[str] | None] = {}
+    for name in fns:
+        found: set[str] | None = set()
+        seen, stack = {name}, [name]
+        while stack and found is not None:
+            current = stack.pop()
+            own = direct[current]
+            found = None if own is None else found | own
+            for callee in calls.get(current, set()) - seen:
+                seen.add(callee)
+                stack.append(callee)
+        result[name] = found
+    return result

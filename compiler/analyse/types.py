@@ -69,6 +69,7 @@ class TypeChecker:
         self.loop_depth = 0
         self.shared: set[int] = set()
         self.assigning: ir.Attr | None = None
+        self.helper_deletes: dict[str, set[str] | None] | None = None  # shapes.fields_deleted, when first needed
         """The field an `=` statement sets, which it may do though the field is absent."""
         """Operands of the comparison chain being checked (by id): each is checked once,
         though two links of the chain look at it."""
@@ -165,12 +166,12 @@ class TypeChecker:
 
     def forget_presence(self, local: str | None = None, field_name: str | None = None) -> None:
         """Presence facts no longer true: of the fields of `local` (rebound), or of
-        `field_name` on every local (deleted through some value, perhaps an alias); a
-        rebound local forgets which union members it was shown not to be, too."""
+        `field_name` on every local (deleted through some value, perhaps an alias; "*":
+        every field); a rebound local forgets which union members it was shown not to be, too."""
         for scope in self.scopes:
             for key in list(scope):
                 base, dot, name = key.partition(".")
-                if dot and (base == local or name == field_name):
+                if dot and (base == local or name == field_name or field_name == "*"):
                     self.scopes[-1][key] = _Local(ts.ANY, "unknown")
                 if local is not None and key.startswith(f"{local}!"):
                     self.scopes[-1][key] = _Local(ts.ANY, "unknown")
@@ -1260,6 +1261,7 @@ class TypeChecker:
             self.error("E2009", f"unknown tool `{name}`", expr.func, hint=did_you_mean(name, self.a.tools))
             return ts.ANY
         expr.func.ref = "tool"
+        self.forget_presence(field_name="*")  # the tool may delete any field of what a test holds
         if expr.args:
             self.error("E5004", f"pass arguments to `{name}` by name", expr.args[0])
             for arg in expr.args:
@@ -1333,7 +1335,31 @@ class TypeChecker:
         missing = [p.name for p in fn.params if p.name not in given and p.default is None]
         if missing:
             self.error("E3006", f"`{fn.name}` needs {', '.join(missing)}", expr)
+        self._forget_deleted_by(fn.name)
         return fn.returns
+
+    def may_delete_fields(self, expr: ir.Expr) -> bool:
+        """Whether evaluating `expr` calls a tool or a helper that may `del` a field."""
+        if self.helper_deletes is None:
+            self.helper_deletes = shapes.fields_deleted(self.a.fns)
+        for node in walk(expr):
+            if isinstance(node, ir.Call) and isinstance(node.func, ir.Name):
+                if node.func.ref == "tool" or (
+                    node.func.ref == "fn" and self.helper_deletes.get(node.func.id) != set()
+                ):
+                    return True
+        return False
+
+    def _forget_deleted_by(self, helper: str) -> None:
+        """A helper that may `del` a field (or whose body envc cannot see) ends the
+        presence tests of that field: it may hold the same record."""
+        if self.helper_deletes is None:
+            self.helper_deletes = shapes.fields_deleted(self.a.fns)
+        deleted = self.helper_deletes.get(helper, set())
+        if deleted is None:
+            self.forget_presence(field_name="*")
+        for name in deleted or ():
+            self.forget_presence(field_name=name)
 
     def method_call(self, expr: ir.Call, func: ir.Attr) -> ir.TypeRef:
         obj_type = self.expr(func.obj, None)
@@ -1489,6 +1515,8 @@ def _narrowing(cond: ir.Expr, positive: bool, checker: TypeChecker) -> dict[str,
             return _member_narrowing(cond, positive, checker)
         if (cond.op == "and" and positive) or (cond.op == "or" and not positive):
             left = _narrowing(cond.left, positive, checker)
+            if checker.may_delete_fields(cond.right):  # `"f" in x and forget(x) and x.f`: gone
+                left = {name: ty for name, ty in left.items() if "." not in name}
             checker.push(left)  # the right operand is read narrowed by the left (`p.source == "cash" and "note" in p`)
             right = _narrowing(cond.right, positive, checker)
             checker.pop()
