@@ -69,8 +69,9 @@ class TypeChecker:
         self.loop_depth = 0
         self.shared: set[int] = set()
         self.assigning: ir.Attr | None = None
-        self.helper_deletes: dict[str, set[str] | None] | None = None  # shapes.fields_deleted, when first needed
         """The field an `=` statement sets, which it may do though the field is absent."""
+        self.helper_deletes: dict[str, set[str] | None] | None = None
+        """`shapes.fields_deleted` of the helpers, computed when first needed."""
         """Operands of the comparison chain being checked (by id): each is checked once,
         though two links of the chain look at it."""
 
