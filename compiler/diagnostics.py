@@ -120,6 +120,16 @@ CODES: dict[str, tuple[str, str]] = {
         "invalid date/time format",
         "`parse_datetime` formats use strptime directives such as %Y %m %d %H %M %S; no zones or fractions",
     ),
+    "E3030": (
+        "record field may be absent",
+        'a `name?: T` field may be left out: check it first, `if "name" in r:`, or set it',
+    ),
+    "E3031": ("absent-able field with a default", "a `name?: T` field has no default: its key is left out instead"),
+    "E3032": (
+        "field of some members of a union only",
+        'narrow the value to a member first: `if p.source == "credit_card":` (or `require ...`)',
+    ),
+    "E3033": ("invalid union", "a union lists records, each once, that do not declare its tag field"),
     "E4001": ("undeclared state write", "add the field to `writes`, or remove the `writes` line to let envc infer it"),
     "E4002": ("declared write never happens", "remove the field from `writes`"),
     "E4003": ("undeclared state read", "add the field to `reads`, or remove the `reads` line"),

@@ -358,6 +358,8 @@ class _Layout:
 
     def simple_decl(self, d: ir.Decl) -> tuple[str, list[_Item]]:
         """Header line and items of the declarations that are plain lists of fields."""
+        if isinstance(d, ir.RecordDecl) and d.is_union:
+            return f"union {d.name} by {d.tag}:", [_Item(f"{m} = {quote(v)}", 0) for m, v in d.members.items()]
         if isinstance(d, ir.RecordDecl):
             return f"{'override ' if d.override else ''}record {d.name}:", [self.field(f) for f in d.fields]
         if isinstance(d, ir.StateDecl):
@@ -432,7 +434,7 @@ class _Layout:
         return _block(f"enum {e.name}:", e.line, self.doc(e.doc, e.line, bound) + members)
 
     def field(self, f: ir.Field_) -> _Item:
-        head = f"{f.name}: {type_ref(f.type)}"
+        head = f"{f.name}{'?' if f.absent else ''}: {type_ref(f.type)}"
         if f.source:
             return _Item(f"{head} from {quote(f.source)}", f.line)
         alias = f" alias {quote(f.alias)}" if f.alias else ""

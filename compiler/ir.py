@@ -328,12 +328,25 @@ class Field_(Node):
     """`alias "userCount"` (state fields only): the key a scenario mapping passed at run
     time may use for the field, as a foreign configuration names it."""
     source: str = ""  # a state field's default from a JSON file next to the spec
+    absent: bool = False
+    """`name?: T` in a record: the key may be left out (absent, which is not None)."""
+    tag: str = ""
+    """The fixed value of a union member's tag field, which the union adds to the member."""
 
 
 class RecordDecl(Decl):
     name: str
     fields: list[Field_]
     override: bool = False
+    tag: str = ""
+    """For a union (`union Payment by source:`): the field whose value tells the members apart."""
+    members: dict[str, str] = Field(default_factory=dict)
+    """For a union: each member record and its tag value (`Card = "credit_card"`). A union's
+    `fields` are filled by the analyser: the tag, then the fields every member has alike."""
+
+    @property
+    def is_union(self) -> bool:
+        return bool(self.members)
 
 
 class StateDecl(Decl):

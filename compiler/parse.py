@@ -502,11 +502,30 @@ class _ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def field_alias(self, meta: Meta, children: list[Any]) -> str:
         return str(children[0].value)
 
+    def record_field(self, meta: Meta, children: list[Any]) -> ir.Field_:
+        name, mark, type_, default, alias = children
+        return ir.Field_(
+            name=str(name), type=type_, default=default, absent=mark is not None, alias=alias or "", **_pos(meta)
+        )
+
     def record_decl(self, meta: Meta, children: list[Any]) -> ir.RecordDecl:
         override, rest = _take_override(children)
         name, *items = rest
         doc, fields = _take_doc(items)
         return ir.RecordDecl(name=str(name), fields=fields, doc=doc, override=override, **_pos(meta))
+
+    def union_member(self, meta: Meta, children: list[Any]) -> tuple[str, str]:
+        return str(children[0]), children[1].value
+
+    def union_decl(self, meta: Meta, children: list[Any]) -> ir.RecordDecl:
+        name, tag, *rest = children
+        doc, members = _take_doc(rest)
+        seen: dict[str, str] = {}
+        for member, value in members:
+            if member in seen or value in seen.values():
+                self.c.add("E2005", f"union {name} lists `{member}` or the tag {value!r} twice", name.line, name.column)
+            seen.setdefault(member, value)
+        return ir.RecordDecl(name=str(name), fields=[], tag=str(tag), members=seen, doc=doc, **_pos(meta))
 
     def state_decl(self, meta: Meta, children: list[Any]) -> ir.StateDecl:
         doc, fields = _take_doc(children)

@@ -67,6 +67,12 @@ def is_optional(ty: ir.TypeRef) -> bool:
     return ty.name in ("optional", "None")
 
 
+def required_field(field_: ir.Field_) -> bool:
+    """Whether a record's data must give the field: no default, not optional, and not one
+    whose key may be absent (`name?: T`)."""
+    return field_.default is None and not is_optional(field_.type) and not field_.absent
+
+
 def is_numeric(ty: ir.TypeRef) -> bool:
     return ty.name in ("int", "float", "number", "any")
 
@@ -270,15 +276,41 @@ def json_schema(
         return {"anyOf": [json_schema(ty.args[0], enums, records), {"type": "null"}]}
     if name in enums:
         return {"type": "string", "enum": list(enums[name].members)}
+    if name in records and records[name].is_union:
+        return _union_schema(records[name], enums, records)
     if name in records:
         record = records[name]
         return {
             "type": "object",
-            "properties": {f.name: json_schema(f.type, enums, records) for f in record.fields},
-            "required": [f.name for f in record.fields if f.default is None and not is_optional(f.type)],
+            "properties": {f.name: _field_schema(f, enums, records) for f in record.fields},
+            "required": [f.name for f in record.fields if required_field(f)],
             "additionalProperties": False,
         }
     return {}
+
+
+def _field_schema(
+    field_: ir.Field_, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl]
+) -> dict[str, Any]:
+    """A record field's schema; a union member's tag has its one value (an `enum` of one,
+    which every JSON Schema subset that function-calling APIs take understands)."""
+    if field_.tag:
+        return {"type": "string", "enum": [field_.tag]}
+    return json_schema(field_.type, enums, records)
+
+
+def _union_schema(
+    union: ir.RecordDecl, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl]
+) -> dict[str, Any]:
+    """`anyOf` the members, each with its tag required (`anyOf`, not `oneOf`: the tags
+    already make the members exclusive, and `anyOf` is what function-calling APIs accept)."""
+    options = []
+    for member in union.members:
+        if member in records:
+            schema = json_schema(t(member), enums, records)
+            schema["required"] = [union.tag, *(name for name in schema["required"] if name != union.tag)]
+            options.append(schema)
+    return {"anyOf": options}
 
 
 # --------------------------------------------------------------------------- JSON data
@@ -363,6 +395,8 @@ class DataChecker:
             if value not in self.enums[name].members:
                 problems.append(f"{path}: {value!r} is not a member of {name} ({', '.join(self.enums[name].members)})")
             return value
+        if name in self.records and self.records[name].is_union:
+            return self._check_union(value, self.records[name], path, problems)
         if name in self.records:
             return self._check_record(value, name, path, problems)
         problems.append(f"{path}: unknown type {show(ty)}")
@@ -425,6 +459,17 @@ class DataChecker:
                 result[key] = self.check(item, ty.args[1], f"{path}[{key!r}]", problems)
         return result
 
+    def _check_union(self, value: Any, union: ir.RecordDecl, path: str, problems: list[str]) -> Any:
+        """A union value is the member its tag names."""
+        tag = value.get(union.tag) if isinstance(value, dict) else None
+        member = next((m for m, v in union.members.items() if v == tag), None)
+        if member is None:
+            tags = ", ".join(repr(v) for v in union.members.values())
+            shown = f"{union.tag} {tag!r}" if isinstance(value, dict) and union.tag in value else f"no {union.tag}"
+            problems.append(f"{path}: {shown} where {union.name} needs {union.tag} one of {tags}")
+            return value
+        return self._check_record(value, member, path, problems)
+
     def _check_record(self, value: Any, name: str, path: str, problems: list[str]) -> Any:
         if not isinstance(value, dict):
             problems.append(f"{path}: {_describe(value)} where record {name} is expected")
@@ -436,8 +481,12 @@ class DataChecker:
             if key not in fields:
                 problems.append(f"{path}: record {name} has no field {key!r}")
         for field_ in record.fields:
+            if field_.name in value and field_.tag and value[field_.name] != field_.tag:
+                problems.append(f"{path}.{field_.name}: {value[field_.name]!r} where {name} has {field_.tag!r}")
             if field_.name in value:
                 result[field_.name] = self.check(value[field_.name], field_.type, f"{path}.{field_.name}", problems)
+            elif field_.absent:
+                continue  # the key stays absent
             elif field_.name in self.record_defaults.get(name, {}):
                 result[field_.name] = _copy_json(self.record_defaults[name][field_.name])
             elif is_optional(field_.type):

@@ -96,7 +96,15 @@ def check_constants(a: Analysis) -> None:
         defaults: dict[str, Any] = {}
         a.record_defaults[record.name] = defaults
         for field_ in record.fields:
-            if field_.default is not None:
+            if field_.absent and field_.default is not None:
+                a.error(
+                    "E3031",
+                    f"`{field_.name}?` may be absent, so it has no default",
+                    field_.default,
+                    record.file or a.module.path,
+                    hint=f"drop the default, or the `?`: `{field_.name}: {ts.show(field_.type)} = ...` is always there",
+                )
+            elif field_.default is not None:
                 ok, value = const_value(
                     a, field_.default, field_.type, record.file or a.module.path, f"{record.name}.{field_.name}"
                 )

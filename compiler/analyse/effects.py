@@ -317,7 +317,9 @@ class EffectWalker:
             self.expr(kw.value)
 
     def delete(self, stmt: ir.Delete) -> None:
-        if not isinstance(stmt.target, ir.Index):
+        """`del m[k]`, and `del r.field` (a field that may be absent): a change of the map
+        or record, so a write of what it is part of."""
+        if not isinstance(stmt.target, (ir.Index, ir.Attr)):
             return
         self.touched = False
         self.expr(stmt.target.obj)
@@ -326,7 +328,8 @@ class EffectWalker:
         else:
             self.write_roots(self.outer(stmt.target.obj), stmt.target)
         stmt.touches_state = self.touched
-        self.expr(stmt.target.index)
+        if isinstance(stmt.target, ir.Index):
+            self.expr(stmt.target.index)
 
     def loop(self, stmt: ir.For) -> None:
         self.expr(stmt.iter)

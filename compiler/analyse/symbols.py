@@ -13,6 +13,7 @@ from typing import TypeVar
 from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
+from compiler.analyse import shapes
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import did_you_mean
 
@@ -27,6 +28,7 @@ def run(a: Analysis) -> None:
     onload.declare(a)
     resolve_declared_types(a)
     onload.resolve_types(a)
+    shapes.resolve_unions(a)
 
 
 def check_header(a: Analysis) -> None:
@@ -265,7 +267,9 @@ def check_record_cycles(a: Analysis) -> None:
             found |= mentioned(arg)
         return found
 
-    edges = {name: set().union(*(mentioned(f.type) for f in r.fields)) for name, r in a.records.items()}
+    edges = {  # a union holds its members
+        name: set(r.members).union(*(mentioned(f.type) for f in r.fields)) for name, r in a.records.items()
+    }
     for start, record in a.records.items():
         seen: set[str] = set()
         stack = list(edges[start])

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from compiler import builtins as bi
 from compiler import ir, library
 from compiler import typesys as ts
-from compiler.analyse import onload
+from compiler.analyse import onload, shapes
 from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis
 from compiler.analyse.symbols import resolve_type
@@ -35,7 +35,17 @@ class _Local:
     """A local's type where it is used (narrowed) and how it was bound."""
 
     type: ir.TypeRef
-    kind: str  # "local", "param", "loop"
+    kind: str  # "local", "param", "loop"; "present" or "unknown" for a `x.field` key (below)
+
+
+_EXCLUDED = "excluded"
+"""The kind of a scope entry keyed `x!Member`: local `x`, of a union, is not that member
+(its tag was tested and found different)."""
+
+_PRESENT = "present"
+"""The kind of a scope entry keyed `x.field`: the field of local `x`, which may be absent
+(`field?: T`), was shown present (`"field" in x`); an entry of kind "unknown" under the
+same key forgets that again (`del`, or `x` rebound)."""
 
 
 class TypeChecker:
@@ -60,6 +70,10 @@ class TypeChecker:
         self.declared: dict[str, ir.TypeRef] = {}
         self.loop_depth = 0
         self.shared: set[int] = set()
+        self.assigning: ir.Attr | None = None
+        """The field an `=` statement sets, which it may do though the field is absent."""
+        self.helper_deletes: dict[str, set[str] | None] | None = None
+        """`shapes.fields_deleted` of the helpers, computed when first needed."""
         """Operands of the comparison chain being checked (by id): each is checked once,
         though two links of the chain look at it."""
 
@@ -118,9 +132,9 @@ class TypeChecker:
     def push(self, narrowed: dict[str, ir.TypeRef] | None = None) -> None:
         frame: dict[str, _Local] = {}
         for name, ty in (narrowed or {}).items():
-            local = self.lookup(name)
+            local = self._narrowed(name, ty)
             if local is not None:
-                frame[name] = _Local(ty, local.kind)
+                frame[name] = local
         self.scopes.append(frame)
 
     def pop(self) -> None:
@@ -128,9 +142,43 @@ class TypeChecker:
 
     def narrow_here(self, narrowed: dict[str, ir.TypeRef]) -> None:
         for name, ty in narrowed.items():
-            local = self.lookup(name)
+            local = self._narrowed(name, ty)
             if local is not None:
-                self.scopes[-1][name] = _Local(ty, local.kind)
+                self.scopes[-1][name] = local
+
+    def _narrowed(self, name: str, ty: ir.TypeRef) -> _Local | None:
+        """The scope entry of a narrowing: a local's new type, or (`x.field`) the field of
+        a local shown present."""
+        if "." in name:
+            return _Local(ty, _PRESENT) if self.lookup(name.split(".", 1)[0]) is not None else None
+        if "!" in name:
+            return _Local(ty, _EXCLUDED) if self.lookup(name.split("!", 1)[0]) is not None else None
+        local = self.lookup(name)
+        return None if local is None else _Local(ty, local.kind)
+
+    def is_present(self, obj: ir.Expr, field_name: str) -> bool:
+        """Whether the field of `obj`, whose key may be absent, was shown present here."""
+        if not isinstance(obj, ir.Name):
+            return False
+        entry = self.lookup(f"{obj.id}.{field_name}")
+        return entry is not None and entry.kind == _PRESENT
+
+    def is_excluded(self, local: str, member: str) -> bool:
+        """Whether local `local`, of a union, was shown not to be `member` here."""
+        entry = self.lookup(f"{local}!{member}")
+        return entry is not None and entry.kind == _EXCLUDED
+
+    def forget_presence(self, local: str | None = None, field_name: str | None = None) -> None:
+        """Presence facts no longer true: of the fields of `local` (rebound), or of
+        `field_name` on every local (deleted through some value, perhaps an alias; "*":
+        every field); a rebound local forgets which union members it was shown not to be, too."""
+        for scope in self.scopes:
+            for key in list(scope):
+                base, dot, name = key.partition(".")
+                if dot and (base == local or name == field_name or field_name == "*"):
+                    self.scopes[-1][key] = _Local(ts.ANY, "unknown")
+                if local is not None and key.startswith(f"{local}!"):
+                    self.scopes[-1][key] = _Local(ts.ANY, "unknown")
 
     # ------------------------------------------------------------------ entry
     def check(self) -> None:
@@ -253,7 +301,10 @@ class TypeChecker:
         return False
 
     def stmt_assign(self, stmt: ir.Assign) -> bool:
+        if stmt.op == "=" and isinstance(stmt.target, ir.Attr):
+            self.assigning = stmt.target  # setting a field that may be absent makes it present
         target_type = self.target(stmt.target)
+        self.assigning = None
         value_type = self.expr(stmt.value, target_type)
         if stmt.op == "=":
             self.expect_assignable(value_type, target_type, stmt.value)
@@ -271,8 +322,17 @@ class TypeChecker:
                 self.error(
                     "E3004", f"`{stmt.op}` does not apply to {ts.show(target_type)} and {ts.show(value_type)}", stmt
                 )
+        if isinstance(stmt.target, ir.Attr) and stmt.op == "=" and self._absent_field(stmt.target) is not None:
+            if isinstance(stmt.target.obj, ir.Name):
+                self.narrow_here({f"{stmt.target.obj.id}.{stmt.target.name}": target_type})
+        if isinstance(stmt.target, ir.Attr) and self._is_tag(stmt.target):
+            self.error("E3008", f"`{stmt.target.name}` is the tag of a union member: it is fixed", stmt.target)
         if isinstance(stmt.target, ir.Name):
+            self.forget_presence(local=stmt.target.id)
             local = self.lookup(stmt.target.id)
+            declared = self.declared.get(stmt.target.id)
+            if local is not None and declared is not None and declared.name in self.a.records:
+                self.scopes[-1][stmt.target.id] = _Local(declared, local.kind)  # a union narrowed no more
             if local is not None:
                 if not ts.is_optional(value_type) and ts.is_optional(local.type):
                     self.scopes[-1][stmt.target.id] = _Local(ts.strip_optional(local.type), local.kind)
@@ -329,6 +389,8 @@ class TypeChecker:
         self.pop()
 
     def stmt_delete(self, stmt: ir.Delete) -> bool:
+        if isinstance(stmt.target, ir.Attr):
+            return self._delete_field(stmt.target)
         if not isinstance(stmt.target, ir.Index):
             self.error("E3008", "`del` removes a map entry: `del m[key]`", stmt.target)
             return False
@@ -341,6 +403,39 @@ class TypeChecker:
         key_type = obj_type.args[0] if obj_type.name == "map" else ts.ANY
         self.check_key(self.expr(stmt.target.index, key_type), key_type, stmt.target.index)
         return False
+
+    def _delete_field(self, target: ir.Attr) -> bool:
+        """`del r.field` makes a field that may be absent absent (nothing if it already is)."""
+        self.assigning = target
+        target.ty = self.target(target, mutate=True)
+        self.assigning = None
+        if isinstance(target.obj, ir.Name) and target.obj.ref in ("local", "param"):
+            self.target(target.obj, mutate=True)
+        if target.ty.name != "any" and self._absent_field(target) is None:
+            self.error(
+                "E3008",
+                f"`del` removes a map entry or a record field that may be absent, not `{source_text(target)}`",
+                target,
+                hint="declare the field `name?: T` if its key may be left out",
+            )
+        self.forget_presence(field_name=target.name)
+        return False
+
+    def _is_tag(self, expr: ir.Attr) -> bool:
+        """Whether `expr` is the tag field of a union or of a union's member."""
+        record = self.a.records.get(ts.strip_optional(expr.obj.ty or ts.ANY).name)
+        if record is None:
+            return False
+        return (record.is_union and expr.name == record.tag) or any(
+            f.name == expr.name and f.tag for f in record.fields
+        )
+
+    def _absent_field(self, expr: ir.Attr) -> ir.Field_ | None:
+        """The record field `expr` names, if its key may be absent (`name?: T`)."""
+        obj_type = ts.strip_optional(expr.obj.ty or ts.ANY)
+        record = self.a.records.get(obj_type.name)
+        field_ = next((f for f in record.fields if f.name == expr.name), None) if record else None
+        return field_ if field_ is not None and field_.absent else None
 
     def stmt_expr(self, stmt: ir.ExprStmt) -> bool:
         value = stmt.value
@@ -477,7 +572,7 @@ class TypeChecker:
             )
 
     def expect_assignable(self, src: ir.TypeRef, dst: ir.TypeRef, node: ir.Node) -> None:
-        if ts.assignable(src, dst):
+        if ts.assignable(src, dst) or self._member_of_union(src, dst):
             return
         if ts.is_optional(src) and ts.assignable(ts.strip_optional(src), dst):
             self.error("E3009", f"value may be None where {ts.show(dst)} is expected", node)
@@ -486,6 +581,14 @@ class TypeChecker:
         if src.name == "number" and dst.name in ("int", "float"):
             hint = f"a number may hold an int or a float; convert it with `{dst.name}(...)`"
         self.error("E3001", f"expected {ts.show(dst)}, got {ts.show(src)}", node, hint=hint)
+
+    def _member_of_union(self, src: ir.TypeRef, dst: ir.TypeRef) -> bool:
+        """A member record where its union is expected (`Card` as a `Payment`), also as an
+        optional (containers stay invariant: a `list[Card]` is no `list[Payment]`)."""
+        union = self.a.records.get(ts.strip_optional(dst).name)
+        if union is None or not union.is_union or (ts.is_optional(src) and not ts.is_optional(dst)):
+            return False
+        return ts.strip_optional(src).name in union.members or (src.name == "None" and ts.is_optional(dst))
 
     def check_key(self, src: ir.TypeRef, key: ir.TypeRef, node: ir.Node) -> None:
         """A map key or set item. A map[json, V] takes str and int keys only: a json value
@@ -706,6 +809,8 @@ class TypeChecker:
 
     def _record_literal(self, expr: ir.MapLit, record_type: ir.TypeRef) -> ir.TypeRef:
         record = self.a.records[record_type.name]
+        if record.is_union:
+            return self._union_literal(expr, record)
         fields = {f.name: f for f in record.fields}
         given: set[str] = set()
         for entry in expr.entries:
@@ -725,10 +830,30 @@ class TypeChecker:
         self._missing_fields(record, given, expr)
         return record_type
 
+    def _union_literal(self, expr: ir.MapLit, union: ir.RecordDecl) -> ir.TypeRef:
+        """A map literal where a union is expected is the member its tag names."""
+        tag = next(
+            (e.value for e in expr.entries if isinstance(e.key, ir.Const) and e.key.value == union.tag),
+            None,
+        )
+        member = next(
+            (m for m, value in union.members.items() if isinstance(tag, ir.Const) and tag.value == value), None
+        )
+        if member is None or member not in self.a.records:
+            tags = ", ".join(f'"{value}"' for value in union.members.values())
+            self.error(
+                "E3001",
+                f"a {union.name} literal needs `{union.tag}` set to one of {tags}",
+                expr,
+                hint=f"or build a member: {', '.join(f'{m}(...)' for m in union.members)}",
+            )
+            for entry in expr.entries:
+                self.expr(entry.value, None)
+            return ts.t(union.name)
+        return self._record_literal(expr, ts.t(member))
+
     def _missing_fields(self, record: ir.RecordDecl, given: set[str], node: ir.Node) -> None:
-        missing = [
-            f.name for f in record.fields if f.name not in given and f.default is None and not ts.is_optional(f.type)
-        ]
+        missing = [f.name for f in record.fields if f.name not in given and ts.required_field(f)]
         if missing:
             self.error("E3007", f"record {record.name} needs {', '.join(missing)}", node)
 
@@ -777,7 +902,11 @@ class TypeChecker:
             record = self.a.records[obj_type.name]
             for field_ in record.fields:
                 if field_.name == expr.name:
+                    if field_.absent and expr is not self.assigning and not self.is_present(obj, expr.name):
+                        self._absent_read(expr)
                     return field_.type
+            if record.is_union and shapes.member_with(record, expr.name, self.a.records):
+                return self._member_field(expr, record)
             self.error(
                 "E2008",
                 f"record {record.name} has no field `{expr.name}`",
@@ -787,6 +916,32 @@ class TypeChecker:
             return ts.ANY
         self.error("E3004", f"{ts.show(obj_type)} has no field `{expr.name}`", expr)
         return ts.ANY
+
+    def _member_field(self, expr: ir.Attr, union: ir.RecordDecl) -> ir.TypeRef:
+        """`p.number` on a union value: a field of some members only (E3032)."""
+        having = shapes.member_with(union, expr.name, self.a.records)
+        obj = source_text(expr.obj)
+        shown = obj if isinstance(expr.obj, ir.Name) and expr.obj.ref in ("local", "param") else "x"
+        bind = "" if shown == obj else f"`let x = {obj}`, then "
+        self.error(
+            "E3032",
+            f"`{expr.name}` is a field of {' and '.join(having)} only, and `{obj}` may be any {union.name}",
+            expr,
+            hint=f'{bind}narrow it first: `if {shown}.{union.tag} == "{union.members[having[0]]}":`',
+        )
+        return ts.ANY
+
+    def _absent_read(self, expr: ir.Attr) -> None:
+        obj = source_text(expr.obj)
+        shown = obj if isinstance(expr.obj, ir.Name) and expr.obj.ref in ("local", "param") else "x"
+        bind = "" if shown == obj else f"`let x = {obj}`, then "
+        self.error(
+            "E3030",
+            f"`{source_text(expr)}` may be absent: `{expr.name}?` is a field whose key may be left out",
+            expr,
+            hint=f'{bind}check it first: `if "{expr.name}" in {shown}:` (or '
+            f'`require "{expr.name}" in {shown} else ...`)',
+        )
 
     def _parameter_hides_state(self, obj: ir.Expr, obj_type: ir.TypeRef, name: str) -> bool:
         """`state.NAME` where a parameter (or local) called `state` hides the state and has
@@ -921,7 +1076,25 @@ class TypeChecker:
         if not (ts.assignable(left, right) or ts.assignable(right, left) or ts.join(left, right) is not None):
             always = "False" if expr.op == "==" else "True"
             self.error("E3004", f"comparing {ts.show(left)} with {ts.show(right)} is always {always}", expr)
+        self._check_tag_value(expr)
         return ts.BOOL
+
+    def _check_tag_value(self, expr: ir.Binary) -> None:
+        """`p.source == "bitcoin"` where no member of the union has that tag: always False."""
+        attr, const = expr.left, expr.right
+        if not (isinstance(attr, ir.Attr) and isinstance(const, ir.Const) and isinstance(const.value, str)):
+            return
+        union = self.a.records.get(ts.strip_optional(attr.obj.ty or ts.ANY).name)
+        if union is None or not union.is_union or attr.name != union.tag or const.value in union.members.values():
+            return
+        always = "False" if expr.op == "==" else "True"
+        tags = ", ".join(f'"{value}"' for value in union.members.values())
+        self.error(
+            "E3004",
+            f'no {union.name} has {union.tag} "{const.value}": this is always {always}',
+            expr,
+            hint=f"the tags are {tags}",
+        )
 
     def _membership(self, expr: ir.Binary) -> ir.TypeRef:
         container = self.expr(expr.right, None)
@@ -929,6 +1102,8 @@ class TypeChecker:
         if ts.is_optional(container):
             self.error("E3009", f"`{expr.op}` on a value that may be None", expr.right)
             base = ts.strip_optional(container)
+        if base.name in self.a.records:
+            return self._presence_test(expr, self.a.records[base.name])
         if base.name not in ("list", "map", "set", "str"):
             self.expr(expr.left, None)
             if base.name not in ("any", "json"):
@@ -940,6 +1115,27 @@ class TypeChecker:
             return ts.BOOL
         wanted = ts.STR if base.name == "str" else base.args[0]
         self.check_key(self.expr(expr.left, wanted), wanted, expr.left)
+        return ts.BOOL
+
+    def _presence_test(self, expr: ir.Binary, record: ir.RecordDecl) -> ir.TypeRef:
+        """`"field" in r`: whether a field that may be absent is there."""
+        key = expr.left
+        self.expr(key, ts.STR)
+        if not (isinstance(key, ir.Const) and isinstance(key.value, str)):
+            self.error("E3004", f'`{expr.op}` on a record takes a field name in quotes: `"field" in r`', key)
+            return ts.BOOL
+        field_ = next((f for f in record.fields if f.name == key.value), None)
+        if field_ is None:
+            names = [f.name for f in record.fields]
+            self.error(
+                "E2008", f"record {record.name} has no field `{key.value}`", key, hint=did_you_mean(key.value, names)
+            )
+        elif not field_.absent:
+            self.error(
+                "E3004",
+                f"`{key.value}` is always in a {record.name}: `{expr.op}` tests fields that may be absent (`name?: T`)",
+                expr,
+            )
         return ts.BOOL
 
     def _arithmetic(self, expr: ir.Binary, left: ir.TypeRef, right: ir.TypeRef) -> ir.TypeRef:
@@ -1072,6 +1268,7 @@ class TypeChecker:
             self.error("E2009", f"unknown tool `{name}`", expr.func, hint=did_you_mean(name, self.a.tools))
             return ts.ANY
         expr.func.ref = "tool"
+        self.forget_presence(field_name="*")  # the tool may delete any field of what a test holds
         if expr.args:
             self.error("E5004", f"pass arguments to `{name}` by name", expr.args[0])
             for arg in expr.args:
@@ -1089,6 +1286,10 @@ class TypeChecker:
         return tool.returns
 
     def record_call(self, expr: ir.Call, record: ir.RecordDecl) -> ir.TypeRef:
+        if record.is_union:
+            members = ", ".join(record.members)
+            self.error("E3005", f"union {record.name} is built as one of its members: {members}", expr)
+            return ts.t(record.name)
         if expr.args:
             self.error("E3006", f"record {record.name} takes named fields: `{record.name}(field=value)`", expr.args[0])
         fields = {f.name: f.type for f in record.fields}
@@ -1141,7 +1342,31 @@ class TypeChecker:
         missing = [p.name for p in fn.params if p.name not in given and p.default is None]
         if missing:
             self.error("E3006", f"`{fn.name}` needs {', '.join(missing)}", expr)
+        self._forget_deleted_by(fn.name)
         return fn.returns
+
+    def may_delete_fields(self, expr: ir.Expr) -> bool:
+        """Whether evaluating `expr` calls a tool or a helper that may `del` a field."""
+        if self.helper_deletes is None:
+            self.helper_deletes = shapes.fields_deleted(self.a.fns)
+        for node in walk(expr):
+            if isinstance(node, ir.Call) and isinstance(node.func, ir.Name):
+                if node.func.ref == "tool" or (
+                    node.func.ref == "fn" and self.helper_deletes.get(node.func.id) != set()
+                ):
+                    return True
+        return False
+
+    def _forget_deleted_by(self, helper: str) -> None:
+        """A helper that may `del` a field (or whose body envc cannot see) ends the
+        presence tests of that field: it may hold the same record."""
+        if self.helper_deletes is None:
+            self.helper_deletes = shapes.fields_deleted(self.a.fns)
+        deleted = self.helper_deletes.get(helper, set())
+        if deleted is None:
+            self.forget_presence(field_name="*")
+        for name in deleted or ():
+            self.forget_presence(field_name=name)
 
     def method_call(self, expr: ir.Call, func: ir.Attr) -> ir.TypeRef:
         obj_type = self.expr(func.obj, None)
@@ -1291,16 +1516,59 @@ def _narrowing(cond: ir.Expr, positive: bool, checker: TypeChecker) -> dict[str,
                 if local is not None and ts.is_optional(local.type):
                     return {cond.left.id: ts.strip_optional(local.type)}
             return {}
-        if cond.op == "and" and positive:
-            return {**_narrowing(cond.left, True, checker), **_narrowing(cond.right, True, checker)}
-        if cond.op == "or" and not positive:
-            return {**_narrowing(cond.left, False, checker), **_narrowing(cond.right, False, checker)}
+        if cond.op in ("in", "not in") and isinstance(cond.left, ir.Const) and isinstance(cond.right, ir.Name):
+            return _presence(cond, positive, checker)
+        if cond.op in ("==", "!=") and isinstance(cond.left, ir.Attr) and isinstance(cond.right, ir.Const):
+            return _member_narrowing(cond, positive, checker)
+        if (cond.op == "and" and positive) or (cond.op == "or" and not positive):
+            left = _narrowing(cond.left, positive, checker)
+            if checker.may_delete_fields(cond.right):  # `"f" in x and forget(x) and x.f`: gone
+                left = {name: ty for name, ty in left.items() if "." not in name}
+            checker.push(left)  # the right operand is read narrowed by the left (`p.source == "cash" and "note" in p`)
+            right = _narrowing(cond.right, positive, checker)
+            checker.pop()
+            return {**left, **right}
     if isinstance(cond, ir.Compare) and positive:  # a true chain: every link is true
         narrowed: dict[str, ir.TypeRef] = {}
         for link in chain_links(cond):
             narrowed.update(_narrowing(link, True, checker))
         return narrowed
     return {}
+
+
+def _presence(cond: ir.Binary, positive: bool, checker: TypeChecker) -> dict[str, ir.TypeRef]:
+    """`"field" in x` (true) or `"field" not in x` (false): the field of local `x`, which
+    may be absent, is present; keyed `x.field` (see `_PRESENT`)."""
+    assert isinstance(cond.left, ir.Const) and isinstance(cond.right, ir.Name)
+    local = checker.lookup(cond.right.id)
+    if local is None or (cond.op == "in") != positive:
+        return {}
+    record = checker.records.get(ts.strip_optional(local.type).name)
+    field_ = next((f for f in record.fields if f.name == cond.left.value), None) if record else None
+    if field_ is None or not field_.absent:
+        return {}
+    return {f"{cond.right.id}.{field_.name}": field_.type}
+
+
+def _member_narrowing(cond: ir.Binary, positive: bool, checker: TypeChecker) -> dict[str, ir.TypeRef]:
+    """`p.source == "credit_card"` (true) or `!=` (false), `p` a local of a union: `p` is
+    that member. The other way round the member is ruled out (keyed `p!Card`, see
+    `_EXCLUDED`), and once all members but one are, `p` is that one."""
+    assert isinstance(cond.left, ir.Attr) and isinstance(cond.right, ir.Const)
+    obj = cond.left.obj
+    local = checker.lookup(obj.id) if isinstance(obj, ir.Name) else None
+    union = checker.records.get(local.type.name) if local is not None else None
+    if not isinstance(obj, ir.Name) or union is None or not union.is_union or cond.left.name != union.tag:
+        return {}
+    member = next((m for m, value in union.members.items() if value == cond.right.value), None)
+    if member is None:
+        return {}
+    if (cond.op == "==") == positive:
+        return {obj.id: ts.t(member)}
+    excluded = {member, *(m for m in union.members if checker.is_excluded(obj.id, m))}
+    remaining = [m for m in union.members if m not in excluded]
+    narrowed = {f"{obj.id}!{member}": ts.ANY}
+    return {**narrowed, obj.id: ts.t(remaining[0])} if len(remaining) == 1 else narrowed
 
 
 def source_text(expr: ir.Expr) -> str:

@@ -115,10 +115,13 @@ def field_text(f: ir.Field_) -> str:
         return f"{f.name}: {type_text(f.type)} from {quote(f.source)}"
     default = f" = {expr(f.default)}" if f.default is not None else ""
     alias = f" alias {quote(f.alias)}" if f.alias else ""
-    return f"{f.name}: {type_text(f.type)}{default}{alias}"
+    return f"{f.name}{'?' if f.absent else ''}: {type_text(f.type)}{default}{alias}"
 
 
 def record_text(decl: ir.RecordDecl) -> str:
+    if decl.is_union:
+        members = [f"{INDENT}{m} = {quote(v)}" for m, v in decl.members.items()]
+        return "\n".join([f"union {decl.name} by {decl.tag}:", *doc_lines(decl.doc, 1), *members])
     return "\n".join([f"record {decl.name}:", *doc_lines(decl.doc, 1), *(INDENT + field_text(f) for f in decl.fields)])
 
 

@@ -26,7 +26,7 @@ from compiler import typesys as ts
 from compiler.adapters import trl as trl_adapter
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
-from compiler.lower.converters import tool_caller
+from compiler.lower.converters import copy_lines, has_absent, tool_caller, union_copier
 from compiler.lower.literals import data_json
 from compiler.lower.pycode import (
     DEPTH,
@@ -216,7 +216,9 @@ class _Builder:
                 "name": f.name,
                 "type": self.types.py(f.type),
                 "copier": copy_expr(f'state["{f.name}"]', f.type, self.records),
-                "exporter": json_expr(f'state["{f.name}"]', f.type, self.records),
+                "exporter": json_expr(
+                    f'state["{f.name}"]', f.type, self.records, absent_converter=self.converters.record_converter
+                ),
                 "private": bi.is_private(f.name),
             }
             for f in env.state
@@ -271,6 +273,8 @@ class _Builder:
             "scenarios": self._scenarios(),
             "reads_data": _reads_files(env),
             "record_fields": self._record_fields(),
+            "uses_absent": any(f.absent for r in env.records for f in r.fields),
+            "unions": self._union_tags(),
             "state_kinds": "{" + ", ".join(f"{py_str(f.name)}: {self.kind(f.type)}" for f in env.state) + "}",
             "tools": tools,
             "fns": fns,
@@ -367,29 +371,55 @@ class _Builder:
         if needs_copier:
             if flat_record(record, self.records):
                 copier = "value.copy()"
+            elif record.is_union:
+                copier = union_copier(record)
+            elif has_absent(record):
+                copier = copy_lines(record, self.records)
             else:
                 items = ", ".join(
                     f"{py_str(f.name)}: {copy_expr(f'value[{py_str(f.name)}]', f.type, self.records)}"
                     for f in record.fields
                 )
                 copier = "{" + items + "}"
+        annotations = [
+            f"Literal[{py_str(f.tag)}]"
+            if f.tag
+            else f"NotRequired[{self.types.py(f.type)}]"
+            if f.absent
+            else self.types.py(f.type)
+            for f in record.fields
+        ]
         return {
             "name": record.name,
             "doc": block_docstring(record.doc or f"A {record.name} record."),
-            "fields": [{"name": f.name, "type": self.types.py(f.type)} for f in record.fields],
-            "functional": _needs_functional_syntax(record, [self.types.py(f.type) for f in record.fields]),
+            "fields": [{"name": f.name, "type": text} for f, text in zip(record.fields, annotations, strict=True)],
+            "functional": _needs_functional_syntax(record, annotations),
             "copier": copier,
+            "copier_lines": copier.startswith("    "),
+            "union": " | ".join(record.members),
         }
+
+    def _union_tags(self) -> str:
+        """UNION_TAGS: per union, its tag field and the member each tag value names."""
+        unions = [r for r in self.env.records if r.is_union]
+        entries = [
+            f"{py_str(u.name)}: ({py_str(u.tag)}, {py_value({value: m for m, value in u.members.items()})})"
+            for u in unions
+        ]
+        return "{" + ", ".join(entries) + "}"
 
     def _record_fields(self) -> str:
         entries = []
         for record in self.env.records:
+            if record.is_union:
+                continue  # checked as the member its tag names
             fields = []
             for f in record.fields:
-                required = f.default is None and not ts.is_optional(f.type)
+                required = ts.required_field(f)
                 default = _const_json(f.default) if f.default is not None else None
-                default_text = typed_literal(default, f.type, self.records)
-                fields.append(f"({py_str(f.name)}, {self.kind(f.type)}, {required}, {default_text})")
+                default_text = "_ABSENT_FIELD" if f.absent else typed_literal(default, f.type, self.records)
+                kind = f'("enum", ({py_str(f.tag)},))' if f.tag else self.kind(f.type)
+                fields.append(f"({py_str(f.name)}, {kind}, {required}, {default_text})")
             entries.append(f"{py_str(record.name)}: ({', '.join(fields)}{',' if len(fields) == 1 else ''})")
         return "{" + ", ".join(entries) + "}"
 
@@ -402,6 +432,8 @@ class _Builder:
             return f'("map", {self.kind(ty.args[0])}, {self.kind(ty.args[1])})'
         if name in self.enums:
             return f'("enum", ({", ".join(py_str(m) for m in self.enums[name].members)},))'
+        if name in self.records and self.records[name].is_union:
+            return f'("union", {py_str(name)})'
         if name in self.records:
             return f'("record", {py_str(name)})'
         if name == "any":

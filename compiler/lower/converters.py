@@ -53,25 +53,46 @@ def _copy_inner(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], 
     return source
 
 
+def has_absent(record: ir.RecordDecl) -> bool:
+    """Whether a record has a field whose key may be absent (`name?: T`)."""
+    return any(f.absent for f in record.fields)
+
+
+def copy_lines(record: ir.RecordDecl, records: dict[str, ir.RecordDecl]) -> str:
+    """The body of `_copy_NAME` for a record with containers and a field that may be
+    absent: a shallow copy (its keys in their order, absent ones left out), then each
+    container replaced by its copy where it is there."""
+    lines = ["    copied = value.copy()"]
+    for f in record.fields:
+        if ts.is_container(f.type, records):
+            key = py_str(f.name)
+            step = f"copied[{key}] = {copy_expr(f'value[{key}]', f.type, records)}"
+            lines += [f"    if {key} in value:", f"        {step}"] if f.absent else [f"    {step}"]
+    return "\n".join([*lines, "    return copied"]) + "\n"
+
+
 def json_expr(
     source: str,
     ty: ir.TypeRef,
     records: dict[str, ir.RecordDecl],
     depth: int = 0,
     record_converter: Callable[[str], str] | None = None,
+    absent_converter: Callable[[str], str] | None = None,
 ) -> str:
     """An expression turning `source` of type `ty` into a detached JSON value, written for
     that type (a flat record is one `dict(...)`), so results leave no aliases behind.
 
     With `record_converter`, a record that is not flat is not written out in place: the
-    expression calls the function it names for that record (see `JsonConverters`)."""
+    expression calls the function it names for that record (see `JsonConverters`);
+    `absent_converter` does that for such records with a field that may be absent only,
+    which no expression can write out."""
     base = ts.strip_optional(ty)
     if not ts.is_container(base, records):
         return source
     var = f"v{depth}"
 
     def inner_json(item_source: str, item_type: ir.TypeRef) -> str:
-        return json_expr(item_source, item_type, records, depth + 1, record_converter)
+        return json_expr(item_source, item_type, records, depth + 1, record_converter, absent_converter)
 
     if base.name in ("json", "any"):
         inner = f"to_json({source})"
@@ -81,6 +102,9 @@ def json_expr(
             inner = f"dict({source})"
         elif record_converter is not None:
             inner = f"{record_converter(record.name)}({source})"
+        elif has_absent(record) or record.is_union:
+            assert absent_converter is not None, "a union or a record with absent fields needs its converter"
+            inner = f"{absent_converter(record.name)}({source})"
         else:
             items = ", ".join(
                 f"{py_str(f.name)}: {inner_json(f'{source}[{py_str(f.name)}]', f.type)}" for f in record.fields
@@ -115,7 +139,24 @@ def json_expr(
 
 
 def flat_record(record: ir.RecordDecl, records: dict[str, ir.RecordDecl]) -> bool:
-    return not any(ts.is_container(f.type, records) for f in record.fields)
+    """A record of scalars only (a union's members may hold more than its own fields)."""
+    return not record.is_union and not any(ts.is_container(f.type, records) for f in record.fields)
+
+
+def union_dispatch(union: ir.RecordDecl, step: Callable[[str], str]) -> list[str]:
+    """Lines of a function over a union value: per member, `step(member)` on the value
+    narrowed to it by its tag (the last member needs no test)."""
+    members = list(union.members)
+    tag = py_str(union.tag)
+    lines = []
+    for member in members[:-1]:
+        lines += [f"    if value[{tag}] == {py_str(union.members[member])}:", f"        return {step(member)}"]
+    return [*lines, f"    return {step(members[-1])}"]
+
+
+def union_copier(union: ir.RecordDecl) -> str:
+    """The body of `_copy_NAME` for a union: each member's own copy."""
+    return "\n".join(union_dispatch(union, lambda member: f"_copy_{member}(value)")) + "\n"
 
 
 class JsonConverters:
@@ -143,6 +184,11 @@ class JsonConverters:
         known = self._names.get(ts.show(ty))
         if known is not None:
             return known
+        record = self.records.get(ty.name)
+        if record is not None and record.is_union:
+            return self._union(record)
+        if record is not None and has_absent(record) and not flat_record(record, self.records):
+            return self._absent_record(self.records[ty.name])
         if ty.name in self.records and not flat_record(self.records[ty.name], self.records):
             fields = self.records[ty.name].fields
             value = (
@@ -164,6 +210,39 @@ class JsonConverters:
             f"def {name}(value: {self.types.py(ty)}) -> {_json_annotation(ty, self.types)}:\n    return {value}\n"
         )
         return name
+
+    def _absent_record(self, record: ir.RecordDecl) -> str:
+        """The converter of a record that is not flat and has a field that may be absent:
+        the record as a dict (its keys in their order, absent ones left out), then each
+        container replaced by its JSON where it is there."""
+        name = "_json_" + record.name
+        while name in self.functions or name in self._names.values() or name == "_json_key":
+            name += "_"
+        self._names[record.name] = name
+        lines = [f"def {name}(value: {self.types.py(ts.t(record.name))}) -> dict[str, Any]:"]
+        lines.append("    result: dict[str, Any] = dict(value)")
+        for f in record.fields:
+            if ts.is_container(f.type, self.records):
+                key = py_str(f.name)
+                step = f"result[{key}] = {self._json(f'value[{key}]', f.type, 1)}"
+                lines += [f"    if {key} in value:", f"        {step}"] if f.absent else [f"    {step}"]
+        self.functions[name] = "\n".join([*lines, "    return result"]) + "\n"
+        return name
+
+    def _union(self, union: ir.RecordDecl) -> str:
+        """The converter of a union: each member's own (`dict` for a flat one)."""
+        name = "_json_" + union.name
+        while name in self.functions or name in self._names.values() or name == "_json_key":
+            name += "_"
+        self._names[union.name] = name
+        steps = {member: f"{self.name_for(ts.t(member))}(value)" for member in union.members}
+        lines = [f"def {name}(value: {self.types.py(ts.t(union.name))}) -> dict[str, Any]:"]
+        self.functions[name] = "\n".join([*lines, *union_dispatch(union, steps.__getitem__)]) + "\n"
+        return name
+
+    def record_converter(self, name: str) -> str:
+        """The converter of a record (for `json_expr`'s `absent_converter`)."""
+        return self._record(name)
 
     def _json(self, source: str, ty: ir.TypeRef, depth: int) -> str:
         return json_expr(source, ty, self.records, depth, self._record)

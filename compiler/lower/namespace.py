@@ -8,7 +8,7 @@ those methods or of the generated test functions; tests and tasks functions of
 `tests/test_environment.py`. State and world fields are only dict keys and `TypedDict`
 keys. Which names a spec may not take follows from what the templates put in those same
 namespaces, so this module asks the templates: it lowers probe specs that switch on
-every optional part of them (enums, records with and without containers, world data,
+every optional part of them (enums, records with and without containers or fields that may be absent, unions, world data,
 every built-in function and method, both random generators, python escape bodies,
 tests, tasks), and walks the resulting Python with `ast`.
 
@@ -63,12 +63,23 @@ record QuuxFlat:
     quux_id: int
     quux_label: str = ""
     quux_color: QuuxColor = QuuxColor.quux_red
+    quux_nick?: str
 
 record QuuxDeep:
     """A record holding containers."""
     quux_tags: list[str] = []
     quux_marks: set[str] = []
     quux_inner: optional[QuuxFlat] = None
+    quux_extra?: list[str]
+
+record QuuxCard:
+    """A member of a union."""
+    quux_digits: str
+
+union QuuxPay by quux_via:
+    """A union tagged by a field."""
+    QuuxCard = "quux_card"
+    QuuxDeep = "quux_deep"
 
 state:
     quux_items: map[int, QuuxFlat] = {}
@@ -85,6 +96,7 @@ state:
     quux_count: int = 0
     quux_total: int = 0 alias "quuxTotal"
     quux_loaded: list[str] from "quux.json"
+    quux_pays: list[QuuxPay] = []
 
 load options:
     quux_long: bool = False
@@ -101,6 +113,13 @@ scenario quux_busy:
     """Some data."""
     quux_count = 3
     quux_items = {1: {"quux_id": 1}}
+
+tool quux_pay(quux_via: QuuxPay) -> QuuxPay:
+    """A union in, its member out, a field that may be absent deleted."""
+    quux_pays.append(quux_via)
+    for quux_deep in quux_deeps:
+        del quux_deep.quux_extra
+    return quux_via
 
 fn quux_find(quux_key: int) -> QuuxFlat:
     """Look one up."""

@@ -232,13 +232,16 @@ class Emitter:
         return "{" + ", ".join(f"{self.expr(x.key)}: {self.expr(x.value)}" for x in e.entries) + "}", _PREC["atom"]
 
     def _record_literal(self, record: ir.RecordDecl, given: dict[object, ir.Expr]) -> str:
-        """All fields in declaration order, defaults filled, so mypy sees a full TypedDict."""
+        """All fields in declaration order, defaults filled, so mypy sees a full TypedDict
+        (a field whose key may be absent only where it is given)."""
         items = []
         for f in record.fields:
             if f.name in given:
                 value = self.expr(given[f.name])
             elif f.name in self.record_defaults.get(record.name, {}):
                 value = typed_literal(self.record_defaults[record.name][f.name], f.type, self.records)
+            elif f.absent:
+                continue  # left out: the key is absent
             else:
                 value = "None"
             items.append(f"{py_str(f.name, self.quote)}: {value}")
@@ -416,6 +419,8 @@ class Emitter:
             return None
         found, default = (then, other) if cond.op == "in" else (other, then)
         mapping = cond.right
+        if isinstance(found, ir.Attr) and isinstance(cond.left, ir.Const):  # a field that may be absent
+            return self._field_get(cond.left, found, mapping, default)
         if (
             mapping.ty is None
             or ts.strip_optional(mapping.ty).name != "map"
@@ -428,6 +433,19 @@ class Emitter:
             return None
         key = self.key(cond.left, mapping.ty, self.expr(cond.left))
         return f"{self.expr(mapping, _PREC['postfix'])}.get({key}, {self.expr(default)})"
+
+    def _field_get(self, name: ir.Const, found: ir.Attr, record: ir.Expr, default: ir.Expr) -> str | None:
+        """`r.get("f", d)` for `r.f if "f" in r else d`, `r` a record (see `_dict_get`)."""
+        if (
+            record.ty is None
+            or ts.strip_optional(record.ty).name not in self.records
+            or found.name != name.value
+            or not idioms.same(found.obj, record)
+            or not (idioms.total(default) or _empty_literal(default))
+            or not idioms.pure(record)
+        ):
+            return None
+        return f"{self.expr(record, _PREC['postfix'])}.get({py_str(found.name, self.quote)}, {self.expr(default)})"
 
     def _e_comprehension(self, e: ir.Comprehension) -> tuple[str, int]:
         if e.value is None and e.cond is None and isinstance(e.elt, ir.Name) and e.targets == [e.elt.id]:
@@ -720,9 +738,14 @@ class Emitter:
         return [f"{pad}raise {self._error(s.error)}"]
 
     def _s_delete(self, s: ir.Delete, pad: str, indent: int) -> list[str]:
-        assert isinstance(s.target, ir.Index)
         lines = []
+        assert isinstance(s.target, (ir.Index, ir.Attr))
         container = self.expr(s.target.obj, _PREC["postfix"])
+        if isinstance(s.target, ir.Attr):  # a record field that may be absent; if it is, nothing
+            if s.touches_state:  # the whole record, so a rollback keeps its key order
+                lines.append(f"{pad}self._undo.save_record({container})")
+            return [*lines, f"{pad}{container}.pop({py_str(s.target.name, self.quote)}, None)"]
+        assert isinstance(s.target, ir.Index)
         if s.touches_state:
             # The whole map, not the one key: put back by a rollback, a key would move to the
             # end, and key order shows in results (keys(m), loops) and in exported pairs.
@@ -917,6 +940,12 @@ def _is_view_call(e: ir.Expr) -> bool:
         and e.func.id in ("keys", "values", "unique")
         and len(e.args) == 1
     )
+
+
+def _empty_literal(e: ir.Expr) -> bool:
+    """`[]` or `{}`: a fresh value whose making cannot fail, so it may be made early (as a
+    `get` default; ruff's SIM401 asks for that form)."""
+    return isinstance(e, (ir.ListLit, ir.MapLit)) and not (e.items if isinstance(e, ir.ListLit) else e.entries)
 
 
 def _needs_annotation(value: ir.Expr, ty: ir.TypeRef, records: dict[str, ir.RecordDecl]) -> bool:

@@ -141,11 +141,13 @@ class Samples:
             return {}
         if name in self.enums:
             return self.enums[name].members[0]
+        if name in self.records and self.records[name].is_union:
+            union = self.records[name]
+            member = next(iter(union.members))
+            return {union.tag: union.members[member], **self.value(ts.t(member))}
         if name in self.records:
             record = self.records[name]
-            return {
-                f.name: self.value(f.type) for f in record.fields if f.default is None and not ts.is_optional(f.type)
-            }
+            return {f.name: self.value(f.type) for f in record.fields if ts.required_field(f)}
         return None
 
     def valid_args(self, tool: ir.ToolDecl) -> dict[str, Any]:

@@ -3126,6 +3126,12 @@ class _Member(Environment):
             self._check_out()
             return plain.state(self)
 
+    def saved_state(self) -> dict[str, Any]:
+        plain = self._plain
+        with self._family.lock:
+            self._check_out()
+            return plain.saved_state(self)
+
     def state_json(self) -> str:
         plain = self._plain
         with self._family.lock:
