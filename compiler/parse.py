@@ -31,7 +31,7 @@ from lark.parsers.lalr_analysis import Shift
 from lark.tree import Meta
 from lark.visitors import Transformer_NonRecursive
 
-from compiler import ir
+from compiler import ir, parse_fast
 from compiler.diagnostics import Diagnostic
 from compiler.typesys import FORMAT_SPEC
 
@@ -1158,7 +1158,11 @@ def _parse_source(source: str, path: str) -> ParseResult:
     if "\0" in text:  # refused anywhere, strings and comments included: not spec text
         return ParseResult(None, _nul_characters(text, path))
     collector = _Collector(path)
-    syntax = _try_parse(text, path, collector)
+    fast = parse_fast.parse_decls(text)  # None: input left to Lark, which reports its errors
+    if fast is not None:
+        collector.result, syntax = fast, None
+    else:
+        syntax = _try_parse(text, path, collector)
     if syntax is None:
         module, errors = _assemble(collector.result, path)
         diagnostics = collector.errors + errors

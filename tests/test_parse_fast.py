@@ -1,0 +1,297 @@
+"""The fast parser (`compiler/parse_fast.py`) against Lark, the reference.
+
+For every input: when Lark's parse has a syntax error or an IR builder reports a
+problem, the fast parser returns no declarations (Lark's diagnostics stand); when Lark
+accepts, the fast parser either refuses or builds the same IR: the same node classes,
+the same `__dict__` (keys in the same order, values of the same types), the same
+`model_fields_set`, and so the same `model_dump_json` byte for byte. The shipped specs,
+fixtures, docs examples and the benchmark spec must not be refused (the fast path is
+the one they take), and neither must the well-formed mutations of them.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from compiler import parse, parse_fast
+from compiler.parse import _Collector, _try_parse, parse_source
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def normalise(source: str) -> str:
+    """The text `parse_source` hands its parsers."""
+    text = source.removeprefix("\ufeff").replace("\r\n", "\n")
+    return text if text.endswith("\n") else text + "\n"
+
+
+def difference(a: Any, b: Any, where: str = "") -> str | None:
+    """Where two IR values differ (class, field order, fields set, value or its type), or None."""
+    if type(a) is not type(b):
+        return f"{where}: {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, BaseModel):
+        if list(a.__dict__) != list(b.__dict__):
+            return f"{where}: fields {list(a.__dict__)} != {list(b.__dict__)}"
+        if a.model_fields_set != b.model_fields_set:
+            return f"{where}: fields set {sorted(a.model_fields_set)} != {sorted(b.model_fields_set)}"
+        if (a.__pydantic_extra__, a.__pydantic_private__) != (b.__pydantic_extra__, b.__pydantic_private__):
+            return f"{where}: extra or private"
+        for name, value in a.__dict__.items():
+            found = difference(value, b.__dict__[name], f"{where}.{name}")
+            if found:
+                return found
+        return None
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{where}: {len(a)} items != {len(b)}"
+        for index, (x, y) in enumerate(zip(a, b)):
+            found = difference(x, y, f"{where}[{index}]")
+            if found:
+                return found
+        return None
+    if isinstance(a, dict):
+        if list(a) != list(b):
+            return f"{where}: keys {list(a)} != {list(b)}"
+        for key in a:
+            found = difference(a[key], b[key], f"{where}[{key!r}]")
+            if found:
+                return found
+        return None
+    return None if a == b else f"{where}: {a!r} != {b!r}"
+
+
+def compare(source: str) -> str:
+    """'same' (both parsers built equal IR), 'refused' (Lark accepts, the fast parser
+    leaves it to Lark) or 'lark refuses' (both refuse); a mismatch fails the test."""
+    text = normalise(source)
+    collector = _Collector("spec.envspec")
+    syntax = _try_parse(text, "spec.envspec", collector)
+    fast = parse_fast.parse_decls(text)
+    if syntax is not None or collector.errors:
+        assert fast is None, f"fast parser accepted what Lark refuses: {syntax or collector.errors[0]}"
+        return "lark refuses"
+    if fast is None:
+        return "refused"
+    found = difference(fast, collector.result, "decls")
+    assert found is None, found
+    assert [d.model_dump_json() for d in fast] == [d.model_dump_json() for d in collector.result]
+    return "same"
+
+
+def _docs_examples() -> list[str]:
+    """Every envspec block of the language reference, alone and after the page's running
+    example (the first block), as tests/test_docs_language.py checks them."""
+    text = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```envspec\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+    return [*blocks, *(blocks[0] + "\n" + block for block in blocks[1:])]
+
+
+SHIPPED = sorted(
+    path
+    for path in [*ROOT.glob("specs/**/*.envspec"), *ROOT.glob("tests/fixtures/**/*.envspec")]
+    if b"\0" not in path.read_bytes()
+)
+CORPUS = sorted(path for path in ROOT.glob("tests/corpus/**/*.envspec") if b"\0" not in path.read_bytes())
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def test_fast_path_is_on() -> None:
+    """The grammar's keywords and the IR's fields are the ones the fast parser writes
+    (a construct added to either turns it off; this test says so)."""
+    assert parse_fast.enabled()
+    assert parse_fast._foreign_words() == frozenset()
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shipped_specs_parse_fast_to_the_same_ir(path: Path) -> None:
+    outcome = compare(_read(path))
+    assert outcome in ("same", "lark refuses")
+    if path.is_relative_to(ROOT / "specs"):
+        assert outcome == "same"
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_corpus_files_agree(path: Path) -> None:
+    """Corpus files are bad on purpose: Lark's refusals must be the fast parser's too,
+    and those that parse (their errors come later) must parse to the same IR."""
+    compare(_read(path))
+
+
+def test_docs_examples_parse_fast_to_the_same_ir() -> None:
+    examples = _docs_examples()
+    assert len(examples) > 10
+    outcomes = [compare(example) for example in examples]
+    assert "refused" not in outcomes
+
+
+def test_benchmark_spec_parses_fast_to_the_same_ir() -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import frontend
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert compare(frontend.generate(1500)) == "same"
+
+
+def test_parse_source_results_are_unchanged() -> None:
+    """Through `parse_source` (module assembly, diagnostics): the same JSON either way."""
+    for path in SHIPPED[:40]:
+        text = _read(path)
+        fast = parse_source(text, str(path))
+        lark = _without_fast_path(text, str(path))
+        assert (fast.module is None) == (lark.module is None)
+        assert fast.diagnostics == lark.diagnostics
+        if fast.module is not None and lark.module is not None:
+            assert fast.module.model_dump_json() == lark.module.model_dump_json()
+
+
+def _without_fast_path(text: str, path: str) -> parse.ParseResult:
+    decls = parse_fast.parse_decls
+    parse_fast.parse_decls = lambda _text: None  # type: ignore[assignment]
+    try:
+        return parse_source(text, path)
+    finally:
+        parse_fast.parse_decls = decls  # type: ignore[assignment]
+
+
+# --------------------------------------------------------------------------- edge cases
+
+HEADER = 'environment shop:\n    title "Shop"\n\n'
+
+EDGES = [
+    # keywords where Lark's lexer makes them names (or not)
+    "record R:\n    title: str\n    state: int = 1\n    doc: str\n",
+    "tool t(title: str) -> str:\n    return title + state\n",
+    "tool t() -> int:\n    return a + not\n",
+    "tool t() -> int:\n    return f(if=1)\n",
+    "tool t() -> int:\n    return f(if)\n",
+    "tool t() -> int:\n    return x.if.else\n",
+    "tool t() -> int:\n    let x = 1\n    python(x)\n    reads = 2\n",
+    'tool t() -> int:\n    python "return 1"\n',
+    "tool t() -> int:\n    reads = 2\n",
+    "tool t() -> int:\n    return None\n",
+    "tool t(x: None) -> list[None]:\n    return [True, False, None]\n",
+    "enum E:\n    if, else, True, None\n",
+    "tool t() -> int:\n    reads a, nothing\n    writes nothing\n    return 1\n",
+    "tool t() -> int:\n    for x in xs:\n        pass\n    else = 3\n",
+    "tool t() -> int:\n    if a:\n        pass\n    else:\n        pass\n    elif = 1\n",
+    "test x:\n    scenario s\n    raises(1)\n    let a = 1\n    expect a\n    f() raises e\n",
+    "test x:\n    let = 1\n",
+    # words glued to keywords and numbers
+    "tool t(x: int = 1min 2) -> int:\n    return x\n",
+    "tool t(x: int = 1 minutes 2) -> int:\n    return x\n",
+    "drop tooling x\n",
+    "drop tool x\nrename tool a asb\n",
+    "rename tool a as b\n",
+    "tool t() -> int:\n    return a iffy else b\n",
+    "tool t() -> int:\n    return 1.e5 + 1.5e3 + 1_000 + 0\n",
+    "tool t() -> int:\n    return 1__0\n",
+    # strings, f-strings, docs
+    'tool t() -> str:\n    "doc"\n    return "a"\n',
+    'tool t() -> str:\n    "not a doc".upper()\n    return "a"\n',
+    'tool t() -> str:\n    f"doc {x}"\n    return "a"\n',
+    'tool t() -> str:\n    return f"a {x:>8.2f} {y!r} {{z}} {lambda q: q} {a if b else c}"\n',
+    'tool t() -> str:\n    return f"{x # c}"\n',
+    'tool t() -> str:\n    return f"{x:{y}}" + f"{}" + f"{"\n',
+    'tool t() -> str:\n    return "\\q" + "\\ud800"\n',
+    'tool t() -> str:\n    return """\n        a\n          b\n    """\n',
+    'tool t() -> str:\n    return f"{x:}" + f"{d[1:2]}" + f"{a != b}"\n',
+    # layout
+    "tool t() -> int:\n    return (1 +\n        2)  # c\n\n\n# gap\n\ntool u() -> int:\n    return 1\n",
+    "tool t() -> int:\n    return 1 + \\\n        2\n",
+    "tool t() -> int:\n\treturn 1\n",
+    "tool t() -> int:\n    if a:\n\treturn 1\n",
+    "tool t() -> int:\n    return 1\n  x\n",
+    "   tool t() -> int:\n    return 1\n",
+    "tool t() -> int:\n    return 1\x0c\n",
+    "tool t() -> int:\n    return [x for x in xs if x > 1] + [a if b else c for a, b in m]\n",
+    "tool t() -> int:\n    return {k: v for k, v in m if v} | {}\n",
+    "tool t() -> int:\n    return a[1:] + a[:2] + a[:] + a[1] + f(*x)\n",
+    "tool t() -> int:\n    return -a ** -b * c // d % e - (f) is not g not in h < i <= j\n",
+    "tool t() -> int:\n    a.b[c] += 1\n    (a) = 2\n    -a = 3\n",
+    "tool t() -> int:\n    del a[1]\n    require a else e(\"m\", field=\"x\")\n    fail e(\"m\", \"n\")\n",
+    "tool t() -> int:\n    return lambda a, b: a if b else lambda: 1\n",
+    "tool t(a: int,) -> int:\n    param a \"x\"\n    param b \"y\"\n    return 1\n",
+    "tool t(a: int,) -> int:\n    param a \"x\"\n    param a \"y\"\n    return 1\n",
+    "tool t() -> int:\n    reads a\n    reads b\n    return 1\n",
+    "environment e:\n    seed 1_000\n    rng x\n    domains \"a\", \"b\"\n    clock \"c\"\n",
+    "environment e:\n    seed 1\n    seed 2\n",
+    "world:\n    a: int from \"a.json\"\n    b: int = 1\n    c: int fromage \"x\"\n",
+    "task k:\n    scenario s\n    request \"r\"\n    solution:\n        f()\n    verify x\n",
+    "task k:\n    solution:\n        f()\n",
+    "task k:\n    scenario s\n    scenario t\n",
+    "describe tool x:\n    \"doc\"\n    param a \"b\"\n",
+    "override record R:\n    a: int\noverride fn f() -> int:\n    return 1\n",
+    "tool t() -> int:\n    return " + "(" * 101 + "1" + ")" * 101 + "\n",
+    "tool t() -> int:\n    return " + " + ".join(["1"] * 130) + "\n",
+    "tool t() -> int:\n    return " + "[" * 60 + "]" * 60 + " + " + " + ".join(["1"] * 70) + "\n",
+    "tool t() -> int:\n    return " + str(2**63) + "\n",
+]
+
+
+@pytest.mark.parametrize("text", EDGES, ids=range(len(EDGES)))
+def test_edge_cases_agree(text: str) -> None:
+    compare(HEADER + text)
+
+
+# --------------------------------------------------------------------------- mutations
+
+WORDS = [*sorted(parse_fast.KEYWORDS), "min", "max_items", "pattern", "x", "_y", "f", "ff"]
+SNIPPETS = [
+    " ", "  ", "\t", "\n", "\n    ", "\n        ", "  # note\n", "\\\n", "(", ")", "[", "]", "{", "}",
+    ",", ":", ".", "=", "==", "+", "-", "**", "->", '"s"', 'f"{x}"', '"""d"""', "1", "2.5", "1_0",
+]  # fmt: skip
+
+
+def _mutants(text: str, rng: random.Random, count: int) -> list[str]:
+    """Variants of a spec: a word swapped for a keyword, a snippet inserted, a token
+    deleted, blank lines and comments added, indentation changed."""
+    spans = [m.span() for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*|[^\sA-Za-z_]+|\n", text)]
+    out = []
+    for _ in range(count):
+        start, end = spans[rng.randrange(len(spans))]
+        choice = rng.random()
+        if choice < 0.35:
+            variant = text[:start] + rng.choice(WORDS) + text[end:]
+        elif choice < 0.65:
+            variant = text[:start] + rng.choice(SNIPPETS) + text[start:]
+        elif choice < 0.8:
+            variant = text[:start] + text[end:]
+        elif choice < 0.9:
+            variant = text[:start] + "\n\n    # c\n" + text[start:]
+        else:
+            variant = text.replace("\n    ", "\n" + rng.choice(["  ", "\t", "     "]), rng.randrange(1, 4))
+        out.append(variant)
+    return out
+
+
+SEEDS = [path for path in SHIPPED if path.is_relative_to(ROOT / "specs")]
+
+
+@pytest.mark.parametrize("path", SEEDS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_mutated_specs_agree(path: Path) -> None:
+    text = _read(path)
+    rng = random.Random(path.name)
+    outcomes = [compare(variant) for variant in _mutants(text, rng, 150)]
+    assert outcomes.count("same") > 10  # the mutants still exercise the fast path
+
+
+def test_formatter_output_parses_the_same() -> None:
+    """Specs printed by `envc fmt` (another layout of the same IR) parse the same fast."""
+    from compiler.fmt import format_source
+
+    for path in SEEDS:
+        printed = format_source(_read(path), str(path)).text
+        if printed is not None:
+            assert compare(printed) == "same"
