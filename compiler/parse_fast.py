@@ -78,8 +78,17 @@ RENAME_KINDS = frozenset({"tool", "fn", "record", "enum", "scenario", "state", "
 NOT_AN_ATOM = frozenset({"lambda", "not", "if", "else", "elif", "for", "in", "is", "and", "or"})
 """Keywords where an atom starts: `lambda` and `not` are handled at the levels that take
 them; elsewhere Lark would read some of these as names, which this parser leaves to it."""
-NOT_A_KWARG = frozenset({"lambda", "not", "True", "False", "None"})
-"""Keywords Lark's lexer keeps as keywords at the start of an argument."""
+
+EXPRESSION_WORDS = frozenset({"lambda", "not", "True", "False", "None"})
+CALLABLE_WORDS = frozenset({"reads", "writes", "side_effect", "param", "python", "llm"})
+TEST_WORDS = frozenset({"scenario", "let", "expect"}) | EXPRESSION_WORDS
+TASK_WORDS = frozenset({"scenario", "request", "solution", "verify"})
+DOC_FOLLOWERS = STATEMENT_WORDS | EXPRESSION_WORDS | CALLABLE_WORDS | TEST_WORDS | TASK_WORDS
+"""Keywords Lark's lexer takes right after any doc line: `doc: string _NL` is one LALR
+state whatever the block, so its lookahead is every block's. A block where one of
+these is a name there (a record field `python` after the doc) is left to Lark, which
+refuses it."""
+BODY_WORDS = STATEMENT_WORDS | EXPRESSION_WORDS | CALLABLE_WORDS
 
 WORD_KINDS = KEYWORDS | {"NAME"}
 STRING_KINDS = frozenset({"STRING", "LONG", "FSTRING"})
@@ -416,15 +425,20 @@ class _Parser:
         self.i += 1
         return _string_value(token[1])
 
-    def doc(self) -> str:
+    def doc(self, keywords: frozenset[str] = frozenset()) -> str:
         """`doc?` at the start of a block: a string alone on its line (Lark shifts it as
-        the doc); a string that starts anything else there is left to Lark."""
+        the doc); a string that starts anything else there is left to Lark. After the
+        doc, a word of DOC_FOLLOWERS is a keyword to Lark: fine where this block takes
+        it as one (`keywords`), left to Lark anywhere else."""
         token = self.t[self.i]
         if token[0] not in STRING_KINDS:
             return ""
         if token[0] == "FSTRING" or self.t[self.i + 1][0] != "NL":
             raise self.refuse()  # an f-string doc is E1005
         self.i += 2
+        after = self.t[self.i][0]
+        if after in DOC_FOLLOWERS and after not in keywords:
+            raise self.refuse()
         return _string_value(token[1])
 
     def block_start(self) -> None:
@@ -671,7 +685,7 @@ class _Parser:
         self.expect("->")
         returns = self.type_()
         self.block_start()
-        doc = self.doc()
+        doc = self.doc(BODY_WORDS)
         fields: dict[str, Any] = {}
         param_docs: dict[str, str] = {}
         while True:
@@ -829,7 +843,7 @@ class _Parser:
         self.expect("tool")
         name = self.word()
         self.block_start()
-        doc = self.doc()
+        doc = self.doc(frozenset({"param"}))
         docs: dict[str, str] = {}
         lines: dict[str, int] = {}
         cols: dict[str, int] = {}
@@ -862,7 +876,7 @@ class _Parser:
         self.i += 1
         name = self.word()
         self.block_start()
-        doc = self.doc()
+        doc = self.doc(TEST_WORDS)
         steps: list[Any] = []
         while True:
             f = self.i
@@ -916,7 +930,7 @@ class _Parser:
         self.i += 1
         name = self.word()
         self.block_start()
-        doc = self.doc()
+        doc = self.doc(TASK_WORDS)
         given = {"name", "doc", *POS}
         scenario = request = ""
         solution: list[Any] = []
@@ -1327,7 +1341,7 @@ class _Parser:
             s = self.i
             token = t[s]
             if t[s + 1][0] == "=" and token[0] in WORD_KINDS:
-                if token[0] in NOT_A_KWARG:
+                if token[0] in EXPRESSION_WORDS:
                     raise self.refuse()
                 self.i += 2
                 value = self.expr()
