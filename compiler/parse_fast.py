@@ -100,25 +100,35 @@ COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "not", "is"})
 OPEN = frozenset({"(", "[", "{"})
 CLOSE = frozenset({")", "]", "}"})
 
-_TOKEN = re.compile(
-    r"""[\t\f ]*(?:
-    (?P<FSTRING>f"(?:[^"\\\n]|\\.)*")
-    |(?P<NAME>[A-Za-z_][A-Za-z0-9_]*)
-    |(?P<OP>\*\*|//|->|\+=|-=|==|!=|<=|>=|[()\[\]{}:,.=+\-*/%<>])
-    |(?P<NL>(?:\r?\n[\t ]*|\#[^\n]*)+)
-    |(?P<LONG>\"\"\"(?:[^"\\]|\\(?s:.)|"(?!""))*\"\"\")
-    |(?P<STRING>"(?!"")(?:[^"\\\n]|\\.)*")
-    |(?P<FLOAT>[0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)
-    |(?P<INT>0|[1-9][0-9_]*)
-    |(?P<CONT>\\[\t\f ]*\r?\n)
-    |(?P<ERR>(?s:.))
+_PIECES = re.compile(
+    r"""(
+    f"(?:[^"\\\n]|\\.)*"
+    |[A-Za-z_][A-Za-z0-9_]*
+    |[\t\f ]+
+    |\*\*|//|->|\+=|-=|==|!=|<=|>=|[()\[\]{}:,.=+\-*/%<>]
+    |(?:\r?\n[\t ]*|\#[^\n]*)+
+    |\"\"\"(?:[^"\\]|\\(?s:.)|"(?!""))*\"\"\"
+    |"(?!"")(?:[^"\\\n]|\\.)*"
+    |[0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+
+    |0|[1-9][0-9_]*
+    |\\[\t\f ]*\r?\n
+    |(?s:.)
     )""",
     re.VERBOSE,
 )
-"""Lark's terminals (grammar/envspec.lark) in one pattern, each after the ignored
-blanks; FSTRING before NAME and FLOAT before INT as Lark's priorities order them."""
-(_G_FSTRING, _G_NAME, _G_OP, _G_NL, _G_LONG, _G_STRING, _G_FLOAT, _G_INT, _G_CONT, _G_ERR) = range(1, 11)
-_LITERAL_KINDS = {_G_FSTRING: "FSTRING", _G_LONG: "LONG", _G_STRING: "STRING", _G_FLOAT: "FLOAT", _G_INT: "INT"}
+"""Lark's terminals (grammar/envspec.lark) and the blanks it ignores, as one pattern
+whose every match is one piece of the text (so offsets add up): FSTRING before NAME and
+FLOAT before INT, as Lark's priorities order them; the last branch is any character no
+terminal takes. `scan` tells the pieces apart by their first character."""
+_FIRST: dict[str, str] = {
+    **dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_", "word"),
+    **dict.fromkeys(" \t\f", "blank"),
+    **dict.fromkeys("()[]{}:,.=+-*/%<>!", "op"),
+    **dict.fromkeys("\n\r#", "newline"),
+    **dict.fromkeys("0123456789", "number"),
+    '"': "string",
+    "\\": "continuation",
+}
 
 Token = tuple[str, str, int, int, int, int]
 """kind, text, line, column, end line, end column (Lark's: 1-based, end exclusive)."""
@@ -146,73 +156,85 @@ def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tupl
     tokens: list[Token] = []
     append = tokens.append
     keywords = KEYWORDS
-    line_start = 1 - col  # so that column = offset - line_start + 1
+    first = _FIRST
+    base = -col  # column = offset - base
+    offset = 0
     depth = 0
     levels = [0]
     run = 0
     long_line = False
-    for match in _TOKEN.finditer(text):
-        group = match.lastindex
-        start, end = match.span(group)
-        if group == _G_NAME:
-            value = text[start:end]
-            if value in keywords:
-                kind = value
-            elif value in foreign:
-                raise _Refuse(value)
+    for piece in _PIECES.findall(text):
+        size = len(piece)
+        start = offset
+        offset += size
+        sort = first.get(piece[0])
+        if sort == "blank":
+            continue
+        if sort == "word":
+            if piece[0] == "f" and size > 1 and piece[1] == '"':
+                append(("FSTRING", piece, line, start - base, line, offset - base))
+            elif piece in keywords:
+                append((piece, piece, line, start - base, line, offset - base))
+            elif piece in foreign:
+                raise _Refuse(piece)
             else:
-                kind = "NAME"
-            append((kind, value, line, start - line_start + 1, line, end - line_start + 1))
-        elif group == _G_OP:
-            value = text[start:end]
-            if value in OPEN:
+                append(("NAME", piece, line, start - base, line, offset - base))
+        elif sort == "op":
+            if piece == "!":
+                raise _Refuse("no terminal matches")
+            if piece in OPEN:
                 depth += 1
                 if depth > MAX_NESTING:
                     raise _Refuse("brackets nested too deep")
-            elif value in CLOSE and depth:
+            elif piece in CLOSE and depth:
                 depth -= 1
-            append((value, value, line, start - line_start + 1, line, end - line_start + 1))
-        elif group == _G_NL:
-            value = text[start:end]
-            first_line, first_col = line, start - line_start + 1
-            line += value.count("\n")
-            line_start = start + value.rindex("\n") + 1 if "\n" in value else line_start
+            append((piece, piece, line, start - base, line, offset - base))
+        elif sort == "newline":
+            if piece == "\r" or piece.startswith("\r") and piece[1] != "\n":
+                raise _Refuse("no terminal matches")
+            first_line, first_col = line, start - base
+            line += piece.count("\n")
+            if "\n" in piece:
+                base = start + piece.rindex("\n")
             if depth or not indent:
                 continue
             if run > MAX_EXPR_DEPTH:
                 long_line = True
             run = -1
-            here = (first_line, first_col, line, end - line_start + 1)
-            append(("NL", value, *here))
-            spaces = value.rsplit("\n", 1)[1]
-            width = spaces.count(" ") + spaces.count("\t") * 4
+            here = (first_line, first_col, line, offset - base)
+            append(("NL", piece, *here))
+            spaces = piece[piece.rindex("\n") + 1 :]
+            width = len(spaces) if "\t" not in spaces else spaces.count(" ") + spaces.count("\t") * 4
             if width > levels[-1]:
                 levels.append(width)
                 if len(levels) > MAX_NESTING + 1:
                     raise _Refuse("blocks nested too deep")
                 append(("INDENT", spaces, *here))
-            else:
+            elif width < levels[-1]:
                 while width < levels[-1]:
                     levels.pop()
                     append(("DEDENT", spaces, *here))
                 if width != levels[-1]:
                     raise _Refuse("dedent to no outer level")
-        elif group == _G_CONT:
-            line += 1
-            line_start = end
-            continue
-        elif group == _G_ERR:
-            raise _Refuse("no terminal matches")
-        else:
-            kind = _LITERAL_KINDS[group]
-            value = text[start:end]
-            if kind == "LONG" and "\n" in value:
-                end_line = line + value.count("\n")
-                end_start = start + value.rindex("\n") + 1
-                append((kind, value, line, start - line_start + 1, end_line, end - end_start + 1))
-                line, line_start = end_line, end_start
+        elif sort == "string":
+            if size == 1:
+                raise _Refuse("string not closed")
+            if piece.startswith('"""') and size >= 6:
+                end_line = line + piece.count("\n")
+                end_base = start + piece.rindex("\n") if end_line != line else base
+                append(("LONG", piece, line, start - base, end_line, offset - end_base))
+                line, base = end_line, end_base
             else:
-                append((kind, value, line, start - line_start + 1, line, end - line_start + 1))
+                append(("STRING", piece, line, start - base, line, offset - base))
+        elif sort == "number":
+            kind = "FLOAT" if "." in piece or "e" in piece or "E" in piece else "INT"
+            append((kind, piece, line, start - base, line, offset - base))
+        elif sort == "continuation" and size > 1:
+            line += 1
+            base = offset - 1
+            continue
+        else:
+            raise _Refuse("no terminal matches")
         run += 1
     if depth or len(levels) > 1:
         raise _Refuse("input ends inside a block or bracket")
