@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from compiler import ir
 from compiler.typesys import FORMAT_SPEC
@@ -251,7 +253,10 @@ _new = object.__new__
 _setattr = object.__setattr__
 
 
-def _make(cls: type[Any], values: dict[str, Any], fields_set: set[str]) -> Any:
+_N = TypeVar("_N", bound=BaseModel)
+
+
+def _make(cls: type[_N], values: dict[str, Any], fields_set: set[str]) -> _N:
     """What `cls.model_construct` does, without its per-field loop: `values` holds every
     field in the model's order (defaults included) and `fields_set` the names the
     validating constructor would have been given."""
@@ -758,9 +763,9 @@ class _Parser:
         else:
             body = self.statements()
         self.expect("DEDENT")
-        for param in params:
-            param.__dict__["doc"] = param_docs.get(param.__dict__["name"], "")
-            param.__pydantic_fields_set__.add("doc")
+        for each in params:
+            each.__dict__["doc"] = param_docs.get(each.__dict__["name"], "")
+            each.__pydantic_fields_set__.add("doc")
         return _make(
             cls,
             {
@@ -903,6 +908,7 @@ class _Parser:
         while True:
             f = self.i
             kind = t[f][0]
+            step: ir.StmtBase
             if kind == "scenario":
                 self.i += 1
                 used = self.word()
@@ -1047,7 +1053,14 @@ class _Parser:
                 value = self.expr()
                 return _make(
                     ir.Assign,
-                    {**self.pos(s), "kind": "assign", "target": target, "op": "=", "value": value, "touches_state": False},
+                    {
+                        **self.pos(s),
+                        "kind": "assign",
+                        "target": target,
+                        "op": "=",
+                        "value": value,
+                        "touches_state": False,
+                    },
                     {"target", "value", *POS},
                 )
             if op == "+=" or op == "-=":
@@ -1055,7 +1068,14 @@ class _Parser:
                 value = self.expr()
                 return _make(
                     ir.Assign,
-                    {**self.pos(s), "kind": "assign", "target": target, "op": op, "value": value, "touches_state": False},
+                    {
+                        **self.pos(s),
+                        "kind": "assign",
+                        "target": target,
+                        "op": op,
+                        "value": value,
+                        "touches_state": False,
+                    },
                     {"target", "op", "value", *POS},
                 )
             value = self.ternary(target, s) if op in CONTINUES else target
@@ -1140,9 +1160,7 @@ class _Parser:
             self.i += 1
             other = self.expr()
             block = self.suite()
-            branches.append(
-                _make(ir.IfBranch, {**self.pos(b), "cond": other, "body": block}, {"cond", "body", *POS})
-            )
+            branches.append(_make(ir.IfBranch, {**self.pos(b), "cond": other, "body": block}, {"cond", "body", *POS}))
         orelse: list[Any] = []
         if t[self.i][0] == "else":
             self.i += 1
@@ -1193,7 +1211,9 @@ class _Parser:
         self.expect(":")
         body = self.expr()
         return _make(
-            ir.Lambda, {**self.pos(s), "ty": None, "kind": "lambda", "params": params, "body": body}, {"params", "body", *POS}
+            ir.Lambda,
+            {**self.pos(s), "ty": None, "kind": "lambda", "params": params, "body": body},
+            {"params", "body", *POS},
         )
 
     def ternary(self, left: Any, s: int) -> Any:
@@ -1236,7 +1256,9 @@ class _Parser:
             self.i += 1
             operand = self.not_(None, self.i)
             return _make(
-                ir.Unary, {**self.pos(s), "ty": None, "kind": "unary", "op": "not", "operand": operand}, {"op", "operand", *POS}
+                ir.Unary,
+                {**self.pos(s), "ty": None, "kind": "unary", "op": "not", "operand": operand},
+                {"op", "operand", *POS},
             )
         return self.comparison(left, s)
 
@@ -1293,7 +1315,9 @@ class _Parser:
             self.i += 1
             operand = self.factor(None, self.i)
             return _make(
-                ir.Unary, {**self.pos(s), "ty": None, "kind": "unary", "op": "-", "operand": operand}, {"op", "operand", *POS}
+                ir.Unary,
+                {**self.pos(s), "ty": None, "kind": "unary", "op": "-", "operand": operand},
+                {"op", "operand", *POS},
             )
         base = left if left is not None else self.postfix()
         if self.t[self.i][0] != "**":
@@ -1311,7 +1335,9 @@ class _Parser:
                 self.i += 1
                 name = self.word()
                 node = _make(
-                    ir.Attr, {**self.pos(s), "ty": None, "kind": "attr", "obj": node, "name": name}, {"obj", "name", *POS}
+                    ir.Attr,
+                    {**self.pos(s), "ty": None, "kind": "attr", "obj": node, "name": name},
+                    {"obj", "name", *POS},
                 )
             elif kind == "(":
                 self.i += 1
@@ -1386,7 +1412,16 @@ class _Parser:
             self.i += 1
             return _make(
                 ir.Name,
-                {"line": token[2], "col": token[3], "end_line": token[4], "end_col": token[5], "ty": None, "kind": "name", "id": token[1], "ref": ""},
+                {
+                    "line": token[2],
+                    "col": token[3],
+                    "end_line": token[4],
+                    "end_col": token[5],
+                    "ty": None,
+                    "kind": "name",
+                    "id": token[1],
+                    "ref": "",
+                },
                 {"id", *POS},
             )
         if kind == "STRING" or kind == "LONG":
@@ -1420,7 +1455,16 @@ class _Parser:
             self.i += 1  # a keyword Lark's lexer leaves a NAME where an atom starts
             return _make(
                 ir.Name,
-                {"line": token[2], "col": token[3], "end_line": token[4], "end_col": token[5], "ty": None, "kind": "name", "id": token[1], "ref": ""},
+                {
+                    "line": token[2],
+                    "col": token[3],
+                    "end_line": token[4],
+                    "end_col": token[5],
+                    "ty": None,
+                    "kind": "name",
+                    "id": token[1],
+                    "ref": "",
+                },
                 {"id", *POS},
             )
         raise self.refuse()
@@ -1429,7 +1473,15 @@ class _Parser:
     def const(token: Token, value: Any) -> ir.Const:
         return _make(
             ir.Const,
-            {"line": token[2], "col": token[3], "end_line": token[4], "end_col": token[5], "ty": None, "kind": "const", "value": value},
+            {
+                "line": token[2],
+                "col": token[3],
+                "end_line": token[4],
+                "end_col": token[5],
+                "ty": None,
+                "kind": "const",
+                "value": value,
+            },
             {"value", *POS},
         )
 
@@ -1531,7 +1583,15 @@ class _Parser:
             parts.append(_unescape("".join(literal)))
         return _make(
             ir.FString,
-            {"line": token[2], "col": token[3], "end_line": token[4], "end_col": token[5], "ty": None, "kind": "fstring", "parts": parts},
+            {
+                "line": token[2],
+                "col": token[3],
+                "end_line": token[4],
+                "end_col": token[5],
+                "ty": None,
+                "kind": "fstring",
+                "parts": parts,
+            },
             {"parts", *POS},
         )
 

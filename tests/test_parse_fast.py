@@ -220,18 +220,18 @@ EDGES = [
     "tool t() -> int:\n    return a[1:] + a[:2] + a[:] + a[1] + f(*x)\n",
     "tool t() -> int:\n    return -a ** -b * c // d % e - (f) is not g not in h < i <= j\n",
     "tool t() -> int:\n    a.b[c] += 1\n    (a) = 2\n    -a = 3\n",
-    "tool t() -> int:\n    del a[1]\n    require a else e(\"m\", field=\"x\")\n    fail e(\"m\", \"n\")\n",
+    'tool t() -> int:\n    del a[1]\n    require a else e("m", field="x")\n    fail e("m", "n")\n',
     "tool t() -> int:\n    return lambda a, b: a if b else lambda: 1\n",
-    "tool t(a: int,) -> int:\n    param a \"x\"\n    param b \"y\"\n    return 1\n",
-    "tool t(a: int,) -> int:\n    param a \"x\"\n    param a \"y\"\n    return 1\n",
+    'tool t(a: int,) -> int:\n    param a "x"\n    param b "y"\n    return 1\n',
+    'tool t(a: int,) -> int:\n    param a "x"\n    param a "y"\n    return 1\n',
     "tool t() -> int:\n    reads a\n    reads b\n    return 1\n",
-    "environment e:\n    seed 1_000\n    rng x\n    domains \"a\", \"b\"\n    clock \"c\"\n",
+    'environment e:\n    seed 1_000\n    rng x\n    domains "a", "b"\n    clock "c"\n',
     "environment e:\n    seed 1\n    seed 2\n",
-    "world:\n    a: int from \"a.json\"\n    b: int = 1\n    c: int fromage \"x\"\n",
-    "task k:\n    scenario s\n    request \"r\"\n    solution:\n        f()\n    verify x\n",
+    'world:\n    a: int from "a.json"\n    b: int = 1\n    c: int fromage "x"\n',
+    'task k:\n    scenario s\n    request "r"\n    solution:\n        f()\n    verify x\n',
     "task k:\n    solution:\n        f()\n",
     "task k:\n    scenario s\n    scenario t\n",
-    "describe tool x:\n    \"doc\"\n    param a \"b\"\n",
+    'describe tool x:\n    "doc"\n    param a "b"\n',
     "override record R:\n    a: int\noverride fn f() -> int:\n    return 1\n",
     "tool t() -> int:\n    return " + "(" * 101 + "1" + ")" * 101 + "\n",
     "tool t() -> int:\n    return " + " + ".join(["1"] * 130) + "\n",
@@ -300,3 +300,19 @@ def test_formatter_output_parses_the_same() -> None:
         printed = format_source(_read(path), str(path)).text
         if printed is not None:
             assert compare(printed) == "same"
+
+
+def test_the_analysis_call_walk_finds_what_irtree_finds() -> None:
+    """`Analysis.called_names` walks bodies its own faster way (`context._called_names`);
+    it finds the names `irtree.called_names` finds in every body of every shipped spec."""
+    from compiler.analyse.context import _called_names
+    from compiler.irtree import called_names
+
+    bodies = 0
+    for path in SEEDS:
+        module = parse_source(_read(path), str(path)).module
+        assert module is not None
+        for callable_ in [*module.tools, *module.fns]:
+            assert _called_names(callable_.body) == called_names(callable_.body)
+            bodies += 1
+    assert bodies > 100
