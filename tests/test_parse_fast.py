@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from pydantic import BaseModel
+
+import strategies
 
 from compiler import parse, parse_fast
 from compiler.parse import _Collector, _try_parse, parse_source
@@ -316,3 +319,20 @@ def test_the_analysis_call_walk_finds_what_irtree_finds() -> None:
             assert _called_names(callable_.body) == called_names(callable_.body)
             bodies += 1
     assert bodies > 100
+
+
+# --------------------------------------------------------------------------- generated specs
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(strategies.specs())
+def test_generated_specs_parse_fast_to_the_same_ir(text: str) -> None:
+    """Random specs of every construct with random layout (tests/strategies.py)."""
+    assert compare(text) in ("same", "refused")
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.mutated_specs())
+def test_mutated_windows_agree(text: str) -> None:
+    """Windows of a real spec with lines deleted, swapped, cut, tokens inserted."""
+    compare(text)
