@@ -35,6 +35,7 @@ validating constructors would keep, and `model_dump_json` of both is byte-for-by
 from __future__ import annotations
 
 import functools
+import os
 import re
 from typing import Any, TypeVar
 
@@ -350,8 +351,9 @@ def _schema_matches() -> bool:
 
 
 def enabled() -> bool:
-    """Whether the fast parser runs at all (the grammar and IR are the ones it knows)."""
-    return _schema_matches() and _foreign_words() is not None
+    """Whether the fast parser runs at all: the grammar and IR are the ones it knows, and
+    `ENVC_FAST_PARSE=0` is not set (Lark then parses everything, as a check or a way out)."""
+    return os.environ.get("ENVC_FAST_PARSE", "1") != "0" and _schema_matches() and _foreign_words() is not None
 
 
 _MEASURED = (ir.ExprBase, ir.Keyword, ir.MapEntry)

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import strategies
 from hypothesis import HealthCheck, given, settings
 from pydantic import BaseModel
-
-import strategies
 
 from compiler import parse, parse_fast
 from compiler.parse import _Collector, _try_parse, parse_source
@@ -336,3 +335,11 @@ def test_generated_specs_parse_fast_to_the_same_ir(text: str) -> None:
 def test_mutated_windows_agree(text: str) -> None:
     """Windows of a real spec with lines deleted, swapped, cut, tokens inserted."""
     compare(text)
+
+
+def test_envc_fast_parse_0_leaves_everything_to_lark(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _read(SEEDS[0])
+    assert parse_fast.parse_decls(normalise(text)) is not None
+    monkeypatch.setenv("ENVC_FAST_PARSE", "0")
+    assert parse_fast.parse_decls(normalise(text)) is None
+    assert parse_source(text, "spec.envspec").module is not None  # Lark's parse
