@@ -31,7 +31,7 @@ from lark.parsers.lalr_analysis import Shift
 from lark.tree import Meta
 from lark.visitors import Transformer_NonRecursive
 
-from compiler import ir, parse_fast
+from compiler import ir
 from compiler.diagnostics import Diagnostic
 from compiler.typesys import FORMAT_SPEC
 
@@ -1165,6 +1165,8 @@ def _parse_source(source: str, path: str) -> ParseResult:
     text = text if text.endswith("\n") else text + "\n"
     if "\0" in text:  # refused anywhere, strings and comments included: not spec text
         return ParseResult(None, _nul_characters(text, path))
+    from compiler import parse_fast  # it imports this module's helpers
+
     collector = _Collector(path)
     fast = parse_fast.parse_decls(text)  # None: input left to Lark, which reports its errors
     if fast is not None:

@@ -42,11 +42,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from compiler import ir
+from compiler.parse import (
+    _ESCAPE_RE,
+    _ESCAPES,
+    INT64_MAX,
+    MAX_EXPR_DEPTH,
+    MAX_NESTING,
+    _clean_block,
+    _grammar_text,
+    _matching_brace,
+    _top_level,
+)
 from compiler.typesys import FORMAT_SPEC
-
-MAX_NESTING = 100
-MAX_EXPR_DEPTH = 120
-INT64_MAX = 2**63 - 1
 
 
 class _Refuse(Exception):
@@ -141,8 +148,6 @@ Token = tuple[str, str, int, int, int, int]
 def _foreign_words() -> frozenset[str] | None:
     """Words the grammar quotes that this parser does not know (refused wherever they
     occur), or None when the grammar lost a keyword this parser relies on (fast path off)."""
-    from compiler.parse import _grammar_text
-
     quoted = set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', _grammar_text()))
     if not KEYWORDS <= quoted:
         return None
@@ -371,9 +376,6 @@ def _depth(value: Any) -> int:
 
 # --------------------------------------------------------------------------- strings
 
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0", "{": "{", "}": "}"}
-_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
-
 
 def _replace_escape(match: re.Match[str]) -> str:
     esc = match.group(1)
@@ -392,8 +394,6 @@ def _unescape(body: str) -> str:
 
 
 def _string_value(text: str) -> str:
-    from compiler.parse import _clean_block
-
     if text.startswith('"""'):
         return _clean_block(_unescape(text[3:-3]))
     return _unescape(text[1:-1])
@@ -1552,8 +1552,6 @@ class _Parser:
     # ------------------------------------------------------------------ f-strings
     def fstring(self, token: Token) -> ir.FString:
         """`f"a {x} b"` as `_parse_fstring` splits it; anything it would report is refused."""
-        from compiler.parse import _matching_brace
-
         text = token[1][2:-1]
         line, col = token[2], token[3] + 2
         parts: list[Any] = []
@@ -1600,8 +1598,6 @@ class _Parser:
 
 def _fstring_field(source: str, line: int, col: int) -> Any:
     """One `{…}` of an f-string, as `_parse_fstring_field` reads it (refusing its errors)."""
-    from compiler.parse import _top_level
-
     split = -1 if re.match(r"\s*lambda\b", source) else _top_level(source, ":")
     bang = _top_level(source, "!")
     if bang >= 0 and (split < 0 or bang < split) and not source.startswith("=", bang + 1):
