@@ -1,0 +1,1668 @@
+"""Stage 1, parse, the fast path: a hand-written scanner and recursive-descent parser
+for the envspec grammar that builds the IR `Module` declarations directly.
+
+Lark (`compiler/parse.py`) stays the reference and the error path. This parser only
+ever *accepts* input whose IR it builds exactly as Lark's parse would: the same node
+types, field values, positions and `model_fields_set`. On anything else (a syntax
+error, a construct it does not know, a value the IR builders would report: a bad
+escape, a huge integer, a malformed f-string, a `param` line naming no parameter, an
+expression nested too deep) it refuses (`parse_decls` returns None) and the caller
+runs Lark, so every diagnostic, and the malformed corpus, stays what Lark says.
+`tests/test_parse_fast.py` compares both parsers on every shipped spec, fixture, docs
+example, corpus file and thousands of mutated specs.
+
+Where it must agree with Lark, and how:
+
+- Tokens are Lark's: the same regexes (one master pattern), maximal words, the
+  indenter's INDENT/DEDENT rule and `_NL` tokens that swallow blank lines and comments
+  (so statement and declaration spans end where Lark's do).
+- Positions follow Lark's `propagate_positions` rule, which comes down to: a node spans
+  from the start of its rule's first token to the end of its last, filtered tokens
+  (`:`, `_NL`, `_DEDENT`) included. Each builder takes the rule's first and last token.
+- Keywords: Lark's contextual lexer makes a word a keyword only where the parser state
+  accepts that keyword; elsewhere it is a NAME (`title` is a record field, `not` after
+  `+` is a name). The parser follows the same split per context, and refuses words
+  whose meaning depends on a state it does not model (`if` where an atom starts).
+- Words the grammar has and this parser does not know (a keyword added by a new
+  construct) make it refuse any input containing them; IR classes whose fields differ
+  from the ones it writes turn it off (`_schema_matches`).
+
+IR nodes are made without pydantic validation (`_make`: what `model_construct` does,
+with the field dicts written out in field order): the values are the ones the
+validating constructors would keep, and `model_dump_json` of both is byte-for-byte equal.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from compiler import ir
+from compiler.parse import (
+    _ESCAPE_RE,
+    _ESCAPES,
+    INT64_MAX,
+    MAX_EXPR_DEPTH,
+    MAX_NESTING,
+    _clean_block,
+    _grammar_text,
+    _matching_brace,
+    _top_level,
+)
+from compiler.typesys import FORMAT_SPEC
+
+
+class _Refuse(Exception):
+    """This input is left to Lark (a syntax error, or something this parser does not model)."""
+
+
+# --------------------------------------------------------------------------- words
+
+STATEMENT_WORDS = frozenset({"let", "return", "require", "fail", "del", "pass", "break", "continue", "if", "for"})
+KEYWORDS = frozenset(
+    {
+        # declarations
+        "environment", "enum", "record", "state", "world", "scenario", "tool", "fn", "test", "task",
+        "drop", "rename", "describe", "override",
+        # header items
+        "title", "archetype", "domains", "doc", "extends", "seed", "rng", "clock",
+        # callables, worlds, renames
+        "param", "reads", "writes", "side_effect", "nothing", "python", "llm", "from", "as",
+        # statements, tests, tasks
+        *STATEMENT_WORDS, "else", "elif", "in", "raises", "expect", "request", "solution", "verify",
+        # expressions
+        "lambda", "or", "and", "not", "is", "True", "False", "None",
+    }
+)  # fmt: skip
+"""The grammar's string keywords (a word token's kind is the word itself for these)."""
+
+CONSTRAINT_WORDS = frozenset({"min_length", "max_length", "min_items", "max_items", "min", "max", "pattern"})
+"""CONSTRAINT_KW: a regex terminal in Lark, so these stay NAMEs wherever a NAME fits."""
+DROP_KINDS = frozenset({"tool", "scenario", "test", "task", "fn"})
+RENAME_KINDS = frozenset({"tool", "fn", "record", "enum", "scenario", "state", "param"})
+
+NOT_AN_ATOM = frozenset({"lambda", "not", "if", "else", "elif", "for", "in", "is", "and", "or"})
+"""Keywords where an atom starts: `lambda` and `not` are handled at the levels that take
+them; elsewhere Lark would read some of these as names, which this parser leaves to it."""
+
+EXPRESSION_WORDS = frozenset({"lambda", "not", "True", "False", "None"})
+CALLABLE_WORDS = frozenset({"reads", "writes", "side_effect", "param", "python", "llm"})
+TEST_WORDS = frozenset({"scenario", "let", "expect"}) | EXPRESSION_WORDS
+TASK_WORDS = frozenset({"scenario", "request", "solution", "verify"})
+DOC_FOLLOWERS = STATEMENT_WORDS | EXPRESSION_WORDS | CALLABLE_WORDS | TEST_WORDS | TASK_WORDS
+"""Keywords Lark's lexer takes right after any doc line: `doc: string _NL` is one LALR
+state whatever the block, so its lookahead is every block's. A block where one of
+these is a name there (a record field `python` after the doc) is left to Lark, which
+refuses it."""
+BODY_WORDS = STATEMENT_WORDS | EXPRESSION_WORDS | CALLABLE_WORDS
+
+WORD_KINDS = KEYWORDS | {"NAME"}
+STRING_KINDS = frozenset({"STRING", "LONG", "FSTRING"})
+CONTINUES = frozenset(
+    {"**", "*", "/", "//", "%", "+", "-", "==", "!=", "<", "<=", ">", ">=", "in", "not", "is", "and", "or", "if"}
+)
+"""Tokens after a postfix expression that make it the left operand of something bigger."""
+COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "not", "is"})
+OPEN = frozenset({"(", "[", "{"})
+CLOSE = frozenset({")", "]", "}"})
+
+_PIECES = re.compile(
+    r"""(
+    f"(?:[^"\\\n]|\\.)*"
+    |[A-Za-z_][A-Za-z0-9_]*
+    |[\t\f ]+
+    |\*\*|//|->|\+=|-=|==|!=|<=|>=|[()\[\]{}:,.=+\-*/%<>]
+    |(?:\r?\n[\t ]*|\#[^\n]*)+
+    |\"\"\"(?:[^"\\]|\\(?s:.)|"(?!""))*\"\"\"
+    |"(?!"")(?:[^"\\\n]|\\.)*"
+    |[0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+
+    |0|[1-9][0-9_]*
+    |\\[\t\f ]*\r?\n
+    |(?s:.)
+    )""",
+    re.VERBOSE,
+)
+"""Lark's terminals (grammar/envspec.lark) and the blanks it ignores, as one pattern
+whose every match is one piece of the text (so offsets add up): FSTRING before NAME and
+FLOAT before INT, as Lark's priorities order them; the last branch is any character no
+terminal takes. `scan` tells the pieces apart by their first character."""
+_FIRST: dict[str, str] = {
+    **dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_", "word"),
+    **dict.fromkeys(" \t\f", "blank"),
+    **dict.fromkeys("()[]{}:,.=+-*/%<>!", "op"),
+    **dict.fromkeys("\n\r#", "newline"),
+    **dict.fromkeys("0123456789", "number"),
+    '"': "string",
+    "\\": "continuation",
+}
+
+Token = tuple[str, str, int, int, int, int]
+"""kind, text, line, column, end line, end column (Lark's: 1-based, end exclusive)."""
+
+
+@functools.cache
+def _foreign_words() -> frozenset[str] | None:
+    """Words the grammar quotes that this parser does not know (refused wherever they
+    occur), or None when the grammar lost a keyword this parser relies on (fast path off)."""
+    quoted = set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', _grammar_text()))
+    if not KEYWORDS <= quoted:
+        return None
+    return frozenset(quoted - KEYWORDS - CONSTRAINT_WORDS)
+
+
+def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tuple[list[Token], bool]:
+    """Tokens of `text` (which starts at `line`:`col`) with Lark's INDENT/DEDENT and
+    bracket rules, and whether some logical line holds more than MAX_EXPR_DEPTH tokens
+    (only then can an expression be nested deeper than that)."""
+    foreign = _foreign_words()
+    if foreign is None:
+        raise _Refuse("grammar changed")
+    tokens: list[Token] = []
+    append = tokens.append
+    keywords = KEYWORDS
+    first = _FIRST
+    base = -col  # column = offset - base
+    offset = 0
+    depth = 0
+    levels = [0]
+    run = 0
+    long_line = False
+    for piece in _PIECES.findall(text):
+        size = len(piece)
+        start = offset
+        offset += size
+        sort = first.get(piece[0])
+        if sort == "blank":
+            continue
+        if sort == "word":
+            if piece[0] == "f" and size > 1 and piece[1] == '"':
+                append(("FSTRING", piece, line, start - base, line, offset - base))
+            elif piece in keywords:
+                append((piece, piece, line, start - base, line, offset - base))
+            elif piece in foreign:
+                raise _Refuse(piece)
+            else:
+                append(("NAME", piece, line, start - base, line, offset - base))
+        elif sort == "op":
+            if piece == "!":
+                raise _Refuse("no terminal matches")
+            if piece in OPEN:
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise _Refuse("brackets nested too deep")
+            elif piece in CLOSE and depth:
+                depth -= 1
+            append((piece, piece, line, start - base, line, offset - base))
+        elif sort == "newline":
+            if piece == "\r" or piece.startswith("\r") and piece[1] != "\n":
+                raise _Refuse("no terminal matches")
+            first_line, first_col = line, start - base
+            line += piece.count("\n")
+            if "\n" in piece:
+                base = start + piece.rindex("\n")
+            if depth or not indent:
+                continue
+            if run > MAX_EXPR_DEPTH:
+                long_line = True
+            run = -1
+            here = (first_line, first_col, line, offset - base)
+            append(("NL", piece, *here))
+            spaces = piece[piece.rindex("\n") + 1 :]
+            width = len(spaces) if "\t" not in spaces else spaces.count(" ") + spaces.count("\t") * 4
+            if width > levels[-1]:
+                levels.append(width)
+                if len(levels) > MAX_NESTING + 1:
+                    raise _Refuse("blocks nested too deep")
+                append(("INDENT", spaces, *here))
+            elif width < levels[-1]:
+                while width < levels[-1]:
+                    levels.pop()
+                    append(("DEDENT", spaces, *here))
+                if width != levels[-1]:
+                    raise _Refuse("dedent to no outer level")
+        elif sort == "string":
+            if size == 1:
+                raise _Refuse("string not closed")
+            if piece.startswith('"""') and size >= 6:
+                end_line = line + piece.count("\n")
+                end_base = start + piece.rindex("\n") if end_line != line else base
+                append(("LONG", piece, line, start - base, end_line, offset - end_base))
+                line, base = end_line, end_base
+            else:
+                append(("STRING", piece, line, start - base, line, offset - base))
+        elif sort == "number":
+            kind = "FLOAT" if "." in piece or "e" in piece or "E" in piece else "INT"
+            append((kind, piece, line, start - base, line, offset - base))
+        elif sort == "continuation" and size > 1:
+            line += 1
+            base = offset - 1
+            continue
+        else:
+            raise _Refuse("no terminal matches")
+        run += 1
+    if depth or len(levels) > 1:
+        raise _Refuse("input ends inside a block or bracket")
+    if run > MAX_EXPR_DEPTH:
+        long_line = True
+    last = tokens[-1] if tokens else ("END", "", line, 1, line, 1)
+    append(("END", "", last[4], last[5], last[4], last[5]))
+    return tokens, long_line
+
+
+# --------------------------------------------------------------------------- IR without validation
+
+_new = object.__new__
+_setattr = object.__setattr__
+
+
+_N = TypeVar("_N", bound=BaseModel)
+
+
+def _make(cls: type[_N], values: dict[str, Any], fields_set: set[str]) -> _N:
+    """What `cls.model_construct` does, without its per-field loop: `values` holds every
+    field in the model's order (defaults included) and `fields_set` the names the
+    validating constructor would have been given."""
+    node = _new(cls)
+    _setattr(node, "__dict__", values)
+    _setattr(node, "__pydantic_fields_set__", fields_set)
+    _setattr(node, "__pydantic_extra__", None)
+    _setattr(node, "__pydantic_private__", None)
+    return node
+
+
+POS = ("line", "col", "end_line", "end_col")
+EXPR = (*POS, "ty", "kind")
+DECL = (*POS, "file", "doc")
+_SCHEMA: dict[type[Any], tuple[str, ...]] = {
+    ir.Node: POS,
+    ir.TypeRef: (*POS, "name", "args"),
+    ir.Name: (*EXPR, "id", "ref"),
+    ir.Const: (*EXPR, "value"),
+    ir.FString: (*EXPR, "parts"),
+    ir.ListLit: (*EXPR, "items"),
+    ir.MapEntry: (*POS, "key", "value"),
+    ir.MapLit: (*EXPR, "entries"),
+    ir.Attr: (*EXPR, "obj", "name"),
+    ir.Index: (*EXPR, "obj", "index"),
+    ir.Slice: (*EXPR, "obj", "lower", "upper"),
+    ir.Keyword: (*POS, "name", "value"),
+    ir.Call: (*EXPR, "func", "args", "kwargs", "mutates_state"),
+    ir.Unary: (*EXPR, "op", "operand"),
+    ir.Binary: (*EXPR, "op", "left", "right"),
+    ir.Compare: (*EXPR, "operands", "ops"),
+    ir.Formatted: (*EXPR, "value", "spec"),
+    ir.Ternary: (*EXPR, "cond", "then", "other"),
+    ir.Comprehension: (*EXPR, "elt", "value", "targets", "iter", "cond"),
+    ir.Lambda: (*EXPR, "params", "body"),
+    ir.ErrorCall: (*POS, "kind", "message", "fields"),
+    ir.Let: (*POS, "kind", "name", "type", "value"),
+    ir.Assign: (*POS, "kind", "target", "op", "value", "touches_state"),
+    ir.Return: (*POS, "kind", "value"),
+    ir.Require: (*POS, "kind", "cond", "error"),
+    ir.Fail: (*POS, "kind", "error"),
+    ir.Delete: (*POS, "kind", "target", "touches_state"),
+    ir.ExprStmt: (*POS, "kind", "value"),
+    ir.Pass: (*POS, "kind"),
+    ir.Break: (*POS, "kind"),
+    ir.Continue: (*POS, "kind"),
+    ir.IfBranch: (*POS, "cond", "body"),
+    ir.If: (*POS, "kind", "branches", "orelse"),
+    ir.For: (*POS, "kind", "targets", "iter", "body"),
+    ir.EnvHeader: (
+        *DECL, "name", "title", "archetype", "domains", "extends", "seed", "rng", "clock", "item_places"
+    ),
+    ir.EnumDecl: (*DECL, "name", "members"),
+    ir.Field_: (*POS, "name", "type", "default"),
+    ir.RecordDecl: (*DECL, "name", "fields", "override"),
+    ir.StateDecl: (*DECL, "fields"),
+    ir.WorldField: (*POS, "name", "type", "value", "source"),
+    ir.WorldDecl: (*DECL, "fields"),
+    ir.ScenarioItem: (*POS, "name", "value"),
+    ir.ScenarioDecl: (*DECL, "name", "items"),
+    ir.Constraint: (*POS, "kind", "value"),
+    ir.Param: (*POS, "name", "type", "default", "constraints", "doc"),
+    ir.Escape: (*POS, "kind", "text"),
+    ir.ToolDecl: (
+        *DECL, "name", "params", "returns", "body", "escape", "declared_reads", "declared_writes",
+        "side_effect", "override", "reads", "writes", "errors",
+    ),
+    ir.FnDecl: (
+        *DECL, "name", "params", "returns", "body", "escape", "declared_reads", "declared_writes",
+        "side_effect", "override", "reads", "writes", "errors",
+    ),
+    ir.UseScenario: (*POS, "kind", "name"),
+    ir.TestLet: (*POS, "kind", "name", "value"),
+    ir.TestCall: (*POS, "kind", "call"),
+    ir.ExpectRaises: (*POS, "kind", "call", "error", "message"),
+    ir.ExpectTrue: (*POS, "kind", "cond"),
+    ir.TestDecl: (*DECL, "name", "steps"),
+    ir.TaskDecl: (*DECL, "name", "scenario", "request", "solution", "verify"),
+    ir.DropDecl: (*DECL, "what", "name"),
+    ir.RenameDecl: (*DECL, "what", "old", "new"),
+    ir.DescribeDecl: (*DECL, "name", "param_docs", "param_lines", "param_cols"),
+}  # fmt: skip
+"""The fields this parser writes for each IR class, in the model's order."""
+
+
+@functools.cache
+def _schema_matches() -> bool:
+    """The IR classes still have exactly the fields written here (another field, added
+    to `compiler/ir.py` for a new construct, turns the fast path off until it is taught)."""
+    return all(tuple(cls.model_fields) == names for cls, names in _SCHEMA.items())
+
+
+def enabled() -> bool:
+    """Whether the fast parser runs at all: the grammar and IR are the ones it knows, and
+    `ENVC_FAST_PARSE=0` is not set (Lark then parses everything, as a check or a way out)."""
+    return os.environ.get("ENVC_FAST_PARSE", "1") != "0" and _schema_matches() and _foreign_words() is not None
+
+
+_MEASURED = (ir.ExprBase, ir.Keyword, ir.MapEntry)
+
+
+def _depth(value: Any) -> int:
+    """An upper bound of the expression depth `_ToIR` measures (E1008) under `value`."""
+    if isinstance(value, list):
+        return max((_depth(item) for item in value), default=0)
+    if isinstance(value, ir.Node):
+        inner = max((_depth(item) for item in value.__dict__.values()), default=0)
+        return inner + 1 if isinstance(value, _MEASURED) else inner
+    return 0
+
+
+# --------------------------------------------------------------------------- strings
+
+
+def _replace_escape(match: re.Match[str]) -> str:
+    esc = match.group(1)
+    if len(esc) == 5:
+        code = int(esc[1:], 16)
+        if 0xD800 <= code <= 0xDFFF:
+            raise _Refuse("surrogate escape")  # E1006
+        return chr(code)
+    if esc in _ESCAPES:
+        return _ESCAPES[esc]
+    raise _Refuse("invalid escape")  # E1006
+
+
+def _unescape(body: str) -> str:
+    return _ESCAPE_RE.sub(_replace_escape, body) if "\\" in body else body
+
+
+def _string_value(text: str) -> str:
+    if text.startswith('"""'):
+        return _clean_block(_unescape(text[3:-3]))
+    return _unescape(text[1:-1])
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def parse_decls(text: str) -> list[Any] | None:
+    """The top-level declarations of `text` (normalised as `parse_source` does: LF line
+    ends, a final newline), exactly as Lark's parse builds them, or None when this input
+    is left to Lark."""
+    if not enabled():
+        return None
+    try:
+        tokens, long_line = scan(text)
+        decls = _Parser(tokens).module()
+        if long_line and _depth(decls) > MAX_EXPR_DEPTH:
+            return None
+    except (_Refuse, RecursionError):
+        return None
+    return decls
+
+
+class _Parser:
+    """Recursive descent over the token list; `i` is the next token. Every builder gets
+    the index of its rule's first token (`s`) and takes the last consumed one as the end."""
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self.t = tokens
+        self.i = 0
+
+    # ------------------------------------------------------------------ helpers
+    def refuse(self) -> _Refuse:
+        return _Refuse(f"unexpected {self.t[self.i][0]} at {self.t[self.i][2]}:{self.t[self.i][3]}")
+
+    def expect(self, kind: str) -> None:
+        if self.t[self.i][0] != kind:
+            raise self.refuse()
+        self.i += 1
+
+    def word(self) -> str:
+        """A NAME where Lark's state takes no keyword: any word."""
+        token = self.t[self.i]
+        if token[0] not in WORD_KINDS:
+            raise self.refuse()
+        self.i += 1
+        return token[1]
+
+    def pos(self, s: int) -> dict[str, int]:
+        first, last = self.t[s], self.t[self.i - 1]
+        return {"line": first[2], "col": first[3], "end_line": last[4], "end_col": last[5]}
+
+    def plain_string(self) -> str:
+        token = self.t[self.i]
+        if token[0] != "STRING" and token[0] != "LONG":
+            raise self.refuse()
+        self.i += 1
+        return _string_value(token[1])
+
+    def doc(self, keywords: frozenset[str] = frozenset()) -> str:
+        """`doc?` at the start of a block: a string alone on its line (Lark shifts it as
+        the doc); a string that starts anything else there is left to Lark. After the
+        doc, a word of DOC_FOLLOWERS is a keyword to Lark: fine where this block takes
+        it as one (`keywords`), left to Lark anywhere else."""
+        token = self.t[self.i]
+        if token[0] not in STRING_KINDS:
+            return ""
+        if token[0] == "FSTRING" or self.t[self.i + 1][0] != "NL":
+            raise self.refuse()  # an f-string doc is E1005
+        self.i += 2
+        after = self.t[self.i][0]
+        if after in DOC_FOLLOWERS and after not in keywords:
+            raise self.refuse()
+        return _string_value(token[1])
+
+    def block_start(self) -> None:
+        self.expect(":")
+        self.expect("NL")
+        self.expect("INDENT")
+
+    # ------------------------------------------------------------------ module
+    def module(self) -> list[Any]:
+        t = self.t
+        if t[0][0] == "NL":
+            self.i = 1
+        decls: list[Any] = []
+        while t[self.i][0] != "END":
+            decls.append(self.decl())
+        return decls
+
+    def decl(self) -> Any:
+        s = self.i
+        kind = self.t[s][0]
+        override = kind == "override"
+        if override:
+            self.i += 1
+            kind = self.t[self.i][0]
+            if kind == "record":
+                return self.record(s, True)
+            if kind == "tool" or kind == "fn":
+                return self.callable(s, True)
+            raise self.refuse()
+        if kind == "tool" or kind == "fn":
+            return self.callable(s, False)
+        if kind == "record":
+            return self.record(s, False)
+        builder = _DECLS.get(kind)
+        if builder is None:
+            raise self.refuse()
+        return builder(self, s)
+
+    def environment(self, s: int) -> ir.EnvHeader:
+        t = self.t
+        self.i += 1
+        name = self.word()
+        self.block_start()
+        values: dict[str, Any] = {}
+        places: dict[str, ir.Node] = {}
+        while True:
+            item = self.i
+            key = t[item][0]
+            self.i += 1
+            if key == "title" or key == "doc" or key == "extends" or key == "clock":
+                value: Any = self.plain_string()
+            elif key == "archetype" or key == "rng":
+                value = self.word()
+            elif key == "domains":
+                value = [self.plain_string()]
+                while t[self.i][0] == ",":
+                    self.i += 1
+                    value.append(self.plain_string())
+            elif key == "seed":
+                token = t[self.i]
+                if token[0] != "INT":
+                    raise self.refuse()
+                self.i += 1
+                try:
+                    value = int(token[1])
+                except ValueError:
+                    raise _Refuse("seed") from None
+            else:
+                raise self.refuse()
+            self.expect("NL")
+            if key in values:
+                raise _Refuse("given twice")  # E2017
+            values[key] = value
+            places[key] = _make(ir.Node, self.pos(item), {"line", "col", "end_line", "end_col"})
+            if t[self.i][0] == "DEDENT":
+                break
+        self.i += 1
+        return _make(
+            ir.EnvHeader,
+            {
+                **self.pos(s),
+                "file": "",
+                "doc": values.get("doc", ""),
+                "name": name,
+                "title": values.get("title", ""),
+                "archetype": values.get("archetype", ""),
+                "domains": values.get("domains", []),
+                "extends": values.get("extends", ""),
+                "seed": values.get("seed", 0),
+                "rng": values.get("rng", "splitmix64"),
+                "clock": values.get("clock", "2025-01-01T09:00:00"),
+                "item_places": places,
+            },
+            {"name", "item_places", "line", "col", "end_line", "end_col", *values},
+        )
+
+    def enum(self, s: int) -> ir.EnumDecl:
+        t = self.t
+        self.i += 1
+        name = self.word()
+        self.block_start()
+        doc = self.doc()
+        members: list[str] = []
+        while True:
+            members.append(self.word())
+            while t[self.i][0] == ",":
+                self.i += 1
+                members.append(self.word())
+            self.expect("NL")
+            if t[self.i][0] == "DEDENT":
+                break
+        self.i += 1
+        return _make(
+            ir.EnumDecl,
+            {**self.pos(s), "file": "", "doc": doc, "name": name, "members": members},
+            {"name", "members", "doc", "line", "col", "end_line", "end_col"},
+        )
+
+    def fields(self) -> list[ir.Field_]:
+        """`field_decl+` up to the block's end (consumed)."""
+        t = self.t
+        fields: list[ir.Field_] = []
+        while True:
+            s = self.i
+            name = self.word()
+            self.expect(":")
+            type_ = self.type_()
+            default = None
+            if t[self.i][0] == "=":
+                self.i += 1
+                default = self.expr()
+            self.expect("NL")
+            fields.append(
+                _make(
+                    ir.Field_,
+                    {**self.pos(s), "name": name, "type": type_, "default": default},
+                    {"name", "type", "default", "line", "col", "end_line", "end_col"},
+                )
+            )
+            if t[self.i][0] == "DEDENT":
+                self.i += 1
+                return fields
+
+    def record(self, s: int, override: bool) -> ir.RecordDecl:
+        self.i += 1
+        name = self.word()
+        self.block_start()
+        doc = self.doc()
+        fields = self.fields()
+        return _make(
+            ir.RecordDecl,
+            {**self.pos(s), "file": "", "doc": doc, "name": name, "fields": fields, "override": override},
+            {"name", "fields", "doc", "override", "line", "col", "end_line", "end_col"},
+        )
+
+    def state(self, s: int) -> ir.StateDecl:
+        self.i += 1
+        self.block_start()
+        doc = self.doc()
+        fields = self.fields()
+        return _make(
+            ir.StateDecl,
+            {**self.pos(s), "file": "", "doc": doc, "fields": fields},
+            {"fields", "doc", "line", "col", "end_line", "end_col"},
+        )
+
+    def world(self, s: int) -> ir.WorldDecl:
+        t = self.t
+        self.i += 1
+        self.block_start()
+        doc = self.doc()
+        fields: list[ir.WorldField] = []
+        while True:
+            f = self.i
+            name = self.word()
+            self.expect(":")
+            type_ = self.type_()
+            if t[self.i][0] == "=":
+                self.i += 1
+                value = self.expr()
+                self.expect("NL")
+                values = {**self.pos(f), "name": name, "type": type_, "value": value, "source": ""}
+                given = {"name", "type", "value", "line", "col", "end_line", "end_col"}
+            elif t[self.i][0] == "from":
+                self.i += 1
+                source = self.plain_string()
+                self.expect("NL")
+                values = {**self.pos(f), "name": name, "type": type_, "value": None, "source": source}
+                given = {"name", "type", "source", "line", "col", "end_line", "end_col"}
+            else:
+                raise self.refuse()
+            fields.append(_make(ir.WorldField, values, given))
+            if t[self.i][0] == "DEDENT":
+                break
+        self.i += 1
+        return _make(
+            ir.WorldDecl,
+            {**self.pos(s), "file": "", "doc": doc, "fields": fields},
+            {"fields", "doc", "line", "col", "end_line", "end_col"},
+        )
+
+    def scenario(self, s: int) -> ir.ScenarioDecl:
+        t = self.t
+        self.i += 1
+        name = self.word()
+        self.block_start()
+        doc = self.doc()
+        items: list[ir.ScenarioItem] = []
+        while True:
+            f = self.i
+            item = self.word()
+            self.expect("=")
+            value = self.expr()
+            self.expect("NL")
+            items.append(
+                _make(
+                    ir.ScenarioItem,
+                    {**self.pos(f), "name": item, "value": value},
+                    {"name", "value", "line", "col", "end_line", "end_col"},
+                )
+            )
+            if t[self.i][0] == "DEDENT":
+                break
+        self.i += 1
+        return _make(
+            ir.ScenarioDecl,
+            {**self.pos(s), "file": "", "doc": doc, "name": name, "items": items},
+            {"name", "items", "doc", "line", "col", "end_line", "end_col"},
+        )
+
+    def callable(self, s: int, override: bool) -> ir.ToolDecl:
+        t = self.t
+        cls = ir.ToolDecl if t[self.i][0] == "tool" else ir.FnDecl
+        self.i += 1
+        name = self.word()
+        self.expect("(")
+        params: list[ir.Param] = []
+        while t[self.i][0] != ")":
+            params.append(self.param())
+            if t[self.i][0] != ",":
+                break
+            self.i += 1
+        self.expect(")")
+        self.expect("->")
+        returns = self.type_()
+        self.block_start()
+        doc = self.doc(BODY_WORDS)
+        fields: dict[str, Any] = {}
+        param_docs: dict[str, str] = {}
+        while True:
+            key = t[self.i][0]
+            if key == "reads" or key == "writes":
+                self.i += 1
+                names: list[str] = []
+                if t[self.i][0] == "nothing":
+                    self.i += 1
+                else:
+                    names.append(self.word())
+                    while t[self.i][0] == ",":
+                        self.i += 1
+                        names.append(self.word())
+                value: Any = names
+                key = "declared_" + key
+            elif key == "side_effect":
+                self.i += 1
+                value = self.plain_string()
+            elif key == "param":
+                self.i += 1
+                param = self.word()
+                text = self.plain_string()
+                self.expect("NL")
+                if param in param_docs or all(p["name"] != param for p in (q.__dict__ for q in params)):
+                    raise _Refuse("param line")  # E2017, E2023
+                param_docs[param] = text
+                continue
+            else:
+                break
+            self.expect("NL")
+            if key in fields:
+                raise _Refuse("given twice")  # E2017
+            fields[key] = value
+        escape = None
+        body: list[Any] = []
+        key = t[self.i][0]
+        if key == "python" or key == "llm":
+            e = self.i
+            self.i += 1
+            text = self.plain_string()
+            self.expect("NL")
+            escape = _make(
+                ir.Escape,
+                {**self.pos(e), "kind": key, "text": text},
+                {"kind", "text", "line", "col", "end_line", "end_col"},
+            )
+        else:
+            body = self.statements()
+        self.expect("DEDENT")
+        for each in params:
+            each.__dict__["doc"] = param_docs.get(each.__dict__["name"], "")
+            each.__pydantic_fields_set__.add("doc")
+        return _make(
+            cls,
+            {
+                **self.pos(s),
+                "file": "",
+                "doc": doc,
+                "name": name,
+                "params": params,
+                "returns": returns,
+                "body": body,
+                "escape": escape,
+                "declared_reads": fields.get("declared_reads"),
+                "declared_writes": fields.get("declared_writes"),
+                "side_effect": fields.get("side_effect", ""),
+                "override": override,
+                "reads": [],
+                "writes": [],
+                "errors": [],
+            },
+            {"name", "params", "returns", "body", "escape", "doc", "override", *fields, *POS},
+        )
+
+    def param(self) -> ir.Param:
+        t = self.t
+        s = self.i
+        name = self.word()
+        self.expect(":")
+        type_ = self.type_()
+        default = None
+        if t[self.i][0] == "=":
+            self.i += 1
+            default = self.expr()
+        constraints: list[ir.Constraint] = []
+        while t[self.i][0] == "NAME" and t[self.i][1] in CONSTRAINT_WORDS:
+            c = self.i
+            self.i += 1
+            value = self.expr()
+            constraints.append(
+                _make(
+                    ir.Constraint,
+                    {**self.pos(c), "kind": t[c][1], "value": value},
+                    {"kind", "value", "line", "col", "end_line", "end_col"},
+                )
+            )
+        return _make(
+            ir.Param,
+            {**self.pos(s), "name": name, "type": type_, "default": default, "constraints": constraints, "doc": ""},
+            {"name", "type", "default", "constraints", "line", "col", "end_line", "end_col"},
+        )
+
+    def type_(self) -> ir.TypeRef:
+        t = self.t
+        s = self.i
+        kind = t[s][0]
+        if kind == "None":
+            self.i += 1
+            return _make(ir.TypeRef, {**self.pos(s), "name": "None", "args": []}, {"name", *POS})
+        name = self.word()
+        if t[self.i][0] != "[":
+            return _make(ir.TypeRef, {**self.pos(s), "name": name, "args": []}, {"name", *POS})
+        self.i += 1
+        args = [self.type_()]
+        while t[self.i][0] == ",":
+            self.i += 1
+            args.append(self.type_())
+        self.expect("]")
+        return _make(ir.TypeRef, {**self.pos(s), "name": name, "args": args}, {"name", "args", *POS})
+
+    def drop(self, s: int) -> ir.DropDecl:
+        self.i += 1
+        what = self.t[self.i][0]
+        if what not in DROP_KINDS:
+            raise self.refuse()
+        self.i += 1
+        name = self.word()
+        self.expect("NL")
+        return _make(
+            ir.DropDecl,
+            {**self.pos(s), "file": "", "doc": "", "what": what, "name": name},
+            {"what", "name", *POS},
+        )
+
+    def rename(self, s: int) -> ir.RenameDecl:
+        self.i += 1
+        what = self.t[self.i][0]
+        if what not in RENAME_KINDS:
+            raise self.refuse()
+        self.i += 1
+        old = self.word()
+        self.expect("as")
+        new = self.word()
+        self.expect("NL")
+        return _make(
+            ir.RenameDecl,
+            {**self.pos(s), "file": "", "doc": "", "what": what, "old": old, "new": new},
+            {"what", "old", "new", *POS},
+        )
+
+    def describe(self, s: int) -> ir.DescribeDecl:
+        t = self.t
+        self.i += 1
+        self.expect("tool")
+        name = self.word()
+        self.block_start()
+        doc = self.doc(frozenset({"param"}))
+        docs: dict[str, str] = {}
+        lines: dict[str, int] = {}
+        cols: dict[str, int] = {}
+        while t[self.i][0] == "param":
+            where = t[self.i]
+            self.i += 1
+            param = self.word()
+            text = self.plain_string()
+            self.expect("NL")
+            if param in docs:
+                raise _Refuse("given twice")  # E2017
+            docs[param], lines[param], cols[param] = text, where[2], where[3]
+        self.expect("DEDENT")
+        return _make(
+            ir.DescribeDecl,
+            {
+                **self.pos(s),
+                "file": "",
+                "doc": doc,
+                "name": name,
+                "param_docs": docs,
+                "param_lines": lines,
+                "param_cols": cols,
+            },
+            {"name", "doc", *POS},
+        )
+
+    def test(self, s: int) -> ir.TestDecl:
+        t = self.t
+        self.i += 1
+        name = self.word()
+        self.block_start()
+        doc = self.doc(TEST_WORDS)
+        steps: list[Any] = []
+        while True:
+            f = self.i
+            kind = t[f][0]
+            step: ir.StmtBase
+            if kind == "scenario":
+                self.i += 1
+                used = self.word()
+                self.expect("NL")
+                step = _make(ir.UseScenario, {**self.pos(f), "kind": "scenario", "name": used}, {"name", *POS})
+            elif kind == "let":
+                self.i += 1
+                bound = self.word()
+                self.expect("=")
+                value = self.expr()
+                self.expect("NL")
+                step = _make(
+                    ir.TestLet, {**self.pos(f), "kind": "let", "name": bound, "value": value}, {"name", "value", *POS}
+                )
+            elif kind == "expect":
+                self.i += 1
+                cond = self.expr()
+                self.expect("NL")
+                step = _make(ir.ExpectTrue, {**self.pos(f), "kind": "expect", "cond": cond}, {"cond", *POS})
+            else:
+                call = self.expr()
+                if t[self.i][0] == "raises":
+                    self.i += 1
+                    error = self.word()
+                    message = self.plain_string() if t[self.i][0] in STRING_KINDS else ""
+                    self.expect("NL")
+                    step = _make(
+                        ir.ExpectRaises,
+                        {**self.pos(f), "kind": "raises", "call": call, "error": error, "message": message},
+                        {"call", "error", "message", *POS},
+                    )
+                else:
+                    self.expect("NL")
+                    step = _make(ir.TestCall, {**self.pos(f), "kind": "call", "call": call}, {"call", *POS})
+            steps.append(step)
+            if t[self.i][0] == "DEDENT":
+                break
+        self.i += 1
+        return _make(
+            ir.TestDecl,
+            {**self.pos(s), "file": "", "doc": doc, "name": name, "steps": steps},
+            {"name", "steps", "doc", *POS},
+        )
+
+    def task(self, s: int) -> ir.TaskDecl:
+        t = self.t
+        self.i += 1
+        name = self.word()
+        self.block_start()
+        doc = self.doc(TASK_WORDS)
+        given = {"name", "doc", *POS}
+        scenario = request = ""
+        solution: list[Any] = []
+        verify: list[Any] = []
+        while True:
+            kind = t[self.i][0]
+            self.i += 1
+            if kind == "scenario":
+                if "scenario" in given:
+                    raise _Refuse("given twice")  # E2017
+                scenario = self.word()
+                given.add("scenario")
+            elif kind == "request":
+                if "request" in given:
+                    raise _Refuse("given twice")  # E2017
+                request = self.plain_string()
+                given.add("request")
+            elif kind == "solution":
+                self.block_start()
+                while True:
+                    solution.append(self.expr())
+                    self.expect("NL")
+                    if t[self.i][0] == "DEDENT":
+                        break
+                self.i += 1
+                if t[self.i][0] == "DEDENT":
+                    break
+                continue
+            elif kind == "verify":
+                verify.append(self.expr())
+            else:
+                raise _Refuse("task item")
+            self.expect("NL")
+            if t[self.i][0] == "DEDENT":
+                break
+        self.i += 1
+        return _make(
+            ir.TaskDecl,
+            {
+                **self.pos(s),
+                "file": "",
+                "doc": doc,
+                "name": name,
+                "scenario": scenario,
+                "request": request,
+                "solution": solution,
+                "verify": verify,
+            },
+            given,
+        )
+
+    # ------------------------------------------------------------------ statements
+    def statements(self) -> list[Any]:
+        """`stmt+` up to (not including) the block's DEDENT."""
+        t = self.t
+        body = [self.statement()]
+        while t[self.i][0] != "DEDENT":
+            body.append(self.statement())
+        return body
+
+    def suite(self) -> list[Any]:
+        self.block_start()
+        body = self.statements()
+        self.i += 1
+        return body
+
+    def statement(self) -> Any:
+        t = self.t
+        s = self.i
+        kind = t[s][0]
+        if kind in STATEMENT_WORDS:
+            if kind == "if":
+                return self.if_(s)
+            if kind == "for":
+                return self.for_(s)
+            node = _SIMPLE[kind](self, s)
+        else:
+            node = self.assign_or_expr(s)
+        self.expect("NL")
+        return node
+
+    def assign_or_expr(self, s: int) -> Any:
+        t = self.t
+        kind = t[s][0]
+        if kind == "-" or kind == "not" or kind == "lambda":
+            value = self.expr()
+        else:
+            target = self.postfix()
+            op = t[self.i][0]
+            if op == "=":
+                self.i += 1
+                value = self.expr()
+                return _make(
+                    ir.Assign,
+                    {
+                        **self.pos(s),
+                        "kind": "assign",
+                        "target": target,
+                        "op": "=",
+                        "value": value,
+                        "touches_state": False,
+                    },
+                    {"target", "value", *POS},
+                )
+            if op == "+=" or op == "-=":
+                self.i += 1
+                value = self.expr()
+                return _make(
+                    ir.Assign,
+                    {
+                        **self.pos(s),
+                        "kind": "assign",
+                        "target": target,
+                        "op": op,
+                        "value": value,
+                        "touches_state": False,
+                    },
+                    {"target", "op", "value", *POS},
+                )
+            value = self.ternary(target, s) if op in CONTINUES else target
+        return _make(ir.ExprStmt, {**self.pos(s), "kind": "expr", "value": value}, {"value", *POS})
+
+    def let(self, s: int) -> ir.Let:
+        self.i += 1
+        name = self.word()
+        type_ = None
+        if self.t[self.i][0] == ":":
+            self.i += 1
+            type_ = self.type_()
+        self.expect("=")
+        value = self.expr()
+        return _make(
+            ir.Let,
+            {**self.pos(s), "kind": "let", "name": name, "type": type_, "value": value},
+            {"name", "type", "value", *POS},
+        )
+
+    def return_(self, s: int) -> ir.Return:
+        self.i += 1
+        value = None if self.t[self.i][0] == "NL" else self.expr()
+        return _make(ir.Return, {**self.pos(s), "kind": "return", "value": value}, {"value", *POS})
+
+    def require(self, s: int) -> ir.Require:
+        self.i += 1
+        cond = self.expr()
+        self.expect("else")
+        error = self.error_call()
+        return _make(
+            ir.Require, {**self.pos(s), "kind": "require", "cond": cond, "error": error}, {"cond", "error", *POS}
+        )
+
+    def fail(self, s: int) -> ir.Fail:
+        self.i += 1
+        error = self.error_call()
+        return _make(ir.Fail, {**self.pos(s), "kind": "fail", "error": error}, {"error", *POS})
+
+    def error_call(self) -> ir.ErrorCall:
+        s = self.i
+        kind = self.word()
+        self.expect("(")
+        positional, keywords = self.arguments()
+        self.expect(")")
+        if len(positional) > 1:
+            raise _Refuse("two messages")  # E3006
+        message = positional[0] if positional else None
+        return _make(
+            ir.ErrorCall,
+            {**self.pos(s), "kind": kind, "message": message, "fields": keywords},
+            {"kind", "message", "fields", *POS},
+        )
+
+    def delete(self, s: int) -> ir.Delete:
+        self.i += 1
+        target = self.postfix()
+        return _make(
+            ir.Delete, {**self.pos(s), "kind": "delete", "target": target, "touches_state": False}, {"target", *POS}
+        )
+
+    def pass_(self, s: int) -> ir.Pass:
+        self.i += 1
+        return _make(ir.Pass, {**self.pos(s), "kind": "pass"}, {*POS})
+
+    def break_(self, s: int) -> ir.Break:
+        self.i += 1
+        return _make(ir.Break, {**self.pos(s), "kind": "break"}, {*POS})
+
+    def continue_(self, s: int) -> ir.Continue:
+        self.i += 1
+        return _make(ir.Continue, {**self.pos(s), "kind": "continue"}, {*POS})
+
+    def if_(self, s: int) -> ir.If:
+        t = self.t
+        self.i += 1
+        cond = self.expr()
+        body = self.suite()
+        branches: list[Any] = [None]
+        while t[self.i][0] == "elif":
+            b = self.i
+            self.i += 1
+            other = self.expr()
+            block = self.suite()
+            branches.append(_make(ir.IfBranch, {**self.pos(b), "cond": other, "body": block}, {"cond", "body", *POS}))
+        orelse: list[Any] = []
+        if t[self.i][0] == "else":
+            self.i += 1
+            orelse = self.suite()
+        where = self.pos(s)
+        branches[0] = _make(ir.IfBranch, {**where, "cond": cond, "body": body}, {"cond", "body", *POS})
+        return _make(
+            ir.If, {**where, "kind": "if", "branches": branches, "orelse": orelse}, {"branches", "orelse", *POS}
+        )
+
+    def for_(self, s: int) -> ir.For:
+        t = self.t
+        self.i += 1
+        targets = [self.word()]
+        if t[self.i][0] == ",":
+            self.i += 1
+            targets.append(self.word())
+        self.expect("in")
+        iterable = self.expr()
+        body = self.suite()
+        return _make(
+            ir.For,
+            {**self.pos(s), "kind": "for", "targets": targets, "iter": iterable, "body": body},
+            {"targets", "iter", "body", *POS},
+        )
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self) -> Any:
+        t = self.t
+        s = self.i
+        kind = t[s][0]
+        if kind == "lambda":
+            return self.lambda_(s)
+        if kind == "-" or kind == "not":
+            return self.ternary(None, s)
+        node = self.postfix()
+        if t[self.i][0] in CONTINUES:
+            return self.ternary(node, s)
+        return node
+
+    def lambda_(self, s: int) -> ir.Lambda:
+        t = self.t
+        self.i += 1
+        params = [self.word()]
+        while t[self.i][0] == ",":
+            self.i += 1
+            params.append(self.word())
+        self.expect(":")
+        body = self.expr()
+        return _make(
+            ir.Lambda,
+            {**self.pos(s), "ty": None, "kind": "lambda", "params": params, "body": body},
+            {"params", "body", *POS},
+        )
+
+    def ternary(self, left: Any, s: int) -> Any:
+        then = self.or_(left, s)
+        if self.t[self.i][0] != "if":
+            return then
+        self.i += 1
+        cond = self.or_(None, self.i)
+        self.expect("else")
+        other = self.ternary(None, self.i)
+        return _make(
+            ir.Ternary,
+            {**self.pos(s), "ty": None, "kind": "ternary", "cond": cond, "then": then, "other": other},
+            {"cond", "then", "other", *POS},
+        )
+
+    def _binary(self, op: str, left: Any, right: Any, s: int) -> ir.Binary:
+        return _make(
+            ir.Binary,
+            {**self.pos(s), "ty": None, "kind": "binary", "op": op, "left": left, "right": right},
+            {"op", "left", "right", *POS},
+        )
+
+    def or_(self, left: Any, s: int) -> Any:
+        node = self.and_(left, s)
+        while self.t[self.i][0] == "or":
+            self.i += 1
+            node = self._binary("or", node, self.and_(None, self.i), s)
+        return node
+
+    def and_(self, left: Any, s: int) -> Any:
+        node = self.not_(left, s)
+        while self.t[self.i][0] == "and":
+            self.i += 1
+            node = self._binary("and", node, self.not_(None, self.i), s)
+        return node
+
+    def not_(self, left: Any, s: int) -> Any:
+        if left is None and self.t[self.i][0] == "not":
+            self.i += 1
+            operand = self.not_(None, self.i)
+            return _make(
+                ir.Unary,
+                {**self.pos(s), "ty": None, "kind": "unary", "op": "not", "operand": operand},
+                {"op", "operand", *POS},
+            )
+        return self.comparison(left, s)
+
+    def comparison(self, left: Any, s: int) -> Any:
+        t = self.t
+        first = self.sum(left, s)
+        if t[self.i][0] not in COMPARISONS:
+            return first
+        operands = [first]
+        ops: list[str] = []
+        while True:
+            op = t[self.i][0]
+            if op not in COMPARISONS:
+                break
+            self.i += 1
+            if op == "not":
+                self.expect("in")
+                op = "not in"
+            elif op == "is" and t[self.i][0] == "not":
+                self.i += 1
+                op = "is not"
+            ops.append(op)
+            operands.append(self.sum(None, self.i))
+        if len(ops) == 1:
+            return self._binary(ops[0], first, operands[1], s)
+        return _make(
+            ir.Compare,
+            {**self.pos(s), "ty": None, "kind": "compare", "operands": operands, "ops": ops},
+            {"operands", "ops", *POS},
+        )
+
+    def sum(self, left: Any, s: int) -> Any:
+        t = self.t
+        node = self.term(left, s)
+        while True:
+            op = t[self.i][0]
+            if op != "+" and op != "-":
+                return node
+            self.i += 1
+            node = self._binary(op, node, self.term(None, self.i), s)
+
+    def term(self, left: Any, s: int) -> Any:
+        t = self.t
+        node = self.factor(left, s)
+        while True:
+            op = t[self.i][0]
+            if op != "*" and op != "/" and op != "//" and op != "%":
+                return node
+            self.i += 1
+            node = self._binary(op, node, self.factor(None, self.i), s)
+
+    def factor(self, left: Any, s: int) -> Any:
+        if left is None and self.t[self.i][0] == "-":
+            self.i += 1
+            operand = self.factor(None, self.i)
+            return _make(
+                ir.Unary,
+                {**self.pos(s), "ty": None, "kind": "unary", "op": "-", "operand": operand},
+                {"op", "operand", *POS},
+            )
+        base = left if left is not None else self.postfix()
+        if self.t[self.i][0] != "**":
+            return base
+        self.i += 1
+        return self._binary("**", base, self.factor(None, self.i), s)
+
+    def postfix(self) -> Any:
+        t = self.t
+        s = self.i
+        node = self.atom()
+        while True:
+            kind = t[self.i][0]
+            if kind == ".":
+                self.i += 1
+                name = self.word()
+                node = _make(
+                    ir.Attr,
+                    {**self.pos(s), "ty": None, "kind": "attr", "obj": node, "name": name},
+                    {"obj", "name", *POS},
+                )
+            elif kind == "(":
+                self.i += 1
+                positional, keywords = self.arguments()
+                self.expect(")")
+                node = _make(
+                    ir.Call,
+                    {
+                        **self.pos(s),
+                        "ty": None,
+                        "kind": "call",
+                        "func": node,
+                        "args": positional,
+                        "kwargs": keywords,
+                        "mutates_state": False,
+                    },
+                    {"func", "args", "kwargs", *POS},
+                )
+            elif kind == "[":
+                self.i += 1
+                lower = None
+                if t[self.i][0] != ":":
+                    lower = self.expr()
+                    if t[self.i][0] == "]":
+                        self.i += 1
+                        node = _make(
+                            ir.Index,
+                            {**self.pos(s), "ty": None, "kind": "index", "obj": node, "index": lower},
+                            {"obj", "index", *POS},
+                        )
+                        continue
+                self.expect(":")
+                upper = None if t[self.i][0] == "]" else self.expr()
+                self.expect("]")
+                node = _make(
+                    ir.Slice,
+                    {**self.pos(s), "ty": None, "kind": "slice", "obj": node, "lower": lower, "upper": upper},
+                    {"obj", "lower", "upper", *POS},
+                )
+            else:
+                return node
+
+    def arguments(self) -> tuple[list[Any], list[ir.Keyword]]:
+        """`[args]` of a call up to its `)` (not consumed): positional, then keywords."""
+        t = self.t
+        positional: list[Any] = []
+        keywords: list[ir.Keyword] = []
+        while t[self.i][0] != ")":
+            s = self.i
+            token = t[s]
+            if t[s + 1][0] == "=" and token[0] in WORD_KINDS:
+                if token[0] in EXPRESSION_WORDS:
+                    raise self.refuse()
+                self.i += 2
+                value = self.expr()
+                keywords.append(
+                    _make(ir.Keyword, {**self.pos(s), "name": token[1], "value": value}, {"name", "value", *POS})
+                )
+            else:
+                positional.append(self.expr())
+            if t[self.i][0] != ",":
+                break
+            self.i += 1
+        return positional, keywords
+
+    def atom(self) -> Any:
+        t = self.t
+        s = self.i
+        token = t[s]
+        kind = token[0]
+        if kind == "NAME":
+            self.i += 1
+            return _make(
+                ir.Name,
+                {
+                    "line": token[2],
+                    "col": token[3],
+                    "end_line": token[4],
+                    "end_col": token[5],
+                    "ty": None,
+                    "kind": "name",
+                    "id": token[1],
+                    "ref": "",
+                },
+                {"id", *POS},
+            )
+        if kind == "STRING" or kind == "LONG":
+            self.i += 1
+            return self.const(token, _string_value(token[1]))
+        if kind == "INT":
+            self.i += 1
+            value = int(token[1].replace("_", ""))
+            if value > INT64_MAX:
+                raise _Refuse("integer too big")  # E1007
+            return self.const(token, value)
+        if kind == "FLOAT":
+            self.i += 1
+            return self.const(token, float(token[1]))
+        if kind == "True" or kind == "False" or kind == "None":
+            self.i += 1
+            return self.const(token, {"True": True, "False": False, "None": None}[kind])
+        if kind == "(":
+            self.i += 1
+            node = self.expr()
+            self.expect(")")
+            return node
+        if kind == "[":
+            return self.list_(s)
+        if kind == "{":
+            return self.map_(s)
+        if kind == "FSTRING":
+            self.i += 1
+            return self.fstring(token)
+        if kind in KEYWORDS and kind not in NOT_AN_ATOM:
+            self.i += 1  # a keyword Lark's lexer leaves a NAME where an atom starts
+            return _make(
+                ir.Name,
+                {
+                    "line": token[2],
+                    "col": token[3],
+                    "end_line": token[4],
+                    "end_col": token[5],
+                    "ty": None,
+                    "kind": "name",
+                    "id": token[1],
+                    "ref": "",
+                },
+                {"id", *POS},
+            )
+        raise self.refuse()
+
+    @staticmethod
+    def const(token: Token, value: Any) -> ir.Const:
+        return _make(
+            ir.Const,
+            {
+                "line": token[2],
+                "col": token[3],
+                "end_line": token[4],
+                "end_col": token[5],
+                "ty": None,
+                "kind": "const",
+                "value": value,
+            },
+            {"value", *POS},
+        )
+
+    def list_(self, s: int) -> Any:
+        t = self.t
+        self.i += 1
+        items: list[Any] = []
+        if t[self.i][0] != "]":
+            first = self.expr()
+            if t[self.i][0] == "for":
+                comp = self.comp_for()
+                self.expect("]")
+                return _make(
+                    ir.Comprehension,
+                    {**self.pos(s), "ty": None, "kind": "comprehension", "elt": first, "value": None, **comp},
+                    {"elt", "targets", "iter", "cond", *POS},
+                )
+            items.append(first)
+            while t[self.i][0] == ",":
+                self.i += 1
+                if t[self.i][0] == "]":
+                    break
+                items.append(self.expr())
+        self.expect("]")
+        return _make(ir.ListLit, {**self.pos(s), "ty": None, "kind": "list", "items": items}, {"items", *POS})
+
+    def map_(self, s: int) -> Any:
+        t = self.t
+        self.i += 1
+        entries: list[Any] = []
+        while t[self.i][0] != "}":
+            e = self.i
+            key = self.expr()
+            self.expect(":")
+            value = self.expr()
+            if not entries and t[self.i][0] == "for":
+                comp = self.comp_for()
+                self.expect("}")
+                return _make(
+                    ir.Comprehension,
+                    {**self.pos(s), "ty": None, "kind": "comprehension", "elt": key, "value": value, **comp},
+                    {"elt", "value", "targets", "iter", "cond", *POS},
+                )
+            entries.append(_make(ir.MapEntry, {**self.pos(e), "key": key, "value": value}, {"key", "value", *POS}))
+            if t[self.i][0] != ",":
+                break
+            self.i += 1
+        self.expect("}")
+        return _make(ir.MapLit, {**self.pos(s), "ty": None, "kind": "map", "entries": entries}, {"entries", *POS})
+
+    def comp_for(self) -> dict[str, Any]:
+        t = self.t
+        self.i += 1
+        targets = [self.word()]
+        if t[self.i][0] == ",":
+            self.i += 1
+            targets.append(self.word())
+        self.expect("in")
+        iterable = self.or_(None, self.i)
+        cond = None
+        if t[self.i][0] == "if":
+            self.i += 1
+            cond = self.or_(None, self.i)
+        return {"targets": targets, "iter": iterable, "cond": cond}
+
+    # ------------------------------------------------------------------ f-strings
+    def fstring(self, token: Token) -> ir.FString:
+        """`f"a {x} b"` as `_parse_fstring` splits it; anything it would report is refused."""
+        text = token[1][2:-1]
+        line, col = token[2], token[3] + 2
+        parts: list[Any] = []
+        literal: list[str] = []
+        i = 0
+        while i < len(text):
+            ch = text[i]
+            if ch == "\\" and i + 1 < len(text):
+                literal.append(text[i : i + 2])
+                i += 2
+            elif text.startswith("{{", i) or text.startswith("}}", i):
+                literal.append(ch)
+                i += 2
+            elif ch == "}":
+                raise _Refuse("single } in f-string")  # E1005
+            elif ch == "{":
+                end = _matching_brace(text, i)
+                if end < 0:
+                    raise _Refuse("unclosed { in f-string")  # E1005
+                if literal:
+                    parts.append(_unescape("".join(literal)))
+                    literal = []
+                parts.append(_fstring_field(text[i + 1 : end], line, col + i + 1))
+                i = end + 1
+            else:
+                literal.append(ch)
+                i += 1
+        if literal:
+            parts.append(_unescape("".join(literal)))
+        return _make(
+            ir.FString,
+            {
+                "line": token[2],
+                "col": token[3],
+                "end_line": token[4],
+                "end_col": token[5],
+                "ty": None,
+                "kind": "fstring",
+                "parts": parts,
+            },
+            {"parts", *POS},
+        )
+
+
+def _fstring_field(source: str, line: int, col: int) -> Any:
+    """One `{…}` of an f-string, as `_parse_fstring_field` reads it (refusing its errors)."""
+    split = -1 if re.match(r"\s*lambda\b", source) else _top_level(source, ":")
+    bang = _top_level(source, "!")
+    if bang >= 0 and (split < 0 or bang < split) and not source.startswith("=", bang + 1):
+        raise _Refuse("conversion in f-string")  # E1005
+    if split < 0:
+        return _fstring_expr(source, line, col)
+    spec = source[split + 1 :]
+    expr = _fstring_expr(source[:split], line, col)
+    if not spec:
+        return expr
+    if "{" in spec or "}" in spec or FORMAT_SPEC.fullmatch(spec) is None:
+        raise _Refuse("format spec")  # E1005
+    where = expr.__dict__
+    return _make(
+        ir.Formatted,
+        {
+            "line": where["line"],
+            "col": where["col"],
+            "end_line": line,
+            "end_col": col + len(source),
+            "ty": None,
+            "kind": "formatted",
+            "value": expr,
+            "spec": spec,
+        },
+        {"value", "spec", *POS},
+    )
+
+
+def _fstring_expr(source: str, line: int, col: int) -> Any:
+    """The expression of an f-string field, its positions those of the file (Lark parses
+    it alone from `expr` and shifts it; here it is scanned where it stands)."""
+    if not source.strip():
+        raise _Refuse("empty {} in f-string")  # E1005
+    tokens, long_line = scan(source, line, col, indent=False)
+    if any(token[0] == "NL" for token in tokens) or "#" in source:
+        raise _Refuse("comment in f-string")
+    parser = _Parser(tokens)
+    node = parser.expr()
+    if tokens[parser.i][0] != "END":
+        raise parser.refuse()
+    if long_line and _depth(node) > MAX_EXPR_DEPTH:
+        raise _Refuse("f-string field nested too deep")  # E1008
+    return node
+
+
+_DECLS = {
+    "environment": _Parser.environment,
+    "enum": _Parser.enum,
+    "state": _Parser.state,
+    "world": _Parser.world,
+    "scenario": _Parser.scenario,
+    "test": _Parser.test,
+    "task": _Parser.task,
+    "drop": _Parser.drop,
+    "rename": _Parser.rename,
+    "describe": _Parser.describe,
+}
+_SIMPLE = {
+    "let": _Parser.let,
+    "return": _Parser.return_,
+    "require": _Parser.require,
+    "fail": _Parser.fail,
+    "del": _Parser.delete,
+    "pass": _Parser.pass_,
+    "break": _Parser.break_,
+    "continue": _Parser.continue_,
+}

@@ -1,0 +1,360 @@
+"""The fast parser (`compiler/parse_fast.py`) against Lark, the reference.
+
+For every input: when Lark's parse has a syntax error or an IR builder reports a
+problem, the fast parser returns no declarations (Lark's diagnostics stand); when Lark
+accepts, the fast parser either refuses or builds the same IR: the same node classes,
+the same `__dict__` (keys in the same order, values of the same types), the same
+`model_fields_set`, and so the same `model_dump_json` byte for byte. The shipped specs,
+fixtures, docs examples and the benchmark spec must not be refused (the fast path is
+the one they take), and neither must the well-formed mutations of them.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import strategies
+from hypothesis import HealthCheck, given, settings
+from pydantic import BaseModel
+
+from compiler import parse, parse_fast
+from compiler.parse import _Collector, _try_parse, parse_source
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def normalise(source: str) -> str:
+    """The text `parse_source` hands its parsers."""
+    text = source.removeprefix("\ufeff").replace("\r\n", "\n")
+    return text if text.endswith("\n") else text + "\n"
+
+
+def difference(a: Any, b: Any, where: str = "") -> str | None:
+    """Where two IR values differ (class, field order, fields set, value or its type), or None."""
+    if type(a) is not type(b):
+        return f"{where}: {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, BaseModel):
+        if list(a.__dict__) != list(b.__dict__):
+            return f"{where}: fields {list(a.__dict__)} != {list(b.__dict__)}"
+        if a.model_fields_set != b.model_fields_set:
+            return f"{where}: fields set {sorted(a.model_fields_set)} != {sorted(b.model_fields_set)}"
+        if (a.__pydantic_extra__, a.__pydantic_private__) != (b.__pydantic_extra__, b.__pydantic_private__):
+            return f"{where}: extra or private"
+        for name, value in a.__dict__.items():
+            found = difference(value, b.__dict__[name], f"{where}.{name}")
+            if found:
+                return found
+        return None
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{where}: {len(a)} items != {len(b)}"
+        for index, (x, y) in enumerate(zip(a, b)):
+            found = difference(x, y, f"{where}[{index}]")
+            if found:
+                return found
+        return None
+    if isinstance(a, dict):
+        if list(a) != list(b):
+            return f"{where}: keys {list(a)} != {list(b)}"
+        for key in a:
+            found = difference(a[key], b[key], f"{where}[{key!r}]")
+            if found:
+                return found
+        return None
+    return None if a == b else f"{where}: {a!r} != {b!r}"
+
+
+def compare(source: str) -> str:
+    """'same' (both parsers built equal IR), 'refused' (Lark accepts, the fast parser
+    leaves it to Lark) or 'lark refuses' (both refuse); a mismatch fails the test."""
+    text = normalise(source)
+    collector = _Collector("spec.envspec")
+    syntax = _try_parse(text, "spec.envspec", collector)
+    fast = parse_fast.parse_decls(text)
+    if syntax is not None or collector.errors:
+        assert fast is None, f"fast parser accepted what Lark refuses: {syntax or collector.errors[0]}"
+        return "lark refuses"
+    if fast is None:
+        return "refused"
+    found = difference(fast, collector.result, "decls")
+    assert found is None, found
+    assert [d.model_dump_json() for d in fast] == [d.model_dump_json() for d in collector.result]
+    return "same"
+
+
+def _docs_examples() -> list[str]:
+    """Every envspec block of the language reference, alone and after the page's running
+    example (the first block), as tests/test_docs_language.py checks them."""
+    text = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```envspec\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+    return [*blocks, *(blocks[0] + "\n" + block for block in blocks[1:])]
+
+
+SHIPPED = sorted(
+    path
+    for path in [*ROOT.glob("specs/**/*.envspec"), *ROOT.glob("tests/fixtures/**/*.envspec")]
+    if b"\0" not in path.read_bytes()
+)
+CORPUS = sorted(path for path in ROOT.glob("tests/corpus/**/*.envspec") if b"\0" not in path.read_bytes())
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def test_fast_path_is_on() -> None:
+    """The IR's fields are the ones the fast parser writes (a field added to an IR class
+    turns the fast parser off: teach `parse_fast._SCHEMA` and its builder the field)."""
+    changed = [cls.__name__ for cls, names in parse_fast._SCHEMA.items() if tuple(cls.model_fields) != names]
+    assert changed == [], f"IR classes whose fields parse_fast does not write: {changed}"
+    assert parse_fast.enabled()
+
+
+def _uses_foreign_words(text: str) -> bool:
+    """Whether `text` holds a grammar keyword the fast parser does not know (a construct
+    added after it: such text is left to Lark by design)."""
+    foreign = parse_fast._foreign_words() or frozenset()
+    return any(word in foreign for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shipped_specs_parse_fast_to_the_same_ir(path: Path) -> None:
+    text = _read(path)
+    outcome = compare(text)
+    if path.is_relative_to(ROOT / "specs") and not _uses_foreign_words(text):
+        assert outcome == "same"
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_corpus_files_agree(path: Path) -> None:
+    """Corpus files are bad on purpose: Lark's refusals must be the fast parser's too,
+    and those that parse (their errors come later) must parse to the same IR."""
+    compare(_read(path))
+
+
+def test_docs_examples_parse_fast_to_the_same_ir() -> None:
+    examples = _docs_examples()
+    assert len(examples) > 10
+    refused = [example for example in examples if compare(example) == "refused" and not _uses_foreign_words(example)]
+    assert refused == []
+
+
+def test_benchmark_spec_parses_fast_to_the_same_ir() -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import frontend
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert compare(frontend.generate(1500)) == "same"
+
+
+def test_parse_source_results_are_unchanged() -> None:
+    """Through `parse_source` (module assembly, diagnostics): the same JSON either way."""
+    for path in SHIPPED[:40]:
+        text = _read(path)
+        fast = parse_source(text, str(path))
+        lark = _without_fast_path(text, str(path))
+        assert (fast.module is None) == (lark.module is None)
+        assert fast.diagnostics == lark.diagnostics
+        if fast.module is not None and lark.module is not None:
+            assert fast.module.model_dump_json() == lark.module.model_dump_json()
+
+
+def _without_fast_path(text: str, path: str) -> parse.ParseResult:
+    decls = parse_fast.parse_decls
+    parse_fast.parse_decls = lambda _text: None  # type: ignore[assignment]
+    try:
+        return parse_source(text, path)
+    finally:
+        parse_fast.parse_decls = decls  # type: ignore[assignment]
+
+
+# --------------------------------------------------------------------------- edge cases
+
+HEADER = 'environment shop:\n    title "Shop"\n\n'
+
+EDGES = [
+    # keywords where Lark's lexer makes them names (or not)
+    "record R:\n    title: str\n    state: int = 1\n    doc: str\n",
+    "tool t(title: str) -> str:\n    return title + state\n",
+    "tool t() -> int:\n    return a + not\n",
+    "tool t() -> int:\n    return f(if=1)\n",
+    "tool t() -> int:\n    return f(if)\n",
+    "tool t() -> int:\n    return x.if.else\n",
+    "tool t() -> int:\n    let x = 1\n    python(x)\n    reads = 2\n",
+    'tool t() -> int:\n    python "return 1"\n',
+    "tool t() -> int:\n    reads = 2\n",
+    "tool t() -> int:\n    return None\n",
+    "tool t(x: None) -> list[None]:\n    return [True, False, None]\n",
+    "enum E:\n    if, else, True, None\n",
+    "tool t() -> int:\n    reads a, nothing\n    writes nothing\n    return 1\n",
+    "tool t() -> int:\n    for x in xs:\n        pass\n    else = 3\n",
+    "tool t() -> int:\n    if a:\n        pass\n    else:\n        pass\n    elif = 1\n",
+    "test x:\n    scenario s\n    raises(1)\n    let a = 1\n    expect a\n    f() raises e\n",
+    "test x:\n    let = 1\n",
+    # words glued to keywords and numbers
+    "tool t(x: int = 1min 2) -> int:\n    return x\n",
+    "tool t(x: int = 1 minutes 2) -> int:\n    return x\n",
+    "drop tooling x\n",
+    "drop tool x\nrename tool a asb\n",
+    "rename tool a as b\n",
+    "tool t() -> int:\n    return a iffy else b\n",
+    "tool t() -> int:\n    return 1.e5 + 1.5e3 + 1_000 + 0\n",
+    "tool t() -> int:\n    return 1__0\n",
+    # strings, f-strings, docs
+    'tool t() -> str:\n    "doc"\n    return "a"\n',
+    'tool t() -> str:\n    "not a doc".upper()\n    return "a"\n',
+    'tool t() -> str:\n    f"doc {x}"\n    return "a"\n',
+    'tool t() -> str:\n    return f"a {x:>8.2f} {y!r} {{z}} {lambda q: q} {a if b else c}"\n',
+    'tool t() -> str:\n    return f"{x # c}"\n',
+    'tool t() -> str:\n    return f"{x:{y}}" + f"{}" + f"{"\n',
+    'tool t() -> str:\n    return "\\q" + "\\ud800"\n',
+    'tool t() -> str:\n    return """\n        a\n          b\n    """\n',
+    'tool t() -> str:\n    return f"{x:}" + f"{d[1:2]}" + f"{a != b}"\n',
+    # layout
+    "tool t() -> int:\n    return (1 +\n        2)  # c\n\n\n# gap\n\ntool u() -> int:\n    return 1\n",
+    "tool t() -> int:\n    return 1 + \\\n        2\n",
+    "tool t() -> int:\n\treturn 1\n",
+    "tool t() -> int:\n    if a:\n\treturn 1\n",
+    "tool t() -> int:\n    return 1\n  x\n",
+    "   tool t() -> int:\n    return 1\n",
+    "tool t() -> int:\n    return 1\x0c\n",
+    "tool t() -> int:\n    return [x for x in xs if x > 1] + [a if b else c for a, b in m]\n",
+    "tool t() -> int:\n    return {k: v for k, v in m if v} | {}\n",
+    "tool t() -> int:\n    return a[1:] + a[:2] + a[:] + a[1] + f(*x)\n",
+    "tool t() -> int:\n    return -a ** -b * c // d % e - (f) is not g not in h < i <= j\n",
+    "tool t() -> int:\n    a.b[c] += 1\n    (a) = 2\n    -a = 3\n",
+    'tool t() -> int:\n    del a[1]\n    require a else e("m", field="x")\n    fail e("m", "n")\n',
+    "tool t() -> int:\n    return lambda a, b: a if b else lambda: 1\n",
+    'tool t(a: int,) -> int:\n    param a "x"\n    param b "y"\n    return 1\n',
+    'tool t(a: int,) -> int:\n    param a "x"\n    param a "y"\n    return 1\n',
+    "tool t() -> int:\n    reads a\n    reads b\n    return 1\n",
+    'environment e:\n    seed 1_000\n    rng x\n    domains "a", "b"\n    clock "c"\n',
+    "environment e:\n    seed 1\n    seed 2\n",
+    'world:\n    a: int from "a.json"\n    b: int = 1\n    c: int fromage "x"\n',
+    'task k:\n    scenario s\n    request "r"\n    solution:\n        f()\n    verify x\n',
+    "task k:\n    solution:\n        f()\n",
+    "task k:\n    scenario s\n    scenario t\n",
+    'describe tool x:\n    "doc"\n    param a "b"\n',
+    "override record R:\n    a: int\noverride fn f() -> int:\n    return 1\n",
+    "tool t() -> int:\n    return " + "(" * 101 + "1" + ")" * 101 + "\n",
+    "tool t() -> int:\n    return " + " + ".join(["1"] * 130) + "\n",
+    "tool t() -> int:\n    return " + "[" * 60 + "]" * 60 + " + " + " + ".join(["1"] * 70) + "\n",
+    "tool t() -> int:\n    return " + str(2**63) + "\n",
+]
+
+
+@pytest.mark.parametrize("text", EDGES, ids=range(len(EDGES)))
+def test_edge_cases_agree(text: str) -> None:
+    compare(HEADER + text)
+
+
+# --------------------------------------------------------------------------- mutations
+
+WORDS = [*sorted(parse_fast.KEYWORDS), "min", "max_items", "pattern", "x", "_y", "f", "ff"]
+SNIPPETS = [
+    " ", "  ", "\t", "\n", "\n    ", "\n        ", "  # note\n", "\\\n", "(", ")", "[", "]", "{", "}",
+    ",", ":", ".", "=", "==", "+", "-", "**", "->", '"s"', 'f"{x}"', '"""d"""', "1", "2.5", "1_0",
+]  # fmt: skip
+
+
+def _declarations(text: str) -> list[str]:
+    """A spec cut into its top-level declarations (each one parses alone)."""
+    starts = [m.start() for m in re.finditer(r"^(?=[a-z])", text, re.MULTILINE)]
+    return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)])]
+
+
+def _mutant(text: str, rng: random.Random) -> str:
+    """A variant of a declaration: a word swapped for a keyword, a snippet inserted, a
+    token deleted, blank lines and a comment added, or its indentation changed."""
+    spans = [m.span() for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*|[^\sA-Za-z_]+|\n", text)]
+    start, end = spans[rng.randrange(len(spans))]
+    choice = rng.random()
+    if choice < 0.35:
+        return text[:start] + rng.choice(WORDS) + text[end:]
+    if choice < 0.65:
+        return text[:start] + rng.choice(SNIPPETS) + text[start:]
+    if choice < 0.8:
+        return text[:start] + text[end:]
+    if choice < 0.9:
+        return text[:start] + "\n\n    # c\n" + text[start:]
+    return text.replace("\n    ", "\n" + rng.choice(["  ", "\t", "     "]), rng.randrange(1, 4))
+
+
+SEEDS = [path for path in SHIPPED if path.is_relative_to(ROOT / "specs")]
+MUTANTS_PER_SPEC = 150
+
+
+@pytest.mark.parametrize("path", SEEDS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_mutated_declarations_agree(path: Path) -> None:
+    """MUTANTS_PER_SPEC variants of the declarations of each shipped spec and prototype
+    (about 3,500 in all): both parsers accept them alike, or both refuse."""
+    known = [d for d in _declarations(_read(path)) if not _uses_foreign_words(d)]
+    declarations = known or _declarations(_read(path))
+    rng = random.Random(path.name)
+    outcomes = [compare(_mutant(rng.choice(declarations), rng)) for _ in range(MUTANTS_PER_SPEC)]
+    assert outcomes.count("lark refuses") > MUTANTS_PER_SPEC // 10  # the mutants exercise the refusals
+    if known:
+        assert outcomes.count("same") > MUTANTS_PER_SPEC // 5  # and the fast path
+
+
+def test_formatter_output_parses_the_same() -> None:
+    """`envc fmt` prints the same text from either parser's module, and that text (another
+    layout of the same IR) parses the same fast."""
+    from compiler.fmt import format_module, format_source
+
+    for path in SEEDS:
+        text = _read(path)
+        fast, lark = parse_source(text, str(path)).module, _without_fast_path(text, str(path)).module
+        assert fast is not None and lark is not None
+        assert format_module(fast, text) == format_module(lark, text)
+        printed = format_source(text, str(path)).text
+        assert printed is not None
+        assert compare(printed) == "same" or _uses_foreign_words(printed)
+
+
+def test_the_analysis_call_walk_finds_what_irtree_finds() -> None:
+    """`Analysis.called_names` walks bodies its own faster way (`context._called_names`);
+    it finds the names `irtree.called_names` finds in every body of every shipped spec."""
+    from compiler.analyse.context import _called_names
+    from compiler.irtree import called_names
+
+    bodies = 0
+    for path in SEEDS:
+        module = parse_source(_read(path), str(path)).module
+        assert module is not None
+        for callable_ in [*module.tools, *module.fns]:
+            assert _called_names(callable_.body) == called_names(callable_.body)
+            bodies += 1
+    assert bodies > 100
+
+
+# --------------------------------------------------------------------------- generated specs
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(strategies.specs())
+def test_generated_specs_parse_fast_to_the_same_ir(text: str) -> None:
+    """Random specs of every construct with random layout (tests/strategies.py)."""
+    assert compare(text) in ("same", "refused")
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.mutated_specs())
+def test_mutated_windows_agree(text: str) -> None:
+    """Windows of a real spec with lines deleted, swapped, cut, tokens inserted."""
+    compare(text)
+
+
+def test_envc_fast_parse_0_leaves_everything_to_lark(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _read(SEEDS[0])
+    assert parse_fast.parse_decls(normalise(text)) is not None
+    monkeypatch.setenv("ENVC_FAST_PARSE", "0")
+    assert parse_fast.parse_decls(normalise(text)) is None
+    assert parse_source(text, "spec.envspec").module is not None  # Lark's parse
