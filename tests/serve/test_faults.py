@@ -36,8 +36,10 @@ def faulty_catalog(catalog: Catalog) -> Catalog:
         def logout(self) -> Any:
             raise RuntimeError("the disk under the environment vanished")
 
-    def open_environment(scenario: str | None, changes: Any = None, seed: int | None = None) -> tuple[Any, Any]:
-        env, effect = real.package.open_environment(scenario, changes, seed)
+    def open_environment(
+        scenario: str | None, changes: Any = None, seed: int | None = None, options: Any = None
+    ) -> tuple[Any, Any]:
+        env, effect = real.package.open_environment(scenario, changes, seed, options)
         return Faulty(env.state()), effect
 
     package.Environment = Faulty  # type: ignore[attr-defined]
