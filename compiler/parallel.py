@@ -5,15 +5,18 @@ Forked, so a worker starts with everything the parent has imported (pydantic bui
 the IR classes alone is about 0.3 s: paid once, not per worker) and needs nothing
 pickled but the spec's path and its result. What a caller sees does not depend on the
 workers: results come back in the order of the items, an exception a task raises is
-raised again here, and a task whose worker died (a crash, the OOM killer) runs again
-in this process, so its outcome is what a run without workers gives; `on_lost` is told
-first. A hang is not guarded against: a run without workers would hang too.
+raised again here, and when a worker dies (a crash, the OOM killer) every task not
+back yet runs again in this process, so its outcome is what a run without workers
+gives; `on_lost` is told first. A hang is not guarded against: a run without workers
+would hang too.
 """
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -54,6 +57,11 @@ def map_in_workers(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    for stream in (sys.stdout, sys.stderr):  # a worker flushes its copy of them when it ends
+        stream.flush()
+    # The objects already made are shared with the workers until written to; a collection
+    # in a worker would write to every one of them (copying the pages): freeze them first.
+    gc.freeze()
     results: list[Result] = []
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
     try:
@@ -68,4 +76,5 @@ def map_in_workers(
         results.extend(task(item) for item in left)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # a task that raised leaves the rest unwanted
+        gc.unfreeze()
     return results
