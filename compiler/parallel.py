@@ -29,11 +29,19 @@ than it saves."""
 
 
 def default_jobs() -> int:
-    """Workers when the command line does not say: one per core this process may use."""
+    """Workers when the command line does not say: one per core this process may use
+    that other work leaves free (the cores less the 1-minute load average, counting this
+    process's own core as free). On a busy machine workers only add the cost of starting
+    them, so a machine with no free core gets one process (`make -l` reasons the same)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load average to read
+        load = 0.0
+    return max(1, min(cores, int(cores - load + 1)))
 
 
 def worth_it(jobs: int, items: int) -> bool:
