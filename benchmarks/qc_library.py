@@ -21,8 +21,8 @@ both totals.
 Then the whole command, as processes: `envc compile -o FRESH` (every spec analysed,
 lowered, fully checked and written, mypy's cache warm) with the compiler of `--before
 REV` (`compiler/`, `templates/` and `grammar/` as in REV, `git archive`) against the
-working tree's, run with `--jobs 1`, `--jobs 2` and the default (a worker per core the
-load leaves free). Each
+working tree's, run with `--jobs 1` and `--jobs 2` (the default here: a worker per
+core). Each
 tree is a copy in a temporary project with its own cache folder (`XDG_CACHE_HOME`),
 warmed by one untimed run; the three alternate, and every run writes into a fresh
 output folder, so none takes the up-to-date fast path. Reported: wall time and CPU time
@@ -184,7 +184,6 @@ def whole_compile(runs: int, revision: str) -> None:
             f"before ({revision})": (before, ("--jobs", "1") if _has_jobs(before) else ()),
             "after, --jobs 1": (after, ("--jobs", "1")),
             "after, --jobs 2": (after, ("--jobs", "2")),
-            "after, default (per free core)": (after, ()),
         }
         for tree in (before, after):  # untimed: mypy's cache and the parse cache filled
             compile_once(tree, base / "out")

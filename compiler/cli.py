@@ -286,7 +286,7 @@ JOBS = click.option(
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
-    help="Worker processes for independent specs (default: one per core the load leaves free; 1: none). The output is the same.",
+    help="Worker processes for independent specs (default: one per core; 1: none). The output is the same.",
 )
 
 

@@ -29,19 +29,13 @@ than it saves."""
 
 
 def default_jobs() -> int:
-    """Workers when the command line does not say: one per core this process may use
-    that other work leaves free (the cores less the 1-minute load average, counting this
-    process's own core as free). On a busy machine workers only add the cost of starting
-    them, so a machine with no free core gets one process (`make -l` reasons the same)."""
+    """Workers when the command line does not say: one per core this process may use.
+    Not fewer on a busy machine: there the scheduler shares the cores among processes,
+    so two workers still get more of them than one process."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except OSError:  # no load average to read
-        load = 0.0
-    return max(1, min(cores, int(cores - load + 1)))
+        return os.cpu_count() or 1
 
 
 def worth_it(jobs: int, items: int) -> bool:

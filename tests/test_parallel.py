@@ -61,13 +61,9 @@ def test_few_items_or_one_job_start_no_worker() -> None:
     assert parallel.worth_it(2, parallel.MIN_ITEMS)
 
 
-@pytest.mark.parametrize(("cores", "load", "jobs"), [(2, 0.0, 2), (2, 0.9, 2), (2, 1.5, 1), (2, 7.0, 1), (8, 2.5, 6)])
-def test_the_default_is_one_worker_per_core_the_load_leaves_free(
-    cores: int, load: float, jobs: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)))
-    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
-    assert parallel.default_jobs() == jobs
+def test_the_default_is_one_worker_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(6)))
+    assert parallel.default_jobs() == 6
 
 
 # --------------------------------------------------------------------------- the commands
