@@ -337,20 +337,17 @@ MODULE_NAMES: Final = _by_kind(
             "_valid_moment _valid_regex _weekday _with_new_value check_arguments check_load_options conform "
             "copy_json copy_state state_to_json to_json"
         ),
-        "import": (
-            "Any Callable Final Literal Mapping NotRequired Path Self TracebackType TypedDict _field "
-            "annotations cast dataclass"
-        ),
+        "import": "Any Callable Final Literal Mapping NotRequired Path TypedDict _field annotations cast dataclass",
         "module": "dt json math random re threading weakref",
     }
 )
 MODULE_ALWAYS: Final = frozenset(
     "Any AuditEntry Callable DEFAULT_STATE DomainError Environment Final INTERNAL_ERROR Kind LOAD_OPTIONS "
-    "Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError Self State TOOL_SPECS "
-    "ToolSpec TracebackType TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded "
-    "_Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES _UndoLog "
-    "_check_limits _checked_out _conform_key _conform_pairs _conform_record _copy_AuditEntry _field _invalid "
-    "_join _member_class _old _redo_entry _scenario_state _show _undo_entry _valid_moment _with_new_value "
+    "Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError State TOOL_SPECS "
+    "ToolSpec TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded _Record "
+    "_RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES _UndoLog _check_limits "
+    "_checked_out _conform_key _conform_pairs _conform_record _copy_AuditEntry _field _invalid _join "
+    "_member_class _old _redo_entry _scenario_state _show _undo_entry _valid_moment _with_new_value "
     "annotations cast check_arguments check_load_options conform copy_json copy_state dataclass dt json math "
     "re state_to_json threading to_json weakref".split()
 )
@@ -378,11 +375,11 @@ CLASS_SCOPE: Final = frozenset(
 )
 SUBCLASS_MEMBERS: Final = frozenset("trace".split())
 BODY_NAMES: Final = frozenset(
-    "Any DomainError Recorder RuntimeError UNSET WORLD _add_days _add_hours _add_minutes _add_seconds "
-    "_as_bool _as_list _as_map _as_number _as_text _days_between _depth _json_key _matches _parse_datetime "
-    "_parse_int _parse_json _parse_number _remove_first _search _seconds_between _stable_hash _type_of "
-    "_valid_regex _weekday abs all any bool cast chr dict env environment expect_error float int json key_1 "
-    "len list max min ord range re reversed round self set sorted state str sum".split()
+    "Any BaseException DomainError Recorder RuntimeError UNSET WORLD _add_days _add_hours _add_minutes "
+    "_add_seconds _as_bool _as_list _as_map _as_number _as_text _days_between _depth _json_key _matches "
+    "_parse_datetime _parse_int _parse_json _parse_number _remove_first _search _seconds_between "
+    "_stable_hash _type_of _valid_regex _weekday abs all any bool cast chr dict env environment expect_error "
+    "float int json key_1 len list max min ord range re reversed round self set sorted state str sum".split()
 )
 TEST_MODULE_NAMES: Final = frozenset(
     "Any BAD_ARGUMENTS Callable DomainError Environment INTERNAL_ERROR Mapping Path Recorder "

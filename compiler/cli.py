@@ -281,6 +281,13 @@ def cli() -> None:
 
 
 SPEC_PATHS = click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+JOBS = click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes for independent specs (default: one per core; 1: none). The output is the same.",
+)
 
 
 @cli.command()
@@ -294,9 +301,11 @@ SPEC_PATHS = click.argument("files", nargs=-1, required=True, type=click.Path(pa
     help="How to print diagnostics.",
 )
 @click.option("--emit-ir", is_flag=True, help="Print the analysed environment as JSON on stdout (one spec only).")
+@JOBS
 @click.pass_context
-def check(ctx: click.Context, files: tuple[Path, ...], fmt: str, emit_ir: bool) -> None:
+def check(ctx: click.Context, files: tuple[Path, ...], fmt: str, emit_ir: bool, jobs: int | None) -> None:
     """Parse and analyse specs; directories mean every *.envspec below them."""
+    from compiler import parallel
     from compiler.analyse import analyse_file
 
     paths, diagnostics = expand_paths(files)
@@ -304,12 +313,16 @@ def check(ctx: click.Context, files: tuple[Path, ...], fmt: str, emit_ir: bool) 
         raise click.UsageError("--emit-ir takes exactly one spec file")
     sources: dict[str, str] = {}
     environment_json = ""
-    for path in paths:
-        result = analyse_file(path)
+    if emit_ir:
+        result = analyse_file(paths[0])
         diagnostics.extend(result.diagnostics)
         sources.update(result.sources)
-        if emit_ir and result.environment is not None and not has_errors(result.diagnostics):
+        if result.environment is not None and not has_errors(result.diagnostics):
             environment_json = result.environment.model_dump_json(indent=2)
+    else:
+        for found, texts in parallel.map_in_workers(_check_one, paths, _jobs(jobs), _lost_worker):
+            diagnostics.extend(found)
+            sources.update(texts)
     # With --emit-ir stdout carries only the IR, so diagnostics move to stderr.
     if fmt == "json":
         click.echo(to_json(diagnostics), err=emit_ir)
@@ -320,6 +333,24 @@ def check(ctx: click.Context, files: tuple[Path, ...], fmt: str, emit_ir: bool) 
     if environment_json:
         click.echo(environment_json)
     ctx.exit(exit_code(diagnostics))
+
+
+def _check_one(path: Path) -> tuple[list[Diagnostic], dict[str, str]]:
+    """What `envc check` prints of one spec (in a worker process, when there are many)."""
+    from compiler.analyse import analyse_file
+
+    result = analyse_file(path)
+    return result.diagnostics, result.sources
+
+
+def _jobs(jobs: int | None) -> int:
+    from compiler import parallel
+
+    return parallel.default_jobs() if jobs is None else jobs
+
+
+def _lost_worker(message: str) -> None:
+    click.echo(f"envc: {message}", err=True)
 
 
 @cli.command("fmt")
@@ -388,8 +419,15 @@ def _format_file(path: Path, check_only: bool) -> tuple[bool, list[Diagnostic]]:
 @click.option(
     "--offline", is_flag=True, help="Ask no model: an llm body without a current fill in envc.lock is an error."
 )
+@JOBS
 def compile_command(
-    specs: tuple[Path, ...], output: Path | None, check_only: bool, no_qc: bool, force: bool, offline: bool
+    specs: tuple[Path, ...],
+    output: Path | None,
+    check_only: bool,
+    no_qc: bool,
+    force: bool,
+    offline: bool,
+    jobs: int | None,
 ) -> None:
     """Compile specs into checked Python packages (all specs/*.envspec when none are given)."""
     root = pipeline.find_project_root(Path.cwd())
@@ -403,6 +441,8 @@ def compile_command(
         check_only=check_only,
         qc=not (no_qc or check_only),
         force=force,
+        jobs=_jobs(jobs),
+        on_lost_worker=_lost_worker,
         **_llm_options(offline),
     )
     results = _compile_with_progress(files, options)

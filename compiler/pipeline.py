@@ -69,6 +69,11 @@ class Options:
     llm_log: Callable[[str], None] | None = None
     heal_stats: HealStats | None = None
     """Collects the healing pass rates of the fills asked for during the run."""
+    jobs: int = 1
+    """Worker processes that analyse and lower specs (compiler/parallel.py); the output
+    is the same for any number."""
+    on_lost_worker: Callable[[str], None] | None = None
+    """Told when a worker process died (its specs are then done in this process)."""
 
 
 def find_project_root(start: Path) -> Path:
@@ -231,21 +236,35 @@ def _strays(folder: Path, known: set[str]) -> list[str]:
 def compile_specs(
     specs: list[Path], options: Options, progress: Callable[[str], None] | None = None
 ) -> list[SpecResult]:
+    """Each spec up to date, or analysed and lowered (on `options.jobs` worker processes
+    when that pays), then every lowered package checked in one go and written; one
+    result per spec, in the order of `specs`, the same for any number of workers."""
     results: list[SpecResult] = []
-    pending: list[tuple[SpecResult, qc.Package, dict[str, str], float]] = []
+    stale: list[int] = []
     for spec in specs:
         started = time.perf_counter()
         result = SpecResult(spec=display_path(spec, options.project_root))
         results.append(result)
-        if progress:
-            progress(result.spec)
         if _up_to_date(spec, result, options):
             result.seconds = time.perf_counter() - started
-            continue
-        package = _lower_spec(spec, result, options)
+            if progress:
+                progress(result.spec)
+        else:
+            stale.append(len(results) - 1)
+    pending: list[tuple[SpecResult, qc.Package, dict[str, str], float]] = []
+    jobs = [(specs[index], results[index].spec) for index in stale]
+    for index, (done, package) in zip(stale, _lower_in_workers(jobs, options), strict=True):
+        spec = specs[index]
+        if progress:
+            progress(results[index].spec)
+        if done is None:  # not lowered in a worker: here, with its `llm` fills
+            started = time.perf_counter()
+            package = _lower_spec(spec, results[index], options)
+            results[index].seconds = time.perf_counter() - started
+        else:
+            results[index] = done
         if package is not None:
-            pending.append((result, package, _manifest_files(package, spec, result, options), started))
-        result.seconds = time.perf_counter() - started
+            pending.append((results[index], package, _manifest_files(package, spec, results[index], options), 0.0))
     _refuse_shared_names(pending)
     _check_and_write([p for p in pending if not has_errors(p[0].diagnostics)], options)  # warnings do not stop it
     return results
@@ -308,20 +327,59 @@ def _qc_marker(options: Options, inputs_sha: str) -> Path:
     return options.project_root / ".envc-cache" / "qc" / inputs_sha
 
 
-def _lower_spec(spec: Path, result: SpecResult, options: Options) -> qc.Package | None:
-    from compiler import check as qc
-    from compiler.analyse import analyse_file
-    from compiler.lower import LoweringError, lower
+def _lower_alone(job: tuple[Path, str]) -> tuple[SpecResult | None, qc.Package | None]:
+    """`_lower_spec` of one spec as a worker process runs it: the result and the package,
+    or (None, None) for a spec with `llm` bodies (its fills may ask a model, log and count
+    heal rates: that stays in the main process, which lowers it then)."""
+    from compiler.llm import resolve
 
-    analysis = analyse_file(spec)
-    result.diagnostics.extend(analysis.diagnostics)
-    env = analysis.environment
-    if env is None:
+    started = time.perf_counter()
+    spec, display = job
+    result = SpecResult(spec=display)
+    analysis = _analysed(spec, result)
+    if analysis is not None and resolve.has_holes(analysis):
+        return None, None
+    package = _lowered(spec, analysis, [], result) if analysis is not None else None
+    result.seconds = time.perf_counter() - started
+    return result, package
+
+
+def _lower_in_workers(
+    jobs: list[tuple[Path, str]], options: Options
+) -> list[tuple[SpecResult | None, qc.Package | None]]:
+    """`_lower_alone` of each (spec, display name) on worker processes, or nothing done
+    ((None, None) each: the caller lowers them itself) when workers would not pay."""
+    from compiler import parallel
+
+    if not parallel.worth_it(options.jobs, len(jobs)):
+        return [(None, None)] * len(jobs)
+    return parallel.map_in_workers(_lower_alone, jobs, options.jobs, options.on_lost_worker)
+
+
+def _lower_spec(spec: Path, result: SpecResult, options: Options) -> qc.Package | None:
+    analysis = _analysed(spec, result)
+    if analysis is None:
         return None
     filled = _with_fills(spec, analysis, result, options)
     if filled is None:
         return None
     analysis, extra_inputs = filled
+    return _lowered(spec, analysis, extra_inputs, result)
+
+
+def _analysed(spec: Path, result: SpecResult) -> AnalysisResult | None:
+    """The spec analysed, its diagnostics noted; None when it yields no environment."""
+    from compiler.analyse import analyse_file
+
+    analysis = analyse_file(spec)
+    result.diagnostics.extend(analysis.diagnostics)
+    return analysis if analysis.environment is not None else None
+
+
+def _lowered(spec: Path, analysis: AnalysisResult, extra_inputs: list[str], result: SpecResult) -> qc.Package | None:
+    from compiler import check as qc
+    from compiler.lower import LoweringError, lower
+
     env = analysis.environment
     assert env is not None
     result.name = env.header.name

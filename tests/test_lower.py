@@ -316,7 +316,8 @@ def test_state_mutations_are_journaled_and_local_ones_are_not(methods: dict[str,
     in_order(
         lines,
         [
-            'with self._undo.begin("add_item"):',
+            'self._undo.tool = "add_item"',
+            "try:",
             'self._undo.save(state["items"], item["id"])',
             'state["items"][item["id"]] = item',
             'self._undo.save_length(state["log"])',
@@ -328,6 +329,11 @@ def test_state_mutations_are_journaled_and_local_ones_are_not(methods: dict[str,
             "local: list[str] = []",
             "local.append(title)",
             "return item",
+            "except BaseException:",  # a failure anywhere undoes the call
+            "self._undo.rollback()",
+            "raise",
+            "finally:",
+            "self._undo.finish()",
         ],
     )
     assert not any("self._undo" in line and "local" in line for line in lines)

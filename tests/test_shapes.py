@@ -204,11 +204,14 @@ def test_absent_keys_stay_absent(package: ModuleType) -> None:
 def test_a_failed_call_puts_a_deleted_key_back_in_its_place(package: ModuleType) -> None:
     env = package.Environment()
     before = env.state_json()
-    with env._undo.begin("test"):  # a call that deletes, then fails
+    env._undo.tool = "test"  # a call that deletes, then fails
+    try:
         customer = env._state["customers"][2]
         env._undo.save_record(customer)
         customer.pop("nickname", None)
         env._undo.rollback()
+    finally:
+        env._undo.finish()
     assert env.state_json() == before  # byte for byte: the key is back where it was
 
 

@@ -1,8 +1,8 @@
 """Stage 4, lower: a typed `ir.Environment` to the files of a Python package.
 
 Jinja templates (`templates/`) render the package skeleton with placeholder method
-bodies; libcst parses each lowered body and splices it into its method, which keeps
-the output well-formed; ruff formats the result. The output is an in-memory map of
+bodies; each lowered body goes into its method (`splice.py`: as text where that gives
+exactly what libcst's splice gives, else with libcst); ruff formats the result. The output is an in-memory map of
 relative path -> text, so writing it and checking it against disk share one code path.
 """
 
@@ -13,12 +13,11 @@ import json
 import keyword
 import re
 import subprocess
-from collections.abc import Sequence
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import jinja2
-import libcst as cst
 
 from compiler import builtins as bi
 from compiler import ir
@@ -47,7 +46,7 @@ from compiler.lower.pycode import (
     walk_statements,
 )
 from compiler.lower.pynames import names_of as _names_of
-from compiler.lower.pynames import python_names, with_python_names
+from compiler.lower.splice import splice_bodies
 
 LINE_LENGTH = 100
 
@@ -96,7 +95,7 @@ def lower(env: ir.Environment, spec: str) -> dict[str, str]:
     files["trl_env.py"] = builder.render("trl_env.py.jinja", trl_context)
     files["tests/__init__.py"] = f"{header}\n"
     files["tests/test_environment.py"] = tests
-    formatted = {path: format_python(text, path) for path, text in files.items()}
+    formatted = format_python_files(files)
     formatted["tools.json"] = _json_text(schema.tools_document(env, spec))
     formatted["openai_tools.json"] = _json_text(schema.openai_tools(env, spec))
     formatted["README.md"] = builder.readme()
@@ -143,29 +142,37 @@ def ruff_binary() -> str:
     return str(find_ruff_bin())
 
 
-def format_python(source: str, path: str) -> str:
-    """Format with ruff, configured here rather than by whatever config is around."""
-    result = subprocess.run(
-        [
-            ruff_binary(),
-            "format",
-            "--isolated",
-            "--line-length",
-            str(LINE_LENGTH),
-            "--target-version",
-            "py311",
-            "--stdin-filename",
-            path,
-            "-",
-        ],
-        input=source,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise LoweringError(f"ruff could not format generated {path}: {result.stderr.strip()}")
-    return result.stdout
+def format_python_files(files: dict[str, str]) -> dict[str, str]:
+    """Format with ruff, configured here rather than by whatever config is around: every
+    file in one run (one start of ruff per package, not one per file), in a temporary
+    folder. ruff formats each file by itself, so this gives what formatting each alone
+    gives."""
+    with tempfile.TemporaryDirectory(prefix="envc-format-") as folder:
+        root = Path(folder)
+        for path, text in files.items():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_bytes(text.encode("utf-8"))
+        result = subprocess.run(
+            [
+                ruff_binary(),
+                "format",
+                "--isolated",
+                "--no-cache",
+                "--quiet",
+                "--line-length",
+                str(LINE_LENGTH),
+                "--target-version",
+                "py311",
+                *(str(root / path) for path in files),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            problem = result.stderr.strip().replace(f"{root}/", "")
+            raise LoweringError(f"ruff could not format the generated files: {problem}")
+        return {path: (root / path).read_bytes().decode("utf-8") for path in files}
 
 
 class _Builder:
@@ -442,7 +449,7 @@ class _Builder:
 
     def _signature(self, tool: ir.ToolDecl) -> str:
         parts = []
-        for param in with_python_names(tool).params:
+        for param in self.tables.python_names.renamed(tool).params:
             has_default, default = schema.param_default(param, tool=not isinstance(tool, ir.FnDecl))
             if has_default and isinstance(default, (list, dict)):
                 # A mutable default would be shared between calls: a sentinel stands in for
@@ -475,7 +482,7 @@ class _Builder:
 
     def _default_prologue(self, tool: ir.ToolDecl) -> list[str]:
         lines = []
-        for param in with_python_names(tool).params:
+        for param in self.tables.python_names.renamed(tool).params:
             has_default, default = schema.param_default(param, tool=not isinstance(tool, ir.FnDecl))
             if has_default and isinstance(default, (list, dict)):
                 sentinel = "UNSET" if ts.strip_optional(param.type).name in ("json", "any") else "None"
@@ -487,7 +494,7 @@ class _Builder:
 
     def _tool_context(self, tool: ir.ToolDecl) -> dict[str, Any]:
         specs = []
-        names = python_names(tool)
+        names = self.tables.python_names.names(tool)
         for param in tool.params:
             limits = schema.constraint_values(param)
             limit_text = ", ".join(f"({py_str(k)}, {py_value(v)})" for k, v in limits.items())
@@ -520,13 +527,12 @@ class _Builder:
         if kind != "tool":  # a helper runs inside its caller's journaled call
             return "\n".join([*saves, text]) + "\n"
         indented = "\n".join("    " + line if line.strip() else line for line in text.splitlines())
-        begin = f"with self._undo.begin({py_str(tool.name)}):"
-        return "\n".join([begin, *("    " + s for s in saves), indented]) + "\n"
+        return "\n".join(journaled(tool.name, ["    " + s for s in saves] + [indented])) + "\n"
 
     def _callable_body(self, tool: ir.ToolDecl, kind: str) -> str:
         if tool.escape is not None:
             return self._escape_body(tool, kind)
-        tool = with_python_names(tool)
+        tool = self.tables.python_names.renamed(tool)
         recursion = frozenset(tool.recursion if isinstance(tool, ir.FnDecl) else ())
         scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)}, recursion=recursion)
         emitter = Emitter(self.env, scope, self.tables)
@@ -546,7 +552,7 @@ class _Builder:
             self._depth_guard(tool) + self._default_prologue(tool) + (["state = self._state"] if uses_state else [])
         )
         if kind == "tool" and tool.writes:
-            body = [*prologue, f"with self._undo.begin({py_str(tool.name)}):", *("    " + line for line in lines)]
+            body = [*prologue, *journaled(tool.name, ["    " + line for line in lines])]
         elif lines == ["pass"] and not prologue:
             return ""  # the docstring is body enough (ruff's PIE790)
         else:
@@ -712,6 +718,23 @@ def _option_default(option: ir.Field_) -> Any:
     return _const_json(option.default)
 
 
+def journaled(tool: str, body: list[str]) -> list[str]:
+    """A write tool's body (indented one level) inside its undo journal: a failure
+    anywhere rolls the call back, and the journal ends the call either way. A `try`
+    rather than a `with` block: a `with` costs three Python calls on every call, where
+    a call that succeeds here makes one call in C (`finish`, a bound `list.clear`)."""
+    return [
+        f"self._undo.tool = {py_str(tool)}",
+        "try:",
+        *body,
+        "except BaseException:",
+        "    self._undo.rollback()",
+        "    raise",
+        "finally:",
+        "    self._undo.finish()",
+    ]
+
+
 def _needs_functional_syntax(record: ir.RecordDecl, annotations: list[str]) -> bool:
     """A record whose field is a Python keyword (`from`), or names a type its own fields
     use (`str: str`, which the class body would read as the field), is written
@@ -728,63 +751,3 @@ def _copiers_called(texts: list[str]) -> set[str]:
 def _short_json(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return f"`{text}`" if len(text) <= 40 else f"`{text[:37]}...`"
-
-
-# --------------------------------------------------------------------------- libcst splicing
-
-
-class _BodySplicer(cst.CSTTransformer):
-    """Replaces the `...` placeholder of each named method with its lowered body."""
-
-    def __init__(self, class_name: str, bodies: dict[str, Sequence[cst.BaseStatement]]) -> None:
-        super().__init__()
-        self.class_name = class_name
-        self.bodies = bodies
-        self.depth = 0
-        self.in_class = False
-        self.spliced: set[str] = set()
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.in_class = node.name.value == self.class_name
-        return True
-
-    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
-        self.in_class = False
-        return updated
-
-    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
-        name = updated.name.value
-        if not self.in_class or name not in self.bodies or not isinstance(updated.body, cst.IndentedBlock):
-            return updated
-        statements = list(updated.body.body)
-        kept = [s for s in statements if not _is_ellipsis(s)]
-        self.spliced.add(name)
-        return updated.with_changes(body=updated.body.with_changes(body=[*kept, *self.bodies[name]]))
-
-
-def _is_ellipsis(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, cst.Ellipsis)
-    )
-
-
-def splice_bodies(skeleton: str, class_name: str, bodies: dict[str, str]) -> str:
-    parsed: dict[str, Sequence[cst.BaseStatement]] = {}
-    for name, body in bodies.items():
-        try:
-            parsed[name] = cst.parse_module(body).body
-        except cst.ParserSyntaxError as exc:
-            raise LoweringError(f"lowered body of `{name}` does not parse: {exc}") from None
-    try:
-        module = cst.parse_module(skeleton)
-    except cst.ParserSyntaxError as exc:
-        raise LoweringError(f"rendered skeleton does not parse: {exc}") from None
-    splicer = _BodySplicer(class_name, parsed)
-    result = module.visit(splicer)
-    missing = sorted(set(parsed) - splicer.spliced)
-    if missing:
-        raise LoweringError(f"no method to splice into for: {', '.join(missing)}")
-    return result.code

@@ -18,7 +18,7 @@ from compiler.lower import idioms
 from compiler.lower.converters import JsonConverters, copy_expr, flat_record, json_expr
 from compiler.lower.idioms import walk_statements
 from compiler.lower.literals import escape_invisible, py_str, py_value, typed_literal, typed_value
-from compiler.lower.pynames import python_names
+from compiler.lower.pynames import PythonNames
 
 DEPTH = "_depth"
 """The parameter of a recursive helper counting how deep its call cycle is: a spec's
@@ -121,12 +121,13 @@ class EnvTables:
     records: dict[str, ir.RecordDecl]
     types: TypeNames
     record_defaults: dict[str, dict[str, object]]
+    python_names: PythonNames
 
     @classmethod
     def of(cls, env: ir.Environment) -> EnvTables:
         enums = {e.name: e for e in env.enums}
         records = {r.name: r for r in env.records}
-        return cls(enums, records, TypeNames(enums, records), _record_defaults(env))
+        return cls(enums, records, TypeNames(enums, records), _record_defaults(env), PythonNames())
 
 
 class Emitter:
@@ -136,6 +137,7 @@ class Emitter:
         tables = tables or EnvTables.of(env)
         self.enums, self.records, self.types = tables.enums, tables.records, tables.types
         self.record_defaults = tables.record_defaults
+        self.python_names = tables.python_names
         self.quote = '"'
         # While a loop over a map is lowered: (map, key name, value name) for reading
         # `m[k]` as the loop's value (ruff's PLR1733, PLC0206).
@@ -562,7 +564,7 @@ class Emitter:
         """A helper's parameters by their Python names (`state=` is `state_=`)."""
         if not (e.kwargs and isinstance(e.func, ir.Name) and e.func.ref == "fn"):
             return {}
-        return python_names(next(fn for fn in self.env.fns if fn.name == e.func.id))
+        return self.python_names.names(next(fn for fn in self.env.fns if fn.name == e.func.id))
 
     def _tool_call(self, e: ir.Call) -> str:
         assert isinstance(e.func, ir.Name)

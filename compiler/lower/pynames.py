@@ -21,10 +21,10 @@ def python_names(tool: ir.ToolDecl) -> dict[str, str]:
     return names
 
 
-def with_python_names(tool: ir.ToolDecl) -> ir.ToolDecl:
-    """The callable with its parameters renamed to `python_names` in signature and body
-    (a copy; the analysed declaration keeps the names the agent sees)."""
-    names = {old: new for old, new in python_names(tool).items() if old != new}
+def _renamed(tool: ir.ToolDecl, python: dict[str, str]) -> ir.ToolDecl:
+    """The callable with its parameters renamed to their Python names in signature and
+    body (a copy; the analysed declaration keeps the names the agent sees)."""
+    names = {old: new for old, new in python.items() if old != new}
     if not names:
         return tool
     renamed = tool.model_copy(deep=True)
@@ -34,6 +34,29 @@ def with_python_names(tool: ir.ToolDecl) -> ir.ToolDecl:
         if isinstance(node, ir.Name) and node.ref == "param" and node.id in names:
             node.id = names[node.id]
     return renamed
+
+
+class PythonNames:
+    """`python_names` and the callables renamed to them, for one environment, each worked
+    out once: lowering asks for them many times per callable (its signature, its schema,
+    its body, each call of a helper), and each walks the whole body. Keyed by identity,
+    for one lowering (the declarations are not changed meanwhile, and are kept alive)."""
+
+    def __init__(self) -> None:
+        self._names: dict[int, tuple[ir.ToolDecl, dict[str, str]]] = {}
+        self._renamed: dict[int, tuple[ir.ToolDecl, ir.ToolDecl]] = {}
+
+    def names(self, tool: ir.ToolDecl) -> dict[str, str]:
+        known = self._names.get(id(tool))
+        if known is None:
+            known = self._names[id(tool)] = (tool, python_names(tool))
+        return known[1]
+
+    def renamed(self, tool: ir.ToolDecl) -> ir.ToolDecl:
+        known = self._renamed.get(id(tool))
+        if known is None:
+            known = self._renamed[id(tool)] = (tool, _renamed(tool, self.names(tool)))
+        return known[1]
 
 
 def names_of(tool: ir.ToolDecl) -> set[str]:

@@ -24,8 +24,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -188,7 +187,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -2039,30 +2038,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -2096,8 +2080,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -2181,18 +2167,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -2396,7 +2377,8 @@ class Environment:
     def connect_source(self, source_id: str, name: str, category: SourceCategory) -> Source:
         """Register an event source of one category of the taxonomy."""
         state = self._state
-        with self._undo.begin("connect_source"):
+        self._undo.tool = "connect_source"
+        try:
             if source_id in state["sources"]:
                 raise DomainError(
                     "already_exists",
@@ -2416,6 +2398,11 @@ class Environment:
             state["sources"][source_id] = source
             self._audit("register_source", source_id, f"{category}")
             return source
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_sources(self, category: SourceCategory | None = None) -> list[Source]:
         """Tool `list_sources`."""
@@ -2446,7 +2433,8 @@ class Environment:
         satisfies `condition` (if given), dispatch `actions` in order.
         """
         state = self._state
-        with self._undo.begin("create_automation"):
+        self._undo.tool = "create_automation"
+        try:
             if len([r for r in state["automations"].values() if r["name"] == name]) != 0:
                 raise DomainError(
                     "already_exists",
@@ -2478,6 +2466,11 @@ class Environment:
             state["next_automation_id"] += 1
             self._audit("create_rule", f"{WORLD['rule_noun']} {rule['id']}", name)
             return rule
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def get_automation(self, automation_id: int) -> Automation:
         """Tool `get_automation`."""
@@ -2518,7 +2511,8 @@ class Environment:
     ) -> Automation:
         """Change selected parts of a rule; the result is validated as a whole."""
         state = self._state
-        with self._undo.begin("update_automation"):
+        self._undo.tool = "update_automation"
+        try:
             rule = self._find_automation(automation_id)
             if not (
                 name is not None
@@ -2598,11 +2592,17 @@ class Environment:
             rule["updated_at"] = state["clock"]
             self._audit("update_rule", f"{WORLD['rule_noun']} {automation_id}", "")
             return rule
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def resume_automation(self, automation_id: int) -> Automation:
         """Tool `resume_automation`."""
         state = self._state
-        with self._undo.begin("resume_automation"):
+        self._undo.tool = "resume_automation"
+        try:
             rule = self._find_automation(automation_id)
             if rule["enabled"]:
                 raise DomainError(
@@ -2618,11 +2618,17 @@ class Environment:
             rule["updated_at"] = state["clock"]
             self._audit("enable_rule", f"{WORLD['rule_noun']} {automation_id}", "")
             return rule
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def pause_automation(self, automation_id: int) -> Automation:
         """Tool `pause_automation`."""
         state = self._state
-        with self._undo.begin("pause_automation"):
+        self._undo.tool = "pause_automation"
+        try:
             rule = self._find_automation(automation_id)
             if not rule["enabled"]:
                 raise DomainError(
@@ -2638,16 +2644,27 @@ class Environment:
             rule["updated_at"] = state["clock"]
             self._audit("disable_rule", f"{WORLD['rule_noun']} {automation_id}", "")
             return rule
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def delete_automation(self, automation_id: int) -> Automation:
         """Remove a rule; the logs keep its past events and actions."""
         state = self._state
-        with self._undo.begin("delete_automation"):
+        self._undo.tool = "delete_automation"
+        try:
             rule = self._find_automation(automation_id)
             self._undo.save_map(state["automations"])
             del state["automations"][automation_id]
             self._audit("delete_rule", f"{WORLD['rule_noun']} {automation_id}", rule["name"])
             return rule
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def evaluate_condition(self, condition: Condition, payload: Any) -> Verdict:
         """Dry run: evaluate a condition against a sample payload; fires nothing."""
@@ -2669,7 +2686,8 @@ class Environment:
         Each injection advances the virtual clock by one second.
         """
         state = self._state
-        with self._undo.begin("inject_event"):
+        self._undo.tool = "inject_event"
+        try:
             source = self._find_source(source_id)
             if event_type not in WORLD["event_types"][source["category"]]:
                 raise DomainError(
@@ -2748,6 +2766,11 @@ class Environment:
                 f"{event_type} from {source_id}: {len(event['fired'])} of {len(event['matched'])} matched rules fired",
             )
             return result
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def search_event_log(
         self,

@@ -25,8 +25,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Self, TypedDict, cast
+from typing import Any, Final, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -64,7 +63,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -765,30 +764,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -822,8 +806,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -907,18 +893,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -1088,12 +1069,18 @@ class Environment:
     def message_login(self, user_id: str) -> Any:
         """Log in a user with the given user ID to messeage application."""
         state = self._state
-        with self._undo.begin("message_login"):
+        self._undo.tool = "message_login"
+        try:
             if user_id not in state["user_map"].values():
                 return {"login_status": False, "message": f"User ID '{user_id}' not found."}
             self._undo.save(state, "current_user")
             state["current_user"] = user_id
             return {"login_status": True, "message": f"User '{user_id}' logged in successfully."}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def message_get_login_status(self) -> Any:
         """Get the login status of the current user."""
@@ -1102,7 +1089,8 @@ class Environment:
     def send_message(self, receiver_id: str, message: str) -> Any:
         """Send a message to a user."""
         state = self._state
-        with self._undo.begin("send_message"):
+        self._undo.tool = "send_message"
+        try:
             if not self._logged_in():
                 return {"error": "No user is currently logged in."}
             if receiver_id not in state["user_map"].values():
@@ -1117,11 +1105,17 @@ class Environment:
                 "message_id": message_id,
                 "message": f"Message sent to '{receiver_id}' successfully.",
             }
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def delete_message(self, receiver_id: str) -> Any:
         """Delete the latest message sent to a receiver."""
         state = self._state
-        with self._undo.begin("delete_message"):
+        self._undo.tool = "delete_message"
+        try:
             if not self._logged_in():
                 return {"error": "No user is currently logged in."}
             for entry in reversed(state["inbox"]):
@@ -1135,6 +1129,11 @@ class Environment:
                         "message": f"Receiver {receiver_id}'s latest message deleted successfully.",
                     }
             return {"error": f"Receiver ID {receiver_id} not found."}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def view_messages_sent(self) -> Any:
         """View all historical messages sent by the current user."""
@@ -1153,7 +1152,8 @@ class Environment:
     def add_contact(self, user_name: str) -> Any:
         """Add a contact to the workspace."""
         state = self._state
-        with self._undo.begin("add_contact"):
+        self._undo.tool = "add_contact"
+        try:
             if user_name in state["user_map"]:
                 return {"error": f"User name '{user_name}' already exists."}
             self._undo.save(state, "user_count")
@@ -1168,6 +1168,11 @@ class Environment:
                 "user_id": user_id,
                 "message": f"Contact '{user_name}' added successfully.",
             }
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def search_messages(self, keyword: str) -> Any:
         """Search for messages containing a specific keyword."""

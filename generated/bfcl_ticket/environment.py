@@ -26,8 +26,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Self, TypedDict, cast
+from typing import Any, Final, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -60,7 +59,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -760,30 +759,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -817,8 +801,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -902,18 +888,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -1085,7 +1066,8 @@ class Environment:
         Returns the ticket: id (int), title (str), description (str), status (str), priority (int).
         """
         state = self._state
-        with self._undo.begin("create_ticket"):
+        self._undo.tool = "create_ticket"
+        try:
             user = state["current_user"]
             if user is None or user == "":
                 return {"error": "User not authenticated. Please log in to create a ticket."}
@@ -1104,6 +1086,11 @@ class Environment:
             self._undo.save(state, "ticket_counter")
             state["ticket_counter"] += 1
             return ticket
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def get_ticket(self, ticket_id: Any) -> Any:
         """Get a specific ticket by its ID.
@@ -1121,7 +1108,8 @@ class Environment:
 
         Returns status (str): Status of the close operation.
         """
-        with self._undo.begin("close_ticket"):
+        self._undo.tool = "close_ticket"
+        try:
             ticket = self._find_ticket(ticket_id)
             if ticket is None:
                 return self._missing_ticket(ticket_id)
@@ -1130,13 +1118,19 @@ class Environment:
             self._undo.save(ticket, "status")
             ticket["status"] = "Closed"
             return {"status": f"Ticket {self._id_text(ticket_id)} has been closed successfully."}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def resolve_ticket(self, ticket_id: Any, resolution: str) -> Any:
         """Resolve a ticket with a resolution.
 
         Returns status (str): Status of the resolve operation.
         """
-        with self._undo.begin("resolve_ticket"):
+        self._undo.tool = "resolve_ticket"
+        try:
             ticket = self._find_ticket(ticket_id)
             if ticket is None:
                 return self._missing_ticket(ticket_id)
@@ -1147,13 +1141,19 @@ class Environment:
             self._undo.save(ticket, "resolution")
             ticket["resolution"] = resolution
             return {"status": f"Ticket {self._id_text(ticket_id)} has been resolved successfully."}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def edit_ticket(self, ticket_id: Any, updates: dict[str, Any]) -> Any:
         """Modify the details of an existing ticket.
 
         Returns status (str): Status of the update operation.
         """
-        with self._undo.begin("edit_ticket"):
+        self._undo.tool = "edit_ticket"
+        try:
             ticket = self._find_ticket(ticket_id)
             if ticket is None:
                 return self._missing_ticket(ticket_id)
@@ -1167,6 +1167,11 @@ class Environment:
                     self._undo.save(ticket, key)
                     ticket[key] = value
             return {"status": f"Ticket {self._id_text(ticket_id)} has been updated successfully."}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def ticket_login(self, username: str, password: str) -> Any:
         """Authenticate a user for ticket system.
@@ -1174,12 +1179,18 @@ class Environment:
         Returns success (bool): True if login was successful, False otherwise.
         """
         state = self._state
-        with self._undo.begin("ticket_login"):
+        self._undo.tool = "ticket_login"
+        try:
             if username != "" and password != "":
                 self._undo.save(state, "current_user")
                 state["current_user"] = username
                 return {"success": True}
             return {"success": False}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def ticket_get_login_status(self) -> Any:
         """Get the login status of the currently authenticated user.
@@ -1194,12 +1205,18 @@ class Environment:
         Returns success (bool): True if logout was successful, False otherwise.
         """
         state = self._state
-        with self._undo.begin("logout"):
+        self._undo.tool = "logout"
+        try:
             if self._logged_in():
                 self._undo.save(state, "current_user")
                 state["current_user"] = None
                 return {"success": True}
             return {"success": False}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def get_user_tickets(self, status: str | None = None) -> Any:
         """Get all tickets created by the current user, optionally filtered by status.

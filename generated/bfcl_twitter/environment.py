@@ -26,8 +26,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Self, TypedDict, cast
+from typing import Any, Final, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -65,7 +64,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -897,30 +896,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -954,8 +938,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -1039,18 +1025,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -1228,12 +1209,18 @@ class Environment:
         Returns authentication_status (bool): True if authenticated, False otherwise.
         """
         state = self._state
-        with self._undo.begin("authenticate_twitter"):
+        self._undo.tool = "authenticate_twitter"
+        try:
             if username == state["username"] and password == state["password"]:
                 self._undo.save(state, "authenticated")
                 state["authenticated"] = True
                 return {"authentication_status": True}
             return {"authentication_status": False}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def posting_get_login_status(self) -> Any:
         """Get the login status of the current user.
@@ -1256,7 +1243,8 @@ class Environment:
         if mentions is None:
             mentions = []
         state = self._state
-        with self._undo.begin("post_tweet"):
+        self._undo.tool = "post_tweet"
+        try:
             if not state["authenticated"]:
                 return self._not_authenticated("posting")
             tweet: dict[str, Any] = {
@@ -1271,6 +1259,11 @@ class Environment:
             self._undo.save(state, "tweet_counter")
             state["tweet_counter"] += 1
             return tweet
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def retweet(self, tweet_id: int) -> Any:
         """Retweet a tweet for the authenticated user.
@@ -1278,7 +1271,8 @@ class Environment:
         Returns retweet_status (str): Status of the retweet action.
         """
         state = self._state
-        with self._undo.begin("retweet"):
+        self._undo.tool = "retweet"
+        try:
             if not state["authenticated"]:
                 return self._not_authenticated("retweeting")
             if tweet_id not in state["tweets"]:
@@ -1291,6 +1285,11 @@ class Environment:
             self._undo.save_length(state["retweets"][state["username"]])
             state["retweets"][state["username"]].append(tweet_id)
             return {"retweet_status": "Successfully retweeted"}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def comment(self, tweet_id: int, comment_content: str) -> Any:
         """Comment on a tweet for the authenticated user.
@@ -1298,7 +1297,8 @@ class Environment:
         Returns comment_status (str): Status of the comment action.
         """
         state = self._state
-        with self._undo.begin("comment"):
+        self._undo.tool = "comment"
+        try:
             if not state["authenticated"]:
                 return self._not_authenticated("commenting")
             if tweet_id not in state["tweets"]:
@@ -1311,6 +1311,11 @@ class Environment:
                 {"username": state["username"], "content": comment_content}
             )
             return {"comment_status": "Comment added successfully"}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def mention(self, tweet_id: int, mentioned_usernames: list[str]) -> Any:
         """Mention specified users in a tweet.
@@ -1318,7 +1323,8 @@ class Environment:
         Returns mention_status (str): Status of the mention action.
         """
         state = self._state
-        with self._undo.begin("mention"):
+        self._undo.tool = "mention"
+        try:
             if tweet_id not in state["tweets"]:
                 return self._tweet_not_found(tweet_id)
             mentioned = self._list_of(self._key_of(state["tweets"][tweet_id], "mentions"))
@@ -1326,6 +1332,11 @@ class Environment:
                 self._undo.save_length(mentioned)
                 mentioned.append(name)
             return {"mention_status": "Users mentioned successfully"}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def follow_user(self, username_to_follow: str) -> Any:
         """Follow a user for the authenticated user.
@@ -1333,7 +1344,8 @@ class Environment:
         Returns follow_status (bool): True if followed, False if already following.
         """
         state = self._state
-        with self._undo.begin("follow_user"):
+        self._undo.tool = "follow_user"
+        try:
             if not state["authenticated"]:
                 return self._not_authenticated("following")
             if username_to_follow in state["following_list"]:
@@ -1341,6 +1353,11 @@ class Environment:
             self._undo.save_length(state["following_list"])
             state["following_list"].append(username_to_follow)
             return {"follow_status": True}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_all_following(self) -> Any:
         """List all users that the authenticated user is following.
@@ -1358,7 +1375,8 @@ class Environment:
         Returns unfollow_status (bool): True if unfollowed, False if not following.
         """
         state = self._state
-        with self._undo.begin("unfollow_user"):
+        self._undo.tool = "unfollow_user"
+        try:
             if not state["authenticated"]:
                 return self._not_authenticated("unfollowing")
             if username_to_unfollow not in state["following_list"]:
@@ -1366,6 +1384,11 @@ class Environment:
             self._undo.save_list(state["following_list"])
             _remove_first(state["following_list"], username_to_unfollow)
             return {"unfollow_status": True}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def get_tweet(self, tweet_id: int) -> Any:
         """Retrieve a specific tweet.

@@ -26,8 +26,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -236,7 +235,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -2193,30 +2192,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -2250,8 +2234,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -2335,18 +2321,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -2495,7 +2476,8 @@ class Environment:
         if capabilities is None:
             capabilities = []
         state = self._state
-        with self._undo.begin("register_runner"):
+        self._undo.tool = "register_runner"
+        try:
             if worker_id in state["runners"]:
                 raise DomainError(
                     "already_exists",
@@ -2516,13 +2498,19 @@ class Environment:
             state["runners"][worker_id] = worker
             self._audit("register_worker", f"worker {worker_id}", role)
             return worker
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def deregister_runner(self, worker_id: str) -> Runner:
         """Remove an idle worker; its pending stages in active pipelines become unassigned.
         A busy worker is refused.
         """
         state = self._state
-        with self._undo.begin("deregister_runner"):
+        self._undo.tool = "deregister_runner"
+        try:
             worker = self._find_runner(worker_id, "worker_id")
             if worker["status"] != "idle":
                 raise DomainError(
@@ -2542,6 +2530,11 @@ class Environment:
             del state["runners"][worker_id]
             self._audit("deregister_worker", f"worker {worker_id}", "")
             return worker
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_runners(
         self,
@@ -2567,7 +2560,8 @@ class Environment:
         run sequentially (array order) or in parallel waves.
         """
         state = self._state
-        with self._undo.begin("create_pipeline"):
+        self._undo.tool = "create_pipeline"
+        try:
             if pipeline_id in state["pipelines"]:
                 raise DomainError(
                     "already_exists",
@@ -2594,12 +2588,18 @@ class Environment:
                 "define_pipeline", f"pipeline {pipeline_id}", f"{mode}, {len(stages)} stages"
             )
             return pipeline
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def assign_stage(self, pipeline_id: str, stage_id: str, worker_id: str) -> Stage:
         """Assign a pending stage to a registered worker that has the stage's required
         capability.
         """
-        with self._undo.begin("assign_stage"):
+        self._undo.tool = "assign_stage"
+        try:
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
             stage = self._find_stage(pipeline, stage_id)
@@ -2633,12 +2633,18 @@ class Environment:
             stage["worker_id"] = worker_id
             self._audit("assign_stage", f"pipeline {pipeline_id}", f"{stage_id} -> {worker_id}")
             return stage
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def execute_stage(self, pipeline_id: str, stage_id: str) -> StageRun:
         """Run one pending stage whose dependencies are satisfied, on its idle worker;
         the failure policy applies to the outcome.
         """
-        with self._undo.begin("execute_stage"):
+        self._undo.tool = "execute_stage"
+        try:
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
             stage = self._find_stage(pipeline, stage_id)
@@ -2688,6 +2694,11 @@ class Environment:
             run = self._execute(pipeline, stage, 0)
             self._audit("execute_stage", f"pipeline {pipeline_id}", f"{stage_id}: {run['outcome']}")
             return run
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def run_pipeline(self, pipeline_id: str) -> RunReport:
         """Execute the pipeline as far as it goes: sequential mode repeats in-order passes,
@@ -2695,7 +2706,8 @@ class Environment:
         or an abort (or an exhausted retry) fails it. Stages awaiting a retry are not
         re-run here: call retry_stage.
         """
-        with self._undo.begin("run_pipeline"):
+        self._undo.tool = "run_pipeline"
+        try:
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
             executed: list[StageRun] = []
@@ -2732,12 +2744,18 @@ class Environment:
                 "waiting": waiting,
                 "awaiting_retry": [s["id"] for s in pipeline["stages"] if self._awaits_retry(s)],
             }
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def retry_stage(self, pipeline_id: str, stage_id: str) -> StageRun:
         """Re-invoke a stage whose failed attempt scheduled a retry (its worker stays
         bound to it meanwhile).
         """
-        with self._undo.begin("retry_stage"):
+        self._undo.tool = "retry_stage"
+        try:
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
             stage = self._find_stage(pipeline, stage_id)
@@ -2762,6 +2780,11 @@ class Environment:
             run = self._execute(pipeline, stage, 0)
             self._audit("retry_stage", f"pipeline {pipeline_id}", f"{stage_id}: {run['outcome']}")
             return run
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def rollback_pipeline(self, pipeline_id: str) -> list[Compensation]:
         """Undo a pipeline: walk its completed stages in reverse completion order, run
@@ -2769,7 +2792,8 @@ class Environment:
         rolled_back and its workers are released.
         """
         state = self._state
-        with self._undo.begin("rollback_pipeline"):
+        self._undo.tool = "rollback_pipeline"
+        try:
             pipeline = self._find_pipeline(pipeline_id)
             if pipeline["status"] == "rolled_back":
                 raise DomainError(
@@ -2816,6 +2840,11 @@ class Environment:
                 "rollback", f"pipeline {pipeline_id}", ", ".join([c["stage_id"] for c in undone])
             )
             return undone
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def collect_results(self, pipeline_id: str) -> PipelineResults:
         """Stage outcomes, attempts and outputs of a pipeline."""
@@ -2871,7 +2900,8 @@ class Environment:
         a pipeline.
         """
         state = self._state
-        with self._undo.begin("send_message"):
+        self._undo.tool = "send_message"
+        try:
             self._find_runner(sender, "sender")
             self._find_runner(recipient, "recipient")
             if sender == recipient:
@@ -2895,6 +2925,11 @@ class Environment:
             state["messages"].append(message)
             self._audit("message", f"worker {recipient}", f"from {sender}")
             return message
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_messages(
         self,
@@ -2923,7 +2958,8 @@ class Environment:
         every stage goes to the first runner (by id) that has its required capability.
         """
         state = self._state
-        with self._undo.begin("trigger_build"):
+        self._undo.tool = "trigger_build"
+        try:
             if template not in WORLD["pipeline_templates"]:
                 raise DomainError(
                     "not_found",
@@ -2964,6 +3000,11 @@ class Environment:
             state["pipeline_commits"][pipeline_id] = short
             self._audit("trigger_build", f"pipeline {pipeline_id}", f"{mode}")
             return pipeline
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def pipelines_for_commit(self, commit: str) -> list[Pipeline]:
         """Every pipeline triggered for a commit, by id."""

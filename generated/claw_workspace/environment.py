@@ -23,8 +23,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -162,7 +161,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -1261,30 +1260,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -1318,8 +1302,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -1403,18 +1389,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -1674,7 +1655,8 @@ class Environment:
         the way are implied. With `create_only` an existing file is refused.
         """
         state = self._state
-        with self._undo.begin("write"):
+        self._undo.tool = "write"
+        try:
             target = self._checked(path, "path")
             if self._is_dir(target):
                 raise DomainError(
@@ -1721,11 +1703,17 @@ class Environment:
                 f["modified_at"] = state["clock"]
             self._audit("write", target, f"{len(content)} characters")
             return self._result_of(target, created)
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def append(self, path: str, content: str) -> WriteResult:
         """Add text to the end of an existing file, exactly as given (no newline is added)."""
         state = self._state
-        with self._undo.begin("append"):
+        self._undo.tool = "append"
+        try:
             target = self._checked(path, "path")
             f = self._find_file(target, "path")
             self._guard_write(target, "path")
@@ -1738,13 +1726,19 @@ class Environment:
             f["modified_at"] = state["clock"]
             self._audit("append", target, f"{len(content)} characters")
             return self._result_of(target, False)
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def move(self, source: str, destination: str) -> list[Moved]:
         """Rename or move a file, or a directory with everything in it. The destination must
         not exist: moving onto an existing file or directory is refused.
         """
         state = self._state
-        with self._undo.begin("move"):
+        self._undo.tool = "move"
+        try:
             from_path = self._checked(source, "source")
             to_path = self._checked(destination, "destination")
             if from_path == to_path:
@@ -1796,13 +1790,19 @@ class Environment:
                 del state["files"][m["source"]]
             self._audit("move", from_path, f"to {to_path} ({len(moves)} files)")
             return moves
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def delete(self, path: str, recursive: bool = False) -> list[str]:
         """Delete a file, or with `recursive` a directory and everything in it. Returns the
         deleted file paths. Deleting a missing path is refused.
         """
         state = self._state
-        with self._undo.begin("delete"):
+        self._undo.tool = "delete"
+        try:
             target = self._checked(path, "path")
             doomed = [target] if target in state["files"] else self._below(target)
             if len(doomed) == 0:
@@ -1822,6 +1822,11 @@ class Environment:
                 del state["files"][p]
             self._audit("delete", target, f"{len(doomed)} files")
             return doomed
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def csv_preview(self, path: str, max_rows: int = 20) -> CsvPreview:
         """The header and the first `max_rows` data rows of a CSV file, split on commas,

@@ -24,8 +24,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -163,7 +162,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -1743,30 +1742,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -1800,8 +1784,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -1885,18 +1871,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -2072,7 +2053,8 @@ class Environment:
         every weight > 0) and a top-K cap.
         """
         state = self._state
-        with self._undo.begin("create_pool"):
+        self._undo.tool = "create_pool"
+        try:
             if pool_id in state["pools"]:
                 raise DomainError(
                     "already_exists",
@@ -2106,6 +2088,11 @@ class Environment:
             state["pools"][pool_id] = pool
             self._audit("create_pool", f"pool {pool_id}", f"top {top_k}")
             return pool
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def add_applicant(
         self, pool_id: str, candidate_id: str, name: str, attributes: dict[str, Any] | None = None
@@ -2113,10 +2100,16 @@ class Environment:
         """Add an applicant with typed attributes (skills, experience, ...) to a hiring pool."""
         if attributes is None:
             attributes = {}
-        with self._undo.begin("add_applicant"):
+        self._undo.tool = "add_applicant"
+        try:
             candidate = self._add_candidate(pool_id, "supply", candidate_id, name, attributes)
             self._audit("add_supply", f"pool {pool_id}", candidate_id)
             return candidate
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def add_opening(
         self, pool_id: str, candidate_id: str, name: str, attributes: dict[str, Any] | None = None
@@ -2124,10 +2117,16 @@ class Environment:
         """Add a job opening with typed requirements to a hiring pool."""
         if attributes is None:
             attributes = {}
-        with self._undo.begin("add_opening"):
+        self._undo.tool = "add_opening"
+        try:
             candidate = self._add_candidate(pool_id, "demand", candidate_id, name, attributes)
             self._audit("add_demand", f"pool {pool_id}", candidate_id)
             return candidate
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def get_pool(self, pool_id: str) -> HiringPool:
         """A pool: criteria, top-K cap and candidates."""
@@ -2168,7 +2167,8 @@ class Environment:
         match keeps it (whatever its status); results come in ranked order.
         """
         state = self._state
-        with self._undo.begin("run_shortlist"):
+        self._undo.tool = "run_shortlist"
+        try:
             pool = self._find_pool(pool_id)
             if not (len(pool["supply"]) > 0 and len(pool["demand"]) > 0):
                 raise DomainError(
@@ -2218,6 +2218,11 @@ class Environment:
                 "run_matching", f"pool {pool_id}", f"{len(pairs)} pairs scored, {len(result)} kept"
             )
             return result
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def rerank_matches(
         self, pool_id: str, by: RankBy = "score", status: MatchStatus | None = None
@@ -2244,17 +2249,29 @@ class Environment:
 
     def accept_match(self, match_id: int, on_behalf_of: Side, note: str = "") -> Match:
         """Accept a pending match on behalf of one side; accepted is final."""
-        with self._undo.begin("accept_match"):
+        self._undo.tool = "accept_match"
+        try:
             m = self._decide(match_id, "accepted", on_behalf_of, note)
             self._audit("accept", f"match {match_id}", f"{on_behalf_of}")
             return m
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def reject_match(self, match_id: int, on_behalf_of: Side, note: str = "") -> Match:
         """Reject a pending match on behalf of one side; rejected is final."""
-        with self._undo.begin("reject_match"):
+        self._undo.tool = "reject_match"
+        try:
             m = self._decide(match_id, "rejected", on_behalf_of, note)
             self._audit("reject", f"match {match_id}", f"{on_behalf_of}")
             return m
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_matches(
         self,
@@ -2281,7 +2298,8 @@ class Environment:
 
     def import_resume(self, pool_id: str, resume_id: str) -> PoolMember:
         """Add an applicant from the resume bank to a pool (id = resume id)."""
-        with self._undo.begin("import_resume"):
+        self._undo.tool = "import_resume"
+        try:
             if resume_id not in WORLD["resumes"]:
                 raise DomainError(
                     "not_found",
@@ -2296,10 +2314,16 @@ class Environment:
             )
             self._audit("import_resume", f"pool {pool_id}", resume_id)
             return member
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def post_opening(self, pool_id: str, job_code: str) -> PoolMember:
         """Add an opening from the job catalogue to a pool (id = job code)."""
-        with self._undo.begin("post_opening"):
+        self._undo.tool = "post_opening"
+        try:
             if job_code not in WORLD["job_catalog"]:
                 raise DomainError(
                     "not_found",
@@ -2314,6 +2338,11 @@ class Environment:
             )
             self._audit("post_opening", f"pool {pool_id}", job_code)
             return member
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def _find_pool(self, pool_id: str) -> HiringPool:
         """Helper `find_pool`."""

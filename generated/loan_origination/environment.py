@@ -25,8 +25,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -231,7 +230,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -1983,30 +1982,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -2040,8 +2024,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -2125,18 +2111,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -2312,7 +2293,8 @@ class Environment:
     def create_machine(self, machine_id: str, name: str, description: str = "") -> Machine:
         """Declare an empty machine; add states and transitions next."""
         state = self._state
-        with self._undo.begin("create_machine"):
+        self._undo.tool = "create_machine"
+        try:
             if machine_id in state["machines"]:
                 raise DomainError(
                     "already_exists",
@@ -2333,6 +2315,11 @@ class Environment:
             state["machines"][machine_id] = machine
             self._audit("create_machine", f"machine {machine_id}", "")
             return machine
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def add_state(
         self,
@@ -2350,7 +2337,8 @@ class Environment:
             on_enter = []
         if on_exit is None:
             on_exit = []
-        with self._undo.begin("add_state"):
+        self._undo.tool = "add_state"
+        try:
             machine = self._find_machine(machine_id)
             if name in self._state_names(machine):
                 raise DomainError(
@@ -2376,6 +2364,11 @@ class Environment:
             machine["states"].append(state_def)
             self._audit("add_state", f"machine {machine_id}", name)
             return state_def
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def add_transition(
         self,
@@ -2391,7 +2384,8 @@ class Environment:
         """
         if guards is None:
             guards = {}
-        with self._undo.begin("add_transition"):
+        self._undo.tool = "add_transition"
+        try:
             machine = self._find_machine(machine_id)
             self._find_state(machine, source, "source")
             self._find_state(machine, target, "target")
@@ -2425,6 +2419,11 @@ class Environment:
                 "add_transition", f"machine {machine_id}", f"{edge['id']}: {source} -> {target}"
             )
             return edge
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def evaluate_guards(
         self, guards: dict[str, dict[str, Any]], data: dict[str, Any] | None = None
@@ -2477,7 +2476,8 @@ class Environment:
         if remove is None:
             remove = []
         state = self._state
-        with self._undo.begin("update_loan_data"):
+        self._undo.tool = "update_loan_data"
+        try:
             entity = self._find_loan(loan_id)
             self._require_open(entity)
             if not (len(changes) > 0 or len(remove) > 0):
@@ -2513,6 +2513,11 @@ class Environment:
                 ", ".join(sorted(changes) + [f"-{f}" for f in remove]),
             )
             return entity
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def move_loan(self, loan_id: int, target: str) -> TransitionResult:
         """Ask to move a loan application to the stage `target`. The edges from its current
@@ -2522,7 +2527,8 @@ class Environment:
         are listed).
         """
         state = self._state
-        with self._undo.begin("move_loan"):
+        self._undo.tool = "move_loan"
+        try:
             entity = self._find_loan(loan_id)
             machine = self._find_machine(entity["machine_id"])
             self._require_open(entity)
@@ -2621,6 +2627,11 @@ class Environment:
                 "available": self._reachable_targets(entity),
                 "message": f"transition {source} -> {target} blocked by guard: {reasons}",
             }
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def available_moves(self, loan_id: int, trigger: str | None = None) -> list[AvailableTarget]:
         """The moves leaving the loan's current stage (optionally of one trigger label), each
@@ -2718,7 +2729,8 @@ class Environment:
         (pick one with start_state if the workflow has several) with the amount, term and
         an empty document list in its data.
         """
-        with self._undo.begin("submit_application"):
+        self._undo.tool = "submit_application"
+        try:
             p = self._find_product(product)
             if not (amount >= p["min_amount"] and amount <= p["max_amount"]):
                 raise DomainError(
@@ -2749,13 +2761,19 @@ class Environment:
             )
             self._audit("submit", f"loan {loan['id']}", f"{applicant} {product} {amount}")
             return loan
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def receive_document(self, loan_id: int, document: str) -> Loan:
         """File a document on an open loan; `documents_complete` becomes true once every
         document its product requires is on file.
         """
         state = self._state
-        with self._undo.begin("receive_document"):
+        self._undo.tool = "receive_document"
+        try:
             loan = self._find_loan(loan_id)
             self._require_open(loan)
             if document not in WORLD["document_types"]:
@@ -2789,13 +2807,19 @@ class Environment:
             loan["updated_at"] = state["clock"]
             self._audit("document", f"loan {loan_id}", document)
             return loan
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def pull_credit_report(self, loan_id: int) -> Loan:
         """Copy the applicant's bureau file into the loan's data and compute the
         debt-to-income ratio including the new loan's payment (amount / term, 3 decimals).
         """
         state = self._state
-        with self._undo.begin("pull_credit_report"):
+        self._undo.tool = "pull_credit_report"
+        try:
             loan = self._find_loan(loan_id)
             self._require_open(loan)
             applicant = self._text_field(loan, "applicant")
@@ -2842,6 +2866,11 @@ class Environment:
             loan["updated_at"] = state["clock"]
             self._audit("credit_pull", f"loan {loan_id}", applicant)
             return loan
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def _find_machine(self, machine_id: str) -> Machine:
         """Helper `find_machine`."""

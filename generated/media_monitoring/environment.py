@@ -26,8 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -219,7 +218,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -2165,30 +2164,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -2222,8 +2206,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -2307,18 +2293,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -2498,7 +2479,8 @@ class Environment:
         if tags is None:
             tags = []
         state = self._state
-        with self._undo.begin("register_feed"):
+        self._undo.tool = "register_feed"
+        try:
             self._require_new_feed(feed_id)
             source: Feed = {
                 "id": feed_id,
@@ -2512,6 +2494,11 @@ class Environment:
             state["feeds"][feed_id] = source
             self._audit("register_source", feed_id, f"{format}")
             return source
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_feeds(self, format: InputFormat | None = None) -> list[Feed]:
         """Registered sources in id order, optionally of one format."""
@@ -2529,7 +2516,8 @@ class Environment:
         a list of row objects.
         """
         state = self._state
-        with self._undo.begin("ingest"):
+        self._undo.tool = "ingest"
+        try:
             source = self._find_feed(feed_id)
             parsed = self._parse_input(source["format"], payload)
             job: Job = {
@@ -2554,10 +2542,16 @@ class Environment:
             source["jobs_ingested"] += 1
             self._audit("ingest", f"job {job['id']}", f"{job['job_type']} from {feed_id}")
             return job
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def process_job(self, job_id: int) -> Job:
         """Run a queued job through the processor for its type; it ends completed or failed."""
-        with self._undo.begin("process_job"):
+        self._undo.tool = "process_job"
+        try:
             job = self._find_job(job_id)
             if job["status"] != "queued":
                 raise DomainError(
@@ -2571,11 +2565,17 @@ class Environment:
             self._run_job(job)
             self._audit("process", f"job {job_id}", f"{job['status']}")
             return job
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def process_queue(self, feed_id: str | None = None) -> list[Job]:
         """Process every queued job (of one source, if given) in id order."""
         state = self._state
-        with self._undo.begin("process_queue"):
+        self._undo.tool = "process_queue"
+        try:
             if feed_id is not None:
                 self._find_feed(feed_id)
             queued = sorted(
@@ -2600,6 +2600,11 @@ class Environment:
                 self._run_job(job)
                 self._audit("process", f"job {job['id']}", f"{job['status']}")
             return queued
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def get_job(self, job_id: int) -> Job:
         """One job with its parsed input and results."""
@@ -2638,7 +2643,8 @@ class Environment:
         if normalization is None:
             normalization = ["lowercase", "strip", "collapse_whitespace"]
         state = self._state
-        with self._undo.begin("build_digest"):
+        self._undo.tool = "build_digest"
+        try:
             key_fields = list(dict.fromkeys([k.strip() for k in dedup_keys]))
             if len([k for k in key_fields if len(k) == 0]) != 0:
                 raise DomainError(
@@ -2740,6 +2746,11 @@ class Environment:
                 f"{len(agg['items'])} entries from {agg['input_count']} items",
             )
             return agg
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def get_digest(self, digest_id: int) -> Digest:
         """Tool `get_digest`."""
@@ -2756,7 +2767,8 @@ class Environment:
         `fields` picks and orders the item fields shown (default: all, by name).
         """
         state = self._state
-        with self._undo.begin("publish"):
+        self._undo.tool = "publish"
+        try:
             agg = self._find_digest(digest_id)
             content = ""
             if format == "markdown":
@@ -2781,6 +2793,11 @@ class Environment:
             state["next_brief_id"] += 1
             self._audit("render", f"report {report['id']}", f"{format} of aggregate {digest_id}")
             return report
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def get_brief(self, brief_id: int) -> Brief:
         """Tool `get_brief`."""
@@ -2789,7 +2806,8 @@ class Environment:
     def watch_brand(self, brand: str) -> list[str]:
         """Add a brand to the watchlist that share of voice reports on."""
         state = self._state
-        with self._undo.begin("watch_brand"):
+        self._undo.tool = "watch_brand"
+        try:
             name = self._collapse(brand)
             if len(name) < 2:
                 raise DomainError("invalid_argument", "the brand name is blank", field="brand")
@@ -2805,6 +2823,11 @@ class Environment:
             state["watchlist"].append(name)
             self._audit("watch_brand", name, "")
             return state["watchlist"]
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def share_of_voice(self, digest_id: int) -> list[VoiceShare]:
         """Per watched brand: digest entries whose fields mention it (case-insensitive), their

@@ -25,8 +25,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -259,7 +258,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -2257,30 +2256,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -2314,8 +2298,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -2399,18 +2385,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -2577,7 +2558,8 @@ class Environment:
         preset with some fields replaced. The customer speaks first.
         """
         state = self._state
-        with self._undo.begin("open_conversation"):
+        self._undo.tool = "open_conversation"
+        try:
             self._require_new_conversation(conversation_id)
             if not (profile is not None or intent is not None and items is not None):
                 raise DomainError(
@@ -2675,6 +2657,11 @@ class Environment:
             state["trajectories"][conversation_id] = [self._point(0, persona, [])]
             self._audit("start_session", conversation_id, customer)
             return session
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def reply_to_customer(self, conversation_id: str, text: str) -> Exchange:
         """Send the customer a message. The analysis moves confidence and mood, confirms
@@ -2682,7 +2669,8 @@ class Environment:
         customer replies at once. Returns the reply and the context delta.
         """
         state = self._state
-        with self._undo.begin("reply_to_customer"):
+        self._undo.tool = "reply_to_customer"
+        try:
             session = self._find_conversation(conversation_id)
             self._require_active(session)
             persona = state["personas"][conversation_id]
@@ -2787,6 +2775,11 @@ class Environment:
                 "status": session["status"],
                 "delta": delta,
             }
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def get_transcript(
         self, conversation_id: str, role: Role | None = None, last: int | None = None
@@ -2814,7 +2807,8 @@ class Environment:
         the analysis derives are overwritten again on the next message.
         """
         state = self._state
-        with self._undo.begin("set_case_field"):
+        self._undo.tool = "set_case_field"
+        try:
             session = self._find_conversation(conversation_id)
             self._require_open(session, "change its context")
             context = state["case_fields"][conversation_id]
@@ -2849,6 +2843,11 @@ class Environment:
             session["updated_at"] = state["clock"]
             self._audit("set_context", conversation_id, key)
             return {"key": key, "previous": previous, "value": value, "context": dict(context)}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def summarize_conversation(self, conversation_id: str) -> Summary:
         """Outcome and trajectory of a session: confidence and mood over the turns, the
@@ -2899,7 +2898,8 @@ class Environment:
     def escalate_to_tier2(self, conversation_id: str, reason: str) -> Conversation:
         """Hand an active session to a human supervisor."""
         state = self._state
-        with self._undo.begin("escalate_to_tier2"):
+        self._undo.tool = "escalate_to_tier2"
+        try:
             session = self._find_conversation(conversation_id)
             self._require_active(session)
             self._undo.save(session, "status")
@@ -2920,11 +2920,17 @@ class Environment:
             )
             self._audit("escalate_session", conversation_id, reason)
             return session
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def close_conversation(self, conversation_id: str, note: str = "") -> Conversation:
         """Close a session for good, whatever its outcome; closing twice is refused."""
         state = self._state
-        with self._undo.begin("close_conversation"):
+        self._undo.tool = "close_conversation"
+        try:
             session = self._find_conversation(conversation_id)
             self._require_open(session, "close it again")
             self._undo.save(session, "status")
@@ -2945,6 +2951,11 @@ class Environment:
             )
             self._audit("close_session", conversation_id, note)
             return session
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_conversations(self, status: SessionStatus | None = None) -> list[Conversation]:
         """Sessions in id order, optionally of one status."""
@@ -2971,7 +2982,8 @@ class Environment:
         the transcript and in the case field `refund_id`. The customer still has to be told.
         """
         state = self._state
-        with self._undo.begin("issue_refund"):
+        self._undo.tool = "issue_refund"
+        try:
             conversation = self._find_conversation(conversation_id)
             self._require_open(conversation, "refund in it")
             order = self._find_order(order_id)
@@ -3039,6 +3051,11 @@ class Environment:
             )
             self._audit("issue_refund", f"order {order_id}", f"{amount}")
             return refund
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def _find_conversation(self, conversation_id: str) -> Conversation:
         """Helper `find_conversation`."""

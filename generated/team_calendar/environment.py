@@ -21,8 +21,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -108,7 +107,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -1061,30 +1060,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -1118,8 +1102,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -1203,18 +1189,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -1367,7 +1348,8 @@ class Environment:
     ) -> Calendar:
         """Create a calendar with a timezone and daily working hours."""
         state = self._state
-        with self._undo.begin("create_calendar"):
+        self._undo.tool = "create_calendar"
+        try:
             if calendar_id in state["calendars"]:
                 raise DomainError(
                     "already_exists",
@@ -1399,6 +1381,11 @@ class Environment:
             self._undo.save(state["calendars"], calendar_id)
             state["calendars"][calendar_id] = calendar
             return calendar
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def schedule_event(
         self,
@@ -1414,7 +1401,8 @@ class Environment:
         if attendees is None:
             attendees = []
         state = self._state
-        with self._undo.begin("schedule_event"):
+        self._undo.tool = "schedule_event"
+        try:
             self._find_calendar(calendar_id)
             if start >= end:
                 raise DomainError(
@@ -1439,16 +1427,27 @@ class Environment:
             state["events"].append(event)
             self._refresh_conflicts(calendar_id)
             return event
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def cancel_event(self, event_id: int) -> Event:
         """Cancel an event for good; its conflicts are re-evaluated."""
-        with self._undo.begin("cancel_event"):
+        self._undo.tool = "cancel_event"
+        try:
             event = self._find_event(event_id)
             self._require_live(event)
             self._undo.save(event, "status")
             event["status"] = "cancelled"
             self._refresh_conflicts(event["calendar_id"])
             return event
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_conflicts(self, calendar_id: str | None = None) -> list[Conflict]:
         """Every overlapping pair of live events, each pair once, in id order."""
@@ -1484,7 +1483,8 @@ class Environment:
         clashes, or split it at a point inside its time range.
         """
         state = self._state
-        with self._undo.begin("resolve_conflict"):
+        self._undo.tool = "resolve_conflict"
+        try:
             event = self._find_event(event_id)
             if event["status"] != "conflicted":
                 raise DomainError(
@@ -1559,6 +1559,11 @@ class Environment:
                 state["events"].append(rest)
             self._refresh_conflicts(event["calendar_id"])
             return event
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_events(
         self,
@@ -1630,7 +1635,8 @@ class Environment:
         if attendees is None:
             attendees = []
         state = self._state
-        with self._undo.begin("book_room"):
+        self._undo.tool = "book_room"
+        try:
             if room not in WORLD["rooms"]:
                 raise DomainError(
                     "not_found",
@@ -1680,6 +1686,11 @@ class Environment:
             self._undo.save_length(state["events"])
             state["events"].append(event)
             return event
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def _overlaps(self, a_start: str, a_end: str, b_start: str, b_end: str) -> bool:
         """Half-open intervals overlap when each starts before the other ends."""

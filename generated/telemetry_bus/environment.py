@@ -23,8 +23,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -213,7 +212,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -2194,30 +2193,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -2251,8 +2235,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -2336,18 +2322,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -2519,7 +2500,8 @@ class Environment:
         str, int, float, bool, list, map; every published payload must match it exactly.
         """
         state = self._state
-        with self._undo.begin("create_stream"):
+        self._undo.tool = "create_stream"
+        try:
             if name in state["streams"]:
                 raise DomainError(
                     "already_exists",
@@ -2540,6 +2522,11 @@ class Environment:
             state["streams"][name] = stream
             self._audit("create_stream", f"stream {name}", "")
             return stream
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_streams(self) -> list[StreamInfo]:
         """Every stream with its schema, event count and number of active subscriptions."""
@@ -2577,7 +2564,8 @@ class Environment:
         if filter is None:
             filter = {}
         state = self._state
-        with self._undo.begin("subscribe"):
+        self._undo.tool = "subscribe"
+        try:
             target = self._find_stream(stream)
             self._check_fields(target, filter, "filter")
             if not (mode == "batch" or batch_size == 1):
@@ -2623,12 +2611,18 @@ class Environment:
                 "subscribe", f"subscription {sub['id']}", f"{consumer} on {stream} ({mode})"
             )
             return sub
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def change_filter(self, subscription_id: int, filter: dict[str, Any]) -> Subscription:
         """Replace the filter of an active subscription. It applies to later publications;
         events already pending stay pending until acknowledged.
         """
-        with self._undo.begin("change_filter"):
+        self._undo.tool = "change_filter"
+        try:
             sub = self._find_subscription(subscription_id)
             self._require_active(sub)
             self._check_fields(self._find_stream(sub["stream"]), filter, "filter")
@@ -2636,12 +2630,18 @@ class Environment:
             sub["filter"] = filter
             self._audit("change_filter", f"subscription {subscription_id}", "")
             return sub
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def unsubscribe(self, subscription_id: int) -> Subscription:
         """End a subscription: it receives nothing more. Its pending events stay until they
         are acknowledged.
         """
-        with self._undo.begin("unsubscribe"):
+        self._undo.tool = "unsubscribe"
+        try:
             sub = self._find_subscription(subscription_id)
             self._require_active(sub)
             self._undo.save(sub, "status")
@@ -2650,6 +2650,11 @@ class Environment:
                 "unsubscribe", f"subscription {subscription_id}", f"{len(sub['pending'])} pending"
             )
             return sub
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_subscriptions(
         self,
@@ -2679,7 +2684,8 @@ class Environment:
         subscription whose filter matches; push subscriptions get it handed over at once.
         The payload must carry exactly the stream's schema fields, each of its type.
         """
-        with self._undo.begin("ingest"):
+        self._undo.tool = "ingest"
+        try:
             receipt = self._publish_into(self._find_stream(stream), payload, priority)
             self._audit(
                 "publish",
@@ -2687,6 +2693,11 @@ class Environment:
                 f"{stream}@{receipt['offset']} {priority} -> {len(receipt['queued_for'])} subscriptions",
             )
             return receipt
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def poll(self, subscription_id: int, max_events: int = 10) -> Delivery:
         """Hand pending events to the consumer, higher tiers first. Nothing leaves the queue:
@@ -2694,7 +2705,8 @@ class Environment:
         A batch subscription gets exactly `batch_size` events, or none while fewer are
         pending; push and poll subscriptions get up to `max_events`.
         """
-        with self._undo.begin("poll"):
+        self._undo.tool = "poll"
+        try:
             sub = self._find_subscription(subscription_id)
             self._require_active(sub)
             ordered = self._in_delivery_order(sub["pending"])
@@ -2713,12 +2725,18 @@ class Environment:
                 "events": handed,
                 "depth": self._depth_of(sub),
             }
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def acknowledge(self, subscription_id: int, event_ids: list[int]) -> AckReceipt:
         """Remove processed events from the subscription's pending queue: the only way an
         event leaves it. All ids must be pending there, else nothing is acknowledged.
         """
-        with self._undo.begin("acknowledge"):
+        self._undo.tool = "acknowledge"
+        try:
             sub = self._find_subscription(subscription_id)
             if len(list(dict.fromkeys(event_ids))) != len(event_ids):
                 raise DomainError(
@@ -2755,6 +2773,11 @@ class Environment:
                 "acknowledged": event_ids,
                 "depth": self._depth_of(sub),
             }
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def pending_events(self, subscription_id: int, limit: int = 50) -> PendingView:
         """Inspect a subscription's pending queue in delivery order without handing anything
@@ -2800,7 +2823,8 @@ class Environment:
         """Publish an operator alert about a device on the `alerts` stream (the device's site
         is filled in from the registry); subscribers of `alerts` get it like any reading.
         """
-        with self._undo.begin("raise_alert"):
+        self._undo.tool = "raise_alert"
+        try:
             known = self._find_device(device)
             receipt = self._publish_into(
                 self._find_stream("alerts"),
@@ -2811,6 +2835,11 @@ class Environment:
                 "raise_alert", f"device {device}", f"event {receipt['event_id']} {priority}"
             )
             return receipt
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_devices(
         self, site: str | None = None, kind: SensorKind | None = None, include_retired: bool = False

@@ -21,8 +21,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -83,7 +82,7 @@ class DomainError(Exception):
     """A refusal the agent can act on: it names the entity, field and alternatives."""
 
     def __init__(self, kind: str, message: str, **details: Any) -> None:
-        super().__init__(message)
+        self.args = (message,)  # what `super().__init__(message)` sets, without its call
         self.kind = kind
         self.message = message
         self.details = details
@@ -1098,30 +1097,15 @@ def _old(container: Any, key: Any) -> Any:
 class _UndoLog:
     """Journal of the changes a tool call makes, replayed backwards if the call fails."""
 
-    __slots__ = ("_entries", "tool")
+    __slots__ = ("_entries", "finish", "tool")
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Any, Any, Any]] = []
-        self.tool = ""
-
-    def begin(self, tool: str) -> _UndoLog:
-        """Start journaling a call of `tool` (used as a context manager); the journal is
-        empty, since every call's `__exit__` empties it."""
-        self.tool = tool
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        self._entries.clear()
+        self.tool = ""  # the tool being called: a write tool sets it first, the audit log reads it
+        # Ends every call of a write tool (its `finally`), leaving the journal empty for the
+        # next: a bound `list.clear`, so a call that succeeds runs no function of the
+        # journal's own to end (a fork's journal records the call instead: `_RecordingLog`).
+        self.finish: Callable[[], None] = self._entries.clear
 
     def save(self, container: Any, key: Any) -> None:
         """Before `container[key]` is set or deleted."""
@@ -1155,8 +1139,10 @@ class _UndoLog:
         self._entries.append((0, container, key, copy_json(container[key])))
 
     def rollback(self) -> None:
+        """Undo the call so far (it failed), newest change first; the journal is then empty."""
         for entry in reversed(self._entries):
             _undo_entry(entry)
+        self._entries.clear()
 
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
@@ -1240,18 +1226,13 @@ class _RecordingLog(_UndoLog):
     def __init__(self, delta: list[_Record]) -> None:
         super().__init__()
         self.delta = delta
+        self.finish = self._record
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self.rollback()
-        elif self._entries:
+    def _record(self) -> None:
+        """The end of a call: what it changed (nothing after a rollback) joins the delta."""
+        if self._entries:
             self.delta.append(tuple(map(_with_new_value, self._entries)))
-        self._entries.clear()
+            self._entries.clear()
 
     def save_deep(self, container: Any, key: Any) -> None:
         raise _PrivateStateNeeded
@@ -1388,7 +1369,8 @@ class Environment:
     def login(self, username: str, password: str) -> bool:
         """Start a session as a workspace user."""
         state = self._state
-        with self._undo.begin("login"):
+        self._undo.tool = "login"
+        try:
             if username not in WORLD["users"]:
                 raise DomainError(
                     "not_found",
@@ -1403,16 +1385,27 @@ class Environment:
             state["current_user"] = username
             self._audit("login", username, "")
             return True
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def logout(self) -> bool:
         """End the current session."""
         state = self._state
-        with self._undo.begin("logout"):
+        self._undo.tool = "logout"
+        try:
             user = self._require_login()
             self._undo.save(state, "current_user")
             state["current_user"] = None
             self._audit("logout", user, "")
             return True
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def whoami(self) -> str | None:
         """The logged-in user, or None."""
@@ -1422,7 +1415,8 @@ class Environment:
     def create_ticket(self, title: str, description: str = "", priority: int = 3) -> Ticket:
         """Open a ticket owned by the logged-in user; it starts open."""
         state = self._state
-        with self._undo.begin("create_ticket"):
+        self._undo.tool = "create_ticket"
+        try:
             user = self._require_login()
             item: Ticket = {
                 "id": self._issue_id(),
@@ -1441,6 +1435,11 @@ class Environment:
             state["tickets"][item["id"]] = item
             self._audit("create", f"{WORLD['noun']} {item['id']}", "")
             return item
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def get_ticket(self, ticket_id: int) -> Ticket:
         """Read one ticket by id."""
@@ -1456,7 +1455,8 @@ class Environment:
     ) -> Ticket:
         """Change selected fields of a ticket that is not closed; omitted fields stay."""
         state = self._state
-        with self._undo.begin("update_ticket"):
+        self._undo.tool = "update_ticket"
+        try:
             self._require_login()
             item = self._find_ticket(ticket_id)
             self._require_not_closed(item)
@@ -1481,11 +1481,17 @@ class Environment:
             item["updated_at"] = state["clock"]
             self._audit("update", f"{WORLD['noun']} {ticket_id}", "")
             return item
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def assign_ticket(self, ticket_id: int, assignee: str) -> Ticket:
         """Hand a ticket that is not yet resolved to a support agent."""
         state = self._state
-        with self._undo.begin("assign_ticket"):
+        self._undo.tool = "assign_ticket"
+        try:
             self._require_login()
             item = self._find_ticket(ticket_id)
             if assignee not in WORLD["agents"]:
@@ -1510,11 +1516,17 @@ class Environment:
             item["updated_at"] = state["clock"]
             self._audit("assign", f"{WORLD['noun']} {ticket_id}", assignee)
             return item
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def set_status(self, ticket_id: int, status: Status) -> Ticket:
         """Move a ticket forward (resolving records a resolution, so it has its own tool); reverting is refused."""
         state = self._state
-        with self._undo.begin("set_status"):
+        self._undo.tool = "set_status"
+        try:
             self._require_login()
             item = self._find_ticket(ticket_id)
             if item["status"] == "closed":
@@ -1550,11 +1562,17 @@ class Environment:
             item["updated_at"] = state["clock"]
             self._audit("status", f"{WORLD['noun']} {ticket_id}", f"{status}")
             return item
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def resolve_ticket(self, ticket_id: int, resolution: str) -> Ticket:
         """Mark a ticket resolved; the resolution text is mandatory."""
         state = self._state
-        with self._undo.begin("resolve_ticket"):
+        self._undo.tool = "resolve_ticket"
+        try:
             self._require_login()
             item = self._find_ticket(ticket_id)
             if self._rank(item["status"]) >= 2:
@@ -1573,11 +1591,17 @@ class Environment:
             item["updated_at"] = state["clock"]
             self._audit("resolve", f"{WORLD['noun']} {ticket_id}", "")
             return item
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def close_ticket(self, ticket_id: int) -> Ticket:
         """Close a ticket for good; closing twice is refused."""
         state = self._state
-        with self._undo.begin("close_ticket"):
+        self._undo.tool = "close_ticket"
+        try:
             self._require_login()
             item = self._find_ticket(ticket_id)
             if item["status"] == "closed":
@@ -1594,6 +1618,11 @@ class Environment:
             item["updated_at"] = state["clock"]
             self._audit("close", f"{WORLD['noun']} {ticket_id}", "")
             return item
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def list_tickets(
         self, status: Status | None = None, mine_only: bool = False, limit: int = 50
@@ -1612,7 +1641,8 @@ class Environment:
     def categorize_ticket(self, ticket_id: int, category: Category) -> Ticket:
         """File a ticket that is not closed under a category."""
         state = self._state
-        with self._undo.begin("categorize_ticket"):
+        self._undo.tool = "categorize_ticket"
+        try:
             self._require_login()
             ticket = self._find_ticket(ticket_id)
             self._require_not_closed(ticket)
@@ -1622,6 +1652,11 @@ class Environment:
             ticket["updated_at"] = state["clock"]
             self._audit("categorize", f"{WORLD['noun']} {ticket_id}", f"{category}")
             return ticket
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def queue_by_category(self) -> dict[Category, int]:
         """How many tickets that are not closed sit in each category."""

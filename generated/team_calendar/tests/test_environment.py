@@ -943,6 +943,8 @@ class _Journal:
 
     def __init__(self, inner: Any, count: list[int], fail_at: int) -> None:
         self.inner, self.count, self.fail_at = inner, count, fail_at
+        self.tool = ""
+        self.failed = False
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.inner, name)
@@ -957,20 +959,18 @@ class _Journal:
 
         return step
 
-    def begin(self, tool: str) -> Any:
-        self.inner.begin(tool)
-        return self
+    def rollback(self) -> None:
+        self.failed = True
+        self.inner.rollback()
 
-    def __enter__(self) -> Any:
-        self.inner.__enter__()
-        return self
-
-    def __exit__(self, kind: object, error: object, trace: object) -> None:
-        if kind is None and self.fail_at < 0:
+    def finish(self) -> None:
+        failed, self.failed = self.failed, False
+        if not failed and self.fail_at < 0:
             # Fail at the very end: the journal alone must undo everything the call did.
-            self.inner.__exit__(_Fault, _Fault("at the end"), None)
+            self.inner.rollback()
+            self.inner.finish()
             raise _Fault("injected at the end of the call")
-        self.inner.__exit__(kind, error, trace)
+        self.inner.finish()
 
 
 WRITE_CALLS: list[tuple[str, str | None]] = [
