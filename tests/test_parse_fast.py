@@ -372,6 +372,25 @@ def test_mutated_declarations_agree(path: Path) -> None:
         assert outcomes.count("same") > MUTANTS_PER_SPEC // 5  # and the fast path
 
 
+NEW_WORDS = ("union", "alias", "on load", "load options", "from", "?")
+
+
+def test_mutated_new_constructs_agree() -> None:
+    """Mutants of the declarations of the shipped specs and fixtures that use the newer
+    constructs (NEW_WORDS): both parsers accept them alike, or both refuse."""
+    declarations = [
+        declaration
+        for path in SHIPPED
+        for declaration in _declarations(_read(path))
+        if any(word in declaration for word in NEW_WORDS)
+    ]
+    assert len(declarations) > 10
+    rng = random.Random(1)
+    outcomes = [compare(HEADER + _mutant(rng.choice(declarations), rng)) for _ in range(1500)]
+    assert outcomes.count("lark refuses") > 150
+    assert outcomes.count("same") > 300
+
+
 def test_formatter_output_parses_the_same() -> None:
     """`envc fmt` prints the same text from either parser's module, and that text (another
     layout of the same IR) parses the same fast."""
