@@ -42,6 +42,9 @@ class Analysis:
     scenario_values: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: dict[int, set[str]] = field(default_factory=dict, repr=False)
     """`id(body) -> names it calls`, filled by `called_names`."""
+    deleted_fields: dict[str, set[str] | None] | None = field(default=None, repr=False)
+    """`shapes.fields_deleted` of the helpers, computed once when the type checker first
+    needs it (per checked callable it was quadratic in the number of helpers)."""
     declaring_files: dict[int, str] = field(default_factory=dict, repr=False)
     """`id(state field) -> spec declaring it`, filled by `state_file` (a scan per field
     was quadratic in the number of state fields)."""

@@ -72,8 +72,6 @@ class TypeChecker:
         self.shared: set[int] = set()
         self.assigning: ir.Attr | None = None
         """The field an `=` statement sets, which it may do though the field is absent."""
-        self.helper_deletes: dict[str, set[str] | None] | None = None
-        """`shapes.fields_deleted` of the helpers, computed when first needed."""
         """Operands of the comparison chain being checked (by id): each is checked once,
         though two links of the chain look at it."""
 
@@ -1345,24 +1343,26 @@ class TypeChecker:
         self._forget_deleted_by(fn.name)
         return fn.returns
 
+    def helper_deletes(self) -> dict[str, set[str] | None]:
+        """`shapes.fields_deleted` of the helpers, computed once per analysis when first
+        needed (the helpers' bodies and calls do not change while they are checked)."""
+        if self.a.deleted_fields is None:
+            self.a.deleted_fields = shapes.fields_deleted(self.a.fns)
+        return self.a.deleted_fields
+
     def may_delete_fields(self, expr: ir.Expr) -> bool:
         """Whether evaluating `expr` calls a tool or a helper that may `del` a field."""
-        if self.helper_deletes is None:
-            self.helper_deletes = shapes.fields_deleted(self.a.fns)
+        helper_deletes = self.helper_deletes()
         for node in walk(expr):
             if isinstance(node, ir.Call) and isinstance(node.func, ir.Name):
-                if node.func.ref == "tool" or (
-                    node.func.ref == "fn" and self.helper_deletes.get(node.func.id) != set()
-                ):
+                if node.func.ref == "tool" or (node.func.ref == "fn" and helper_deletes.get(node.func.id) != set()):
                     return True
         return False
 
     def _forget_deleted_by(self, helper: str) -> None:
         """A helper that may `del` a field (or whose body envc cannot see) ends the
         presence tests of that field: it may hold the same record."""
-        if self.helper_deletes is None:
-            self.helper_deletes = shapes.fields_deleted(self.a.fns)
-        deleted = self.helper_deletes.get(helper, set())
+        deleted = self.helper_deletes().get(helper, set())
         if deleted is None:
             self.forget_presence(field_name="*")
         for name in deleted or ():
