@@ -14,7 +14,7 @@ from compiler import ir, library
 from compiler import typesys as ts
 from compiler.analyse import onload, shapes
 from compiler.analyse.constants import const_value
-from compiler.analyse.context import Analysis
+from compiler.analyse.context import Analysis, set_field
 from compiler.analyse.symbols import resolve_type
 from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.irtree import walk
@@ -520,13 +520,13 @@ class TypeChecker:
                     self.error("E4007", f"parameter `{expr.id}` cannot be reassigned", expr, hint=hint)
                 if local.kind == "loop" and not mutate:
                     self.error("E3022", f"loop variable `{expr.id}` cannot be reassigned", expr)
-                expr.ref = "param" if local.kind == "param" else "local"
+                set_field(expr, "ref", "param" if local.kind == "param" else "local")
                 expr.ty = local.type if mutate else self.declared.get(expr.id, local.type)
                 return expr.ty
             if expr.id in self.a.state:
                 return self._state_target(expr, expr.id, mutate)
             if expr.id in self.a.world:
-                expr.ref = "world"  # the effects pass says it cannot be changed
+                set_field(expr, "ref", "world")  # the effects pass says it cannot be changed
                 return ts.ANY
             self.error(
                 "E3008" if self.known_name(expr.id) else "E2002",
@@ -544,7 +544,7 @@ class TypeChecker:
             if expr.name not in self.a.state:
                 self.error("E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state))
                 return ts.ANY
-            expr.obj.ref = "state"
+            set_field(expr.obj, "ref", "state")
             return self._state_target(expr, expr.name, mutate)
         if isinstance(expr, (ir.Attr, ir.Index)):
             return self.expr(expr, None)
@@ -554,7 +554,7 @@ class TypeChecker:
 
     def _state_target(self, expr: ir.Expr, name: str, mutate: bool) -> ir.TypeRef:
         if isinstance(expr, ir.Name):
-            expr.ref = "state"
+            set_field(expr, "ref", "state")
         expr.ty = self.a.state[name].type
         return expr.ty
 
@@ -628,7 +628,7 @@ class TypeChecker:
             return expr.ty  # the second link of a chain that shares this operand
         method = getattr(self, f"expr_{expr.kind}")
         ty: ir.TypeRef = method(expr, expected)
-        expr.ty = ty
+        set_field(expr, "ty", ty)
         return ty
 
     def expr_const(self, expr: ir.Const, expected: ir.TypeRef | None) -> ir.TypeRef:
@@ -714,13 +714,13 @@ class TypeChecker:
         name = expr.id
         local = self.lookup(name)
         if local is not None:
-            expr.ref = "param" if local.kind == "param" else "local"
+            set_field(expr, "ref", "param" if local.kind == "param" else "local")
             return local.type
         if name in self.a.state:
-            expr.ref = "state"
+            set_field(expr, "ref", "state")
             return self.a.state[name].type
         if name in self.a.world:
-            expr.ref = "world"
+            set_field(expr, "ref", "world")
             return self.a.world[name].type
         if name in self.a.enums or name in self.a.records:
             self.error(
@@ -815,7 +815,7 @@ class TypeChecker:
             if not (isinstance(entry.key, ir.Const) and isinstance(entry.key.value, str)):
                 self.error("E3001", f"record {record.name} keys are field names in quotes", entry.key)
                 continue
-            entry.key.ty = ts.STR
+            set_field(entry.key, "ty", ts.STR)
             name = entry.key.value
             if name not in fields:
                 self.error(
@@ -860,7 +860,7 @@ class TypeChecker:
         if isinstance(obj, ir.Name) and self.lookup(obj.id) is None:
             if obj.id in self.a.enums:
                 enum = self.a.enums[obj.id]
-                obj.ref = "enum"
+                set_field(obj, "ref", "enum")
                 if expr.name not in enum.members:
                     self.error(
                         "E2007",
@@ -870,7 +870,7 @@ class TypeChecker:
                     )
                 return ts.t(enum.name)
             if obj.id == "state" and obj.id not in self.a.state:
-                obj.ref = "state"
+                set_field(obj, "ref", "state")
                 if expr.name not in self.a.state:
                     self.error(
                         "E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state)
@@ -1042,7 +1042,7 @@ class TypeChecker:
         outer = self.shared
         self.shared = outer | {id(operand) for operand in expr.operands}
         for operand in expr.operands:
-            operand.ty = None  # checked afresh (a body is checked once; this is for safety)
+            set_field(operand, "ty", None)  # checked afresh (a body is checked once; this is for safety)
         try:
             for link in chain_links(expr):
                 self.expr_binary(link, None)
@@ -1226,16 +1226,16 @@ class TypeChecker:
             self.error("E3005", f"`{name}` is a value, not a function", func)
             return ts.ANY
         if name in self.a.records:
-            func.ref = "record"
+            set_field(func, "ref", "record")
             return self.record_call(expr, self.a.records[name])
         if name in self.a.fns:
-            func.ref = "fn"
+            set_field(func, "ref", "fn")
             return self.fn_call(expr, self.a.fns[name])
         if name in self.a.tools and self.allow_tools:  # in tests a tool may share a built-in's name
             return self.tool_call(expr, statement=False)
         builtin = library.FUNCTIONS.get(name)
         if builtin is not None:
-            func.ref = "builtin"
+            set_field(func, "ref", "builtin")
             return builtin.check(self, expr, expected)
         if name in self.a.tools:
             if self.allow_tools:
@@ -1265,13 +1265,13 @@ class TypeChecker:
         if tool is None:
             self.error("E2009", f"unknown tool `{name}`", expr.func, hint=did_you_mean(name, self.a.tools))
             return ts.ANY
-        expr.func.ref = "tool"
+        set_field(expr.func, "ref", "tool")
         self.forget_presence(field_name="*")  # the tool may delete any field of what a test holds
         if expr.args:
             self.error("E5004", f"pass arguments to `{name}` by name", expr.args[0])
             for arg in expr.args:
                 self.expr(arg, None)
-            expr.ty = tool.returns
+            set_field(expr, "ty", tool.returns)
             return tool.returns
         params = {p.name: p.type for p in tool.params}
         given = self.named_arguments(expr, params, "E3006", f"tool `{name}` has no parameter", "argument")
@@ -1280,7 +1280,7 @@ class TypeChecker:
         ]
         if missing:
             self.error("E5005", f"`{name}` needs {', '.join(missing)}", expr)
-        expr.ty = tool.returns
+        set_field(expr, "ty", tool.returns)
         return tool.returns
 
     def record_call(self, expr: ir.Call, record: ir.RecordDecl) -> ir.TypeRef:
@@ -1391,7 +1391,7 @@ class TypeChecker:
             self.error("E3006", f"`.{name}()` takes positional arguments", expr.kwargs[0])
         if entry.mutates and isinstance(func.obj, ir.Name):
             self.target(func.obj, mutate=True)
-        func.ty = obj_type
+        set_field(func, "ty", obj_type)
         return self._method_arguments(expr, entry, obj_type)
 
     def _method_arguments(self, expr: ir.Call, entry: library.Method, obj: ir.TypeRef) -> ir.TypeRef:
@@ -1456,7 +1456,7 @@ class TypeChecker:
                 self.pop()
                 if not ts.orderable(key_type, key_type):
                     self.error("E3004", f"cannot order by {ts.show(key_type)}", lam.body)
-                lam.ty = key_type
+                set_field(lam, "ty", key_type)
             elif kw.name == "reverse":
                 self.expect_assignable(self.expr(kw.value, ts.BOOL), ts.BOOL, kw.value)
             else:
