@@ -1347,7 +1347,7 @@ class TypeChecker:
         """`shapes.fields_deleted` of the helpers, computed once per analysis when first
         needed (the helpers' bodies and calls do not change while they are checked)."""
         if self.a.deleted_fields is None:
-            self.a.deleted_fields = shapes.fields_deleted(self.a.fns)
+            self.a.deleted_fields = shapes.fields_deleted(self.a)
         return self.a.deleted_fields
 
     def may_delete_fields(self, expr: ir.Expr) -> bool:
