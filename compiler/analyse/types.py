@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from compiler import builtins as bi
 from compiler import ir, library
@@ -266,8 +267,7 @@ class TypeChecker:
         return terminated
 
     def stmt(self, stmt: ir.Stmt) -> bool:
-        method = getattr(self, f"stmt_{stmt.kind}")
-        result: bool = method(stmt)
+        result: bool = _STMT_METHODS[stmt.kind](self, stmt)
         return result
 
     def stmt_let(self, stmt: ir.Let) -> bool:
@@ -626,8 +626,7 @@ class TypeChecker:
     def expr(self, expr: ir.Expr, expected: ir.TypeRef | None) -> ir.TypeRef:
         if expr.ty is not None and id(expr) in self.shared:
             return expr.ty  # the second link of a chain that shares this operand
-        method = getattr(self, f"expr_{expr.kind}")
-        ty: ir.TypeRef = method(expr, expected)
+        ty: ir.TypeRef = _EXPR_METHODS[expr.kind](self, expr, expected)
         set_field(expr, "ty", ty)
         return ty
 
@@ -1461,6 +1460,16 @@ class TypeChecker:
                 self.expect_assignable(self.expr(kw.value, ts.BOOL), ts.BOOL, kw.value)
             else:
                 self.error("E3006", f"unknown argument `{kw.name}`", kw)
+
+
+_STMT_METHODS: dict[str, Any] = {
+    name.removeprefix("stmt_"): method for name, method in vars(TypeChecker).items() if name.startswith("stmt_")
+}
+_EXPR_METHODS: dict[str, Any] = {
+    name.removeprefix("expr_"): method for name, method in vars(TypeChecker).items() if name.startswith("expr_")
+}
+"""The checker's method per statement and expression kind (`stmt_let`, `expr_call`, …),
+looked up once rather than by `getattr` on every node."""
 
 
 _LITERALS = ("const", "list", "map")
