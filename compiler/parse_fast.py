@@ -67,11 +67,11 @@ KEYWORDS = frozenset(
     {
         # declarations
         "environment", "enum", "record", "state", "world", "scenario", "tool", "fn", "test", "task",
-        "drop", "rename", "describe", "override",
+        "drop", "rename", "describe", "override", "union", "by", "on", "load", "options",
         # header items
         "title", "archetype", "domains", "doc", "extends", "seed", "rng", "clock",
         # callables, worlds, renames
-        "param", "reads", "writes", "side_effect", "nothing", "python", "llm", "from", "as",
+        "param", "reads", "writes", "side_effect", "nothing", "python", "llm", "from", "as", "alias",
         # statements, tests, tasks
         *STATEMENT_WORDS, "else", "elif", "in", "raises", "expect", "request", "solution", "verify",
         # expressions
@@ -99,6 +99,8 @@ state whatever the block, so its lookahead is every block's. A block where one o
 these is a name there (a record field `python` after the doc) is left to Lark, which
 refuses it."""
 BODY_WORDS = STATEMENT_WORDS | EXPRESSION_WORDS | CALLABLE_WORDS
+ON_LOAD_WORDS = STATEMENT_WORDS | EXPRESSION_WORDS | {"python", "llm"}
+"""After the doc of `on load:` (a body, no `reads`/`writes`/`param` lines)."""
 
 WORD_KINDS = KEYWORDS | {"NAME"}
 STRING_KINDS = frozenset({"STRING", "LONG", "FSTRING"})
@@ -115,7 +117,7 @@ _PIECES = re.compile(
     f"(?:[^"\\\n]|\\.)*"
     |[A-Za-z_][A-Za-z0-9_]*
     |[\t\f ]+
-    |\*\*|//|->|\+=|-=|==|!=|<=|>=|[()\[\]{}:,.=+\-*/%<>]
+    |\*\*|//|->|\+=|-=|==|!=|<=|>=|[()\[\]{}:,.=+\-*/%<>?]
     |(?:\r?\n[\t ]*|\#[^\n]*)+
     |\"\"\"(?:[^"\\]|\\(?s:.)|"(?!""))*\"\"\"
     |"(?!"")(?:[^"\\\n]|\\.)*"
@@ -133,7 +135,7 @@ terminal takes. `scan` tells the pieces apart by their first character."""
 _FIRST: dict[str, str] = {
     **dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_", "word"),
     **dict.fromkeys(" \t\f", "blank"),
-    **dict.fromkeys("()[]{}:,.=+-*/%<>!", "op"),
+    **dict.fromkeys("()[]{}:,.=+-*/%<>!?", "op"),
     **dict.fromkeys("\n\r#", "newline"),
     **dict.fromkeys("0123456789", "number"),
     '"': "string",
@@ -316,13 +318,13 @@ _SCHEMA: dict[type[Any], tuple[str, ...]] = {
         *DECL, "name", "title", "archetype", "domains", "extends", "seed", "rng", "clock", "item_places"
     ),
     ir.EnumDecl: (*DECL, "name", "members"),
-    ir.Field_: (*POS, "name", "type", "default"),
-    ir.RecordDecl: (*DECL, "name", "fields", "override"),
+    ir.Field_: (*POS, "name", "type", "default", "alias", "source", "absent", "tag"),
+    ir.RecordDecl: (*DECL, "name", "fields", "override", "tag", "members"),
     ir.StateDecl: (*DECL, "fields"),
     ir.WorldField: (*POS, "name", "type", "value", "source"),
     ir.WorldDecl: (*DECL, "fields"),
-    ir.ScenarioItem: (*POS, "name", "value"),
-    ir.ScenarioDecl: (*DECL, "name", "items"),
+    ir.ScenarioItem: (*POS, "name", "value", "source"),
+    ir.ScenarioDecl: (*DECL, "name", "items", "source"),
     ir.Constraint: (*POS, "kind", "value"),
     ir.Param: (*POS, "name", "type", "default", "constraints", "doc"),
     ir.Escape: (*POS, "kind", "text"),
@@ -332,7 +334,7 @@ _SCHEMA: dict[type[Any], tuple[str, ...]] = {
     ),
     ir.FnDecl: (
         *DECL, "name", "params", "returns", "body", "escape", "declared_reads", "declared_writes",
-        "side_effect", "override", "reads", "writes", "errors",
+        "side_effect", "override", "reads", "writes", "errors", "recursion",
     ),
     ir.UseScenario: (*POS, "kind", "name"),
     ir.TestLet: (*POS, "kind", "name", "value"),
@@ -344,6 +346,8 @@ _SCHEMA: dict[type[Any], tuple[str, ...]] = {
     ir.DropDecl: (*DECL, "what", "name"),
     ir.RenameDecl: (*DECL, "what", "old", "new"),
     ir.DescribeDecl: (*DECL, "name", "param_docs", "param_lines", "param_cols"),
+    ir.OnLoadDecl: (*DECL, "body", "override"),
+    ir.LoadOptionsDecl: (*DECL, "fields"),
 }  # fmt: skip
 """The fields this parser writes for each IR class, in the model's order."""
 
@@ -496,6 +500,8 @@ class _Parser:
                 return self.record(s, True)
             if kind == "tool" or kind == "fn":
                 return self.callable(s, True)
+            if kind == "on":
+                return self.on_load(s, True)
             raise self.refuse()
         if kind == "tool" or kind == "fn":
             return self.callable(s, False)
@@ -586,27 +592,69 @@ class _Parser:
             {"name", "members", "doc", "line", "col", "end_line", "end_col"},
         )
 
-    def fields(self) -> list[ir.Field_]:
-        """`field_decl+` up to the block's end (consumed)."""
+    def fields(self, block: str) -> list[ir.Field_]:
+        """The fields of a block up to its end (consumed): `record_field+` in a record,
+        `state_field+` in `state:` (`field_decl` or `state_file`), `field_decl+` in
+        `load options:`."""
         t = self.t
         fields: list[ir.Field_] = []
+        record = block == "record"
         while True:
             s = self.i
             name = self.word()
+            absent = record and t[self.i][0] == "?"
+            if absent:
+                self.i += 1
             self.expect(":")
             type_ = self.type_()
-            default = None
-            if t[self.i][0] == "=":
+            if t[self.i][0] == "from" and block == "state":
                 self.i += 1
-                default = self.expr()
-            self.expect("NL")
-            fields.append(
-                _make(
-                    ir.Field_,
-                    {**self.pos(s), "name": name, "type": type_, "default": default},
-                    {"name", "type", "default", "line", "col", "end_line", "end_col"},
+                source = self.plain_string()
+                self.expect("NL")
+                fields.append(
+                    _make(
+                        ir.Field_,
+                        {
+                            **self.pos(s),
+                            "name": name,
+                            "type": type_,
+                            "default": None,
+                            "alias": "",
+                            "source": source,
+                            "absent": False,
+                            "tag": "",
+                        },
+                        {"name", "type", "source", *POS},
+                    )
                 )
-            )
+            else:
+                default = None
+                if t[self.i][0] == "=":
+                    self.i += 1
+                    default = self.expr()
+                alias = ""
+                if t[self.i][0] == "alias":
+                    self.i += 1
+                    alias = self.plain_string()
+                self.expect("NL")
+                fields.append(
+                    _make(
+                        ir.Field_,
+                        {
+                            **self.pos(s),
+                            "name": name,
+                            "type": type_,
+                            "default": default,
+                            "alias": alias,
+                            "source": "",
+                            "absent": absent,
+                            "tag": "",
+                        },
+                        {"name", "type", "default", "absent", "alias", *POS}
+                        if record
+                        else {"name", "type", "default", "alias", *POS},
+                    )
+                )
             if t[self.i][0] == "DEDENT":
                 self.i += 1
                 return fields
@@ -616,18 +664,64 @@ class _Parser:
         name = self.word()
         self.block_start()
         doc = self.doc()
-        fields = self.fields()
+        fields = self.fields("record")
         return _make(
             ir.RecordDecl,
-            {**self.pos(s), "file": "", "doc": doc, "name": name, "fields": fields, "override": override},
+            {
+                **self.pos(s),
+                "file": "",
+                "doc": doc,
+                "name": name,
+                "fields": fields,
+                "override": override,
+                "tag": "",
+                "members": {},
+            },
             {"name", "fields", "doc", "override", "line", "col", "end_line", "end_col"},
+        )
+
+    def union(self, s: int) -> ir.RecordDecl:
+        """`union NAME by TAG:` and its `Member = "tag"` lines: a RecordDecl without fields
+        (the analyser fills them); a member or tag value given twice is E2005 (Lark's)."""
+        t = self.t
+        self.i += 1
+        name = self.word()
+        self.expect("by")
+        tag = self.word()
+        self.block_start()
+        doc = self.doc()
+        members: dict[str, str] = {}
+        while True:
+            member = self.word()
+            self.expect("=")
+            value = self.plain_string()
+            self.expect("NL")
+            if member in members or value in members.values():
+                raise _Refuse("union member twice")  # E2005
+            members[member] = value
+            if t[self.i][0] == "DEDENT":
+                break
+        self.i += 1
+        return _make(
+            ir.RecordDecl,
+            {
+                **self.pos(s),
+                "file": "",
+                "doc": doc,
+                "name": name,
+                "fields": [],
+                "override": False,
+                "tag": tag,
+                "members": members,
+            },
+            {"name", "fields", "tag", "members", "doc", *POS},
         )
 
     def state(self, s: int) -> ir.StateDecl:
         self.i += 1
         self.block_start()
         doc = self.doc()
-        fields = self.fields()
+        fields = self.fields("state")
         return _make(
             ir.StateDecl,
             {**self.pos(s), "file": "", "doc": doc, "fields": fields},
@@ -673,6 +767,15 @@ class _Parser:
         t = self.t
         self.i += 1
         name = self.word()
+        if t[self.i][0] == "from":  # `scenario NAME from "FILE"`
+            self.i += 1
+            source = self.plain_string()
+            self.expect("NL")
+            return _make(
+                ir.ScenarioDecl,
+                {**self.pos(s), "file": "", "doc": "", "name": name, "items": [], "source": source},
+                {"name", "items", "source", *POS},
+            )
         self.block_start()
         doc = self.doc()
         items: list[ir.ScenarioItem] = []
@@ -680,21 +783,24 @@ class _Parser:
             f = self.i
             item = self.word()
             self.expect("=")
-            value = self.expr()
-            self.expect("NL")
-            items.append(
-                _make(
-                    ir.ScenarioItem,
-                    {**self.pos(f), "name": item, "value": value},
-                    {"name", "value", "line", "col", "end_line", "end_col"},
-                )
-            )
+            if t[self.i][0] == "from":  # `field = from "FILE"`
+                self.i += 1
+                source = self.plain_string()
+                self.expect("NL")
+                values = {**self.pos(f), "name": item, "value": None, "source": source}
+                given = {"name", "source", *POS}
+            else:
+                value = self.expr()
+                self.expect("NL")
+                values = {**self.pos(f), "name": item, "value": value, "source": ""}
+                given = {"name", "value", *POS}
+            items.append(_make(ir.ScenarioItem, values, given))
             if t[self.i][0] == "DEDENT":
                 break
         self.i += 1
         return _make(
             ir.ScenarioDecl,
-            {**self.pos(s), "file": "", "doc": doc, "name": name, "items": items},
+            {**self.pos(s), "file": "", "doc": doc, "name": name, "items": items, "source": ""},
             {"name", "items", "doc", "line", "col", "end_line", "end_col"},
         )
 
@@ -768,27 +874,26 @@ class _Parser:
         for each in params:
             each.__dict__["doc"] = param_docs.get(each.__dict__["name"], "")
             each.__pydantic_fields_set__.add("doc")
-        return _make(
-            cls,
-            {
-                **self.pos(s),
-                "file": "",
-                "doc": doc,
-                "name": name,
-                "params": params,
-                "returns": returns,
-                "body": body,
-                "escape": escape,
-                "declared_reads": fields.get("declared_reads"),
-                "declared_writes": fields.get("declared_writes"),
-                "side_effect": fields.get("side_effect", ""),
-                "override": override,
-                "reads": [],
-                "writes": [],
-                "errors": [],
-            },
-            {"name", "params", "returns", "body", "escape", "doc", "override", *fields, *POS},
-        )
+        values = {
+            **self.pos(s),
+            "file": "",
+            "doc": doc,
+            "name": name,
+            "params": params,
+            "returns": returns,
+            "body": body,
+            "escape": escape,
+            "declared_reads": fields.get("declared_reads"),
+            "declared_writes": fields.get("declared_writes"),
+            "side_effect": fields.get("side_effect", ""),
+            "override": override,
+            "reads": [],
+            "writes": [],
+            "errors": [],
+        }
+        if cls is ir.FnDecl:
+            values["recursion"] = []
+        return _make(cls, values, {"name", "params", "returns", "body", "escape", "doc", "override", *fields, *POS})
 
     def param(self) -> ir.Param:
         t = self.t
@@ -898,6 +1003,34 @@ class _Parser:
                 "param_cols": cols,
             },
             {"name", "doc", *POS},
+        )
+
+    def on_load(self, s: int, override: bool = False) -> ir.OnLoadDecl:
+        """`on load:` and its statements; a `python`/`llm` body there is E2032 (Lark's)."""
+        self.i += 1
+        self.expect("load")
+        self.block_start()
+        doc = self.doc(ON_LOAD_WORDS)
+        if self.t[self.i][0] == "python" or self.t[self.i][0] == "llm":
+            raise _Refuse("escape body in on load")  # E2032
+        body = self.statements()
+        self.i += 1
+        return _make(
+            ir.OnLoadDecl,
+            {**self.pos(s), "file": "", "doc": doc, "body": body, "override": override},
+            {"body", "doc", "override", *POS},
+        )
+
+    def load_options(self, s: int) -> ir.LoadOptionsDecl:
+        self.i += 1
+        self.expect("options")
+        self.block_start()
+        doc = self.doc()
+        fields = self.fields("options")
+        return _make(
+            ir.LoadOptionsDecl,
+            {**self.pos(s), "file": "", "doc": doc, "fields": fields},
+            {"fields", "doc", *POS},
         )
 
     def test(self, s: int) -> ir.TestDecl:
@@ -1655,6 +1788,9 @@ _DECLS = {
     "drop": _Parser.drop,
     "rename": _Parser.rename,
     "describe": _Parser.describe,
+    "union": _Parser.union,
+    "on": _Parser.on_load,
+    "load": _Parser.load_options,
 }
 _SIMPLE = {
     "let": _Parser.let,

@@ -8,7 +8,7 @@ from typing import Any
 
 from compiler import ir
 from compiler import typesys as ts
-from compiler.analyse.context import Analysis
+from compiler.analyse.context import Analysis, set_field
 from compiler.diagnostics import did_you_mean
 from compiler.load import DataFile, data_file_key
 
@@ -30,7 +30,7 @@ def const_value(a: Analysis, expr: ir.Expr, expected: ir.TypeRef, file: str, whe
     value = data_checker(a).check(raw, expected, where, problems)
     for problem in problems[:5]:
         a.error("E3001", problem, expr, file)
-    expr.ty = expected
+    set_field(expr, "ty", expected)
     return not problems, value
 
 

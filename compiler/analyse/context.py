@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel
 
@@ -42,6 +42,9 @@ class Analysis:
     scenario_values: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: dict[int, set[str]] = field(default_factory=dict, repr=False)
     """`id(body) -> names it calls`, filled by `called_names`."""
+    deleted_fields: dict[str, set[str] | None] | None = field(default=None, repr=False)
+    """`shapes.fields_deleted` of the helpers, computed once when the type checker first
+    needs it (per checked callable it was quadratic in the number of helpers)."""
     declaring_files: dict[int, str] = field(default_factory=dict, repr=False)
     """`id(state field) -> spec declaring it`, filled by `state_file` (a scan per field
     was quadratic in the number of state fields)."""
@@ -93,18 +96,53 @@ class Analysis:
         return self.module.path
 
 
+def set_field(node: BaseModel, name: str, value: Any) -> None:
+    """`node.name = value` as pydantic's `__setattr__` does it for a plain field of the
+    IR (no assignment validation, not frozen: the value into `__dict__`, the name into
+    the fields set), without its dispatch: the type checker makes about 20,000 of these
+    (`ty`, `ref`) on a 5,000-line spec, an eighth of the analysis through pydantic."""
+    node.__dict__[name] = value
+    node.__pydantic_fields_set__.add(name)
+
+
 def _called_names(body: list[ir.Stmt]) -> set[str]:
-    """`irtree.called_names(body)`, reading each node's fields from its `__dict__` (the
-    fields, in order) instead of `model_fields` and a `getattr` per field: that walk was
-    a third of the analysis of a 5,000-line spec (`benchmarks/frontend.py --profile`)."""
+    """`irtree.called_names(body)`, reading from each node's `__dict__` only the fields
+    that may hold nodes (`_node_fields`) instead of `model_fields` and a `getattr` per
+    field: that walk was a third of the analysis of a 5,000-line spec
+    (`benchmarks/frontend.py --profile`)."""
     names: set[str] = set()
     stack: list[Any] = [body]
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
+        item = pop()
+        if item.__class__ is list:
+            extend(item)
         elif isinstance(item, BaseModel):
-            if isinstance(item, ir.Call) and isinstance(item.func, ir.Name):
-                names.add(item.func.id)
-            stack.extend([value for value in item.__dict__.values() if isinstance(value, (list, BaseModel))])
+            cls = item.__class__
+            values = item.__dict__
+            if cls is ir.Call and values["func"].__class__ is ir.Name:  # (neither has subclasses)
+                names.add(values["func"].id)
+            fields = _NODE_FIELDS.get(cls)
+            if fields is None:
+                fields = _node_fields(cls)
+            for name in fields:
+                value = values[name]
+                if value is not None:
+                    push(value)  # a list or a node, or a constant's value (dropped when popped)
     return names
+
+
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+_LEAVES = (int, str, bool, float, ir.TypeRef, ir.TypeRef | None)
+
+
+def _node_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of an IR class that may hold a node or a list of them: all but those
+    annotated as numbers, strings, flags, literals or types (no call sits in a type)."""
+    fields = tuple(
+        name
+        for name, info in cls.model_fields.items()
+        if info.annotation not in _LEAVES and get_origin(info.annotation) is not Literal
+    )
+    _NODE_FIELDS[cls] = fields
+    return fields

@@ -396,6 +396,8 @@ class EffectWalker:
 
     # ------------------------------------------------------------------ expressions
     def expr(self, expr: ir.Expr) -> None:
+        if expr.__class__ is ir.Const:  # the commonest expression, and one with nothing in it
+            return
         if isinstance(expr, ir.Name):
             if expr.ref == "state" and expr.id in self.a.state:
                 self.effects.reads.setdefault(expr.id, expr)

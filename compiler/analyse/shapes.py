@@ -9,7 +9,7 @@ from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
 from compiler.analyse.context import Analysis
-from compiler.irtree import called_names, walk
+from compiler.irtree import walk
 
 
 def resolve_unions(a: Analysis) -> None:
@@ -73,10 +73,11 @@ def _place(node: ir.Node) -> dict[str, int]:
     return {"line": node.line, "col": node.col, "end_line": node.line, "end_col": node.col}
 
 
-def fields_deleted(fns: dict[str, ir.FnDecl]) -> dict[str, set[str] | None]:
+def fields_deleted(a: Analysis) -> dict[str, set[str] | None]:
     """Per helper, the field names a call of it may `del` (through the helpers it calls
     too); None for one with a python or llm body, which may delete anything. A presence
     test does not survive such a call: the helper may have the same record."""
+    fns = a.fns
     direct: dict[str, set[str] | None] = {}
     calls: dict[str, set[str]] = {}
     for name, fn in fns.items():
@@ -88,7 +89,7 @@ def fields_deleted(fns: dict[str, ir.FnDecl]) -> dict[str, set[str] | None]:
             for node in walk(fn.body)
             if isinstance(node, ir.Delete) and isinstance(node.target, ir.Attr)
         }
-        calls[name] = called_names(fn.body) & set(fns)
+        calls[name] = a.called_names(fn.body) & fns.keys()
     result: dict[str, set[str] | None] = {}
     for name in fns:
         found: set[str] | None = set()

@@ -8,13 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from compiler import builtins as bi
 from compiler import ir, library
 from compiler import typesys as ts
 from compiler.analyse import onload, shapes
 from compiler.analyse.constants import const_value
-from compiler.analyse.context import Analysis
+from compiler.analyse.context import Analysis, set_field
 from compiler.analyse.symbols import resolve_type
 from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.irtree import walk
@@ -72,8 +73,6 @@ class TypeChecker:
         self.shared: set[int] = set()
         self.assigning: ir.Attr | None = None
         """The field an `=` statement sets, which it may do though the field is absent."""
-        self.helper_deletes: dict[str, set[str] | None] | None = None
-        """`shapes.fields_deleted` of the helpers, computed when first needed."""
         """Operands of the comparison chain being checked (by id): each is checked once,
         though two links of the chain look at it."""
 
@@ -268,8 +267,7 @@ class TypeChecker:
         return terminated
 
     def stmt(self, stmt: ir.Stmt) -> bool:
-        method = getattr(self, f"stmt_{stmt.kind}")
-        result: bool = method(stmt)
+        result: bool = _STMT_METHODS[stmt.kind](self, stmt)
         return result
 
     def stmt_let(self, stmt: ir.Let) -> bool:
@@ -522,13 +520,13 @@ class TypeChecker:
                     self.error("E4007", f"parameter `{expr.id}` cannot be reassigned", expr, hint=hint)
                 if local.kind == "loop" and not mutate:
                     self.error("E3022", f"loop variable `{expr.id}` cannot be reassigned", expr)
-                expr.ref = "param" if local.kind == "param" else "local"
+                set_field(expr, "ref", "param" if local.kind == "param" else "local")
                 expr.ty = local.type if mutate else self.declared.get(expr.id, local.type)
                 return expr.ty
             if expr.id in self.a.state:
                 return self._state_target(expr, expr.id, mutate)
             if expr.id in self.a.world:
-                expr.ref = "world"  # the effects pass says it cannot be changed
+                set_field(expr, "ref", "world")  # the effects pass says it cannot be changed
                 return ts.ANY
             self.error(
                 "E3008" if self.known_name(expr.id) else "E2002",
@@ -546,7 +544,7 @@ class TypeChecker:
             if expr.name not in self.a.state:
                 self.error("E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state))
                 return ts.ANY
-            expr.obj.ref = "state"
+            set_field(expr.obj, "ref", "state")
             return self._state_target(expr, expr.name, mutate)
         if isinstance(expr, (ir.Attr, ir.Index)):
             return self.expr(expr, None)
@@ -556,7 +554,7 @@ class TypeChecker:
 
     def _state_target(self, expr: ir.Expr, name: str, mutate: bool) -> ir.TypeRef:
         if isinstance(expr, ir.Name):
-            expr.ref = "state"
+            set_field(expr, "ref", "state")
         expr.ty = self.a.state[name].type
         return expr.ty
 
@@ -628,9 +626,8 @@ class TypeChecker:
     def expr(self, expr: ir.Expr, expected: ir.TypeRef | None) -> ir.TypeRef:
         if expr.ty is not None and id(expr) in self.shared:
             return expr.ty  # the second link of a chain that shares this operand
-        method = getattr(self, f"expr_{expr.kind}")
-        ty: ir.TypeRef = method(expr, expected)
-        expr.ty = ty
+        ty: ir.TypeRef = _EXPR_METHODS[expr.kind](self, expr, expected)
+        set_field(expr, "ty", ty)
         return ty
 
     def expr_const(self, expr: ir.Const, expected: ir.TypeRef | None) -> ir.TypeRef:
@@ -716,13 +713,13 @@ class TypeChecker:
         name = expr.id
         local = self.lookup(name)
         if local is not None:
-            expr.ref = "param" if local.kind == "param" else "local"
+            set_field(expr, "ref", "param" if local.kind == "param" else "local")
             return local.type
         if name in self.a.state:
-            expr.ref = "state"
+            set_field(expr, "ref", "state")
             return self.a.state[name].type
         if name in self.a.world:
-            expr.ref = "world"
+            set_field(expr, "ref", "world")
             return self.a.world[name].type
         if name in self.a.enums or name in self.a.records:
             self.error(
@@ -817,7 +814,7 @@ class TypeChecker:
             if not (isinstance(entry.key, ir.Const) and isinstance(entry.key.value, str)):
                 self.error("E3001", f"record {record.name} keys are field names in quotes", entry.key)
                 continue
-            entry.key.ty = ts.STR
+            set_field(entry.key, "ty", ts.STR)
             name = entry.key.value
             if name not in fields:
                 self.error(
@@ -862,7 +859,7 @@ class TypeChecker:
         if isinstance(obj, ir.Name) and self.lookup(obj.id) is None:
             if obj.id in self.a.enums:
                 enum = self.a.enums[obj.id]
-                obj.ref = "enum"
+                set_field(obj, "ref", "enum")
                 if expr.name not in enum.members:
                     self.error(
                         "E2007",
@@ -872,7 +869,7 @@ class TypeChecker:
                     )
                 return ts.t(enum.name)
             if obj.id == "state" and obj.id not in self.a.state:
-                obj.ref = "state"
+                set_field(obj, "ref", "state")
                 if expr.name not in self.a.state:
                     self.error(
                         "E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state)
@@ -1044,7 +1041,7 @@ class TypeChecker:
         outer = self.shared
         self.shared = outer | {id(operand) for operand in expr.operands}
         for operand in expr.operands:
-            operand.ty = None  # checked afresh (a body is checked once; this is for safety)
+            set_field(operand, "ty", None)  # checked afresh (a body is checked once; this is for safety)
         try:
             for link in chain_links(expr):
                 self.expr_binary(link, None)
@@ -1228,16 +1225,16 @@ class TypeChecker:
             self.error("E3005", f"`{name}` is a value, not a function", func)
             return ts.ANY
         if name in self.a.records:
-            func.ref = "record"
+            set_field(func, "ref", "record")
             return self.record_call(expr, self.a.records[name])
         if name in self.a.fns:
-            func.ref = "fn"
+            set_field(func, "ref", "fn")
             return self.fn_call(expr, self.a.fns[name])
         if name in self.a.tools and self.allow_tools:  # in tests a tool may share a built-in's name
             return self.tool_call(expr, statement=False)
         builtin = library.FUNCTIONS.get(name)
         if builtin is not None:
-            func.ref = "builtin"
+            set_field(func, "ref", "builtin")
             return builtin.check(self, expr, expected)
         if name in self.a.tools:
             if self.allow_tools:
@@ -1267,13 +1264,13 @@ class TypeChecker:
         if tool is None:
             self.error("E2009", f"unknown tool `{name}`", expr.func, hint=did_you_mean(name, self.a.tools))
             return ts.ANY
-        expr.func.ref = "tool"
+        set_field(expr.func, "ref", "tool")
         self.forget_presence(field_name="*")  # the tool may delete any field of what a test holds
         if expr.args:
             self.error("E5004", f"pass arguments to `{name}` by name", expr.args[0])
             for arg in expr.args:
                 self.expr(arg, None)
-            expr.ty = tool.returns
+            set_field(expr, "ty", tool.returns)
             return tool.returns
         params = {p.name: p.type for p in tool.params}
         given = self.named_arguments(expr, params, "E3006", f"tool `{name}` has no parameter", "argument")
@@ -1282,7 +1279,7 @@ class TypeChecker:
         ]
         if missing:
             self.error("E5005", f"`{name}` needs {', '.join(missing)}", expr)
-        expr.ty = tool.returns
+        set_field(expr, "ty", tool.returns)
         return tool.returns
 
     def record_call(self, expr: ir.Call, record: ir.RecordDecl) -> ir.TypeRef:
@@ -1345,24 +1342,26 @@ class TypeChecker:
         self._forget_deleted_by(fn.name)
         return fn.returns
 
+    def helper_deletes(self) -> dict[str, set[str] | None]:
+        """`shapes.fields_deleted` of the helpers, computed once per analysis when first
+        needed (the helpers' bodies and calls do not change while they are checked)."""
+        if self.a.deleted_fields is None:
+            self.a.deleted_fields = shapes.fields_deleted(self.a)
+        return self.a.deleted_fields
+
     def may_delete_fields(self, expr: ir.Expr) -> bool:
         """Whether evaluating `expr` calls a tool or a helper that may `del` a field."""
-        if self.helper_deletes is None:
-            self.helper_deletes = shapes.fields_deleted(self.a.fns)
+        helper_deletes = self.helper_deletes()
         for node in walk(expr):
             if isinstance(node, ir.Call) and isinstance(node.func, ir.Name):
-                if node.func.ref == "tool" or (
-                    node.func.ref == "fn" and self.helper_deletes.get(node.func.id) != set()
-                ):
+                if node.func.ref == "tool" or (node.func.ref == "fn" and helper_deletes.get(node.func.id) != set()):
                     return True
         return False
 
     def _forget_deleted_by(self, helper: str) -> None:
         """A helper that may `del` a field (or whose body envc cannot see) ends the
         presence tests of that field: it may hold the same record."""
-        if self.helper_deletes is None:
-            self.helper_deletes = shapes.fields_deleted(self.a.fns)
-        deleted = self.helper_deletes.get(helper, set())
+        deleted = self.helper_deletes().get(helper, set())
         if deleted is None:
             self.forget_presence(field_name="*")
         for name in deleted or ():
@@ -1391,7 +1390,7 @@ class TypeChecker:
             self.error("E3006", f"`.{name}()` takes positional arguments", expr.kwargs[0])
         if entry.mutates and isinstance(func.obj, ir.Name):
             self.target(func.obj, mutate=True)
-        func.ty = obj_type
+        set_field(func, "ty", obj_type)
         return self._method_arguments(expr, entry, obj_type)
 
     def _method_arguments(self, expr: ir.Call, entry: library.Method, obj: ir.TypeRef) -> ir.TypeRef:
@@ -1456,11 +1455,21 @@ class TypeChecker:
                 self.pop()
                 if not ts.orderable(key_type, key_type):
                     self.error("E3004", f"cannot order by {ts.show(key_type)}", lam.body)
-                lam.ty = key_type
+                set_field(lam, "ty", key_type)
             elif kw.name == "reverse":
                 self.expect_assignable(self.expr(kw.value, ts.BOOL), ts.BOOL, kw.value)
             else:
                 self.error("E3006", f"unknown argument `{kw.name}`", kw)
+
+
+_STMT_METHODS: dict[str, Any] = {
+    name.removeprefix("stmt_"): method for name, method in vars(TypeChecker).items() if name.startswith("stmt_")
+}
+_EXPR_METHODS: dict[str, Any] = {
+    name.removeprefix("expr_"): method for name, method in vars(TypeChecker).items() if name.startswith("expr_")
+}
+"""The checker's method per statement and expression kind (`stmt_let`, `expr_call`, …),
+looked up once rather than by `getattr` on every node."""
 
 
 _LITERALS = ("const", "list", "map")
