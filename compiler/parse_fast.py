@@ -27,9 +27,9 @@ Where it must agree with Lark, and how:
   construct) make it refuse any input containing them; IR classes whose fields differ
   from the ones it writes turn it off (`_schema_matches`).
 
-IR nodes are made without pydantic validation (`_make`: what `model_construct` does,
-with the field dicts written out in field order): the values are the ones the
-validating constructors would keep, and `model_dump_json` of both is byte-for-byte equal.
+IR nodes are made without pydantic validation (`irtree.construct`: what
+`model_construct` does, with the field dicts written out in field order): the values
+are the ones the validating constructors would keep, and `model_dump_json` of both is byte-for-byte equal.
 """
 
 from __future__ import annotations
@@ -37,11 +37,10 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from compiler import ir
+from compiler.irtree import construct
 from compiler.parse import (
     _ESCAPE_RE,
     _ESCAPES,
@@ -256,24 +255,6 @@ def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tupl
 
 
 # --------------------------------------------------------------------------- IR without validation
-
-_new = object.__new__
-_setattr = object.__setattr__
-
-
-_N = TypeVar("_N", bound=BaseModel)
-
-
-def _make(cls: type[_N], values: dict[str, Any], fields_set: set[str]) -> _N:
-    """What `cls.model_construct` does, without its per-field loop: `values` holds every
-    field in the model's order (defaults included) and `fields_set` the names the
-    validating constructor would have been given."""
-    node = _new(cls)
-    _setattr(node, "__dict__", values)
-    _setattr(node, "__pydantic_fields_set__", fields_set)
-    _setattr(node, "__pydantic_extra__", None)
-    _setattr(node, "__pydantic_private__", None)
-    return node
 
 
 POS = ("line", "col", "end_line", "end_col")
@@ -547,11 +528,11 @@ class _Parser:
             if key in values:
                 raise _Refuse("given twice")  # E2017
             values[key] = value
-            places[key] = _make(ir.Node, self.pos(item), {"line", "col", "end_line", "end_col"})
+            places[key] = construct(ir.Node, self.pos(item), {"line", "col", "end_line", "end_col"})
             if t[self.i][0] == "DEDENT":
                 break
         self.i += 1
-        return _make(
+        return construct(
             ir.EnvHeader,
             {
                 **self.pos(s),
@@ -586,7 +567,7 @@ class _Parser:
             if t[self.i][0] == "DEDENT":
                 break
         self.i += 1
-        return _make(
+        return construct(
             ir.EnumDecl,
             {**self.pos(s), "file": "", "doc": doc, "name": name, "members": members},
             {"name", "members", "doc", "line", "col", "end_line", "end_col"},
@@ -612,7 +593,7 @@ class _Parser:
                 source = self.plain_string()
                 self.expect("NL")
                 fields.append(
-                    _make(
+                    construct(
                         ir.Field_,
                         {
                             **self.pos(s),
@@ -624,7 +605,7 @@ class _Parser:
                             "absent": False,
                             "tag": "",
                         },
-                        {"name", "type", "source", *POS},
+                        {"name", "type", "source", "line", "col", "end_line", "end_col"},
                     )
                 )
             else:
@@ -638,7 +619,7 @@ class _Parser:
                     alias = self.plain_string()
                 self.expect("NL")
                 fields.append(
-                    _make(
+                    construct(
                         ir.Field_,
                         {
                             **self.pos(s),
@@ -650,9 +631,9 @@ class _Parser:
                             "absent": absent,
                             "tag": "",
                         },
-                        {"name", "type", "default", "absent", "alias", *POS}
+                        {"name", "type", "default", "absent", "alias", "line", "col", "end_line", "end_col"}
                         if record
-                        else {"name", "type", "default", "alias", *POS},
+                        else {"name", "type", "default", "alias", "line", "col", "end_line", "end_col"},
                     )
                 )
             if t[self.i][0] == "DEDENT":
@@ -665,7 +646,7 @@ class _Parser:
         self.block_start()
         doc = self.doc()
         fields = self.fields("record")
-        return _make(
+        return construct(
             ir.RecordDecl,
             {
                 **self.pos(s),
@@ -702,7 +683,7 @@ class _Parser:
             if t[self.i][0] == "DEDENT":
                 break
         self.i += 1
-        return _make(
+        return construct(
             ir.RecordDecl,
             {
                 **self.pos(s),
@@ -714,7 +695,7 @@ class _Parser:
                 "tag": tag,
                 "members": members,
             },
-            {"name", "fields", "tag", "members", "doc", *POS},
+            {"name", "fields", "tag", "members", "doc", "line", "col", "end_line", "end_col"},
         )
 
     def state(self, s: int) -> ir.StateDecl:
@@ -722,7 +703,7 @@ class _Parser:
         self.block_start()
         doc = self.doc()
         fields = self.fields("state")
-        return _make(
+        return construct(
             ir.StateDecl,
             {**self.pos(s), "file": "", "doc": doc, "fields": fields},
             {"fields", "doc", "line", "col", "end_line", "end_col"},
@@ -753,11 +734,11 @@ class _Parser:
                 given = {"name", "type", "source", "line", "col", "end_line", "end_col"}
             else:
                 raise self.refuse()
-            fields.append(_make(ir.WorldField, values, given))
+            fields.append(construct(ir.WorldField, values, given))
             if t[self.i][0] == "DEDENT":
                 break
         self.i += 1
-        return _make(
+        return construct(
             ir.WorldDecl,
             {**self.pos(s), "file": "", "doc": doc, "fields": fields},
             {"fields", "doc", "line", "col", "end_line", "end_col"},
@@ -771,10 +752,10 @@ class _Parser:
             self.i += 1
             source = self.plain_string()
             self.expect("NL")
-            return _make(
+            return construct(
                 ir.ScenarioDecl,
                 {**self.pos(s), "file": "", "doc": "", "name": name, "items": [], "source": source},
-                {"name", "items", "source", *POS},
+                {"name", "items", "source", "line", "col", "end_line", "end_col"},
             )
         self.block_start()
         doc = self.doc()
@@ -788,17 +769,17 @@ class _Parser:
                 source = self.plain_string()
                 self.expect("NL")
                 values = {**self.pos(f), "name": item, "value": None, "source": source}
-                given = {"name", "source", *POS}
+                given = {"name", "source", "line", "col", "end_line", "end_col"}
             else:
                 value = self.expr()
                 self.expect("NL")
                 values = {**self.pos(f), "name": item, "value": value, "source": ""}
-                given = {"name", "value", *POS}
-            items.append(_make(ir.ScenarioItem, values, given))
+                given = {"name", "value", "line", "col", "end_line", "end_col"}
+            items.append(construct(ir.ScenarioItem, values, given))
             if t[self.i][0] == "DEDENT":
                 break
         self.i += 1
-        return _make(
+        return construct(
             ir.ScenarioDecl,
             {**self.pos(s), "file": "", "doc": doc, "name": name, "items": items, "source": ""},
             {"name", "items", "doc", "line", "col", "end_line", "end_col"},
@@ -863,7 +844,7 @@ class _Parser:
             self.i += 1
             text = self.plain_string()
             self.expect("NL")
-            escape = _make(
+            escape = construct(
                 ir.Escape,
                 {**self.pos(e), "kind": key, "text": text},
                 {"kind", "text", "line", "col", "end_line", "end_col"},
@@ -893,7 +874,24 @@ class _Parser:
         }
         if cls is ir.FnDecl:
             values["recursion"] = []
-        return _make(cls, values, {"name", "params", "returns", "body", "escape", "doc", "override", *fields, *POS})
+        return construct(
+            cls,
+            values,
+            {
+                "name",
+                "params",
+                "returns",
+                "body",
+                "escape",
+                "doc",
+                "override",
+                *fields,
+                "line",
+                "col",
+                "end_line",
+                "end_col",
+            },
+        )
 
     def param(self) -> ir.Param:
         t = self.t
@@ -911,13 +909,13 @@ class _Parser:
             self.i += 1
             value = self.expr()
             constraints.append(
-                _make(
+                construct(
                     ir.Constraint,
                     {**self.pos(c), "kind": t[c][1], "value": value},
                     {"kind", "value", "line", "col", "end_line", "end_col"},
                 )
             )
-        return _make(
+        return construct(
             ir.Param,
             {**self.pos(s), "name": name, "type": type_, "default": default, "constraints": constraints, "doc": ""},
             {"name", "type", "default", "constraints", "line", "col", "end_line", "end_col"},
@@ -929,17 +927,25 @@ class _Parser:
         kind = t[s][0]
         if kind == "None":
             self.i += 1
-            return _make(ir.TypeRef, {**self.pos(s), "name": "None", "args": []}, {"name", *POS})
+            return construct(
+                ir.TypeRef, {**self.pos(s), "name": "None", "args": []}, {"name", "line", "col", "end_line", "end_col"}
+            )
         name = self.word()
         if t[self.i][0] != "[":
-            return _make(ir.TypeRef, {**self.pos(s), "name": name, "args": []}, {"name", *POS})
+            return construct(
+                ir.TypeRef, {**self.pos(s), "name": name, "args": []}, {"name", "line", "col", "end_line", "end_col"}
+            )
         self.i += 1
         args = [self.type_()]
         while t[self.i][0] == ",":
             self.i += 1
             args.append(self.type_())
         self.expect("]")
-        return _make(ir.TypeRef, {**self.pos(s), "name": name, "args": args}, {"name", "args", *POS})
+        return construct(
+            ir.TypeRef,
+            {**self.pos(s), "name": name, "args": args},
+            {"name", "args", "line", "col", "end_line", "end_col"},
+        )
 
     def drop(self, s: int) -> ir.DropDecl:
         self.i += 1
@@ -949,10 +955,10 @@ class _Parser:
         self.i += 1
         name = self.word()
         self.expect("NL")
-        return _make(
+        return construct(
             ir.DropDecl,
             {**self.pos(s), "file": "", "doc": "", "what": what, "name": name},
-            {"what", "name", *POS},
+            {"what", "name", "line", "col", "end_line", "end_col"},
         )
 
     def rename(self, s: int) -> ir.RenameDecl:
@@ -965,10 +971,10 @@ class _Parser:
         self.expect("as")
         new = self.word()
         self.expect("NL")
-        return _make(
+        return construct(
             ir.RenameDecl,
             {**self.pos(s), "file": "", "doc": "", "what": what, "old": old, "new": new},
-            {"what", "old", "new", *POS},
+            {"what", "old", "new", "line", "col", "end_line", "end_col"},
         )
 
     def describe(self, s: int) -> ir.DescribeDecl:
@@ -991,7 +997,7 @@ class _Parser:
                 raise _Refuse("given twice")  # E2017
             docs[param], lines[param], cols[param] = text, where[2], where[3]
         self.expect("DEDENT")
-        return _make(
+        return construct(
             ir.DescribeDecl,
             {
                 **self.pos(s),
@@ -1002,7 +1008,7 @@ class _Parser:
                 "param_lines": lines,
                 "param_cols": cols,
             },
-            {"name", "doc", *POS},
+            {"name", "doc", "line", "col", "end_line", "end_col"},
         )
 
     def on_load(self, s: int, override: bool = False) -> ir.OnLoadDecl:
@@ -1015,10 +1021,10 @@ class _Parser:
             raise _Refuse("escape body in on load")  # E2032
         body = self.statements()
         self.i += 1
-        return _make(
+        return construct(
             ir.OnLoadDecl,
             {**self.pos(s), "file": "", "doc": doc, "body": body, "override": override},
-            {"body", "doc", "override", *POS},
+            {"body", "doc", "override", "line", "col", "end_line", "end_col"},
         )
 
     def load_options(self, s: int) -> ir.LoadOptionsDecl:
@@ -1027,10 +1033,10 @@ class _Parser:
         self.block_start()
         doc = self.doc()
         fields = self.fields("options")
-        return _make(
+        return construct(
             ir.LoadOptionsDecl,
             {**self.pos(s), "file": "", "doc": doc, "fields": fields},
-            {"fields", "doc", *POS},
+            {"fields", "doc", "line", "col", "end_line", "end_col"},
         )
 
     def test(self, s: int) -> ir.TestDecl:
@@ -1048,21 +1054,31 @@ class _Parser:
                 self.i += 1
                 used = self.word()
                 self.expect("NL")
-                step = _make(ir.UseScenario, {**self.pos(f), "kind": "scenario", "name": used}, {"name", *POS})
+                step = construct(
+                    ir.UseScenario,
+                    {**self.pos(f), "kind": "scenario", "name": used},
+                    {"name", "line", "col", "end_line", "end_col"},
+                )
             elif kind == "let":
                 self.i += 1
                 bound = self.word()
                 self.expect("=")
                 value = self.expr()
                 self.expect("NL")
-                step = _make(
-                    ir.TestLet, {**self.pos(f), "kind": "let", "name": bound, "value": value}, {"name", "value", *POS}
+                step = construct(
+                    ir.TestLet,
+                    {**self.pos(f), "kind": "let", "name": bound, "value": value},
+                    {"name", "value", "line", "col", "end_line", "end_col"},
                 )
             elif kind == "expect":
                 self.i += 1
                 cond = self.expr()
                 self.expect("NL")
-                step = _make(ir.ExpectTrue, {**self.pos(f), "kind": "expect", "cond": cond}, {"cond", *POS})
+                step = construct(
+                    ir.ExpectTrue,
+                    {**self.pos(f), "kind": "expect", "cond": cond},
+                    {"cond", "line", "col", "end_line", "end_col"},
+                )
             else:
                 call = self.expr()
                 if t[self.i][0] == "raises":
@@ -1070,22 +1086,26 @@ class _Parser:
                     error = self.word()
                     message = self.plain_string() if t[self.i][0] in STRING_KINDS else ""
                     self.expect("NL")
-                    step = _make(
+                    step = construct(
                         ir.ExpectRaises,
                         {**self.pos(f), "kind": "raises", "call": call, "error": error, "message": message},
-                        {"call", "error", "message", *POS},
+                        {"call", "error", "message", "line", "col", "end_line", "end_col"},
                     )
                 else:
                     self.expect("NL")
-                    step = _make(ir.TestCall, {**self.pos(f), "kind": "call", "call": call}, {"call", *POS})
+                    step = construct(
+                        ir.TestCall,
+                        {**self.pos(f), "kind": "call", "call": call},
+                        {"call", "line", "col", "end_line", "end_col"},
+                    )
             steps.append(step)
             if t[self.i][0] == "DEDENT":
                 break
         self.i += 1
-        return _make(
+        return construct(
             ir.TestDecl,
             {**self.pos(s), "file": "", "doc": doc, "name": name, "steps": steps},
-            {"name", "steps", "doc", *POS},
+            {"name", "steps", "doc", "line", "col", "end_line", "end_col"},
         )
 
     def task(self, s: int) -> ir.TaskDecl:
@@ -1094,7 +1114,7 @@ class _Parser:
         name = self.word()
         self.block_start()
         doc = self.doc(TASK_WORDS)
-        given = {"name", "doc", *POS}
+        given = {"name", "doc", "line", "col", "end_line", "end_col"}
         scenario = request = ""
         solution: list[Any] = []
         verify: list[Any] = []
@@ -1130,7 +1150,7 @@ class _Parser:
             if t[self.i][0] == "DEDENT":
                 break
         self.i += 1
-        return _make(
+        return construct(
             ir.TaskDecl,
             {
                 **self.pos(s),
@@ -1186,7 +1206,7 @@ class _Parser:
             if op == "=":
                 self.i += 1
                 value = self.expr()
-                return _make(
+                return construct(
                     ir.Assign,
                     {
                         **self.pos(s),
@@ -1196,12 +1216,12 @@ class _Parser:
                         "value": value,
                         "touches_state": False,
                     },
-                    {"target", "value", *POS},
+                    {"target", "value", "line", "col", "end_line", "end_col"},
                 )
             if op == "+=" or op == "-=":
                 self.i += 1
                 value = self.expr()
-                return _make(
+                return construct(
                     ir.Assign,
                     {
                         **self.pos(s),
@@ -1211,10 +1231,14 @@ class _Parser:
                         "value": value,
                         "touches_state": False,
                     },
-                    {"target", "op", "value", *POS},
+                    {"target", "op", "value", "line", "col", "end_line", "end_col"},
                 )
             value = self.ternary(target, s) if op in CONTINUES else target
-        return _make(ir.ExprStmt, {**self.pos(s), "kind": "expr", "value": value}, {"value", *POS})
+        return construct(
+            ir.ExprStmt,
+            {**self.pos(s), "kind": "expr", "value": value},
+            {"value", "line", "col", "end_line", "end_col"},
+        )
 
     def let(self, s: int) -> ir.Let:
         self.i += 1
@@ -1225,30 +1249,38 @@ class _Parser:
             type_ = self.type_()
         self.expect("=")
         value = self.expr()
-        return _make(
+        return construct(
             ir.Let,
             {**self.pos(s), "kind": "let", "name": name, "type": type_, "value": value},
-            {"name", "type", "value", *POS},
+            {"name", "type", "value", "line", "col", "end_line", "end_col"},
         )
 
     def return_(self, s: int) -> ir.Return:
         self.i += 1
         value = None if self.t[self.i][0] == "NL" else self.expr()
-        return _make(ir.Return, {**self.pos(s), "kind": "return", "value": value}, {"value", *POS})
+        return construct(
+            ir.Return,
+            {**self.pos(s), "kind": "return", "value": value},
+            {"value", "line", "col", "end_line", "end_col"},
+        )
 
     def require(self, s: int) -> ir.Require:
         self.i += 1
         cond = self.expr()
         self.expect("else")
         error = self.error_call()
-        return _make(
-            ir.Require, {**self.pos(s), "kind": "require", "cond": cond, "error": error}, {"cond", "error", *POS}
+        return construct(
+            ir.Require,
+            {**self.pos(s), "kind": "require", "cond": cond, "error": error},
+            {"cond", "error", "line", "col", "end_line", "end_col"},
         )
 
     def fail(self, s: int) -> ir.Fail:
         self.i += 1
         error = self.error_call()
-        return _make(ir.Fail, {**self.pos(s), "kind": "fail", "error": error}, {"error", *POS})
+        return construct(
+            ir.Fail, {**self.pos(s), "kind": "fail", "error": error}, {"error", "line", "col", "end_line", "end_col"}
+        )
 
     def error_call(self) -> ir.ErrorCall:
         s = self.i
@@ -1259,30 +1291,32 @@ class _Parser:
         if len(positional) > 1:
             raise _Refuse("two messages")  # E3006
         message = positional[0] if positional else None
-        return _make(
+        return construct(
             ir.ErrorCall,
             {**self.pos(s), "kind": kind, "message": message, "fields": keywords},
-            {"kind", "message", "fields", *POS},
+            {"kind", "message", "fields", "line", "col", "end_line", "end_col"},
         )
 
     def delete(self, s: int) -> ir.Delete:
         self.i += 1
         target = self.postfix()
-        return _make(
-            ir.Delete, {**self.pos(s), "kind": "delete", "target": target, "touches_state": False}, {"target", *POS}
+        return construct(
+            ir.Delete,
+            {**self.pos(s), "kind": "delete", "target": target, "touches_state": False},
+            {"target", "line", "col", "end_line", "end_col"},
         )
 
     def pass_(self, s: int) -> ir.Pass:
         self.i += 1
-        return _make(ir.Pass, {**self.pos(s), "kind": "pass"}, {*POS})
+        return construct(ir.Pass, {**self.pos(s), "kind": "pass"}, {*POS})
 
     def break_(self, s: int) -> ir.Break:
         self.i += 1
-        return _make(ir.Break, {**self.pos(s), "kind": "break"}, {*POS})
+        return construct(ir.Break, {**self.pos(s), "kind": "break"}, {*POS})
 
     def continue_(self, s: int) -> ir.Continue:
         self.i += 1
-        return _make(ir.Continue, {**self.pos(s), "kind": "continue"}, {*POS})
+        return construct(ir.Continue, {**self.pos(s), "kind": "continue"}, {*POS})
 
     def if_(self, s: int) -> ir.If:
         t = self.t
@@ -1295,15 +1329,25 @@ class _Parser:
             self.i += 1
             other = self.expr()
             block = self.suite()
-            branches.append(_make(ir.IfBranch, {**self.pos(b), "cond": other, "body": block}, {"cond", "body", *POS}))
+            branches.append(
+                construct(
+                    ir.IfBranch,
+                    {**self.pos(b), "cond": other, "body": block},
+                    {"cond", "body", "line", "col", "end_line", "end_col"},
+                )
+            )
         orelse: list[Any] = []
         if t[self.i][0] == "else":
             self.i += 1
             orelse = self.suite()
         where = self.pos(s)
-        branches[0] = _make(ir.IfBranch, {**where, "cond": cond, "body": body}, {"cond", "body", *POS})
-        return _make(
-            ir.If, {**where, "kind": "if", "branches": branches, "orelse": orelse}, {"branches", "orelse", *POS}
+        branches[0] = construct(
+            ir.IfBranch, {**where, "cond": cond, "body": body}, {"cond", "body", "line", "col", "end_line", "end_col"}
+        )
+        return construct(
+            ir.If,
+            {**where, "kind": "if", "branches": branches, "orelse": orelse},
+            {"branches", "orelse", "line", "col", "end_line", "end_col"},
         )
 
     def for_(self, s: int) -> ir.For:
@@ -1316,10 +1360,10 @@ class _Parser:
         self.expect("in")
         iterable = self.expr()
         body = self.suite()
-        return _make(
+        return construct(
             ir.For,
             {**self.pos(s), "kind": "for", "targets": targets, "iter": iterable, "body": body},
-            {"targets", "iter", "body", *POS},
+            {"targets", "iter", "body", "line", "col", "end_line", "end_col"},
         )
 
     # ------------------------------------------------------------------ expressions
@@ -1345,10 +1389,10 @@ class _Parser:
             params.append(self.word())
         self.expect(":")
         body = self.expr()
-        return _make(
+        return construct(
             ir.Lambda,
             {**self.pos(s), "ty": None, "kind": "lambda", "params": params, "body": body},
-            {"params", "body", *POS},
+            {"params", "body", "line", "col", "end_line", "end_col"},
         )
 
     def ternary(self, left: Any, s: int) -> Any:
@@ -1359,17 +1403,17 @@ class _Parser:
         cond = self.or_(None, self.i)
         self.expect("else")
         other = self.ternary(None, self.i)
-        return _make(
+        return construct(
             ir.Ternary,
             {**self.pos(s), "ty": None, "kind": "ternary", "cond": cond, "then": then, "other": other},
-            {"cond", "then", "other", *POS},
+            {"cond", "then", "other", "line", "col", "end_line", "end_col"},
         )
 
     def _binary(self, op: str, left: Any, right: Any, s: int) -> ir.Binary:
-        return _make(
+        return construct(
             ir.Binary,
             {**self.pos(s), "ty": None, "kind": "binary", "op": op, "left": left, "right": right},
-            {"op", "left", "right", *POS},
+            {"op", "left", "right", "line", "col", "end_line", "end_col"},
         )
 
     def or_(self, left: Any, s: int) -> Any:
@@ -1390,10 +1434,10 @@ class _Parser:
         if left is None and self.t[self.i][0] == "not":
             self.i += 1
             operand = self.not_(None, self.i)
-            return _make(
+            return construct(
                 ir.Unary,
                 {**self.pos(s), "ty": None, "kind": "unary", "op": "not", "operand": operand},
-                {"op", "operand", *POS},
+                {"op", "operand", "line", "col", "end_line", "end_col"},
             )
         return self.comparison(left, s)
 
@@ -1419,10 +1463,10 @@ class _Parser:
             operands.append(self.sum(None, self.i))
         if len(ops) == 1:
             return self._binary(ops[0], first, operands[1], s)
-        return _make(
+        return construct(
             ir.Compare,
             {**self.pos(s), "ty": None, "kind": "compare", "operands": operands, "ops": ops},
-            {"operands", "ops", *POS},
+            {"operands", "ops", "line", "col", "end_line", "end_col"},
         )
 
     def sum(self, left: Any, s: int) -> Any:
@@ -1449,10 +1493,10 @@ class _Parser:
         if left is None and self.t[self.i][0] == "-":
             self.i += 1
             operand = self.factor(None, self.i)
-            return _make(
+            return construct(
                 ir.Unary,
                 {**self.pos(s), "ty": None, "kind": "unary", "op": "-", "operand": operand},
-                {"op", "operand", *POS},
+                {"op", "operand", "line", "col", "end_line", "end_col"},
             )
         base = left if left is not None else self.postfix()
         if self.t[self.i][0] != "**":
@@ -1469,16 +1513,16 @@ class _Parser:
             if kind == ".":
                 self.i += 1
                 name = self.word()
-                node = _make(
+                node = construct(
                     ir.Attr,
                     {**self.pos(s), "ty": None, "kind": "attr", "obj": node, "name": name},
-                    {"obj", "name", *POS},
+                    {"obj", "name", "line", "col", "end_line", "end_col"},
                 )
             elif kind == "(":
                 self.i += 1
                 positional, keywords = self.arguments()
                 self.expect(")")
-                node = _make(
+                node = construct(
                     ir.Call,
                     {
                         **self.pos(s),
@@ -1489,7 +1533,7 @@ class _Parser:
                         "kwargs": keywords,
                         "mutates_state": False,
                     },
-                    {"func", "args", "kwargs", *POS},
+                    {"func", "args", "kwargs", "line", "col", "end_line", "end_col"},
                 )
             elif kind == "[":
                 self.i += 1
@@ -1498,19 +1542,19 @@ class _Parser:
                     lower = self.expr()
                     if t[self.i][0] == "]":
                         self.i += 1
-                        node = _make(
+                        node = construct(
                             ir.Index,
                             {**self.pos(s), "ty": None, "kind": "index", "obj": node, "index": lower},
-                            {"obj", "index", *POS},
+                            {"obj", "index", "line", "col", "end_line", "end_col"},
                         )
                         continue
                 self.expect(":")
                 upper = None if t[self.i][0] == "]" else self.expr()
                 self.expect("]")
-                node = _make(
+                node = construct(
                     ir.Slice,
                     {**self.pos(s), "ty": None, "kind": "slice", "obj": node, "lower": lower, "upper": upper},
-                    {"obj", "lower", "upper", *POS},
+                    {"obj", "lower", "upper", "line", "col", "end_line", "end_col"},
                 )
             else:
                 return node
@@ -1529,7 +1573,11 @@ class _Parser:
                 self.i += 2
                 value = self.expr()
                 keywords.append(
-                    _make(ir.Keyword, {**self.pos(s), "name": token[1], "value": value}, {"name", "value", *POS})
+                    construct(
+                        ir.Keyword,
+                        {**self.pos(s), "name": token[1], "value": value},
+                        {"name", "value", "line", "col", "end_line", "end_col"},
+                    )
                 )
             else:
                 positional.append(self.expr())
@@ -1545,7 +1593,7 @@ class _Parser:
         kind = token[0]
         if kind == "NAME":
             self.i += 1
-            return _make(
+            return construct(
                 ir.Name,
                 {
                     "line": token[2],
@@ -1557,7 +1605,7 @@ class _Parser:
                     "id": token[1],
                     "ref": "",
                 },
-                {"id", *POS},
+                {"id", "line", "col", "end_line", "end_col"},
             )
         if kind == "STRING" or kind == "LONG":
             self.i += 1
@@ -1588,7 +1636,7 @@ class _Parser:
             return self.fstring(token)
         if kind in KEYWORDS and kind not in NOT_AN_ATOM:
             self.i += 1  # a keyword Lark's lexer leaves a NAME where an atom starts
-            return _make(
+            return construct(
                 ir.Name,
                 {
                     "line": token[2],
@@ -1600,13 +1648,13 @@ class _Parser:
                     "id": token[1],
                     "ref": "",
                 },
-                {"id", *POS},
+                {"id", "line", "col", "end_line", "end_col"},
             )
         raise self.refuse()
 
     @staticmethod
     def const(token: Token, value: Any) -> ir.Const:
-        return _make(
+        return construct(
             ir.Const,
             {
                 "line": token[2],
@@ -1617,7 +1665,7 @@ class _Parser:
                 "kind": "const",
                 "value": value,
             },
-            {"value", *POS},
+            {"value", "line", "col", "end_line", "end_col"},
         )
 
     def list_(self, s: int) -> Any:
@@ -1629,10 +1677,10 @@ class _Parser:
             if t[self.i][0] == "for":
                 comp = self.comp_for()
                 self.expect("]")
-                return _make(
+                return construct(
                     ir.Comprehension,
                     {**self.pos(s), "ty": None, "kind": "comprehension", "elt": first, "value": None, **comp},
-                    {"elt", "targets", "iter", "cond", *POS},
+                    {"elt", "targets", "iter", "cond", "line", "col", "end_line", "end_col"},
                 )
             items.append(first)
             while t[self.i][0] == ",":
@@ -1641,7 +1689,11 @@ class _Parser:
                     break
                 items.append(self.expr())
         self.expect("]")
-        return _make(ir.ListLit, {**self.pos(s), "ty": None, "kind": "list", "items": items}, {"items", *POS})
+        return construct(
+            ir.ListLit,
+            {**self.pos(s), "ty": None, "kind": "list", "items": items},
+            {"items", "line", "col", "end_line", "end_col"},
+        )
 
     def map_(self, s: int) -> Any:
         t = self.t
@@ -1655,17 +1707,27 @@ class _Parser:
             if not entries and t[self.i][0] == "for":
                 comp = self.comp_for()
                 self.expect("}")
-                return _make(
+                return construct(
                     ir.Comprehension,
                     {**self.pos(s), "ty": None, "kind": "comprehension", "elt": key, "value": value, **comp},
-                    {"elt", "value", "targets", "iter", "cond", *POS},
+                    {"elt", "value", "targets", "iter", "cond", "line", "col", "end_line", "end_col"},
                 )
-            entries.append(_make(ir.MapEntry, {**self.pos(e), "key": key, "value": value}, {"key", "value", *POS}))
+            entries.append(
+                construct(
+                    ir.MapEntry,
+                    {**self.pos(e), "key": key, "value": value},
+                    {"key", "value", "line", "col", "end_line", "end_col"},
+                )
+            )
             if t[self.i][0] != ",":
                 break
             self.i += 1
         self.expect("}")
-        return _make(ir.MapLit, {**self.pos(s), "ty": None, "kind": "map", "entries": entries}, {"entries", *POS})
+        return construct(
+            ir.MapLit,
+            {**self.pos(s), "ty": None, "kind": "map", "entries": entries},
+            {"entries", "line", "col", "end_line", "end_col"},
+        )
 
     def comp_for(self) -> dict[str, Any]:
         t = self.t
@@ -1714,7 +1776,7 @@ class _Parser:
                 i += 1
         if literal:
             parts.append(_unescape("".join(literal)))
-        return _make(
+        return construct(
             ir.FString,
             {
                 "line": token[2],
@@ -1725,7 +1787,7 @@ class _Parser:
                 "kind": "fstring",
                 "parts": parts,
             },
-            {"parts", *POS},
+            {"parts", "line", "col", "end_line", "end_col"},
         )
 
 
@@ -1744,7 +1806,7 @@ def _fstring_field(source: str, line: int, col: int) -> Any:
     if "{" in spec or "}" in spec or FORMAT_SPEC.fullmatch(spec) is None:
         raise _Refuse("format spec")  # E1005
     where = expr.__dict__
-    return _make(
+    return construct(
         ir.Formatted,
         {
             "line": where["line"],
@@ -1756,7 +1818,7 @@ def _fstring_field(source: str, line: int, col: int) -> Any:
             "value": expr,
             "spec": spec,
         },
-        {"value", "spec", *POS},
+        {"value", "spec", "line", "col", "end_line", "end_col"},
     )
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from compiler import builtins as bi
 from compiler import ir, library
 from compiler import typesys as ts
-from compiler.analyse.context import Analysis
+from compiler.analyse.context import Analysis, set_field
 from compiler.analyse.types import operand_order
 from compiler.diagnostics import did_you_mean
 from compiler.irtree import children, is_state_attr
@@ -71,20 +71,20 @@ def run(a: Analysis) -> dict[str, Summary]:
             effects = EffectWalker(a, summaries, fn, is_helper=True).check()
             summaries[name] = _summary(effects)
             compare_declared(a, fn, effects)
-            fn.reads = sorted(effects.reads)
-            fn.writes = sorted(w for w in effects.writes if not w.startswith(PARAM_ROOT))
-            fn.errors = sorted(effects.errors)
-            fn.recursion = group if recursive else []
+            set_field(fn, "reads", sorted(effects.reads))
+            set_field(fn, "writes", sorted(w for w in effects.writes if not w.startswith(PARAM_ROOT)))
+            set_field(fn, "errors", sorted(effects.errors))
+            set_field(fn, "recursion", group if recursive else [])
     if a.on_load is not None:  # like a helper; what it reads and writes is documented
         effects = EffectWalker(a, summaries, a.on_load, is_helper=True).check()
-        a.on_load.reads = sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT))
-        a.on_load.writes = sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT)))
-        a.on_load.errors = sorted(effects.errors)
+        set_field(a.on_load, "reads", sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT)))
+        set_field(a.on_load, "writes", sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT))))
+        set_field(a.on_load, "errors", sorted(effects.errors))
     for tool in a.tools.values():
         effects = EffectWalker(a, summaries, tool, is_helper=False).check()
-        tool.reads = sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT))
-        tool.writes = sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT)))
-        tool.errors = sorted(effects.errors | {"invalid_argument"})
+        set_field(tool, "reads", sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT)))
+        set_field(tool, "writes", sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT))))
+        set_field(tool, "errors", sorted(effects.errors | {"invalid_argument"}))
         compare_declared(a, tool, effects)
         if not tool.side_effect:
             public = [w for w in tool.writes if not bi.is_private(w)]  # the agent is not told of private fields

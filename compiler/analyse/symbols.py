@@ -14,7 +14,7 @@ from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
 from compiler.analyse import shapes
-from compiler.analyse.context import Analysis
+from compiler.analyse.context import Analysis, set_field
 from compiler.diagnostics import did_you_mean
 
 ENV_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -246,16 +246,16 @@ def resolve_type(a: Analysis, ref: ir.TypeRef, file: str) -> ir.TypeRef:
 def resolve_declared_types(a: Analysis) -> None:
     for record in a.records.values():
         for field_ in record.fields:
-            field_.type = resolve_type(a, field_.type, record.file or a.module.path)
+            set_field(field_, "type", resolve_type(a, field_.type, record.file or a.module.path))
     check_record_cycles(a)
     for name, field_ in a.state.items():
-        field_.type = resolve_type(a, field_.type, a.state_file(name))
+        set_field(field_, "type", resolve_type(a, field_.type, a.state_file(name)))
     for world_field in a.world.values():
-        world_field.type = resolve_type(a, world_field.type, a.world_file(world_field))
+        set_field(world_field, "type", resolve_type(a, world_field.type, a.world_file(world_field)))
     for callable_ in [*a.fns.values(), *a.tools.values()]:
         for param in callable_.params:
-            param.type = resolve_type(a, param.type, callable_.file)
-        callable_.returns = resolve_type(a, callable_.returns, callable_.file)
+            set_field(param, "type", resolve_type(a, param.type, callable_.file))
+        set_field(callable_, "returns", resolve_type(a, callable_.returns, callable_.file))
 
 
 def check_record_cycles(a: Analysis) -> None:
