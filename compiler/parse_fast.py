@@ -924,17 +924,22 @@ class _Parser:
     def type_(self) -> ir.TypeRef:
         t = self.t
         s = self.i
-        kind = t[s][0]
-        if kind == "None":
+        token = t[s]
+        if token[0] == "None" or token[0] in WORD_KINDS and t[s + 1][0] != "[":  # a word alone, the commonest
             self.i += 1
             return construct(
-                ir.TypeRef, {**self.pos(s), "name": "None", "args": []}, {"name", "line", "col", "end_line", "end_col"}
+                ir.TypeRef,
+                {
+                    "line": token[2],
+                    "col": token[3],
+                    "end_line": token[4],
+                    "end_col": token[5],
+                    "name": token[1],
+                    "args": [],
+                },
+                {"name", "line", "col", "end_line", "end_col"},
             )
         name = self.word()
-        if t[self.i][0] != "[":
-            return construct(
-                ir.TypeRef, {**self.pos(s), "name": name, "args": []}, {"name", "line", "col", "end_line", "end_col"}
-            )
         self.i += 1
         args = [self.type_()]
         while t[self.i][0] == ",":
@@ -1410,9 +1415,20 @@ class _Parser:
         )
 
     def _binary(self, op: str, left: Any, right: Any, s: int) -> ir.Binary:
+        first, last = self.t[s], self.t[self.i - 1]
         return construct(
             ir.Binary,
-            {**self.pos(s), "ty": None, "kind": "binary", "op": op, "left": left, "right": right},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "ty": None,
+                "kind": "binary",
+                "op": op,
+                "left": left,
+                "right": right,
+            },
             {"op", "left", "right", "line", "col", "end_line", "end_col"},
         )
 
@@ -1508,6 +1524,7 @@ class _Parser:
         t = self.t
         s = self.i
         node = self.atom()
+        line, col = t[s][2], t[s][3]  # the span starts at the atom (written out: the hottest builder)
         while True:
             kind = t[self.i][0]
             if kind == ".":
@@ -1515,7 +1532,16 @@ class _Parser:
                 name = self.word()
                 node = construct(
                     ir.Attr,
-                    {**self.pos(s), "ty": None, "kind": "attr", "obj": node, "name": name},
+                    {
+                        "line": line,
+                        "col": col,
+                        "end_line": t[self.i - 1][4],
+                        "end_col": t[self.i - 1][5],
+                        "ty": None,
+                        "kind": "attr",
+                        "obj": node,
+                        "name": name,
+                    },
                     {"obj", "name", "line", "col", "end_line", "end_col"},
                 )
             elif kind == "(":
@@ -1525,7 +1551,10 @@ class _Parser:
                 node = construct(
                     ir.Call,
                     {
-                        **self.pos(s),
+                        "line": line,
+                        "col": col,
+                        "end_line": t[self.i - 1][4],
+                        "end_col": t[self.i - 1][5],
                         "ty": None,
                         "kind": "call",
                         "func": node,
@@ -1544,7 +1573,16 @@ class _Parser:
                         self.i += 1
                         node = construct(
                             ir.Index,
-                            {**self.pos(s), "ty": None, "kind": "index", "obj": node, "index": lower},
+                            {
+                                "line": line,
+                                "col": col,
+                                "end_line": t[self.i - 1][4],
+                                "end_col": t[self.i - 1][5],
+                                "ty": None,
+                                "kind": "index",
+                                "obj": node,
+                                "index": lower,
+                            },
                             {"obj", "index", "line", "col", "end_line", "end_col"},
                         )
                         continue
@@ -1553,7 +1591,17 @@ class _Parser:
                 self.expect("]")
                 node = construct(
                     ir.Slice,
-                    {**self.pos(s), "ty": None, "kind": "slice", "obj": node, "lower": lower, "upper": upper},
+                    {
+                        "line": line,
+                        "col": col,
+                        "end_line": t[self.i - 1][4],
+                        "end_col": t[self.i - 1][5],
+                        "ty": None,
+                        "kind": "slice",
+                        "obj": node,
+                        "lower": lower,
+                        "upper": upper,
+                    },
                     {"obj", "lower", "upper", "line", "col", "end_line", "end_col"},
                 )
             else:
