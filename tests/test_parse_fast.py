@@ -407,19 +407,29 @@ def test_formatter_output_parses_the_same() -> None:
 
 
 def test_the_analysis_call_walk_finds_what_irtree_finds() -> None:
-    """`Analysis.called_names` walks bodies its own faster way (`context._called_names`);
-    it finds the names `irtree.called_names` finds in every body of every shipped spec."""
-    from compiler.analyse.context import _called_names
-    from compiler.irtree import called_names
+    """`Analysis.called_names` walks bodies its own faster way (`context._called_and_deleted`);
+    it finds the names `irtree.called_names` finds in every body of every shipped spec, and
+    the fields of its `del x.field` statements as a walk of every node does."""
+    from compiler import ir
+    from compiler.analyse.context import _called_and_deleted
+    from compiler.irtree import called_names, walk
 
-    bodies = 0
-    for path in SEEDS:
+    bodies = deleting = 0
+    for path in [*SEEDS, ROOT / "tests" / "fixtures" / "shapes" / "customer_shapes.envspec"]:
         module = parse_source(_read(path), str(path)).module
         assert module is not None
         for callable_ in [*module.tools, *module.fns]:
-            assert _called_names(callable_.body) == called_names(callable_.body)
+            called, deleted = _called_and_deleted(callable_.body)
+            assert called == called_names(callable_.body)
+            assert deleted == {
+                node.target.name
+                for node in walk(callable_.body)
+                if isinstance(node, ir.Delete) and isinstance(node.target, ir.Attr)
+            }
             bodies += 1
+            deleting += bool(deleted)
     assert bodies > 100
+    assert deleting > 0
 
 
 # --------------------------------------------------------------------------- generated specs

@@ -42,6 +42,8 @@ class Analysis:
     scenario_values: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: dict[int, set[str]] = field(default_factory=dict, repr=False)
     """`id(body) -> names it calls`, filled by `called_names`."""
+    deletes: dict[int, set[str]] = field(default_factory=dict, repr=False)
+    """`id(body) -> fields it deletes (`del x.field`)`, found in the same walk."""
     deleted_fields: dict[str, set[str] | None] | None = field(default=None, repr=False)
     """`shapes.fields_deleted` of the helpers, computed once when the type checker first
     needs it (per checked callable it was quadratic in the number of helpers)."""
@@ -76,8 +78,16 @@ class Analysis:
         effects passes both ask (bodies keep their calls; only `ty` and `ref` change)."""
         key = id(body)
         if key not in self.calls:
-            self.calls[key] = _called_names(body)
+            self.calls[key], self.deletes[key] = _called_and_deleted(body)
         return self.calls[key]
+
+    def deleted_fields_of(self, body: list[ir.Stmt]) -> set[str]:
+        """The field names `del x.field` statements of a body delete (shapes asks, for
+        the helpers), from the walk that finds its calls."""
+        key = id(body)
+        if key not in self.deletes:
+            self.calls[key], self.deletes[key] = _called_and_deleted(body)
+        return self.deletes[key]
 
     def state_file(self, name: str) -> str:
         """The spec (prototype or domain) that declares a state field."""
@@ -105,12 +115,13 @@ def set_field(node: BaseModel, name: str, value: Any) -> None:
     node.__pydantic_fields_set__.add(name)
 
 
-def _called_names(body: list[ir.Stmt]) -> set[str]:
-    """`irtree.called_names(body)`, reading from each node's `__dict__` only the fields
-    that may hold nodes (`_node_fields`) instead of `model_fields` and a `getattr` per
-    field: that walk was a third of the analysis of a 5,000-line spec
-    (`benchmarks/frontend.py --profile`)."""
+def _called_and_deleted(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
+    """`irtree.called_names(body)`, and the fields its `del x.field` statements delete,
+    in one walk reading from each node's `__dict__` only the fields that may hold nodes
+    (`_node_fields`) instead of `model_fields` and a `getattr` per field: that walk was
+    a third of the analysis of a 5,000-line spec (`benchmarks/frontend.py --profile`)."""
     names: set[str] = set()
+    deleted: set[str] = set()
     stack: list[Any] = [body]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
@@ -122,6 +133,8 @@ def _called_names(body: list[ir.Stmt]) -> set[str]:
             values = item.__dict__
             if cls is ir.Call and values["func"].__class__ is ir.Name:  # (neither has subclasses)
                 names.add(values["func"].id)
+            elif cls is ir.Delete and values["target"].__class__ is ir.Attr:
+                deleted.add(values["target"].name)
             fields = _NODE_FIELDS.get(cls)
             if fields is None:
                 fields = _node_fields(cls)
@@ -129,7 +142,7 @@ def _called_names(body: list[ir.Stmt]) -> set[str]:
                 value = values[name]
                 if value is not None:
                     push(value)  # a list or a node, or a constant's value (dropped when popped)
-    return names
+    return names, deleted
 
 
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from compiler import builtins as bi
 from compiler import ir, library
@@ -299,7 +300,7 @@ class EffectWalker:
     def assign(self, stmt: ir.Assign) -> None:
         self.touched = False
         self.target(stmt.target)
-        stmt.touches_state = self.touched
+        set_field(stmt, "touches_state", self.touched)
         if stmt.op != "=" and isinstance(stmt.target, ir.Name) and stmt.target.ref == "state":
             self.effects.reads.setdefault(stmt.target.id, stmt.target)
         self.expr(stmt.value)
@@ -327,7 +328,7 @@ class EffectWalker:
             self.target(stmt.target.obj, mutate=True)
         else:
             self.write_roots(self.outer(stmt.target.obj), stmt.target)
-        stmt.touches_state = self.touched
+        set_field(stmt, "touches_state", self.touched)
         if isinstance(stmt.target, ir.Index):
             self.expr(stmt.target.index)
 
@@ -396,33 +397,36 @@ class EffectWalker:
 
     # ------------------------------------------------------------------ expressions
     def expr(self, expr: ir.Expr) -> None:
-        if expr.__class__ is ir.Const:  # the commonest expression, and one with nothing in it
+        cls = expr.__class__
+        if cls is ir.Const:  # the commonest expression, and one with nothing in it
             return
-        if isinstance(expr, ir.Name):
-            if expr.ref == "state" and expr.id in self.a.state:
-                self.effects.reads.setdefault(expr.id, expr)
-        elif isinstance(expr, ir.Attr):
-            if is_state_attr(expr):
-                if expr.name in self.a.state:
-                    self.effects.reads.setdefault(expr.name, expr)
-            elif not (isinstance(expr.obj, ir.Name) and expr.obj.ref == "enum"):
-                self.expr(expr.obj)
-        elif isinstance(expr, ir.Call):
-            self.call(expr)
-        elif isinstance(expr, ir.Comprehension):
-            self.comprehension(expr)
-        elif isinstance(expr, ir.Lambda):
-            self.scopes.append({})
-            for name in expr.params:
-                self.bind(name, set())
-            self.expr(expr.body)
-            self.scopes.pop()
-        elif isinstance(expr, ir.Binary):
-            for operand in operand_order(expr):
-                self.expr(operand)
-        else:
-            for child in children(expr):
-                self.expr(child)
+        if cls is ir.Name:  # the next commonest (the IR's expression classes have no subclasses)
+            if expr.ref == "state" and expr.id in self.a.state:  # type: ignore[union-attr]
+                self.effects.reads.setdefault(expr.id, expr)  # type: ignore[union-attr]
+            return
+        _EXPR_WALKS.get(cls, EffectWalker.expr_parts)(self, expr)
+
+    def expr_attr(self, expr: ir.Attr) -> None:
+        if is_state_attr(expr):
+            if expr.name in self.a.state:
+                self.effects.reads.setdefault(expr.name, expr)
+        elif not (isinstance(expr.obj, ir.Name) and expr.obj.ref == "enum"):
+            self.expr(expr.obj)
+
+    def expr_lambda(self, expr: ir.Lambda) -> None:
+        self.scopes.append({})
+        for name in expr.params:
+            self.bind(name, set())
+        self.expr(expr.body)
+        self.scopes.pop()
+
+    def expr_binary(self, expr: ir.Binary) -> None:
+        for operand in operand_order(expr):
+            self.expr(operand)
+
+    def expr_parts(self, expr: ir.Expr) -> None:
+        for child in children(expr):
+            self.expr(child)
 
     def comprehension(self, expr: ir.Comprehension) -> None:
         self.expr(expr.iter)
@@ -458,7 +462,7 @@ class EffectWalker:
                 self.target(func.obj, mutate=True)
             else:
                 self.write_roots(self.outer(func.obj), func.obj)
-            expr.mutates_state = self.touched
+            set_field(expr, "mutates_state", self.touched)
         for arg in expr.args:
             self.expr(arg)
 
@@ -570,6 +574,16 @@ class EffectWalker:
             if argument is not None:
                 mapped |= self.roots(argument)
         return mapped
+
+
+_EXPR_WALKS: dict[type, Any] = {
+    ir.Attr: EffectWalker.expr_attr,
+    ir.Call: EffectWalker.call,
+    ir.Comprehension: EffectWalker.comprehension,
+    ir.Lambda: EffectWalker.expr_lambda,
+    ir.Binary: EffectWalker.expr_binary,
+}
+"""`EffectWalker.expr` by the expression's class; any other walks its parts."""
 
 
 def _argument_for(call: ir.Call, fn: ir.FnDecl, index: int) -> ir.Expr | None:

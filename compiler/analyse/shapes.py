@@ -9,7 +9,6 @@ from compiler import builtins as bi
 from compiler import ir
 from compiler import typesys as ts
 from compiler.analyse.context import Analysis
-from compiler.irtree import walk
 
 
 def resolve_unions(a: Analysis) -> None:
@@ -84,11 +83,7 @@ def fields_deleted(a: Analysis) -> dict[str, set[str] | None]:
         if fn.escape is not None:
             direct[name] = None
             continue
-        direct[name] = {
-            node.target.name
-            for node in walk(fn.body)
-            if isinstance(node, ir.Delete) and isinstance(node.target, ir.Attr)
-        }
+        direct[name] = set(a.deleted_fields_of(fn.body))
         calls[name] = a.called_names(fn.body) & fns.keys()
     result: dict[str, set[str] | None] = {}
     for name in fns:

@@ -627,7 +627,8 @@ class TypeChecker:
         if expr.ty is not None and id(expr) in self.shared:
             return expr.ty  # the second link of a chain that shares this operand
         ty: ir.TypeRef = _EXPR_METHODS[expr.kind](self, expr, expected)
-        set_field(expr, "ty", ty)
+        expr.__dict__["ty"] = ty  # `set_field(expr, "ty", ty)`, written out: 10,000 calls on a 5,000-line spec
+        expr.__pydantic_fields_set__.add("ty")
         return ty
 
     def expr_const(self, expr: ir.Const, expected: ir.TypeRef | None) -> ir.TypeRef:
