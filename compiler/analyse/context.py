@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_origin
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -124,38 +125,45 @@ def _called_and_deleted(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
     deleted: set[str] = set()
     stack: list[Any] = [body]
     pop, push, extend = stack.pop, stack.append, stack.extend
+    node_fields = _NODE_FIELDS
     while stack:
         item = pop()
-        if item.__class__ is list:
+        cls = item.__class__
+        if cls is list:
             extend(item)
-        elif isinstance(item, BaseModel):
-            cls = item.__class__
-            values = item.__dict__
-            if cls is ir.Call and values["func"].__class__ is ir.Name:  # (neither has subclasses)
-                names.add(values["func"].id)
-            elif cls is ir.Delete and values["target"].__class__ is ir.Attr:
-                deleted.add(values["target"].name)
-            fields = _NODE_FIELDS.get(cls)
-            if fields is None:
-                fields = _node_fields(cls)
-            for name in fields:
-                value = values[name]
-                if value is not None:
-                    push(value)  # a list or a node, or a constant's value (dropped when popped)
+            continue
+        fields = node_fields.get(cls)
+        if fields is None:
+            if not isinstance(item, BaseModel):
+                continue  # the text of an f-string
+            fields = _node_fields(cls)
+        values = item.__dict__
+        if cls is ir.Call and values["func"].__class__ is ir.Name:  # (neither has subclasses)
+            names.add(values["func"].id)
+        elif cls is ir.Delete and values["target"].__class__ is ir.Attr:
+            deleted.add(values["target"].name)
+        for name in fields:
+            value = values[name]
+            if value is not None:
+                push(value)  # a list or a node
     return names, deleted
 
 
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
-_LEAVES = (int, str, bool, float, ir.TypeRef, ir.TypeRef | None)
+_LEAVES = (int, str, bool, float, type(None), ir.TypeRef)
 
 
 def _node_fields(cls: type[BaseModel]) -> tuple[str, ...]:
     """The fields of an IR class that may hold a node or a list of them: all but those
-    annotated as numbers, strings, flags, literals or types (no call sits in a type)."""
-    fields = tuple(
-        name
-        for name, info in cls.model_fields.items()
-        if info.annotation not in _LEAVES and get_origin(info.annotation) is not Literal
-    )
+    annotated as numbers, strings, flags, literals or types, a union of these (a
+    constant's value) or a list of them (loop targets); no call sits in a type."""
+    fields = tuple(name for name, info in cls.model_fields.items() if not _is_leaf(info.annotation))
     _NODE_FIELDS[cls] = fields
     return fields
+
+
+def _is_leaf(annotation: Any) -> bool:
+    if annotation in _LEAVES or get_origin(annotation) is Literal:
+        return True
+    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType, list) else ()
+    return bool(members) and all(_is_leaf(member) for member in members)
