@@ -5,7 +5,8 @@ and lowering, which all walk the same trees."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -63,16 +64,41 @@ def called_names(body: list[ir.Stmt]) -> set[str]:
 def children(expr: ir.Expr) -> list[ir.Expr]:
     """The direct sub-expressions of an expression, in field order."""
     found: list[ir.Expr] = []
-    for name, value in expr.__dict__.items():  # the fields in order, as `walk` reads them
-        if name == "ty":
-            continue
-        items = value if isinstance(value, list) else [value]
-        for item in items:
+    values = expr.__dict__
+    cls = expr.__class__
+    fields = NODE_FIELDS.get(cls)  # (`ty`, a type, is not among them)
+    if fields is None:
+        fields = node_fields_of(cls)
+    for name in fields:
+        value = values[name]
+        for item in value if value.__class__ is list else (value,):
             if isinstance(item, ir.ExprBase):
                 found.append(item)  # type: ignore[arg-type]
-            elif isinstance(item, (ir.MapEntry, ir.Keyword)):
+            elif item.__class__ is ir.MapEntry or item.__class__ is ir.Keyword:
                 found.extend(children(item))  # type: ignore[arg-type]
     return found
+
+
+NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+"""`node_fields_of` by class, as computed."""
+_LEAVES = (int, str, bool, float, type(None), ir.TypeRef)
+
+
+def node_fields_of(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of an IR class that may hold a node or a list of them, in field order:
+    all but those annotated as numbers, strings, flags, literals or types, a union of
+    these (a constant's value) or a list of them (loop targets); no call sits in a type.
+    The walks that look for calls or sub-expressions read only these."""
+    fields = tuple(name for name, info in cls.model_fields.items() if not _is_leaf(info.annotation))
+    NODE_FIELDS[cls] = fields
+    return fields
+
+
+def _is_leaf(annotation: Any) -> bool:
+    if annotation in _LEAVES or get_origin(annotation) is Literal:
+        return True
+    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType, list) else ()
+    return bool(members) and all(_is_leaf(member) for member in members)
 
 
 def is_state_attr(expr: ir.Expr) -> bool:

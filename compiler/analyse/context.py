@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any
 
 from pydantic import BaseModel
 
 from compiler import builtins as bi
 from compiler import ir
 from compiler.diagnostics import Diagnostic
+from compiler.irtree import NODE_FIELDS, node_fields_of
 from compiler.load import DataFile
 
 
@@ -119,13 +119,13 @@ def set_field(node: BaseModel, name: str, value: Any) -> None:
 def _called_and_deleted(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
     """`irtree.called_names(body)`, and the fields its `del x.field` statements delete,
     in one walk reading from each node's `__dict__` only the fields that may hold nodes
-    (`_node_fields`) instead of `model_fields` and a `getattr` per field: that walk was
+    (`irtree.node_fields_of`) instead of `model_fields` and a `getattr` per field: that walk was
     a third of the analysis of a 5,000-line spec (`benchmarks/frontend.py --profile`)."""
     names: set[str] = set()
     deleted: set[str] = set()
     stack: list[Any] = [body]
     pop, push, extend = stack.pop, stack.append, stack.extend
-    node_fields = _NODE_FIELDS
+    node_fields = NODE_FIELDS
     while stack:
         item = pop()
         cls = item.__class__
@@ -136,7 +136,7 @@ def _called_and_deleted(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
         if fields is None:
             if not isinstance(item, BaseModel):
                 continue  # the text of an f-string
-            fields = _node_fields(cls)
+            fields = node_fields_of(cls)
         values = item.__dict__
         if cls is ir.Call and values["func"].__class__ is ir.Name:  # (neither has subclasses)
             names.add(values["func"].id)
@@ -147,23 +147,3 @@ def _called_and_deleted(body: list[ir.Stmt]) -> tuple[set[str], set[str]]:
             if value is not None:
                 push(value)  # a list or a node
     return names, deleted
-
-
-_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
-_LEAVES = (int, str, bool, float, type(None), ir.TypeRef)
-
-
-def _node_fields(cls: type[BaseModel]) -> tuple[str, ...]:
-    """The fields of an IR class that may hold a node or a list of them: all but those
-    annotated as numbers, strings, flags, literals or types, a union of these (a
-    constant's value) or a list of them (loop targets); no call sits in a type."""
-    fields = tuple(name for name, info in cls.model_fields.items() if not _is_leaf(info.annotation))
-    _NODE_FIELDS[cls] = fields
-    return fields
-
-
-def _is_leaf(annotation: Any) -> bool:
-    if annotation in _LEAVES or get_origin(annotation) is Literal:
-        return True
-    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType, list) else ()
-    return bool(members) and all(_is_leaf(member) for member in members)
