@@ -61,6 +61,34 @@ def called_names(body: list[ir.Stmt]) -> set[str]:
     return {n.func.id for n in walk(body) if isinstance(n, ir.Call) and isinstance(n.func, ir.Name)}
 
 
+def calls_in(node: Any) -> list[ir.Call]:
+    """The calls anywhere below `node` (in no particular order): `walk` reading only the
+    fields that may hold nodes (`node_fields_of`), for the type checker's questions about
+    what an expression calls."""
+    found: list[ir.Call] = []
+    stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        item = pop()
+        cls = item.__class__
+        if cls is list:
+            extend(item)
+            continue
+        fields = NODE_FIELDS.get(cls)
+        if fields is None:
+            if not isinstance(item, BaseModel):
+                continue  # the text of an f-string
+            fields = node_fields_of(cls)
+        if cls is ir.Call:
+            found.append(item)
+        values = item.__dict__
+        for name in fields:
+            value = values[name]
+            if value is not None:
+                push(value)
+    return found
+
+
 def children(expr: ir.Expr) -> list[ir.Expr]:
     """The direct sub-expressions of an expression, in field order."""
     found: list[ir.Expr] = []

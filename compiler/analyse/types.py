@@ -18,7 +18,7 @@ from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis, set_field
 from compiler.analyse.symbols import resolve_type
 from compiler.diagnostics import Diagnostic, did_you_mean
-from compiler.irtree import walk
+from compiler.irtree import calls_in, walk
 
 
 def run(a: Analysis) -> None:
@@ -1353,8 +1353,8 @@ class TypeChecker:
     def may_delete_fields(self, expr: ir.Expr) -> bool:
         """Whether evaluating `expr` calls a tool or a helper that may `del` a field."""
         helper_deletes = self.helper_deletes()
-        for node in walk(expr):
-            if isinstance(node, ir.Call) and isinstance(node.func, ir.Name):
+        for node in calls_in(expr):
+            if isinstance(node.func, ir.Name):
                 if node.func.ref == "tool" or (node.func.ref == "fn" and helper_deletes.get(node.func.id) != set()):
                     return True
         return False
