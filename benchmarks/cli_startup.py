@@ -4,12 +4,15 @@ the front-end work of issue 15.
 
     python benchmarks/cli_startup.py             # min of 5 runs of each
     python benchmarks/cli_startup.py --runs 9 --importtime
+    python benchmarks/cli_startup.py --whole-tree --before 845d62e   # main then vs now
 
 "After" is the working tree; "before" is the same tree with the files issue 15 changed
 for speed (`CHANGED`) put back as they are at `--before REV` (default `HEAD`: run it on
 an uncommitted front-end change; `git show`, which changes nothing). REV's versions of
 those files must still fit the rest of the tree: the figures in docs/benchmarks.md §8
-were taken with the issue-15 work uncommitted on top of 82e7249. Both are copied into temporary projects first (compiler/, grammar/,
+were taken with the issue-15 work uncommitted on top of 82e7249. With `--whole-tree`,
+"before" is the whole snapshot (compiler, grammar, templates, specs) as it was at REV,
+which always fits, when the tree has moved on too far for a mix. Both are copied into temporary projects first (compiler/, grammar/,
 templates/, specs/, pyproject.toml), so edits made meanwhile do not disturb the run. The
 commands alternate, so machine load hits both alike; each figure is the min of N wall
 times (the machine is shared: the min is the least disturbed).
@@ -48,6 +51,14 @@ CHANGED = (
 
 BEFORE = "HEAD"
 """Where the 'before' versions of `CHANGED` come from by default."""
+
+
+def snapshot_of_revision(target: Path, revision: str) -> Path:
+    """The snapshot's paths exactly as they are at `revision` (`git archive`)."""
+    target.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", revision, *SNAPSHOT], cwd=ROOT, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    return target
 
 
 def snapshot(target: Path, from_head: tuple[str, ...], revision: str = BEFORE) -> Path:
@@ -99,10 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--importtime", action="store_true")
     parser.add_argument("--before", default=BEFORE, help="the revision whose front-end files make the 'before' tree")
+    parser.add_argument("--whole-tree", action="store_true", help="'before' is the whole snapshot at --before")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="envc-startup-") as scratch:
         base = Path(scratch)
-        before = snapshot(base / "before", CHANGED, args.before)
+        if args.whole_tree:
+            before = snapshot_of_revision(base / "before", args.before)
+        else:
+            before = snapshot(base / "before", CHANGED, args.before)
         after = snapshot(base / "after", ())
         caches = {before: base / "cache-before", after: base / "cache-after"}
         for project in (before, after):  # untimed: output for --check, caches filled
