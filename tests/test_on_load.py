@@ -11,13 +11,13 @@ again, `open_environment` and `Episode.reset` passing options through.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from lowered import imported_package, lowered_files
 
 from compiler import check as qc
 from compiler import ir
@@ -42,27 +42,13 @@ def codes(body: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def files() -> dict[str, str]:
-    result = analyse_file(SPEC)
-    assert result.environment is not None, [d.message for d in result.diagnostics]
-    return lower(result.environment, SPEC.name)
+    return lowered_files(SPEC)
 
 
 @pytest.fixture(scope="module")
 def package(files: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    root = tmp_path_factory.mktemp("on_load")
-    for name, text in files.items():
-        path = root / "loading_port" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    sys.path.insert(0, str(root))
-    try:
-        import loading_port
-
-        yield loading_port
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m == "loading_port" or m.startswith("loading_port.")]:
-            del sys.modules[name]
+    with imported_package(files, tmp_path_factory.mktemp("on_load"), "loading_port") as imported:
+        yield imported
 
 
 # --------------------------------------------------------------------------- parse

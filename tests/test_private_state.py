@@ -6,17 +6,16 @@ tools.json does not tell the agent about it; result keys may start with `_`."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from lowered import imported_package, lowered_files
 
 from compiler import builtins as bi
 from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
-from compiler.lower import lower
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "private" / "private_state.envspec"
 HEADER = 'environment private_rules:\n    title "Private"\n\n'
@@ -28,27 +27,13 @@ def codes(body: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def files() -> dict[str, str]:
-    result = analyse_file(SPEC)
-    assert result.environment is not None, [d.message for d in result.diagnostics]
-    return lower(result.environment, SPEC.name)
+    return lowered_files(SPEC)
 
 
 @pytest.fixture(scope="module")
 def package(files: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    root = tmp_path_factory.mktemp("private")
-    for name, text in files.items():
-        path = root / "private_state" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    sys.path.insert(0, str(root))
-    try:
-        import private_state.environment as environment
-
-        yield environment
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m == "private_state" or m.startswith("private_state.")]:
-            del sys.modules[name]
+    with imported_package(files, tmp_path_factory.mktemp("private"), "private_state", "environment") as imported:
+        yield imported
 
 
 def test_which_names_are_private() -> None:

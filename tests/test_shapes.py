@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from lowered import imported_package, lowered_files
 
 from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
@@ -35,27 +35,13 @@ def tool(*lines: str) -> str:
 
 @pytest.fixture(scope="module")
 def files() -> dict[str, str]:
-    result = analyse_file(SPEC)
-    assert result.environment is not None, [d.message for d in result.diagnostics]
-    return lower(result.environment, SPEC.name)
+    return lowered_files(SPEC)
 
 
 @pytest.fixture(scope="module")
 def package(files: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    root = tmp_path_factory.mktemp("shapes")
-    for name, text in files.items():
-        path = root / "customer_shapes" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    sys.path.insert(0, str(root))
-    try:
-        import customer_shapes.environment as environment
-
-        yield environment
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m == "customer_shapes" or m.startswith("customer_shapes.")]:
-            del sys.modules[name]
+    with imported_package(files, tmp_path_factory.mktemp("shapes"), "customer_shapes", "environment") as imported:
+        yield imported
 
 
 # --------------------------------------------------------------------------- parse and format
@@ -276,27 +262,13 @@ def till_codes(*lines: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def union_files() -> dict[str, str]:
-    result = analyse_file(UNIONS)
-    assert result.environment is not None, [d.message for d in result.diagnostics]
-    return lower(result.environment, UNIONS.name)
+    return lowered_files(UNIONS)
 
 
 @pytest.fixture(scope="module")
 def payments(union_files: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    root = tmp_path_factory.mktemp("unions")
-    for name, text in union_files.items():
-        path = root / "retail_payments" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    sys.path.insert(0, str(root))
-    try:
-        import retail_payments.environment as environment
-
-        yield environment
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m == "retail_payments" or m.startswith("retail_payments.")]:
-            del sys.modules[name]
+    with imported_package(union_files, tmp_path_factory.mktemp("unions"), "retail_payments", "environment") as imported:
+        yield imported
 
 
 def test_a_union_parses_and_formats() -> None:
