@@ -12,12 +12,11 @@ import types
 from pathlib import Path
 
 import pytest
-from lowered import environment_module
+from lowered import environment_module, lowered_files
 
 from compiler import check as qc
 from compiler.analyse import analyse_file
 from compiler.check import write_tree
-from compiler.lower import lower
 from compiler.sample import import_package
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "agent_names" / "agent_names.envspec"
@@ -26,9 +25,7 @@ PARAMS = ["state", "from", "class", "json", "env", "key_1", "self", "max"]
 
 @pytest.fixture(scope="module")
 def files() -> dict[str, str]:
-    result = analyse_file(SPEC)
-    assert result.environment is not None, [d.message for d in result.diagnostics]
-    return lower(result.environment, SPEC.name)
+    return lowered_files(SPEC)
 
 
 @pytest.fixture(scope="module")

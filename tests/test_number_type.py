@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lowered import environment_module
+from lowered import environment_module, lowered_files
 
 from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
 from compiler.diagnostics import Diagnostic
-from compiler.lower import lower
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "numbers" / "number_ops.envspec"
 HEADER = 'environment number_rules:\n    title "Numbers"\n\n'
@@ -36,9 +35,7 @@ def errors(body: str) -> list[Diagnostic]:
 
 @pytest.fixture(scope="module")
 def files() -> dict[str, str]:
-    result = analyse_file(SPEC)
-    assert result.environment is not None, [d.message for d in result.diagnostics]
-    return lower(result.environment, SPEC.name)
+    return lowered_files(SPEC)
 
 
 @pytest.fixture(scope="module")
