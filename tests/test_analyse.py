@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from compiler import ir
-from compiler.analyse import AnalysisResult, analyse_file, analyse_source
+from compiler.analyse import AnalysisResult, analyse_file, analyse_loaded, analyse_source
 from compiler.diagnostics import did_you_mean, render_text
+from compiler.load import Loaded
+from compiler.parse import parse_source
 
 ROOT = Path(__file__).resolve().parent.parent
 TICKETING = ROOT / "specs" / "ticketing.envspec"
@@ -319,6 +321,19 @@ def test_builtin_state_appears_only_when_used() -> None:
     assert [f.name for f in plain.state][-2:] == ["audit_log", "clock"]
     counted = clean('tool act() -> int:\n    return next_id("item") + random_int(1, 2)\n')
     assert {"id_counters", "rng_state"} <= set(counted.state_defaults)
+    named = clean('tool act() -> int:\n    """Not `next_id` nor `random_int`."""\n    return count\n')
+    assert [f.name for f in named.state][-2:] == ["audit_log", "clock"]
+
+
+def test_builtin_state_of_a_module_without_its_text() -> None:
+    """The calls that add built-in state are found in the bodies when the spec's text is
+    not at hand (the symbols pass skips the walk only when no text names them)."""
+    parsed = parse_source(SHOP + 'tool act() -> int:\n    return next_id("item")\n', "spec.envspec")
+    assert parsed.module is not None
+    result = analyse_loaded(Loaded(parsed.module, [], {}))
+    assert result.environment is not None, result.diagnostics
+    assert "id_counters" in result.environment.state_defaults
+    assert "rng_state" not in result.environment.state_defaults
 
 
 # --------------------------------------------------------------------------- declared effects

@@ -56,9 +56,11 @@ def literal(a: Analysis, expr: ir.Expr, expected: ir.TypeRef | None, file: str) 
     if isinstance(expr, ir.MapLit):
         value: dict[Any, Any] = {}
         ok = True
+        every, by_field = _entry_types(expected, a.records)
         for entry in expr.entries:
             key_ok, key = literal(a, entry.key, None, file)
-            val_ok, val = literal(a, entry.value, _member_type(expected, key, a.records), file)
+            val_type = every if every is not None else by_field.get(key) if isinstance(key, str) else None
+            val_ok, val = literal(a, entry.value, val_type, file)
             ok = ok and key_ok and val_ok
             if isinstance(key, (str, int)) and not isinstance(key, bool):
                 if key in value:
@@ -150,10 +152,10 @@ def check_constants(a: Analysis) -> None:
                 )
                 continue
             if item.value is not None:
-                const_value(a, item.value, target.type, scenario.file, f"{scenario.name}.{item.name}")
-                continue
-            found, value = file_value(a, item, scenario.file, item.source, "scenario file", target.type, item.name)
-            if found:  # kept for `scenario_values`, like a scenario file's
+                ok, value = const_value(a, item.value, target.type, scenario.file, f"{scenario.name}.{item.name}")
+            else:
+                ok, value = file_value(a, item, scenario.file, item.source, "scenario file", target.type, item.name)
+            if ok:  # kept for `scenario_values`, like a scenario file's
                 a.scenario_values.setdefault(scenario.name, {})[item.name] = value
 
 
@@ -229,22 +231,12 @@ def load_scenario_file(a: Analysis, scenario: ir.ScenarioDecl) -> None:
 
 
 def scenario_values(a: Analysis) -> None:
-    """Each scenario's overrides as checked JSON values (for the generated SCENARIOS); what
-    came from a file keeps the value `check_constants` checked."""
+    """Each scenario's overrides as checked JSON values (for the generated SCENARIOS), in
+    declaration order. Run on a spec without errors, so every override was checked: the
+    values are those `check_constants` kept (evaluating the literals again was most of
+    the time this took)."""
     checked = a.scenario_values
-    a.scenario_values = {}
-    for scenario in a.scenarios.values():
-        if scenario.source:
-            a.scenario_values[scenario.name] = checked[scenario.name]
-            continue
-        values: dict[str, Any] = {}
-        for item in scenario.items:
-            if item.value is None:
-                values[item.name] = checked[scenario.name][item.name]
-                continue
-            _, value = const_value(a, item.value, a.state[item.name].type, scenario.file, item.name)
-            values[item.name] = value
-        a.scenario_values[scenario.name] = values
+    a.scenario_values = {name: checked.get(name, {}) for name in a.scenarios}
 
 
 def _json_kind(value: Any) -> str:
@@ -258,12 +250,17 @@ def _json_kind(value: Any) -> str:
     return "a string" if isinstance(value, str) else "a number"
 
 
-def _member_type(expected: ir.TypeRef | None, key: Any, records: dict[str, ir.RecordDecl]) -> ir.TypeRef | None:
-    if expected is None:
-        return None
-    base = ts.strip_optional(expected)
-    if base.name == "map":
-        return base.args[1]
-    if base.name in records and isinstance(key, str):
-        return next((f.type for f in records[base.name].fields if f.name == key), None)
-    return None
+def _entry_types(
+    expected: ir.TypeRef | None, records: dict[str, ir.RecordDecl]
+) -> tuple[ir.TypeRef | None, dict[str, ir.TypeRef]]:
+    """What the values of a map literal of type `expected` are expected to be: the map's
+    value type for every key, or a record's field types by name (the first field of a
+    name). Found once per literal, not per entry: scenario data is mostly records."""
+    base = ts.strip_optional(expected) if expected is not None else None
+    if base is not None and base.name == "map":
+        return base.args[1], {}
+    by_field: dict[str, ir.TypeRef] = {}
+    if base is not None and base.name in records:
+        for field_ in records[base.name].fields:
+            by_field.setdefault(field_.name, field_.type)
+    return None, by_field

@@ -193,7 +193,7 @@ def add_builtin_state(a: Analysis) -> None:
     )
     clock = a.header.clock if ts.valid_temporal("datetime", a.header.clock) else ir.EnvHeader(name="x").clock
     a.state[bi.CLOCK] = ir.Field_(name=bi.CLOCK, type=ts.DATETIME, default=ir.Const(value=clock))
-    used = effectful_builtins_used(a)
+    used = builtins_called(a, STATE_ON_CALL)
     if "next_id" in used:
         a.state[bi.ID_COUNTERS] = ir.Field_(
             name=bi.ID_COUNTERS, type=ts.map_of(ts.STR, ts.INT), default=ir.MapLit(entries=[])
@@ -210,17 +210,29 @@ def add_builtin_state(a: Analysis) -> None:
 RANDOM_FUNCTIONS = frozenset(name for name, changed in bi.EFFECTFUL_FUNCTIONS.items() if changed == bi.RNG_STATE)
 """Built-ins that draw from the random generator (random_int, random_choice, random_float,
 uniform): a body calling one gives the spec the random state fields."""
+STATE_ON_CALL = RANDOM_FUNCTIONS | {"next_id"}
+"""The built-ins whose call gives the spec built-in state fields (`add_builtin_state`)."""
+
+
+ARITY = {"list": 1, "map": 2, "set": 1, "optional": 1}
+"""The generic types, and how many type arguments each takes."""
+
+PRIMITIVE_TYPES = {name: ts.t(name) for name in (*ts.PRIMITIVES, "None")}
+"""The canonical primitive types, one object each like `typesys.STR` (types are not
+changed in place): most written types are one of these, and building each anew was a
+third of `resolve_declared_types`."""
 
 
 def resolve_type(a: Analysis, ref: ir.TypeRef, file: str) -> ir.TypeRef:
     """Check a written type and return its canonical (position-free) form."""
     name, args = ref.name, ref.args
-    arity = {"list": 1, "map": 2, "set": 1, "optional": 1}
-    if name in arity:
-        if len(args) != arity[name]:
+    if not args and name in PRIMITIVE_TYPES:
+        return PRIMITIVE_TYPES[name]
+    if name in ARITY:
+        if len(args) != ARITY[name]:
             a.error(
                 "E3002",
-                f"`{name}` takes {arity[name]} type argument{'s' if arity[name] > 1 else ''}, got {len(args)}",
+                f"`{name}` takes {ARITY[name]} type argument{'s' if ARITY[name] > 1 else ''}, got {len(args)}",
                 ref,
                 file,
             )
@@ -236,7 +248,7 @@ def resolve_type(a: Analysis, ref: ir.TypeRef, file: str) -> ir.TypeRef:
     if args:
         a.error("E3002", f"`{name}` takes no type arguments", ref, file)
         return ts.ANY
-    if name in ts.PRIMITIVES or name == "None" or name in a.enums or name in a.records:
+    if name in a.enums or name in a.records:
         return ts.t(name)
     known = [*ts.PRIMITIVES, "list", "map", "set", "optional", *a.enums, *a.records]
     a.error("E2003", f"unknown type `{name}`", ref, file, hint=did_you_mean(name, known))
@@ -283,13 +295,22 @@ def check_record_cycles(a: Analysis) -> None:
                 stack.extend(edges.get(name, ()))
 
 
-def effectful_builtins_used(a: Analysis) -> set[str]:
-    """Built-ins with effects that some tool or helper calls (they add built-in state)."""
-    names: set[str] = set()
-    bodies = [callable_.body for callable_ in [*a.module.tools, *a.module.fns]]
-    for body in [*bodies, *(block.body for block in a.module.on_load)]:
-        names |= a.called_names(body) & set(bi.EFFECTFUL_FUNCTIONS)
-    return names
+def builtins_called(a: Analysis, builtins: frozenset[str]) -> set[str]:
+    """Those of `builtins` that some tool, helper or `on load:` body calls.
+
+    A call is written out in some spec text (renames and fills included: the text at
+    hand is what was parsed), so a name that no text contains is called nowhere. Most
+    specs name none of the built-ins asked about, and then no body is walked: that walk
+    of every body was a third of this pass on a 5,000-line spec (the effects pass walks
+    only the helpers'). A module whose texts are not all at hand (given as IR) is walked."""
+    decls: list[ir.ToolDecl | ir.FnDecl | ir.OnLoadDecl] = [*a.module.tools, *a.module.fns, *a.module.on_load]
+    if all(decl.file in a.sources for decl in decls):
+        builtins = frozenset(name for name in builtins if any(name in text for text in a.sources.values()))
+    found: set[str] = set()
+    if builtins:
+        for decl in decls:
+            found |= a.called_names(decl.body) & builtins
+    return found
 
 
 def _name_span(node: ir.Field_) -> ir.Node:
