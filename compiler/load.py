@@ -143,7 +143,7 @@ def _parse_and_extend(
     chain: tuple[str, ...],
     rewrite: Rewrite | None = None,
 ) -> ir.Module | None:
-    result = parse_cached(text, str(path))
+    result = parse_cached(text, str(path), remember=bool(chain))  # a prototype's parse is reused
     diagnostics.extend(result.diagnostics)
     module = result.module
     if module is None:

@@ -1181,6 +1181,8 @@ def _main_parser() -> _Parser:
 class ParseResult:
     module: ir.Module | None
     diagnostics: list[Diagnostic]
+    by_lark: bool = False
+    """Lark parsed the text (the fast parser refused it): about five times slower."""
 
 
 @contextlib.contextmanager
@@ -1230,7 +1232,7 @@ def _parse_source(source: str, path: str) -> ParseResult:
         diagnostics = collector.errors + errors
         if diagnostics:
             return ParseResult(None, sorted(diagnostics, key=Diagnostic.sort_key))
-        return ParseResult(module, [])
+        return ParseResult(module, [], by_lark=fast is None)
     errors = [syntax, *collector.errors]
     errors.extend(_errors_after(text, path, syntax.line))
     unique = {(d.line, d.col, d.code): d for d in errors}
@@ -1266,7 +1268,13 @@ class ParseCache:
     hits: int = 0
     misses: int = 0
 
-    def parse(self, source: str, path: str) -> ParseResult:
+    def parse(self, source: str, path: str, remember: bool = True) -> ParseResult:
+        """The text's module, from the cache or parsed. A clean parse is remembered if
+        `remember` (a prototype's: parsed again for every spec that extends it) or if
+        Lark made it (the fast parser refused the text; reading the JSON back is about
+        five times faster). Otherwise it is not: writing a module's JSON costs as much
+        as the fast parser took to build it (40 ms on the 5,000-line spec of
+        `benchmarks/frontend.py`), and reading it back would save less than that."""
         key = self.key(source, path)
         payload = self.memory.get(key) or self._read(key)
         if payload is not None:
@@ -1279,7 +1287,7 @@ class ParseCache:
             self._discard(key)
         self.misses += 1
         result = parse_source(source, path)
-        if result.module is not None and not result.diagnostics:
+        if result.module is not None and not result.diagnostics and (remember or result.by_lark):
             payload = result.module.model_dump_json().encode("utf-8")
             self._remember(key, payload)
             self._write(key, payload)
@@ -1390,10 +1398,10 @@ def parse_cache() -> ParseCache:
     return ParseCache(parse_cache_folder())
 
 
-def parse_cached(source: str, path: str) -> ParseResult:
-    """`parse_source`, remembered by content (`ParseCache`): many specs extending one
-    prototype parse it once, and an unchanged spec is not parsed again in the next run."""
-    return parse_cache().parse(source, path)
+def parse_cached(source: str, path: str, remember: bool = True) -> ParseResult:
+    """`parse_source`, remembered by content (`ParseCache.parse` says when): many specs
+    extending one prototype parse it once, in this run and the next."""
+    return parse_cache().parse(source, path, remember)
 
 
 def _nul_characters(text: str, path: str) -> list[Diagnostic]:

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 from compiler import cli as cli_module
 from compiler import parse as parse_module
-from compiler import pipeline
+from compiler import parse_fast, pipeline
 from compiler.analyse import analyse_file
 from compiler.lower import lower
 
@@ -650,6 +650,23 @@ def test_specs_extending_one_prototype_parse_it_once(tmp_path: Path, monkeypatch
         spec.write_text(PROTOTYPE_CHILD.replace("desk", f"desk{index}"), encoding="utf-8")
         assert analyse_file(spec).environment is not None
     assert cache.misses == 4 and cache.hits == 2  # three specs, one prototype parsed once
+
+
+def test_only_parses_worth_reading_back_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec the fast parser read is not written (writing costs what parsing took); its
+    prototype is, and so is any text Lark had to parse (the fast parser refused it)."""
+    cache = _cached(tmp_path / "parse")
+    monkeypatch.setattr(parse_module, "parse_cache", lambda: cache)
+    spec = tmp_path / "desk.envspec"
+    spec.write_text(PROTOTYPE_CHILD, encoding="utf-8")
+    assert analyse_file(spec).environment is not None
+    assert len(cache.memory) == 1 and len(list((tmp_path / "parse").glob("*.json"))) == 1
+    assert analyse_file(spec).environment is not None
+    assert (cache.hits, cache.misses) == (1, 3)  # the prototype from the cache, the spec parsed again
+    monkeypatch.setattr(parse_fast, "parse_decls", lambda text: None)
+    lark = cache.parse(COUNTER, "counter.envspec", remember=False)
+    assert lark.by_lark and lark.module is not None and len(cache.memory) == 2
+    assert cache.parse(COUNTER, "counter.envspec", remember=False).module is not None and cache.hits == 2
 
 
 def test_parse_cache_memory_keeps_the_newest_within_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
