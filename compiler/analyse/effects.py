@@ -12,7 +12,7 @@ reported here too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,15 +61,18 @@ class _Alias:
 
 def run(a: Analysis) -> dict[str, Summary]:
     """Infer every helper's and tool's effects, store them on the declarations, and
-    check them against declared `reads`/`writes`. Returns the helper summaries."""
+    check them against declared `reads`/`writes`. Returns the helper summaries.
+
+    The effects of the bodies the types pass inferred as it checked them
+    (`infer_while_checking`) are taken as they are; any other body is walked here."""
     summaries: dict[str, Summary] = {}
     for group in helper_groups(a):
-        recursive = len(group) > 1 or group[0] in a.called_names(a.fns[group[0]].body)
-        if recursive:
+        recursive = _recursive(a, group)
+        if recursive and not all(id(a.fns[name]) in a.inferred_effects for name in group):
             _fixpoint(a, summaries, group)
         for name in group:
             fn = a.fns[name]
-            effects = EffectWalker(a, summaries, fn, is_helper=True).check()
+            effects = _effects_of(a, summaries, fn, is_helper=True)
             summaries[name] = _summary(effects)
             compare_declared(a, fn, effects)
             set_field(fn, "reads", sorted(effects.reads))
@@ -77,12 +80,12 @@ def run(a: Analysis) -> dict[str, Summary]:
             set_field(fn, "errors", sorted(effects.errors))
             set_field(fn, "recursion", group if recursive else [])
     if a.on_load is not None:  # like a helper; what it reads and writes is documented
-        effects = EffectWalker(a, summaries, a.on_load, is_helper=True).check()
+        effects = _effects_of(a, summaries, a.on_load, is_helper=True)
         set_field(a.on_load, "reads", sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT)))
         set_field(a.on_load, "writes", sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT))))
         set_field(a.on_load, "errors", sorted(effects.errors))
     for tool in a.tools.values():
-        effects = EffectWalker(a, summaries, tool, is_helper=False).check()
+        effects = _effects_of(a, summaries, tool, is_helper=False)
         set_field(tool, "reads", sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT)))
         set_field(tool, "writes", sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT))))
         set_field(tool, "errors", sorted(effects.errors | {"invalid_argument"}))
@@ -93,6 +96,75 @@ def run(a: Analysis) -> dict[str, Summary]:
                 f"modifies {', '.join(public)}" if public else "modifies private state" if tool.writes else "none"
             )
     return summaries
+
+
+def _effects_of(a: Analysis, summaries: dict[str, Summary], callable_: ir.ToolDecl, is_helper: bool) -> Effects:
+    """A body's effects: as the types pass inferred them (reporting what that found),
+    or from a walk of its own."""
+    found = a.inferred_effects.pop(id(callable_), None)
+    if found is None:
+        return EffectWalker(a, summaries, callable_, is_helper).check()
+    assert isinstance(found, BodyEffects) and found.held is not None
+    for code, message, node, hint in found.held:
+        a.error(code, message, node, found.file, hint)
+    return found.effects
+
+
+def _recursive(a: Analysis, group: list[str]) -> bool:
+    return len(group) > 1 or group[0] in a.called_names(a.fns[group[0]].body)
+
+
+Check = Callable[[ir.ToolDecl, bool, "BodyEffects | None"], None]
+"""The types pass's check of one body (`callable, is_helper, hooks`)."""
+
+
+def infer_while_checking(a: Analysis, check: Check) -> None:
+    """Type-check every body with `check` and infer its effects from the same walk (the
+    checker calls the hooks of a `BodyEffects`), for `run` to take from
+    `a.inferred_effects`: one walk of each body instead of two.
+
+    Helpers go callee-first (`helper_groups`): a call's effects are the callee's
+    summary. A recursive group is checked first and then walked by `EffectWalker` until
+    its summaries settle (`_fixpoint`), as `run` would. A body whose check reports
+    anything is walked again by `EffectWalker` (after an error a check may skip a part,
+    or go another way), as is a `python` or `llm` body; either way the diagnostics and
+    the effects are those of the walk `run` would make."""
+    summaries: dict[str, Summary] = {}
+    for group in helper_groups(a):
+        if not _recursive(a, group):
+            fn = a.fns[group[0]]
+            summaries[fn.name] = _summary(_checked(a, summaries, fn, True, check))
+            continue
+        for name in group:
+            check(a.fns[name], True, None)
+        _fixpoint(a, summaries, group)
+        for name in group:
+            walker = EffectWalker(a, summaries, a.fns[name], is_helper=True)
+            walker.held = []
+            summaries[name] = _summary(walker.check())
+            a.inferred_effects[id(a.fns[name])] = walker
+    for tool in a.tools.values():
+        _checked(a, summaries, tool, False, check)
+    if a.on_load is not None:
+        _checked(a, summaries, a.on_load, True, check)
+
+
+def _checked(
+    a: Analysis, summaries: dict[str, Summary], callable_: ir.ToolDecl, is_helper: bool, check: Check
+) -> Effects:
+    """Check one body, inferring its effects on the way (see `infer_while_checking`).
+    What the effects rules report is held for the effects pass to report."""
+    hooks = None if callable_.escape is not None else BodyEffects(a, summaries, callable_, is_helper)
+    if hooks is not None:
+        hooks.held = []
+    reported = len(a.diags)
+    check(callable_, is_helper, hooks)
+    if hooks is None or not hooks.exact or len(a.diags) != reported:
+        hooks = EffectWalker(a, summaries, callable_, is_helper)
+        hooks.held = []
+        hooks.check()
+    a.inferred_effects[id(callable_)] = hooks
+    return hooks.effects
 
 
 def _summary(effects: Effects) -> Summary:
@@ -190,9 +262,16 @@ def compare_declared(a: Analysis, tool: ir.ToolDecl, effects: Effects) -> None:
                 )
 
 
-class EffectWalker:
-    """Walks one typed body in the order the types pass checked it, collecting what it
-    reads and writes (so the node reported first for a field is the same)."""
+class BodyEffects:
+    """What one body reads, writes and raises, as a walk of its typed IR in the order the
+    types pass checks it finds it (so the node reported first for a field is the same),
+    and which state fields its locals may alias.
+
+    The walk calls the hooks below at fixed points: the type checker's own walk as it
+    checks a tool's or helper's body (compiler/analyse/types.py, so that each expression
+    is visited once), or `EffectWalker`'s for tests, tasks, recursive helpers and a body
+    the type checker found errors in. The hooks hold all of the pass's rules; a walk only
+    decides when they run."""
 
     def __init__(
         self,
@@ -211,9 +290,18 @@ class EffectWalker:
         self.scopes: list[dict[str, _Alias]] = [{}]
         self.effects = Effects()
         self.touched = False  # did the current target resolve into state?
+        self.held: list[tuple[str, str, ir.Node | None, str]] | None = None
+        """Diagnostics not reported yet: the type checker's walk holds them back until the
+        body is known to have checked cleanly (`_checked`)."""
+        self.exact = True
+        """False once the type checker's walk went another way than `EffectWalker` would
+        (a comparison chain with a literal before a link's other operand)."""
 
     def error(self, code: str, message: str, node: ir.Node | None, hint: str = "") -> None:
-        self.a.error(code, message, node, self.file, hint)
+        if self.held is not None:
+            self.held.append((code, message, node, hint))
+        else:
+            self.a.error(code, message, node, self.file, hint)
 
     # ------------------------------------------------------------------ scopes
     def lookup(self, name: str) -> _Alias | None:
@@ -225,25 +313,22 @@ class EffectWalker:
     def bind(self, name: str, roots: set[str], outer: set[str] | None = None) -> None:
         self.scopes[-1][name] = _Alias(set(roots), set(roots if outer is None else outer))
 
-    def scoped_block(self, stmts: Sequence[ir.Stmt]) -> None:
+    def enter(self) -> None:
+        """A block's scope (a branch of an `if`, a loop, a comprehension, a lambda)."""
         self.scopes.append({})
-        self.block(stmts)
+
+    def leave(self) -> None:
         self.scopes.pop()
 
-    # ------------------------------------------------------------------ entry points
-    def check(self) -> Effects:
+    # ------------------------------------------------------------------ hooks: the body
+    def begin(self) -> None:
+        """Before the body: the parameters (a helper's containers are `@index` roots)."""
         assert self.callable is not None
-        tool = self.callable
-        for index, param in enumerate(tool.params):
+        for index, param in enumerate(self.callable.params):
             container = self.is_helper and ts.is_container(param.type, self.a.records)
             self.bind(param.name, {PARAM_ROOT + str(index)} if container else set())
-        if tool.escape is not None:
-            self._declared_effects(tool)
-        else:
-            self.block(tool.body)
-        return self.effects
 
-    def _declared_effects(self, tool: ir.ToolDecl) -> None:
+    def declared_effects(self, tool: ir.ToolDecl) -> None:
         """A `python` or `llm` body is opaque: its declared effects are its effects."""
         if tool.declared_writes is None or tool.declared_reads is None:
             kind = tool.escape.kind if tool.escape else ""
@@ -254,102 +339,68 @@ class EffectWalker:
         for name in tool.declared_writes:
             self.effects.writes.setdefault(name, tool)
 
-    def test_steps(self, steps: Sequence[ir.TestStmt]) -> None:
-        """A test's lines: what they may not change is reported."""
-        for step in steps:
-            if isinstance(step, ir.TestLet):
-                self.expr(step.value)
-                self.bind(step.name, set())
-            elif isinstance(step, (ir.TestCall, ir.ExpectRaises)):
-                self.expr(step.call)
-            elif isinstance(step, ir.ExpectTrue):
-                self.expr(step.cond)
+    # ------------------------------------------------------------------ hooks: statements
+    def let(self, stmt: ir.Let) -> None:
+        """After the value of a `let`."""
+        self.bind(stmt.name, self.roots(stmt.value), self.outer(stmt.value))
 
-    # ------------------------------------------------------------------ statements
-    def block(self, stmts: Sequence[ir.Stmt]) -> None:
-        for stmt in stmts:
-            self.stmt(stmt)
-
-    def stmt(self, stmt: ir.Stmt) -> None:
-        if isinstance(stmt, ir.Let):
-            self.expr(stmt.value)
-            self.bind(stmt.name, self.roots(stmt.value), self.outer(stmt.value))
-        elif isinstance(stmt, ir.Assign):
-            self.assign(stmt)
-        elif isinstance(stmt, ir.Return):
-            if stmt.value is not None:
-                self.expr(stmt.value)
-                self.effects.return_roots |= self.roots(stmt.value)
-        elif isinstance(stmt, ir.Require):
-            self.expr(stmt.cond)
-            self.error_call(stmt.error)
-        elif isinstance(stmt, ir.Fail):
-            self.error_call(stmt.error)
-        elif isinstance(stmt, ir.Delete):
-            self.delete(stmt)
-        elif isinstance(stmt, ir.ExprStmt):
-            self.expr(stmt.value)
-        elif isinstance(stmt, ir.If):
-            for branch in stmt.branches:
-                self.expr(branch.cond)
-                self.scoped_block(branch.body)
-            self.scoped_block(stmt.orelse)
-        elif isinstance(stmt, ir.For):
-            self.loop(stmt)
-
-    def assign(self, stmt: ir.Assign) -> None:
+    def place_start(self) -> None:
+        """Before the target of an assignment or a `del` is walked."""
         self.touched = False
+
+    def assign_target(self, stmt: ir.Assign) -> None:
+        """After the target of an assignment, before its value."""
         self.target(stmt.target)
         set_field(stmt, "touches_state", self.touched)
         if stmt.op != "=" and isinstance(stmt.target, ir.Name) and stmt.target.ref == "state":
             self.effects.reads.setdefault(stmt.target.id, stmt.target)
-        self.expr(stmt.value)
+
+    def assign_value(self, stmt: ir.Assign) -> None:
+        """After the value of an assignment: a local now aliases what the value does, too."""
         if isinstance(stmt.target, ir.Name) and stmt.target.ref in ("local", "param"):
             alias = self.lookup(stmt.target.id)
             if alias is not None:
                 alias.roots |= self.roots(stmt.value)
                 alias.outer |= self.outer(stmt.value)
 
-    def error_call(self, call: ir.ErrorCall) -> None:
-        self.effects.errors.add(call.kind)
-        if call.message is not None:
-            self.expr(call.message)
-        for kw in call.fields:
-            self.expr(kw.value)
+    def returned(self, stmt: ir.Return) -> None:
+        """After the value of a `return`."""
+        if stmt.value is not None:
+            self.effects.return_roots |= self.roots(stmt.value)
 
-    def delete(self, stmt: ir.Delete) -> None:
+    def raises(self, call: ir.ErrorCall) -> None:
+        """A `require ... else` or `fail` error."""
+        self.effects.errors.add(call.kind)
+
+    def delete_target(self, stmt: ir.Delete) -> None:
         """`del m[k]`, and `del r.field` (a field that may be absent): a change of the map
-        or record, so a write of what it is part of."""
-        if not isinstance(stmt.target, (ir.Index, ir.Attr)):
-            return
-        self.touched = False
-        self.expr(stmt.target.obj)
+        or record, so a write of what it is part of. After the map or record is walked,
+        before the key."""
+        assert isinstance(stmt.target, (ir.Index, ir.Attr))
         if isinstance(stmt.target.obj, ir.Name):
             self.target(stmt.target.obj, mutate=True)
         else:
             self.write_roots(self.outer(stmt.target.obj), stmt.target)
         set_field(stmt, "touches_state", self.touched)
-        if isinstance(stmt.target, ir.Index):
-            self.expr(stmt.target.index)
 
-    def loop(self, stmt: ir.For) -> None:
-        self.expr(stmt.iter)
-        roots = self.roots(stmt.iter)
-        self.scopes.append({})
-        self.bind_loop_targets(stmt.targets, stmt.iter, roots)
-        self.block(stmt.body)
-        self.scopes.pop()
-
-    def bind_loop_targets(self, targets: Sequence[str], iterable: ir.Expr, roots: set[str]) -> None:
-        """Loop variables that are containers are parts of what the loop goes over."""
+    def loop_start(self, targets: Sequence[str], iterable: ir.Expr) -> None:
+        """After what a loop or a comprehension goes over: its scope, its variables (those
+        that are containers are parts of it)."""
+        roots = self.roots(iterable)
+        self.enter()
         iter_type = ts.strip_optional(iterable.ty or ts.ANY)
         types = ts.element_types(iter_type, len(targets)) or [ts.ANY] * len(targets)
         for name, ty in zip(targets, types):
             self.bind(name, roots if ts.is_container(ty, self.a.records) else set())
 
+    def lambda_start(self, params: Sequence[str]) -> None:
+        self.enter()
+        for name in params:
+            self.bind(name, set())
+
     # ------------------------------------------------------------------ targets
     def target(self, expr: ir.Expr, mutate: bool = False) -> None:
-        """An assigned or mutated place: a write to the state field it lives in."""
+        """An assigned or mutated place (walked already): a write to the state field it lives in."""
         if isinstance(expr, ir.Name):
             if expr.ref in ("local", "param"):
                 alias = self.lookup(expr.id)
@@ -359,14 +410,11 @@ class EffectWalker:
                 self.state_target(expr, expr.id, mutate)
             elif expr.ref == "world":
                 self.error("E4006", f"world data `{expr.id}` cannot be changed", expr)
-            return
-        if is_state_attr(expr):
+        elif is_state_attr(expr):
             assert isinstance(expr, ir.Attr)
             if expr.name in self.a.state:
                 self.state_target(expr, expr.name, mutate)
-            return
-        self.expr(expr)
-        if isinstance(expr, (ir.Attr, ir.Index)):
+        elif isinstance(expr, (ir.Attr, ir.Index)):
             self.write_roots(self.outer(expr.obj), expr)
 
     def state_target(self, expr: ir.Expr, name: str, mutate: bool) -> None:
@@ -395,65 +443,14 @@ class EffectWalker:
                 self.error("E3008", "tests change state only through tools", node)
             self.effects.writes.setdefault(root, node)
 
-    # ------------------------------------------------------------------ expressions
-    def expr(self, expr: ir.Expr) -> None:
-        cls = expr.__class__
-        if cls is ir.Const:  # the commonest expression, and one with nothing in it
-            return
-        if cls is ir.Name:  # the next commonest (the IR's expression classes have no subclasses)
-            if expr.ref == "state" and expr.id in self.a.state:  # type: ignore[union-attr]
-                self.effects.reads.setdefault(expr.id, expr)  # type: ignore[union-attr]
-            return
-        _EXPR_WALKS.get(cls, EffectWalker.expr_parts)(self, expr)
-
-    def expr_attr(self, expr: ir.Attr) -> None:
-        if is_state_attr(expr):
-            if expr.name in self.a.state:
-                self.effects.reads.setdefault(expr.name, expr)
-        elif not (isinstance(expr.obj, ir.Name) and expr.obj.ref == "enum"):
-            self.expr(expr.obj)
-
-    def expr_lambda(self, expr: ir.Lambda) -> None:
-        self.scopes.append({})
-        for name in expr.params:
-            self.bind(name, set())
-        self.expr(expr.body)
-        self.scopes.pop()
-
-    def expr_binary(self, expr: ir.Binary) -> None:
-        for operand in operand_order(expr):
-            self.expr(operand)
-
-    def expr_parts(self, expr: ir.Expr) -> None:
-        for child in children(expr):
-            self.expr(child)
-
-    def comprehension(self, expr: ir.Comprehension) -> None:
-        self.expr(expr.iter)
-        roots = self.roots(expr.iter)
-        self.scopes.append({})
-        self.bind_loop_targets(expr.targets, expr.iter, roots)
-        for part in (expr.cond, expr.elt, expr.value):
-            if part is not None:
-                self.expr(part)
-        self.scopes.pop()
-
-    def call(self, expr: ir.Call) -> None:
-        func = expr.func
-        if isinstance(func, ir.Attr):
-            self.method_call(expr, func)
-            return
-        if isinstance(func, ir.Name) and func.ref == "builtin":
-            self.builtin_effects(expr, func.id)
-        for arg in expr.args:
-            self.expr(arg)
-        for kw in expr.kwargs:
-            self.expr(kw.value)
-        if isinstance(func, ir.Name) and func.ref == "fn":
-            self.helper_effects(expr, func.id)
+    # ------------------------------------------------------------------ hooks: expressions
+    def read(self, name: str, node: ir.Expr) -> None:
+        """A state field read by name or as `state.name`."""
+        if name in self.a.state:
+            self.effects.reads.setdefault(name, node)
 
     def method_call(self, expr: ir.Call, func: ir.Attr) -> None:
-        self.expr(func.obj)
+        """After the receiver of a method call, before its arguments."""
         receiver = ts.strip_optional(func.ty or ts.ANY).name
         entry = library.method("str" if receiver in ts.TEMPORAL else receiver, func.name)
         if entry is not None and entry.mutates:
@@ -463,10 +460,9 @@ class EffectWalker:
             else:
                 self.write_roots(self.outer(func.obj), func.obj)
             set_field(expr, "mutates_state", self.touched)
-        for arg in expr.args:
-            self.expr(arg)
 
     def builtin_effects(self, expr: ir.Call, name: str) -> None:
+        """Before the arguments of a built-in function's call."""
         effect = library.FUNCTIONS[name].effect
         if effect.writes and self.in_test:
             self.error("E3005", f"`{name}` changes state; tests change state only through tools", expr.func)
@@ -478,6 +474,7 @@ class EffectWalker:
                 self.effects.reads.setdefault(field_name, expr)
 
     def helper_effects(self, expr: ir.Call, name: str) -> None:
+        """After the arguments of a helper's call."""
         summary = self.summaries.get(name, Summary())
         if self.in_test and any(not w.startswith(PARAM_ROOT) for w in summary.writes):
             self.error("E3008", f"`{name}` changes state; tests change state only through tools", expr.func)
@@ -575,6 +572,172 @@ class EffectWalker:
                 mapped |= self.roots(argument)
         return mapped
 
+
+class EffectWalker(BodyEffects):
+    """A walk of its own over a typed body that calls the hooks: for tests and tasks
+    (`tests_tasks`), for recursive helpers (walked until their summaries settle), for a
+    body with type errors (whose check may skip parts or go another way), and for a typed
+    IR the type checker did not walk in this analysis."""
+
+    def check(self) -> Effects:
+        assert self.callable is not None
+        self.begin()
+        if self.callable.escape is not None:
+            self.declared_effects(self.callable)
+        else:
+            self.block(self.callable.body)
+        return self.effects
+
+    def test_steps(self, steps: Sequence[ir.TestStmt]) -> None:
+        """A test's lines: what they may not change is reported."""
+        for step in steps:
+            if isinstance(step, ir.TestLet):
+                self.expr(step.value)
+                self.bind(step.name, set())
+            elif isinstance(step, (ir.TestCall, ir.ExpectRaises)):
+                self.expr(step.call)
+            elif isinstance(step, ir.ExpectTrue):
+                self.expr(step.cond)
+
+    # ------------------------------------------------------------------ statements
+    def block(self, stmts: Sequence[ir.Stmt]) -> None:
+        for stmt in stmts:
+            walk = _STMT_WALKS.get(stmt.__class__)
+            if walk is not None:
+                walk(self, stmt)
+
+    def scoped_block(self, stmts: Sequence[ir.Stmt]) -> None:
+        self.enter()
+        self.block(stmts)
+        self.leave()
+
+    def stmt_let(self, stmt: ir.Let) -> None:
+        self.expr(stmt.value)
+        self.let(stmt)
+
+    def stmt_assign(self, stmt: ir.Assign) -> None:
+        self.place_start()
+        self.walk_target(stmt.target)
+        self.assign_target(stmt)
+        self.expr(stmt.value)
+        self.assign_value(stmt)
+
+    def stmt_return(self, stmt: ir.Return) -> None:
+        if stmt.value is not None:
+            self.expr(stmt.value)
+            self.returned(stmt)
+
+    def stmt_require(self, stmt: ir.Require) -> None:
+        self.expr(stmt.cond)
+        self.error_call(stmt.error)
+
+    def stmt_fail(self, stmt: ir.Fail) -> None:
+        self.error_call(stmt.error)
+
+    def stmt_expr(self, stmt: ir.ExprStmt) -> None:
+        self.expr(stmt.value)
+
+    def error_call(self, call: ir.ErrorCall) -> None:
+        self.raises(call)
+        if call.message is not None:
+            self.expr(call.message)
+        for kw in call.fields:
+            self.expr(kw.value)
+
+    def stmt_delete(self, stmt: ir.Delete) -> None:
+        if not isinstance(stmt.target, (ir.Index, ir.Attr)):
+            return
+        self.place_start()
+        self.expr(stmt.target.obj)
+        self.delete_target(stmt)
+        if isinstance(stmt.target, ir.Index):
+            self.expr(stmt.target.index)
+
+    def stmt_if(self, stmt: ir.If) -> None:
+        for branch in stmt.branches:
+            self.expr(branch.cond)
+            self.scoped_block(branch.body)
+        self.scoped_block(stmt.orelse)
+
+    def stmt_for(self, stmt: ir.For) -> None:
+        self.expr(stmt.iter)
+        self.loop_start(stmt.targets, stmt.iter)
+        self.block(stmt.body)
+        self.leave()
+
+    def walk_target(self, expr: ir.Expr) -> None:
+        """An assigned place: a name or `state.field` has nothing in it to walk."""
+        if not (isinstance(expr, ir.Name) or is_state_attr(expr)):
+            self.expr(expr)
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, expr: ir.Expr) -> None:
+        cls = expr.__class__
+        if cls is ir.Const:  # the commonest expression, and one with nothing in it
+            return
+        if cls is ir.Name:  # the next commonest (the IR's expression classes have no subclasses)
+            if expr.ref == "state":  # type: ignore[union-attr]
+                self.read(expr.id, expr)  # type: ignore[union-attr]
+            return
+        _EXPR_WALKS.get(cls, EffectWalker.expr_parts)(self, expr)
+
+    def expr_attr(self, expr: ir.Attr) -> None:
+        if is_state_attr(expr):
+            self.read(expr.name, expr)
+        elif not (isinstance(expr.obj, ir.Name) and expr.obj.ref == "enum"):
+            self.expr(expr.obj)
+
+    def expr_lambda(self, expr: ir.Lambda) -> None:
+        self.lambda_start(expr.params)
+        self.expr(expr.body)
+        self.leave()
+
+    def expr_binary(self, expr: ir.Binary) -> None:
+        for operand in operand_order(expr):
+            self.expr(operand)
+
+    def expr_parts(self, expr: ir.Expr) -> None:
+        for child in children(expr):
+            self.expr(child)
+
+    def comprehension(self, expr: ir.Comprehension) -> None:
+        self.expr(expr.iter)
+        self.loop_start(expr.targets, expr.iter)
+        for part in (expr.cond, expr.elt, expr.value):
+            if part is not None:
+                self.expr(part)
+        self.leave()
+
+    def call(self, expr: ir.Call) -> None:
+        func = expr.func
+        if isinstance(func, ir.Attr):
+            self.expr(func.obj)
+            self.method_call(expr, func)
+            for arg in expr.args:
+                self.expr(arg)
+            return
+        if isinstance(func, ir.Name) and func.ref == "builtin":
+            self.builtin_effects(expr, func.id)
+        for arg in expr.args:
+            self.expr(arg)
+        for kw in expr.kwargs:
+            self.expr(kw.value)
+        if isinstance(func, ir.Name) and func.ref == "fn":
+            self.helper_effects(expr, func.id)
+
+
+_STMT_WALKS: dict[type, Any] = {
+    ir.Let: EffectWalker.stmt_let,
+    ir.Assign: EffectWalker.stmt_assign,
+    ir.Return: EffectWalker.stmt_return,
+    ir.Require: EffectWalker.stmt_require,
+    ir.Fail: EffectWalker.stmt_fail,
+    ir.Delete: EffectWalker.stmt_delete,
+    ir.ExprStmt: EffectWalker.stmt_expr,
+    ir.If: EffectWalker.stmt_if,
+    ir.For: EffectWalker.stmt_for,
+}
+"""`EffectWalker.block` by the statement's class (`pass`, `break`, `continue`: nothing)."""
 
 _EXPR_WALKS: dict[type, Any] = {
     ir.Attr: EffectWalker.expr_attr,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import builtins as bi
 from compiler import ir, library
@@ -20,15 +20,21 @@ from compiler.analyse.symbols import resolve_type
 from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.irtree import calls_in, walk
 
+if TYPE_CHECKING:
+    from compiler.analyse.effects import BodyEffects
+
 
 def run(a: Analysis) -> None:
-    """Type-check every helper and tool body."""
-    for fn in a.fns.values():
-        TypeChecker(a, fn, is_helper=True).check()
-    for tool in a.tools.values():
-        TypeChecker(a, tool, is_helper=False).check()
-    if a.on_load is not None:  # a helper taking the load options (compiler/analyse/onload.py)
-        TypeChecker(a, a.on_load, is_helper=True).check()
+    """Type-check every helper and tool body, and the `on load:` block (a helper taking
+    the load options, compiler/analyse/onload.py), inferring their effects on the way:
+    the effects pass's rules, called from this walk (`effects.BodyEffects`), so that a
+    body is walked once. The effects module decides the order (helpers callee-first)."""
+    from compiler.analyse import effects  # (not at the top: it imports `operand_order` from here)
+
+    def check(callable_: ir.ToolDecl, is_helper: bool, hooks: effects.BodyEffects | None) -> None:
+        TypeChecker(a, callable_, is_helper, effects=hooks).check()
+
+    effects.infer_while_checking(a, check)
 
 
 @dataclass
@@ -60,8 +66,12 @@ class TypeChecker:
         is_helper: bool,
         file: str = "",
         allow_tools: bool = True,
+        effects: BodyEffects | None = None,
     ) -> None:
         self.a = analysis
+        self.fx = effects
+        """The effects pass's hooks, called as the body is walked (`types.run`); None for
+        tests and tasks, which `tests_tasks` walks with `effects.EffectWalker`."""
         self.callable = callable_
         self.is_helper = is_helper
         self.in_test = callable_ is None
@@ -183,6 +193,8 @@ class TypeChecker:
     def check(self) -> None:
         assert self.callable is not None
         tool = self.callable
+        if self.fx is not None:
+            self.fx.begin()
         seen: set[str] = set()
         defaulted = False
         for param in tool.params:
@@ -296,14 +308,23 @@ class TypeChecker:
                 hint=f"write `let {stmt.name}: optional[T] = None`",
             )
         self.declare(stmt.name, ty, "local", stmt)
+        if self.fx is not None:
+            self.fx.let(stmt)
         return False
 
     def stmt_assign(self, stmt: ir.Assign) -> bool:
         if stmt.op == "=" and isinstance(stmt.target, ir.Attr):
             self.assigning = stmt.target  # setting a field that may be absent makes it present
+        fx = self.fx
+        if fx is not None:
+            fx.place_start()
         target_type = self.target(stmt.target)
         self.assigning = None
+        if fx is not None:
+            fx.assign_target(stmt)
         value_type = self.expr(stmt.value, target_type)
+        if fx is not None:
+            fx.assign_value(stmt)
         if stmt.op == "=":
             self.expect_assignable(value_type, target_type, stmt.value)
         else:
@@ -349,6 +370,8 @@ class TypeChecker:
             return True
         ty = self.expr(stmt.value, expected)
         self.expect_assignable(ty, expected, stmt.value)
+        if self.fx is not None:
+            self.fx.returned(stmt)
         return True
 
     def stmt_require(self, stmt: ir.Require) -> bool:
@@ -362,6 +385,8 @@ class TypeChecker:
         return True
 
     def error_call(self, call: ir.ErrorCall, narrowed: dict[str, ir.TypeRef]) -> None:
+        if self.fx is not None:
+            self.fx.raises(call)
         if call.kind not in bi.ERROR_KINDS:
             self.error(
                 "E2013",
@@ -387,14 +412,24 @@ class TypeChecker:
         self.pop()
 
     def stmt_delete(self, stmt: ir.Delete) -> bool:
+        fx = self.fx
         if isinstance(stmt.target, ir.Attr):
-            return self._delete_field(stmt.target)
+            if fx is not None:
+                fx.place_start()
+            ends = self._delete_field(stmt.target)
+            if fx is not None:
+                fx.delete_target(stmt)
+            return ends
         if not isinstance(stmt.target, ir.Index):
             self.error("E3008", "`del` removes a map entry: `del m[key]`", stmt.target)
             return False
+        if fx is not None:
+            fx.place_start()
         obj_type = self.expr(stmt.target.obj, None)
         if isinstance(stmt.target.obj, ir.Name):
             self.target(stmt.target.obj, mutate=True)
+        if fx is not None:
+            fx.delete_target(stmt)
         if ts.strip_optional(obj_type).name != "map" and obj_type.name != "any":
             self.error("E3004", f"`del` works on maps, not {ts.show(obj_type)}", stmt.target)
             return False
@@ -458,19 +493,28 @@ class TypeChecker:
     def stmt_if(self, stmt: ir.If) -> bool:
         all_terminate = True
         negatives: dict[str, ir.TypeRef] = {}
+        fx = self.fx
         self.push()
         for branch in stmt.branches:
             self.narrow_here(negatives)
             self.condition(branch.cond)
             self.push(_narrowing(branch.cond, True, self))
+            if fx is not None:
+                fx.enter()
             ends = self.block(branch.body)
+            if fx is not None:
+                fx.leave()
             self.pop()
             all_terminate = all_terminate and ends
             negatives.update(_narrowing(branch.cond, False, self))
         self.narrow_here(negatives)
         if stmt.orelse:
             self.push()
+            if fx is not None:
+                fx.enter()
             else_ends = self.block(stmt.orelse)
+            if fx is not None:
+                fx.leave()
             self.pop()
         else:
             else_ends = False
@@ -486,6 +530,8 @@ class TypeChecker:
             self.error("E3009", "cannot loop over a value that may be None", stmt.iter)
             iter_type = ts.strip_optional(iter_type)
         element_types = self.iteration_types(iter_type, len(stmt.targets), stmt.iter)
+        if self.fx is not None:
+            self.fx.loop_start(stmt.targets, stmt.iter)
         self.push()
         for name, ty in zip(stmt.targets, element_types):
             self.declare(name, ty, "loop", stmt)
@@ -493,6 +539,8 @@ class TypeChecker:
         self.block(stmt.body)
         self.loop_depth -= 1
         self.pop()
+        if self.fx is not None:
+            self.fx.leave()
         return False
 
     def iteration_types(self, iter_type: ir.TypeRef, count: int, node: ir.Node) -> list[ir.TypeRef]:
@@ -718,6 +766,8 @@ class TypeChecker:
             return local.type
         if name in self.a.state:
             set_field(expr, "ref", "state")
+            if self.fx is not None:
+                self.fx.read(name, expr)
             return self.a.state[name].type
         if name in self.a.world:
             set_field(expr, "ref", "world")
@@ -876,6 +926,8 @@ class TypeChecker:
                         "E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state)
                     )
                     return ts.ANY
+                if self.fx is not None:
+                    self.fx.read(expr.name, expr)
                 return self.a.state[expr.name].type
         obj_type = self.expr(obj, None)
         if obj_type.name == "any":
@@ -1043,8 +1095,11 @@ class TypeChecker:
         self.shared = outer | {id(operand) for operand in expr.operands}
         for operand in expr.operands:
             set_field(operand, "ty", None)  # checked afresh (a body is checked once; this is for safety)
+        links = chain_links(expr)
+        if self.fx is not None and any(operand_order(link)[0] is link.right for link in links):
+            self.fx.exact = False  # the effects walk goes through the operands in order
         try:
-            for link in chain_links(expr):
+            for link in links:
                 self.expr_binary(link, None)
         finally:
             self.shared = outer
@@ -1185,6 +1240,8 @@ class TypeChecker:
             self.error("E3009", "cannot loop over a value that may be None", expr.iter)
             iter_type = ts.strip_optional(iter_type)
         element_types = self.iteration_types(iter_type, len(expr.targets), expr.iter)
+        if self.fx is not None:
+            self.fx.loop_start(expr.targets, expr.iter)
         self.push()
         for name, ty in zip(expr.targets, element_types):
             if self.lookup(name) is not None:
@@ -1207,6 +1264,8 @@ class TypeChecker:
             value = self.expr(expr.value, value_expected)
             result = ts.map_of(key_expected or key, value_expected or value)
         self.pop()
+        if self.fx is not None:
+            self.fx.leave()
         return result
 
     def expr_lambda(self, expr: ir.Lambda, expected: ir.TypeRef | None) -> ir.TypeRef:
@@ -1236,6 +1295,8 @@ class TypeChecker:
         builtin = library.FUNCTIONS.get(name)
         if builtin is not None:
             set_field(func, "ref", "builtin")
+            if self.fx is not None:
+                self.fx.builtin_effects(expr, name)
             return builtin.check(self, expr, expected)
         if name in self.a.tools:
             if self.allow_tools:
@@ -1341,6 +1402,8 @@ class TypeChecker:
         if missing:
             self.error("E3006", f"`{fn.name}` needs {', '.join(missing)}", expr)
         self._forget_deleted_by(fn.name)
+        if self.fx is not None:
+            self.fx.helper_effects(expr, fn.name)
         return fn.returns
 
     def helper_deletes(self) -> dict[str, set[str] | None]:
@@ -1392,6 +1455,8 @@ class TypeChecker:
         if entry.mutates and isinstance(func.obj, ir.Name):
             self.target(func.obj, mutate=True)
         set_field(func, "ty", obj_type)
+        if entry.mutates and self.fx is not None:
+            self.fx.method_call(expr, func)
         return self._method_arguments(expr, entry, obj_type)
 
     def _method_arguments(self, expr: ir.Call, entry: library.Method, obj: ir.TypeRef) -> ir.TypeRef:
@@ -1452,7 +1517,11 @@ class TypeChecker:
                 lam = kw.value
                 self.push()
                 self.scopes[-1][lam.params[0]] = _Local(item, "loop")
+                if self.fx is not None:
+                    self.fx.lambda_start(lam.params)
                 key_type = self.expr(lam.body, None)
+                if self.fx is not None:
+                    self.fx.leave()
                 self.pop()
                 if not ts.orderable(key_type, key_type):
                     self.error("E3004", f"cannot order by {ts.show(key_type)}", lam.body)
