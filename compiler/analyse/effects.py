@@ -24,6 +24,8 @@ from compiler.analyse.types import operand_order
 from compiler.diagnostics import did_you_mean
 from compiler.irtree import children, is_state_attr
 
+_CONTAINERS = frozenset({*ts.CONTAINERS, "any"})
+"""Types whose values are mutable references, with `any` (`ts.is_container`), records aside."""
 PARAM_ROOT = "@"  # roots starting with this name a helper's parameter, not a state field
 WORLD_ROOT = "!"  # roots starting with this are world data, which nothing may change
 MANAGED = frozenset({bi.AUDIT_LOG, bi.ID_COUNTERS, bi.RNG_STATE})
@@ -48,6 +50,10 @@ class Summary:
     writes: set[str] = field(default_factory=set)
     return_roots: set[str] = field(default_factory=set)
     errors: set[str] = field(default_factory=set)
+
+
+_NOTHING = Summary()
+"""The summary of a helper not summarised (yet): it does nothing. Never changed."""
 
 
 @dataclass
@@ -342,7 +348,10 @@ class BodyEffects:
     # ------------------------------------------------------------------ hooks: statements
     def let(self, stmt: ir.Let) -> None:
         """After the value of a `let`."""
-        self.bind(stmt.name, self.roots(stmt.value), self.outer(stmt.value))
+        if self.may_alias(stmt.value):
+            self.bind(stmt.name, self.roots(stmt.value), self.outer(stmt.value))
+        else:
+            self.scopes[-1][stmt.name] = _Alias()
 
     def place_start(self) -> None:
         """Before the target of an assignment or a `del` is walked."""
@@ -475,7 +484,7 @@ class BodyEffects:
 
     def helper_effects(self, expr: ir.Call, name: str) -> None:
         """After the arguments of a helper's call."""
-        summary = self.summaries.get(name, Summary())
+        summary = self.summaries.get(name, _NOTHING)
         if self.in_test and any(not w.startswith(PARAM_ROOT) for w in summary.writes):
             self.error("E3008", f"`{name}` changes state; tests change state only through tools", expr.func)
         for field_name in summary.reads:
@@ -489,10 +498,20 @@ class BodyEffects:
         self.effects.errors |= summary.errors
 
     # ------------------------------------------------------------------ aliasing
+    def may_alias(self, expr: ir.Expr | None) -> bool:
+        """Whether the value is a container (`ts.is_container`, written out: roots and
+        outer ask it of every value bound, assigned and returned)."""
+        ty = None if expr is None else expr.ty
+        if ty is None:
+            return False
+        name = ty.args[0].name if ty.name == "optional" else ty.name
+        return name in _CONTAINERS or name in self.a.records
+
     def roots(self, expr: ir.Expr | None) -> set[str]:
         """State fields (and helper parameters) a container value may alias."""
-        if expr is None or expr.ty is None or not ts.is_container(expr.ty, self.a.records):
+        if not self.may_alias(expr):
             return set()
+        assert expr is not None
         if isinstance(expr, ir.Name):
             if expr.ref in ("local", "param"):
                 alias = self.lookup(expr.id)
@@ -519,8 +538,9 @@ class BodyEffects:
 
         Fresh containers (literals, comprehensions, sorted(...), slices, copies) are
         nobody's: changing the new list leaves state alone, even if its items alias."""
-        if expr is None or expr.ty is None or not ts.is_container(expr.ty, self.a.records):
+        if not self.may_alias(expr):
             return set()
+        assert expr is not None
         if isinstance(expr, ir.Name):
             if expr.ref in ("local", "param"):
                 alias = self.lookup(expr.id)
@@ -550,7 +570,7 @@ class BodyEffects:
             if func.id == "copy":
                 return set()
             if func.ref == "fn":
-                summary = self.summaries.get(func.id, Summary())
+                summary = self.summaries.get(func.id, _NOTHING)
                 return self._map_param_roots(summary.return_roots, call)
         found: set[str] = set()
         for child in children(call):
@@ -559,6 +579,8 @@ class BodyEffects:
 
     def _map_param_roots(self, roots: set[str], call: ir.Call) -> set[str]:
         """A helper's `@index` roots as the roots of the caller's arguments."""
+        if not roots:
+            return set()
         assert isinstance(call.func, ir.Name)
         fn = self.a.fns.get(call.func.id)
         mapped: set[str] = set()
