@@ -330,9 +330,10 @@ class BodyEffects:
     def begin(self) -> None:
         """Before the body: the parameters (a helper's containers are `@index` roots)."""
         assert self.callable is not None
+        scope = self.scopes[-1]
         for index, param in enumerate(self.callable.params):
-            container = self.is_helper and ts.is_container(param.type, self.a.records)
-            self.bind(param.name, {PARAM_ROOT + str(index)} if container else set())
+            container = self.is_helper and self.holds_references(param.type)
+            scope[param.name] = _Alias({PARAM_ROOT + str(index)}, {PARAM_ROOT + str(index)}) if container else _Alias()
 
     def declared_effects(self, tool: ir.ToolDecl) -> None:
         """A `python` or `llm` body is opaque: its declared effects are its effects."""
@@ -349,7 +350,8 @@ class BodyEffects:
     def let(self, stmt: ir.Let) -> None:
         """After the value of a `let`."""
         if self.may_alias(stmt.value):
-            self.bind(stmt.name, self.roots(stmt.value), self.outer(stmt.value))
+            roots = self.roots(stmt.value)
+            self.bind(stmt.name, roots, self.outer(stmt.value, roots))
         else:
             self.scopes[-1][stmt.name] = _Alias()
 
@@ -373,8 +375,9 @@ class BodyEffects:
                 alias.outer |= self.outer(stmt.value)
 
     def returned(self, stmt: ir.Return) -> None:
-        """After the value of a `return`."""
-        if stmt.value is not None:
+        """After the value of a `return` (what a helper returns may alias its arguments;
+        what a tool returns goes to the agent as data)."""
+        if stmt.value is not None and self.is_helper:
             self.effects.return_roots |= self.roots(stmt.value)
 
     def raises(self, call: ir.ErrorCall) -> None:
@@ -499,11 +502,12 @@ class BodyEffects:
 
     # ------------------------------------------------------------------ aliasing
     def may_alias(self, expr: ir.Expr | None) -> bool:
-        """Whether the value is a container (`ts.is_container`, written out: roots and
-        outer ask it of every value bound, assigned and returned)."""
-        ty = None if expr is None else expr.ty
-        if ty is None:
-            return False
+        """Whether the value is a container (see `holds_references`)."""
+        return expr is not None and expr.ty is not None and self.holds_references(expr.ty)
+
+    def holds_references(self, ty: ir.TypeRef) -> bool:
+        """`ts.is_container`, written out: asked of every value bound, assigned and
+        returned, and of every parameter."""
         name = ty.args[0].name if ty.name == "optional" else ty.name
         return name in _CONTAINERS or name in self.a.records
 
@@ -533,8 +537,9 @@ class BodyEffects:
             found |= self.roots(child)
         return found
 
-    def outer(self, expr: ir.Expr | None) -> set[str]:
-        """State fields the value itself may be part of (so changing it changes them).
+    def outer(self, expr: ir.Expr | None, roots: set[str] | None = None) -> set[str]:
+        """State fields the value itself may be part of (so changing it changes them);
+        `roots`, when given, are `self.roots(expr)`, known already.
 
         Fresh containers (literals, comprehensions, sorted(...), slices, copies) are
         nobody's: changing the new list leaves state alone, even if its items alias."""
@@ -545,9 +550,9 @@ class BodyEffects:
             if expr.ref in ("local", "param"):
                 alias = self.lookup(expr.id)
                 return set(alias.outer) if alias else set()
-            return self.roots(expr)
+            return self.roots(expr) if roots is None else roots
         if is_state_attr(expr):
-            return self.roots(expr)
+            return self.roots(expr) if roots is None else roots
         if isinstance(expr, (ir.Attr, ir.Index)):
             return self.roots(expr.obj)
         if isinstance(expr, ir.Ternary):
@@ -555,7 +560,7 @@ class BodyEffects:
         if isinstance(expr, ir.Call):
             func = expr.func
             if isinstance(func, ir.Name) and func.ref == "fn":
-                return self._call_roots(expr)
+                return self._call_roots(expr) if roots is None else roots
             if isinstance(func, ir.Name) and func.id in ("min", "max", "random_choice") and expr.args:
                 if len(expr.args) == 1:
                     return self.roots(expr.args[0])

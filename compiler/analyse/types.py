@@ -37,7 +37,7 @@ def run(a: Analysis) -> None:
     effects.infer_while_checking(a, check)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Local:
     """A local's type where it is used (narrowed) and how it was bound."""
 
@@ -456,9 +456,7 @@ class TypeChecker:
         record = self.a.records.get(ts.strip_optional(expr.obj.ty or ts.ANY).name)
         if record is None:
             return False
-        return (record.is_union and expr.name == record.tag) or any(
-            f.name == expr.name and f.tag for f in record.fields
-        )
+        return (record.is_union and expr.name == record.tag) or any(f.tag for f in record.fields if f.name == expr.name)
 
     def _absent_field(self, expr: ir.Attr) -> ir.Field_ | None:
         """The record field `expr` names, if its key may be absent (`name?: T`)."""
@@ -615,7 +613,7 @@ class TypeChecker:
             )
 
     def expect_assignable(self, src: ir.TypeRef, dst: ir.TypeRef, node: ir.Node) -> None:
-        if ts.assignable(src, dst) or self._member_of_union(src, dst):
+        if src is dst or ts.assignable(src, dst) or self._member_of_union(src, dst):
             return
         if ts.is_optional(src) and ts.assignable(ts.strip_optional(src), dst):
             self.error("E3009", f"value may be None where {ts.show(dst)} is expected", node)
@@ -681,14 +679,9 @@ class TypeChecker:
 
     def expr_const(self, expr: ir.Const, expected: ir.TypeRef | None) -> ir.TypeRef:
         value = expr.value
-        if value is None:
-            return ts.NONE
-        if isinstance(value, bool):
-            return ts.BOOL
-        if isinstance(value, int):
-            return ts.INT
-        if isinstance(value, float):
-            return ts.FLOAT
+        scalar = _CONST_TYPES.get(value.__class__)  # (a constant is None, a bool, an int, a float or a str)
+        if scalar is not None:
+            return scalar
         base = ts.strip_optional(expected) if expected else None
         if base is not None and base.name in ts.TEMPORAL:
             if not ts.valid_temporal(base.name, value):
@@ -910,7 +903,7 @@ class TypeChecker:
 
     def expr_attr(self, expr: ir.Attr, expected: ir.TypeRef | None) -> ir.TypeRef:
         obj = expr.obj
-        if isinstance(obj, ir.Name) and self.lookup(obj.id) is None:
+        if isinstance(obj, ir.Name) and (obj.id in self.a.enums or obj.id == "state") and self.lookup(obj.id) is None:
             if obj.id in self.a.enums:
                 enum = self.a.enums[obj.id]
                 set_field(obj, "ref", "enum")
@@ -1552,6 +1545,9 @@ _EXPR_METHODS = _methods_by_class("expr_")
 
 
 _LITERALS = ("const", "list", "map")
+
+_CONST_TYPES = {type(None): ts.NONE, bool: ts.BOOL, int: ts.INT, float: ts.FLOAT}
+"""The type of a constant by its value's class; a string's depends on what is expected."""
 
 
 CHAINABLE = ("==", "!=", "<", "<=", ">", ">=")
