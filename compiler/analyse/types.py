@@ -680,8 +680,8 @@ class TypeChecker:
     def expr_const(self, expr: ir.Const, expected: ir.TypeRef | None) -> ir.TypeRef:
         value = expr.value
         scalar = _CONST_TYPES.get(value.__class__)  # (a constant is None, a bool, an int, a float or a str)
-        if scalar is not None:
-            return scalar
+        if scalar is not None or not isinstance(value, str):
+            return scalar or ts.ANY
         base = ts.strip_optional(expected) if expected else None
         if base is not None and base.name in ts.TEMPORAL:
             if not ts.valid_temporal(base.name, value):
