@@ -32,7 +32,7 @@ MANAGED = frozenset({bi.AUDIT_LOG, bi.ID_COUNTERS, bi.RNG_STATE})
 """Built-in fields a helper's built-in calls change; its callers change them too."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Effects:
     """What one body does: each field with the first node that reads or writes it."""
 
@@ -42,7 +42,7 @@ class Effects:
     errors: set[str] = field(default_factory=set)
 
 
-@dataclass
+@dataclass(slots=True)
 class Summary:
     """What a helper does, as its callers see it (parameters as `@index` roots)."""
 
@@ -56,7 +56,7 @@ _NOTHING = Summary()
 """The summary of a helper not summarised (yet): it does nothing. Never changed."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Alias:
     """`outer`: state fields the value itself may be part of; `roots`: those anything
     reachable from it may belong to."""
@@ -98,9 +98,10 @@ def run(a: Analysis) -> dict[str, Summary]:
         compare_declared(a, tool, effects)
         if not tool.side_effect:
             public = [w for w in tool.writes if not bi.is_private(w)]  # the agent is not told of private fields
-            tool.side_effect = (
+            side_effect = (
                 f"modifies {', '.join(public)}" if public else "modifies private state" if tool.writes else "none"
             )
+            set_field(tool, "side_effect", side_effect)
     return summaries
 
 
@@ -278,6 +279,20 @@ class BodyEffects:
     is visited once), or `EffectWalker`'s for tests, tasks, recursive helpers and a body
     the type checker found errors in. The hooks hold all of the pass's rules; a walk only
     decides when they run."""
+
+    __slots__ = (
+        "a",
+        "summaries",
+        "callable",
+        "is_helper",
+        "in_test",
+        "file",
+        "scopes",
+        "effects",
+        "touched",
+        "held",
+        "exact",
+    )
 
     def __init__(
         self,
@@ -516,7 +531,9 @@ class BodyEffects:
         if not self.may_alias(expr):
             return set()
         assert expr is not None
-        if isinstance(expr, ir.Name):
+        cls = expr.__class__  # (the IR's expression classes have no subclasses)
+        if cls is ir.Name:
+            assert isinstance(expr, ir.Name)
             if expr.ref in ("local", "param"):
                 alias = self.lookup(expr.id)
                 return set(alias.roots) if alias else set()
@@ -525,12 +542,13 @@ class BodyEffects:
             if expr.ref == "world":
                 return {WORLD_ROOT + expr.id}
             return set()
+        if cls is ir.Call:
+            assert isinstance(expr, ir.Call)
+            return self._call_roots(expr)
         if is_state_attr(expr):
             assert isinstance(expr, ir.Attr)
             return {expr.name}
-        if isinstance(expr, ir.Call):
-            return self._call_roots(expr)
-        if isinstance(expr, (ir.Const, ir.FString)):
+        if cls is ir.Const or cls is ir.FString:
             return set()
         found: set[str] = set()
         for child in children(expr):
@@ -605,6 +623,8 @@ class EffectWalker(BodyEffects):
     (`tests_tasks`), for recursive helpers (walked until their summaries settle), for a
     body with type errors (whose check may skip parts or go another way), and for a typed
     IR the type checker did not walk in this analysis."""
+
+    __slots__ = ()
 
     def check(self) -> Effects:
         assert self.callable is not None
