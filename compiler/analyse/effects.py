@@ -1,7 +1,10 @@
 """Analysis pass 4, effects: which state fields each tool and helper reads and writes.
 
-A walker over the typed bodies (it needs `Expr.ty` and `Name.ref` from the types pass,
-nothing else). Values that are containers may alias state: a local bound to
+Rules applied along a walk of the typed bodies (they need `Expr.ty` and `Name.ref` from
+the types pass, nothing else): `BodyEffects`, whose hooks the type checker calls as it
+checks a tool's or helper's body, so that each body is walked once
+(`infer_while_checking`), and which `EffectWalker` drives over the typed IR by itself
+where that walk is not to be had. Values that are containers may alias state: a local bound to
 `tickets[id]` is part of `tickets`, so `t.status = ...` writes `tickets`. Each local
 carries the state fields it may alias, through lets, assignments, loops, comprehensions,
 helper calls (their summaries, parameters mapped to arguments) and maps of records. The

@@ -1,7 +1,9 @@
 """Analysis pass 3, types: every expression and statement of every tool, helper, test
 and task type-checked, with None-narrowing as mypy does it on the generated code, and
 every name resolved. It annotates the IR in place (`Expr.ty`, `Name.ref`) for the
-effects pass and lowering; built-in calls are checked by their registry entries."""
+effects pass and lowering; built-in calls are checked by their registry entries. Its
+walk of a tool's or helper's body also calls the effects pass's hooks
+(`effects.BodyEffects`), so that the effects come from the same walk."""
 
 from __future__ import annotations
 
