@@ -1094,8 +1094,12 @@ class TypeChecker:
         for operand in expr.operands:
             set_field(operand, "ty", None)  # checked afresh (a body is checked once; this is for safety)
         links = chain_links(expr)
-        if self.fx is not None and any(operand_order(link)[0] is link.right for link in links):
-            self.fx.exact = False  # the effects walk goes through the operands in order
+        first = links[0] if links else None
+        if self.fx is not None and first is not None and operand_order(first)[0] is first.right:
+            # `[a] < b < c` is checked b, [a], c; the effects walk goes through the operands
+            # in order (the later links' left operands are checked already, so only the
+            # first can be out of order), which matters unless the first is a constant.
+            self.fx.exact = first.left.__class__ is ir.Const and self.fx.exact
         try:
             for link in links:
                 self.expr_binary(link, None)

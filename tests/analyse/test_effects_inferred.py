@@ -90,3 +90,27 @@ def test_benchmark_spec_is_inferred_in_one_walk() -> None:
     a = _typed(load_source(generate(300), "bench.envspec"))
     assert a.diags == []
     assert _compare(a) == len(a.fns) + len(a.tools) - sum(1 for fn in a.fns.values() if fn.recursion)
+
+
+CHAIN_SPEC = """environment chains:
+    title "Chains"
+
+state:
+    total: int = 0
+    limit: int = 10
+
+tool bounded(n: int) -> bool:
+    require 0 <= n <= limit else invalid_argument("out of range")
+    require total < n < limit else invalid_argument("out of range")
+    total = n
+    return True
+"""
+
+
+def test_comparison_chains_are_inferred_in_the_check() -> None:
+    """A chain whose first operand is a constant (checked after the next operand) still
+    goes the way of the effects walk: the constant reads nothing."""
+    a = _typed(load_source(CHAIN_SPEC, "chains.envspec"))
+    assert a.diags == []
+    assert _compare(a) == 1
+    assert (a.tools["bounded"].reads, a.tools["bounded"].writes) == (["limit", "total"], ["total"])
