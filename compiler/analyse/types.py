@@ -247,16 +247,7 @@ class TypeChecker:
 
     def _check_constraint(self, param: ir.Param, constraint: ir.Constraint) -> None:
         base = ts.strip_optional(param.type)
-        fits = {
-            "min": base.name in ("int", "float", "number"),
-            "max": base.name in ("int", "float", "number"),
-            "min_length": base.name == "str",
-            "max_length": base.name == "str",
-            "pattern": base.name == "str",
-            "min_items": base.name in ("list", "map"),
-            "max_items": base.name in ("list", "map"),
-        }[constraint.kind]
-        if not fits:
+        if base.name not in _CONSTRAINED[constraint.kind]:
             self.error(
                 "E3013", f"`{constraint.kind}` does not apply to a parameter of type {ts.show(param.type)}", constraint
             )
@@ -1551,6 +1542,17 @@ _EXPR_METHODS = _methods_by_class("expr_")
 
 
 _LITERALS = ("const", "list", "map")
+
+_CONSTRAINED = {
+    "min": ("int", "float", "number"),
+    "max": ("int", "float", "number"),
+    "min_length": ("str",),
+    "max_length": ("str",),
+    "pattern": ("str",),
+    "min_items": ("list", "map"),
+    "max_items": ("list", "map"),
+}
+"""The types (optional aside) a parameter constraint applies to, by kind."""
 
 _CONST_TYPES = {type(None): ts.NONE, bool: ts.BOOL, int: ts.INT, float: ts.FLOAT}
 """The type of a constant by its value's class; a string's depends on what is expected."""
