@@ -142,7 +142,10 @@ class TypeChecker:
 
     def push(self, narrowed: dict[str, ir.TypeRef] | None = None) -> None:
         frame: dict[str, _Local] = {}
-        for name, ty in (narrowed or {}).items():
+        if not narrowed:  # (most scopes narrow nothing)
+            self.scopes.append(frame)
+            return
+        for name, ty in narrowed.items():
             local = self._narrowed(name, ty)
             if local is not None:
                 frame[name] = local
@@ -746,7 +749,11 @@ class TypeChecker:
 
     def expr_name(self, expr: ir.Name, expected: ir.TypeRef | None) -> ir.TypeRef:
         name = expr.id
-        local = self.lookup(name)
+        local = None
+        for scope in reversed(self.scopes):  # `self.lookup(name)`, written out (3,000 calls)
+            if name in scope:
+                local = scope[name]
+                break
         if local is not None:
             expr.__dict__["ref"] = (
                 "param" if local.kind == "param" else "local"
@@ -1377,20 +1384,21 @@ class TypeChecker:
             )
         for param, arg in zip(fn.params, expr.args):
             arguments.append((param, arg))
-        params = {p.name: p for p in fn.params}
+        given = {p.name for p, _ in arguments}
+        params = {p.name: p for p in fn.params} if expr.kwargs else {}
         for kw in expr.kwargs:
             named_param = params.get(kw.name)
             if named_param is None:
                 self.error("E3006", f"`{fn.name}` has no parameter `{kw.name}`", kw, hint=did_you_mean(kw.name, params))
                 self.expr(kw.value, None)
                 continue
-            if any(p.name == kw.name for p, _ in arguments):
+            if kw.name in given:
                 self.error("E2005", f"argument `{kw.name}` given twice", kw)
                 continue
             arguments.append((named_param, kw.value))
+            given.add(kw.name)
         for param, arg in arguments:
             self.expect_assignable(self.expr(arg, param.type), param.type, arg)
-        given = {p.name for p, _ in arguments}
         missing = [p.name for p in fn.params if p.name not in given and p.default is None]
         if missing:
             self.error("E3006", f"`{fn.name}` needs {', '.join(missing)}", expr)
@@ -1418,7 +1426,7 @@ class TypeChecker:
     def _forget_deleted_by(self, helper: str) -> None:
         """A helper that may `del` a field (or whose body envc cannot see) ends the
         presence tests of that field: it may hold the same record."""
-        deleted = self.helper_deletes().get(helper, set())
+        deleted = self.helper_deletes().get(helper, _NONE_DELETED)
         if deleted is None:
             self.forget_presence(field_name="*")
         for name in deleted or ():
@@ -1542,6 +1550,8 @@ _EXPR_METHODS = _methods_by_class("expr_")
 
 
 _LITERALS = ("const", "list", "map")
+
+_NONE_DELETED: frozenset[str] = frozenset()
 
 _CONSTRAINED = {
     "min": ("int", "float", "number"),
