@@ -62,10 +62,11 @@ _NOTHING = Summary()
 @dataclass(slots=True)
 class _Alias:
     """`outer`: state fields the value itself may be part of; `roots`: those anything
-    reachable from it may belong to."""
+    reachable from it may belong to. Frozen sets, which an assignment replaces (`|=`),
+    so that a local of a scalar shares the empty one."""
 
-    roots: set[str] = field(default_factory=set)
-    outer: set[str] = field(default_factory=set)
+    roots: frozenset[str] = frozenset()
+    outer: frozenset[str] = frozenset()
 
 
 def run(a: Analysis) -> dict[str, Summary]:
@@ -335,7 +336,7 @@ class BodyEffects:
         return None
 
     def bind(self, name: str, roots: set[str], outer: set[str] | None = None) -> None:
-        self.scopes[-1][name] = _Alias(set(roots), set(roots if outer is None else outer))
+        self.scopes[-1][name] = _Alias(frozenset(roots), frozenset(roots if outer is None else outer))
 
     def enter(self) -> None:
         """A block's scope (a branch of an `if`, a loop, a comprehension, a lambda)."""
@@ -351,7 +352,8 @@ class BodyEffects:
         scope = self.scopes[-1]
         for index, param in enumerate(self.callable.params):
             container = self.is_helper and self.holds_references(param.type)
-            scope[param.name] = _Alias({PARAM_ROOT + str(index)}, {PARAM_ROOT + str(index)}) if container else _Alias()
+            root = frozenset({PARAM_ROOT + str(index)})
+            scope[param.name] = _Alias(root, root) if container else _Alias()
 
     def declared_effects(self, tool: ir.ToolDecl) -> None:
         """A `python` or `llm` body is opaque: its declared effects are its effects."""
@@ -459,7 +461,7 @@ class BodyEffects:
         if self.in_test:
             self.error("E3008", "tests change state only through tools", expr)
 
-    def write_roots(self, roots: set[str], node: ir.Node) -> None:
+    def write_roots(self, roots: set[str] | frozenset[str], node: ir.Node) -> None:
         self.touched = self.touched or bool(roots)
         for root in roots:
             if root in bi.RUNTIME_KEPT:
