@@ -522,12 +522,16 @@ class BodyEffects:
 
     # ------------------------------------------------------------------ aliasing
     def may_alias(self, expr: ir.Expr | None) -> bool:
-        """Whether the value is a container (see `holds_references`)."""
-        return expr is not None and expr.ty is not None and self.holds_references(expr.ty)
+        """Whether the value is a container (`holds_references` of its type, written out:
+        asked of every value bound, assigned and returned, and of their parts)."""
+        ty = None if expr is None else expr.ty
+        if ty is None:
+            return False
+        name = ty.args[0].name if ty.name == "optional" else ty.name
+        return name in _CONTAINERS or name in self.a.records
 
     def holds_references(self, ty: ir.TypeRef) -> bool:
-        """`ts.is_container`, written out: asked of every value bound, assigned and
-        returned, and of every parameter."""
+        """`ts.is_container`, written out (asked of every parameter, and in `may_alias`)."""
         name = ty.args[0].name if ty.name == "optional" else ty.name
         return name in _CONTAINERS or name in self.a.records
 
