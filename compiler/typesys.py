@@ -89,7 +89,11 @@ def is_container(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]) -> bool:
 
 
 def same(a: ir.TypeRef, b: ir.TypeRef) -> bool:
-    return a.name == b.name and len(a.args) == len(b.args) and all(same(x, y) for x, y in zip(a.args, b.args))
+    if a is b:  # the commonest case: one type object (a declared type, a constant like STR) met twice
+        return True
+    if a.name != b.name or len(a.args) != len(b.args):
+        return False
+    return all(same(x, y) for x, y in zip(a.args, b.args))
 
 
 def show(ty: ir.TypeRef) -> str:
@@ -104,6 +108,8 @@ def assignable(src: ir.TypeRef, dst: ir.TypeRef) -> bool:
     Containers are invariant (as mypy sees the generated code); int widens to float;
     the temporal types are ISO strings and widen to str; anything fits `json`.
     """
+    if src is dst or (src.name == dst.name and not src.args and not dst.args):
+        return True  # a type fits itself (the type checker asks this of one object ~half the time)
     if dst.name == "json":
         return not holds_set(src)  # json holds JSON values only; a set has no JSON form
     if src.name == "any" or dst.name == "any":

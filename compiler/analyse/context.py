@@ -48,6 +48,9 @@ class Analysis:
     deleted_fields: dict[str, set[str] | None] | None = field(default=None, repr=False)
     """`shapes.fields_deleted` of the helpers, computed once when the type checker first
     needs it (per checked callable it was quadratic in the number of helpers)."""
+    inferred_effects: dict[int, Any] = field(default_factory=dict, repr=False)
+    """`id(tool or helper) -> effects.Effects`, inferred by the types pass as it checked
+    the body (`effects.infer_while_checking`), for the effects pass to take."""
     declaring_files: dict[int, str] = field(default_factory=dict, repr=False)
     """`id(state field) -> spec declaring it`, filled by `state_file` (a scan per field
     was quadratic in the number of state fields)."""

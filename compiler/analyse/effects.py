@@ -1,7 +1,10 @@
 """Analysis pass 4, effects: which state fields each tool and helper reads and writes.
 
-A walker over the typed bodies (it needs `Expr.ty` and `Name.ref` from the types pass,
-nothing else). Values that are containers may alias state: a local bound to
+Rules applied along a walk of the typed bodies (they need `Expr.ty` and `Name.ref` from
+the types pass, nothing else): `BodyEffects`, whose hooks the type checker calls as it
+checks a tool's or helper's body, so that each body is walked once
+(`infer_while_checking`), and which `EffectWalker` drives over the typed IR by itself
+where that walk is not to be had. Values that are containers may alias state: a local bound to
 `tickets[id]` is part of `tickets`, so `t.status = ...` writes `tickets`. Each local
 carries the state fields it may alias, through lets, assignments, loops, comprehensions,
 helper calls (their summaries, parameters mapped to arguments) and maps of records. The
@@ -12,7 +15,7 @@ reported here too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,13 +27,15 @@ from compiler.analyse.types import operand_order
 from compiler.diagnostics import did_you_mean
 from compiler.irtree import children, is_state_attr
 
+_CONTAINERS = frozenset({*ts.CONTAINERS, "any"})
+"""Types whose values are mutable references, with `any` (`ts.is_container`), records aside."""
 PARAM_ROOT = "@"  # roots starting with this name a helper's parameter, not a state field
 WORLD_ROOT = "!"  # roots starting with this are world data, which nothing may change
 MANAGED = frozenset({bi.AUDIT_LOG, bi.ID_COUNTERS, bi.RNG_STATE})
 """Built-in fields a helper's built-in calls change; its callers change them too."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Effects:
     """What one body does: each field with the first node that reads or writes it."""
 
@@ -40,7 +45,7 @@ class Effects:
     errors: set[str] = field(default_factory=set)
 
 
-@dataclass
+@dataclass(slots=True)
 class Summary:
     """What a helper does, as its callers see it (parameters as `@index` roots)."""
 
@@ -50,26 +55,34 @@ class Summary:
     errors: set[str] = field(default_factory=set)
 
 
-@dataclass
+_NOTHING = Summary()
+"""The summary of a helper not summarised (yet): it does nothing. Never changed."""
+
+
+@dataclass(slots=True)
 class _Alias:
     """`outer`: state fields the value itself may be part of; `roots`: those anything
-    reachable from it may belong to."""
+    reachable from it may belong to. Frozen sets, which an assignment replaces (`|=`),
+    so that a local of a scalar shares the empty one."""
 
-    roots: set[str] = field(default_factory=set)
-    outer: set[str] = field(default_factory=set)
+    roots: frozenset[str] = frozenset()
+    outer: frozenset[str] = frozenset()
 
 
 def run(a: Analysis) -> dict[str, Summary]:
     """Infer every helper's and tool's effects, store them on the declarations, and
-    check them against declared `reads`/`writes`. Returns the helper summaries."""
+    check them against declared `reads`/`writes`. Returns the helper summaries.
+
+    The effects of the bodies the types pass inferred as it checked them
+    (`infer_while_checking`) are taken as they are; any other body is walked here."""
     summaries: dict[str, Summary] = {}
     for group in helper_groups(a):
-        recursive = len(group) > 1 or group[0] in a.called_names(a.fns[group[0]].body)
-        if recursive:
+        recursive = _recursive(a, group)
+        if recursive and not all(id(a.fns[name]) in a.inferred_effects for name in group):
             _fixpoint(a, summaries, group)
         for name in group:
             fn = a.fns[name]
-            effects = EffectWalker(a, summaries, fn, is_helper=True).check()
+            effects = _effects_of(a, summaries, fn, is_helper=True)
             summaries[name] = _summary(effects)
             compare_declared(a, fn, effects)
             set_field(fn, "reads", sorted(effects.reads))
@@ -77,22 +90,92 @@ def run(a: Analysis) -> dict[str, Summary]:
             set_field(fn, "errors", sorted(effects.errors))
             set_field(fn, "recursion", group if recursive else [])
     if a.on_load is not None:  # like a helper; what it reads and writes is documented
-        effects = EffectWalker(a, summaries, a.on_load, is_helper=True).check()
+        effects = _effects_of(a, summaries, a.on_load, is_helper=True)
         set_field(a.on_load, "reads", sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT)))
         set_field(a.on_load, "writes", sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT))))
         set_field(a.on_load, "errors", sorted(effects.errors))
     for tool in a.tools.values():
-        effects = EffectWalker(a, summaries, tool, is_helper=False).check()
+        effects = _effects_of(a, summaries, tool, is_helper=False)
         set_field(tool, "reads", sorted(r for r in effects.reads if not r.startswith(PARAM_ROOT)))
         set_field(tool, "writes", sorted(w for w in effects.writes if not w.startswith((PARAM_ROOT, WORLD_ROOT))))
         set_field(tool, "errors", sorted(effects.errors | {"invalid_argument"}))
         compare_declared(a, tool, effects)
         if not tool.side_effect:
             public = [w for w in tool.writes if not bi.is_private(w)]  # the agent is not told of private fields
-            tool.side_effect = (
+            side_effect = (
                 f"modifies {', '.join(public)}" if public else "modifies private state" if tool.writes else "none"
             )
+            set_field(tool, "side_effect", side_effect)
     return summaries
+
+
+def _effects_of(a: Analysis, summaries: dict[str, Summary], callable_: ir.ToolDecl, is_helper: bool) -> Effects:
+    """A body's effects: as the types pass inferred them (reporting what that found),
+    or from a walk of its own."""
+    found = a.inferred_effects.pop(id(callable_), None)
+    if found is None:
+        return EffectWalker(a, summaries, callable_, is_helper).check()
+    assert isinstance(found, BodyEffects) and found.held is not None
+    for code, message, node, hint in found.held:
+        a.error(code, message, node, found.file, hint)
+    return found.effects
+
+
+def _recursive(a: Analysis, group: list[str]) -> bool:
+    return len(group) > 1 or group[0] in a.called_names(a.fns[group[0]].body)
+
+
+Check = Callable[[ir.ToolDecl, bool, "BodyEffects | None"], None]
+"""The types pass's check of one body (`callable, is_helper, hooks`)."""
+
+
+def infer_while_checking(a: Analysis, check: Check) -> None:
+    """Type-check every body with `check` and infer its effects from the same walk (the
+    checker calls the hooks of a `BodyEffects`), for `run` to take from
+    `a.inferred_effects`: one walk of each body instead of two.
+
+    Helpers go callee-first (`helper_groups`): a call's effects are the callee's
+    summary. A recursive group is checked first and then walked by `EffectWalker` until
+    its summaries settle (`_fixpoint`), as `run` would. A body whose check reports
+    anything is walked again by `EffectWalker` (after an error a check may skip a part,
+    or go another way), as is a `python` or `llm` body; either way the diagnostics and
+    the effects are those of the walk `run` would make."""
+    summaries: dict[str, Summary] = {}
+    for group in helper_groups(a):
+        if not _recursive(a, group):
+            fn = a.fns[group[0]]
+            summaries[fn.name] = _summary(_checked(a, summaries, fn, True, check))
+            continue
+        for name in group:
+            check(a.fns[name], True, None)
+        _fixpoint(a, summaries, group)
+        for name in group:
+            walker = EffectWalker(a, summaries, a.fns[name], is_helper=True)
+            walker.held = []
+            summaries[name] = _summary(walker.check())
+            a.inferred_effects[id(a.fns[name])] = walker
+    for tool in a.tools.values():
+        _checked(a, summaries, tool, False, check)
+    if a.on_load is not None:
+        _checked(a, summaries, a.on_load, True, check)
+
+
+def _checked(
+    a: Analysis, summaries: dict[str, Summary], callable_: ir.ToolDecl, is_helper: bool, check: Check
+) -> Effects:
+    """Check one body, inferring its effects on the way (see `infer_while_checking`).
+    What the effects rules report is held for the effects pass to report."""
+    hooks = None if callable_.escape is not None else BodyEffects(a, summaries, callable_, is_helper)
+    if hooks is not None:
+        hooks.held = []
+    reported = len(a.diags)
+    check(callable_, is_helper, hooks)
+    if hooks is None or not hooks.exact or len(a.diags) != reported:
+        hooks = EffectWalker(a, summaries, callable_, is_helper)
+        hooks.held = []
+        hooks.check()
+    a.inferred_effects[id(callable_)] = hooks
+    return hooks.effects
 
 
 def _summary(effects: Effects) -> Summary:
@@ -190,9 +273,30 @@ def compare_declared(a: Analysis, tool: ir.ToolDecl, effects: Effects) -> None:
                 )
 
 
-class EffectWalker:
-    """Walks one typed body in the order the types pass checked it, collecting what it
-    reads and writes (so the node reported first for a field is the same)."""
+class BodyEffects:
+    """What one body reads, writes and raises, as a walk of its typed IR in the order the
+    types pass checks it finds it (so the node reported first for a field is the same),
+    and which state fields its locals may alias.
+
+    The walk calls the hooks below at fixed points: the type checker's own walk as it
+    checks a tool's or helper's body (compiler/analyse/types.py, so that each expression
+    is visited once), or `EffectWalker`'s for tests, tasks, recursive helpers and a body
+    the type checker found errors in. The hooks hold all of the pass's rules; a walk only
+    decides when they run."""
+
+    __slots__ = (
+        "a",
+        "summaries",
+        "callable",
+        "is_helper",
+        "in_test",
+        "file",
+        "scopes",
+        "effects",
+        "touched",
+        "held",
+        "exact",
+    )
 
     def __init__(
         self,
@@ -211,9 +315,18 @@ class EffectWalker:
         self.scopes: list[dict[str, _Alias]] = [{}]
         self.effects = Effects()
         self.touched = False  # did the current target resolve into state?
+        self.held: list[tuple[str, str, ir.Node | None, str]] | None = None
+        """Diagnostics not reported yet: the type checker's walk holds them back until the
+        body is known to have checked cleanly (`_checked`)."""
+        self.exact = True
+        """False once the type checker's walk went another way than `EffectWalker` would
+        (a comparison chain with a literal before a link's other operand)."""
 
     def error(self, code: str, message: str, node: ir.Node | None, hint: str = "") -> None:
-        self.a.error(code, message, node, self.file, hint)
+        if self.held is not None:
+            self.held.append((code, message, node, hint))
+        else:
+            self.a.error(code, message, node, self.file, hint)
 
     # ------------------------------------------------------------------ scopes
     def lookup(self, name: str) -> _Alias | None:
@@ -223,27 +336,26 @@ class EffectWalker:
         return None
 
     def bind(self, name: str, roots: set[str], outer: set[str] | None = None) -> None:
-        self.scopes[-1][name] = _Alias(set(roots), set(roots if outer is None else outer))
+        self.scopes[-1][name] = _Alias(frozenset(roots), frozenset(roots if outer is None else outer))
 
-    def scoped_block(self, stmts: Sequence[ir.Stmt]) -> None:
+    def enter(self) -> None:
+        """A block's scope (a branch of an `if`, a loop, a comprehension, a lambda)."""
         self.scopes.append({})
-        self.block(stmts)
+
+    def leave(self) -> None:
         self.scopes.pop()
 
-    # ------------------------------------------------------------------ entry points
-    def check(self) -> Effects:
+    # ------------------------------------------------------------------ hooks: the body
+    def begin(self) -> None:
+        """Before the body: the parameters (a helper's containers are `@index` roots)."""
         assert self.callable is not None
-        tool = self.callable
-        for index, param in enumerate(tool.params):
-            container = self.is_helper and ts.is_container(param.type, self.a.records)
-            self.bind(param.name, {PARAM_ROOT + str(index)} if container else set())
-        if tool.escape is not None:
-            self._declared_effects(tool)
-        else:
-            self.block(tool.body)
-        return self.effects
+        scope = self.scopes[-1]
+        for index, param in enumerate(self.callable.params):
+            container = self.is_helper and self.holds_references(param.type)
+            root = frozenset({PARAM_ROOT + str(index)})
+            scope[param.name] = _Alias(root, root) if container else _Alias()
 
-    def _declared_effects(self, tool: ir.ToolDecl) -> None:
+    def declared_effects(self, tool: ir.ToolDecl) -> None:
         """A `python` or `llm` body is opaque: its declared effects are its effects."""
         if tool.declared_writes is None or tool.declared_reads is None:
             kind = tool.escape.kind if tool.escape else ""
@@ -253,6 +365,284 @@ class EffectWalker:
             self.effects.reads.setdefault(name, tool)
         for name in tool.declared_writes:
             self.effects.writes.setdefault(name, tool)
+
+    # ------------------------------------------------------------------ hooks: statements
+    def let(self, stmt: ir.Let) -> None:
+        """After the value of a `let`."""
+        if self.may_alias(stmt.value):
+            roots = self.roots(stmt.value)
+            self.bind(stmt.name, roots, self.outer(stmt.value, roots))
+        else:
+            self.scopes[-1][stmt.name] = _Alias()
+
+    def place_start(self) -> None:
+        """Before the target of an assignment or a `del` is walked."""
+        self.touched = False
+
+    def assign_target(self, stmt: ir.Assign) -> None:
+        """After the target of an assignment, before its value."""
+        self.target(stmt.target)
+        set_field(stmt, "touches_state", self.touched)
+        if stmt.op != "=" and isinstance(stmt.target, ir.Name) and stmt.target.ref == "state":
+            self.effects.reads.setdefault(stmt.target.id, stmt.target)
+
+    def assign_value(self, stmt: ir.Assign) -> None:
+        """After the value of an assignment: a local now aliases what the value does, too."""
+        if isinstance(stmt.target, ir.Name) and stmt.target.ref in ("local", "param"):
+            alias = self.lookup(stmt.target.id)
+            if alias is not None:
+                alias.roots |= self.roots(stmt.value)
+                alias.outer |= self.outer(stmt.value)
+
+    def returned(self, stmt: ir.Return) -> None:
+        """After the value of a `return` (what a helper returns may alias its arguments;
+        what a tool returns goes to the agent as data)."""
+        if stmt.value is not None and self.is_helper:
+            self.effects.return_roots |= self.roots(stmt.value)
+
+    def raises(self, call: ir.ErrorCall) -> None:
+        """A `require ... else` or `fail` error."""
+        self.effects.errors.add(call.kind)
+
+    def delete_target(self, stmt: ir.Delete) -> None:
+        """`del m[k]`, and `del r.field` (a field that may be absent): a change of the map
+        or record, so a write of what it is part of. After the map or record is walked,
+        before the key."""
+        assert isinstance(stmt.target, (ir.Index, ir.Attr))
+        if isinstance(stmt.target.obj, ir.Name):
+            self.target(stmt.target.obj, mutate=True)
+        else:
+            self.write_roots(self.outer(stmt.target.obj), stmt.target)
+        set_field(stmt, "touches_state", self.touched)
+
+    def loop_start(self, targets: Sequence[str], iterable: ir.Expr) -> None:
+        """After what a loop or a comprehension goes over: its scope, its variables (those
+        that are containers are parts of it)."""
+        roots = self.roots(iterable)
+        self.enter()
+        iter_type = ts.strip_optional(iterable.ty or ts.ANY)
+        types = ts.element_types(iter_type, len(targets)) or [ts.ANY] * len(targets)
+        for name, ty in zip(targets, types):
+            self.bind(name, roots if ts.is_container(ty, self.a.records) else set())
+
+    def lambda_start(self, params: Sequence[str]) -> None:
+        self.enter()
+        for name in params:
+            self.bind(name, set())
+
+    # ------------------------------------------------------------------ targets
+    def target(self, expr: ir.Expr, mutate: bool = False) -> None:
+        """An assigned or mutated place (walked already): a write to the state field it lives in."""
+        if isinstance(expr, ir.Name):
+            if expr.ref in ("local", "param"):
+                alias = self.lookup(expr.id)
+                if mutate and alias is not None:
+                    self.write_roots(alias.outer, expr)
+            elif expr.ref == "state" and expr.id in self.a.state:
+                self.state_target(expr, expr.id, mutate)
+            elif expr.ref == "world":
+                self.error("E4006", f"world data `{expr.id}` cannot be changed", expr)
+        elif is_state_attr(expr):
+            assert isinstance(expr, ir.Attr)
+            if expr.name in self.a.state:
+                self.state_target(expr, expr.name, mutate)
+        elif isinstance(expr, (ir.Attr, ir.Index)):
+            self.write_roots(self.outer(expr.obj), expr)
+
+    def state_target(self, expr: ir.Expr, name: str, mutate: bool) -> None:
+        if name in bi.RUNTIME_KEPT:
+            self.error("E4009", f"`{name}` is kept by the runtime", expr)
+        if name == bi.AUDIT_LOG:
+            self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", expr)
+        if mutate:
+            self.effects.reads.setdefault(name, expr)
+        self.effects.writes.setdefault(name, expr)
+        self.touched = True
+        if self.in_test:
+            self.error("E3008", "tests change state only through tools", expr)
+
+    def write_roots(self, roots: set[str] | frozenset[str], node: ir.Node) -> None:
+        self.touched = self.touched or bool(roots)
+        for root in roots:
+            if root in bi.RUNTIME_KEPT:
+                self.error("E4009", f"`{root}` is kept by the runtime", node)
+            if root.startswith(WORLD_ROOT):
+                self.error("E4006", f"world data `{root[len(WORLD_ROOT) :]}` cannot be changed", node)
+                continue
+            if root == bi.AUDIT_LOG:
+                self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", node)
+            if self.in_test and not root.startswith(PARAM_ROOT):
+                self.error("E3008", "tests change state only through tools", node)
+            self.effects.writes.setdefault(root, node)
+
+    # ------------------------------------------------------------------ hooks: expressions
+    def read(self, name: str, node: ir.Expr) -> None:
+        """A state field read by name or as `state.name`."""
+        if name in self.a.state:
+            self.effects.reads.setdefault(name, node)
+
+    def method_call(self, expr: ir.Call, func: ir.Attr) -> None:
+        """After the receiver of a method call, before its arguments."""
+        receiver = ts.strip_optional(func.ty or ts.ANY).name
+        entry = library.method("str" if receiver in ts.TEMPORAL else receiver, func.name)
+        if entry is not None and entry.mutates:
+            self.touched = False
+            if isinstance(func.obj, ir.Name):
+                self.target(func.obj, mutate=True)
+            else:
+                self.write_roots(self.outer(func.obj), func.obj)
+            set_field(expr, "mutates_state", self.touched)
+
+    def builtin_effects(self, expr: ir.Call, name: str) -> None:
+        """Before the arguments of a built-in function's call."""
+        effect = library.FUNCTIONS[name].effect
+        if effect.writes and self.in_test:
+            self.error("E3005", f"`{name}` changes state; tests change state only through tools", expr.func)
+            return
+        if effect.writes:
+            self.effects.writes.setdefault(effect.writes, expr)
+        for field_name in effect.reads:
+            if field_name in self.a.state:
+                self.effects.reads.setdefault(field_name, expr)
+
+    def helper_effects(self, expr: ir.Call, name: str) -> None:
+        """After the arguments of a helper's call."""
+        summary = self.summaries.get(name, _NOTHING)
+        if self.in_test and any(not w.startswith(PARAM_ROOT) for w in summary.writes):
+            self.error("E3008", f"`{name}` changes state; tests change state only through tools", expr.func)
+        for field_name in summary.reads:
+            if not field_name.startswith(PARAM_ROOT):
+                self.effects.reads.setdefault(field_name, expr)
+        written = self._map_param_roots(summary.writes, expr)
+        managed = MANAGED & written
+        for field_name in managed:
+            self.effects.writes.setdefault(field_name, expr)
+        self.write_roots(written - managed, expr)
+        self.effects.errors |= summary.errors
+
+    # ------------------------------------------------------------------ aliasing
+    def may_alias(self, expr: ir.Expr | None) -> bool:
+        """Whether the value is a container (`holds_references` of its type, written out:
+        asked of every value bound, assigned and returned, and of their parts)."""
+        ty = None if expr is None else expr.ty
+        if ty is None:
+            return False
+        name = ty.args[0].name if ty.name == "optional" else ty.name
+        return name in _CONTAINERS or name in self.a.records
+
+    def holds_references(self, ty: ir.TypeRef) -> bool:
+        """`ts.is_container`, written out (asked of every parameter, and in `may_alias`)."""
+        name = ty.args[0].name if ty.name == "optional" else ty.name
+        return name in _CONTAINERS or name in self.a.records
+
+    def roots(self, expr: ir.Expr | None) -> set[str]:
+        """State fields (and helper parameters) a container value may alias."""
+        if not self.may_alias(expr):
+            return set()
+        assert expr is not None
+        cls = expr.__class__  # (the IR's expression classes have no subclasses)
+        if cls is ir.Name:
+            assert isinstance(expr, ir.Name)
+            if expr.ref in ("local", "param"):
+                alias = self.lookup(expr.id)
+                return set(alias.roots) if alias else set()
+            if expr.ref == "state":
+                return {expr.id}
+            if expr.ref == "world":
+                return {WORLD_ROOT + expr.id}
+            return set()
+        if cls is ir.Call:
+            assert isinstance(expr, ir.Call)
+            return self._call_roots(expr)
+        if is_state_attr(expr):
+            assert isinstance(expr, ir.Attr)
+            return {expr.name}
+        if cls is ir.Const or cls is ir.FString:
+            return set()
+        found: set[str] = set()
+        for child in children(expr):
+            found |= self.roots(child)
+        return found
+
+    def outer(self, expr: ir.Expr | None, roots: set[str] | None = None) -> set[str]:
+        """State fields the value itself may be part of (so changing it changes them);
+        `roots`, when given, are `self.roots(expr)`, known already.
+
+        Fresh containers (literals, comprehensions, sorted(...), slices, copies) are
+        nobody's: changing the new list leaves state alone, even if its items alias."""
+        if not self.may_alias(expr):
+            return set()
+        assert expr is not None
+        if isinstance(expr, ir.Name):
+            if expr.ref in ("local", "param"):
+                alias = self.lookup(expr.id)
+                return set(alias.outer) if alias else set()
+            return self.roots(expr) if roots is None else roots
+        if is_state_attr(expr):
+            return self.roots(expr) if roots is None else roots
+        if isinstance(expr, (ir.Attr, ir.Index)):
+            return self.roots(expr.obj)
+        if isinstance(expr, ir.Ternary):
+            return self.outer(expr.then) | self.outer(expr.other)
+        if isinstance(expr, ir.Call):
+            func = expr.func
+            if isinstance(func, ir.Name) and func.ref == "fn":
+                return self._call_roots(expr) if roots is None else roots
+            if isinstance(func, ir.Name) and func.id in ("min", "max", "random_choice") and expr.args:
+                if len(expr.args) == 1:
+                    return self.roots(expr.args[0])
+                return set().union(*(self.outer(arg) for arg in expr.args))
+            if isinstance(func, ir.Attr) and func.name in ("get", "pop"):
+                return self.roots(func.obj)
+        return set()
+
+    def _call_roots(self, call: ir.Call) -> set[str]:
+        func = call.func
+        if isinstance(func, ir.Name):
+            if func.id == "copy":
+                return set()
+            if func.ref == "fn":
+                summary = self.summaries.get(func.id, _NOTHING)
+                return self._map_param_roots(summary.return_roots, call)
+        found: set[str] = set()
+        for child in children(call):
+            found |= self.roots(child)
+        return found
+
+    def _map_param_roots(self, roots: set[str], call: ir.Call) -> set[str]:
+        """A helper's `@index` roots as the roots of the caller's arguments."""
+        if not roots:
+            return set()
+        assert isinstance(call.func, ir.Name)
+        fn = self.a.fns.get(call.func.id)
+        mapped: set[str] = set()
+        for root in roots:
+            if not root.startswith(PARAM_ROOT):
+                mapped.add(root)
+                continue
+            index = int(root[len(PARAM_ROOT) :])
+            argument = _argument_for(call, fn, index) if fn else None
+            if argument is not None:
+                mapped |= self.roots(argument)
+        return mapped
+
+
+class EffectWalker(BodyEffects):
+    """A walk of its own over a typed body that calls the hooks: for tests and tasks
+    (`tests_tasks`), for recursive helpers (walked until their summaries settle), for a
+    body with type errors (whose check may skip parts or go another way), and for a typed
+    IR the type checker did not walk in this analysis."""
+
+    __slots__ = ()
+
+    def check(self) -> Effects:
+        assert self.callable is not None
+        self.begin()
+        if self.callable.escape is not None:
+            self.declared_effects(self.callable)
+        else:
+            self.block(self.callable.body)
+        return self.effects
 
     def test_steps(self, steps: Sequence[ir.TestStmt]) -> None:
         """A test's lines: what they may not change is reported."""
@@ -268,132 +658,73 @@ class EffectWalker:
     # ------------------------------------------------------------------ statements
     def block(self, stmts: Sequence[ir.Stmt]) -> None:
         for stmt in stmts:
-            self.stmt(stmt)
+            walk = _STMT_WALKS.get(stmt.__class__)
+            if walk is not None:
+                walk(self, stmt)
 
-    def stmt(self, stmt: ir.Stmt) -> None:
-        if isinstance(stmt, ir.Let):
-            self.expr(stmt.value)
-            self.bind(stmt.name, self.roots(stmt.value), self.outer(stmt.value))
-        elif isinstance(stmt, ir.Assign):
-            self.assign(stmt)
-        elif isinstance(stmt, ir.Return):
-            if stmt.value is not None:
-                self.expr(stmt.value)
-                self.effects.return_roots |= self.roots(stmt.value)
-        elif isinstance(stmt, ir.Require):
-            self.expr(stmt.cond)
-            self.error_call(stmt.error)
-        elif isinstance(stmt, ir.Fail):
-            self.error_call(stmt.error)
-        elif isinstance(stmt, ir.Delete):
-            self.delete(stmt)
-        elif isinstance(stmt, ir.ExprStmt):
-            self.expr(stmt.value)
-        elif isinstance(stmt, ir.If):
-            for branch in stmt.branches:
-                self.expr(branch.cond)
-                self.scoped_block(branch.body)
-            self.scoped_block(stmt.orelse)
-        elif isinstance(stmt, ir.For):
-            self.loop(stmt)
+    def scoped_block(self, stmts: Sequence[ir.Stmt]) -> None:
+        self.enter()
+        self.block(stmts)
+        self.leave()
 
-    def assign(self, stmt: ir.Assign) -> None:
-        self.touched = False
-        self.target(stmt.target)
-        set_field(stmt, "touches_state", self.touched)
-        if stmt.op != "=" and isinstance(stmt.target, ir.Name) and stmt.target.ref == "state":
-            self.effects.reads.setdefault(stmt.target.id, stmt.target)
+    def stmt_let(self, stmt: ir.Let) -> None:
         self.expr(stmt.value)
-        if isinstance(stmt.target, ir.Name) and stmt.target.ref in ("local", "param"):
-            alias = self.lookup(stmt.target.id)
-            if alias is not None:
-                alias.roots |= self.roots(stmt.value)
-                alias.outer |= self.outer(stmt.value)
+        self.let(stmt)
+
+    def stmt_assign(self, stmt: ir.Assign) -> None:
+        self.place_start()
+        self.walk_target(stmt.target)
+        self.assign_target(stmt)
+        self.expr(stmt.value)
+        self.assign_value(stmt)
+
+    def stmt_return(self, stmt: ir.Return) -> None:
+        if stmt.value is not None:
+            self.expr(stmt.value)
+            self.returned(stmt)
+
+    def stmt_require(self, stmt: ir.Require) -> None:
+        self.expr(stmt.cond)
+        self.error_call(stmt.error)
+
+    def stmt_fail(self, stmt: ir.Fail) -> None:
+        self.error_call(stmt.error)
+
+    def stmt_expr(self, stmt: ir.ExprStmt) -> None:
+        self.expr(stmt.value)
 
     def error_call(self, call: ir.ErrorCall) -> None:
-        self.effects.errors.add(call.kind)
+        self.raises(call)
         if call.message is not None:
             self.expr(call.message)
         for kw in call.fields:
             self.expr(kw.value)
 
-    def delete(self, stmt: ir.Delete) -> None:
-        """`del m[k]`, and `del r.field` (a field that may be absent): a change of the map
-        or record, so a write of what it is part of."""
+    def stmt_delete(self, stmt: ir.Delete) -> None:
         if not isinstance(stmt.target, (ir.Index, ir.Attr)):
             return
-        self.touched = False
+        self.place_start()
         self.expr(stmt.target.obj)
-        if isinstance(stmt.target.obj, ir.Name):
-            self.target(stmt.target.obj, mutate=True)
-        else:
-            self.write_roots(self.outer(stmt.target.obj), stmt.target)
-        set_field(stmt, "touches_state", self.touched)
+        self.delete_target(stmt)
         if isinstance(stmt.target, ir.Index):
             self.expr(stmt.target.index)
 
-    def loop(self, stmt: ir.For) -> None:
+    def stmt_if(self, stmt: ir.If) -> None:
+        for branch in stmt.branches:
+            self.expr(branch.cond)
+            self.scoped_block(branch.body)
+        self.scoped_block(stmt.orelse)
+
+    def stmt_for(self, stmt: ir.For) -> None:
         self.expr(stmt.iter)
-        roots = self.roots(stmt.iter)
-        self.scopes.append({})
-        self.bind_loop_targets(stmt.targets, stmt.iter, roots)
+        self.loop_start(stmt.targets, stmt.iter)
         self.block(stmt.body)
-        self.scopes.pop()
+        self.leave()
 
-    def bind_loop_targets(self, targets: Sequence[str], iterable: ir.Expr, roots: set[str]) -> None:
-        """Loop variables that are containers are parts of what the loop goes over."""
-        iter_type = ts.strip_optional(iterable.ty or ts.ANY)
-        types = ts.element_types(iter_type, len(targets)) or [ts.ANY] * len(targets)
-        for name, ty in zip(targets, types):
-            self.bind(name, roots if ts.is_container(ty, self.a.records) else set())
-
-    # ------------------------------------------------------------------ targets
-    def target(self, expr: ir.Expr, mutate: bool = False) -> None:
-        """An assigned or mutated place: a write to the state field it lives in."""
-        if isinstance(expr, ir.Name):
-            if expr.ref in ("local", "param"):
-                alias = self.lookup(expr.id)
-                if mutate and alias is not None:
-                    self.write_roots(alias.outer, expr)
-            elif expr.ref == "state" and expr.id in self.a.state:
-                self.state_target(expr, expr.id, mutate)
-            elif expr.ref == "world":
-                self.error("E4006", f"world data `{expr.id}` cannot be changed", expr)
-            return
-        if is_state_attr(expr):
-            assert isinstance(expr, ir.Attr)
-            if expr.name in self.a.state:
-                self.state_target(expr, expr.name, mutate)
-            return
-        self.expr(expr)
-        if isinstance(expr, (ir.Attr, ir.Index)):
-            self.write_roots(self.outer(expr.obj), expr)
-
-    def state_target(self, expr: ir.Expr, name: str, mutate: bool) -> None:
-        if name in bi.RUNTIME_KEPT:
-            self.error("E4009", f"`{name}` is kept by the runtime", expr)
-        if name == bi.AUDIT_LOG:
-            self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", expr)
-        if mutate:
-            self.effects.reads.setdefault(name, expr)
-        self.effects.writes.setdefault(name, expr)
-        self.touched = True
-        if self.in_test:
-            self.error("E3008", "tests change state only through tools", expr)
-
-    def write_roots(self, roots: set[str], node: ir.Node) -> None:
-        self.touched = self.touched or bool(roots)
-        for root in roots:
-            if root in bi.RUNTIME_KEPT:
-                self.error("E4009", f"`{root}` is kept by the runtime", node)
-            if root.startswith(WORLD_ROOT):
-                self.error("E4006", f"world data `{root[len(WORLD_ROOT) :]}` cannot be changed", node)
-                continue
-            if root == bi.AUDIT_LOG:
-                self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", node)
-            if self.in_test and not root.startswith(PARAM_ROOT):
-                self.error("E3008", "tests change state only through tools", node)
-            self.effects.writes.setdefault(root, node)
+    def walk_target(self, expr: ir.Expr) -> None:
+        """An assigned place: a name or `state.field` has nothing in it to walk."""
+        if not (isinstance(expr, ir.Name) or is_state_attr(expr)):
+            self.expr(expr)
 
     # ------------------------------------------------------------------ expressions
     def expr(self, expr: ir.Expr) -> None:
@@ -401,24 +732,21 @@ class EffectWalker:
         if cls is ir.Const:  # the commonest expression, and one with nothing in it
             return
         if cls is ir.Name:  # the next commonest (the IR's expression classes have no subclasses)
-            if expr.ref == "state" and expr.id in self.a.state:  # type: ignore[union-attr]
-                self.effects.reads.setdefault(expr.id, expr)  # type: ignore[union-attr]
+            if expr.ref == "state":  # type: ignore[union-attr]
+                self.read(expr.id, expr)  # type: ignore[union-attr]
             return
         _EXPR_WALKS.get(cls, EffectWalker.expr_parts)(self, expr)
 
     def expr_attr(self, expr: ir.Attr) -> None:
         if is_state_attr(expr):
-            if expr.name in self.a.state:
-                self.effects.reads.setdefault(expr.name, expr)
+            self.read(expr.name, expr)
         elif not (isinstance(expr.obj, ir.Name) and expr.obj.ref == "enum"):
             self.expr(expr.obj)
 
     def expr_lambda(self, expr: ir.Lambda) -> None:
-        self.scopes.append({})
-        for name in expr.params:
-            self.bind(name, set())
+        self.lambda_start(expr.params)
         self.expr(expr.body)
-        self.scopes.pop()
+        self.leave()
 
     def expr_binary(self, expr: ir.Binary) -> None:
         for operand in operand_order(expr):
@@ -430,18 +758,19 @@ class EffectWalker:
 
     def comprehension(self, expr: ir.Comprehension) -> None:
         self.expr(expr.iter)
-        roots = self.roots(expr.iter)
-        self.scopes.append({})
-        self.bind_loop_targets(expr.targets, expr.iter, roots)
+        self.loop_start(expr.targets, expr.iter)
         for part in (expr.cond, expr.elt, expr.value):
             if part is not None:
                 self.expr(part)
-        self.scopes.pop()
+        self.leave()
 
     def call(self, expr: ir.Call) -> None:
         func = expr.func
         if isinstance(func, ir.Attr):
+            self.expr(func.obj)
             self.method_call(expr, func)
+            for arg in expr.args:
+                self.expr(arg)
             return
         if isinstance(func, ir.Name) and func.ref == "builtin":
             self.builtin_effects(expr, func.id)
@@ -452,129 +781,19 @@ class EffectWalker:
         if isinstance(func, ir.Name) and func.ref == "fn":
             self.helper_effects(expr, func.id)
 
-    def method_call(self, expr: ir.Call, func: ir.Attr) -> None:
-        self.expr(func.obj)
-        receiver = ts.strip_optional(func.ty or ts.ANY).name
-        entry = library.method("str" if receiver in ts.TEMPORAL else receiver, func.name)
-        if entry is not None and entry.mutates:
-            self.touched = False
-            if isinstance(func.obj, ir.Name):
-                self.target(func.obj, mutate=True)
-            else:
-                self.write_roots(self.outer(func.obj), func.obj)
-            set_field(expr, "mutates_state", self.touched)
-        for arg in expr.args:
-            self.expr(arg)
 
-    def builtin_effects(self, expr: ir.Call, name: str) -> None:
-        effect = library.FUNCTIONS[name].effect
-        if effect.writes and self.in_test:
-            self.error("E3005", f"`{name}` changes state; tests change state only through tools", expr.func)
-            return
-        if effect.writes:
-            self.effects.writes.setdefault(effect.writes, expr)
-        for field_name in effect.reads:
-            if field_name in self.a.state:
-                self.effects.reads.setdefault(field_name, expr)
-
-    def helper_effects(self, expr: ir.Call, name: str) -> None:
-        summary = self.summaries.get(name, Summary())
-        if self.in_test and any(not w.startswith(PARAM_ROOT) for w in summary.writes):
-            self.error("E3008", f"`{name}` changes state; tests change state only through tools", expr.func)
-        for field_name in summary.reads:
-            if not field_name.startswith(PARAM_ROOT):
-                self.effects.reads.setdefault(field_name, expr)
-        written = self._map_param_roots(summary.writes, expr)
-        managed = MANAGED & written
-        for field_name in managed:
-            self.effects.writes.setdefault(field_name, expr)
-        self.write_roots(written - managed, expr)
-        self.effects.errors |= summary.errors
-
-    # ------------------------------------------------------------------ aliasing
-    def roots(self, expr: ir.Expr | None) -> set[str]:
-        """State fields (and helper parameters) a container value may alias."""
-        if expr is None or expr.ty is None or not ts.is_container(expr.ty, self.a.records):
-            return set()
-        if isinstance(expr, ir.Name):
-            if expr.ref in ("local", "param"):
-                alias = self.lookup(expr.id)
-                return set(alias.roots) if alias else set()
-            if expr.ref == "state":
-                return {expr.id}
-            if expr.ref == "world":
-                return {WORLD_ROOT + expr.id}
-            return set()
-        if is_state_attr(expr):
-            assert isinstance(expr, ir.Attr)
-            return {expr.name}
-        if isinstance(expr, ir.Call):
-            return self._call_roots(expr)
-        if isinstance(expr, (ir.Const, ir.FString)):
-            return set()
-        found: set[str] = set()
-        for child in children(expr):
-            found |= self.roots(child)
-        return found
-
-    def outer(self, expr: ir.Expr | None) -> set[str]:
-        """State fields the value itself may be part of (so changing it changes them).
-
-        Fresh containers (literals, comprehensions, sorted(...), slices, copies) are
-        nobody's: changing the new list leaves state alone, even if its items alias."""
-        if expr is None or expr.ty is None or not ts.is_container(expr.ty, self.a.records):
-            return set()
-        if isinstance(expr, ir.Name):
-            if expr.ref in ("local", "param"):
-                alias = self.lookup(expr.id)
-                return set(alias.outer) if alias else set()
-            return self.roots(expr)
-        if is_state_attr(expr):
-            return self.roots(expr)
-        if isinstance(expr, (ir.Attr, ir.Index)):
-            return self.roots(expr.obj)
-        if isinstance(expr, ir.Ternary):
-            return self.outer(expr.then) | self.outer(expr.other)
-        if isinstance(expr, ir.Call):
-            func = expr.func
-            if isinstance(func, ir.Name) and func.ref == "fn":
-                return self._call_roots(expr)
-            if isinstance(func, ir.Name) and func.id in ("min", "max", "random_choice") and expr.args:
-                if len(expr.args) == 1:
-                    return self.roots(expr.args[0])
-                return set().union(*(self.outer(arg) for arg in expr.args))
-            if isinstance(func, ir.Attr) and func.name in ("get", "pop"):
-                return self.roots(func.obj)
-        return set()
-
-    def _call_roots(self, call: ir.Call) -> set[str]:
-        func = call.func
-        if isinstance(func, ir.Name):
-            if func.id == "copy":
-                return set()
-            if func.ref == "fn":
-                summary = self.summaries.get(func.id, Summary())
-                return self._map_param_roots(summary.return_roots, call)
-        found: set[str] = set()
-        for child in children(call):
-            found |= self.roots(child)
-        return found
-
-    def _map_param_roots(self, roots: set[str], call: ir.Call) -> set[str]:
-        """A helper's `@index` roots as the roots of the caller's arguments."""
-        assert isinstance(call.func, ir.Name)
-        fn = self.a.fns.get(call.func.id)
-        mapped: set[str] = set()
-        for root in roots:
-            if not root.startswith(PARAM_ROOT):
-                mapped.add(root)
-                continue
-            index = int(root[len(PARAM_ROOT) :])
-            argument = _argument_for(call, fn, index) if fn else None
-            if argument is not None:
-                mapped |= self.roots(argument)
-        return mapped
-
+_STMT_WALKS: dict[type, Any] = {
+    ir.Let: EffectWalker.stmt_let,
+    ir.Assign: EffectWalker.stmt_assign,
+    ir.Return: EffectWalker.stmt_return,
+    ir.Require: EffectWalker.stmt_require,
+    ir.Fail: EffectWalker.stmt_fail,
+    ir.Delete: EffectWalker.stmt_delete,
+    ir.ExprStmt: EffectWalker.stmt_expr,
+    ir.If: EffectWalker.stmt_if,
+    ir.For: EffectWalker.stmt_for,
+}
+"""`EffectWalker.block` by the statement's class (`pass`, `break`, `continue`: nothing)."""
 
 _EXPR_WALKS: dict[type, Any] = {
     ir.Attr: EffectWalker.expr_attr,

@@ -1,14 +1,16 @@
 """Analysis pass 3, types: every expression and statement of every tool, helper, test
 and task type-checked, with None-narrowing as mypy does it on the generated code, and
 every name resolved. It annotates the IR in place (`Expr.ty`, `Name.ref`) for the
-effects pass and lowering; built-in calls are checked by their registry entries."""
+effects pass and lowering; built-in calls are checked by their registry entries. Its
+walk of a tool's or helper's body also calls the effects pass's hooks
+(`effects.BodyEffects`), so that the effects come from the same walk."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import builtins as bi
 from compiler import ir, library
@@ -18,20 +20,26 @@ from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis, set_field
 from compiler.analyse.symbols import resolve_type
 from compiler.diagnostics import Diagnostic, did_you_mean
-from compiler.irtree import calls_in, walk
+from compiler.irtree import calls_in, construct, walk
+
+if TYPE_CHECKING:
+    from compiler.analyse.effects import BodyEffects
 
 
 def run(a: Analysis) -> None:
-    """Type-check every helper and tool body."""
-    for fn in a.fns.values():
-        TypeChecker(a, fn, is_helper=True).check()
-    for tool in a.tools.values():
-        TypeChecker(a, tool, is_helper=False).check()
-    if a.on_load is not None:  # a helper taking the load options (compiler/analyse/onload.py)
-        TypeChecker(a, a.on_load, is_helper=True).check()
+    """Type-check every helper and tool body, and the `on load:` block (a helper taking
+    the load options, compiler/analyse/onload.py), inferring their effects on the way:
+    the effects pass's rules, called from this walk (`effects.BodyEffects`), so that a
+    body is walked once. The effects module decides the order (helpers callee-first)."""
+    from compiler.analyse import effects  # (not at the top: it imports `operand_order` from here)
+
+    def check(callable_: ir.ToolDecl, is_helper: bool, hooks: effects.BodyEffects | None) -> None:
+        TypeChecker(a, callable_, is_helper, effects=hooks).check()
+
+    effects.infer_while_checking(a, check)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Local:
     """A local's type where it is used (narrowed) and how it was bound."""
 
@@ -60,8 +68,12 @@ class TypeChecker:
         is_helper: bool,
         file: str = "",
         allow_tools: bool = True,
+        effects: BodyEffects | None = None,
     ) -> None:
         self.a = analysis
+        self.fx = effects
+        """The effects pass's hooks, called as the body is walked (`types.run`); None for
+        tests and tasks, which `tests_tasks` walks with `effects.EffectWalker`."""
         self.callable = callable_
         self.is_helper = is_helper
         self.in_test = callable_ is None
@@ -130,7 +142,10 @@ class TypeChecker:
 
     def push(self, narrowed: dict[str, ir.TypeRef] | None = None) -> None:
         frame: dict[str, _Local] = {}
-        for name, ty in (narrowed or {}).items():
+        if not narrowed:  # (most scopes narrow nothing)
+            self.scopes.append(frame)
+            return
+        for name, ty in narrowed.items():
             local = self._narrowed(name, ty)
             if local is not None:
                 frame[name] = local
@@ -183,6 +198,8 @@ class TypeChecker:
     def check(self) -> None:
         assert self.callable is not None
         tool = self.callable
+        if self.fx is not None:
+            self.fx.begin()
         seen: set[str] = set()
         defaulted = False
         for param in tool.params:
@@ -194,7 +211,7 @@ class TypeChecker:
             if defaulted and not has_default:
                 self.error("E2020", f"parameter `{param.name}` has no default but follows one that has", param)
             defaulted = defaulted or has_default
-            name = ir.Node(line=param.line, col=param.col, end_line=param.line, end_col=param.col + len(param.name))
+            name = _span(param.line, param.col, param.col + len(param.name))
             self.declare(param.name, param.type, "param", name)
             if self._shadows_silently(tool, param.name):
                 self.warning(
@@ -233,16 +250,7 @@ class TypeChecker:
 
     def _check_constraint(self, param: ir.Param, constraint: ir.Constraint) -> None:
         base = ts.strip_optional(param.type)
-        fits = {
-            "min": base.name in ("int", "float", "number"),
-            "max": base.name in ("int", "float", "number"),
-            "min_length": base.name == "str",
-            "max_length": base.name == "str",
-            "pattern": base.name == "str",
-            "min_items": base.name in ("list", "map"),
-            "max_items": base.name in ("list", "map"),
-        }[constraint.kind]
-        if not fits:
+        if base.name not in _CONSTRAINED[constraint.kind]:
             self.error(
                 "E3013", f"`{constraint.kind}` does not apply to a parameter of type {ts.show(param.type)}", constraint
             )
@@ -259,16 +267,13 @@ class TypeChecker:
     def block(self, stmts: Sequence[ir.Stmt]) -> bool:
         """Check statements in order; True when every path through them terminates."""
         terminated = False
+        methods = _STMT_METHODS
         for stmt in stmts:
             if terminated:
                 self.error("E3012", "this statement can never run", stmt)
                 break
-            terminated = self.stmt(stmt)
+            terminated = methods[stmt.__class__](self, stmt)
         return terminated
-
-    def stmt(self, stmt: ir.Stmt) -> bool:
-        result: bool = _STMT_METHODS[stmt.kind](self, stmt)
-        return result
 
     def stmt_let(self, stmt: ir.Let) -> bool:
         declared = resolve_type(self.a, stmt.type, self.file) if stmt.type is not None else None
@@ -296,14 +301,23 @@ class TypeChecker:
                 hint=f"write `let {stmt.name}: optional[T] = None`",
             )
         self.declare(stmt.name, ty, "local", stmt)
+        if self.fx is not None:
+            self.fx.let(stmt)
         return False
 
     def stmt_assign(self, stmt: ir.Assign) -> bool:
         if stmt.op == "=" and isinstance(stmt.target, ir.Attr):
             self.assigning = stmt.target  # setting a field that may be absent makes it present
+        fx = self.fx
+        if fx is not None:
+            fx.place_start()
         target_type = self.target(stmt.target)
         self.assigning = None
+        if fx is not None:
+            fx.assign_target(stmt)
         value_type = self.expr(stmt.value, target_type)
+        if fx is not None:
+            fx.assign_value(stmt)
         if stmt.op == "=":
             self.expect_assignable(value_type, target_type, stmt.value)
         else:
@@ -349,6 +363,8 @@ class TypeChecker:
             return True
         ty = self.expr(stmt.value, expected)
         self.expect_assignable(ty, expected, stmt.value)
+        if self.fx is not None:
+            self.fx.returned(stmt)
         return True
 
     def stmt_require(self, stmt: ir.Require) -> bool:
@@ -362,6 +378,8 @@ class TypeChecker:
         return True
 
     def error_call(self, call: ir.ErrorCall, narrowed: dict[str, ir.TypeRef]) -> None:
+        if self.fx is not None:
+            self.fx.raises(call)
         if call.kind not in bi.ERROR_KINDS:
             self.error(
                 "E2013",
@@ -387,14 +405,24 @@ class TypeChecker:
         self.pop()
 
     def stmt_delete(self, stmt: ir.Delete) -> bool:
+        fx = self.fx
         if isinstance(stmt.target, ir.Attr):
-            return self._delete_field(stmt.target)
+            if fx is not None:
+                fx.place_start()
+            ends = self._delete_field(stmt.target)
+            if fx is not None:
+                fx.delete_target(stmt)
+            return ends
         if not isinstance(stmt.target, ir.Index):
             self.error("E3008", "`del` removes a map entry: `del m[key]`", stmt.target)
             return False
+        if fx is not None:
+            fx.place_start()
         obj_type = self.expr(stmt.target.obj, None)
         if isinstance(stmt.target.obj, ir.Name):
             self.target(stmt.target.obj, mutate=True)
+        if fx is not None:
+            fx.delete_target(stmt)
         if ts.strip_optional(obj_type).name != "map" and obj_type.name != "any":
             self.error("E3004", f"`del` works on maps, not {ts.show(obj_type)}", stmt.target)
             return False
@@ -424,9 +452,7 @@ class TypeChecker:
         record = self.a.records.get(ts.strip_optional(expr.obj.ty or ts.ANY).name)
         if record is None:
             return False
-        return (record.is_union and expr.name == record.tag) or any(
-            f.name == expr.name and f.tag for f in record.fields
-        )
+        return (record.is_union and expr.name == record.tag) or any(f.tag for f in record.fields if f.name == expr.name)
 
     def _absent_field(self, expr: ir.Attr) -> ir.Field_ | None:
         """The record field `expr` names, if its key may be absent (`name?: T`)."""
@@ -458,19 +484,28 @@ class TypeChecker:
     def stmt_if(self, stmt: ir.If) -> bool:
         all_terminate = True
         negatives: dict[str, ir.TypeRef] = {}
+        fx = self.fx
         self.push()
         for branch in stmt.branches:
             self.narrow_here(negatives)
             self.condition(branch.cond)
             self.push(_narrowing(branch.cond, True, self))
+            if fx is not None:
+                fx.enter()
             ends = self.block(branch.body)
+            if fx is not None:
+                fx.leave()
             self.pop()
             all_terminate = all_terminate and ends
             negatives.update(_narrowing(branch.cond, False, self))
         self.narrow_here(negatives)
         if stmt.orelse:
             self.push()
+            if fx is not None:
+                fx.enter()
             else_ends = self.block(stmt.orelse)
+            if fx is not None:
+                fx.leave()
             self.pop()
         else:
             else_ends = False
@@ -486,6 +521,8 @@ class TypeChecker:
             self.error("E3009", "cannot loop over a value that may be None", stmt.iter)
             iter_type = ts.strip_optional(iter_type)
         element_types = self.iteration_types(iter_type, len(stmt.targets), stmt.iter)
+        if self.fx is not None:
+            self.fx.loop_start(stmt.targets, stmt.iter)
         self.push()
         for name, ty in zip(stmt.targets, element_types):
             self.declare(name, ty, "loop", stmt)
@@ -493,6 +530,8 @@ class TypeChecker:
         self.block(stmt.body)
         self.loop_depth -= 1
         self.pop()
+        if self.fx is not None:
+            self.fx.leave()
         return False
 
     def iteration_types(self, iter_type: ir.TypeRef, count: int, node: ir.Node) -> list[ir.TypeRef]:
@@ -570,7 +609,7 @@ class TypeChecker:
             )
 
     def expect_assignable(self, src: ir.TypeRef, dst: ir.TypeRef, node: ir.Node) -> None:
-        if ts.assignable(src, dst) or self._member_of_union(src, dst):
+        if src is dst or ts.assignable(src, dst) or self._member_of_union(src, dst):
             return
         if ts.is_optional(src) and ts.assignable(ts.strip_optional(src), dst):
             self.error("E3009", f"value may be None where {ts.show(dst)} is expected", node)
@@ -624,23 +663,21 @@ class TypeChecker:
 
     # ------------------------------------------------------------------ expressions
     def expr(self, expr: ir.Expr, expected: ir.TypeRef | None) -> ir.TypeRef:
-        if expr.ty is not None and id(expr) in self.shared:
-            return expr.ty  # the second link of a chain that shares this operand
-        ty: ir.TypeRef = _EXPR_METHODS[expr.kind](self, expr, expected)
-        expr.__dict__["ty"] = ty  # `set_field(expr, "ty", ty)`, written out: 10,000 calls on a 5,000-line spec
+        # The hottest method of the analysis (10,000 calls on a 5,000-line spec): the
+        # method by class (a slot, where `kind` is a field), `set_field` written out.
+        values = expr.__dict__
+        if self.shared and values["ty"] is not None and id(expr) in self.shared:
+            return values["ty"]  # type: ignore[no-any-return]  # the second link of a chain that shares this operand
+        ty: ir.TypeRef = _EXPR_METHODS[expr.__class__](self, expr, expected)
+        values["ty"] = ty
         expr.__pydantic_fields_set__.add("ty")
         return ty
 
     def expr_const(self, expr: ir.Const, expected: ir.TypeRef | None) -> ir.TypeRef:
         value = expr.value
-        if value is None:
-            return ts.NONE
-        if isinstance(value, bool):
-            return ts.BOOL
-        if isinstance(value, int):
-            return ts.INT
-        if isinstance(value, float):
-            return ts.FLOAT
+        scalar = _CONST_TYPES.get(value.__class__)  # (a constant is None, a bool, an int, a float or a str)
+        if scalar is not None or not isinstance(value, str):
+            return scalar or ts.ANY
         base = ts.strip_optional(expected) if expected else None
         if base is not None and base.name in ts.TEMPORAL:
             if not ts.valid_temporal(base.name, value):
@@ -712,12 +749,20 @@ class TypeChecker:
 
     def expr_name(self, expr: ir.Name, expected: ir.TypeRef | None) -> ir.TypeRef:
         name = expr.id
-        local = self.lookup(name)
+        local = None
+        for scope in reversed(self.scopes):  # `self.lookup(name)`, written out (3,000 calls)
+            if name in scope:
+                local = scope[name]
+                break
         if local is not None:
-            set_field(expr, "ref", "param" if local.kind == "param" else "local")
+            # `set_field(expr, "ref", ...)`, written out (3,000 calls)
+            expr.__dict__["ref"] = "param" if local.kind == "param" else "local"
+            expr.__pydantic_fields_set__.add("ref")
             return local.type
         if name in self.a.state:
             set_field(expr, "ref", "state")
+            if self.fx is not None:
+                self.fx.read(name, expr)
             return self.a.state[name].type
         if name in self.a.world:
             set_field(expr, "ref", "world")
@@ -857,7 +902,7 @@ class TypeChecker:
 
     def expr_attr(self, expr: ir.Attr, expected: ir.TypeRef | None) -> ir.TypeRef:
         obj = expr.obj
-        if isinstance(obj, ir.Name) and self.lookup(obj.id) is None:
+        if isinstance(obj, ir.Name) and (obj.id in self.a.enums or obj.id == "state") and self.lookup(obj.id) is None:
             if obj.id in self.a.enums:
                 enum = self.a.enums[obj.id]
                 set_field(obj, "ref", "enum")
@@ -876,6 +921,8 @@ class TypeChecker:
                         "E2006", f"no state field `{expr.name}`", expr, hint=did_you_mean(expr.name, self.a.state)
                     )
                     return ts.ANY
+                if self.fx is not None:
+                    self.fx.read(expr.name, expr)
                 return self.a.state[expr.name].type
         obj_type = self.expr(obj, None)
         if obj_type.name == "any":
@@ -1043,8 +1090,15 @@ class TypeChecker:
         self.shared = outer | {id(operand) for operand in expr.operands}
         for operand in expr.operands:
             set_field(operand, "ty", None)  # checked afresh (a body is checked once; this is for safety)
+        links = chain_links(expr)
+        first = links[0] if links else None
+        if self.fx is not None and first is not None and operand_order(first)[0] is first.right:
+            # `[a] < b < c` is checked b, [a], c; the effects walk goes through the operands
+            # in order (the later links' left operands are checked already, so only the
+            # first can be out of order), which matters unless the first is a constant.
+            self.fx.exact = first.left.__class__ is ir.Const and self.fx.exact
         try:
-            for link in chain_links(expr):
+            for link in links:
                 self.expr_binary(link, None)
         finally:
             self.shared = outer
@@ -1185,6 +1239,8 @@ class TypeChecker:
             self.error("E3009", "cannot loop over a value that may be None", expr.iter)
             iter_type = ts.strip_optional(iter_type)
         element_types = self.iteration_types(iter_type, len(expr.targets), expr.iter)
+        if self.fx is not None:
+            self.fx.loop_start(expr.targets, expr.iter)
         self.push()
         for name, ty in zip(expr.targets, element_types):
             if self.lookup(name) is not None:
@@ -1207,6 +1263,8 @@ class TypeChecker:
             value = self.expr(expr.value, value_expected)
             result = ts.map_of(key_expected or key, value_expected or value)
         self.pop()
+        if self.fx is not None:
+            self.fx.leave()
         return result
 
     def expr_lambda(self, expr: ir.Lambda, expected: ir.TypeRef | None) -> ir.TypeRef:
@@ -1222,7 +1280,7 @@ class TypeChecker:
             self.error("E3005", "only names and methods can be called", func)
             return ts.ANY
         name = func.id
-        if self.lookup(name) is not None and name not in library.FUNCTIONS:  # a call `len(x)` beside a parameter `len`
+        if name not in library.FUNCTIONS and self.lookup(name) is not None:  # a call `len(x)` beside a parameter `len`
             self.error("E3005", f"`{name}` is a value, not a function", func)
             return ts.ANY
         if name in self.a.records:
@@ -1236,6 +1294,8 @@ class TypeChecker:
         builtin = library.FUNCTIONS.get(name)
         if builtin is not None:
             set_field(func, "ref", "builtin")
+            if self.fx is not None:
+                self.fx.builtin_effects(expr, name)
             return builtin.check(self, expr, expected)
         if name in self.a.tools:
             if self.allow_tools:
@@ -1323,24 +1383,27 @@ class TypeChecker:
             )
         for param, arg in zip(fn.params, expr.args):
             arguments.append((param, arg))
-        params = {p.name: p for p in fn.params}
+        given = {p.name for p, _ in arguments}
+        params = {p.name: p for p in fn.params} if expr.kwargs else {}
         for kw in expr.kwargs:
             named_param = params.get(kw.name)
             if named_param is None:
                 self.error("E3006", f"`{fn.name}` has no parameter `{kw.name}`", kw, hint=did_you_mean(kw.name, params))
                 self.expr(kw.value, None)
                 continue
-            if any(p.name == kw.name for p, _ in arguments):
+            if kw.name in given:
                 self.error("E2005", f"argument `{kw.name}` given twice", kw)
                 continue
             arguments.append((named_param, kw.value))
+            given.add(kw.name)
         for param, arg in arguments:
             self.expect_assignable(self.expr(arg, param.type), param.type, arg)
-        given = {p.name for p, _ in arguments}
         missing = [p.name for p in fn.params if p.name not in given and p.default is None]
         if missing:
             self.error("E3006", f"`{fn.name}` needs {', '.join(missing)}", expr)
         self._forget_deleted_by(fn.name)
+        if self.fx is not None:
+            self.fx.helper_effects(expr, fn.name)
         return fn.returns
 
     def helper_deletes(self) -> dict[str, set[str] | None]:
@@ -1362,7 +1425,7 @@ class TypeChecker:
     def _forget_deleted_by(self, helper: str) -> None:
         """A helper that may `del` a field (or whose body envc cannot see) ends the
         presence tests of that field: it may hold the same record."""
-        deleted = self.helper_deletes().get(helper, set())
+        deleted = self.helper_deletes().get(helper, _NONE_DELETED)
         if deleted is None:
             self.forget_presence(field_name="*")
         for name in deleted or ():
@@ -1392,6 +1455,8 @@ class TypeChecker:
         if entry.mutates and isinstance(func.obj, ir.Name):
             self.target(func.obj, mutate=True)
         set_field(func, "ty", obj_type)
+        if entry.mutates and self.fx is not None:
+            self.fx.method_call(expr, func)
         return self._method_arguments(expr, entry, obj_type)
 
     def _method_arguments(self, expr: ir.Call, entry: library.Method, obj: ir.TypeRef) -> ir.TypeRef:
@@ -1452,7 +1517,11 @@ class TypeChecker:
                 lam = kw.value
                 self.push()
                 self.scopes[-1][lam.params[0]] = _Local(item, "loop")
+                if self.fx is not None:
+                    self.fx.lambda_start(lam.params)
                 key_type = self.expr(lam.body, None)
+                if self.fx is not None:
+                    self.fx.leave()
                 self.pop()
                 if not ts.orderable(key_type, key_type):
                     self.error("E3004", f"cannot order by {ts.show(key_type)}", lam.body)
@@ -1463,17 +1532,40 @@ class TypeChecker:
                 self.error("E3006", f"unknown argument `{kw.name}`", kw)
 
 
-_STMT_METHODS: dict[str, Any] = {
-    name.removeprefix("stmt_"): method for name, method in vars(TypeChecker).items() if name.startswith("stmt_")
-}
-_EXPR_METHODS: dict[str, Any] = {
-    name.removeprefix("expr_"): method for name, method in vars(TypeChecker).items() if name.startswith("expr_")
-}
-"""The checker's method per statement and expression kind (`stmt_let`, `expr_call`, …),
-looked up once rather than by `getattr` on every node."""
+def _methods_by_class(prefix: str) -> dict[type, Any]:
+    """The checker's method per IR class of a statement or expression kind (`stmt_let`,
+    `expr_call`, …), looked up once rather than by `getattr` on every node (by class:
+    the IR's statement and expression classes have no subclasses)."""
+    methods = {
+        name.removeprefix(prefix): method for name, method in vars(TypeChecker).items() if name.startswith(prefix)
+    }
+    classes = [cls for cls in vars(ir).values() if isinstance(cls, type) and issubclass(cls, ir.Node)]
+    kinds = {cls: cls.model_fields["kind"].default for cls in classes if "kind" in cls.model_fields}
+    return {cls: methods[kind] for cls, kind in kinds.items() if kind in methods}
+
+
+_STMT_METHODS = _methods_by_class("stmt_")
+_EXPR_METHODS = _methods_by_class("expr_")
 
 
 _LITERALS = ("const", "list", "map")
+
+_NONE_DELETED: frozenset[str] = frozenset()
+"""What a helper the deletion table does not know deletes (`_forget_deleted_by`)."""
+
+_CONSTRAINED = {
+    "min": ("int", "float", "number"),
+    "max": ("int", "float", "number"),
+    "min_length": ("str",),
+    "max_length": ("str",),
+    "pattern": ("str",),
+    "min_items": ("list", "map"),
+    "max_items": ("list", "map"),
+}
+"""The types (optional aside) a parameter constraint applies to, by kind."""
+
+_CONST_TYPES = {type(None): ts.NONE, bool: ts.BOOL, int: ts.INT, float: ts.FLOAT}
+"""The type of a constant by its value's class; a string's depends on what is expected."""
 
 
 CHAINABLE = ("==", "!=", "<", "<=", ">", ">=")
@@ -1631,6 +1723,16 @@ def _has_effect(expr: ir.Expr, fns: dict[str, ir.FnDecl]) -> bool:
         entry = library.method("str" if kind in ts.TEMPORAL else kind, func.name)
         return (entry is not None and entry.mutates) or kind == "any"
     return False
+
+
+def _span(line: int, col: int, end_col: int) -> ir.Node:
+    """A position on one line, for diagnostics: `ir.Node(...)` without its validation
+    (one per parameter, 650 on a 5,000-line spec)."""
+    return construct(
+        ir.Node,
+        {"line": line, "col": col, "end_line": line, "end_col": end_col},
+        {"line", "col", "end_line", "end_col"},
+    )
 
 
 def _is_empty_literal(expr: ir.Expr) -> bool:
