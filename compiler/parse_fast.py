@@ -128,18 +128,26 @@ _PIECES = re.compile(
     re.VERBOSE,
 )
 """Lark's terminals (grammar/envspec.lark) and the blanks it ignores, as one pattern
-whose every match is one piece of the text (so offsets add up): FSTRING before NAME and
-FLOAT before INT, as Lark's priorities order them; the last branch is any character no
-terminal takes. `scan` tells the pieces apart by their first character."""
+whose every match is one piece of the text and the blanks before it (so offsets add up,
+and blanks take no turn of `scan`'s loop): FSTRING before NAME and FLOAT before INT, as
+Lark's priorities order them; the last branch is any character no terminal takes (but a
+blank: blanks at the end of the text make no match)."""
+_FIXED: dict[str, str] = {
+    piece: piece for piece in (*KEYWORDS, "**", "//", "->", "+=", "-=", "==", "!=", "<=", ">=", *":,.=+-*/%<>?")
+}
+"""Pieces that are their own token kind (keywords; operators but brackets): one dict
+lookup classifies most pieces."""
 _FIRST: dict[str, str] = {
     **dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_", "word"),
     **dict.fromkeys(" \t\f", "blank"),
-    **dict.fromkeys("()[]{}:,.=+-*/%<>!?", "op"),
+    **dict.fromkeys("([{", "open"),
+    **dict.fromkeys(")]}", "close"),
     **dict.fromkeys("\n\r#", "newline"),
     **dict.fromkeys("0123456789", "number"),
     '"': "string",
     "\\": "continuation",
 }
+"""The kind of every other piece, by its first character."""
 
 Token = tuple[str, str, int, int, int, int]
 """kind, text, line, column, end line, end column (Lark's: 1-based, end exclusive)."""
@@ -158,96 +166,99 @@ def _foreign_words() -> frozenset[str] | None:
 def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tuple[list[Token], bool]:
     """Tokens of `text` (which starts at `line`:`col`) with Lark's INDENT/DEDENT and
     bracket rules, and whether some logical line holds more than MAX_EXPR_DEPTH tokens
-    (only then can an expression be nested deeper than that)."""
+    (only then can an expression be nested deeper than that).
+
+    The loop runs once per token of a 5,000-line spec (40,000 of them), so it is
+    written for that: blanks come with the piece after them, keywords and operators
+    are told by one dict lookup, the other pieces by their first character, and a
+    line's token count is measured at its end (`mark`) rather than kept per token."""
     foreign = _foreign_words()
     if foreign is None:
         raise _Refuse("grammar changed")
     tokens: list[Token] = []
     append = tokens.append
-    keywords = KEYWORDS
+    fixed = _FIXED
     first = _FIRST
     base = -col  # column = offset - base
     offset = 0
     depth = 0
     levels = [0]
-    run = 0
+    mark = 0  # tokens before the current logical line
     long_line = False
     for piece in _PIECES.findall(text):
-        size = len(piece)
         start = offset
-        offset += size
-        sort = first.get(piece[0])
-        if sort == "blank":
-            continue
-        if sort == "word":
-            if piece[0] == "f" and size > 1 and piece[1] == '"':
-                append(("FSTRING", piece, line, start - base, line, offset - base))
-            elif piece in keywords:
-                append((piece, piece, line, start - base, line, offset - base))
-            elif piece in foreign:
-                raise _Refuse(piece)
-            else:
-                append(("NAME", piece, line, start - base, line, offset - base))
-        elif sort == "op":
-            if piece == "!":
-                raise _Refuse("no terminal matches")
-            if piece in OPEN:
+        offset += len(piece)
+        kind = fixed.get(piece)
+        if kind is None:
+            sort = first.get(piece[0])
+            if sort == "blank":
+                continue
+            if sort == "word":
+                if piece[-1] == '"':
+                    kind = "FSTRING"
+                elif piece in foreign:
+                    raise _Refuse(piece)
+                else:
+                    kind = "NAME"
+            elif sort == "open":
                 depth += 1
                 if depth > MAX_NESTING:
                     raise _Refuse("brackets nested too deep")
-            elif piece in CLOSE and depth:
-                depth -= 1
-            append((piece, piece, line, start - base, line, offset - base))
-        elif sort == "newline":
-            if piece == "\r" or piece.startswith("\r") and piece[1] != "\n":
-                raise _Refuse("no terminal matches")
-            first_line, first_col = line, start - base
-            line += piece.count("\n")
-            if "\n" in piece:
-                base = start + piece.rindex("\n")
-            if depth or not indent:
+                kind = piece
+            elif sort == "close":
+                if depth:
+                    depth -= 1
+                kind = piece
+            elif sort == "newline":
+                if piece == "\r" or piece.startswith("\r") and piece[1] != "\n":
+                    raise _Refuse("no terminal matches")
+                first_line, first_col = line, start - base
+                line += piece.count("\n")
+                if "\n" in piece:
+                    base = start + piece.rindex("\n")
+                if depth or not indent:
+                    continue
+                if len(tokens) - mark > MAX_EXPR_DEPTH:
+                    long_line = True
+                here = (first_line, first_col, line, offset - base)
+                append(("NL", piece, *here))
+                spaces = piece[piece.rindex("\n") + 1 :]
+                width = len(spaces) if "\t" not in spaces else spaces.count(" ") + spaces.count("\t") * 4
+                if width > levels[-1]:
+                    levels.append(width)
+                    if len(levels) > MAX_NESTING + 1:
+                        raise _Refuse("blocks nested too deep")
+                    append(("INDENT", spaces, *here))
+                elif width < levels[-1]:
+                    while width < levels[-1]:
+                        levels.pop()
+                        append(("DEDENT", spaces, *here))
+                    if width != levels[-1]:
+                        raise _Refuse("dedent to no outer level")
+                mark = len(tokens)
                 continue
-            if run > MAX_EXPR_DEPTH:
-                long_line = True
-            run = -1
-            here = (first_line, first_col, line, offset - base)
-            append(("NL", piece, *here))
-            spaces = piece[piece.rindex("\n") + 1 :]
-            width = len(spaces) if "\t" not in spaces else spaces.count(" ") + spaces.count("\t") * 4
-            if width > levels[-1]:
-                levels.append(width)
-                if len(levels) > MAX_NESTING + 1:
-                    raise _Refuse("blocks nested too deep")
-                append(("INDENT", spaces, *here))
-            elif width < levels[-1]:
-                while width < levels[-1]:
-                    levels.pop()
-                    append(("DEDENT", spaces, *here))
-                if width != levels[-1]:
-                    raise _Refuse("dedent to no outer level")
-        elif sort == "string":
-            if size == 1:
-                raise _Refuse("string not closed")
-            if piece.startswith('"""') and size >= 6:
-                end_line = line + piece.count("\n")
-                end_base = start + piece.rindex("\n") if end_line != line else base
-                append(("LONG", piece, line, start - base, end_line, offset - end_base))
-                line, base = end_line, end_base
+            elif sort == "string":
+                if len(piece) == 1:
+                    raise _Refuse("string not closed")
+                if piece.startswith('"""') and len(piece) >= 6:
+                    end_line = line + piece.count("\n")
+                    end_base = start + piece.rindex("\n") if end_line != line else base
+                    append(("LONG", piece, line, start - base, end_line, offset - end_base))
+                    line, base = end_line, end_base
+                    continue
+                kind = "STRING"
+            elif sort == "number":
+                kind = "FLOAT" if "." in piece or "e" in piece or "E" in piece else "INT"
+            elif sort == "continuation" and len(piece) > 1:
+                line += 1
+                base = offset - 1
+                continue
             else:
-                append(("STRING", piece, line, start - base, line, offset - base))
-        elif sort == "number":
-            kind = "FLOAT" if "." in piece or "e" in piece or "E" in piece else "INT"
-            append((kind, piece, line, start - base, line, offset - base))
-        elif sort == "continuation" and size > 1:
-            line += 1
-            base = offset - 1
-            continue
-        else:
-            raise _Refuse("no terminal matches")
-        run += 1
+                raise _Refuse("no terminal matches")
+        append((kind, piece, line, start - base, line, offset - base))
     if depth or len(levels) > 1:
         raise _Refuse("input ends inside a block or bracket")
-    if run > MAX_EXPR_DEPTH:
+    if len(tokens) - mark > MAX_EXPR_DEPTH:
         long_line = True
     last = tokens[-1] if tokens else ("END", "", line, 1, line, 1)
     append(("END", "", last[4], last[5], last[4], last[5]))
@@ -344,6 +355,23 @@ def enabled() -> bool:
     """Whether the fast parser runs at all: the grammar and IR are the ones it knows, and
     `ENVC_FAST_PARSE=0` is not set (Lark then parses everything, as a check or a way out)."""
     return os.environ.get("ENVC_FAST_PARSE", "1") != "0" and _schema_matches() and _foreign_words() is not None
+
+
+def _name(id_: str, line: int, col: int, end_line: int, end_col: int) -> ir.Name:
+    return construct(
+        ir.Name,
+        {
+            "line": line,
+            "col": col,
+            "end_line": end_line,
+            "end_col": end_col,
+            "ty": None,
+            "kind": "name",
+            "id": id_,
+            "ref": "",
+        },
+        {"id", "line", "col", "end_line", "end_col"},
+    )
 
 
 _MEASURED = (ir.ExprBase, ir.Keyword, ir.MapEntry)
@@ -1684,20 +1712,7 @@ class _Parser:
             return self.fstring(token)
         if kind in KEYWORDS and kind not in NOT_AN_ATOM:
             self.i += 1  # a keyword Lark's lexer leaves a NAME where an atom starts
-            return construct(
-                ir.Name,
-                {
-                    "line": token[2],
-                    "col": token[3],
-                    "end_line": token[4],
-                    "end_col": token[5],
-                    "ty": None,
-                    "kind": "name",
-                    "id": token[1],
-                    "ref": "",
-                },
-                {"id", "line", "col", "end_line", "end_col"},
-            )
+            return _name(token[1], token[2], token[3], token[4], token[5])
         raise self.refuse()
 
     @staticmethod
@@ -1794,36 +1809,36 @@ class _Parser:
 
     # ------------------------------------------------------------------ f-strings
     def fstring(self, token: Token) -> ir.FString:
-        """`f"a {x} b"` as `_parse_fstring` splits it; anything it would report is refused."""
+        """`f"a {x} b"` as `_parse_fstring` splits it; anything it would report is refused.
+
+        That loop goes character by character; here regexes take a literal run, or a
+        field without brackets, at a time (most fields are a name or an attribute), to
+        the same effect: `\\x` pairs kept for `_unescape`, `{{` and `}}` halved."""
         text = token[1][2:-1]
         line, col = token[2], token[3] + 2
         parts: list[Any] = []
-        literal: list[str] = []
         i = 0
         while i < len(text):
-            ch = text[i]
-            if ch == "\\" and i + 1 < len(text):
-                literal.append(text[i : i + 2])
-                i += 2
-            elif text.startswith("{{", i) or text.startswith("}}", i):
-                literal.append(ch)
-                i += 2
-            elif ch == "}":
+            run = _FSTRING_LITERAL.match(text, i)
+            if run is not None:
+                literal = run.group()
+                i = run.end()
+                if "{{" in literal or "}}" in literal:
+                    literal = _DOUBLED_BRACE.sub(r"\1\2", literal)
+                parts.append(_unescape(literal))
+                continue
+            if text[i] != "{":  # `}` alone (a lone `\\`, last, cannot be: FSTRING has none)
                 raise _Refuse("single } in f-string")  # E1005
-            elif ch == "{":
-                end = _matching_brace(text, i)
-                if end < 0:
-                    raise _Refuse("unclosed { in f-string")  # E1005
-                if literal:
-                    parts.append(_unescape("".join(literal)))
-                    literal = []
-                parts.append(_fstring_field(text[i + 1 : end], line, col + i + 1))
-                i = end + 1
-            else:
-                literal.append(ch)
-                i += 1
-        if literal:
-            parts.append(_unescape("".join(literal)))
+            flat = _FLAT_FIELD.match(text, i)
+            if flat is not None:
+                parts.append(_fstring_field(flat.group(1), line, col + i + 1, True))
+                i = flat.end()
+                continue
+            end = _matching_brace(text, i)
+            if end < 0:
+                raise _Refuse("unclosed { in f-string")  # E1005
+            parts.append(_fstring_field(text[i + 1 : end], line, col + i + 1, False))
+            i = end + 1
         return construct(
             ir.FString,
             {
@@ -1839,10 +1854,23 @@ class _Parser:
         )
 
 
-def _fstring_field(source: str, line: int, col: int) -> Any:
-    """One `{…}` of an f-string, as `_parse_fstring_field` reads it (refusing its errors)."""
-    split = -1 if re.match(r"\s*lambda\b", source) else _top_level(source, ":")
-    bang = _top_level(source, "!")
+_FSTRING_LITERAL = re.compile(r"(?:[^\\{}]|\\(?s:.)|\{\{|\}\})+")
+"""A run of an f-string's literal text: characters, `\\x` pairs, `{{` and `}}`."""
+_DOUBLED_BRACE = re.compile(r"(\\(?s:.))|([{}])\2")
+_FLAT_FIELD = re.compile(r"\{([^{}\[\]()]*)\}")
+"""A field without brackets, whose end is the next `}` (`_matching_brace`'s answer)."""
+_LAMBDA_START = re.compile(r"\s*lambda\b")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _fstring_field(source: str, line: int, col: int, flat: bool) -> Any:
+    """One `{…}` of an f-string, as `_parse_fstring_field` reads it (refusing its errors);
+    in a `flat` field (no brackets) `_top_level` is `str.find`."""
+    if _LAMBDA_START.match(source):
+        split = -1
+    else:
+        split = source.find(":") if flat else _top_level(source, ":")
+    bang = source.find("!") if flat else _top_level(source, "!")
     if bang >= 0 and (split < 0 or bang < split) and not source.startswith("=", bang + 1):
         raise _Refuse("conversion in f-string")  # E1005
     if split < 0:
@@ -1872,12 +1900,16 @@ def _fstring_field(source: str, line: int, col: int) -> Any:
 
 def _fstring_expr(source: str, line: int, col: int) -> Any:
     """The expression of an f-string field, its positions those of the file (Lark parses
-    it alone from `expr` and shifts it; here it is scanned where it stands)."""
+    it alone from `expr` and shifts it; here it is scanned where it stands). A field
+    that is one name (the commonest) is its Name, as scanning and parsing would make it."""
+    foreign = _foreign_words()
+    if _WORD.fullmatch(source) and source not in _FIXED and foreign is not None and source not in foreign:
+        return _name(source, line, col, line, col + len(source))
     if not source.strip():
         raise _Refuse("empty {} in f-string")  # E1005
-    tokens, long_line = scan(source, line, col, indent=False)
-    if any(token[0] == "NL" for token in tokens) or "#" in source:
+    if "#" in source:
         raise _Refuse("comment in f-string")
+    tokens, long_line = scan(source, line, col, indent=False)
     parser = _Parser(tokens)
     node = parser.expr()
     if tokens[parser.i][0] != "END":
