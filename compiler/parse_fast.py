@@ -108,6 +108,8 @@ CONTINUES = frozenset(
 )
 """Tokens after a postfix expression that make it the left operand of something bigger."""
 COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "not", "is"})
+TRAILERS = frozenset({".", "(", "["})
+"""Tokens after an atom that start a postfix expression (`a.b`, `f(x)`, `m[k]`)."""
 OPEN = frozenset({"(", "[", "{"})
 CLOSE = frozenset({")", "]", "}"})
 
@@ -484,9 +486,10 @@ class _Parser:
         return _string_value(token[1])
 
     def block_start(self) -> None:
-        self.expect(":")
-        self.expect("NL")
-        self.expect("INDENT")
+        t, i = self.t, self.i
+        if t[i][0] != ":" or t[i + 1][0] != "NL" or t[i + 2][0] != "INDENT":
+            raise self.refuse()
+        self.i = i + 3
 
     # ------------------------------------------------------------------ module
     def module(self) -> list[Any]:
@@ -646,11 +649,15 @@ class _Parser:
                     self.i += 1
                     alias = self.plain_string()
                 self.expect("NL")
+                first, last = t[s], t[self.i - 1]
                 fields.append(
                     construct(
                         ir.Field_,
                         {
-                            **self.pos(s),
+                            "line": first[2],
+                            "col": first[3],
+                            "end_line": last[4],
+                            "end_col": last[5],
                             "name": name,
                             "type": type_,
                             "default": default,
@@ -936,16 +943,35 @@ class _Parser:
             c = self.i
             self.i += 1
             value = self.expr()
+            first, last = t[c], t[self.i - 1]
             constraints.append(
                 construct(
                     ir.Constraint,
-                    {**self.pos(c), "kind": t[c][1], "value": value},
+                    {
+                        "line": first[2],
+                        "col": first[3],
+                        "end_line": last[4],
+                        "end_col": last[5],
+                        "kind": first[1],
+                        "value": value,
+                    },
                     {"kind", "value", "line", "col", "end_line", "end_col"},
                 )
             )
+        first, last = t[s], t[self.i - 1]
         return construct(
             ir.Param,
-            {**self.pos(s), "name": name, "type": type_, "default": default, "constraints": constraints, "doc": ""},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "name": name,
+                "type": type_,
+                "default": default,
+                "constraints": constraints,
+                "doc": "",
+            },
             {"name", "type", "default", "constraints", "line", "col", "end_line", "end_col"},
         )
 
@@ -974,9 +1000,10 @@ class _Parser:
             self.i += 1
             args.append(self.type_())
         self.expect("]")
+        first, last = t[s], t[self.i - 1]
         return construct(
             ir.TypeRef,
-            {**self.pos(s), "name": name, "args": args},
+            {"line": first[2], "col": first[3], "end_line": last[4], "end_col": last[5], "name": name, "args": args},
             {"name", "args", "line", "col", "end_line", "end_col"},
         )
 
@@ -1225,7 +1252,9 @@ class _Parser:
             node = _SIMPLE[kind](self, s)
         else:
             node = self.assign_or_expr(s)
-        self.expect("NL")
+        if t[self.i][0] != "NL":
+            raise self.refuse()
+        self.i += 1
         return node
 
     def assign_or_expr(self, s: int) -> Any:
@@ -1239,10 +1268,14 @@ class _Parser:
             if op == "=":
                 self.i += 1
                 value = self.expr()
+                first, last = t[s], t[self.i - 1]
                 return construct(
                     ir.Assign,
                     {
-                        **self.pos(s),
+                        "line": first[2],
+                        "col": first[3],
+                        "end_line": last[4],
+                        "end_col": last[5],
                         "kind": "assign",
                         "target": target,
                         "op": "=",
@@ -1254,10 +1287,14 @@ class _Parser:
             if op == "+=" or op == "-=":
                 self.i += 1
                 value = self.expr()
+                first, last = t[s], t[self.i - 1]
                 return construct(
                     ir.Assign,
                     {
-                        **self.pos(s),
+                        "line": first[2],
+                        "col": first[3],
+                        "end_line": last[4],
+                        "end_col": last[5],
                         "kind": "assign",
                         "target": target,
                         "op": op,
@@ -1267,9 +1304,17 @@ class _Parser:
                     {"target", "op", "value", "line", "col", "end_line", "end_col"},
                 )
             value = self.ternary(target, s) if op in CONTINUES else target
+        first, last = t[s], t[self.i - 1]
         return construct(
             ir.ExprStmt,
-            {**self.pos(s), "kind": "expr", "value": value},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "kind": "expr",
+                "value": value,
+            },
             {"value", "line", "col", "end_line", "end_col"},
         )
 
@@ -1282,18 +1327,36 @@ class _Parser:
             type_ = self.type_()
         self.expect("=")
         value = self.expr()
+        first, last = self.t[s], self.t[self.i - 1]
         return construct(
             ir.Let,
-            {**self.pos(s), "kind": "let", "name": name, "type": type_, "value": value},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "kind": "let",
+                "name": name,
+                "type": type_,
+                "value": value,
+            },
             {"name", "type", "value", "line", "col", "end_line", "end_col"},
         )
 
     def return_(self, s: int) -> ir.Return:
         self.i += 1
         value = None if self.t[self.i][0] == "NL" else self.expr()
+        first, last = self.t[s], self.t[self.i - 1]
         return construct(
             ir.Return,
-            {**self.pos(s), "kind": "return", "value": value},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "kind": "return",
+                "value": value,
+            },
             {"value", "line", "col", "end_line", "end_col"},
         )
 
@@ -1302,9 +1365,18 @@ class _Parser:
         cond = self.expr()
         self.expect("else")
         error = self.error_call()
+        first, last = self.t[s], self.t[self.i - 1]
         return construct(
             ir.Require,
-            {**self.pos(s), "kind": "require", "cond": cond, "error": error},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "kind": "require",
+                "cond": cond,
+                "error": error,
+            },
             {"cond", "error", "line", "col", "end_line", "end_col"},
         )
 
@@ -1324,9 +1396,18 @@ class _Parser:
         if len(positional) > 1:
             raise _Refuse("two messages")  # E3006
         message = positional[0] if positional else None
+        first, last = self.t[s], self.t[self.i - 1]
         return construct(
             ir.ErrorCall,
-            {**self.pos(s), "kind": kind, "message": message, "fields": keywords},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "kind": kind,
+                "message": message,
+                "fields": keywords,
+            },
             {"kind", "message", "fields", "line", "col", "end_line", "end_col"},
         )
 
@@ -1362,10 +1443,18 @@ class _Parser:
             self.i += 1
             other = self.expr()
             block = self.suite()
+            first, last = t[b], t[self.i - 1]
             branches.append(
                 construct(
                     ir.IfBranch,
-                    {**self.pos(b), "cond": other, "body": block},
+                    {
+                        "line": first[2],
+                        "col": first[3],
+                        "end_line": last[4],
+                        "end_col": last[5],
+                        "cond": other,
+                        "body": block,
+                    },
                     {"cond", "body", "line", "col", "end_line", "end_col"},
                 )
             )
@@ -1373,7 +1462,8 @@ class _Parser:
         if t[self.i][0] == "else":
             self.i += 1
             orelse = self.suite()
-        where = self.pos(s)
+        first, last = t[s], t[self.i - 1]
+        where = {"line": first[2], "col": first[3], "end_line": last[4], "end_col": last[5]}
         branches[0] = construct(
             ir.IfBranch, {**where, "cond": cond, "body": body}, {"cond", "body", "line", "col", "end_line", "end_col"}
         )
@@ -1408,7 +1498,9 @@ class _Parser:
             return self.lambda_(s)
         if kind == "-" or kind == "not":
             return self.ternary(None, s)
-        node = self.postfix()
+        node = self.atom()
+        if t[self.i][0] in TRAILERS:
+            node = self.trailers(node, s)
         if t[self.i][0] in CONTINUES:
             return self.ternary(node, s)
         return node
@@ -1549,10 +1641,14 @@ class _Parser:
         return self._binary("**", base, self.factor(None, self.i), s)
 
     def postfix(self) -> Any:
-        t = self.t
         s = self.i
         node = self.atom()
-        line, col = t[s][2], t[s][3]  # the span starts at the atom (written out: the hottest builder)
+        return self.trailers(node, s) if self.t[self.i][0] in TRAILERS else node
+
+    def trailers(self, node: Any, s: int) -> Any:
+        """The `.name`, `(args)`, `[index]` and `[slice]` after the atom `node` (from token `s`)."""
+        t = self.t
+        line, col = t[s][2], t[s][3]  # the span starts at the atom (written out: the hottest builders)
         while True:
             kind = t[self.i][0]
             if kind == ".":
@@ -1648,10 +1744,18 @@ class _Parser:
                     raise self.refuse()
                 self.i += 2
                 value = self.expr()
+                last = t[self.i - 1]
                 keywords.append(
                     construct(
                         ir.Keyword,
-                        {**self.pos(s), "name": token[1], "value": value},
+                        {
+                            "line": token[2],
+                            "col": token[3],
+                            "end_line": last[4],
+                            "end_col": last[5],
+                            "name": token[1],
+                            "value": value,
+                        },
                         {"name", "value", "line", "col", "end_line", "end_col"},
                     )
                 )
@@ -1775,10 +1879,18 @@ class _Parser:
                     {**self.pos(s), "ty": None, "kind": "comprehension", "elt": key, "value": value, **comp},
                     {"elt", "value", "targets", "iter", "cond", "line", "col", "end_line", "end_col"},
                 )
+            first, last = t[e], t[self.i - 1]
             entries.append(
                 construct(
                     ir.MapEntry,
-                    {**self.pos(e), "key": key, "value": value},
+                    {
+                        "line": first[2],
+                        "col": first[3],
+                        "end_line": last[4],
+                        "end_col": last[5],
+                        "key": key,
+                        "value": value,
+                    },
                     {"key", "value", "line", "col", "end_line", "end_col"},
                 )
             )
