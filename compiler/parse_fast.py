@@ -103,11 +103,15 @@ ON_LOAD_WORDS = STATEMENT_WORDS | EXPRESSION_WORDS | {"python", "llm"}
 
 WORD_KINDS = KEYWORDS | {"NAME"}
 STRING_KINDS = frozenset({"STRING", "LONG", "FSTRING"})
-CONTINUES = frozenset(
-    {"**", "*", "/", "//", "%", "+", "-", "==", "!=", "<", "<=", ">", ">=", "in", "not", "is", "and", "or", "if"}
-)
-"""Tokens after a postfix expression that make it the left operand of something bigger."""
 COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "not", "is"})
+BINARY_LEVELS = {
+    "or": 1, "and": 2, **dict.fromkeys(COMPARISONS, 4), "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6, "**": 8
+}  # fmt: skip
+"""The grammar's precedence levels, loosest first: `or_expr` 1, `and_expr` 2, `not_expr` 3,
+`comparison` 4, `sum` 5, `term` 6, `factor` 7, `power` 8; for a binary operator, the level
+of the rule it continues."""
+CONTINUES = frozenset({*BINARY_LEVELS, "if"})
+"""Tokens after a postfix expression that make it the left operand of something bigger."""
 TRAILERS = frozenset({".", "(", "["})
 """Tokens after an atom that start a postfix expression (`a.b`, `f(x)`, `m[k]`)."""
 OPEN = frozenset({"(", "[", "{"})
@@ -212,29 +216,30 @@ def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tupl
                     depth -= 1
                 kind = piece
             elif sort == "newline":
-                if piece == "\r" or piece.startswith("\r") and piece[1] != "\n":
+                if piece == "\r":  # a CR alone (`\r\n` was made `\n`; NL pieces take `\r\n` only)
                     raise _Refuse("no terminal matches")
                 first_line, first_col = line, start - base
-                line += piece.count("\n")
-                if "\n" in piece:
-                    base = start + piece.rindex("\n")
+                last = piece.rfind("\n")
+                if last >= 0:
+                    line += piece.count("\n")
+                    base = start + last
                 if depth or not indent:
                     continue
                 if len(tokens) - mark > MAX_EXPR_DEPTH:
                     long_line = True
-                here = (first_line, first_col, line, offset - base)
-                append(("NL", piece, *here))
-                spaces = piece[piece.rindex("\n") + 1 :]
+                end_col = offset - base
+                append(("NL", piece, first_line, first_col, line, end_col))
+                spaces = piece[last + 1 :]
                 width = len(spaces) if "\t" not in spaces else spaces.count(" ") + spaces.count("\t") * 4
                 if width > levels[-1]:
                     levels.append(width)
                     if len(levels) > MAX_NESTING + 1:
                         raise _Refuse("blocks nested too deep")
-                    append(("INDENT", spaces, *here))
+                    append(("INDENT", spaces, first_line, first_col, line, end_col))
                 elif width < levels[-1]:
                     while width < levels[-1]:
                         levels.pop()
-                        append(("DEDENT", spaces, *here))
+                        append(("DEDENT", spaces, first_line, first_col, line, end_col))
                     if width != levels[-1]:
                         raise _Refuse("dedent to no outer level")
                 mark = len(tokens)
@@ -1553,42 +1558,56 @@ class _Parser:
         )
 
     def or_(self, left: Any, s: int) -> Any:
-        node = self.and_(left, s)
-        while self.t[self.i][0] == "or":
-            self.i += 1
-            node = self._binary("or", node, self.and_(None, self.i), s)
-        return node
+        """An `or_expr` from token `s`, whose first postfix expression (`left`) may be parsed already."""
+        return self.operand(1) if left is None else self.climb(left, s, 1)
 
-    def and_(self, left: Any, s: int) -> Any:
-        node = self.not_(left, s)
-        while self.t[self.i][0] == "and":
-            self.i += 1
-            node = self._binary("and", node, self.not_(None, self.i), s)
-        return node
-
-    def not_(self, left: Any, s: int) -> Any:
-        if left is None and self.t[self.i][0] == "not":
-            self.i += 1
-            operand = self.not_(None, self.i)
-            return construct(
-                ir.Unary,
-                {**self.pos(s), "ty": None, "kind": "unary", "op": "not", "operand": operand},
-                {"op", "operand", "line", "col", "end_line", "end_col"},
-            )
-        return self.comparison(left, s)
-
-    def comparison(self, left: Any, s: int) -> Any:
+    def operand(self, level: int) -> Any:
+        """An expression of the grammar's precedence `level` (see BINARY_LEVELS): a prefix
+        `not` (at `not_expr` and looser) or `-` (at `factor` and looser) with its operand,
+        or a postfix expression; then the binary operators of that level or tighter."""
         t = self.t
-        first = self.sum(left, s)
-        if t[self.i][0] not in COMPARISONS:
-            return first
+        s = self.i
+        kind = t[s][0]
+        if kind == "not" and level <= 3:
+            self.i += 1
+            node = self._unary("not", self.operand(3), s)
+        elif kind == "-" and level <= 7:
+            self.i += 1
+            node = self._unary("-", self.operand(7), s)
+        else:
+            node = self.postfix()
+        return self.climb(node, s, level) if t[self.i][0] in BINARY_LEVELS else node
+
+    def climb(self, left: Any, s: int, level: int) -> Any:
+        """`left` (from token `s`) and the binary operators after it of `level` or tighter,
+        by precedence climbing: each operator's right operand is parsed one level tighter
+        (`**`, right-associative, takes a `factor`), so an operand costs a call or two
+        rather than one per grammar level (`or_expr` down to `power` is eight)."""
+        t = self.t
+        while True:
+            op = t[self.i][0]
+            op_level = BINARY_LEVELS.get(op, 0)
+            if op_level < level:
+                return left
+            self.i += 1
+            if op_level == 4:
+                left = self.comparison(left, op, s)
+            else:
+                left = self._binary(op, left, self.operand(7 if op_level == 8 else op_level + 1), s)
+
+    def _unary(self, op: str, operand: Any, s: int) -> ir.Unary:
+        return construct(
+            ir.Unary,
+            {**self.pos(s), "ty": None, "kind": "unary", "op": op, "operand": operand},
+            {"op", "operand", "line", "col", "end_line", "end_col"},
+        )
+
+    def comparison(self, first: Any, op: str, s: int) -> Any:
+        """`first op …` (`op` consumed): a chain of comparisons of `sum`s, one Binary for one."""
+        t = self.t
         operands = [first]
         ops: list[str] = []
         while True:
-            op = t[self.i][0]
-            if op not in COMPARISONS:
-                break
-            self.i += 1
             if op == "not":
                 self.expect("in")
                 op = "not in"
@@ -1596,7 +1615,11 @@ class _Parser:
                 self.i += 1
                 op = "is not"
             ops.append(op)
-            operands.append(self.sum(None, self.i))
+            operands.append(self.operand(5))
+            op = t[self.i][0]
+            if op not in COMPARISONS:
+                break
+            self.i += 1
         if len(ops) == 1:
             return self._binary(ops[0], first, operands[1], s)
         return construct(
@@ -1604,41 +1627,6 @@ class _Parser:
             {**self.pos(s), "ty": None, "kind": "compare", "operands": operands, "ops": ops},
             {"operands", "ops", "line", "col", "end_line", "end_col"},
         )
-
-    def sum(self, left: Any, s: int) -> Any:
-        t = self.t
-        node = self.term(left, s)
-        while True:
-            op = t[self.i][0]
-            if op != "+" and op != "-":
-                return node
-            self.i += 1
-            node = self._binary(op, node, self.term(None, self.i), s)
-
-    def term(self, left: Any, s: int) -> Any:
-        t = self.t
-        node = self.factor(left, s)
-        while True:
-            op = t[self.i][0]
-            if op != "*" and op != "/" and op != "//" and op != "%":
-                return node
-            self.i += 1
-            node = self._binary(op, node, self.factor(None, self.i), s)
-
-    def factor(self, left: Any, s: int) -> Any:
-        if left is None and self.t[self.i][0] == "-":
-            self.i += 1
-            operand = self.factor(None, self.i)
-            return construct(
-                ir.Unary,
-                {**self.pos(s), "ty": None, "kind": "unary", "op": "-", "operand": operand},
-                {"op", "operand", "line", "col", "end_line", "end_col"},
-            )
-        base = left if left is not None else self.postfix()
-        if self.t[self.i][0] != "**":
-            return base
-        self.i += 1
-        return self._binary("**", base, self.factor(None, self.i), s)
 
     def postfix(self) -> Any:
         s = self.i
