@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from compiler import ir
@@ -170,14 +171,30 @@ def _foreign_words() -> frozenset[str] | None:
 
 
 def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tuple[list[Token], bool]:
-    """Tokens of `text` (which starts at `line`:`col`) with Lark's INDENT/DEDENT and
-    bracket rules, and whether some logical line holds more than MAX_EXPR_DEPTH tokens
-    (only then can an expression be nested deeper than that).
+    """Tokens of `text` (which starts at `line`:`col`) in one list, and whether some
+    logical line holds more than MAX_EXPR_DEPTH tokens: `chunks`, joined."""
+    tokens: list[Token] = []
+    long_line = False
+    for chunk, long in chunks(text, line, col, indent=indent):
+        tokens.extend(chunk[:-1])
+        long_line = long_line or long
+    tokens.append(chunk[-1])
+    return tokens, long_line
 
-    The loop runs once per token of a 5,000-line spec (40,000 of them), so it is
-    written for that: blanks come with the piece after them, keywords and operators
-    are told by one dict lookup, the other pieces by their first character, and a
-    line's token count is measured at its end (`mark`) rather than kept per token."""
+
+def chunks(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> Iterator[tuple[list[Token], bool]]:
+    """Tokens of `text` (which starts at `line`:`col`) with Lark's INDENT/DEDENT and
+    bracket rules, one run of top-level declarations at a time (each ends at a line
+    that ends at the outermost level, and with an END token), and whether a logical
+    line of the run holds more than MAX_EXPR_DEPTH tokens (only then can an expression
+    be nested deeper than that).
+
+    Handing the tokens over a declaration at a time lets the parser free them as it
+    goes, so the IR reuses their memory rather than the process taking more from the
+    system (its first use costs as much as building the tokens). The loop runs once per
+    piece of a 5,000-line spec (55,000 of them), so it is written for that: keywords
+    and operators are told by one dict lookup, the other pieces by their first
+    character, and a line's token count is measured at its end (`mark`)."""
     foreign = _foreign_words()
     if foreign is None:
         raise _Refuse("grammar changed")
@@ -191,6 +208,7 @@ def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tupl
     levels = [0]
     mark = 0  # tokens before the current logical line
     long_line = False
+    end: Token | None = None  # the last run's END
     for piece in _PIECES.findall(text):
         start = offset
         offset += len(piece)
@@ -242,6 +260,13 @@ def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tupl
                         append(("DEDENT", spaces, first_line, first_col, line, end_col))
                     if width != levels[-1]:
                         raise _Refuse("dedent to no outer level")
+                if len(levels) == 1:  # at the outermost level: the declarations so far are whole
+                    end = ("END", "", line, end_col, line, end_col)
+                    append(end)
+                    yield tokens, long_line
+                    tokens = []
+                    append = tokens.append
+                    long_line = False
                 mark = len(tokens)
                 continue
             elif sort == "string":
@@ -267,9 +292,10 @@ def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tupl
         raise _Refuse("input ends inside a block or bracket")
     if len(tokens) - mark > MAX_EXPR_DEPTH:
         long_line = True
-    last = tokens[-1] if tokens else ("END", "", line, 1, line, 1)
-    append(("END", "", last[4], last[5], last[4], last[5]))
-    return tokens, long_line
+    if tokens:
+        end = ("END", "", tokens[-1][4], tokens[-1][5], tokens[-1][4], tokens[-1][5])
+    append(end or ("END", "", line, 1, line, 1))
+    yield tokens, long_line
 
 
 # --------------------------------------------------------------------------- IR without validation
@@ -429,13 +455,9 @@ def parse_decls(text: str) -> list[Any] | None:
     if not enabled():
         return None
     try:
-        tokens, long_line = scan(text)
-        decls = _Parser(tokens).module()
-        if long_line and _depth(decls) > MAX_EXPR_DEPTH:
-            return None
+        return _Parser([]).module(chunks(text))
     except (_Refuse, RecursionError):
         return None
-    return decls
 
 
 class _Parser:
@@ -497,13 +519,20 @@ class _Parser:
         self.i = i + 3
 
     # ------------------------------------------------------------------ module
-    def module(self) -> list[Any]:
-        t = self.t
-        if t[0][0] == "NL":
-            self.i = 1
+    def module(self, runs: Iterator[tuple[list[Token], bool]]) -> list[Any]:
+        """The declarations of the token runs of `chunks` (a run's tokens are dropped
+        once parsed); those with an expression nested deeper than MAX_EXPR_DEPTH are
+        E1008, left to Lark."""
         decls: list[Any] = []
-        while t[self.i][0] != "END":
-            decls.append(self.decl())
+        for number, (tokens, long_line) in enumerate(runs):
+            self.t, self.i = tokens, 0
+            if number == 0 and tokens[0][0] == "NL":  # blank lines or comments open the text
+                self.i = 1
+            first = len(decls)
+            while tokens[self.i][0] != "END":
+                decls.append(self.decl())
+            if long_line and _depth(decls[first:]) > MAX_EXPR_DEPTH:
+                raise _Refuse("expression nested too deep")  # E1008
         return decls
 
     def decl(self) -> Any:
