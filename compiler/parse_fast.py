@@ -171,23 +171,18 @@ def _foreign_words() -> frozenset[str] | None:
 
 
 def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tuple[list[Token], bool]:
-    """Tokens of `text` (which starts at `line`:`col`) in one list, and whether some
-    logical line holds more than MAX_EXPR_DEPTH tokens: `chunks`, joined."""
-    tokens: list[Token] = []
-    long_line = False
-    for chunk, long in chunks(text, line, col, indent=indent):
-        tokens.extend(chunk[:-1])
-        long_line = long_line or long
-    tokens.append(chunk[-1])
-    return tokens, long_line
+    """Tokens of `text` (which starts at `line`:`col`) in one run (see `chunks`)."""
+    return next(chunks(text, line, col, indent=indent, split=False))
 
 
-def chunks(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> Iterator[tuple[list[Token], bool]]:
+def chunks(
+    text: str, line: int = 1, col: int = 1, *, indent: bool = True, split: bool = True
+) -> Iterator[tuple[list[Token], bool]]:
     """Tokens of `text` (which starts at `line`:`col`) with Lark's INDENT/DEDENT and
     bracket rules, one run of top-level declarations at a time (each ends at a line
     that ends at the outermost level, and with an END token), and whether a logical
     line of the run holds more than MAX_EXPR_DEPTH tokens (only then can an expression
-    be nested deeper than that).
+    be nested deeper than that); with `split` off, all of them in one run.
 
     Handing the tokens over a declaration at a time lets the parser free them as it
     goes, so the IR reuses their memory rather than the process taking more from the
@@ -260,7 +255,7 @@ def chunks(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> It
                         append(("DEDENT", spaces, first_line, first_col, line, end_col))
                     if width != levels[-1]:
                         raise _Refuse("dedent to no outer level")
-                if len(levels) == 1:  # at the outermost level: the declarations so far are whole
+                if split and len(levels) == 1:  # at the outermost level: the declarations so far are whole
                     end = ("END", "", line, end_col, line, end_col)
                     append(end)
                     yield tokens, long_line
