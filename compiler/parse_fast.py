@@ -140,10 +140,11 @@ and blanks take no turn of `scan`'s loop): FSTRING before NAME and FLOAT before 
 Lark's priorities order them; the last branch is any character no terminal takes (but a
 blank: blanks at the end of the text make no match)."""
 _FIXED: dict[str, str] = {
-    piece: piece for piece in (*KEYWORDS, "**", "//", "->", "+=", "-=", "==", "!=", "<=", ">=", *":,.=+-*/%<>?")
+    " ": "",
+    **{piece: piece for piece in (*KEYWORDS, "**", "//", "->", "+=", "-=", "==", "!=", "<=", ">=", *":,.=+-*/%<>?")},
 }
-"""Pieces that are their own token kind (keywords; operators but brackets): one dict
-lookup classifies most pieces."""
+"""Pieces that are their own token kind (keywords; operators but brackets), and a space
+(kind "": skipped): one dict lookup classifies most pieces."""
 _FIRST: dict[str, str] = {
     **dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_", "word"),
     **dict.fromkeys(" \t\f", "blank"),
@@ -208,7 +209,9 @@ def chunks(
         start = offset
         offset += len(piece)
         kind = fixed.get(piece)
-        if kind is None:
+        if not kind:
+            if kind is not None:  # a space, the commonest blank
+                continue
             sort = first.get(piece[0])
             if sort == "blank":
                 continue
