@@ -405,6 +405,23 @@ def _name(id_: str, line: int, col: int, end_line: int, end_col: int) -> ir.Name
     )
 
 
+def _attr(obj: Any, name: str, line: int, col: int, end_line: int, end_col: int) -> ir.Attr:
+    return construct(
+        ir.Attr,
+        {
+            "line": line,
+            "col": col,
+            "end_line": end_line,
+            "end_col": end_col,
+            "ty": None,
+            "kind": "attr",
+            "obj": obj,
+            "name": name,
+        },
+        {"obj", "name", "line", "col", "end_line", "end_col"},
+    )
+
+
 _MEASURED = (ir.ExprBase, ir.Keyword, ir.MapEntry)
 
 
@@ -1669,20 +1686,7 @@ class _Parser:
             if kind == ".":
                 self.i += 1
                 name = self.word()
-                node = construct(
-                    ir.Attr,
-                    {
-                        "line": line,
-                        "col": col,
-                        "end_line": t[self.i - 1][4],
-                        "end_col": t[self.i - 1][5],
-                        "ty": None,
-                        "kind": "attr",
-                        "obj": node,
-                        "name": name,
-                    },
-                    {"obj", "name", "line", "col", "end_line", "end_col"},
-                )
+                node = _attr(node, name, line, col, t[self.i - 1][4], t[self.i - 1][5])
             elif kind == "(":
                 self.i += 1
                 positional, keywords = self.arguments()
@@ -1938,34 +1942,16 @@ class _Parser:
     def fstring(self, token: Token) -> ir.FString:
         """`f"a {x} b"` as `_parse_fstring` splits it; anything it would report is refused.
 
-        That loop goes character by character; here regexes take a literal run, or a
-        field without brackets, at a time (most fields are a name or an attribute), to
-        the same effect: `\\x` pairs kept for `_unescape`, `{{` and `}}` halved."""
+        That loop goes character by character; here regexes take many characters at a
+        time, to the same effect (`\\x` pairs kept for `_unescape`, `{{` and `}}`
+        halved). Most f-strings have none of these, nor brackets in a field: one split
+        takes those apart (`_flat_fstring`)."""
         text = token[1][2:-1]
         line, col = token[2], token[3] + 2
-        parts: list[Any] = []
-        i = 0
-        while i < len(text):
-            run = _FSTRING_LITERAL.match(text, i)
-            if run is not None:
-                literal = run.group()
-                i = run.end()
-                if "{{" in literal or "}}" in literal:
-                    literal = _DOUBLED_BRACE.sub(r"\1\2", literal)
-                parts.append(_unescape(literal))
-                continue
-            if text[i] != "{":  # `}` alone (a lone `\\`, last, cannot be: FSTRING has none)
-                raise _Refuse("single } in f-string")  # E1005
-            flat = _FLAT_FIELD.match(text, i)
-            if flat is not None:
-                parts.append(_fstring_field(flat.group(1), line, col + i + 1, True))
-                i = flat.end()
-                continue
-            end = _matching_brace(text, i)
-            if end < 0:
-                raise _Refuse("unclosed { in f-string")  # E1005
-            parts.append(_fstring_field(text[i + 1 : end], line, col + i + 1, False))
-            i = end + 1
+        plain = "\\" not in text and "{{" not in text and "}}" not in text
+        parts = _flat_fstring(text, line, col) if plain else None
+        if parts is None:
+            parts = _fstring_parts(text, line, col)
         return construct(
             ir.FString,
             {
@@ -1981,19 +1967,65 @@ class _Parser:
         )
 
 
+def _flat_fstring(text: str, line: int, col: int) -> list[Any] | None:
+    """The parts of an f-string's text without `\\`, `{{` or `}}` whose fields have no
+    brackets, or None for any other (a `{` or `}` then stays in a literal)."""
+    parts: list[Any] = []
+    at = col  # where the next piece starts
+    for index, piece in enumerate(_FLAT_FIELD.split(text)):
+        if index % 2:
+            parts.append(_fstring_field(piece, line, at + 1, True))
+            at += len(piece) + 2
+            continue
+        if "{" in piece or "}" in piece:
+            return None
+        if piece:
+            parts.append(piece)
+        at += len(piece)
+    return parts
+
+
+def _fstring_parts(text: str, line: int, col: int) -> list[Any]:
+    """The parts of any f-string's text (refusing what `_parse_fstring` reports): a
+    literal run, or a field without brackets, at a time."""
+    parts: list[Any] = []
+    i = 0
+    while i < len(text):
+        run = _FSTRING_LITERAL.match(text, i)
+        if run is not None:
+            literal = run.group()
+            i = run.end()
+            if "{{" in literal or "}}" in literal:
+                literal = _DOUBLED_BRACE.sub(r"\1\2", literal)
+            parts.append(_unescape(literal))
+            continue
+        if text[i] != "{":  # `}` alone (a lone `\\`, last, cannot be: FSTRING has none)
+            raise _Refuse("single } in f-string")  # E1005
+        flat = _FLAT_FIELD.match(text, i)
+        if flat is not None:
+            parts.append(_fstring_field(flat.group(1), line, col + i + 1, True))
+            i = flat.end()
+            continue
+        end = _matching_brace(text, i)
+        if end < 0:
+            raise _Refuse("unclosed { in f-string")  # E1005
+        parts.append(_fstring_field(text[i + 1 : end], line, col + i + 1, False))
+        i = end + 1
+    return parts
+
+
 _FSTRING_LITERAL = re.compile(r"(?:[^\\{}]|\\(?s:.)|\{\{|\}\})+")
 """A run of an f-string's literal text: characters, `\\x` pairs, `{{` and `}}`."""
 _DOUBLED_BRACE = re.compile(r"(\\(?s:.))|([{}])\2")
 _FLAT_FIELD = re.compile(r"\{([^{}\[\]()]*)\}")
 """A field without brackets, whose end is the next `}` (`_matching_brace`'s answer)."""
 _LAMBDA_START = re.compile(r"\s*lambda\b")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _fstring_field(source: str, line: int, col: int, flat: bool) -> Any:
     """One `{…}` of an f-string, as `_parse_fstring_field` reads it (refusing its errors);
     in a `flat` field (no brackets) `_top_level` is `str.find`."""
-    if _LAMBDA_START.match(source):
+    if "lambda" in source and _LAMBDA_START.match(source):
         split = -1
     else:
         split = source.find(":") if flat else _top_level(source, ":")
@@ -2028,10 +2060,11 @@ def _fstring_field(source: str, line: int, col: int, flat: bool) -> Any:
 def _fstring_expr(source: str, line: int, col: int) -> Any:
     """The expression of an f-string field, its positions those of the file (Lark parses
     it alone from `expr` and shifts it; here it is scanned where it stands). A field
-    that is one name (the commonest) is its Name, as scanning and parsing would make it."""
-    foreign = _foreign_words()
-    if _WORD.fullmatch(source) and source not in _FIXED and foreign is not None and source not in foreign:
-        return _name(source, line, col, line, col + len(source))
+    that is a name or a chain of attributes of one (most are) is built as scanning and
+    parsing it would."""
+    dotted = _dotted(source, line, col)
+    if dotted is not None:
+        return dotted
     if not source.strip():
         raise _Refuse("empty {} in f-string")  # E1005
     if "#" in source:
@@ -2043,6 +2076,24 @@ def _fstring_expr(source: str, line: int, col: int) -> Any:
         raise parser.refuse()
     if long_line and _depth(node) > MAX_EXPR_DEPTH:
         raise _Refuse("f-string field nested too deep")  # E1008
+    return node
+
+
+def _dotted(source: str, line: int, col: int) -> Any:
+    """`a` or `a.b.c` (words without blanks, the first no keyword) as its Name and Attr
+    nodes, or None for any other source."""
+    words = source.split(".")
+    foreign = _foreign_words() or frozenset()
+    for word in words:
+        if not (word.isascii() and word.isidentifier()) or word in foreign:
+            return None
+    if words[0] in _FIXED:
+        return None
+    end = col + len(words[0])
+    node: Any = _name(words[0], line, col, line, end)
+    for word in words[1:]:
+        end += len(word) + 1
+        node = _attr(node, word, line, col, line, end)
     return node
 
 
