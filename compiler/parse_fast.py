@@ -190,7 +190,8 @@ def chunks(
     system (its first use costs as much as building the tokens). The loop runs once per
     piece of a 5,000-line spec (55,000 of them), so it is written for that: keywords
     and operators are told by one dict lookup, the other pieces by their first
-    character, and a line's token count is measured at its end (`mark`)."""
+    character, the column is counted (not worked out from an offset), and a line's
+    token count is measured at its end (`mark`)."""
     foreign = _foreign_words()
     if foreign is None:
         raise _Refuse("grammar changed")
@@ -198,16 +199,14 @@ def chunks(
     append = tokens.append
     fixed = _FIXED
     first = _FIRST
-    base = -col  # column = offset - base
-    offset = 0
     depth = 0
     levels = [0]
     mark = 0  # tokens before the current logical line
     long_line = False
     end: Token | None = None  # the last run's END
     for piece in _PIECES.findall(text):
-        start = offset
-        offset += len(piece)
+        start = col
+        col += len(piece)
         kind = fixed.get(piece)
         if not kind:
             if kind is not None:  # a space, the commonest blank
@@ -234,28 +233,28 @@ def chunks(
             elif sort == "newline":
                 if piece == "\r":  # a CR alone (`\r\n` was made `\n`; NL pieces take `\r\n` only)
                     raise _Refuse("no terminal matches")
-                first_line, first_col = line, start - base
+                first_line = line
                 last = piece.rfind("\n")
                 if last >= 0:
                     line += piece.count("\n")
-                    base = start + last
+                    col = len(piece) - last
                 if depth or not indent:
                     continue
                 if len(tokens) - mark > MAX_EXPR_DEPTH:
                     long_line = True
-                end_col = offset - base
-                append(("NL", piece, first_line, first_col, line, end_col))
+                end_col = col
+                append(("NL", piece, first_line, start, line, end_col))
                 spaces = piece[last + 1 :]
                 width = len(spaces) if "\t" not in spaces else spaces.count(" ") + spaces.count("\t") * 4
                 if width > levels[-1]:
                     levels.append(width)
                     if len(levels) > MAX_NESTING + 1:
                         raise _Refuse("blocks nested too deep")
-                    append(("INDENT", spaces, first_line, first_col, line, end_col))
+                    append(("INDENT", spaces, first_line, start, line, end_col))
                 elif width < levels[-1]:
                     while width < levels[-1]:
                         levels.pop()
-                        append(("DEDENT", spaces, first_line, first_col, line, end_col))
+                        append(("DEDENT", spaces, first_line, start, line, end_col))
                     if width != levels[-1]:
                         raise _Refuse("dedent to no outer level")
                 if split and len(levels) == 1:  # at the outermost level: the declarations so far are whole
@@ -272,20 +271,21 @@ def chunks(
                     raise _Refuse("string not closed")
                 if piece.startswith('"""') and len(piece) >= 6:
                     end_line = line + piece.count("\n")
-                    end_base = start + piece.rindex("\n") if end_line != line else base
-                    append(("LONG", piece, line, start - base, end_line, offset - end_base))
-                    line, base = end_line, end_base
+                    if end_line != line:
+                        col = len(piece) - piece.rindex("\n")
+                    append(("LONG", piece, line, start, end_line, col))
+                    line = end_line
                     continue
                 kind = "STRING"
             elif sort == "number":
                 kind = "FLOAT" if "." in piece or "e" in piece or "E" in piece else "INT"
             elif sort == "continuation" and len(piece) > 1:
                 line += 1
-                base = offset - 1
+                col = 1
                 continue
             else:
                 raise _Refuse("no terminal matches")
-        append((kind, piece, line, start - base, line, offset - base))
+        append((kind, piece, line, start, line, col))
     if depth or len(levels) > 1:
         raise _Refuse("input ends inside a block or bracket")
     if len(tokens) - mark > MAX_EXPR_DEPTH:
