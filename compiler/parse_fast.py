@@ -212,8 +212,6 @@ def chunks(
             if kind is not None:  # a space, the commonest blank
                 continue
             sort = first.get(piece[0])
-            if sort == "blank":
-                continue
             if sort == "word":
                 if piece[-1] == '"':
                     kind = "FSTRING"
@@ -279,6 +277,8 @@ def chunks(
                 kind = "STRING"
             elif sort == "number":
                 kind = "FLOAT" if "." in piece or "e" in piece or "E" in piece else "INT"
+            elif sort == "blank":
+                continue
             elif sort == "continuation" and len(piece) > 1:
                 line += 1
                 col = 1
