@@ -90,6 +90,7 @@ NOT_AN_ATOM = frozenset({"lambda", "not", "if", "else", "elif", "for", "in", "is
 them; elsewhere Lark would read some of these as names, which this parser leaves to it."""
 
 EXPRESSION_WORDS = frozenset({"lambda", "not", "True", "False", "None"})
+CONSTANT_WORDS: dict[str, Any] = {"True": True, "False": False, "None": None}
 CALLABLE_WORDS = frozenset({"reads", "writes", "side_effect", "param", "python", "llm"})
 TEST_WORDS = frozenset({"scenario", "let", "expect"}) | EXPRESSION_WORDS
 TASK_WORDS = frozenset({"scenario", "request", "solution", "verify"})
@@ -135,10 +136,9 @@ _PIECES = re.compile(
     re.VERBOSE,
 )
 """Lark's terminals (grammar/envspec.lark) and the blanks it ignores, as one pattern
-whose every match is one piece of the text and the blanks before it (so offsets add up,
-and blanks take no turn of `scan`'s loop): FSTRING before NAME and FLOAT before INT, as
-Lark's priorities order them; the last branch is any character no terminal takes (but a
-blank: blanks at the end of the text make no match)."""
+whose every match is one piece of the text (so columns add up): FSTRING before NAME and
+FLOAT before INT, as Lark's priorities order them; the last branch is any character no
+terminal takes."""
 _FIXED: dict[str, str] = {
     " ": "",
     **{piece: piece for piece in (*KEYWORDS, "**", "//", "->", "+=", "-=", "==", "!=", "<=", ">=", *":,.=+-*/%<>?")},
@@ -501,6 +501,10 @@ class _Parser:
         return token[1]
 
     def pos(self, s: int) -> dict[str, int]:
+        """The span from token `s` to the last consumed one. The builders of the nodes a
+        spec has thousands of (statements, arguments, parameters, fields, map entries)
+        write these four entries out instead: `{**self.pos(s), …}` makes and merges a
+        second dict per node."""
         first, last = self.t[s], self.t[self.i - 1]
         return {"line": first[2], "col": first[3], "end_line": last[4], "end_col": last[5]}
 
@@ -1818,9 +1822,9 @@ class _Parser:
         if kind == "FLOAT":
             self.i += 1
             return self.const(token, float(token[1]))
-        if kind == "True" or kind == "False" or kind == "None":
+        if kind in CONSTANT_WORDS:
             self.i += 1
-            return self.const(token, {"True": True, "False": False, "None": None}[kind])
+            return self.const(token, CONSTANT_WORDS[kind])
         if kind == "(":
             self.i += 1
             node = self.expr()
