@@ -188,16 +188,17 @@ def chunks(
     Handing the tokens over a declaration at a time lets the parser free them as it
     goes, so the IR reuses their memory rather than the process taking more from the
     system (its first use costs as much as building the tokens). The loop runs once per
-    piece of a 5,000-line spec (55,000 of them), so it is written for that: keywords
-    and operators are told by one dict lookup, the other pieces by their first
-    character, the column is counted (not worked out from an offset), and a line's
-    token count is measured at its end (`mark`)."""
+    piece of a 5,000-line spec (55,000 of them), so it is written for that: keywords,
+    operators and the names, numbers and strings met before are told by one dict
+    lookup (`fixed`), the other pieces by their first character; the column is counted
+    (not worked out from an offset), and a line's token count is measured at its end
+    (`mark`)."""
     foreign = _foreign_words()
     if foreign is None:
         raise _Refuse("grammar changed")
     tokens: list[Token] = []
     append = tokens.append
-    fixed = _FIXED
+    fixed = dict(_FIXED)  # and the names, numbers and strings seen: their next uses take one lookup
     first = _FIRST
     depth = 0
     levels = [0]
@@ -218,7 +219,7 @@ def chunks(
                 elif piece in foreign:
                     raise _Refuse(piece)
                 else:
-                    kind = "NAME"
+                    kind = fixed[piece] = "NAME"
             elif sort == "open":
                 depth += 1
                 if depth > MAX_NESTING:
@@ -274,9 +275,9 @@ def chunks(
                     append(("LONG", piece, line, start, end_line, col))
                     line = end_line
                     continue
-                kind = "STRING"
+                kind = fixed[piece] = "STRING"
             elif sort == "number":
-                kind = "FLOAT" if "." in piece or "e" in piece or "E" in piece else "INT"
+                kind = fixed[piece] = "FLOAT" if "." in piece or "e" in piece or "E" in piece else "INT"
             elif sort == "blank":
                 continue
             elif sort == "continuation" and len(piece) > 1:
