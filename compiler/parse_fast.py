@@ -200,6 +200,7 @@ def chunks(
     append = tokens.append
     fixed = dict(_FIXED)  # and the names, numbers and strings seen: their next uses take one lookup
     first = _FIRST
+    breaks: dict[str, tuple[int, int, str, int]] = {}  # `_line_break` of each newline piece
     depth = 0
     levels = [0]
     mark = 0  # tokens before the current logical line
@@ -213,38 +214,21 @@ def chunks(
             if kind is not None:  # a space, the commonest blank
                 continue
             sort = first.get(piece[0])
-            if sort == "word":
-                if piece[-1] == '"':
-                    kind = "FSTRING"
-                elif piece in foreign:
-                    raise _Refuse(piece)
-                else:
-                    kind = fixed[piece] = "NAME"
-            elif sort == "open":
-                depth += 1
-                if depth > MAX_NESTING:
-                    raise _Refuse("brackets nested too deep")
-                kind = piece
-            elif sort == "close":
-                if depth:
-                    depth -= 1
-                kind = piece
-            elif sort == "newline":
-                if piece == "\r":  # a CR alone (`\r\n` was made `\n`; NL pieces take `\r\n` only)
-                    raise _Refuse("no terminal matches")
+            if sort == "newline":
+                facts = breaks.get(piece)
+                if facts is None:
+                    facts = breaks[piece] = _line_break(piece)
+                newlines, after, spaces, width = facts
                 first_line = line
-                last = piece.rfind("\n")
-                if last >= 0:
-                    line += piece.count("\n")
-                    col = len(piece) - last
+                if newlines:
+                    line += newlines
+                    col = after
                 if depth or not indent:
                     continue
                 if len(tokens) - mark > MAX_EXPR_DEPTH:
                     long_line = True
                 end_col = col
                 append(("NL", piece, first_line, start, line, end_col))
-                spaces = piece[last + 1 :]
-                width = len(spaces) if "\t" not in spaces else spaces.count(" ") + spaces.count("\t") * 4
                 if width > levels[-1]:
                     levels.append(width)
                     if len(levels) > MAX_NESTING + 1:
@@ -265,6 +249,22 @@ def chunks(
                     long_line = False
                 mark = len(tokens)
                 continue
+            elif sort == "open":
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise _Refuse("brackets nested too deep")
+                kind = piece
+            elif sort == "close":
+                if depth:
+                    depth -= 1
+                kind = piece
+            elif sort == "word":
+                if piece[-1] == '"':
+                    kind = "FSTRING"
+                elif piece in foreign:
+                    raise _Refuse(piece)
+                else:
+                    kind = fixed[piece] = "NAME"
             elif sort == "string":
                 if len(piece) == 1:
                     raise _Refuse("string not closed")
@@ -295,6 +295,18 @@ def chunks(
         end = ("END", "", tokens[-1][4], tokens[-1][5], tokens[-1][4], tokens[-1][5])
     append(end or ("END", "", line, 1, line, 1))
     yield tokens, long_line
+
+
+def _line_break(piece: str) -> tuple[int, int, str, int]:
+    """Of a newline piece (line ends, blank lines and comments, then the next line's
+    indentation): its line ends, the column after it, the indentation and its width
+    (a tab counts 4)."""
+    if piece == "\r":  # a CR alone (`\r\n` was made `\n`; newline pieces take `\r\n` only)
+        raise _Refuse("no terminal matches")
+    last = piece.rfind("\n")
+    spaces = piece[last + 1 :]
+    width = len(spaces) if "\t" not in spaces else spaces.count(" ") + spaces.count("\t") * 4
+    return piece.count("\n"), len(piece) - last, spaces, width
 
 
 # --------------------------------------------------------------------------- IR without validation
