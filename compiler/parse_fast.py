@@ -116,8 +116,6 @@ CONTINUES = frozenset({*BINARY_LEVELS, "if"})
 """Tokens after a postfix expression that make it the left operand of something bigger."""
 TRAILERS = frozenset({".", "(", "["})
 """Tokens after an atom that start a postfix expression (`a.b`, `f(x)`, `m[k]`)."""
-OPEN = frozenset({"(", "[", "{"})
-CLOSE = frozenset({")", "]", "}"})
 
 _PIECES = re.compile(
     r"""(
