@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from compiler import ir
@@ -89,6 +90,7 @@ NOT_AN_ATOM = frozenset({"lambda", "not", "if", "else", "elif", "for", "in", "is
 them; elsewhere Lark would read some of these as names, which this parser leaves to it."""
 
 EXPRESSION_WORDS = frozenset({"lambda", "not", "True", "False", "None"})
+CONSTANT_WORDS: dict[str, Any] = {"True": True, "False": False, "None": None}
 CALLABLE_WORDS = frozenset({"reads", "writes", "side_effect", "param", "python", "llm"})
 TEST_WORDS = frozenset({"scenario", "let", "expect"}) | EXPRESSION_WORDS
 TASK_WORDS = frozenset({"scenario", "request", "solution", "verify"})
@@ -103,13 +105,17 @@ ON_LOAD_WORDS = STATEMENT_WORDS | EXPRESSION_WORDS | {"python", "llm"}
 
 WORD_KINDS = KEYWORDS | {"NAME"}
 STRING_KINDS = frozenset({"STRING", "LONG", "FSTRING"})
-CONTINUES = frozenset(
-    {"**", "*", "/", "//", "%", "+", "-", "==", "!=", "<", "<=", ">", ">=", "in", "not", "is", "and", "or", "if"}
-)
-"""Tokens after a postfix expression that make it the left operand of something bigger."""
 COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "not", "is"})
-OPEN = frozenset({"(", "[", "{"})
-CLOSE = frozenset({")", "]", "}"})
+BINARY_LEVELS = {
+    "or": 1, "and": 2, **dict.fromkeys(COMPARISONS, 4), "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6, "**": 8
+}  # fmt: skip
+"""The grammar's precedence levels, loosest first: `or_expr` 1, `and_expr` 2, `not_expr` 3,
+`comparison` 4, `sum` 5, `term` 6, `factor` 7, `power` 8; for a binary operator, the level
+of the rule it continues."""
+CONTINUES = frozenset({*BINARY_LEVELS, "if"})
+"""Tokens after a postfix expression that make it the left operand of something bigger."""
+TRAILERS = frozenset({".", "(", "["})
+"""Tokens after an atom that start a postfix expression (`a.b`, `f(x)`, `m[k]`)."""
 
 _PIECES = re.compile(
     r"""(
@@ -128,18 +134,26 @@ _PIECES = re.compile(
     re.VERBOSE,
 )
 """Lark's terminals (grammar/envspec.lark) and the blanks it ignores, as one pattern
-whose every match is one piece of the text (so offsets add up): FSTRING before NAME and
+whose every match is one piece of the text (so columns add up): FSTRING before NAME and
 FLOAT before INT, as Lark's priorities order them; the last branch is any character no
-terminal takes. `scan` tells the pieces apart by their first character."""
+terminal takes."""
+_FIXED: dict[str, str] = {
+    " ": "",
+    **{piece: piece for piece in (*KEYWORDS, "**", "//", "->", "+=", "-=", "==", "!=", "<=", ">=", *":,.=+-*/%<>?")},
+}
+"""Pieces that are their own token kind (keywords; operators but brackets), and a space
+(kind "": skipped): one dict lookup classifies most pieces."""
 _FIRST: dict[str, str] = {
     **dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_", "word"),
     **dict.fromkeys(" \t\f", "blank"),
-    **dict.fromkeys("()[]{}:,.=+-*/%<>!?", "op"),
+    **dict.fromkeys("([{", "open"),
+    **dict.fromkeys(")]}", "close"),
     **dict.fromkeys("\n\r#", "newline"),
     **dict.fromkeys("0123456789", "number"),
     '"': "string",
     "\\": "continuation",
 }
+"""The kind of every other piece, by its first character."""
 
 Token = tuple[str, str, int, int, int, int]
 """kind, text, line, column, end line, end column (Lark's: 1-based, end exclusive)."""
@@ -156,102 +170,141 @@ def _foreign_words() -> frozenset[str] | None:
 
 
 def scan(text: str, line: int = 1, col: int = 1, *, indent: bool = True) -> tuple[list[Token], bool]:
+    """Tokens of `text` (which starts at `line`:`col`) in one run (see `chunks`)."""
+    return next(chunks(text, line, col, indent=indent, split=False))
+
+
+def chunks(
+    text: str, line: int = 1, col: int = 1, *, indent: bool = True, split: bool = True
+) -> Iterator[tuple[list[Token], bool]]:
     """Tokens of `text` (which starts at `line`:`col`) with Lark's INDENT/DEDENT and
-    bracket rules, and whether some logical line holds more than MAX_EXPR_DEPTH tokens
-    (only then can an expression be nested deeper than that)."""
+    bracket rules, one run of top-level declarations at a time (each ends at a line
+    that ends at the outermost level, and with an END token), and whether a logical
+    line of the run holds more than MAX_EXPR_DEPTH tokens (only then can an expression
+    be nested deeper than that); with `split` off, all of them in one run.
+
+    Handing the tokens over a declaration at a time lets the parser free them as it
+    goes, so the IR reuses their memory rather than the process taking more from the
+    system (its first use costs as much as building the tokens). The loop runs once per
+    piece of a 5,000-line spec (55,000 of them), so it is written for that: keywords,
+    operators and the names, numbers and strings met before are told by one dict
+    lookup (`fixed`), the other pieces by their first character; the column is counted
+    (not worked out from an offset), and a line's token count is measured at its end
+    (`mark`)."""
     foreign = _foreign_words()
     if foreign is None:
         raise _Refuse("grammar changed")
     tokens: list[Token] = []
     append = tokens.append
-    keywords = KEYWORDS
+    fixed = dict(_FIXED)  # and the names, numbers and strings seen: their next uses take one lookup
     first = _FIRST
-    base = -col  # column = offset - base
-    offset = 0
+    breaks: dict[str, tuple[int, int, str, int]] = {}  # `_line_break` of each newline piece
     depth = 0
     levels = [0]
-    run = 0
+    mark = 0  # tokens before the current logical line
     long_line = False
+    end: Token | None = None  # the last run's END
     for piece in _PIECES.findall(text):
-        size = len(piece)
-        start = offset
-        offset += size
-        sort = first.get(piece[0])
-        if sort == "blank":
-            continue
-        if sort == "word":
-            if piece[0] == "f" and size > 1 and piece[1] == '"':
-                append(("FSTRING", piece, line, start - base, line, offset - base))
-            elif piece in keywords:
-                append((piece, piece, line, start - base, line, offset - base))
-            elif piece in foreign:
-                raise _Refuse(piece)
-            else:
-                append(("NAME", piece, line, start - base, line, offset - base))
-        elif sort == "op":
-            if piece == "!":
-                raise _Refuse("no terminal matches")
-            if piece in OPEN:
+        start = col
+        col += len(piece)
+        kind = fixed.get(piece)
+        if not kind:
+            if kind is not None:  # a space, the commonest blank
+                continue
+            sort = first.get(piece[0])
+            if sort == "newline":
+                facts = breaks.get(piece)
+                if facts is None:
+                    facts = breaks[piece] = _line_break(piece)
+                newlines, after, spaces, width = facts
+                first_line = line
+                if newlines:
+                    line += newlines
+                    col = after
+                if depth or not indent:
+                    continue
+                if len(tokens) - mark > MAX_EXPR_DEPTH:
+                    long_line = True
+                end_col = col
+                append(("NL", piece, first_line, start, line, end_col))
+                if width > levels[-1]:
+                    levels.append(width)
+                    if len(levels) > MAX_NESTING + 1:
+                        raise _Refuse("blocks nested too deep")
+                    append(("INDENT", spaces, first_line, start, line, end_col))
+                elif width < levels[-1]:
+                    while width < levels[-1]:
+                        levels.pop()
+                        append(("DEDENT", spaces, first_line, start, line, end_col))
+                    if width != levels[-1]:
+                        raise _Refuse("dedent to no outer level")
+                if split and len(levels) == 1:  # at the outermost level: the declarations so far are whole
+                    end = ("END", "", line, end_col, line, end_col)
+                    append(end)
+                    yield tokens, long_line
+                    tokens = []
+                    append = tokens.append
+                    long_line = False
+                mark = len(tokens)
+                continue
+            elif sort == "open":
                 depth += 1
                 if depth > MAX_NESTING:
                     raise _Refuse("brackets nested too deep")
-            elif piece in CLOSE and depth:
-                depth -= 1
-            append((piece, piece, line, start - base, line, offset - base))
-        elif sort == "newline":
-            if piece == "\r" or piece.startswith("\r") and piece[1] != "\n":
-                raise _Refuse("no terminal matches")
-            first_line, first_col = line, start - base
-            line += piece.count("\n")
-            if "\n" in piece:
-                base = start + piece.rindex("\n")
-            if depth or not indent:
+                kind = piece
+            elif sort == "close":
+                if depth:
+                    depth -= 1
+                kind = piece
+            elif sort == "word":
+                if piece[-1] == '"':
+                    kind = "FSTRING"
+                elif piece in foreign:
+                    raise _Refuse(piece)
+                else:
+                    kind = fixed[piece] = "NAME"
+            elif sort == "string":
+                if len(piece) == 1:
+                    raise _Refuse("string not closed")
+                if piece.startswith('"""') and len(piece) >= 6:
+                    end_line = line + piece.count("\n")
+                    if end_line != line:
+                        col = len(piece) - piece.rindex("\n")
+                    append(("LONG", piece, line, start, end_line, col))
+                    line = end_line
+                    continue
+                kind = fixed[piece] = "STRING"
+            elif sort == "number":
+                kind = fixed[piece] = "FLOAT" if "." in piece or "e" in piece or "E" in piece else "INT"
+            elif sort == "blank":
                 continue
-            if run > MAX_EXPR_DEPTH:
-                long_line = True
-            run = -1
-            here = (first_line, first_col, line, offset - base)
-            append(("NL", piece, *here))
-            spaces = piece[piece.rindex("\n") + 1 :]
-            width = len(spaces) if "\t" not in spaces else spaces.count(" ") + spaces.count("\t") * 4
-            if width > levels[-1]:
-                levels.append(width)
-                if len(levels) > MAX_NESTING + 1:
-                    raise _Refuse("blocks nested too deep")
-                append(("INDENT", spaces, *here))
-            elif width < levels[-1]:
-                while width < levels[-1]:
-                    levels.pop()
-                    append(("DEDENT", spaces, *here))
-                if width != levels[-1]:
-                    raise _Refuse("dedent to no outer level")
-        elif sort == "string":
-            if size == 1:
-                raise _Refuse("string not closed")
-            if piece.startswith('"""') and size >= 6:
-                end_line = line + piece.count("\n")
-                end_base = start + piece.rindex("\n") if end_line != line else base
-                append(("LONG", piece, line, start - base, end_line, offset - end_base))
-                line, base = end_line, end_base
+            elif sort == "continuation" and len(piece) > 1:
+                line += 1
+                col = 1
+                continue
             else:
-                append(("STRING", piece, line, start - base, line, offset - base))
-        elif sort == "number":
-            kind = "FLOAT" if "." in piece or "e" in piece or "E" in piece else "INT"
-            append((kind, piece, line, start - base, line, offset - base))
-        elif sort == "continuation" and size > 1:
-            line += 1
-            base = offset - 1
-            continue
-        else:
-            raise _Refuse("no terminal matches")
-        run += 1
+                raise _Refuse("no terminal matches")
+        append((kind, piece, line, start, line, col))
     if depth or len(levels) > 1:
         raise _Refuse("input ends inside a block or bracket")
-    if run > MAX_EXPR_DEPTH:
+    if len(tokens) - mark > MAX_EXPR_DEPTH:
         long_line = True
-    last = tokens[-1] if tokens else ("END", "", line, 1, line, 1)
-    append(("END", "", last[4], last[5], last[4], last[5]))
-    return tokens, long_line
+    if tokens:
+        end = ("END", "", tokens[-1][4], tokens[-1][5], tokens[-1][4], tokens[-1][5])
+    append(end or ("END", "", line, 1, line, 1))
+    yield tokens, long_line
+
+
+def _line_break(piece: str) -> tuple[int, int, str, int]:
+    """Of a newline piece (line ends, blank lines and comments, then the next line's
+    indentation): its line ends, the column after it, the indentation and its width
+    (a tab counts 4)."""
+    if piece == "\r":  # a CR alone (`\r\n` was made `\n`; newline pieces take `\r\n` only)
+        raise _Refuse("no terminal matches")
+    last = piece.rfind("\n")
+    spaces = piece[last + 1 :]
+    width = len(spaces) if "\t" not in spaces else spaces.count(" ") + spaces.count("\t") * 4
+    return piece.count("\n"), len(piece) - last, spaces, width
 
 
 # --------------------------------------------------------------------------- IR without validation
@@ -346,6 +399,40 @@ def enabled() -> bool:
     return os.environ.get("ENVC_FAST_PARSE", "1") != "0" and _schema_matches() and _foreign_words() is not None
 
 
+def _name(id_: str, line: int, col: int, end_line: int, end_col: int) -> ir.Name:
+    return construct(
+        ir.Name,
+        {
+            "line": line,
+            "col": col,
+            "end_line": end_line,
+            "end_col": end_col,
+            "ty": None,
+            "kind": "name",
+            "id": id_,
+            "ref": "",
+        },
+        {"id", "line", "col", "end_line", "end_col"},
+    )
+
+
+def _attr(obj: Any, name: str, line: int, col: int, end_line: int, end_col: int) -> ir.Attr:
+    return construct(
+        ir.Attr,
+        {
+            "line": line,
+            "col": col,
+            "end_line": end_line,
+            "end_col": end_col,
+            "ty": None,
+            "kind": "attr",
+            "obj": obj,
+            "name": name,
+        },
+        {"obj", "name", "line", "col", "end_line", "end_col"},
+    )
+
+
 _MEASURED = (ir.ExprBase, ir.Keyword, ir.MapEntry)
 
 
@@ -394,13 +481,9 @@ def parse_decls(text: str) -> list[Any] | None:
     if not enabled():
         return None
     try:
-        tokens, long_line = scan(text)
-        decls = _Parser(tokens).module()
-        if long_line and _depth(decls) > MAX_EXPR_DEPTH:
-            return None
+        return _Parser([]).module(chunks(text))
     except (_Refuse, RecursionError):
         return None
-    return decls
 
 
 class _Parser:
@@ -429,6 +512,10 @@ class _Parser:
         return token[1]
 
     def pos(self, s: int) -> dict[str, int]:
+        """The span from token `s` to the last consumed one. The builders of the nodes a
+        spec has thousands of (statements, arguments, parameters, fields, map entries)
+        write these four entries out instead: `{**self.pos(s), …}` makes and merges a
+        second dict per node."""
         first, last = self.t[s], self.t[self.i - 1]
         return {"line": first[2], "col": first[3], "end_line": last[4], "end_col": last[5]}
 
@@ -456,18 +543,26 @@ class _Parser:
         return _string_value(token[1])
 
     def block_start(self) -> None:
-        self.expect(":")
-        self.expect("NL")
-        self.expect("INDENT")
+        t, i = self.t, self.i
+        if t[i][0] != ":" or t[i + 1][0] != "NL" or t[i + 2][0] != "INDENT":
+            raise self.refuse()
+        self.i = i + 3
 
     # ------------------------------------------------------------------ module
-    def module(self) -> list[Any]:
-        t = self.t
-        if t[0][0] == "NL":
-            self.i = 1
+    def module(self, runs: Iterator[tuple[list[Token], bool]]) -> list[Any]:
+        """The declarations of the token runs of `chunks` (a run's tokens are dropped
+        once parsed); those with an expression nested deeper than MAX_EXPR_DEPTH are
+        E1008, left to Lark."""
         decls: list[Any] = []
-        while t[self.i][0] != "END":
-            decls.append(self.decl())
+        for number, (tokens, long_line) in enumerate(runs):
+            self.t, self.i = tokens, 0
+            if number == 0 and tokens[0][0] == "NL":  # blank lines or comments open the text
+                self.i = 1
+            first = len(decls)
+            while tokens[self.i][0] != "END":
+                decls.append(self.decl())
+            if long_line and _depth(decls[first:]) > MAX_EXPR_DEPTH:
+                raise _Refuse("expression nested too deep")  # E1008
         return decls
 
     def decl(self) -> Any:
@@ -618,11 +713,15 @@ class _Parser:
                     self.i += 1
                     alias = self.plain_string()
                 self.expect("NL")
+                first, last = t[s], t[self.i - 1]
                 fields.append(
                     construct(
                         ir.Field_,
                         {
-                            **self.pos(s),
+                            "line": first[2],
+                            "col": first[3],
+                            "end_line": last[4],
+                            "end_col": last[5],
                             "name": name,
                             "type": type_,
                             "default": default,
@@ -908,16 +1007,35 @@ class _Parser:
             c = self.i
             self.i += 1
             value = self.expr()
+            first, last = t[c], t[self.i - 1]
             constraints.append(
                 construct(
                     ir.Constraint,
-                    {**self.pos(c), "kind": t[c][1], "value": value},
+                    {
+                        "line": first[2],
+                        "col": first[3],
+                        "end_line": last[4],
+                        "end_col": last[5],
+                        "kind": first[1],
+                        "value": value,
+                    },
                     {"kind", "value", "line", "col", "end_line", "end_col"},
                 )
             )
+        first, last = t[s], t[self.i - 1]
         return construct(
             ir.Param,
-            {**self.pos(s), "name": name, "type": type_, "default": default, "constraints": constraints, "doc": ""},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "name": name,
+                "type": type_,
+                "default": default,
+                "constraints": constraints,
+                "doc": "",
+            },
             {"name", "type", "default", "constraints", "line", "col", "end_line", "end_col"},
         )
 
@@ -946,9 +1064,10 @@ class _Parser:
             self.i += 1
             args.append(self.type_())
         self.expect("]")
+        first, last = t[s], t[self.i - 1]
         return construct(
             ir.TypeRef,
-            {**self.pos(s), "name": name, "args": args},
+            {"line": first[2], "col": first[3], "end_line": last[4], "end_col": last[5], "name": name, "args": args},
             {"name", "args", "line", "col", "end_line", "end_col"},
         )
 
@@ -1197,7 +1316,9 @@ class _Parser:
             node = _SIMPLE[kind](self, s)
         else:
             node = self.assign_or_expr(s)
-        self.expect("NL")
+        if t[self.i][0] != "NL":
+            raise self.refuse()
+        self.i += 1
         return node
 
     def assign_or_expr(self, s: int) -> Any:
@@ -1211,10 +1332,14 @@ class _Parser:
             if op == "=":
                 self.i += 1
                 value = self.expr()
+                first, last = t[s], t[self.i - 1]
                 return construct(
                     ir.Assign,
                     {
-                        **self.pos(s),
+                        "line": first[2],
+                        "col": first[3],
+                        "end_line": last[4],
+                        "end_col": last[5],
                         "kind": "assign",
                         "target": target,
                         "op": "=",
@@ -1226,10 +1351,14 @@ class _Parser:
             if op == "+=" or op == "-=":
                 self.i += 1
                 value = self.expr()
+                first, last = t[s], t[self.i - 1]
                 return construct(
                     ir.Assign,
                     {
-                        **self.pos(s),
+                        "line": first[2],
+                        "col": first[3],
+                        "end_line": last[4],
+                        "end_col": last[5],
                         "kind": "assign",
                         "target": target,
                         "op": op,
@@ -1239,9 +1368,17 @@ class _Parser:
                     {"target", "op", "value", "line", "col", "end_line", "end_col"},
                 )
             value = self.ternary(target, s) if op in CONTINUES else target
+        first, last = t[s], t[self.i - 1]
         return construct(
             ir.ExprStmt,
-            {**self.pos(s), "kind": "expr", "value": value},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "kind": "expr",
+                "value": value,
+            },
             {"value", "line", "col", "end_line", "end_col"},
         )
 
@@ -1254,18 +1391,36 @@ class _Parser:
             type_ = self.type_()
         self.expect("=")
         value = self.expr()
+        first, last = self.t[s], self.t[self.i - 1]
         return construct(
             ir.Let,
-            {**self.pos(s), "kind": "let", "name": name, "type": type_, "value": value},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "kind": "let",
+                "name": name,
+                "type": type_,
+                "value": value,
+            },
             {"name", "type", "value", "line", "col", "end_line", "end_col"},
         )
 
     def return_(self, s: int) -> ir.Return:
         self.i += 1
         value = None if self.t[self.i][0] == "NL" else self.expr()
+        first, last = self.t[s], self.t[self.i - 1]
         return construct(
             ir.Return,
-            {**self.pos(s), "kind": "return", "value": value},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "kind": "return",
+                "value": value,
+            },
             {"value", "line", "col", "end_line", "end_col"},
         )
 
@@ -1274,9 +1429,18 @@ class _Parser:
         cond = self.expr()
         self.expect("else")
         error = self.error_call()
+        first, last = self.t[s], self.t[self.i - 1]
         return construct(
             ir.Require,
-            {**self.pos(s), "kind": "require", "cond": cond, "error": error},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "kind": "require",
+                "cond": cond,
+                "error": error,
+            },
             {"cond", "error", "line", "col", "end_line", "end_col"},
         )
 
@@ -1296,9 +1460,18 @@ class _Parser:
         if len(positional) > 1:
             raise _Refuse("two messages")  # E3006
         message = positional[0] if positional else None
+        first, last = self.t[s], self.t[self.i - 1]
         return construct(
             ir.ErrorCall,
-            {**self.pos(s), "kind": kind, "message": message, "fields": keywords},
+            {
+                "line": first[2],
+                "col": first[3],
+                "end_line": last[4],
+                "end_col": last[5],
+                "kind": kind,
+                "message": message,
+                "fields": keywords,
+            },
             {"kind", "message", "fields", "line", "col", "end_line", "end_col"},
         )
 
@@ -1334,10 +1507,18 @@ class _Parser:
             self.i += 1
             other = self.expr()
             block = self.suite()
+            first, last = t[b], t[self.i - 1]
             branches.append(
                 construct(
                     ir.IfBranch,
-                    {**self.pos(b), "cond": other, "body": block},
+                    {
+                        "line": first[2],
+                        "col": first[3],
+                        "end_line": last[4],
+                        "end_col": last[5],
+                        "cond": other,
+                        "body": block,
+                    },
                     {"cond", "body", "line", "col", "end_line", "end_col"},
                 )
             )
@@ -1345,7 +1526,8 @@ class _Parser:
         if t[self.i][0] == "else":
             self.i += 1
             orelse = self.suite()
-        where = self.pos(s)
+        first, last = t[s], t[self.i - 1]
+        where = {"line": first[2], "col": first[3], "end_line": last[4], "end_col": last[5]}
         branches[0] = construct(
             ir.IfBranch, {**where, "cond": cond, "body": body}, {"cond", "body", "line", "col", "end_line", "end_col"}
         )
@@ -1380,7 +1562,9 @@ class _Parser:
             return self.lambda_(s)
         if kind == "-" or kind == "not":
             return self.ternary(None, s)
-        node = self.postfix()
+        node = self.atom()
+        if t[self.i][0] in TRAILERS:
+            node = self.trailers(node, s)
         if t[self.i][0] in CONTINUES:
             return self.ternary(node, s)
         return node
@@ -1433,42 +1617,56 @@ class _Parser:
         )
 
     def or_(self, left: Any, s: int) -> Any:
-        node = self.and_(left, s)
-        while self.t[self.i][0] == "or":
-            self.i += 1
-            node = self._binary("or", node, self.and_(None, self.i), s)
-        return node
+        """An `or_expr` from token `s`, whose first postfix expression (`left`) may be parsed already."""
+        return self.operand(1) if left is None else self.climb(left, s, 1)
 
-    def and_(self, left: Any, s: int) -> Any:
-        node = self.not_(left, s)
-        while self.t[self.i][0] == "and":
-            self.i += 1
-            node = self._binary("and", node, self.not_(None, self.i), s)
-        return node
-
-    def not_(self, left: Any, s: int) -> Any:
-        if left is None and self.t[self.i][0] == "not":
-            self.i += 1
-            operand = self.not_(None, self.i)
-            return construct(
-                ir.Unary,
-                {**self.pos(s), "ty": None, "kind": "unary", "op": "not", "operand": operand},
-                {"op", "operand", "line", "col", "end_line", "end_col"},
-            )
-        return self.comparison(left, s)
-
-    def comparison(self, left: Any, s: int) -> Any:
+    def operand(self, level: int) -> Any:
+        """An expression of the grammar's precedence `level` (see BINARY_LEVELS): a prefix
+        `not` (at `not_expr` and looser) or `-` (at `factor` and looser) with its operand,
+        or a postfix expression; then the binary operators of that level or tighter."""
         t = self.t
-        first = self.sum(left, s)
-        if t[self.i][0] not in COMPARISONS:
-            return first
+        s = self.i
+        kind = t[s][0]
+        if kind == "not" and level <= 3:
+            self.i += 1
+            node = self._unary("not", self.operand(3), s)
+        elif kind == "-" and level <= 7:
+            self.i += 1
+            node = self._unary("-", self.operand(7), s)
+        else:
+            node = self.postfix()
+        return self.climb(node, s, level) if t[self.i][0] in BINARY_LEVELS else node
+
+    def climb(self, left: Any, s: int, level: int) -> Any:
+        """`left` (from token `s`) and the binary operators after it of `level` or tighter,
+        by precedence climbing: each operator's right operand is parsed one level tighter
+        (`**`, right-associative, takes a `factor`), so an operand costs a call or two
+        rather than one per grammar level (`or_expr` down to `power` is eight)."""
+        t = self.t
+        while True:
+            op = t[self.i][0]
+            op_level = BINARY_LEVELS.get(op, 0)
+            if op_level < level:
+                return left
+            self.i += 1
+            if op_level == 4:
+                left = self.comparison(left, op, s)
+            else:
+                left = self._binary(op, left, self.operand(7 if op_level == 8 else op_level + 1), s)
+
+    def _unary(self, op: str, operand: Any, s: int) -> ir.Unary:
+        return construct(
+            ir.Unary,
+            {**self.pos(s), "ty": None, "kind": "unary", "op": op, "operand": operand},
+            {"op", "operand", "line", "col", "end_line", "end_col"},
+        )
+
+    def comparison(self, first: Any, op: str, s: int) -> Any:
+        """`first op …` (`op` consumed): a chain of comparisons of `sum`s, one Binary for one."""
+        t = self.t
         operands = [first]
         ops: list[str] = []
         while True:
-            op = t[self.i][0]
-            if op not in COMPARISONS:
-                break
-            self.i += 1
             if op == "not":
                 self.expect("in")
                 op = "not in"
@@ -1476,7 +1674,11 @@ class _Parser:
                 self.i += 1
                 op = "is not"
             ops.append(op)
-            operands.append(self.sum(None, self.i))
+            operands.append(self.operand(5))
+            op = t[self.i][0]
+            if op not in COMPARISONS:
+                break
+            self.i += 1
         if len(ops) == 1:
             return self._binary(ops[0], first, operands[1], s)
         return construct(
@@ -1485,65 +1687,21 @@ class _Parser:
             {"operands", "ops", "line", "col", "end_line", "end_col"},
         )
 
-    def sum(self, left: Any, s: int) -> Any:
-        t = self.t
-        node = self.term(left, s)
-        while True:
-            op = t[self.i][0]
-            if op != "+" and op != "-":
-                return node
-            self.i += 1
-            node = self._binary(op, node, self.term(None, self.i), s)
-
-    def term(self, left: Any, s: int) -> Any:
-        t = self.t
-        node = self.factor(left, s)
-        while True:
-            op = t[self.i][0]
-            if op != "*" and op != "/" and op != "//" and op != "%":
-                return node
-            self.i += 1
-            node = self._binary(op, node, self.factor(None, self.i), s)
-
-    def factor(self, left: Any, s: int) -> Any:
-        if left is None and self.t[self.i][0] == "-":
-            self.i += 1
-            operand = self.factor(None, self.i)
-            return construct(
-                ir.Unary,
-                {**self.pos(s), "ty": None, "kind": "unary", "op": "-", "operand": operand},
-                {"op", "operand", "line", "col", "end_line", "end_col"},
-            )
-        base = left if left is not None else self.postfix()
-        if self.t[self.i][0] != "**":
-            return base
-        self.i += 1
-        return self._binary("**", base, self.factor(None, self.i), s)
-
     def postfix(self) -> Any:
-        t = self.t
         s = self.i
         node = self.atom()
-        line, col = t[s][2], t[s][3]  # the span starts at the atom (written out: the hottest builder)
+        return self.trailers(node, s) if self.t[self.i][0] in TRAILERS else node
+
+    def trailers(self, node: Any, s: int) -> Any:
+        """The `.name`, `(args)`, `[index]` and `[slice]` after the atom `node` (from token `s`)."""
+        t = self.t
+        line, col = t[s][2], t[s][3]  # the span starts at the atom (written out: the hottest builders)
         while True:
             kind = t[self.i][0]
             if kind == ".":
                 self.i += 1
                 name = self.word()
-                node = construct(
-                    ir.Attr,
-                    {
-                        "line": line,
-                        "col": col,
-                        "end_line": t[self.i - 1][4],
-                        "end_col": t[self.i - 1][5],
-                        "ty": None,
-                        "kind": "attr",
-                        "obj": node,
-                        "name": name,
-                    },
-                    {"obj", "name", "line", "col", "end_line", "end_col"},
-                )
+                node = _attr(node, name, line, col, t[self.i - 1][4], t[self.i - 1][5])
             elif kind == "(":
                 self.i += 1
                 positional, keywords = self.arguments()
@@ -1620,10 +1778,18 @@ class _Parser:
                     raise self.refuse()
                 self.i += 2
                 value = self.expr()
+                last = t[self.i - 1]
                 keywords.append(
                     construct(
                         ir.Keyword,
-                        {**self.pos(s), "name": token[1], "value": value},
+                        {
+                            "line": token[2],
+                            "col": token[3],
+                            "end_line": last[4],
+                            "end_col": last[5],
+                            "name": token[1],
+                            "value": value,
+                        },
                         {"name", "value", "line", "col", "end_line", "end_col"},
                     )
                 )
@@ -1667,9 +1833,9 @@ class _Parser:
         if kind == "FLOAT":
             self.i += 1
             return self.const(token, float(token[1]))
-        if kind == "True" or kind == "False" or kind == "None":
+        if kind in CONSTANT_WORDS:
             self.i += 1
-            return self.const(token, {"True": True, "False": False, "None": None}[kind])
+            return self.const(token, CONSTANT_WORDS[kind])
         if kind == "(":
             self.i += 1
             node = self.expr()
@@ -1684,20 +1850,7 @@ class _Parser:
             return self.fstring(token)
         if kind in KEYWORDS and kind not in NOT_AN_ATOM:
             self.i += 1  # a keyword Lark's lexer leaves a NAME where an atom starts
-            return construct(
-                ir.Name,
-                {
-                    "line": token[2],
-                    "col": token[3],
-                    "end_line": token[4],
-                    "end_col": token[5],
-                    "ty": None,
-                    "kind": "name",
-                    "id": token[1],
-                    "ref": "",
-                },
-                {"id", "line", "col", "end_line", "end_col"},
-            )
+            return _name(token[1], token[2], token[3], token[4], token[5])
         raise self.refuse()
 
     @staticmethod
@@ -1760,10 +1913,18 @@ class _Parser:
                     {**self.pos(s), "ty": None, "kind": "comprehension", "elt": key, "value": value, **comp},
                     {"elt", "value", "targets", "iter", "cond", "line", "col", "end_line", "end_col"},
                 )
+            first, last = t[e], t[self.i - 1]
             entries.append(
                 construct(
                     ir.MapEntry,
-                    {**self.pos(e), "key": key, "value": value},
+                    {
+                        "line": first[2],
+                        "col": first[3],
+                        "end_line": last[4],
+                        "end_col": last[5],
+                        "key": key,
+                        "value": value,
+                    },
                     {"key", "value", "line", "col", "end_line", "end_col"},
                 )
             )
@@ -1794,36 +1955,18 @@ class _Parser:
 
     # ------------------------------------------------------------------ f-strings
     def fstring(self, token: Token) -> ir.FString:
-        """`f"a {x} b"` as `_parse_fstring` splits it; anything it would report is refused."""
+        """`f"a {x} b"` as `_parse_fstring` splits it; anything it would report is refused.
+
+        That loop goes character by character; here regexes take many characters at a
+        time, to the same effect (`\\x` pairs kept for `_unescape`, `{{` and `}}`
+        halved). Most f-strings have none of these, nor brackets in a field: one split
+        takes those apart (`_flat_fstring`)."""
         text = token[1][2:-1]
         line, col = token[2], token[3] + 2
-        parts: list[Any] = []
-        literal: list[str] = []
-        i = 0
-        while i < len(text):
-            ch = text[i]
-            if ch == "\\" and i + 1 < len(text):
-                literal.append(text[i : i + 2])
-                i += 2
-            elif text.startswith("{{", i) or text.startswith("}}", i):
-                literal.append(ch)
-                i += 2
-            elif ch == "}":
-                raise _Refuse("single } in f-string")  # E1005
-            elif ch == "{":
-                end = _matching_brace(text, i)
-                if end < 0:
-                    raise _Refuse("unclosed { in f-string")  # E1005
-                if literal:
-                    parts.append(_unescape("".join(literal)))
-                    literal = []
-                parts.append(_fstring_field(text[i + 1 : end], line, col + i + 1))
-                i = end + 1
-            else:
-                literal.append(ch)
-                i += 1
-        if literal:
-            parts.append(_unescape("".join(literal)))
+        plain = "\\" not in text and "{{" not in text and "}}" not in text
+        parts = _flat_fstring(text, line, col) if plain else None
+        if parts is None:
+            parts = _fstring_parts(text, line, col)
         return construct(
             ir.FString,
             {
@@ -1839,10 +1982,69 @@ class _Parser:
         )
 
 
-def _fstring_field(source: str, line: int, col: int) -> Any:
-    """One `{…}` of an f-string, as `_parse_fstring_field` reads it (refusing its errors)."""
-    split = -1 if re.match(r"\s*lambda\b", source) else _top_level(source, ":")
-    bang = _top_level(source, "!")
+def _flat_fstring(text: str, line: int, col: int) -> list[Any] | None:
+    """The parts of an f-string's text without `\\`, `{{` or `}}` whose fields have no
+    brackets, or None for any other (a `{` or `}` then stays in a literal)."""
+    parts: list[Any] = []
+    at = col  # where the next piece starts
+    for index, piece in enumerate(_FLAT_FIELD.split(text)):
+        if index % 2:
+            parts.append(_fstring_field(piece, line, at + 1, True))
+            at += len(piece) + 2
+            continue
+        if "{" in piece or "}" in piece:
+            return None
+        if piece:
+            parts.append(piece)
+        at += len(piece)
+    return parts
+
+
+def _fstring_parts(text: str, line: int, col: int) -> list[Any]:
+    """The parts of any f-string's text (refusing what `_parse_fstring` reports): a
+    literal run, or a field without brackets, at a time."""
+    parts: list[Any] = []
+    i = 0
+    while i < len(text):
+        run = _FSTRING_LITERAL.match(text, i)
+        if run is not None:
+            literal = run.group()
+            i = run.end()
+            if "{{" in literal or "}}" in literal:
+                literal = _DOUBLED_BRACE.sub(r"\1\2", literal)
+            parts.append(_unescape(literal))
+            continue
+        if text[i] != "{":  # `}` alone (a lone `\\`, last, cannot be: FSTRING has none)
+            raise _Refuse("single } in f-string")  # E1005
+        flat = _FLAT_FIELD.match(text, i)
+        if flat is not None:
+            parts.append(_fstring_field(flat.group(1), line, col + i + 1, True))
+            i = flat.end()
+            continue
+        end = _matching_brace(text, i)
+        if end < 0:
+            raise _Refuse("unclosed { in f-string")  # E1005
+        parts.append(_fstring_field(text[i + 1 : end], line, col + i + 1, False))
+        i = end + 1
+    return parts
+
+
+_FSTRING_LITERAL = re.compile(r"(?:[^\\{}]|\\(?s:.)|\{\{|\}\})+")
+"""A run of an f-string's literal text: characters, `\\x` pairs, `{{` and `}}`."""
+_DOUBLED_BRACE = re.compile(r"(\\(?s:.))|([{}])\2")
+_FLAT_FIELD = re.compile(r"\{([^{}\[\]()]*)\}")
+"""A field without brackets, whose end is the next `}` (`_matching_brace`'s answer)."""
+_LAMBDA_START = re.compile(r"\s*lambda\b")
+
+
+def _fstring_field(source: str, line: int, col: int, flat: bool) -> Any:
+    """One `{…}` of an f-string, as `_parse_fstring_field` reads it (refusing its errors);
+    in a `flat` field (no brackets) `_top_level` is `str.find`."""
+    if "lambda" in source and _LAMBDA_START.match(source):
+        split = -1
+    else:
+        split = source.find(":") if flat else _top_level(source, ":")
+    bang = source.find("!") if flat else _top_level(source, "!")
     if bang >= 0 and (split < 0 or bang < split) and not source.startswith("=", bang + 1):
         raise _Refuse("conversion in f-string")  # E1005
     if split < 0:
@@ -1872,18 +2074,41 @@ def _fstring_field(source: str, line: int, col: int) -> Any:
 
 def _fstring_expr(source: str, line: int, col: int) -> Any:
     """The expression of an f-string field, its positions those of the file (Lark parses
-    it alone from `expr` and shifts it; here it is scanned where it stands)."""
+    it alone from `expr` and shifts it; here it is scanned where it stands). A field
+    that is a name or a chain of attributes of one (most are) is built as scanning and
+    parsing it would."""
+    dotted = _dotted(source, line, col)
+    if dotted is not None:
+        return dotted
     if not source.strip():
         raise _Refuse("empty {} in f-string")  # E1005
-    tokens, long_line = scan(source, line, col, indent=False)
-    if any(token[0] == "NL" for token in tokens) or "#" in source:
+    if "#" in source:
         raise _Refuse("comment in f-string")
+    tokens, long_line = scan(source, line, col, indent=False)
     parser = _Parser(tokens)
     node = parser.expr()
     if tokens[parser.i][0] != "END":
         raise parser.refuse()
     if long_line and _depth(node) > MAX_EXPR_DEPTH:
         raise _Refuse("f-string field nested too deep")  # E1008
+    return node
+
+
+def _dotted(source: str, line: int, col: int) -> Any:
+    """`a` or `a.b.c` (words without blanks, the first no keyword) as its Name and Attr
+    nodes, or None for any other source."""
+    words = source.split(".")
+    foreign = _foreign_words() or frozenset()
+    for word in words:
+        if not (word.isascii() and word.isidentifier()) or word in foreign:
+            return None
+    if words[0] in _FIXED:
+        return None
+    end = col + len(words[0])
+    node: Any = _name(words[0], line, col, line, end)
+    for word in words[1:]:
+        end += len(word) + 1
+        node = _attr(node, word, line, col, line, end)
     return node
 
 

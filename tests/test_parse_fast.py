@@ -322,6 +322,49 @@ def test_new_constructs_parse_fast_to_the_same_ir(text: str) -> None:
     assert compare(HEADER + text) == "same"
 
 
+FAST_PATHS = [
+    'tool t() -> str:\n    return f"#{item.id}: {text} {a.b.c} {x.title} {y.if}{z}" + f"{ a } {b:>4}"\n',
+    'tool t() -> str:\n    return f"{title} {True} {None.x} {a .b} {f(x)} {m[k]}" + f"{{a}} {b} }}"\n',
+    'tool t() -> str:\n    return f"\\n{a}\\{ {{b}}" + f"{a!= b}" + f"{lambda q: q}" + f"x{y:}z"\n',
+    "tool t() -> int:\n    return 2 ** 3 ** -4 + -x * y // z % w - 1 if a or b and not c else d\n",
+    "tool t() -> int:\n    return not a == b and not not c or a < b < c is not d not in e in f\n",
+    "tool t() -> int:\n    return (a or b) * (c if d else e) ** f and [g for g in h if not g or g]\n",
+    "# lead\n\n# comment\ndrop tool x\ndrop fn y\n\n  # indented comment\nrename tool a as b\n",
+    "tool t() -> int:\n    return 1\n# between\n\ntool u() -> int:\n    return \\\n        2\n# trailing",
+    'record R:\n    a: int = 1\n    b: str = "x"\nrecord S:\n    a: int = 1\n    b: str = "x"\n',
+]
+"""Inputs through the fast parser's shortcuts: f-strings split in one go, name and
+attribute fields built without scanning, binary operators by precedence climbing,
+declarations handed over a run of tokens at a time, names, numbers and strings met
+again: the same IR as Lark's."""
+
+
+@pytest.mark.parametrize("text", FAST_PATHS, ids=range(len(FAST_PATHS)))
+def test_fast_paths_build_the_same_ir(text: str) -> None:
+    assert compare(HEADER + text) == "same"
+
+
+FAST_PATH_EDGES = [
+    'tool t() -> str:\n    return f"{a..b}" + f"{.a}" + f"{a.}" + f"{1.x}"\n',
+    'tool t() -> str:\n    return f"{credit_card}" + f"{x.credit_card}" + f"{é}"\n',
+    'tool t() -> str:\n    return f"{x}}}" + f"{{x}" + f"}{x}" + f"{x}{"\n',
+    'tool t() -> str:\n    return f"{x!r}" + f"{(x)!s}" + f"{a:b:c}"\n',
+    "tool t() -> int:\n    return a not b\n",
+    "tool t() -> int:\n    return a == not b\n",
+    "tool t() -> int:\n    return - not a\n",
+    "tool t() -> int:\n    return a ** not b\n",
+    "drop tool x\n\\\n\ndrop tool y\n",
+    "record R:\ndrop tool x\n",
+    "tool t() -> int:\n    return 1\n)\n",
+]
+"""Malformed or unusual inputs near those shortcuts: refused or built as Lark builds them."""
+
+
+@pytest.mark.parametrize("text", FAST_PATH_EDGES, ids=range(len(FAST_PATH_EDGES)))
+def test_fast_path_edges_agree(text: str) -> None:
+    compare(HEADER + text)
+
+
 # --------------------------------------------------------------------------- mutations
 
 WORDS = [*sorted(parse_fast.KEYWORDS), "min", "max_items", "pattern", "x", "_y", "f", "ff"]
