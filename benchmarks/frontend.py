@@ -4,6 +4,8 @@
     python benchmarks/frontend.py --lines 20000 --runs 3
     python benchmarks/frontend.py --profile     # cProfile of one full front-end run
     python benchmarks/frontend.py --write big.envspec   # keep the generated spec
+    python benchmarks/frontend.py --before cfe7b1b      # this tree against another revision
+
 
 The spec is valid: a ticketing-like environment whose records, state, helpers, tools,
 scenarios, tests and tasks are replicated per "domain" with renamed identifiers and
@@ -17,6 +19,12 @@ tables driven by the inline parser that builds IR on each reduction (the Lark pa
 (an unchanged spec in the next run: read from disk, checked, loaded). Each is followed
 by the same analysis of what it parsed. The figures are the min of N runs (the machine
 is shared; the min is the least disturbed); "vs inline" compares with the Lark path.
+
+`--before REV` compares this tree's front end with the one at REV instead (`git archive`
+of its compiler and grammar), each in processes of its own, alternately: the parse and
+analysis of the spec as above, and `analyse_source` on it under a new path each time,
+which is what `envc check` does with an edited spec (loading and the parse cache's
+bookkeeping included; the cache kept in memory only).
 """
 
 from __future__ import annotations
@@ -25,7 +33,10 @@ import argparse
 import cProfile
 import gc
 import io
+import json
+import os
 import pstats
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -403,6 +414,66 @@ def profile(text: str, top: int) -> str:
     return out.getvalue()
 
 
+COMPARED = ("parse + analyse", "envc check's path (analyse_source)")
+CHILD = """
+import gc, json, sys, time
+from compiler.analyse import analyse_loaded, analyse_source
+from compiler.load import Loaded
+from compiler.parse import parse_source
+
+text = open(sys.argv[1], encoding="utf-8").read()
+best = [float("inf")] * 2
+analyse_source(text, "warm-up.envspec")
+for run in range(int(sys.argv[2])):
+    gc.collect()
+    start = time.process_time()
+    parsed = parse_source(text, "bench.envspec")
+    analyse_loaded(Loaded(parsed.module, [], {"bench.envspec": text}))
+    best[0] = min(best[0], time.process_time() - start)
+    del parsed
+    gc.collect()
+    start = time.process_time()
+    analyse_source(text, f"bench-{run}.envspec")  # a new path: never a parse-cache hit
+    best[1] = min(best[1], time.process_time() - start)
+print(json.dumps(best))
+"""
+"""One process's measurement in `--before` mode (the tree under test on PYTHONPATH)."""
+
+
+def measure_tree(tree: Path, spec: Path, runs: int, cache: Path) -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(tree), "ENVC_PARSE_CACHE": "0", "XDG_CACHE_HOME": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(spec), str(runs)], cwd=tree, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the front end of {tree} failed:\n{done.stderr[-2000:]}")
+    return [float(seconds) for seconds in json.loads(done.stdout)]
+
+
+def compare(text: str, revision: str, runs: int, rounds: int) -> None:
+    """This tree against `revision`, in alternating processes (`--before`)."""
+    lines = text.count("\n")
+    with tempfile.TemporaryDirectory(prefix="envc-bench-before-") as scratch:
+        before = Path(scratch) / "before"
+        before.mkdir()
+        archive = subprocess.run(
+            ["git", "archive", revision, "compiler", "grammar", "templates"], cwd=ROOT, capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
+        spec = Path(scratch) / "bench.envspec"
+        spec.write_text(text, encoding="utf-8")
+        best = {tree: [float("inf")] * len(COMPARED) for tree in (before, ROOT)}
+        for _ in range(rounds):
+            for tree in (before, ROOT):
+                found = measure_tree(tree, spec, runs, Path(scratch) / "cache")
+                best[tree] = [min(old, new) for old, new in zip(best[tree], found)]
+    print(f"spec: {lines} lines; {revision} against this tree, {rounds} processes each, min of {runs} runs in each")
+    print(f"{'':>38}  {'before ms':>9} {'after ms':>9} {'after/before':>12}  {'lines/s after':>13}")
+    for index, name in enumerate(COMPARED):
+        old, new = best[before][index], best[ROOT][index]
+        print(f"{name:>38}  {old * 1000:9.1f} {new * 1000:9.1f} {new / old:11.2f}x  {lines / new:13,.0f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=5000, help="approximate size of the generated spec")
@@ -410,12 +481,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="print a cProfile of one parse + analyse run")
     parser.add_argument("--top", type=int, default=25, help="rows of the profile to print")
     parser.add_argument("--write", type=Path, help="also write the generated spec to this file")
+    parser.add_argument("--before", metavar="REV", help="compare with the front end at this git revision")
+    parser.add_argument("--rounds", type=int, default=4, help="processes per tree with --before")
     args = parser.parse_args(argv)
 
     text = generate(args.lines)
     lines = text.count("\n")
     if args.write:
         args.write.write_text(text, encoding="utf-8")
+    if args.before:
+        compare(text, args.before, args.runs, args.rounds)
+        return 0
     timings = measure(text, args.runs)
     print(f"spec: {lines} lines, {len(text.encode()) / 1024:.0f} KiB (min of {args.runs} runs after a warm-up)")
     print(f"{'':>38}  {'wall ms':>9} {'lines/s':>9}  {'cpu ms':>9} {'lines/s':>9}  {'cpu vs inline':>13}")
