@@ -18,7 +18,8 @@ commands alternate, so machine load hits both alike; each figure is the min of N
 times (the machine is shared: the min is the least disturbed).
 
 - `envc check specs/` after, cold: `ENVC_PARSE_CACHE=0` (parsed prototypes are still
-  shared within the run); warm: the parse cache filled by an earlier run.
+  shared within the run); warm: the parse cache filled by an earlier run; `--jobs 1`:
+  the whole check in one process, no workers.
 - `envc compile --check --no-qc`: each tree's own output, compiled once untimed.
 - `--importtime`: the slowest imports of `envc --help` after (`python -X importtime`).
 """
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             "envc --help": (("--help",), True),
             "envc check specs/ (parse cache cold)": (("check", "specs"), False),
             "envc check specs/ (parse cache warm)": (("check", "specs"), True),
+            "envc check specs/ --jobs 1 (warm)": (("check", "specs", "--jobs", "1"), True),
             "envc compile --check (no change)": (("compile", "--check", "--no-qc"), True),
         }
         best: dict[tuple[str, Path], float] = {}

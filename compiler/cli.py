@@ -9,6 +9,7 @@ input never produces a Python traceback; only a bug does, and only with ENVC_DEB
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -19,7 +20,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -1324,10 +1325,24 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------- entry point
 
 
+QUICK_EXIT_COMMANDS = frozenset({"check", "compile", "fmt", "graph", "new"})
+"""Commands that are done when they return: no threads, servers, Ray or model sessions
+are left for exit handlers, every file is written and closed. Their process ends at
+once instead of Python tearing down its modules and the objects they hold (what mypy
+does too): that teardown was 0.28 s of the 0.92 s of `envc check specs/ --jobs 1`."""
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console-script entry: run the CLI; turn any unexpected exception into exit 3."""
+    """Console-script entry: run the CLI; turn any unexpected exception into exit 3.
+    Called with no `argv` (as the `envc` program), a command of QUICK_EXIT_COMMANDS
+    ends the process when it is done (`_end_process`)."""
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="envc")
+        cli.main(args=args, prog_name="envc")
+    except SystemExit as done:  # how click ends every command
+        if argv is None and next((a for a in args if not a.startswith("-")), None) in QUICK_EXIT_COMMANDS:
+            _end_process(done.code)
+        raise
     except Exception as exc:  # the one place that catches everything
         if os.environ.get("ENVC_DEBUG") == "1":
             raise
@@ -1336,6 +1351,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"envc: internal error: {type(exc).__name__}: {message} (set ENVC_DEBUG=1 for a traceback)", err=True
         )
         sys.exit(EXIT_INTERNAL)
+
+
+def _end_process(code: object) -> NoReturn:
+    """Exit with `code` as `sys.exit` would, output flushed, skipping the interpreter's
+    teardown (`os._exit`)."""
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe, a closed stream
+            stream.flush()
+    os._exit(code or 0)
 
 
 if __name__ == "__main__":

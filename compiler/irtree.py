@@ -42,17 +42,22 @@ def walk(node: Any) -> Iterator[Any]:
     A node's fields are read from its `__dict__`, which holds exactly its fields in the
     model's order (the IR forbids extra fields; validated and fast-parsed nodes alike):
     the same values as `model_fields` and a `getattr` each, at a fraction of the cost
-    (this walk is shared by loading, every analysis pass and lowering)."""
+    (this walk is shared by loading, every analysis pass and lowering), and only those
+    that may hold a node (`walked_fields_of`: a rename's walk of a prototype spent half
+    its time looking at positions and names)."""
     stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
         item = pop()
-        if isinstance(item, list):
+        if item.__class__ is list:
             extend(reversed(item))
         elif isinstance(item, BaseModel):
             yield item
-            for value in item.__dict__.values():
-                if isinstance(value, (list, BaseModel)):
+            values = item.__dict__
+            fields = WALKED_FIELDS.get(item.__class__)
+            for name in fields if fields is not None else walked_fields_of(item.__class__):
+                value = values[name]
+                if value.__class__ is list or isinstance(value, BaseModel):
                     push(value)
 
 
@@ -122,11 +127,24 @@ def node_fields_of(cls: type[BaseModel]) -> tuple[str, ...]:
     return fields
 
 
-def _is_leaf(annotation: Any) -> bool:
-    if annotation in _LEAVES or get_origin(annotation) is Literal:
+WALKED_FIELDS: dict[type, tuple[str, ...]] = {}
+"""`walked_fields_of` by class, as computed."""
+_SCALARS = (int, str, bool, float, type(None))
+
+
+def walked_fields_of(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of an IR class that may hold a node (types included) or a list of
+    them, in field order: the ones `walk` reads."""
+    fields = tuple(name for name, info in cls.model_fields.items() if not _is_leaf(info.annotation, _SCALARS))
+    WALKED_FIELDS[cls] = fields
+    return fields
+
+
+def _is_leaf(annotation: Any, leaves: tuple[Any, ...] = _LEAVES) -> bool:
+    if annotation in leaves or get_origin(annotation) is Literal:
         return True
     members = get_args(annotation) if get_origin(annotation) in (Union, UnionType, list) else ()
-    return bool(members) and all(_is_leaf(member) for member in members)
+    return bool(members) and all(_is_leaf(member, leaves) for member in members)
 
 
 def is_state_attr(expr: ir.Expr) -> bool:

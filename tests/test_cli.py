@@ -64,6 +64,34 @@ def test_check_malformed_spec_subprocess(malformed: Path) -> None:
     assert "checked 1 file: 1 error" in proc.stderr
 
 
+def _envc_with_an_exit_handler(*args: str) -> subprocess.CompletedProcess[str]:
+    """`envc ARGS` as the program, with an exit handler that says when it runs."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('exit handlers ran', file=sys.stderr))\n"
+        f"sys.argv = ['envc', *{list(args)!r}]\n"
+        "from compiler.cli import main\n"
+        "main()\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_a_finished_command_ends_its_process_with_all_its_output() -> None:
+    """`check` (like compile, fmt, graph, new: cli.QUICK_EXIT_COMMANDS) ends its process
+    without Python's teardown: exit handlers do not run, yet all output arrives (here
+    a large IR on a pipe) and the exit code is kept; other commands exit as usual."""
+    proc = _envc_with_an_exit_handler("check", "--emit-ir", "specs/ticketing.envspec")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["header"]["name"] == "ticketing"
+    assert "checked 1 file: 0 errors" not in proc.stdout and "exit handlers ran" not in proc.stderr
+    failing = _envc_with_an_exit_handler("check", "specs/nope.envspec")
+    assert failing.returncode == 2 and "E0001" in failing.stdout and "exit handlers ran" not in failing.stderr
+    other = _envc_with_an_exit_handler("export", "--help")
+    assert other.returncode == 0 and "exit handlers ran" in other.stderr
+
+
 def test_check_missing_file_subprocess(tmp_path: Path) -> None:
     proc = run_subprocess("check", str(tmp_path / "nope.envspec"))
     assert proc.returncode == 2
