@@ -437,6 +437,10 @@ def _apply_rename(
         for type_ in nodes.types:
             if type_.name == old:
                 type_.name = new
+    if rename.what == "record":  # a union's members, by name
+        for decl in nodes.decls:
+            if isinstance(decl, ir.RecordDecl) and old in decl.members:
+                decl.members = {new if member == old else member: tag for member, tag in decl.members.items()}
 
 
 _RENAME_ROLES = {"tool": "tool", "fn": "helper", "record": "record", "enum": "enum", "state": "state"}

@@ -271,6 +271,17 @@ def payments(union_files: dict[str, str], tmp_path_factory: pytest.TempPathFacto
         yield imported
 
 
+def test_renaming_a_member_record_renames_it_in_the_union(tmp_path: Path) -> None:
+    (tmp_path / "till.envspec").write_text(TILL + "tool pay(p: Payment) -> str:\n    return p.source\n", "utf-8")
+    child = 'environment shop:\n    title "Shop"\n    extends "till.envspec"\n\nrename record Card as CreditCard\n'
+    (tmp_path / "shop.envspec").write_text(child, "utf-8")
+    result = analyse_file(tmp_path / "shop.envspec")
+    assert result.environment is not None, result.diagnostics
+    union = next(r for r in result.environment.records if r.name == "Payment")
+    assert union.members == {"CreditCard": "credit_card", "Cash": "cash"}
+    assert "Card" not in {r.name for r in result.environment.records}
+
+
 def test_a_union_parses_and_formats() -> None:
     parsed = parse_source(TILL, "u.envspec")
     assert parsed.module is not None and parsed.diagnostics == []
