@@ -161,6 +161,16 @@ def test_a_task_of_several_environments_is_refused(
         package.Episode().reset(task=task, scenario="help_desk_monday")
 
 
+def test_a_task_takes_no_load_options(ticketing: tuple[SampleEnv, ModuleType], task: dict[str, Any]) -> None:
+    """A task's start is the one its verifier was shown to work from (as `envc serve`
+    refuses `options` beside a task)."""
+    _, package = ticketing
+    with pytest.raises(package.EpisodeError, match="load options go with a scenario"):
+        package.Episode().reset(task=task, options={"anything": 1})
+    observation, _ = package.Episode().reset(task=task, options={})
+    assert observation["prompt"] == task["prompt"]
+
+
 def test_random_play_never_crashes(ticketing: tuple[SampleEnv, ModuleType], task: dict[str, Any]) -> None:
     env, package = ticketing
     rng = random.Random(0)

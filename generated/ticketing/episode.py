@@ -87,11 +87,14 @@ class Episode:
         seed: int | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Start over from a task's initial state (or a named scenario, or S0), loaded with
-        the spec's load `options` (by name). `seed` reseeds the environment's random
+        """Start over from a task's initial state (or a named scenario, or S0, loaded with
+        the spec's load `options` by name: a task brings its own start, the one its
+        verifier was shown to work from). `seed` reseeds the environment's random
         numbers; where it draws none, `info` says so."""
         if task is not None and scenario is not None:
             raise EpisodeError("reset takes a task or a scenario, not both")
+        if task is not None and options:
+            raise EpisodeError("a task brings its own start: load options go with a scenario")
         self._task = task
         start: dict[str, Any] = {"scenario": scenario, "changes": {}}
         if task is not None:
