@@ -380,6 +380,10 @@ class ScenarioDecl(Decl):
     name: str
     items: list[ScenarioItem]
     source: str = ""  # `scenario NAME from "FILE"`: the fields it sets, from a JSON object
+    renamed: dict[str, str] = Field(default_factory=dict)
+    """For a scenario from a file: the file's keys that name a state field which a spec
+    extending the prototype renamed (`rename state`), and the field's name now. Set by
+    loading (the file keeps the prototype's names)."""
 
 
 class Constraint(Node):

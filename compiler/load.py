@@ -493,6 +493,9 @@ def _rename_state_field(parent: ir.Module, old: str, new: str, nodes: _Prototype
         for item in scenario.items:
             if item.name == old:
                 item.name = new
+        if scenario.source:  # the file's key for the field: its own name, or one renamed before
+            key = next((k for k, now in scenario.renamed.items() if now == old), old)
+            scenario.renamed = {**scenario.renamed, key: new}
     for callable_ in nodes.callables:
         shadowed = any(binder.name == old for binder in callable_.binders)
         for attr in ("declared_reads", "declared_writes"):

@@ -358,7 +358,7 @@ _SCHEMA: dict[type[Any], tuple[str, ...]] = {
     ir.WorldField: (*POS, "name", "type", "value", "source"),
     ir.WorldDecl: (*DECL, "fields"),
     ir.ScenarioItem: (*POS, "name", "value", "source"),
-    ir.ScenarioDecl: (*DECL, "name", "items", "source"),
+    ir.ScenarioDecl: (*DECL, "name", "items", "source", "renamed"),
     ir.Constraint: (*POS, "kind", "value"),
     ir.Param: (*POS, "name", "type", "default", "constraints", "doc"),
     ir.Escape: (*POS, "kind", "text"),
@@ -853,7 +853,7 @@ class _Parser:
             self.expect("NL")
             return construct(
                 ir.ScenarioDecl,
-                {**self.pos(s), "file": "", "doc": "", "name": name, "items": [], "source": source},
+                {**self.pos(s), "file": "", "doc": "", "name": name, "items": [], "source": source, "renamed": {}},
                 {"name", "items", "source", "line", "col", "end_line", "end_col"},
             )
         self.block_start()
@@ -880,7 +880,7 @@ class _Parser:
         self.i += 1
         return construct(
             ir.ScenarioDecl,
-            {**self.pos(s), "file": "", "doc": doc, "name": name, "items": items, "source": ""},
+            {**self.pos(s), "file": "", "doc": doc, "name": name, "items": items, "source": "", "renamed": {}},
             {"name", "items", "doc", "line", "col", "end_line", "end_col"},
         )
 

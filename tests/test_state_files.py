@@ -345,3 +345,32 @@ def test_a_prototype_reads_its_files_beside_itself(tmp_path: Path) -> None:
     assert result.environment.state_defaults["counts"] == {"a": 1}
     assert result.environment.scenario_values["busy"] == {"counts": {"b": 2}}
     assert result.environment.inputs == [str(tmp_path / "protos" / "data" / n) for n in ("busy.json", "seed.json")]
+
+
+def test_a_renamed_state_field_is_found_under_its_old_key_in_a_prototypes_scenario_file(tmp_path: Path) -> None:
+    """The file keeps the prototype's names; each rename, through a chain of prototypes,
+    is followed to the field's name now, which is what the package ships."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "busy.json").write_text('{"counts": {"b": 2}, "served": 3}', encoding="utf-8")
+    (tmp_path / "base.envspec").write_text(
+        'environment base:\n    title "Base"\n\nstate:\n    counts: map[str, int] = {}\n    served: int = 0\n\n'
+        'scenario busy from "data/busy.json"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "middle.envspec").write_text(
+        'environment middle:\n    title "Middle"\n    extends "base.envspec"\n\nrename state counts as tallies\n',
+        encoding="utf-8",
+    )
+    spec = tmp_path / "child.envspec"
+    spec.write_text(
+        'environment child:\n    title "Child"\n    extends "middle.envspec"\n\nrename state tallies as scores\n'
+        "rename state served as visits\n",
+        encoding="utf-8",
+    )
+    result = analyse_file(spec)
+    assert result.environment is not None, [d.message for d in result.diagnostics]
+    assert result.environment.scenario_values["busy"] == {"scores": {"b": 2}, "visits": 3}
+    shipped = lower(result.environment, spec.name)["data/scenarios/busy.json"]
+    assert json.loads(shipped) == {"scores": {"b": 2}, "visits": 3}
+    direct = analyse_file(tmp_path / "middle.envspec")
+    assert direct.environment is not None and direct.environment.scenario_values["busy"]["tallies"] == {"b": 2}

@@ -213,7 +213,8 @@ def load_scenario_file(a: Analysis, scenario: ir.ScenarioDecl) -> None:
         return
     values: dict[str, Any] = {}
     for key, raw in data.items():
-        target = a.state.get(key)
+        name = str(scenario.renamed.get(key) or key)  # a prototype's name for a field renamed since
+        target = a.state.get(name)
         if target is None:
             a.error(
                 "E2006",
@@ -224,7 +225,7 @@ def load_scenario_file(a: Analysis, scenario: ir.ScenarioDecl) -> None:
             )
             continue
         problems: list[str] = []
-        values[key] = data_checker(a).check(raw, target.type, key, problems)
+        values[name] = data_checker(a).check(raw, target.type, key, problems)
         for problem in problems[:5]:
             a.error("E3001", f"in {what} `{scenario.source}`: {problem}", scenario, scenario.file)
     a.scenario_values[scenario.name] = values
