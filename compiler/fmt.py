@@ -45,8 +45,9 @@ from compiler.printer import (
     type_ref,
 )
 
-POSITION_KEYS = frozenset({"line", "col", "end_line", "end_col", "item_places"})
-"""Layout, not meaning: positions, and where each header item was written."""
+POSITION_KEYS = frozenset({"line", "col", "end_line", "end_col", "item_places", "param_lines", "param_cols"})
+"""Layout, not meaning: positions, and where each header item and `describe` param line
+was written."""
 DEFAULT_CLOCK: str = ir.EnvHeader.model_fields["clock"].default
 DEFAULT_RNG: str = ir.EnvHeader.model_fields["rng"].default
 
@@ -350,7 +351,8 @@ class _Layout:
             return _Item(f"rename {d.what} {d.old} as {d.new}", d.line)
         if isinstance(d, ir.DescribeDecl):
             params = [_Item(f"param {n} {text(doc)}", d.param_lines.get(n, 0)) for n, doc in d.param_docs.items()]
-            return _block(f"describe tool {d.name}:", d.line, self.doc(d.doc, d.line, bound) + params)
+            doc = self.doc(d.doc, d.line, bound) or ([] if params else [_Item('""', 0)])  # a block is not empty
+            return _block(f"describe tool {d.name}:", d.line, doc + params)
         if isinstance(d, ir.ScenarioDecl) and d.source:
             return _Item(f"scenario {d.name} from {quote(d.source)}", d.line)
         header, items = self.simple_decl(d)

@@ -306,11 +306,18 @@ class SpecWriter:
         keys = self.draw(st.lists(st.sampled_from(sorted(candidates)), min_size=1, max_size=7, unique=True))
         return self.lines_of("environment demo_env:", [[ind + candidates[k] + self.trail()] for k in keys])
 
-    def field(self, level: int, need_default: bool = False) -> list[str]:
-        text = f"{self.name()}: {self.type()}"
+    def field(self, level: int, need_default: bool = False, absent: bool = False) -> list[str]:
+        """A field line: `name: T = default`, in a record maybe `name?: T`, maybe with
+        `alias "key"` (a foreign scenario's name; the parser takes it on any field)."""
+        text = f"{self.name()}{'?' if absent and self.flip(20) else ''}: {self.type()}"
         if need_default or self.flip():
             text += f" = {self.expr(2)}"
+        if self.flip(15):
+            text += f" alias {self.string()}"
         return [self.indent(level) + text + self.trail()]
+
+    def data_file(self) -> str:
+        return f'"data_{self.count(0, 9)}.json"'
 
     def enum(self) -> list[str]:
         members = [f"m{i}" for i in range(self.count(1, 5))]
@@ -325,11 +332,34 @@ class SpecWriter:
 
     def record(self) -> list[str]:
         override = "override " if self.flip(20) else ""
-        fields = [self.field(1) for _ in range(self.count(1, 3))]
+        fields = [self.field(1, absent=True) for _ in range(self.count(1, 3))]
         return self.lines_of(f"{override}record R{self.count(0, 9)}:", self.doc(1) + fields)
 
+    def union(self) -> list[str]:
+        members = [[f'{self.indent(1)}R{index} = "tag_{index}"{self.trail()}'] for index in range(self.count(1, 3))]
+        return self.lines_of(f"union U{self.count(0, 9)} by {self.name()}:", self.doc(1) + members)
+
     def state(self) -> list[str]:
-        return self.lines_of("state:", self.doc(1) + [self.field(1, True) for _ in range(self.count(1, 3))])
+        fields = [
+            [f"{self.indent(1)}{self.name()}: {self.type()} from {self.data_file()}{self.trail()}"]
+            if self.flip(20)
+            else self.field(1, True)
+            for _ in range(self.count(1, 3))
+        ]
+        return self.lines_of("state:", self.doc(1) + fields)
+
+    def load_options(self) -> list[str]:
+        return self.lines_of("load options:", self.doc(1) + [self.field(1) for _ in range(self.count(1, 3))])
+
+    def on_load(self) -> list[str]:
+        override = "override " if self.flip(20) else ""
+        return self.lines_of(f"{override}on load:", self.doc(1) + [self.block(1, 2)])
+
+    def describe(self) -> list[str]:
+        doc = self.doc(1)
+        names = self.draw(st.lists(st.sampled_from(NAMES), min_size=0 if doc else 1, max_size=2, unique=True))
+        params = [[f"{self.indent(1)}param {name} {self.string()}{self.trail()}"] for name in names]
+        return self.lines_of(f"describe tool t{self.count(0, 9)}:", doc + params)
 
     def world(self) -> list[str]:
         fields = []
@@ -340,8 +370,16 @@ class SpecWriter:
         return self.lines_of("world:", self.doc(1) + fields)
 
     def scenario(self) -> list[str]:
-        items = [[f"{self.indent(1)}{self.name()} = {self.expr(3)}{self.trail()}"] for _ in range(self.count(1, 3))]
-        return self.lines_of(f"scenario s{self.count(0, 9)}:", self.doc(1) + items)
+        name = f"s{self.count(0, 9)}"
+        if self.flip(15):
+            return [f"scenario {name} from {self.data_file()}{self.trail()}"]
+        items = [
+            [
+                f"{self.indent(1)}{self.name()} = {'from ' + self.data_file() if self.flip(15) else self.expr(3)}{self.trail()}"
+            ]
+            for _ in range(self.count(1, 3))
+        ]
+        return self.lines_of(f"scenario {name}:", self.doc(1) + items)
 
     def param(self) -> str:
         text = f"{self.name()}: {self.type()}"
@@ -422,7 +460,7 @@ class SpecWriter:
 
     def spec(self) -> str:
         makers = [self.enum, self.record, self.state, self.world, self.scenario, self.callable, self.test, self.task]
-        makers += [self.drop, self.rename]
+        makers += [self.drop, self.rename, self.union, self.load_options, self.on_load, self.describe]
         decls = [self.draw(st.sampled_from(makers))() for _ in range(self.count(0, 4))]
         if self.flip(80):
             decls.insert(self.count(0, len(decls)) if self.flip(20) else 0, self.header())

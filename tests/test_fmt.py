@@ -408,6 +408,14 @@ def test_task_with_only_an_empty_request_keeps_it() -> None:
     assert assert_canonical('task t:\n    request ""\n') == 'task t:\n    request ""\n'
 
 
+def test_describe_keeps_its_param_lines_and_an_empty_doc() -> None:
+    """A `describe` block of nothing but an empty doc stays a block (`""`), and moving
+    param lines is layout, not meaning (`param_lines`, `param_cols`)."""
+    assert assert_canonical('describe tool t:\n  ""\n') == 'describe tool t:\n    ""\n'
+    out = assert_canonical('describe tool t:\n  """a\n  b"""\n  param x "the x"\n')
+    assert out == 'describe tool t:\n    """\n    a\n    b\n    """\n    param x "the x"\n'
+
+
 def test_drop_and_rename() -> None:
     source = "drop  tool old_tool\nrename   tool create_entity as create_ticket\n"
     assert assert_canonical(source) == "drop tool old_tool\n\nrename tool create_entity as create_ticket\n"
