@@ -549,8 +549,11 @@ def _merge_named(
     parent: Sequence[Any], child: Sequence[Any], what: str, diagnostics: list[Diagnostic], dropped: set[str]
 ) -> list[Any]:
     result = [d for d in parent if d.name not in dropped]
+    first: dict[str, int] = {}  # each name's first place in `result` (a spec of many declarations was quadratic)
+    for place, inherited in enumerate(result):
+        first.setdefault(inherited.name, place)
     for decl in child:
-        index = next((i for i, d in enumerate(result) if d.name == decl.name), None)
+        index = first.get(decl.name)
         can_override = getattr(decl, "override", False)
         if index is None:
             if can_override:
@@ -563,6 +566,7 @@ def _merge_named(
                         decl.col,
                     )
                 )
+            first.setdefault(decl.name, len(result))
             result.append(decl)
         elif can_override or decl.name in dropped:
             result[index] = decl
