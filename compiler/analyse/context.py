@@ -5,6 +5,7 @@ passes report diagnostics into."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +53,8 @@ class Analysis:
     """`id(tool or helper) -> effects.Effects`, inferred by the types pass as it checked
     the body (`effects.infer_while_checking`), for the effects pass to take."""
     declaring_files: dict[int, str] = field(default_factory=dict, repr=False)
-    """`id(state field) -> spec declaring it`, filled by `state_file` (a scan per field
-    was quadratic in the number of state fields)."""
+    """`id(state or world field) -> spec declaring it`, filled by `state_file` and
+    `world_file` (a scan per field was quadratic in the number of fields)."""
 
     @property
     def header(self) -> ir.EnvHeader:
@@ -98,16 +99,16 @@ class Analysis:
         field_ = self.state.get(name)
         if field_ is None:
             return self.module.path
-        if id(field_) not in self.declaring_files:  # first use, or a field declared since
-            self.declaring_files.update({id(f): decl.file for decl in self.module.state for f in decl.fields})
-        return self.declaring_files.get(id(field_), self.module.path)
+        return self._declaring_file(field_, self.module.state)
 
     def world_file(self, world_field: ir.WorldField) -> str:
         """The spec that declares a world field."""
-        for decl in self.module.world:
-            if any(f is world_field for f in decl.fields):
-                return decl.file
-        return self.module.path
+        return self._declaring_file(world_field, self.module.world)
+
+    def _declaring_file(self, field_: ir.Node, decls: Sequence[ir.StateDecl | ir.WorldDecl]) -> str:
+        if id(field_) not in self.declaring_files:  # first use, or a field declared since
+            self.declaring_files.update({id(f): decl.file for decl in decls for f in decl.fields})
+        return self.declaring_files.get(id(field_), self.module.path)
 
 
 def set_field(node: BaseModel, name: str, value: Any) -> None:
