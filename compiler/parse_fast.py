@@ -38,7 +38,7 @@ import functools
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from compiler import ir
 from compiler.irtree import construct
@@ -486,6 +486,9 @@ def parse_decls(text: str) -> list[Any] | None:
         return None
 
 
+_Block = TypeVar("_Block", ir.StateDecl, ir.LoadOptionsDecl)
+
+
 class _Parser:
     """Recursive descent over the token list; `i` is the next token. Every builder gets
     the index of its rule's first token (`s`) and takes the last consumed one as the end."""
@@ -799,11 +802,15 @@ class _Parser:
 
     def state(self, s: int) -> ir.StateDecl:
         self.i += 1
+        return self.field_block(ir.StateDecl, s, "state")
+
+    def field_block(self, cls: type[_Block], s: int, block: str) -> _Block:
+        """`state:` or `load options:` after its words: a doc, then field lines."""
         self.block_start()
         doc = self.doc()
-        fields = self.fields("state")
+        fields = self.fields(block)
         return construct(
-            ir.StateDecl,
+            cls,
             {**self.pos(s), "file": "", "doc": doc, "fields": fields},
             {"fields", "doc", "line", "col", "end_line", "end_col"},
         )
@@ -1154,14 +1161,7 @@ class _Parser:
     def load_options(self, s: int) -> ir.LoadOptionsDecl:
         self.i += 1
         self.expect("options")
-        self.block_start()
-        doc = self.doc()
-        fields = self.fields("options")
-        return construct(
-            ir.LoadOptionsDecl,
-            {**self.pos(s), "file": "", "doc": doc, "fields": fields},
-            {"fields", "doc", "line", "col", "end_line", "end_col"},
-        )
+        return self.field_block(ir.LoadOptionsDecl, s, "options")
 
     def test(self, s: int) -> ir.TestDecl:
         t = self.t
