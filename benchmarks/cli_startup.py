@@ -39,11 +39,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT = ("compiler", "grammar", "templates", "specs", "pyproject.toml")
 CHANGED = (
-    "compiler/cli.py",
-    "compiler/parse.py",
-    "compiler/load.py",
+    "compiler/cli/__init__.py",
+    "compiler/front/parse.py",
+    "compiler/front/load.py",
     "compiler/check.py",
-    "compiler/pipeline.py",
+    "compiler/build/pipeline.py",
     "compiler/analyse/context.py",
     "compiler/analyse/symbols.py",
     "compiler/analyse/effects.py",

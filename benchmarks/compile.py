@@ -11,7 +11,7 @@ pyproject.toml are copied into a temporary project, the compiler is imported fro
 the temporary project's .envc-cache, and mypy's cache (normally ~/.cache/envc/mypy) to a
 temporary XDG_CACHE_HOME.
 
-Measured (in-process through compiler.pipeline.compile_specs unless said otherwise):
+Measured (in-process through compiler.build.pipeline.compile_specs unless said otherwise):
 
 - per spec: parse + analyse alone (compiler.analyse.analyse_file); lowering alone
   (compiler.lower.lower, which formats every file with ruff); a compile with QC skipped
@@ -55,6 +55,7 @@ SNAPSHOT = ("compiler", "grammar", "templates", "specs", "pyproject.toml")
 # Imported from the snapshot in main(), so that edits to the working tree during a run
 # (other people work in it) change neither the code measured nor its fingerprint.
 pipeline: Any = None
+project_facts: Any = None
 analyse_file: Any = None
 lower: Any = None
 
@@ -69,14 +70,16 @@ def take_snapshot(project: Path) -> None:
             shutil.copytree(source, project / name, ignore=ignore)
         elif source.is_file():
             shutil.copy(source, project / name)
-    global pipeline, analyse_file, lower
+    global pipeline, project_facts, analyse_file, lower
     sys.path.insert(0, str(project))
-    from compiler import pipeline as pipeline_module
+    from compiler import project as project_module
     from compiler.analyse import analyse_file as analyse_function
+    from compiler.build import pipeline as pipeline_module
     from compiler.lower import lower as lower_function
 
     assert Path(pipeline_module.__file__).is_relative_to(project), pipeline_module.__file__
     pipeline, analyse_file, lower = pipeline_module, analyse_function, lower_function
+    project_facts = project_module
 
 
 def machine() -> str:
@@ -98,7 +101,7 @@ class Bench:
         self.scratch = scratch
         self.project = scratch / "project"
         take_snapshot(self.project)
-        self.specs = pipeline.default_specs(self.project)
+        self.specs = project_facts.default_specs(self.project)
         self.failures: dict[str, str] = {}
         self._count = 0
 
@@ -187,7 +190,7 @@ def per_spec(bench: Bench, spec: Path, reps: int, qc_reps: int) -> dict[str, lis
     analysed = analyse_file(spec)
     if analysed.environment is None:
         raise SystemExit(f"{name} does not analyse cleanly")
-    display = pipeline.display_path(spec, bench.project)
+    display = project_facts.display_path(spec, bench.project)
     row = {
         "analyse": timed(lambda: analyse_file(spec), reps),
         "lower": timed(lambda: lower(analysed.environment, display), reps),  # type: ignore[arg-type]
@@ -238,7 +241,7 @@ def whole_set(bench: Bench, reps: int, qc_reps: int) -> dict[str, list[float]]:
         say("  whole set: second run, nothing changed (in-process)")
 
         def again() -> None:
-            pipeline.compiler_fingerprint.cache_clear()  # a new process would hash the compiler again
+            project_facts.compiler_fingerprint.cache_clear()  # a new process would hash the compiler again
             results = bench.compile(specs, out, qc=True)
             assert all(r.status == "up-to-date" for r in results), [r.status for r in results]
 
@@ -246,7 +249,7 @@ def whole_set(bench: Bench, reps: int, qc_reps: int) -> dict[str, list[float]]:
         row["unchanged_inprocess"] = timed(again, max(reps, 7))
     say("  whole set: second run, nothing changed (CLI subprocess)")
     env = {**os.environ, "PYTHONPATH": str(bench.project), "XDG_CACHE_HOME": str(warm_cache)}
-    names = [pipeline.display_path(spec, bench.project) for spec in specs]
+    names = [project_facts.display_path(spec, bench.project) for spec in specs]
     base = [sys.executable, "-m", "compiler.cli", "compile", *names, "-o", str(out)]
 
     def cli(*extra: str) -> None:
@@ -278,7 +281,7 @@ def stages(bench: Bench, reps: int) -> dict[str, list[float]]:
         env = analyse_file(spec).environment
         assert env is not None
         packages.append(
-            qc.Package(env=env, name=env.header.name, files=lower(env, pipeline.display_path(spec, bench.project)))
+            qc.Package(env=env, name=env.header.name, files=lower(env, project_facts.display_path(spec, bench.project)))
         )
     root = bench.fresh("tree")
     for package in packages:

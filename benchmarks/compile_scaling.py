@@ -42,9 +42,9 @@ import frontend  # noqa: E402
 
 from compiler import check as qc  # noqa: E402
 from compiler.analyse import analyse_loaded  # noqa: E402
-from compiler.load import Loaded  # noqa: E402
+from compiler.front.load import Loaded  # noqa: E402
+from compiler.front.parse import parse_source  # noqa: E402
 from compiler.lower import lower  # noqa: E402
-from compiler.parse import parse_source  # noqa: E402
 
 CALLS = 5000
 

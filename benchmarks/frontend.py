@@ -15,7 +15,7 @@ Parsing is timed four ways in the same run, alternately: Lark's parse tree walke
 `_ToIR` afterwards (the first parser; still the path whose errors are reported), Lark's
 tables driven by the inline parser that builds IR on each reduction (the Lark path of
 `parse_source` when the fast parser is off), the hand-written fast parser
-(`compiler/parse_fast.py`, what `parse_source` runs first), and a hit of the parse cache
+(`compiler/front/parse_fast.py`, what `parse_source` runs first), and a hit of the parse cache
 (an unchanged spec in the next run: read from disk, checked, loaded). Each is followed
 by the same analysis of what it parsed. The figures are the min of N runs (the machine
 is shared; the min is the least disturbed); "vs inline" compares with the Lark path.
@@ -48,10 +48,10 @@ if str(ROOT) not in sys.path:  # run as a script from a source checkout
 import tempfile  # noqa: E402
 from typing import Any  # noqa: E402
 
-from compiler import parse, parse_fast  # noqa: E402
 from compiler.analyse import analyse_loaded, analyse_source  # noqa: E402  (analyse_loaded: stage 3 alone)
-from compiler.load import Loaded  # noqa: E402
-from compiler.parse import parse_source  # noqa: E402
+from compiler.front import parse, parse_fast  # noqa: E402
+from compiler.front.load import Loaded  # noqa: E402
+from compiler.front.parse import parse_source  # noqa: E402
 
 TARGET_LINES_PER_SECOND = 50_000
 NOUNS = ["ticket", "order", "booking", "invoice", "asset", "shipment", "claim", "lease", "permit", "visit"]
@@ -418,8 +418,8 @@ COMPARED = ("parse + analyse", "envc check's path (analyse_source)")
 CHILD = """
 import gc, json, sys, time
 from compiler.analyse import analyse_loaded, analyse_source
-from compiler.load import Loaded
-from compiler.parse import parse_source
+from compiler.front.load import Loaded
+from compiler.front.parse import parse_source
 
 text = open(sys.argv[1], encoding="utf-8").read()
 best = [float("inf")] * 2

@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a source checkout
     sys.path.insert(0, str(ROOT))
 
-from compiler import graph  # noqa: E402
-from compiler import graph_render as render  # noqa: E402
 from compiler.analyse import analyse_file  # noqa: E402
 from compiler.ir import Environment  # noqa: E402
+from compiler.synth import graph  # noqa: E402
+from compiler.synth import graph_render as render  # noqa: E402
 
 
 def machine() -> str:

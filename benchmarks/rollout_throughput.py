@@ -1,4 +1,4 @@
-"""Rollouts per second: `compiler.rollout` against the scripted loopback endpoint of
+"""Rollouts per second: `compiler.run.rollout` against the scripted loopback endpoint of
 tests/test_rollout.py (it replays each task's gold calls), locally on 1 and N threads
 and on a local Ray instance, side by side as ratios to the 1-thread run.
 
@@ -32,9 +32,10 @@ sys.path.insert(0, str(ROOT / "tests"))  # the scripted endpoint lives with the 
 
 from test_rollout import ScriptedEndpoint, config_for  # noqa: E402
 
-from compiler import rollout, scale, tasks  # noqa: E402
 from compiler.analyse import analyse_file  # noqa: E402
-from compiler.sample import SampleEnv, load_env  # noqa: E402
+from compiler.run import rollout, scale  # noqa: E402
+from compiler.synth import tasks  # noqa: E402
+from compiler.synth.sample import SampleEnv, load_env  # noqa: E402
 
 
 def load(count: int) -> tuple[dict[str, SampleEnv], list[dict[str, Any]]]:

@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from compiler.analyse import analyse_file  # noqa: E402
-from compiler.sample import SampleOptions, Sampler, load_env, rows_to_jsonl, sample  # noqa: E402
+from compiler.synth.sample import SampleOptions, Sampler, load_env, rows_to_jsonl, sample  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

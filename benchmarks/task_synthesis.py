@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from compiler import tasks  # noqa: E402
 from compiler.analyse import analyse_file  # noqa: E402
-from compiler.sample import load_env  # noqa: E402
+from compiler.synth import tasks  # noqa: E402
+from compiler.synth.sample import load_env  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,8 +47,9 @@ FIXTURES = ROOT / "tests" / "fixtures" / "golden"
 if str(ROOT) not in sys.path:  # run as a script from a source checkout
     sys.path.insert(0, str(ROOT))
 
-from compiler import fmt, ir  # noqa: E402
+from compiler import ir  # noqa: E402
 from compiler.analyse import analyse_file  # noqa: E402
+from compiler.front import fmt  # noqa: E402
 
 Producer = Callable[[], str]
 

@@ -15,8 +15,8 @@ import pytest
 from compiler import ir
 from compiler.analyse import AnalysisResult, analyse_file, analyse_loaded, analyse_source
 from compiler.diagnostics import did_you_mean, render_text
-from compiler.load import Loaded
-from compiler.parse import parse_source
+from compiler.front.load import Loaded
+from compiler.front.parse import parse_source
 
 ROOT = Path(__file__).resolve().parent.parent
 TICKETING = ROOT / "specs" / "ticketing.envspec"

@@ -26,10 +26,10 @@ import pytest
 
 from compiler import check as qc
 from compiler import ir
-from compiler import typesys as ts
 from compiler.analyse import analyse_source
 from compiler.check import write_tree
-from compiler.fmt import format_source
+from compiler.front.fmt import format_source
+from compiler.ir import typesys as ts
 from compiler.lower import lower
 
 SEED = 4242

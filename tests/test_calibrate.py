@@ -1,4 +1,4 @@
-"""Calibration (compiler/calibrate.py, `envc calibrate`, `envc tasks --calibrate`): k
+"""Calibration (compiler/run/calibrate.py, `envc calibrate`, `envc tasks --calibrate`): k
 seeded runs of a policy per task; tasks passed k of k are too easy, 0 of k go to a
 review list, the rest are kept. Checked with the baseline policies."""
 
@@ -15,10 +15,11 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import calibrate, export, scale, tasks
 from compiler import cli as cli_module
 from compiler.analyse import analyse_file
-from compiler.sample import SampleEnv, load_env
+from compiler.run import calibrate, scale
+from compiler.synth import export, tasks
+from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"

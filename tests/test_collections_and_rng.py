@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 
 from compiler import check as qc
 from compiler import ir
-from compiler import typesys as ts
 from compiler.analyse import AnalysisResult, analyse_file, analyse_source
 from compiler.check import write_tree
-from compiler.fmt import format_source
+from compiler.front.fmt import format_source
+from compiler.ir import typesys as ts
 from compiler.lower import lower
 
 SPEC_PATH = "specs/coll_rng.envspec"  # never written: the text is analysed as if it were there

@@ -12,10 +12,10 @@ import pytest
 
 from compiler import ir
 from compiler.analyse import analyse_file
-from compiler.fmt import format_source
-from compiler.load import load_file
+from compiler.front.fmt import format_source
+from compiler.front.load import load_file
+from compiler.front.parse import parse_source
 from compiler.lower import lower
-from compiler.parse import parse_source
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted(p for p in (ROOT / "specs").glob("*.envspec"))

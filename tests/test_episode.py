@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from compiler import tasks
 from compiler.analyse import analyse_file, analyse_source
 from compiler.check import write_tree
 from compiler.lower import lower
-from compiler.sample import SampleEnv, import_package, load_env
+from compiler.synth import tasks
+from compiler.synth.sample import SampleEnv, import_package, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Exports of tasks for trainers (compiler/export.py, `envc export`): one fixed schema,
+"""Exports of tasks for trainers (compiler/synth/export.py, `envc export`): one fixed schema,
 rows that give back the task they came from, Hugging Face `datasets` loading every
 export offline, VERL's multi-turn fields sufficient to run and score an episode, and the
 same bytes for the same tasks."""
@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from compiler import cli as cli_module
-from compiler import export, tasks
 from compiler.analyse import analyse_file
-from compiler.sample import SampleEnv, load_env
+from compiler.synth import export, tasks
+from compiler.synth.sample import SampleEnv, load_env
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")

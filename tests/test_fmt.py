@@ -1,4 +1,4 @@
-"""`envc fmt` (compiler/fmt.py): one canonical style, comments kept, meaning kept.
+"""`envc fmt` (compiler/front/fmt.py): one canonical style, comments kept, meaning kept.
 
 Three properties carry the formatter: the output parses to the same IR as the input
 (positions aside), formatting the output again changes nothing, and no comment is lost.
@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from strategies import COMMENT_MARK_RE, TICKETING, expressions, mutated_specs, specs
 
 from compiler import ir
-from compiler.fmt import format_module, format_source, strip_positions
-from compiler.parse import parse_source
+from compiler.front.fmt import format_module, format_source, strip_positions
+from compiler.front.parse import parse_source
 
 PATH = "t.envspec"
 

@@ -1,4 +1,4 @@
-"""The tool and environment graphs of compiler/graph.py.
+"""The tool and environment graphs of compiler/synth/graph.py.
 
 Small specs whose edges are worked out by hand, one per edge kind (the expected edge sets
 are exact, so a new kind of edge or a lost one shows up here), the weights and their
@@ -16,9 +16,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from compiler import graph as g
 from compiler import ir
 from compiler.analyse import analyse_file, analyse_source
+from compiler.synth import graph as g
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "specs").glob("*.envspec"))
@@ -402,7 +402,7 @@ def test_a_proposed_edge_listed_twice_is_refused() -> None:
 
 
 def test_proposed_edges_are_drawn_dashed_with_their_legend() -> None:
-    from compiler import graph_render
+    from compiler.synth import graph_render
 
     env = analysed(GUARD_SPEC)
     plain = graph_render.to_dot(g.GraphDocument(tools={"shop": g.tool_graph(env)}), graph_render.PictureOptions(top=0))
@@ -418,7 +418,7 @@ def test_proposed_edges_are_drawn_dashed_with_their_legend() -> None:
 def test_without_proposed_edges_no_output_mentions_them(shipped: dict[str, ir.Environment]) -> None:
     """Graphs of the derived edges alone carry no trace of the llm kind (their bytes are
     what they were before proposed edges existed)."""
-    from compiler import graph_render
+    from compiler.synth import graph_render
 
     document = g.GraphDocument(
         tools={env.header.name: g.tool_graph(env) for env in shipped.values()},

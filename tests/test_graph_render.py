@@ -1,4 +1,4 @@
-"""Pictures of the graphs (compiler/graph_render.py): which edges are drawn, the DOT text,
+"""Pictures of the graphs (compiler/synth/graph_render.py): which edges are drawn, the DOT text,
 and real SVG renderings by graphviz's `dot`, including a 35-tool spec.
 
 The rendering tests need graphviz; they are skipped on a machine without `dot` unless
@@ -16,9 +16,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from compiler import graph as g
-from compiler import graph_render as r
 from compiler.analyse import analyse_file, analyse_source
+from compiler.synth import graph as g
+from compiler.synth import graph_render as r
 
 ROOT = Path(__file__).resolve().parent.parent
 SVG = "{http://www.w3.org/2000/svg}"

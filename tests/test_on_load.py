@@ -22,9 +22,9 @@ from lowered import imported_package, lowered_files
 from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_file, analyse_source
-from compiler.fmt import format_source, strip_positions
+from compiler.front.fmt import format_source, strip_positions
+from compiler.front.parse import _Collector, _main_parser, parse_source
 from compiler.lower import lower
-from compiler.parse import _Collector, _main_parser, parse_source
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "on_load" / "loading_port.envspec"
 HEADER = 'environment load_rules:\n    title "Load rules"\n\n'

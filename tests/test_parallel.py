@@ -1,4 +1,4 @@
-"""Specs on worker processes (compiler/parallel.py): `envc check` and `envc compile` give
+"""Specs on worker processes (compiler/build/parallel.py): `envc check` and `envc compile` give
 the same output with any number of workers, in the same order, and a worker that dies
 costs time, not results."""
 
@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from compiler import cli as cli_module
-from compiler import parallel
+from compiler.build import parallel
 from tests.llm.conftest import SPEC as LLM_SPEC
 from tests.test_pipeline import BROKEN, COUNTER, snapshot
 

@@ -15,7 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler import ir
-from compiler.parse import INT64_MAX, MAX_NESTING, MAX_SYNTAX_ERRORS, _Collector, _main_parser, _ToIR, parse_source
+from compiler.front.parse import (
+    INT64_MAX,
+    MAX_NESTING,
+    MAX_SYNTAX_ERRORS,
+    _Collector,
+    _main_parser,
+    _ToIR,
+    parse_source,
+)
 
 HEADER = 'environment shop:\n    title "Shop"\n\n'  # three lines: declarations start on line 4
 

@@ -1,4 +1,4 @@
-"""The fast parser (`compiler/parse_fast.py`) against Lark, the reference.
+"""The fast parser (`compiler/front/parse_fast.py`) against Lark, the reference.
 
 For every input: when Lark's parse has a syntax error or an IR builder reports a
 problem, the fast parser returns no declarations (Lark's diagnostics stand); when Lark
@@ -21,8 +21,8 @@ import strategies
 from hypothesis import HealthCheck, given, settings
 from pydantic import BaseModel
 
-from compiler import parse, parse_fast
-from compiler.parse import _Collector, _try_parse, parse_source
+from compiler.front import parse, parse_fast
+from compiler.front.parse import _Collector, _try_parse, parse_source
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -437,7 +437,7 @@ def test_mutated_new_constructs_agree() -> None:
 def test_formatter_output_parses_the_same() -> None:
     """`envc fmt` prints the same text from either parser's module, and that text (another
     layout of the same IR) parses the same fast."""
-    from compiler.fmt import format_module, format_source
+    from compiler.front.fmt import format_module, format_source
 
     for path in SEEDS:
         text = _read(path)
@@ -455,7 +455,7 @@ def test_the_analysis_call_walk_finds_what_irtree_finds() -> None:
     the fields of its `del x.field` statements as a walk of every node does."""
     from compiler import ir
     from compiler.analyse.context import _called_and_deleted
-    from compiler.irtree import called_names, walk
+    from compiler.ir.tree import called_names, walk
 
     bodies = deleting = 0
     for path in [*SEEDS, ROOT / "tests" / "fixtures" / "shapes" / "customer_shapes.envspec"]:

@@ -1,4 +1,4 @@
-"""`envc compile` end to end on a throwaway project (`compiler/pipeline.py`, `compiler/cli.py`).
+"""`envc compile` end to end on a throwaway project (`compiler/build/pipeline.py`, `compiler/cli/__init__.py`).
 
 Each test builds a project in tmp_path: a pyproject.toml with `[tool.envc] output = "out"`
 and specs under specs/. Most runs pass `--no-qc` (the checks are not the point and cost
@@ -18,9 +18,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from compiler import cli as cli_module
-from compiler import parse as parse_module
-from compiler import parse_fast, pipeline
+from compiler import project as envc_project
 from compiler.analyse import analyse_file
+from compiler.build import pipeline
+from compiler.front import parse as parse_module
+from compiler.front import parse_fast
 from compiler.lower import lower
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -410,7 +412,7 @@ def test_a_failing_spec_test_is_reported_once_at_its_line(project: Path, step: s
 
 # --------------------------------------------------------------------------- the compiler fingerprint
 
-PACKAGE = Path(pipeline.__file__).resolve().parent
+PACKAGE = Path(envc_project.__file__).resolve().parent
 COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".*")
 
 
@@ -433,22 +435,22 @@ def wheel_copy(checkout: Path, tmp_path: Path) -> Path:
 
 
 def test_fingerprint_covers_every_module_of_the_package() -> None:
-    assert pipeline.compiler_fingerprint() == pipeline.fingerprint_of(PACKAGE)
-    keys = set(pipeline.fingerprint_files(PACKAGE))
-    assert {"parse.py", "ir.py", "pipeline.py", "check.py", "lower/__init__.py", "grammar/envspec.lark"} <= keys
+    assert envc_project.compiler_fingerprint() == envc_project.fingerprint_of(PACKAGE)
+    keys = set(envc_project.fingerprint_files(PACKAGE))
+    assert {"front/parse.py", "ir/__init__.py", "build/pipeline.py", "project.py", "lower/__init__.py", "grammar/envspec.lark"} <= keys
     assert {"templates/environment.py.jinja", "templates/README.md.jinja"} <= keys
     modules = {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
-    excluded = pipeline.FINGERPRINT_EXCLUDED
+    excluded = envc_project.FINGERPRINT_EXCLUDED
     left_out = {module if module in excluded else module.split("/", 1)[0] for module in modules - keys}
-    assert left_out == set(pipeline.FINGERPRINT_EXCLUDED), "every other module is covered"
+    assert left_out == set(envc_project.FINGERPRINT_EXCLUDED), "every other module is covered"
 
 
 def test_fingerprint_does_not_depend_on_the_layout(tmp_path: Path) -> None:
     checkout = checkout_copy(tmp_path)
     wheel = wheel_copy(checkout, tmp_path)
-    assert pipeline.fingerprint_files(checkout).keys() == pipeline.fingerprint_files(wheel).keys()
-    assert pipeline.fingerprint_of(checkout) == pipeline.fingerprint_of(wheel)
-    assert not any(key.startswith(("prototypes/", "specs/")) for key in pipeline.fingerprint_files(wheel))
+    assert envc_project.fingerprint_files(checkout).keys() == envc_project.fingerprint_files(wheel).keys()
+    assert envc_project.fingerprint_of(checkout) == envc_project.fingerprint_of(wheel)
+    assert not any(key.startswith(("prototypes/", "specs/")) for key in envc_project.fingerprint_files(wheel))
 
 
 @pytest.mark.parametrize(
@@ -457,44 +459,45 @@ def test_fingerprint_does_not_depend_on_the_layout(tmp_path: Path) -> None:
 )
 def test_a_new_file_in_the_package_changes_the_fingerprint(tmp_path: Path, new_file: str) -> None:
     package = checkout_copy(tmp_path)
-    before = pipeline.fingerprint_of(package)
+    before = envc_project.fingerprint_of(package)
     path = package / new_file
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("VALUE = 1\n", encoding="utf-8")
-    assert new_file in pipeline.fingerprint_files(package)
-    assert pipeline.fingerprint_of(package) != before
+    assert new_file in envc_project.fingerprint_files(package)
+    assert envc_project.fingerprint_of(package) != before
     path.write_text("VALUE = 2\n", encoding="utf-8")
-    assert pipeline.fingerprint_of(package) != before, "and so does editing it"
+    assert envc_project.fingerprint_of(package) != before, "and so does editing it"
 
 
 @pytest.mark.parametrize("where", ["templates/extra.jinja", "templates/partials/row.jinja", "grammar/envspec.lark"])
 def test_templates_and_grammar_change_the_fingerprint(tmp_path: Path, where: str) -> None:
     package = checkout_copy(tmp_path)
-    before = pipeline.fingerprint_of(package)
+    before = envc_project.fingerprint_of(package)
     path = package.parent / where
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:
         handle.write("\n")
-    assert pipeline.fingerprint_of(package) != before
+    assert envc_project.fingerprint_of(package) != before
     wheel = wheel_copy(package, tmp_path)
-    assert pipeline.fingerprint_of(wheel) == pipeline.fingerprint_of(package)
+    assert envc_project.fingerprint_of(wheel) == envc_project.fingerprint_of(package)
 
 
 def test_moving_code_between_modules_changes_the_fingerprint(tmp_path: Path) -> None:
     """Keys are hashed with the bytes: the same text under another name is another compiler."""
     package = checkout_copy(tmp_path)
     (package / "a.py").write_text("X = 1\n", encoding="utf-8")
-    before = pipeline.fingerprint_of(package)
+    before = envc_project.fingerprint_of(package)
     (package / "a.py").rename(package / "b.py")
-    assert pipeline.fingerprint_of(package) != before
+    assert envc_project.fingerprint_of(package) != before
 
 
 @pytest.mark.parametrize(
     "unrelated",
     [
-        "cli.py",
-        "fmt.py",
-        "scaffold.py",
+        "cli/compile.py",
+        "front/fmt.py",
+        "build/scaffold.py",
+        "run/rollout.py",
         "__pycache__/parse.cpython-311.pyc",
         "lower/__pycache__/schema.cpython-311.pyc",
         ".parse.py.swp",
@@ -504,21 +507,21 @@ def test_moving_code_between_modules_changes_the_fingerprint(tmp_path: Path) -> 
 )
 def test_files_that_cannot_shape_output_leave_the_fingerprint(tmp_path: Path, unrelated: str) -> None:
     package = checkout_copy(tmp_path)
-    before = pipeline.fingerprint_of(package)
+    before = envc_project.fingerprint_of(package)
     path = package / unrelated
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:
         handle.write("\n# edited\n")
-    assert pipeline.fingerprint_of(package) == before
+    assert envc_project.fingerprint_of(package) == before
 
 
 def test_no_fingerprinted_module_imports_an_excluded_one() -> None:
     """The excluded modules cannot shape the output only while nothing else uses them."""
     import ast
 
-    excluded = {f"compiler.{name.removesuffix('.py').replace('/', '.')}" for name in pipeline.FINGERPRINT_EXCLUDED}
+    excluded = {f"compiler.{name.removesuffix('.py').replace('/', '.')}" for name in envc_project.FINGERPRINT_EXCLUDED}
     assert "compiler.serve" in excluded  # a subpackage is excluded whole
-    for key, path in pipeline.fingerprint_files(PACKAGE).items():
+    for key, path in envc_project.fingerprint_files(PACKAGE).items():
         if not key.endswith(".py"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -616,9 +619,9 @@ def test_parse_cache_ignores_and_removes_a_damaged_entry(tmp_path: Path, damage:
 
 
 def test_parse_cache_never_uses_an_entry_of_another_compiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline, "compiler_fingerprint", lambda: "envc version A")
+    monkeypatch.setattr(envc_project, "compiler_fingerprint", lambda: "envc version A")
     _cached(tmp_path).parse(COUNTER, "d.envspec")
-    monkeypatch.setattr(pipeline, "compiler_fingerprint", lambda: "envc version B")
+    monkeypatch.setattr(envc_project, "compiler_fingerprint", lambda: "envc version B")
     other = _cached(tmp_path)
     other.parse(COUNTER, "d.envspec")
     assert other.hits == 0 and other.misses == 1

@@ -13,9 +13,9 @@ from types import ModuleType
 import pytest
 from lowered import imported_package, lowered_files
 
-from compiler import builtins as bi
 from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
+from compiler.library import builtins as bi
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "private" / "private_state.envspec"
 HEADER = 'environment private_rules:\n    title "Private"\n\n'

@@ -16,12 +16,13 @@ from types import ModuleType
 import pytest
 
 from compiler import check as qc
-from compiler import graph, ir
+from compiler import ir
 from compiler.analyse import analyse_source
 from compiler.check import write_tree
 from compiler.diagnostics import CODES, RETIRED
 from compiler.lower import lower
 from compiler.lower.pycode import HELPER_DEPTH
+from compiler.synth import graph
 
 SPEC = '''
 environment recursion:

@@ -1,7 +1,7 @@
 """Names a spec may not use (issue 9): derived from the generated code, each refusal says why.
 
 `compiler/lower/namespace.py` lowers probe specs and collects every name the generated
-package defines; `compiler/builtins.py` keeps the result and its rules decide, per kind of
+package defines; `compiler/library/builtins.py` keeps the result and its rules decide, per kind of
 declaration, which names would collide. Here:
 
 - the kept names are exactly what the templates render today (so they cannot drift), and
@@ -28,10 +28,10 @@ from dataclasses import fields
 import pytest
 from lowered import environment_module
 
-from compiler import builtins as bi
 from compiler import check as qc
 from compiler.analyse import analyse_source
 from compiler.diagnostics import Diagnostic
+from compiler.library import builtins as bi
 from compiler.lower import lower
 from compiler.lower import namespace as ns
 
@@ -71,7 +71,7 @@ HAND_KEPT_BEFORE = frozenset(
     "Optional Callable Final NotRequired Environment DomainError ToolError copy error DEFAULT_STATE AuditEntry re "
     "dt cast WORLD SCENARIOS State World nothing invoke view state_json fork reset tools schema close".split()
 )
-"""What compiler/builtins.py reserved by hand before issue 9 (besides keywords, language
+"""What compiler/library/builtins.py reserved by hand before issue 9 (besides keywords, language
 words and built-in function names): each is still checked, refused or compiling."""
 
 
@@ -141,11 +141,11 @@ def role_less_refusal(name: str, role: str) -> bool:
 
 
 def test_kept_names_are_what_the_templates_render() -> None:
-    """compiler/builtins.py holds exactly what `derive()` finds today, in the layout
+    """compiler/library/builtins.py holds exactly what `derive()` finds today, in the layout
     `--write` writes; otherwise: python -m compiler.lower.namespace --write"""
     d = derived()
     stale = [f.name.upper() for f in fields(ns.Derived) if getattr(bi, f.name.upper()) != getattr(d, f.name)]
-    assert not stale, f"stale in compiler/builtins.py: {stale}; run python -m compiler.lower.namespace --write"
+    assert not stale, f"stale in compiler/library/builtins.py: {stale}; run python -m compiler.lower.namespace --write"
     text = ns.builtins_path().read_text(encoding="utf-8")
     assert ns.with_snapshot(text, d) == text, "run python -m compiler.lower.namespace --write"
 

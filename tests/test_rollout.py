@@ -1,4 +1,4 @@
-"""`envc rollout` (compiler/rollout.py, compiler/rollout_command.py) against a real
+"""`envc rollout` (compiler/run/rollout.py, compiler/cli/rollout.py) against a real
 OpenAI-compatible endpoint on loopback: a chat-completions server in a thread playing
 scripted policies chosen by the request's `model` (gold, do-nothing, malformed tool
 calls, a crash mid-episode, a slow reply, a domain error it recovers from, ...)."""
@@ -17,11 +17,12 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import calibrate, export, rollout, scale, tasks
 from compiler import cli as cli_module
 from compiler.analyse import analyse_file
 from compiler.llm.config import LLMConfig
-from compiler.sample import SampleEnv, load_env
+from compiler.run import calibrate, rollout, scale
+from compiler.synth import export, tasks
+from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "specs" / "ticketing.envspec"
@@ -394,7 +395,7 @@ def test_envc_rollout_bad_input_exits_2_without_a_traceback(
 
 def calibrate_via_command(folder: Path, policy: str, *options: Any, **settings: Any) -> Result:
     """`rollout_command.calibrate_run`, which `envc calibrate` calls, run as click runs it."""
-    from compiler import rollout_command
+    from compiler.cli import rollout as rollout_command
 
     def callback() -> None:
         rollout_command.calibrate_run(folder, (SPEC,), policy, *options, **settings)

@@ -1,4 +1,4 @@
-"""Chain sampling (compiler/sample.py): every kept chain runs, ends with a write that
+"""Chain sampling (compiler/synth/sample.py): every kept chain runs, ends with a write that
 changed the state, leaves the state changed, and replays exactly on fresh environments
 of the generated packages alone (a subprocess that imports nothing of envc)."""
 
@@ -19,7 +19,7 @@ from compiler import ir
 from compiler.analyse import analyse_file, analyse_source
 from compiler.check import write_tree
 from compiler.lower import lower
-from compiler.sample import (
+from compiler.synth.sample import (
     BUILTIN_FIELDS,
     SampleEnv,
     SampleError,

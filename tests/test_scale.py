@@ -1,4 +1,4 @@
-"""Scale-out (compiler/scale.py): rollouts and calibration on a local Ray instance the
+"""Scale-out (compiler/run/scale.py): rollouts and calibration on a local Ray instance the
 test starts give the same results as the local run; environments reach the workers as
 bundles (IR + package files), not through a shared import."""
 
@@ -17,9 +17,10 @@ import ray
 from click.testing import CliRunner
 from test_rollout import SPEC, ScriptedEndpoint, config_for, ticketing_envs, ticketing_tasks
 
-from compiler import calibrate, rollout, scale, tasks
 from compiler import cli as cli_module
-from compiler.sample import SampleEnv
+from compiler.run import calibrate, rollout, scale
+from compiler.synth import tasks
+from compiler.synth.sample import SampleEnv
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,9 +17,9 @@ from lowered import imported_package, lowered_files
 
 from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
-from compiler.fmt import format_source
+from compiler.front.fmt import format_source
+from compiler.front.parse import parse_source
 from compiler.lower import lower
-from compiler.parse import parse_source
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "shapes" / "customer_shapes.envspec"
 HEADER = 'environment shape_rules:\n    title "Shapes"\n\nrecord Guest:\n    name: str\n    nickname?: str\n\n'

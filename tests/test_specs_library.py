@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler import scaffold
 from compiler.analyse import analyse_file, prototypes_dir
+from compiler.build import scaffold
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.envspec"))

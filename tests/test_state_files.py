@@ -182,7 +182,7 @@ def test_a_scenario_field_from_a_file_is_checked_on_its_line(tmp_path: Path) -> 
 
 
 def test_fmt_prints_a_scenario_field_from_a_file() -> None:
-    from compiler.fmt import format_source
+    from compiler.front.fmt import format_source
 
     text = SPEC.format(name="shop")
     formatted = format_source(text.replace('users = from "data', 'users   =  from   "data'), "shop.envspec").text

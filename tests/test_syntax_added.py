@@ -21,12 +21,12 @@ import pytest
 
 from compiler import check as qc
 from compiler import ir
-from compiler import typesys as ts
 from compiler.analyse import analyse_source
 from compiler.check import write_tree
-from compiler.fmt import format_source, strip_positions
+from compiler.front.fmt import format_source, strip_positions
+from compiler.front.parse import parse_source
+from compiler.ir import typesys as ts
 from compiler.lower import lower
-from compiler.parse import parse_source
 
 SPEC = r'''
 environment syntax_added:

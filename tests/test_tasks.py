@@ -1,4 +1,4 @@
-"""Tasks (compiler/tasks.py) and the scorer every package ships (scoring.py): kept tasks
+"""Tasks (compiler/synth/tasks.py) and the scorer every package ships (scoring.py): kept tasks
 pass every audit, re-checked from the written JSONL through the generated packages
 alone; one deliberately broken task per audit is rejected by that audit."""
 
@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler import tasks
 from compiler.analyse import analyse_file
-from compiler.sample import SampleEnv, load_env
+from compiler.synth import tasks
+from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.envspec"))

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from compiler import tasks
 from compiler.analyse import analyse_file
-from compiler.sample import SampleEnv, load_env
+from compiler.synth import tasks
+from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ produced (docs/pipeline.md has the table):
 4. `effects`: each tool's and helper's read and write sets, from the typed bodies;
 5. `tests_tasks`: tests and tasks against the tools.
 
-Loading (files, prototypes, world JSON) is `compiler/load.py`. All problems come back
+Loading (files, prototypes, world JSON) is `compiler/front/load.py`. All problems come back
 as diagnostics; a pass that finds errors does not stop the ones after it, so one run
 reports as much as it can.
 """
@@ -20,13 +20,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compiler import builtins as bi
 from compiler import ir
 from compiler.analyse import constants, effects, symbols, tests_tasks, types
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import Diagnostic, has_errors
-from compiler.load import Loaded, data_file_key, load_file, load_source, prototypes_dir
-from compiler.parse import gc_paused, without_broken_declarations
+from compiler.front.load import Loaded, data_file_key, load_file, load_source, prototypes_dir
+from compiler.front.parse import gc_paused, without_broken_declarations
+from compiler.library import builtins as bi
 
 __all__ = ["AnalysisResult", "analyse_file", "analyse_source", "analyse_loaded", "prototypes_dir"]
 

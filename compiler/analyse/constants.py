@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from compiler import ir
-from compiler import typesys as ts
 from compiler.analyse.context import Analysis, set_field
 from compiler.diagnostics import did_you_mean
-from compiler.load import DataFile, data_file_key
+from compiler.front.load import DataFile, data_file_key
+from compiler.ir import typesys as ts
 
 
 def run(a: Analysis) -> None:

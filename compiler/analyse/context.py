@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from compiler import builtins as bi
 from compiler import ir
 from compiler.diagnostics import Diagnostic
-from compiler.irtree import NODE_FIELDS, node_fields_of
-from compiler.load import DataFile
+from compiler.front.load import DataFile
+from compiler.ir.tree import NODE_FIELDS, node_fields_of
+from compiler.library import builtins as bi
 
 
 @dataclass

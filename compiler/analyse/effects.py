@@ -19,13 +19,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import builtins as bi
 from compiler import ir, library
-from compiler import typesys as ts
 from compiler.analyse.context import Analysis, set_field
 from compiler.analyse.types import operand_order
 from compiler.diagnostics import did_you_mean
-from compiler.irtree import children, is_state_attr
+from compiler.ir import typesys as ts
+from compiler.ir.tree import children, is_state_attr
+from compiler.library import builtins as bi
 
 _CONTAINERS = frozenset({*ts.CONTAINERS, "any"})
 """Types whose values are mutable references, with `any` (`ts.is_container`), records aside."""

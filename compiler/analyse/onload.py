@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import keyword
 
-from compiler import builtins as bi
 from compiler import ir
-from compiler import typesys as ts
 from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis
 from compiler.analyse.symbols import resolve_type
 from compiler.diagnostics import did_you_mean
+from compiler.ir import typesys as ts
+from compiler.library import builtins as bi
 
 ON_LOAD = "on load"
 """The name the `on load:` helper has in messages (no spec name can be written so)."""

@@ -5,10 +5,10 @@ alike), so the rest of the analyser and lowering treat it as a record with membe
 
 from __future__ import annotations
 
-from compiler import builtins as bi
 from compiler import ir
-from compiler import typesys as ts
 from compiler.analyse.context import Analysis
+from compiler.ir import typesys as ts
+from compiler.library import builtins as bi
 
 
 def resolve_unions(a: Analysis) -> None:

@@ -10,12 +10,12 @@ import sys
 from collections.abc import Sequence
 from typing import TypeVar
 
-from compiler import builtins as bi
 from compiler import ir
-from compiler import typesys as ts
 from compiler.analyse import shapes
 from compiler.analyse.context import Analysis, set_field
 from compiler.diagnostics import did_you_mean
+from compiler.ir import typesys as ts
+from compiler.library import builtins as bi
 
 ENV_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 

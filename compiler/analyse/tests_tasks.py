@@ -5,12 +5,12 @@ follow (request, solution and verify present; the solution ends with a write).""
 
 from __future__ import annotations
 
-from compiler import builtins as bi
 from compiler import ir
 from compiler.analyse.context import Analysis
 from compiler.analyse.effects import EffectWalker, Summary
 from compiler.analyse.types import TypeChecker
 from compiler.diagnostics import did_you_mean
+from compiler.library import builtins as bi
 
 
 def run(a: Analysis, summaries: dict[str, Summary]) -> None:

@@ -12,15 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from compiler import builtins as bi
 from compiler import ir, library
-from compiler import typesys as ts
 from compiler.analyse import onload, shapes
 from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis, set_field
 from compiler.analyse.symbols import resolve_type
 from compiler.diagnostics import Diagnostic, did_you_mean
-from compiler.irtree import calls_in, construct, walk
+from compiler.ir import typesys as ts
+from compiler.ir.tree import calls_in, construct, walk
+from compiler.library import builtins as bi
 
 if TYPE_CHECKING:
     from compiler.analyse.effects import BodyEffects
@@ -1675,7 +1675,7 @@ def _member_narrowing(cond: ir.Binary, positive: bool, checker: TypeChecker) -> 
 
 def source_text(expr: ir.Expr) -> str:
     """A short expression as a hint may quote it (names, fields, constant keys), or `x`.
-    (Not `compiler.fmt`, which envc's output may not depend on.)"""
+    (Not `compiler.front.fmt`, which envc's output may not depend on.)"""
     if isinstance(expr, ir.Name):
         return expr.id
     if isinstance(expr, ir.Attr):

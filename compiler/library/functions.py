@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from compiler import ir
-from compiler import typesys as ts
+from compiler.ir import typesys as ts
 from compiler.library import state as bi
 from compiler.library.entry import Effect, Function, Lowering, TypeRule
 

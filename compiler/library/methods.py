@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from compiler import ir
-from compiler import typesys as ts
+from compiler.ir import typesys as ts
 from compiler.library.entry import Method, Signature
 
 if TYPE_CHECKING:

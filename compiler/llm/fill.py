@@ -3,7 +3,7 @@
 A fill is checked as if its author had typed it into the spec: the `llm` statement's
 lines are replaced by the body (indented like it) in the spec's text (or the prototype
 declaring the hole), and that text is loaded, parsed and analysed by
-`compiler/load.py` and `compiler/analyse/`. So a fill gets every diagnostic
+`compiler/front/load.py` and `compiler/analyse/`. So a fill gets every diagnostic
 hand-written code gets, and the tool's `reads`/`writes` lines, still in place, are
 enforced by the effects pass (`E4001`–`E4008`). A `LineMap` per rewritten file takes
 positions back to the file on disk (a position inside a fill becomes the `llm` line,
@@ -27,8 +27,8 @@ from typing import Any
 from compiler import ir
 from compiler.analyse import AnalysisResult, analyse_loaded
 from compiler.diagnostics import Diagnostic
-from compiler.load import load_file
-from compiler.parse import parse_source
+from compiler.front.load import load_file
+from compiler.front.parse import parse_source
 
 ANALYSIS_LOCK = threading.Lock()
 """The parser's indenter keeps state per parse: fills are checked one at a time, while

@@ -27,7 +27,7 @@ from pathlib import Path
 from compiler import ir
 from compiler.analyse import AnalysisResult
 from compiler.diagnostics import Diagnostic
-from compiler.irtree import walk
+from compiler.ir.tree import walk
 from compiler.llm import fill as fills_
 from compiler.llm import prompt
 from compiler.llm.config import LLMConfig

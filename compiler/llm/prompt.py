@@ -22,9 +22,10 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from compiler import builtins as bi
-from compiler import ir, library, load, printer
-from compiler.irtree import walk
+from compiler import ir, library
+from compiler.front import load, printer
+from compiler.ir.tree import walk
+from compiler.library import builtins as bi
 from compiler.llm import render
 from compiler.llm.fill import ANALYSIS_LOCK, normalise_body
 from compiler.llm.provider import Message

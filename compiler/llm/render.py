@@ -1,6 +1,6 @@
 """IR back to envspec text, for prompts: declarations, bodies and tests as a model reads them.
 
-Why not `compiler/fmt.py`: it reproduces a file's layout and comments, and it is left out
+Why not `compiler/front/fmt.py`: it reproduces a file's layout and comments, and it is left out
 of the compiler fingerprint because it cannot shape output; prompts do shape the lock's
 keys, so their printer is fingerprinted. This one prints from the IR alone (after
 prototypes are merged and renamed), in the canonical style, with no comments.
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from compiler import ir
-from compiler.printer import expr, quote, simple_stmt, type_ref
+from compiler.front.printer import expr, quote, simple_stmt, type_ref
 
 INDENT = "    "
 
-# The expressions, types and string literals of a spec are printed by compiler/printer.py,
+# The expressions, types and string literals of a spec are printed by compiler/front/printer.py,
 # the printer `envc fmt` uses too.
 type_text = type_ref
 

@@ -285,7 +285,7 @@ def lock_specs(specs: list[Path], options: FillOptions) -> LockRun:
     """Status (`mode="status"`) or refresh (`"update"`, `"refill"`) of the lock entries of
     `specs`; entries of spec files that no longer exist are orphans, dropped on refresh."""
     from compiler.analyse import analyse_file
-    from compiler.pipeline import display_path
+    from compiler.project import display_path
 
     run = LockRun()
     for spec in specs:

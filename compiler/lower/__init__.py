@@ -19,12 +19,12 @@ from typing import Any
 
 import jinja2
 
-from compiler import builtins as bi
 from compiler import ir
-from compiler import typesys as ts
-from compiler.adapters import trl as trl_adapter
+from compiler.ir import typesys as ts
+from compiler.library import builtins as bi
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
+from compiler.lower import trl_env as trl_adapter
 from compiler.lower.converters import copy_lines, has_absent, tool_caller, union_copier
 from compiler.lower.literals import data_json
 from compiler.lower.pycode import (

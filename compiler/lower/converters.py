@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from compiler import ir
-from compiler import typesys as ts
+from compiler.ir import typesys as ts
 from compiler.lower import schema
 from compiler.lower.literals import py_str, py_value
 

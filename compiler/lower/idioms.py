@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeGuard
 
 from compiler import ir
-from compiler import typesys as ts
-from compiler.irtree import walk
+from compiler.ir import typesys as ts
+from compiler.ir.tree import walk
 
 if TYPE_CHECKING:
     from compiler.lower.pycode import Emitter

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler import ir
-from compiler import typesys as ts
+from compiler.ir import typesys as ts
 
 
 def py_str(text: str, quote: str = '"') -> str:

@@ -14,7 +14,7 @@ tests, tasks), and walks the resulting Python with `ast`.
 
 Lowering imports jinja2 and libcst and runs ruff: far too slow for `envc check`, and
 it needs the analyser, which itself asks which names are reserved. So the result is
-kept in `compiler/builtins.py` (the block between `# BEGIN derived names` and
+kept in `compiler/library/builtins.py` (the block between `# BEGIN derived names` and
 `# END derived names`), where `is_reserved` and friends read it; tests/test_reserved_names.py
 fails as soon as it differs from `derive()`, and
 
@@ -27,7 +27,7 @@ Names that start with `_` cannot be taken by a spec directly (`bi.is_reserved` r
 them everywhere), so they only matter through the names envc makes up from a
 declaration (`_NAME` of a helper, `_copy_NAME` of a record, whatever the templates add):
 the `patterns` below record where each kind of declaration lands, and the rules in
-`compiler/builtins.py` check the made-up name against what the templates define.
+`compiler/library/builtins.py` check the made-up name against what the templates define.
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ and parameters do not: they are dict keys, strings and locals)."""
 
 @dataclass(frozen=True)
 class Derived:
-    """What the templates define, as `compiler/builtins.py` keeps it (same names, upper case)."""
+    """What the templates define, as `compiler/library/builtins.py` keeps it (same names, upper case)."""
 
     module_names: dict[str, str]
     """Module-level names of environment.py -> what each is: module, import, class,
@@ -563,7 +563,7 @@ END = "# END derived names"
 
 
 def snapshot_text(derived: Derived) -> str:
-    """The block of compiler/builtins.py that holds `derived`, as Python source (in the
+    """The block of compiler/library/builtins.py that holds `derived`, as Python source (in the
     layout `ruff format` keeps)."""
     lines = [
         BEGIN + ": written by `python -m compiler.lower.namespace --write`; do not edit.",
@@ -613,20 +613,20 @@ def _words(names: list[str], indent: str, width: int = 110) -> list[str]:
 
 
 def builtins_path() -> Path:
-    return Path(__file__).resolve().parent.parent / "builtins.py"
+    return Path(__file__).resolve().parent.parent / "library" / "builtins.py"
 
 
 def with_snapshot(text: str, derived: Derived) -> str:
-    """compiler/builtins.py's text with its derived block holding `derived`, formatted as
+    """compiler/library/builtins.py's text with its derived block holding `derived`, formatted as
     the project formats its code (so `ruff format --check` and the block agree)."""
     start = text.index("\n" + BEGIN) + 1  # at the start of a line: comments may name the markers
     end = text.index("\n", text.index("\n" + END, start) + 1) + 1
     spliced = text[:start] + snapshot_text(derived) + text[end:]
     from compiler.lower import ruff_binary
 
-    project = builtins_path().parent.parent
+    project = builtins_path().parent.parent.parent  # compiler/library/builtins.py -> the checkout
     done = subprocess.run(
-        [ruff_binary(), "format", "--stdin-filename", "compiler/builtins.py", "-"],
+        [ruff_binary(), "format", "--stdin-filename", "compiler/library/builtins.py", "-"],
         input=spliced,
         capture_output=True,
         text=True,
@@ -634,12 +634,12 @@ def with_snapshot(text: str, derived: Derived) -> str:
         check=False,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"ruff could not format compiler/builtins.py: {done.stderr.strip()}")
+        raise RuntimeError(f"ruff could not format compiler/library/builtins.py: {done.stderr.strip()}")
     return done.stdout
 
 
 def write_snapshot(path: Path | None = None) -> bool:
-    """Replace the derived block of compiler/builtins.py; whether anything changed."""
+    """Replace the derived block of compiler/library/builtins.py; whether anything changed."""
     path = path or builtins_path()
     text = path.read_text(encoding="utf-8")
     updated = with_snapshot(text, derive())
@@ -651,7 +651,7 @@ def write_snapshot(path: Path | None = None) -> bool:
 
 def main(argv: list[str]) -> int:
     if argv == ["--write"]:
-        print("compiler/builtins.py " + ("updated" if write_snapshot() else "already up to date"))
+        print("compiler/library/builtins.py " + ("updated" if write_snapshot() else "already up to date"))
         return 0
     if not argv:
         print(snapshot_text(derive()), end="")

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiler import ir, library
-from compiler import typesys as ts
-from compiler.irtree import is_state_attr
+from compiler.ir import typesys as ts
+from compiler.ir.tree import is_state_attr
 from compiler.lower import idioms
 from compiler.lower.converters import JsonConverters, copy_expr, flat_record, json_expr
 from compiler.lower.idioms import walk_statements

@@ -4,9 +4,9 @@ renamed where Python or the generated code keeps the name (`state_`)."""
 
 from __future__ import annotations
 
-from compiler import builtins as bi
 from compiler import ir
-from compiler.irtree import walk
+from compiler.ir.tree import walk
+from compiler.library import builtins as bi
 
 
 def python_names(tool: ir.ToolDecl) -> dict[str, str]:

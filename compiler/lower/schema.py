@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from compiler import builtins as bi
 from compiler import ir
-from compiler import typesys as ts
+from compiler.ir import typesys as ts
+from compiler.library import builtins as bi
 from compiler.lower.pycode import _const_json
 
 _CONSTRAINT_KEYWORDS = {

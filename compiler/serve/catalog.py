@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from compiler import sample
+from compiler.synth import sample
 
 TASKS_FILE = "tasks.jsonl"
 TOOLS_FILE = "tools.json"
@@ -148,7 +148,7 @@ def _task_file(path: Path) -> Path | None:
 
 
 def _read_tasks(path: Path) -> list[dict[str, Any]]:
-    from compiler import export
+    from compiler.synth import export
 
     try:
         return export.read_tasks(path)

@@ -34,7 +34,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from compiler import export
 from compiler.serve.catalog import Catalog, CatalogError
 from compiler.serve.sessions import (
     CapacityFull,
@@ -46,6 +45,7 @@ from compiler.serve.sessions import (
     Start,
     UnknownSession,
 )
+from compiler.synth import export
 
 if TYPE_CHECKING:
     from compiler.serve.mcp import McpAsgiApp

@@ -5,7 +5,7 @@ score, close.
 One session is one episode of one task (or one scenario): the task's environments, each
 a generated package's `Environment`, and the tools the task gives the agent, named as the
 task's `tools` name them (`env__tool` when it spans several environments; see
-compiler/calibrate.py's `Episode`, whose rules it keeps: the first environment's package
+compiler/run/calibrate.py's `Episode`, whose rules it keeps: the first environment's package
 scores, `initial_state` is `{"scenario", "changes"}` per environment). The outcomes a
 trainer must tell apart are the generated `Episode`'s (docs/serving.md): a domain error is
 an observation; an invalid call or reaching `max_turns` ends the episode unsuccessfully;
@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler import sample
 from compiler.serve import journal
 from compiler.serve.catalog import Catalog, CatalogError, ServedEnv
+from compiler.synth import sample
 
 EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 """Episode ids name journal files, so they keep to a safe alphabet."""

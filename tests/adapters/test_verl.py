@@ -1,4 +1,4 @@
-"""The VERL adapter (compiler/adapters/verl.py) and its tool config (verl_config.py,
+"""The VERL adapter (compiler/serve/verl.py) and its tool config (verl_config.py,
 `envc adapters verl-config`).
 
 VERL needs torch and Ray, so unless it is installed its interface comes from the verbatim
@@ -21,11 +21,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from compiler import export
-from compiler.adapters import verl_config
-from compiler.adapters.command import adapters_command
+from compiler.cli.adapters import adapters_command
+from compiler.serve import verl_config
+from compiler.synth import export
 
-verl = pytest.importorskip("compiler.adapters.verl")  # conftest provides VERL's interface: never skipped
+verl = pytest.importorskip("compiler.serve.verl")  # conftest provides VERL's interface: never skipped
 from verl.tools.schemas import OpenAIFunctionToolSchema  # noqa: E402
 from verl.tools.utils.tool_registry import initialize_tools_from_config  # noqa: E402
 

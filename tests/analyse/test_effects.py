@@ -9,7 +9,7 @@ import pytest
 from compiler import ir
 from compiler.analyse import constants, effects, symbols, types
 from compiler.analyse.context import Analysis
-from compiler.load import load_source
+from compiler.front.load import load_source
 
 SPEC = """environment fx:
     title "Effects"
@@ -241,6 +241,6 @@ def test_effects_pass_needs_only_the_typed_ir() -> None:
 
 
 def _walk(node: object) -> list[object]:
-    from compiler.irtree import walk
+    from compiler.ir.tree import walk
 
     return list(walk(node))

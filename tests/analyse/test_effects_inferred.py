@@ -15,8 +15,8 @@ from benchmarks.frontend import generate
 from compiler import ir
 from compiler.analyse import constants, effects, symbols, types
 from compiler.analyse.context import Analysis
-from compiler.irtree import walk
-from compiler.load import Loaded, load_file, load_source
+from compiler.front.load import Loaded, load_file, load_source
+from compiler.ir.tree import walk
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted([*ROOT.glob("specs/*.envspec"), *ROOT.glob("tests/**/*.envspec")])

@@ -1,4 +1,4 @@
-"""`envc draft`, one profile and the batch form, against a loopback model (compiler/llm/draft.py).
+"""`envc draft`, one profile and the batch form, against a loopback model (compiler/build/draft.py).
 
 The scripted model answers with the shipped example spec (renamed), with broken
 variants of it, or with prose; each run ends with the spec written and locked, or with
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from compiler.analyse import analyse_file
-from compiler.llm.draft import Profile, draft_messages, read_profiles
+from compiler.build.draft import Profile, draft_messages, read_profiles
 from tests.llm.chat_server import ChatServer, Reply, fenced
 from tests.llm.conftest import envc, pyproject
 

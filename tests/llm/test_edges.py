@@ -1,4 +1,4 @@
-"""Tool edges proposed by a model (compiler/llm/edges.py), against a loopback chat server.
+"""Tool edges proposed by a model (compiler/synth/model_edges.py), against a loopback chat server.
 
 The model is asked for the dependencies the static analysis cannot see; every edge is
 validated, a bad answer goes back for repair, and the accepted list is locked in
@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from compiler import graph, graph_render, ir
+from compiler import ir
 from compiler.analyse import analyse_file
-from compiler.llm import edges
 from compiler.llm.config import load_config
+from compiler.synth import graph, graph_render
+from compiler.synth import model_edges as edges
 from tests.llm.chat_server import ChatServer, Reply
 from tests.llm.conftest import SECRET, pyproject
 

@@ -221,7 +221,7 @@ def test_the_prompt_ignores_layout_and_comments(tmp_path: Path) -> None:
 
 
 def test_a_hole_in_a_prototype_is_filled_in_the_prototype_text(tmp_path: Path) -> None:
-    """The rewrite hook of compiler/load.py reaches prototypes: the fill is spliced into
+    """The rewrite hook of compiler/front/load.py reaches prototypes: the fill is spliced into
     the file that declares the hole, and its problems are placed there."""
     (tmp_path / "prototypes").mkdir()
     (tmp_path / "prototypes" / "base.envspec").write_text(

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler import ir, load
+from compiler import ir
 from compiler.analyse import analyse_file
+from compiler.front import load
 from compiler.llm import fill, prompt, render
 from tests.llm.conftest import SPEC
 

@@ -14,8 +14,8 @@ import pytest
 
 from compiler import library
 from compiler.analyse import analyse_source
+from compiler.front.parse import parse_source
 from compiler.llm import prompt
-from compiler.parse import parse_source
 
 LLM = Path(__file__).resolve().parents[2] / "compiler" / "llm"
 BLOCK = re.compile(r"```envspec\n(.*?)```", re.DOTALL)

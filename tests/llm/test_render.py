@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from compiler import ir
+from compiler.front.load import load_file
+from compiler.front.parse import parse_source
 from compiler.llm import render
 from compiler.llm.fill import _without_positions
-from compiler.load import load_file
-from compiler.parse import parse_source
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "specs").glob("*.envspec")) + sorted((ROOT / "specs" / "prototypes").glob("*.envspec"))

@@ -1,4 +1,4 @@
-"""LLM-written task requests (compiler/llm/tasks.py) against a real loopback chat server
+"""LLM-written task requests (compiler/synth/model_requests.py) against a real loopback chat server
 with scripted replies: accepted requests pass every audit and are locked, a request that
 fails an audit is healed or the task rejected with the reason, the rubric grades each
 request, and a rerun from the lock sends nothing and gives the same bytes."""
@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from compiler import tasks
 from compiler.analyse import analyse_file
-from compiler.llm import tasks as llm_tasks
 from compiler.llm.config import LLMConfig
 from compiler.llm.lock import read_lock
 from compiler.llm.provider import OpenAIProvider
-from compiler.sample import SampleEnv, load_env
+from compiler.synth import model_requests as llm_tasks
+from compiler.synth import tasks
+from compiler.synth.sample import SampleEnv, load_env
 from tests.llm.chat_server import ChatServer, Reply
 from tests.llm.conftest import SECRET
 

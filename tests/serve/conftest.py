@@ -19,8 +19,8 @@ import uvicorn
 from click.testing import CliRunner
 
 from compiler.cli import cli
+from compiler.cli.serve import listen
 from compiler.serve.catalog import Catalog, load_catalog
-from compiler.serve.command import listen
 from compiler.serve.http import build_app
 from compiler.serve.sessions import Limits, SessionManager
 

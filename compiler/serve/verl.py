@@ -1,6 +1,6 @@
 """`EnvcTool`: a VERL `BaseTool` over a compiled package (needs VERL installed).
 
-VERL makes one tool object per entry of its tool config (compiler/adapters/verl_config.py
+VERL makes one tool object per entry of its tool config (compiler/serve/verl_config.py
 writes it) and, per tool call, `create`s an instance, `execute`s the call on it and
 `release`s it (verl/experimental/agent_loop/tool_agent_loop.py, `_call_tool`): an
 instance lives for one call. The episode's state must outlive it, so it lives in
@@ -8,7 +8,7 @@ instance lives for one call. The episode's state must outlive it, so it lives in
 trajectory:
 
 - `create(instance_id, create_kwargs=...)` reads the create kwargs the VERL export writes
-  (compiler/export.py `create_kwargs`: task_id, env, tool, scenario, changes_json). Given an
+  (compiler/synth/export.py `create_kwargs`: task_id, env, tool, scenario, changes_json). Given an
   `instance_id`, that id is the trajectory and its session is opened at once. VERL's agent
   loop passes none: it gets a fresh id, and the trajectory is the `request_id` of the
   `agent_data` VERL passes to `execute`, so the calls of one rollout share one state.
@@ -36,22 +36,22 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from compiler import export
-from compiler.sample import import_package
+from compiler.synth import export
+from compiler.synth.sample import import_package
 
 try:
     _base_tool = importlib.import_module("verl.tools.base_tool")
     _schemas = importlib.import_module("verl.tools.schemas")
 except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError(
-        "compiler.adapters.verl needs VERL (`pip install verl`); `envc adapters verl-config` does not"
+        "compiler.serve.verl needs VERL (`pip install verl`); `envc adapters verl-config` does not"
     ) from exc
 
 BaseTool: Any = _base_tool.BaseTool
 ToolResponse: Any = _schemas.ToolResponse
 DEFAULT_MAX_TRAJECTORIES = 4096
 CREATE_KEYS = ("task_id", "env", "tool", "scenario", "changes_json")
-"""What compiler/export.py `create_kwargs` writes per tool of a VERL row."""
+"""What compiler/synth/export.py `create_kwargs` writes per tool of a VERL row."""
 
 
 class ToolUseError(ValueError):

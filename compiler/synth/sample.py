@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from compiler import builtins as bi
-from compiler import graph as tool_graphs
 from compiler import ir
-from compiler import typesys as ts
+from compiler.ir import typesys as ts
+from compiler.library import builtins as bi
 from compiler.lower.schema import Samples, constraint_values, param_default
+from compiler.synth import graph as tool_graphs
 
 if TYPE_CHECKING:
-    from compiler.llm.edges import EdgeOptions
+    from compiler.synth.model_edges import EdgeOptions
 
 TELEPORT = 0.25
 """Weight of jumping to any tool, against edge weights of 1 to 6 (walks do not get stuck)."""
@@ -655,10 +655,11 @@ def prepare(specs: Sequence[Path], root: Path, scratch: Path, llm: EdgeOptions |
     """Analyse each spec and find its generated package: the compiled one when it is up
     to date, else a fresh lowering written under `scratch` (not checked; compile it to
     have it checked). With `llm`, each tool graph also has the edges a model proposed
-    (compiler/llm/edges.py: from envc.lock when current); a spec whose edges fail is
+    (compiler/synth/model_edges.py: from envc.lock when current); a spec whose edges fail is
     left out with its diagnostics."""
-    from compiler import pipeline
+    from compiler import project
     from compiler.analyse import analyse_file
+    from compiler.build import pipeline
     from compiler.check import write_tree
     from compiler.diagnostics import Diagnostic, has_errors
     from compiler.lower import LoweringError, lower
@@ -680,7 +681,7 @@ def prepare(specs: Sequence[Path], root: Path, scratch: Path, llm: EdgeOptions |
         folder = pipeline.current_package(spec, root)
         if folder is None:
             try:
-                files = lower(env, pipeline.display_path(spec, root))
+                files = lower(env, project.display_path(spec, root))
             except LoweringError as exc:
                 prepared.diagnostics.append(Diagnostic("E6001", str(exc), str(spec), 1, 1))
                 continue
@@ -688,7 +689,7 @@ def prepare(specs: Sequence[Path], root: Path, scratch: Path, llm: EdgeOptions |
             write_tree(folder, files)
             prepared.lowered.append(str(spec))
         if llm is not None:
-            from compiler.llm.edges import propose_edges
+            from compiler.synth.model_edges import propose_edges
 
             proposal = propose_edges(env, llm)
             prepared.diagnostics.extend(proposal.diagnostics)

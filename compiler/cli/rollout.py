@@ -1,5 +1,5 @@
 """`envc rollout`: k rollouts per task of a model behind an OpenAI-compatible endpoint,
-written as trajectories JSONL (compiler/rollout.py; docs/serving.md#envc-rollout).
+written as trajectories JSONL (compiler/run/rollout.py; docs/serving.md#envc-rollout).
 
 Exit codes as cli.py's: 0 written, 2 usage or I/O errors (bad tasks file, specs the tasks
 do not fit, no model, Ray unreachable, or an endpoint that failed every rollout), 3 an
@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from compiler import cli, pipeline
+from compiler import cli, project
 
 if TYPE_CHECKING:
-    from compiler import sample, scale
     from compiler.llm.config import LLMConfig
+    from compiler.run import scale
+    from compiler.synth import sample
 
 
 def model_options(command: Any) -> Any:
@@ -82,7 +83,7 @@ def model_config(
 def executor_for(
     envs: dict[str, sample.SampleEnv], ray_address: str | None, concurrency: int, weights: Any
 ) -> scale.Executor:
-    from compiler import scale
+    from compiler.run import scale
 
     if ray_address is None:
         return scale.LocalExecutor(envs, concurrency)
@@ -112,7 +113,7 @@ def specs_for_tasks(rows: list[dict[str, Any]], root: Path) -> list[Path]:
 
     wanted = {name for row in rows for name in row["envs"]}
     found = []
-    for spec in pipeline.default_specs(root):
+    for spec in project.default_specs(root):
         env = analyse_file(spec).environment
         if env is not None and env.header.name in wanted:
             found.append(spec)
@@ -158,9 +159,10 @@ def rollout_command(
     """Run a model k times on each task of TASKS (DIR/tasks.jsonl or a tasks JSONL) through an
     OpenAI-compatible endpoint; write one trajectory per rollout. SPECs: the tasks' environments
     (default: the project's specs/ that define them)."""
-    from compiler import calibrate, export, rollout, scale
+    from compiler.run import calibrate, rollout, scale
+    from compiler.synth import export
 
-    root = pipeline.find_project_root(Path.cwd())
+    root = project.find_project_root(Path.cwd())
     config = model_config(root, "rollout", model, base_url, temperature, max_tokens)
     path = export.tasks_file(tasks_path)
     rows = cli._read_task_file(path, "rollout")
@@ -231,14 +233,14 @@ def calibrate_run(
     the model (`--policy model`), on threads or Ray. Writes DIR/calibrated.jsonl,
     review.jsonl and calibration.json; exits 2 when a run could not be scored (those
     tasks are in neither file, and calibration.json lists them), or on bad input."""
-    from compiler import calibrate, rollout, scale
+    from compiler.run import calibrate, rollout, scale
 
     files, problems = cli.expand_paths(specs)
     for problem in problems:
         cli.print_diagnostic(problem, None, err=True)
     if problems:
         sys.exit(cli.EXIT_USAGE)
-    root = pipeline.find_project_root(Path.cwd())
+    root = project.find_project_root(Path.cwd())
     chosen: calibrate.Policy
     if policy == "model":
         config = model_config(root, "calibrate", model, base_url, temperature, max_tokens)

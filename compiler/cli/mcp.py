@@ -17,7 +17,8 @@ from typing import NoReturn
 import anyio
 import click
 
-from compiler import pipeline
+from compiler import project
+from compiler.build import pipeline
 from compiler.cli import EXIT_USAGE, SPEC_SUFFIX
 from compiler.serve import catalog
 from compiler.serve.mcp import EPISODE_META_KEY, LocalBackend, mcp_asgi_app, serve_stdio
@@ -36,7 +37,7 @@ def resolve_package(target: Path) -> Path:
     if target.is_dir():
         return target
     if target.is_file() and target.suffix == SPEC_SUFFIX:
-        root = pipeline.find_project_root(target.resolve().parent)
+        root = project.find_project_root(target.resolve().parent)
         folder = pipeline.current_package(target.resolve(), root)
         if folder is None:
             fail(f"the package of {target} is missing or out of date: run `envc compile {target}` first")

@@ -1,6 +1,6 @@
 """Stage 8c, tasks: verifiable RL tasks from executable tool chains, audited before kept.
 
-Each task comes from one ground truth, a sampled chain (compiler/sample.py): its start
+Each task comes from one ground truth, a sampled chain (compiler/synth/sample.py): its start
 (a named scenario), its calls (the gold solution) and the state they leave. From it:
 
 - the `prompt`, from seeded templates per tool that name every value a write call needs
@@ -31,8 +31,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from compiler import ir, sample
+from compiler import ir
 from compiler.lower.schema import openai_tools
+from compiler.synth import sample
 
 AUDITS = (
     "gold_scores_1",
@@ -48,7 +49,7 @@ AUDITS = (
     "hacking_floor",
 )
 LLM_AUDITS = ("llm_request", "rubric")
-"""Run after `AUDITS` when a model writes the requests (compiler/llm/tasks.py)."""
+"""Run after `AUDITS` when a model writes the requests (compiler/synth/model_requests.py)."""
 MAX_TURNS = 32
 TIMEOUT_S = 300
 UNIQUENESS_TRIES = 6
@@ -117,7 +118,7 @@ class Report:
 
 
 class RequestWriter(Protocol):
-    """Writes a task's request with a model (compiler/llm/tasks.py): the task with the new
+    """Writes a task's request with a model (compiler/synth/model_requests.py): the task with the new
     request, audited again, or `AuditFailed` (`llm_request`, `rubric`) with the reason."""
 
     def rewrite(self, task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> dict[str, Any]: ...

@@ -1,4 +1,4 @@
-"""Pictures of the graphs of `compiler/graph.py`: DOT text written here, SVG and PNG drawn
+"""Pictures of the graphs of `compiler/synth/graph.py`: DOT text written here, SVG and PNG drawn
 from it by graphviz's `dot` (a subprocess; graphviz is a system package, see
 docs/dependencies.md).
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import networkx as nx
 
-from compiler.graph import EDGE_KINDS, LLM_KIND, PROPOSED_BY, GraphDocument
+from compiler.synth.graph import EDGE_KINDS, LLM_KIND, PROPOSED_BY, GraphDocument
 
 FORMATS = ("dot", "svg", "png")
 VIEWS = ("all", "tools", "envs")

@@ -31,9 +31,9 @@ from lark.parsers.lalr_analysis import Shift
 from lark.tree import Meta
 from lark.visitors import Transformer_NonRecursive
 
-from compiler import ir
+from compiler import ir, project
 from compiler.diagnostics import Diagnostic
-from compiler.typesys import FORMAT_SPEC
+from compiler.ir.typesys import FORMAT_SPEC
 
 MAX_SOURCE_BYTES = 5_000_000
 MAX_NESTING = 100
@@ -48,7 +48,7 @@ _DECL_START = re.compile(
 
 def grammar_path() -> Path:
     """The grammar ships at the repository top (`grammar/`) or inside the wheel."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # the compiler package
     for candidate in (here / "grammar" / "envspec.lark", here.parent / "grammar" / "envspec.lark"):
         if candidate.is_file():
             return candidate
@@ -1219,7 +1219,7 @@ def _parse_source(source: str, path: str) -> ParseResult:
     text = text if text.endswith("\n") else text + "\n"
     if "\0" in text:  # refused anywhere, strings and comments included: not spec text
         return ParseResult(None, _nul_characters(text, path))
-    from compiler import parse_fast  # it imports this module's helpers
+    from compiler.front import parse_fast  # it imports this module's helpers
 
     collector = _Collector(path)
     fast = parse_fast.parse_decls(text)  # None: input left to Lark, which reports its errors
@@ -1295,10 +1295,8 @@ class ParseCache:
 
     @staticmethod
     def key(source: str, path: str) -> str:
-        from compiler.pipeline import compiler_fingerprint  # the pipeline imports this module
-
         digest = hashlib.sha256(PARSE_CACHE_FORMAT)
-        for part in (compiler_fingerprint(), _library_versions(), path, source):
+        for part in (project.compiler_fingerprint(), _library_versions(), path, source):
             digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
         return digest.hexdigest()
 

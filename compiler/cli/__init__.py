@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from compiler import pipeline
+from compiler import project
+from compiler.build import pipeline
 
 if TYPE_CHECKING:
-    from compiler import graph as graph_types
     from compiler import ir
-    from compiler import sample as sample_types
+    from compiler.synth import graph as graph_types
+    from compiler.synth import sample as sample_types
 from compiler.diagnostics import Diagnostic, has_errors, render_text, to_json
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -76,7 +77,7 @@ def exit_code(diagnostics: Sequence[Diagnostic]) -> int:
 def prepared_or_exit(files: list[Path], root: Path, scratch: Path, llm: Any = None) -> sample_types.Prepared:
     """`sample.prepare` for a command that runs generated packages: its diagnostics printed
     to stderr, and the command ends (exit 1, or 2 for unreadable files) on any error."""
-    from compiler import sample
+    from compiler.synth import sample
 
     prepared = sample.prepare(files, root, scratch, llm)
     for diagnostic in prepared.diagnostics:
@@ -187,20 +188,20 @@ class LazyCommand:
 
 LAZY_COMMANDS: dict[str, LazyCommand] = {
     "serve": LazyCommand(
-        "compiler.serve.command:serve_command",
+        "compiler.cli.serve:serve_command",
         "Serve generated packages (generated/NAME) and task sets (DIR with tasks.jsonl).",
     ),
     "mcp": LazyCommand(
-        "compiler.serve.mcp_command:mcp_command",
+        "compiler.cli.mcp:mcp_command",
         "Serve one compiled environment (a generated package or its spec) as an MCP server.",
     ),
     "rollout": LazyCommand(
-        "compiler.rollout_command:rollout_command",
+        "compiler.cli.rollout:rollout_command",
         "Run a model k times on each task of TASKS (DIR/tasks.jsonl or a tasks JSONL) through an "
         "OpenAI-compatible endpoint; write one trajectory per rollout.",
     ),
     "adapters": LazyCommand(
-        "compiler.adapters.command:adapters_command",
+        "compiler.cli.adapters:adapters_command",
         "Configuration for trainers' adapters (VERL's tool config).",
     ),
 }
@@ -306,8 +307,8 @@ JOBS = click.option(
 @click.pass_context
 def check(ctx: click.Context, files: tuple[Path, ...], fmt: str, emit_ir: bool, jobs: int | None) -> None:
     """Parse and analyse specs; directories mean every *.envspec below them."""
-    from compiler import parallel
     from compiler.analyse import analyse_file
+    from compiler.build import parallel
 
     paths, diagnostics = expand_paths(files)
     if emit_ir and len(paths) != 1:
@@ -345,7 +346,7 @@ def _check_one(path: Path) -> tuple[list[Diagnostic], dict[str, str]]:
 
 
 def _jobs(jobs: int | None) -> int:
-    from compiler import parallel
+    from compiler.build import parallel
 
     return parallel.default_jobs() if jobs is None else jobs
 
@@ -379,7 +380,7 @@ def _format_file(path: Path, check_only: bool) -> tuple[bool, list[Diagnostic]]:
 
     A file with syntax errors is left untouched: the formatter returns no text for it.
     """
-    from compiler.fmt import format_source
+    from compiler.front.fmt import format_source
 
     source, problem = read_spec(path)
     if source is None:
@@ -431,13 +432,13 @@ def compile_command(
     jobs: int | None,
 ) -> None:
     """Compile specs into checked Python packages (all specs/*.envspec when none are given)."""
-    root = pipeline.find_project_root(Path.cwd())
-    files, problems = expand_paths(specs) if specs else (pipeline.default_specs(root), [])
+    root = project.find_project_root(Path.cwd())
+    files, problems = expand_paths(specs) if specs else (project.default_specs(root), [])
     if not files and not problems:
         click.echo("envc: no specs to compile (pass spec files, or add some under specs/)", err=True)
         sys.exit(EXIT_USAGE)
     options = pipeline.Options(
-        output=(output if output is not None else pipeline.configured_output(root)).resolve(),
+        output=(output if output is not None else project.configured_output(root)).resolve(),
         project_root=root,
         check_only=check_only,
         qc=not (no_qc or check_only),
@@ -531,9 +532,9 @@ def _print_compile_table(rows: list[pipeline.SpecResult]) -> None:
 )
 def new_command(name: str, archetype: str, output: Path | None) -> None:
     """Scaffold a domain spec that compiles as it stands."""
-    from compiler import scaffold
+    from compiler.build import scaffold
 
-    root = pipeline.find_project_root(Path.cwd())
+    root = project.find_project_root(Path.cwd())
     target = output if output is not None else root / "specs" / f"{name}.envspec"
     problem = scaffold.problem_with(name, archetype, target)
     if problem:
@@ -581,8 +582,8 @@ def lock_command(specs: tuple[Path, ...], update: bool, refill: bool, no_qc: boo
 
     if refill and not update:
         raise click.UsageError("--all refills entries and needs --update")
-    root = pipeline.find_project_root(Path.cwd())
-    files, problems = expand_paths(specs) if specs else (pipeline.default_specs(root), [])
+    root = project.find_project_root(Path.cwd())
+    files, problems = expand_paths(specs) if specs else (project.default_specs(root), [])
     for problem in problems:
         print_diagnostic(problem, None, err=True)
     if problems:
@@ -602,7 +603,7 @@ def lock_command(specs: tuple[Path, ...], update: bool, refill: bool, no_qc: boo
         click.echo("no llm bodies in these specs", err=True)
     _print_heal_summary(stats)
     for path in run.written:
-        click.echo(f"wrote {pipeline.display_path(path, root)}", err=True)
+        click.echo(f"wrote {project.display_path(path, root)}", err=True)
     unsettled = ("refused",) if update else ("stale", "missing", "orphan")
     failed = any(s.status in unsettled for s in run.statuses)
     sys.exit(exit_code(run.diagnostics) or (EXIT_ERRORS if failed else EXIT_OK))
@@ -646,12 +647,12 @@ def draft_command(
     no_compile: bool,
 ) -> None:
     """Have the model write a whole spec from a description; it is checked, healed and compiled."""
-    from compiler.llm import draft
+    from compiler.build import draft
     from compiler.llm.config import load_config
     from compiler.llm.provider import OpenAIProvider
     from compiler.llm.stats import HealStats
 
-    root = pipeline.find_project_root(Path.cwd())
+    root = project.find_project_root(Path.cwd())
     if (batch is None) == (name is None):
         raise click.UsageError("give NAME (with --describe) or --batch FILE, not both")
     config, config_problems = load_config(root)
@@ -685,7 +686,7 @@ def draft_command(
     _print_heal_summary(stats)
     accepted = [root / o.spec for o in outcomes if o.status == "accepted"]
     if accepted and not no_compile:
-        options = pipeline.Options(output=pipeline.configured_output(root).resolve(), project_root=root, qc=False)
+        options = pipeline.Options(output=project.configured_output(root).resolve(), project_root=root, qc=False)
         results = pipeline.compile_specs(accepted, options)
         _print_compile_table(results)
     if batch is None and outcomes[0].status == "exists":
@@ -700,7 +701,7 @@ def _split_domains(values: Iterable[str]) -> list[str]:
 def _draft_batch(batch: Path, folder: Path, report_path: Path | None, retry: bool, ctx: Any) -> tuple[list[Any], bool]:
     """`envc draft --batch`: every profile of the JSONL, resumable through the report;
     the outcomes of this run, and whether every profile of the report is accepted."""
-    from compiler.llm import draft
+    from compiler.build import draft
 
     profiles, problems = draft.read_profiles(batch)
     for problem in problems:
@@ -782,7 +783,7 @@ def graph_command(
     refresh: bool,
 ) -> None:
     """Tool dependency graphs of specs, and the env graph of two or more (docs/graph.md)."""
-    from compiler import graph, graph_render
+    from compiler.synth import graph, graph_render
 
     if (offline or refresh) and not use_llm:
         raise click.UsageError("--offline and --refresh are about the proposed edges of --llm")
@@ -795,7 +796,7 @@ def graph_command(
     paths, diagnostics = expand_paths(files)
     if view == "envs" and len(paths) < 2:
         raise click.UsageError("--view envs needs two or more specs")
-    root = pipeline.find_project_root(Path.cwd())
+    root = project.find_project_root(Path.cwd())
     try:
         weights = graph.load_weights(root)
     except graph.GraphConfigError as exc:
@@ -836,10 +837,10 @@ def graph_command(
 def _llm_tool_graphs(
     envs: list[ir.Environment], weights: graph_types.GraphWeights, root: Path, offline: bool, refresh: bool
 ) -> tuple[dict[str, Any], list[Diagnostic]]:
-    """Tool graphs with the edges a model proposed (compiler/llm/edges.py), and the pass
+    """Tool graphs with the edges a model proposed (compiler/synth/model_edges.py), and the pass
     rates when a model was asked."""
-    from compiler.llm import edges
     from compiler.llm.stats import HealStats
+    from compiler.synth import model_edges as edges
 
     stats = HealStats()
     options = edges.EdgeOptions(root=root, offline=offline, refresh=refresh, log=_llm_log, stats=stats)
@@ -881,7 +882,7 @@ def _graph_bytes(
     """The document as stable JSON, or a picture drawn with the picture options given."""
     import json
 
-    from compiler import graph_render
+    from compiler.synth import graph_render
 
     if fmt == "json":
         return (json.dumps(document.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
@@ -964,7 +965,7 @@ def sample_command(
     offline: bool,
 ) -> None:
     """Sample executable tool chains, each ending in a state-changing write, into JSONL."""
-    from compiler import sample
+    from compiler.synth import sample
 
     if offline and not use_llm:
         raise click.UsageError("--offline is about the proposed edges of --llm")
@@ -974,7 +975,7 @@ def sample_command(
         print_diagnostic(problem, None, err=True)
     if problems:
         sys.exit(EXIT_USAGE)
-    root = pipeline.find_project_root(Path.cwd())
+    root = project.find_project_root(Path.cwd())
     options = sample.SampleOptions(chains, seed, envs_range, min_len, max_len, workers)
     with tempfile.TemporaryDirectory(prefix="envc-sample-") as scratch:
         prepared = prepared_or_exit(files, root, Path(scratch), _edge_options(root, offline) if use_llm else None)
@@ -999,8 +1000,8 @@ def sample_command(
 
 
 def _edge_options(root: Path, offline: bool) -> Any:
-    """How `--llm` commands get the tool edges a model proposed (compiler/llm/edges.py)."""
-    from compiler.llm import edges
+    """How `--llm` commands get the tool edges a model proposed (compiler/synth/model_edges.py)."""
+    from compiler.synth import model_edges as edges
 
     return edges.EdgeOptions(root=root, offline=offline, log=_llm_log)
 
@@ -1009,7 +1010,7 @@ def _sample_with_progress(
     sampler: sample_types.Sampler, worker_specs: list[tuple[str, str]]
 ) -> tuple[list[dict[str, object]], sample_types.Summary]:
     """A progress bar on a terminal; silence when piped."""
-    from compiler import sample
+    from compiler.synth import sample
 
     if not sys.stderr.isatty():
         return sample.sample(sampler, worker_specs=worker_specs)
@@ -1082,8 +1083,8 @@ def tasks_command(
     offline: bool,
 ) -> None:
     """Verifiable tasks from executable chains, audited before kept: DIR/tasks.jsonl, DIR/report.json."""
-    from compiler import sample, tasks
-    from compiler.llm import tasks as llm_tasks
+    from compiler.synth import model_requests as llm_tasks
+    from compiler.synth import sample, tasks
 
     if offline and not use_llm:
         raise click.UsageError("--offline is about the requests a model writes with --llm")
@@ -1095,7 +1096,7 @@ def tasks_command(
     if problems:
         sys.exit(EXIT_USAGE)
     chains = _read_chains(chains_file) if chains_file is not None else None
-    root = pipeline.find_project_root(Path.cwd())
+    root = project.find_project_root(Path.cwd())
     with tempfile.TemporaryDirectory(prefix="envc-tasks-") as scratch:
         prepared = prepared_or_exit(files, root, Path(scratch))
         requests = _task_request_writer(root, offline) if use_llm else None
@@ -1128,8 +1129,8 @@ def tasks_command(
 
 
 def _task_request_writer(root: Path, offline: bool) -> Any:
-    """The model that writes task requests for `envc tasks --llm` (compiler/llm/tasks.py)."""
-    from compiler.llm import tasks as llm_tasks
+    """The model that writes task requests for `envc tasks --llm` (compiler/synth/model_requests.py)."""
+    from compiler.synth import model_requests as llm_tasks
 
     try:
         return llm_tasks.writer_for(root, offline, log=_llm_log)
@@ -1168,15 +1169,15 @@ def _print_task_summary(data: dict[str, Any], output: Path) -> None:
 
 
 # --------------------------------------------------------------------------- envc export and envc calibrate
-# (docs/tasks.md: "Exports" and "Calibration"; compiler/export.py and compiler/calibrate.py)
+# (docs/tasks.md: "Exports" and "Calibration"; compiler/synth/export.py and compiler/run/calibrate.py)
 
 CALIBRATION_POLICIES = ("random", "gold", "nothing", "flaky-gold")
-"""The names of compiler.calibrate.POLICIES (not imported here: it loads the sampler)."""
+"""The names of compiler.run.calibrate.POLICIES (not imported here: it loads the sampler)."""
 
 
 def _read_task_file(path: Path, command: str) -> list[dict[str, Any]]:
     """The tasks of a tasks JSONL, or exit 2 naming the file and line of the first bad row."""
-    from compiler import export
+    from compiler.synth import export
 
     try:
         return export.read_tasks(path)
@@ -1205,7 +1206,7 @@ def _read_task_file(path: Path, command: str) -> list[dict[str, Any]]:
 )
 def export_command(source: Path, fmt: str, output: Path | None) -> None:
     """Tasks (DIR/tasks.jsonl, or a tasks JSONL file) as a trainer dataset with one fixed schema."""
-    from compiler import export
+    from compiler.synth import export
 
     path = export.tasks_file(source)
     target = output if output is not None else export.default_output(source, fmt)
@@ -1234,7 +1235,7 @@ def _calibrate_tasks(
     rows: list[dict[str, Any]], envs: dict[str, sample_types.SampleEnv], policy: str, runs: int, seed: int, where: str
 ) -> calibrate_types.Calibration:
     """`calibrate` with the named policy; tasks that do not fit the specs exit 2."""
-    from compiler import calibrate
+    from compiler.run import calibrate
 
     try:
         calibrate.check_tasks(rows, envs, where)
@@ -1246,7 +1247,7 @@ def _calibrate_tasks(
 def _write_calibration(folder: Path, result: calibrate_types.Calibration, command: str) -> None:
     """DIR/calibrated.jsonl (kept), DIR/review.jsonl (0 of k) and DIR/calibration.json,
     each in one step, and a summary line."""
-    from compiler import tasks
+    from compiler.synth import tasks
 
     try:
         write_atomically(folder / "calibrated.jsonl", tasks.tasks_to_jsonl(result.kept))
@@ -1313,13 +1314,13 @@ def calibrate_command(
     ray_address: str | None,
 ) -> None:
     """Run a policy k times per task of DIR/tasks.jsonl; keep tasks passed sometimes, list 0-of-k ones for review."""
-    from compiler.rollout_command import calibrate_run
+    from compiler.cli.rollout import calibrate_run
 
     calibrate_run(folder, specs, policy, runs, seed, model, base_url, temperature, max_tokens, concurrency, ray_address)
 
 
 if TYPE_CHECKING:
-    from compiler import calibrate as calibrate_types
+    from compiler.run import calibrate as calibrate_types
 
 
 # --------------------------------------------------------------------------- entry point

@@ -28,11 +28,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler import sample
-from compiler import tasks as task_lib
 from compiler.llm.config import LLMConfig
 from compiler.llm.lock import AttemptRecord, Lock, LockEntry, lock_path, read_lock, spec_key, write_lock
 from compiler.llm.provider import ChatRequest, Completion, Message, Provider, ProviderError, make_request
+from compiler.synth import sample
+from compiler.synth import tasks as task_lib
 
 REQUEST_DECL = "task request"
 RUBRIC_DECL = "task rubric"
@@ -96,7 +96,7 @@ class LLMRequests:
     stats: RequestStats = field(default_factory=RequestStats)
     log: Callable[[str], None] = lambda _message: None
 
-    # ------------------------------------------------------------------ the hook of compiler.tasks
+    # ------------------------------------------------------------------ the hook of compiler.synth.tasks
 
     def rewrite(self, task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> dict[str, Any]:
         """The task with a model-written request that passes every audit and the rubric;

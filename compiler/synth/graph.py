@@ -9,7 +9,7 @@ A tool edge A -> B says "calling A first makes B possible or meaningful":
   the name and type of one of B's parameters;
 - `precondition`: a `require` guard of B (or of a helper it calls) reads a field A writes.
 
-A fourth kind, `llm`, is not derived here: edges a model proposed (`compiler/llm/edges.py`
+A fourth kind, `llm`, is not derived here: edges a model proposed (`compiler/synth/model_edges.py`
 asks for them, validates them and locks them in envc.lock) are merged in through
 `tool_graph(..., extra=...)`, only where no derived edge exists, and marked
 `proposed_by: "llm"` so they are never mistaken for inferred ones.
@@ -30,11 +30,11 @@ from typing import Any
 
 import networkx as nx
 
-from compiler import builtins as bi
 from compiler import ir
-from compiler import typesys as ts
 from compiler.diagnostics import did_you_mean
-from compiler.irtree import is_state_attr, walk
+from compiler.ir import typesys as ts
+from compiler.ir.tree import is_state_attr, walk
+from compiler.library import builtins as bi
 
 EDGE_KINDS = ("state", "data", "precondition")
 """The kinds derived from the IR, in the order an edge lists them."""
@@ -532,7 +532,7 @@ def tool_graph(
 ) -> nx.DiGraph[str]:
     """The tool dependency graph of one environment (nodes: tools; edges: see module doc),
     with the `extra` edges a model proposed merged in (ValueError for one that
-    `proposed_edge_problem` refuses: validate them first, as compiler/llm/edges.py does)."""
+    `proposed_edge_problem` refuses: validate them first, as compiler/synth/model_edges.py does)."""
     weights = weights or GraphWeights()
     facts = tool_facts(env)
     graph: nx.DiGraph[str] = nx.DiGraph(name=env.header.name)

@@ -31,8 +31,8 @@ from pydantic import BaseModel
 
 from compiler import ir
 from compiler.diagnostics import Diagnostic
-from compiler.parse import parse_source
-from compiler.printer import (
+from compiler.front.parse import parse_source
+from compiler.front.printer import (
     INDENT,
     POSTFIX,
     TERNARY,

@@ -21,7 +21,7 @@ a rollout early:
 The endpoint is reached as the LLM layer reaches it (`compiler.llm.provider`): the same
 client construction, `[tool.envc.llm]` settings, key handling (the variable's name only;
 the key goes to the HTTP client and nowhere else) and retry policy. Each sample's result
-depends only on its task, index and seed, so runs on threads or on Ray (compiler/scale.py)
+depends only on its task, index and seed, so runs on threads or on Ray (compiler/run/scale.py)
 give the same trajectories; only `timings` differ, and they are kept in their own field.
 """
 
@@ -37,11 +37,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import calibrate, sample, scale
-from compiler.calibrate import Ending
 from compiler.llm.config import LLMConfig
 from compiler.llm.config import base_url as configured_base_url
 from compiler.llm.provider import OpenAIProvider, ProviderError, retry_delay
+from compiler.run import calibrate, scale
+from compiler.run.calibrate import Ending
+from compiler.synth import sample
 
 SCHEMA = "envc.rollout/1"
 """The `schema` of every trajectory row (docs/serving.md#envc-rollout)."""
@@ -262,7 +263,7 @@ def canonical(value: Any) -> str:
 
 @dataclass(frozen=True)
 class RolloutJob:
-    """Sample `index` of a task: a job for a `compiler.scale` executor."""
+    """Sample `index` of a task: a job for a `compiler.run.scale` executor."""
 
     task: dict[str, Any]
     index: int

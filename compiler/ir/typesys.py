@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler import ir
-from compiler.irtree import construct
+from compiler.ir.tree import construct
 
 PRIMITIVES = ("str", "int", "float", "number", "bool", "datetime", "date", "time", "json")
 TEMPORAL = ("datetime", "date", "time")

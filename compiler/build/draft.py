@@ -39,8 +39,8 @@ from compiler.llm.heal import MAX_PROBLEMS
 from compiler.llm.lock import DRAFT_DECL, AttemptRecord, LockEntry, lock_path, read_lock, spec_key, write_lock
 from compiler.llm.provider import Message, Provider, ProviderError, make_request
 from compiler.llm.stats import HealStats
-from compiler.load import load_source, prototypes_dir
-from compiler.parse import parse_source
+from compiler.front.load import load_source, prototypes_dir
+from compiler.front.parse import parse_source
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 Status = Literal["accepted", "refused", "failed", "exists"]
@@ -135,7 +135,7 @@ def _domains(value: Any) -> list[str]:
 
 
 def _asset(name: str) -> str:
-    return (Path(__file__).resolve().parent / name).read_text(encoding="utf-8").strip()
+    return (Path(__file__).resolve().parent.parent / "llm" / name).read_text(encoding="utf-8").strip()
 
 
 def draft_messages(profile: Profile) -> list[Message]:
@@ -281,7 +281,7 @@ class DraftOutcome:
 
 def draft_one(profile: Profile, target: Path, ctx: DraftContext) -> DraftOutcome:
     """Draft `profile` into `target`: from a current lock entry, else from the model."""
-    from compiler.pipeline import display_path
+    from compiler.project import display_path
 
     display = display_path(target, ctx.root)
     if target.exists():

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from compiler import builtins as bi
 from compiler import ir
 from compiler.diagnostics import Diagnostic, did_you_mean
-from compiler.irtree import walk
-from compiler.parse import parse_cached
+from compiler.front.parse import parse_cached
+from compiler.ir.tree import walk
+from compiler.library import builtins as bi
 
 
 @dataclass(frozen=True)
@@ -200,8 +200,9 @@ def _parse_and_extend(
 def prototypes_dir() -> Path:
     """Shipped prototypes: inside the package when installed from a wheel, else the
     repository's `specs/prototypes/`."""
-    inside = Path(__file__).resolve().parent / "prototypes"
-    return inside if inside.is_dir() else Path(__file__).resolve().parent.parent / "specs" / "prototypes"
+    package = Path(__file__).resolve().parent.parent
+    inside = package / "prototypes"
+    return inside if inside.is_dir() else package.parent / "specs" / "prototypes"
 
 
 def _find_prototype(name: str, spec: Path) -> Path | None:

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from compiler import graph as tool_graphs
-from compiler import ir, sample
+from compiler import ir
+from compiler.synth import graph as tool_graphs
+from compiler.synth import sample
 
 J = TypeVar("J")
 R = TypeVar("R")

@@ -1,7 +1,7 @@
 """Stage 1, parse, the fast path: a hand-written scanner and recursive-descent parser
 for the envspec grammar that builds the IR `Module` declarations directly.
 
-Lark (`compiler/parse.py`) stays the reference and the error path. This parser only
+Lark (`compiler/front/parse.py`) stays the reference and the error path. This parser only
 ever *accepts* input whose IR it builds exactly as Lark's parse would: the same node
 types, field values, positions and `model_fields_set`. On anything else (a syntax
 error, a construct it does not know, a value the IR builders would report: a bad
@@ -41,8 +41,7 @@ from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from compiler import ir
-from compiler.irtree import construct
-from compiler.parse import (
+from compiler.front.parse import (
     _ESCAPE_RE,
     _ESCAPES,
     INT64_MAX,
@@ -53,7 +52,8 @@ from compiler.parse import (
     _matching_brace,
     _top_level,
 )
-from compiler.typesys import FORMAT_SPEC
+from compiler.ir.tree import construct
+from compiler.ir.typesys import FORMAT_SPEC
 
 
 class _Refuse(Exception):
@@ -389,7 +389,7 @@ _SCHEMA: dict[type[Any], tuple[str, ...]] = {
 @functools.cache
 def _schema_matches() -> bool:
     """The IR classes still have exactly the fields written here (another field, added
-    to `compiler/ir.py` for a new construct, turns the fast path off until it is taught)."""
+    to `compiler/ir/__init__.py` for a new construct, turns the fast path off until it is taught)."""
     return all(tuple(cls.model_fields) == names for cls, names in _SCHEMA.items())
 
 

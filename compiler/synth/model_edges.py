@@ -1,6 +1,6 @@
 """Tool edges a model proposes: the dependencies the static analysis cannot see.
 
-`compiler/graph.py` derives state, data and precondition edges from the code. The
+`compiler/synth/graph.py` derives state, data and precondition edges from the code. The
 paper's graph construction also asks a model to reason over the tools' pre- and
 post-conditions ("resolve before close": nothing in `close`'s code needs `resolve`,
 but a user would not close an unresolved ticket). Here the model is given the
@@ -31,10 +31,10 @@ from typing import Literal
 
 import networkx as nx
 
-from compiler import graph as graphs
-from compiler import ir, printer
+from compiler import ir
 from compiler.diagnostics import Diagnostic, has_errors
-from compiler.irtree import walk
+from compiler.front import printer
+from compiler.ir.tree import walk
 from compiler.llm import prompt, render
 from compiler.llm.config import LLMConfig, load_config
 from compiler.llm.heal import MAX_PROBLEMS
@@ -49,6 +49,7 @@ from compiler.llm.provider import (
     make_request,
 )
 from compiler.llm.stats import HealStats
+from compiler.synth import graph as graphs
 
 EDGES_DECL = "edges"
 """The declaration key of a spec's proposed edges in envc.lock (beside `tool NAME`, `draft`)."""
@@ -298,7 +299,7 @@ def _ask(
     options: EdgeOptions,
     key: str,
 ) -> EdgeResult:
-    from compiler.pipeline import display_path
+    from compiler.project import display_path
 
     display = display_path(Path(env.path), options.root)
     subject = f"{display}::{EDGES_DECL}"

@@ -10,13 +10,13 @@ final states. `calibrate` splits the tasks by their binary pass counts: `kept`
 (0 < passes < k), `too_easy` (k of k) and `review` (0 of k: a task no run solves may be
 broken rather than hard, so it goes to a review list, not silently away).
 
-The policies are a model (`compiler.rollout.ModelPolicy`: the agent loop against an
+The policies are a model (`compiler.run.rollout.ModelPolicy`: the agent loop against an
 OpenAI-compatible endpoint) and the baselines: `gold` (replays the gold calls; an
 oracle, so every task is too easy), `nothing`, `random` (valid calls drawn as the
 sampler draws them) and `flaky-gold` (gold with each call skipped now and then: pass
 rates between 0 and 1). Run `i` of a task draws from
 `random.Random(f"calibrate:{seed}:{task id}:{i}")` alone, so counts do not depend on the
-order (or the machine) runs are made in; the runs go through a `compiler.scale`
+order (or the machine) runs are made in; the runs go through a `compiler.run.scale`
 executor: threads here, or Ray. A run that fails for infrastructure reasons (the
 endpoint, a timeout, an internal error of the environment) has no pass or fail: its task
 is listed as `unscorable` and kept out of the split rather than counted as a failure.
@@ -30,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from compiler import sample, scale
+from compiler.run import scale
+from compiler.synth import sample
 
 K = 8
 RANDOM_CALLS = 8
@@ -191,7 +192,7 @@ class FlakyGold:
 @dataclass(frozen=True)
 class RandomCalls:
     """Random valid calls: a tool of the task at random, arguments drawn from the live
-    state, the world and earlier results as the sampler draws them (compiler/sample.py)."""
+    state, the world and earlier results as the sampler draws them (compiler/synth/sample.py)."""
 
     calls: int = RANDOM_CALLS
     name: str = "random"
@@ -291,7 +292,7 @@ def check_tasks(tasks: Sequence[Mapping[str, Any]], envs: Mapping[str, sample.Sa
 
 @dataclass(frozen=True)
 class Run:
-    """One seeded run of a policy on a task: a job for a `compiler.scale` executor."""
+    """One seeded run of a policy on a task: a job for a `compiler.run.scale` executor."""
 
     task: dict[str, Any]
     policy: Policy

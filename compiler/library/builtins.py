@@ -10,7 +10,7 @@ import re
 from typing import Final
 
 from compiler import ir, library
-from compiler import typesys as ts
+from compiler.ir import typesys as ts
 from compiler.library.state import AUDIT_LOG as AUDIT_LOG
 from compiler.library.state import BUILTIN_STATE as BUILTIN_STATE
 from compiler.library.state import CLOCK as CLOCK

@@ -1,6 +1,6 @@
 """`envc adapters`: files trainers' own adapters read (docs/serving.md).
 
-Exit codes as compiler/cli.py: 0 ok, 1 errors in the input, 2 usage or I/O errors.
+Exit codes as compiler/cli/__init__.py: 0 ok, 1 errors in the input, 2 usage or I/O errors.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from compiler import export
-from compiler.adapters import verl_config
+from compiler.serve import verl_config
+from compiler.synth import export
 
 
 @click.group("adapters")
@@ -39,7 +39,7 @@ def adapters_command() -> None:
 )
 def verl_config_command(target: Path, output: Path | None, packages: Path) -> None:
     """VERL's multi-turn tool config for TARGET: a compiled package folder, a tasks.jsonl,
-    or a folder holding one. Each tool's class is compiler.adapters.verl.EnvcTool; for a
+    or a folder holding one. Each tool's class is compiler.serve.verl.EnvcTool; for a
     task set every tool the tasks use, named as `envc export --format verl` names them, with
     the tasks file `calc_reward` scores against."""
     try:

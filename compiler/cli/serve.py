@@ -1,7 +1,7 @@
 """`envc serve PATHS...`: serve generated packages and task sets over HTTP + WebSocket
 (OpenEnv's wire format) until interrupted. docs/serving.md#envc-serve-an-openenv-compatible-server.
 
-Exit codes follow compiler/cli.py: 1 a data directory whose journals cannot be trusted
+Exit codes follow compiler/cli/__init__.py: 1 a data directory whose journals cannot be trusted
 (the message names file and line), 2 usage or paths that are not packages or task sets,
 3 an internal error.
 """
@@ -17,7 +17,7 @@ from typing import NoReturn
 
 import click
 
-from compiler import pipeline
+from compiler import project
 from compiler.cli import EXIT_ERRORS, EXIT_USAGE
 from compiler.serve.catalog import CatalogError, load_catalog
 from compiler.serve.journal import JournalError
@@ -113,9 +113,9 @@ def serve_command(
     mount_mcp = http.mcp_available() if mcp is None else mcp
     if mount_mcp and not http.mcp_available():
         raise click.UsageError(f"--mcp needs {http.MCP_MODULE} and the `mcp` SDK (pip install mcp==2.3.0)")
-    root = pipeline.find_project_root(Path.cwd())
+    root = project.find_project_root(Path.cwd())
     try:
-        catalog = load_catalog(paths, packages_dir or pipeline.configured_output(root))
+        catalog = load_catalog(paths, packages_dir or project.configured_output(root))
     except CatalogError as exc:
         _fail(EXIT_USAGE, str(exc))
     limits = Limits(max_sessions, _no_limit(idle_timeout), _no_limit(call_timeout))

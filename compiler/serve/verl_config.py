@@ -9,7 +9,7 @@ the `type` to be one string: so each parameter here is that projection, with wha
 drops (limits, item types, `null`) written into the description. The environment still
 checks every argument against its full schema.
 
-Every entry's `config` tells `compiler.adapters.verl.EnvcTool` where the package is, the
+Every entry's `config` tells `compiler.serve.verl.EnvcTool` where the package is, the
 environment and its own tool behind the name the agent sees (`env__tool` across
 environments, as `envc export --format verl` names them in `tools_kwargs`), and, for a
 task set, the tasks file its `calc_reward` scores against. The YAML is written by PyYAML
@@ -25,11 +25,11 @@ from typing import Any
 
 import yaml
 
-from compiler import export
-from compiler.adapters.trl import describe
+from compiler.lower.trl_env import describe
+from compiler.synth import export
 
-TOOL_CLASS = "compiler.adapters.verl.EnvcTool"
-"""`class_name` of every entry (the adapter in compiler/adapters/verl.py)."""
+TOOL_CLASS = "compiler.serve.verl.EnvcTool"
+"""`class_name` of every entry (the adapter in compiler/serve/verl.py)."""
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object")
 
 
