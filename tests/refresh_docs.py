@@ -7,7 +7,8 @@ A sample is a fenced block right after a `<!-- refresh -->` line (or `<!-- refre
 -->`) whose `$ COMMAND` lines are each followed by what the command prints. It runs in a
 fresh copy of this repository's project (`PROJECT_PARTS`, no `generated/` and no
 `.envc-cache/`: a clone before its first compile), where `envc` is this tree's compiler:
-SETUP first, silently, with bash, then each command with bash, stdout and stderr in the
+SETUP first, silently, with bash (`$REPO` is this repository, for specs that only a
+sample uses: tests/fixtures/docs/), then each command with bash, stdout and stderr in the
 order a terminal shows them. The block is the real output.
 
 Output is compared in every column that is the same on every run: everything but the
@@ -76,7 +77,7 @@ def all_samples() -> list[Sample]:
 
 def make_clone(folder: Path) -> dict[str, str]:
     """Copy the project into `folder` and give the environment its commands run with:
-    `envc` on PATH runs the copy's compiler with this Python."""
+    `envc` on PATH runs the copy's compiler with this Python, `REPO` is this repository."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
     for part in PROJECT_PARTS:
         source = ROOT / part
@@ -90,7 +91,12 @@ def make_clone(folder: Path) -> dict[str, str]:
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m compiler.cli "$@"\n', encoding="utf-8")
     shim.chmod(0o755)
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
-    env.update(PATH=f"{bin_folder}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(folder), PYTHONUNBUFFERED="1")
+    env.update(
+        PATH=f"{bin_folder}{os.pathsep}{env.get('PATH', '')}",
+        PYTHONPATH=str(folder),
+        PYTHONUNBUFFERED="1",
+        REPO=str(ROOT),
+    )
     return env
 
 

@@ -15,7 +15,6 @@ from refresh_docs import ROOT, Sample, all_samples, comparable, documents, run_s
 TABLE_HEADER = re.compile(r"^spec +env +tools r/w +lines .* time +result$", re.MULTILINE)
 FENCE = re.compile(r"^```[a-z]*\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 NOT_RERUN = {
-    "docs/compile.md": 1,  # E6005/E6007 on hand-made specs-x/a.envspec and b.envspec, not in the repo
     "docs/qc.md": 1,  # E6001/E6002 on hand-made specs-x/typo, shelf and ratio, not in the repo
 }
 """Blocks holding `envc compile`'s table that are not samples, per file, and why."""
