@@ -1,13 +1,14 @@
 """VERL's multi-turn tool config for a compiled package or a task set.
 
-VERL (volcengine/verl, verl/tools/utils/tool_registry.py) loads the file with
+VERL (volcengine/verl, verl/tools/tool_registry.py in 0.9.1) loads the file with
 `OmegaConf.load`, and per entry of `tools` imports `class_name`, checks that
 `config.type` is `native`, validates `tool_schema` as its `OpenAIFunctionToolSchema`
 (verl/tools/schemas.py) and calls `tool_cls(config=..., tool_schema=...)`. That pydantic
-model keeps only `type`, `description` and `enum` (strings) of each parameter and needs
-the `type` to be one string: so each parameter here is that projection, with what it
-drops (limits, item types, `null`) written into the description. The environment still
-checks every argument against its full schema.
+model keeps only `type`, `description` and `enum` of each parameter (earlier releases
+also need the `type` to be one string and `enum` strings): so each parameter here is
+that projection, with what it drops (limits, item types, `null`) written into the
+description, which every release accepts. The environment still checks every argument
+against its full schema.
 
 Every entry's `config` tells `compiler.serve.verl.EnvcTool` where the package is, the
 environment and its own tool behind the name the agent sees (`env__tool` across

@@ -1,6 +1,6 @@
 """Packages and tasks the adapter tests share: the `lifecycle` fixture spec (tools named
 `step`, `score`, `get_reward`, `get_reward_tool`) lowered from the templates as they are
-now, a hand-written task of it, and where VERL's interface comes from."""
+now, a hand-written task of it, and VERL's tool interface from the real release."""
 
 from __future__ import annotations
 
@@ -22,11 +22,30 @@ from compiler.synth.sample import import_package
 
 ROOT = Path(__file__).resolve().parents[2]
 LIFECYCLE = ROOT / "tests" / "fixtures" / "adapters" / "lifecycle.envspec"
-FAKE_VERL = Path(__file__).resolve().parent / "fake_verl"
-VERL_SOURCE = "VERL itself" if importlib.util.find_spec("verl") else "the copy of VERL's interface in fake_verl/"
-"""VERL needs torch and Ray: without it installed, its interface comes from fake_verl/."""
-if importlib.util.find_spec("verl") is None:
-    sys.path.insert(0, str(FAKE_VERL))
+VERL_BARE_PACKAGES = ("verl", "verl.utils")
+"""The VERL packages whose `__init__` imports torch (`verl` imports its `DataProto`,
+`verl.utils` its torch helpers); the tool modules under them need only pydantic, Ray,
+OmegaConf and transformers' `get_json_schema`."""
+
+
+def register_verl_without_torch() -> None:
+    """Make `verl.tools.*` importable from the release installed with `pip install --no-deps`.
+
+    Each package of VERL_BARE_PACKAGES is registered as a module made from its own spec but
+    not executed, so importing `verl.tools.base_tool` finds the real files under it without
+    running the `__init__` that needs torch. With torch installed, VERL imports as it is.
+    """
+    if importlib.util.find_spec("torch") is not None:
+        return
+    for name in VERL_BARE_PACKAGES:
+        if name in sys.modules:
+            continue
+        spec = importlib.util.find_spec(name)
+        assert spec is not None, f"{name} is not installed: pip install --no-deps verl==0.9.1 (README)"
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+
+
+register_verl_without_torch()
 
 
 def task_of(folder: Path) -> dict[str, Any]:

@@ -1,18 +1,20 @@
 """The VERL adapter (compiler/serve/verl.py) and its tool config (verl_config.py,
 `envc adapters verl-config`).
 
-VERL needs torch and Ray, so unless it is installed its interface comes from the verbatim
-copy in fake_verl/ (conftest.py): `BaseTool`, the pydantic schemas and
-`initialize_tools_from_config`, which loads the YAML with OmegaConf as VERL does. Tool
-calls are made the way VERL's agent loop makes them (tool_agent_loop.py `_call_tool`):
-create with the row's create kwargs and no instance id, execute with `agent_data`,
-release, one instance per call.
+Against the PyPI release of VERL installed without its dependencies (README), imported
+without torch by conftest.py: its `BaseTool`, pydantic schemas and
+`initialize_tools_from_config`, which loads the YAML with OmegaConf. Tool calls are made
+the way VERL's agent loop makes them (tool_agent_loop.py `_call_tool`): create with the
+row's create kwargs and no instance id, execute with `agent_data`, release, one instance
+per call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+from importlib.metadata import distribution
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,14 +22,13 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from verl.tools.base_tool import BaseTool
+from verl.tools.schemas import OpenAIFunctionToolSchema
+from verl.tools.tool_registry import initialize_tools_from_config
 
 from compiler.cli.adapters import adapters_command
-from compiler.serve import verl_config
+from compiler.serve import verl, verl_config
 from compiler.synth import export
-
-verl = pytest.importorskip("compiler.serve.verl")  # conftest provides VERL's interface: never skipped
-from verl.tools.schemas import OpenAIFunctionToolSchema  # noqa: E402
-from verl.tools.utils.tool_registry import initialize_tools_from_config  # noqa: E402
 
 
 def run(coroutine: Any) -> Any:
@@ -66,6 +67,15 @@ def empty_registry() -> Any:
     yield
     for key in list(verl.REGISTRY._trajectories):
         verl.REGISTRY.finish(key)
+
+
+def test_the_tool_is_a_base_tool_of_the_installed_verl_release() -> None:
+    """The interface is VERL's own files (pip's record of the release), not a copy."""
+    files = {str(f) for f in distribution("verl").files or ()}
+    assert issubclass(verl.EnvcTool, BaseTool) and verl.BaseTool is BaseTool
+    for cls in (BaseTool, OpenAIFunctionToolSchema, verl.ToolResponse):
+        source = Path(inspect.getfile(cls))
+        assert f"verl/tools/{source.name}" in files and source.parent.parent.name == "verl"
 
 
 def test_the_config_loads_as_verl_loads_it(tools: dict[str, Any], lifecycle_dir: Path) -> None:
