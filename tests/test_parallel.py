@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from llm.conftest import SPEC as LLM_SPEC
+from test_pipeline import BROKEN, COUNTER, snapshot
 
 from compiler import cli as cli_module
 from compiler.build import parallel
-from tests.llm.conftest import SPEC as LLM_SPEC
-from tests.test_pipeline import BROKEN, COUNTER, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 PARENT = os.getpid()

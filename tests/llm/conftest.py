@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from compiler import cli as cli_module
-from tests.llm.chat_server import ChatServer
+
+from .chat_server import ChatServer
 
 SECRET = "sk-envc-test-0123456789-do-not-leak"
 SPEC = '''\

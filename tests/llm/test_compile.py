@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.llm.chat_server import ChatServer, Reply, fenced
-from tests.llm.conftest import GOOD, SPEC, envc, pyproject, snapshot
+from .chat_server import ChatServer, Reply, fenced
+from .conftest import GOOD, SPEC, envc, pyproject, snapshot
 
 LOCK = Path("specs") / "envc.lock"
 SPEC_FILE = Path("specs") / "shelf.envspec"
@@ -270,7 +270,7 @@ def test_a_build_from_the_lock_is_identical_with_the_network_unreachable(
 def test_the_api_key_appears_in_no_file_log_or_diagnostic(
     project: Path, server: ChatServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.llm.conftest import SECRET
+    from .conftest import SECRET
 
     monkeypatch.setenv("OPENAI_LOG", "debug")
     caplog.set_level("DEBUG")

@@ -15,8 +15,9 @@ import pytest
 
 from compiler.analyse import analyse_file
 from compiler.build.draft import Profile, draft_messages, read_profiles
-from tests.llm.chat_server import ChatServer, Reply, fenced
-from tests.llm.conftest import envc, pyproject
+
+from .chat_server import ChatServer, Reply, fenced
+from .conftest import envc, pyproject
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = (ROOT / "compiler" / "llm" / "example.envspec").read_text(encoding="utf-8")

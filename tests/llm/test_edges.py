@@ -23,8 +23,9 @@ from compiler.analyse import analyse_file
 from compiler.llm.config import load_config
 from compiler.synth import graph, graph_render
 from compiler.synth import model_edges as edges
-from tests.llm.chat_server import ChatServer, Reply
-from tests.llm.conftest import SECRET, pyproject
+
+from .chat_server import ChatServer, Reply
+from .conftest import SECRET, pyproject
 
 TRIPS = '''\
 environment trips:
@@ -270,9 +271,9 @@ def test_a_current_entry_the_checks_refuse_is_e6107(project: Path, server: ChatS
 
 def test_fills_and_edges_share_the_lock(project: Path, server: ChatServer, trips: Path) -> None:
     """The edges entry sits beside the fill entries of other specs; neither drops the other."""
-    from tests.llm.chat_server import fenced
-    from tests.llm.conftest import GOOD as GOOD_FILL
-    from tests.llm.conftest import envc
+    from .chat_server import fenced
+    from .conftest import GOOD as GOOD_FILL
+    from .conftest import envc
 
     server.replies.append(Reply(fenced(GOOD_FILL)))
     assert envc("lock", "--update", "--no-qc", "specs/shelf.envspec").exit_code == 0

@@ -15,7 +15,8 @@ from compiler import ir
 from compiler.analyse import AnalysisResult, analyse_file
 from compiler.llm import fill, prompt
 from compiler.llm.heal import describe
-from tests.llm.conftest import GOOD, SPEC
+
+from .conftest import GOOD, SPEC
 
 TAG = '''
 tool tag_book(book_id: int, tag: str) -> Book:

@@ -16,7 +16,8 @@ from compiler import ir
 from compiler.analyse import analyse_file
 from compiler.front import load
 from compiler.llm import fill, prompt, render
-from tests.llm.conftest import SPEC
+
+from .conftest import SPEC
 
 PROTOTYPE = "transactional_workspace"
 HELPDESK = f'''\

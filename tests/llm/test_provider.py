@@ -20,7 +20,8 @@ from compiler.llm.provider import (
     parse_retry_after,
     retry_delay,
 )
-from tests.llm.chat_server import ChatServer, Reply
+
+from .chat_server import ChatServer, Reply
 
 MESSAGES = [Message("system", "You write bodies."), Message("user", "Count the books.")]
 

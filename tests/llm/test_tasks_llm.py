@@ -20,8 +20,9 @@ from compiler.llm.provider import OpenAIProvider
 from compiler.synth import model_requests as llm_tasks
 from compiler.synth import tasks
 from compiler.synth.sample import SampleEnv, load_env
-from tests.llm.chat_server import ChatServer, Reply
-from tests.llm.conftest import SECRET
+
+from .chat_server import ChatServer, Reply
+from .conftest import SECRET
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GOOD_GRADE = json.dumps({"clarity": 5, "consistency": 5, "solvability": 4, "reason": "clear"})
@@ -249,7 +250,7 @@ def _one_audited_task(envs: dict[str, SampleEnv]) -> dict[str, Any]:
 
 
 def test_writer_for_reads_the_project_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.llm.conftest import pyproject
+    from .conftest import pyproject
 
     (tmp_path / "pyproject.toml").write_text(pyproject("http://127.0.0.1:9/v1"), encoding="utf-8")
     writer = llm_tasks.writer_for(tmp_path)
