@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from compiler.analyse import analyse_file, analyse_source
+from compiler.build.packages import import_package
 from compiler.check import write_tree
 from compiler.lower import lower
 from compiler.synth import tasks
-from compiler.synth.sample import SampleEnv, import_package, load_env
+from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
 

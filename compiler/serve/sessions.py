@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.build import packages
 from compiler.serve import journal
 from compiler.serve.catalog import Catalog, CatalogError, ServedEnv
 from compiler.synth import sample
@@ -375,7 +376,7 @@ def _open_env(
     reseeded by the package's own `open_environment`; the second value says what the seed did."""
     package = env.package
     try:
-        live, effect = package.open_environment(spec.get("scenario"), spec.get("changes"), seed, options)
+        live, effect = packages.open_at_start(package, spec, seed, options)
     except (package.ScenarioError, TypeError, ValueError) as exc:  # a start state the package refuses
         raise SessionError(f"`{env.name}` cannot start there: {exc}") from None
     return live, "no seed given" if effect is None else effect
