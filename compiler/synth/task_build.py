@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from compiler.build import packages
 from compiler.lower.schema import openai_tools
 from compiler.synth import sample
 from compiler.synth.task_prompt import prompt, scalars
@@ -113,11 +114,9 @@ def _initial_state(chain: dict[str, Any], envs: dict[str, sample.SampleEnv] | No
 
 
 def open_session(env: sample.SampleEnv, start: dict[str, Any]) -> Any:
-    """A live session at a task's start for one environment: its scenario, then its changes."""
-    session = env.package.Environment(start["scenario"])
-    if start.get("changes"):
-        session = env.package.Environment(env.package.scoring.apply_changes(session.state(), start["changes"]))
-    return session
+    """A live session at a task's start for one environment (its scenario, then its changes),
+    opened as every harness opens it, so what is audited is the start trainers get."""
+    return packages.open_at_start(env.package, start)[0]
 
 
 # --------------------------------------------------------------------------- seeded changes
