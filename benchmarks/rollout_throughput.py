@@ -34,7 +34,7 @@ from test_rollout import ScriptedEndpoint, config_for  # noqa: E402
 
 from compiler.analyse import analyse_file  # noqa: E402
 from compiler.run import rollout, scale  # noqa: E402
-from compiler.synth import tasks  # noqa: E402
+from compiler.synth import task_build, tasks  # noqa: E402
 from compiler.synth.sample import SampleEnv, load_env  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def load(count: int) -> tuple[dict[str, SampleEnv], list[dict[str, Any]]]:
     env = analyse_file(ROOT / "specs" / "ticketing.envspec").environment
     assert env is not None
     envs = {env.header.name: load_env(env, ROOT / "generated" / env.header.name)}
-    options = tasks.TaskOptions(tasks=count, seed=1)
+    options = task_build.TaskOptions(tasks=count, seed=1)
     rows, _ = tasks.synthesise(tasks.sampler_for(envs, options), options)
     return envs, rows
 

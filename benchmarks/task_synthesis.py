@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from compiler.analyse import analyse_file  # noqa: E402
-from compiler.synth import tasks  # noqa: E402
+from compiler.synth import task_build, tasks  # noqa: E402
 from compiler.synth.sample import load_env  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         assert env is not None, spec
         envs[env.header.name] = load_env(env, ROOT / "generated" / env.header.name)
     print(f"setup: {len(envs)} environments in {time.perf_counter() - started:.2f} s")
-    options = tasks.TaskOptions(tasks=args.tasks, seed=args.seed)
+    options = task_build.TaskOptions(tasks=args.tasks, seed=args.seed)
     started, cpu_started = time.perf_counter(), time.process_time()
     kept, report = tasks.synthesise(tasks.sampler_for(envs, options), options)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started

@@ -16,8 +16,8 @@ from lowered import environment_module, lowered_files
 
 from compiler import check as qc
 from compiler.analyse import analyse_file
+from compiler.build.packages import import_package
 from compiler.check import write_tree
-from compiler.synth.sample import import_package
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "agent_names" / "agent_names.envspec"
 PARAMS = ["state", "from", "class", "json", "env", "key_1", "self", "max"]

@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from compiler import cli as cli_module
 from compiler.analyse import analyse_file
 from compiler.run import calibrate, scale
-from compiler.synth import export, tasks
+from compiler.synth import export, task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ def library() -> dict[str, SampleEnv]:
 def task_set(library: dict[str, SampleEnv]) -> list[dict[str, Any]]:
     kept = []
     for seed, span, count in ((4, (1, 1), 10), (5, (2, 2), 4)):
-        options = tasks.TaskOptions(tasks=count, seed=seed, envs=span)
+        options = task_build.TaskOptions(tasks=count, seed=seed, envs=span)
         rows, report = tasks.synthesise(tasks.sampler_for(library, options), options)
         assert report.kept == count, report.to_json()
         kept.extend(rows)

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from compiler.analyse import analyse_file, analyse_source
+from compiler.build.packages import import_package
 from compiler.check import write_tree
 from compiler.lower import lower
-from compiler.synth import tasks
-from compiler.synth.sample import SampleEnv, import_package, load_env
+from compiler.synth import task_build, tasks
+from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +42,7 @@ def ticketing(tmp_path_factory: pytest.TempPathFactory) -> tuple[SampleEnv, Modu
 @pytest.fixture(scope="module")
 def task(ticketing: tuple[SampleEnv, ModuleType]) -> dict[str, Any]:
     env, _ = ticketing
-    options = tasks.TaskOptions(tasks=1, seed=3)
+    options = task_build.TaskOptions(tasks=1, seed=3)
     kept, _ = tasks.synthesise(tasks.sampler_for({"ticketing": env}, options), options, declared=False)
     return kept[0]
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 from compiler import cli as cli_module
 from compiler.analyse import analyse_file
-from compiler.synth import export, tasks
+from compiler.synth import export, task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env
 
 pa = pytest.importorskip("pyarrow")
@@ -46,7 +46,7 @@ def task_set(library: dict[str, SampleEnv]) -> list[dict[str, Any]]:
     checks' expected values and the calls' arguments differ in shape from row to row."""
     kept = []
     for seed, span, count in ((2, (1, 1), 10), (3, (2, 2), 6)):
-        options = tasks.TaskOptions(tasks=count, seed=seed, envs=span)
+        options = task_build.TaskOptions(tasks=count, seed=seed, envs=span)
         rows, report = tasks.synthesise(tasks.sampler_for(library, options), options)
         assert report.kept == count, report.to_json()
         kept.extend(rows)

@@ -18,7 +18,7 @@ import pytest
 from refresh_golden import analysed_environment, environment_name, lowered_package
 
 from compiler.analyse import analyse_file
-from compiler.build.pipeline import MANIFEST
+from compiler.build.packages import MANIFEST
 
 ROOT = Path(__file__).resolve().parent.parent
 

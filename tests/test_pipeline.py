@@ -20,7 +20,7 @@ from click.testing import CliRunner, Result
 from compiler import cli as cli_module
 from compiler import project as envc_project
 from compiler.analyse import analyse_file
-from compiler.build import pipeline
+from compiler.build import packages, pipeline
 from compiler.front import parse as parse_module
 from compiler.front import parse_fast
 from compiler.lower import lower
@@ -105,10 +105,10 @@ def test_first_compile_writes_the_configured_output(project: Path) -> None:
     folder = project / "out" / "counter"
     files = snapshot(folder)
     expected = expected_files(project / "specs" / "counter.envspec", "specs/counter.envspec")
-    assert set(files) == {*expected, pipeline.MANIFEST}
+    assert set(files) == {*expected, packages.MANIFEST}
     for relative, text in expected.items():
         assert files[relative] == text.encode("utf-8"), relative
-    manifest = json.loads(files[pipeline.MANIFEST])
+    manifest = json.loads(files[packages.MANIFEST])
     assert manifest["spec"] == "specs/counter.envspec"
     assert manifest["inputs"] == ["specs/counter.envspec"]
     assert set(manifest["files"]) == set(expected)
@@ -143,7 +143,7 @@ def test_output_option_overrides_the_config(project: Path) -> None:
 def test_changed_inputs_digest_misses_the_fast_path(project: Path) -> None:
     """As if envc itself had changed: the spec is compiled again and the manifest renewed."""
     assert envc("--no-qc").exit_code == 0
-    manifest = project / "out" / "counter" / pipeline.MANIFEST
+    manifest = project / "out" / "counter" / packages.MANIFEST
     data = json.loads(manifest.read_text())
     data["inputs_sha"] = "0" * 64  # as if envc itself had changed
     manifest.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
@@ -360,8 +360,8 @@ def test_full_qc_on_a_copy_of_ticketing(project: Path, monkeypatch: pytest.Monke
     assert result.diagnostics == []
     written = snapshot(project / "out" / "ticketing")
     committed = snapshot(ROOT / "generated" / "ticketing")
-    assert {k: v for k, v in written.items() if k != pipeline.MANIFEST} == {
-        k: v for k, v in committed.items() if k != pipeline.MANIFEST
+    assert {k: v for k, v in written.items() if k != packages.MANIFEST} == {
+        k: v for k, v in committed.items() if k != packages.MANIFEST
     }, "the same spec gives the same package wherever it is compiled"
     assert list((project / ".envc-cache" / "qc").iterdir()), "a QC marker records the pass"
 
@@ -437,7 +437,14 @@ def wheel_copy(checkout: Path, tmp_path: Path) -> Path:
 def test_fingerprint_covers_every_module_of_the_package() -> None:
     assert envc_project.compiler_fingerprint() == envc_project.fingerprint_of(PACKAGE)
     keys = set(envc_project.fingerprint_files(PACKAGE))
-    assert {"front/parse.py", "ir/__init__.py", "build/pipeline.py", "project.py", "lower/__init__.py", "grammar/envspec.lark"} <= keys
+    assert {
+        "front/parse.py",
+        "ir/__init__.py",
+        "build/pipeline.py",
+        "project.py",
+        "lower/__init__.py",
+        "grammar/envspec.lark",
+    } <= keys
     assert {"templates/environment.py.jinja", "templates/README.md.jinja"} <= keys
     modules = {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
     excluded = envc_project.FINGERPRINT_EXCLUDED
@@ -544,7 +551,7 @@ def test_a_prototype_edit_reaches_the_manifest_through_its_inputs(
     shutil.copy(ROOT / "specs" / "prototypes" / "transactional_workspace.envspec", tmp_path / "specs" / "prototypes")
     monkeypatch.chdir(tmp_path)
     assert envc("--no-qc").exit_code == 0
-    manifest = json.loads((tmp_path / "out" / "ticketing" / pipeline.MANIFEST).read_text())
+    manifest = json.loads((tmp_path / "out" / "ticketing" / packages.MANIFEST).read_text())
     assert "specs/prototypes/transactional_workspace.envspec" in manifest["inputs"]
     prototype = tmp_path / "specs" / "prototypes" / "transactional_workspace.envspec"
     prototype.write_text(prototype.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")

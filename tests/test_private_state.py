@@ -15,7 +15,10 @@ from lowered import imported_package, lowered_files
 
 from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
+from compiler.check import write_tree
 from compiler.library import builtins as bi
+from compiler.synth import task_build
+from compiler.synth.sample import load_env
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "private" / "private_state.envspec"
 HEADER = 'environment private_rules:\n    title "Private"\n\n'
@@ -92,3 +95,16 @@ def test_saved_sessions_keep_private_fields(package: ModuleType, tmp_path: Path)
     again.load(tmp_path)
     assert again.call("s1", "add_note", {"text": "more"}) == {"count": 2, "_calls": 2}
     assert "_calls" not in again.state("s1")
+
+
+def test_a_task_start_keeps_the_private_fields_of_its_scenario(files: dict[str, str], tmp_path: Path) -> None:
+    """The task audits open a start as trainers do (the package's `open_environment`): the
+    changes go on top of the scenario's saved state, so its private fields stay as they were."""
+    result = analyse_file(SPEC)
+    assert result.environment is not None
+    write_tree(tmp_path / "private_state", files)
+    env = load_env(result.environment, tmp_path / "private_state")
+    start = {"scenario": "busy", "changes": {"notes": [{"text": "n", "_origin": "seed"}]}}
+    opened = task_build.open_session(env, start).saved_state()
+    assert opened["_calls"] == 5 and opened["notes"] == [{"text": "n", "_origin": "seed"}]
+    assert opened == env.package.open_environment("busy", start["changes"])[0].saved_state()

@@ -21,7 +21,7 @@ from compiler import cli as cli_module
 from compiler.analyse import analyse_file
 from compiler.llm.config import LLMConfig
 from compiler.run import calibrate, rollout, scale
-from compiler.synth import export, tasks
+from compiler.synth import export, task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,7 +144,7 @@ def ticketing_envs() -> dict[str, SampleEnv]:
 
 def ticketing_tasks(envs: dict[str, SampleEnv]) -> list[dict[str, Any]]:
     """Five audited ticketing tasks with distinct prompts (the endpoint tells them apart by prompt)."""
-    options = tasks.TaskOptions(tasks=5, seed=1)
+    options = task_build.TaskOptions(tasks=5, seed=1)
     rows, report = tasks.synthesise(tasks.sampler_for(envs, options), options)
     assert report.kept == 5
     assert len({r["prompt"] for r in rows}) == 5

@@ -314,7 +314,7 @@ def test_the_manifest_lists_the_data_files_and_a_changed_one_makes_the_package_s
 
 def test_a_served_package_digest_covers_its_data_files(tmp_path: Path) -> None:
     """`envc serve` journals record the package digest: other data is another build."""
-    from compiler.serve.catalog import package_digest
+    from compiler.build.packages import package_digest
 
     folder = tmp_path / "shop"
     qc.write_tree(folder, lowered(write_project(tmp_path / "src")))

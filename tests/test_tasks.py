@@ -1,4 +1,5 @@
-"""Tasks (compiler/synth/tasks.py) and the scorer every package ships (scoring.py): kept tasks
+"""Tasks (compiler/synth/tasks.py and the parts it drives: task_build, audits,
+declared_tasks) and the scorer every package ships (scoring.py): kept tasks
 pass every audit, re-checked from the written JSONL through the generated packages
 alone; one deliberately broken task per audit is rejected by that audit."""
 
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiler.analyse import analyse_file
-from compiler.synth import tasks
+from compiler.synth import audits, declared_tasks, task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +76,7 @@ def _tasks(
     envs: dict[str, SampleEnv], count: int, seed: int = 1, span: tuple[int, int] = (1, 1), declared: bool = False
 ) -> list[dict[str, Any]]:
     """Sampled tasks (the specs' own `task`s too with `declared`)."""
-    options = tasks.TaskOptions(tasks=count, seed=seed, envs=span)
+    options = task_build.TaskOptions(tasks=count, seed=seed, envs=span)
     kept, report = tasks.synthesise(tasks.sampler_for(envs, options), options, declared=declared)
     assert report.kept == len(kept) == count, report.to_json()
     return kept
@@ -138,7 +139,7 @@ def test_declared_tasks_come_out_in_the_same_format(library: dict[str, SampleEnv
     """A spec `task`: its request is the prompt, its solution the gold calls, its verify
     lines the checks; it is audited like the others, and the report says what became of it."""
     envs = {"ticketing": library["ticketing"]}
-    options = tasks.TaskOptions(tasks=3, seed=1)
+    options = task_build.TaskOptions(tasks=3, seed=1)
     kept, report = tasks.synthesise(tasks.sampler_for(envs, options), options)
     declared = kept[0]
     assert report.declared == {"ticketing.close_vpn_ticket": "kept"}
@@ -153,7 +154,7 @@ def test_declared_tasks_come_out_in_the_same_format(library: dict[str, SampleEnv
 
 def test_declared_tasks_the_audits_reject_are_reported(library: dict[str, SampleEnv]) -> None:
     envs = {"bfcl_ticket": library["bfcl_ticket"], "cicd_pipeline": library["cicd_pipeline"]}
-    options = tasks.TaskOptions(tasks=2, seed=1)
+    options = task_build.TaskOptions(tasks=2, seed=1)
     _, report = tasks.synthesise(tasks.sampler_for(envs, options), options)
     assert report.declared["bfcl_ticket.close_string_id_ticket"] == "kept"
     assert report.declared["bfcl_ticket.log_and_resolve"].startswith("rejected by perturbations_fail")
@@ -268,18 +269,18 @@ def test_verify_lines_become_path_checks(condition: str, checks: list[dict[str, 
 
     result = analyse_source(VERIFY_PROBE.replace("CONDITION", condition), "verify_probe.envspec")
     assert result.environment is not None, [d.message for d in result.diagnostics]
-    assert tasks.verify_checks(result.environment.tasks[0].verify[0]) == checks
+    assert declared_tasks.verify_checks(result.environment.tasks[0].verify[0]) == checks
 
 
 def test_verify_lines_that_are_no_path_check_are_not_expressible(library: dict[str, SampleEnv]) -> None:
     report = next(t for t in library["claw_workspace"].model.tasks if t.name == "march_scores_report")
-    with pytest.raises(tasks.NotExpressible):
-        tasks.verify_checks(report.verify[1])  # a comprehension over the lines of a file's text
+    with pytest.raises(declared_tasks.NotExpressible):
+        declared_tasks.verify_checks(report.verify[1])  # a comprehension over the lines of a file's text
     door = next(t for t in library["telemetry_bus"].model.tasks if t.name == "report_door_left_open")
-    with pytest.raises(tasks.NotExpressible):
-        tasks.verify_checks(door.verify[1])  # an index computed from the state, with no final state given
+    with pytest.raises(declared_tasks.NotExpressible):
+        declared_tasks.verify_checks(door.verify[1])  # an index computed from the state, with no final state given
     final = {"streams": {"sensor.temperature": {"history": [1, 2, 3, 7]}}}
-    assert tasks.verify_checks(door.verify[1], final)[0]["path"] == "/events/7/payload/device"
+    assert declared_tasks.verify_checks(door.verify[1], final)[0]["path"] == "/events/7/payload/device"
 
 
 def test_checks_over_collections(library: dict[str, SampleEnv]) -> None:
@@ -319,13 +320,13 @@ def good(library: dict[str, SampleEnv]) -> dict[str, Any]:
 
 
 def _fails(task: dict[str, Any], library: dict[str, SampleEnv], audit: str) -> None:
-    with pytest.raises(tasks.AuditFailed) as failed:
-        tasks.audit(task, {"ticketing": library["ticketing"]}, random.Random(0))
+    with pytest.raises(audits.AuditFailed) as failed:
+        audits.audit(task, {"ticketing": library["ticketing"]}, random.Random(0))
     assert failed.value.audit == audit, failed.value
 
 
 def test_the_good_task_passes(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
-    assert tasks.audit(good, {"ticketing": library["ticketing"]}, random.Random(0)) is not None
+    assert audits.audit(good, {"ticketing": library["ticketing"]}, random.Random(0)) is not None
 
 
 def test_gold_that_does_not_pass_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
@@ -338,7 +339,7 @@ def test_a_verifier_doing_nothing_passes_is_rejected(good: dict[str, Any], libra
     broken = copy.deepcopy(good)
     broken["verifier"]["checks"] = [{"env": "ticketing", "path": "/tickets", "op": "absent", "weight": 1.0}]
     broken["verifier"]["checks"][0]["op"] = "equals"
-    start = tasks.open_session(library["ticketing"], good["initial_state"]["ticketing"]).state()
+    start = task_build.open_session(library["ticketing"], good["initial_state"]["ticketing"]).state()
     broken["verifier"]["checks"][0]["expected"] = start["tickets"]
     broken["gold_calls"] = []  # gold is doing nothing too: it scores 1, and so does nothing
     broken["verifier"]["collateral"]["allowed"] = {"ticketing": []}
@@ -349,12 +350,12 @@ def test_a_verifier_that_ignores_the_last_write_is_rejected(
     good: dict[str, Any], library: dict[str, SampleEnv]
 ) -> None:
     broken = copy.deepcopy(good)
-    last = tasks._writes(broken, {"ticketing": library["ticketing"]})[-1]
-    finals, initial, _ = tasks.replay({"ticketing": library["ticketing"]}, broken, broken["gold_calls"][:last])
+    last = audits._writes(broken, {"ticketing": library["ticketing"]})[-1]
+    finals, initial, _ = task_build.replay({"ticketing": library["ticketing"]}, broken, broken["gold_calls"][:last])
     # only what the writes before the last one change is checked, and everything may change
     broken["verifier"]["checks"] = [
         {"env": "ticketing", **c, "weight": 1.0}
-        for c in tasks.expected_changes(initial["ticketing"], finals["ticketing"])
+        for c in task_build.expected_changes(initial["ticketing"], finals["ticketing"])
     ]
     broken["verifier"]["collateral"]["allowed"] = {"ticketing": ["/tickets", "/current_user", "/next_ticket_id"]}
     _fails(broken, library, "perturbations_fail")
@@ -366,15 +367,15 @@ def test_a_check_expecting_a_value_nothing_shows_is_rejected(
     """Ids, enum members and world values can be looked up; a free text the prompt does
     not name cannot, so no check may expect it."""
     envs = {"ticketing": library["ticketing"]}
-    tasks._data_consistency(good, envs)
+    audits._data_consistency(good, envs)
     broken = copy.deepcopy(good)
     broken["gold_calls"][-1]["args"]["resolution"] = "a value nobody mentions"
-    tasks._data_consistency(broken, envs)  # an argument the request leaves open is fine ...
+    audits._data_consistency(broken, envs)  # an argument the request leaves open is fine ...
     broken["verifier"]["checks"].append(
         {"env": "ticketing", "path": "/tickets/1/resolution", "op": "equals", "expected": "a value nobody mentions"}
     )
-    with pytest.raises(tasks.AuditFailed) as failed:  # ... as long as no check expects it
-        tasks._data_consistency(broken, envs)
+    with pytest.raises(audits.AuditFailed) as failed:  # ... as long as no check expects it
+        audits._data_consistency(broken, envs)
     assert failed.value.audit == "data_consistency" and "a value nobody mentions" in failed.value.why
 
 
@@ -386,22 +387,22 @@ def test_a_prompt_that_gives_away_a_computed_value_is_rejected(
         {"env": "ticketing", "path": "/tickets/1/title", "op": "equals", "expected": "computed-value-42", "weight": 1.0}
     )
     broken["prompt"] += ' The answer is "computed-value-42".'
-    with pytest.raises(tasks.AuditFailed) as failed:
-        tasks._information_separation(broken, {"ticketing": library["ticketing"]})
+    with pytest.raises(audits.AuditFailed) as failed:
+        audits._information_separation(broken, {"ticketing": library["ticketing"]})
     assert failed.value.audit == "information_separation"
 
 
 def test_a_gold_write_no_check_reads_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
     envs = {"ticketing": library["ticketing"]}
     broken = copy.deepcopy(good)
-    first = tasks._writes(broken, envs)[0]
-    finals, initial, _ = tasks.replay(envs, broken, broken["gold_calls"][: first + 1])
+    first = audits._writes(broken, envs)[0]
+    finals, initial, _ = task_build.replay(envs, broken, broken["gold_calls"][: first + 1])
     touched = library["ticketing"].package.scoring.changed_paths(initial["ticketing"], finals["ticketing"])
     broken["verifier"]["checks"] = [
-        c for c in broken["verifier"]["checks"] if not any(tasks._related(c["path"], p) for p in touched)
+        c for c in broken["verifier"]["checks"] if not any(audits._related(c["path"], p) for p in touched)
     ]
-    with pytest.raises(tasks.AuditFailed) as failed:
-        tasks._objective_consistency(broken, envs)
+    with pytest.raises(audits.AuditFailed) as failed:
+        audits._objective_consistency(broken, envs)
     assert failed.value.audit == "objective_consistency" and f"call {first}" in failed.value.why
 
 
@@ -409,15 +410,15 @@ def test_a_verifier_other_arguments_also_pass_is_rejected(good: dict[str, Any], 
     broken = copy.deepcopy(good)
     broken["verifier"]["checks"] = [c for c in broken["verifier"]["checks"] if c["path"].endswith("/updated_at")]
     broken["verifier"]["collateral"]["allowed"] = {"ticketing": ["/tickets"]}
-    with pytest.raises(tasks.AuditFailed) as failed:
-        tasks._answer_uniqueness(broken, {"ticketing": library["ticketing"]}, random.Random(0))
+    with pytest.raises(audits.AuditFailed) as failed:
+        audits._answer_uniqueness(broken, {"ticketing": library["ticketing"]}, random.Random(0))
     assert failed.value.audit == "answer_uniqueness"
 
 
 def test_replays_that_differ_are_rejected(
     good: dict[str, Any], library: dict[str, SampleEnv], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = tasks.replay
+    original = task_build.replay
     calls = {"n": 0}
 
     def flaky(*args: Any, **kwargs: Any) -> Any:
@@ -426,7 +427,7 @@ def test_replays_that_differ_are_rejected(
         calls["n"] += 1
         return {n: {**s, "audit_log": [calls["n"]]} for n, s in finals.items()}, initial, results
 
-    monkeypatch.setattr(tasks, "replay", flaky)
+    monkeypatch.setattr(audits, "replay", flaky)
     _fails(copy.deepcopy(good), library, "determinism")
 
 
@@ -434,8 +435,8 @@ def test_a_task_a_baseline_passes_is_rejected(good: dict[str, Any], library: dic
     broken = copy.deepcopy(good)
     broken["verifier"]["checks"] = [c for c in broken["verifier"]["checks"] if c["path"].endswith("/updated_at")]
     broken["verifier"]["collateral"]["allowed"] = {"ticketing": ["/tickets", "/current_user", "/next_ticket_id"]}
-    with pytest.raises(tasks.AuditFailed) as failed:
-        tasks._hacking_floor(broken, {"ticketing": library["ticketing"]}, random.Random(0))
+    with pytest.raises(audits.AuditFailed) as failed:
+        audits._hacking_floor(broken, {"ticketing": library["ticketing"]}, random.Random(0))
     assert failed.value.audit == "hacking_floor"
 
 
@@ -520,7 +521,7 @@ def test_envc_tasks_writes_tasks_and_a_report(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     rows = (tmp_path / "out" / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
-    assert len(rows) == 12 == report["kept"] and set(report["audit_pass_rates"]) == set(tasks.AUDITS)
+    assert len(rows) == 12 == report["kept"] and set(report["audit_pass_rates"]) == set(audits.AUDITS)
     assert "kept 12 of" in done.stderr and "audit pass rates" in done.stderr
 
 

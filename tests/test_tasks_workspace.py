@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from compiler.analyse import analyse_file
-from compiler.synth import tasks
+from compiler.synth import audits, task_build, tasks
+from compiler.synth import workspace as workspace_tasks
 from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +41,7 @@ def ticketing() -> dict[str, SampleEnv]:
 
 @pytest.fixture(scope="module")
 def kept(claw: dict[str, SampleEnv]) -> list[dict[str, Any]]:
-    options = tasks.TaskOptions(tasks=24, seed=5)
+    options = task_build.TaskOptions(tasks=24, seed=5)
     rows, report = tasks.synthesise(tasks.sampler_for(claw, options), options, declared=False)
     assert report.kept == 24
     return rows
@@ -52,14 +53,14 @@ def workspace(kept: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _fails(task: dict[str, Any], envs: dict[str, SampleEnv], audit: str) -> str:
-    with pytest.raises(tasks.AuditFailed) as failed:
-        tasks.audit(task, envs, random.Random(0))
+    with pytest.raises(audits.AuditFailed) as failed:
+        audits.audit(task, envs, random.Random(0))
     assert failed.value.audit == audit, failed.value
     return failed.value.why
 
 
 def _score(task: dict[str, Any], envs: dict[str, SampleEnv], calls: list[dict[str, Any]]) -> dict[str, Any]:
-    return tasks.score_calls(envs, task, calls)
+    return task_build.score_calls(envs, task, calls)
 
 
 def test_a_share_of_claw_tasks_are_workspace_tasks_with_the_four_artifacts(kept: list[dict[str, Any]]) -> None:
@@ -88,20 +89,20 @@ def test_the_construction_script_runs_alone_and_rebuilds_the_same_bytes(
     subprocess.run([sys.executable, "-I", str(script), str(tmp_path / "ws")], check=True)
     on_disk = {p.relative_to(tmp_path / "ws").as_posix(): p.read_text() for p in (tmp_path / "ws").rglob("*.*")}
     assert on_disk == built
-    assert tasks.workspace_script(workspace["source"]["seed"]) == workspace["workspace"]["script"]
+    assert workspace_tasks.workspace_script(workspace["source"]["seed"]) == workspace["workspace"]["script"]
     probe = "import json, runpy, sys; ns = runpy.run_path(sys.argv[1]); print(ns['answer'](ns['build']()), end='')"
     answer = subprocess.run(
         [sys.executable, "-I", "-c", probe, str(script)], capture_output=True, text=True, check=True
     )
     with_scenario = {**{p: r["content"] for p, r in scenario.items()}, **built}
-    assert answer.stdout == tasks.build_workspace(workspace["source"]["seed"]).answer(with_scenario)
+    assert answer.stdout == workspace_tasks.build_workspace(workspace["source"]["seed"]).answer(with_scenario)
     assert answer.stdout == workspace["gold_calls"][-1]["args"]["content"]
 
 
 def test_the_workspace_has_distractors_and_noisy_records(workspace: dict[str, Any]) -> None:
-    files = tasks.build_workspace(workspace["source"]["seed"]).files
-    plan = tasks.workspace_plan(workspace["source"]["seed"])
-    paths = tasks.workspace_paths(plan)
+    files = workspace_tasks.build_workspace(workspace["source"]["seed"]).files
+    plan = workspace_tasks.workspace_plan(workspace["source"]["seed"])
+    paths = workspace_tasks.workspace_paths(plan)
     roster = files[paths["roster"]].splitlines()[1:]
     ids = [line.split(",")[0] for line in roster]
     assert len(ids) > len(set(ids))  # repeated and conflicting lines
@@ -123,7 +124,7 @@ def test_partial_credit_follows_the_degree_of_completion(workspace: dict[str, An
         rewards.append(result["reward"])
         assert result["passed"] == (content == write["args"]["content"])
     assert rewards == sorted(rewards) and rewards[-1] == 1.0
-    assert 0 < rewards[1] <= tasks.PARTIAL_FLOOR and rewards[1] < rewards[2] < 1.0
+    assert 0 < rewards[1] <= audits.PARTIAL_FLOOR and rewards[1] < rewards[2] < 1.0
     elsewhere = {**write, "args": {**write["args"], "path": write["args"]["path"].replace("reports", "drafts")}}
     assert _score(workspace, claw, [*gold[:-1], elsewhere])["reward"] == 0.0  # collateral: not the named file
 
@@ -152,13 +153,13 @@ def test_a_script_that_does_not_build_the_start_is_rejected(
     workspace: dict[str, Any], claw: dict[str, SampleEnv]
 ) -> None:
     broken = copy.deepcopy(workspace)
-    broken["workspace"]["script"] = tasks.workspace_script("another seed")
+    broken["workspace"]["script"] = workspace_tasks.workspace_script("another seed")
     assert "is not the one envc builds" in _fails(broken, claw, "workspace_script")
     broken["workspace"]["script"] = "raise SystemExit(3)\n"  # never run: only compared
     assert "is not the one envc builds" in _fails(broken, claw, "workspace_script")
     broken = copy.deepcopy(workspace)
     files = broken["initial_state"]["claw_workspace"]["changes"]["files"]
-    roster = tasks.workspace_paths(tasks.workspace_plan(workspace["source"]["seed"]))["roster"]
+    roster = workspace_tasks.workspace_paths(workspace_tasks.workspace_plan(workspace["source"]["seed"]))["roster"]
     files[roster] = {
         **files[roster],
         "content": files[roster]["content"] + "E0001,Stray Line,assembler,line-a,active,2020-01-01\n",
@@ -176,7 +177,7 @@ def test_a_check_no_file_supports_is_rejected(workspace: dict[str, Any], claw: d
 def test_sampled_tasks_start_from_scenarios_with_seeded_changes(
     ticketing: dict[str, SampleEnv], tmp_path: Path
 ) -> None:
-    options = tasks.TaskOptions(tasks=20, seed=2)
+    options = task_build.TaskOptions(tasks=20, seed=2)
     rows, _ = tasks.synthesise(tasks.sampler_for(ticketing, options), options, declared=False)
     changed = [t for t in rows if t["initial_state"]["ticketing"]["changes"]]
     assert changed
@@ -194,8 +195,8 @@ def test_sampled_tasks_start_from_scenarios_with_seeded_changes(
 def test_a_big_field_is_changed_by_json_pointer(
     ticketing: dict[str, SampleEnv], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tasks, "WHOLE_FIELD_BYTES", 0)
-    options = tasks.TaskOptions(tasks=10, seed=2)
+    monkeypatch.setattr(task_build, "WHOLE_FIELD_BYTES", 0)
+    options = task_build.TaskOptions(tasks=10, seed=2)
     rows, report = tasks.synthesise(tasks.sampler_for(ticketing, options), options, declared=False)
     assert report.kept == 10
     changes = [t["initial_state"]["ticketing"]["changes"] for t in rows if t["initial_state"]["ticketing"]["changes"]]
@@ -219,12 +220,12 @@ def test_apply_changes(ticketing: dict[str, SampleEnv]) -> None:
 def test_a_big_workspace_gets_its_files_by_json_pointer(
     claw: dict[str, SampleEnv], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tasks, "WHOLE_FIELD_BYTES", 0)
-    options = tasks.TaskOptions(tasks=8, seed=5)
+    monkeypatch.setattr(workspace_tasks, "WHOLE_FIELD_BYTES", 0)
+    options = task_build.TaskOptions(tasks=8, seed=5)
     rows, report = tasks.synthesise(tasks.sampler_for(claw, options), options, declared=False)
     built = [t for t in rows if "workspace" in t]
     assert report.kept == 8 and built
     for task in built:
         changes = task["initial_state"]["claw_workspace"]["changes"]
         assert all(key.startswith("/files/") for key in changes)
-        assert len(changes) == len(tasks.build_workspace(task["source"]["seed"]).files)
+        assert len(changes) == len(workspace_tasks.build_workspace(task["source"]["seed"]).files)

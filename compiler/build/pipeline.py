@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from compiler.build.packages import MANIFEST, read_manifest
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.project import compiler_fingerprint, configured_output, display_path
 
@@ -27,8 +28,6 @@ if TYPE_CHECKING:  # the stages load lazily: an up-to-date run needs none of the
     from compiler import check as qc
     from compiler.analyse import AnalysisResult
     from compiler.llm.stats import HealStats
-
-MANIFEST = ".envc-manifest.json"
 
 
 @dataclass
@@ -81,14 +80,6 @@ def _sha(text: str | bytes) -> str:
 
 
 # --------------------------------------------------------------------------- manifest
-
-
-def read_manifest(folder: Path) -> dict[str, object] | None:
-    try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _inputs_digest(inputs: list[str], root: Path) -> str | None:

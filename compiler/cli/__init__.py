@@ -1084,12 +1084,12 @@ def tasks_command(
 ) -> None:
     """Verifiable tasks from executable chains, audited before kept: DIR/tasks.jsonl, DIR/report.json."""
     from compiler.synth import model_requests as llm_tasks
-    from compiler.synth import sample, tasks
+    from compiler.synth import sample, task_build, tasks
 
     if offline and not use_llm:
         raise click.UsageError("--offline is about the requests a model writes with --llm")
 
-    options = tasks.TaskOptions(count, seed, parse_env_count(env_count), min_len, max_len)
+    options = task_build.TaskOptions(count, seed, parse_env_count(env_count), min_len, max_len)
     files, problems = expand_paths(specs)
     for problem in problems:
         print_diagnostic(problem, None, err=True)

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from compiler.build import packages
 from compiler.run import scale
 from compiler.synth import sample
 
@@ -88,7 +89,7 @@ class Episode:
         self.cross = len(task["envs"]) > 1
         self.sessions: dict[str, Any] = {}
         for name, start in task["initial_state"].items():
-            self.sessions[name], _ = self.envs[name].package.open_environment(start["scenario"], start.get("changes"))
+            self.sessions[name], _ = packages.open_at_start(self.envs[name].package, start)
         self.initial = {name: session.state() for name, session in self.sessions.items()}
         self.max_turns = int(task["max_turns"])
         self.deadline = time.monotonic() + float(task["timeout_s"])

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from compiler import ir
+from compiler.build import packages
 from compiler.synth import graph as tool_graphs
 from compiler.synth import sample
 
@@ -111,7 +112,7 @@ class EnvBundle:
 
 
 def bundle(env: sample.SampleEnv) -> EnvBundle:
-    folder = Path(str(env.package.__file__)).parent
+    folder = packages.package_folder(env.package)
     files = sorted(
         (path.relative_to(folder).as_posix(), path.read_bytes())
         for path in folder.rglob("*")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -11,15 +10,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from compiler.synth import sample
+from compiler.build import packages
 
 TASKS_FILE = "tasks.jsonl"
-TOOLS_FILE = "tools.json"
-OPENAI_TOOLS_FILE = "openai_tools.json"
-DIGESTED_FILES = ("environment.py", "scoring.py", TOOLS_FILE)
-"""The files whose bytes decide how a package behaves, with the data files the
-environment reads (`data/`): a journal records their digest, so a restart never
-replays calls against a different build of the environment."""
 
 
 class CatalogError(ValueError):
@@ -84,7 +77,7 @@ def load_catalog(paths: Iterable[Path], packages_dir: Path | None = None) -> Cat
     envs: dict[str, ServedEnv] = {}
     tasks: dict[str, Mapping[str, Any]] = {}
     for path in paths:
-        if _is_package(path):
+        if packages.is_package(path):
             env = load_env(path)
             envs[env.name] = env
         elif (task_file := _task_file(path)) is not None:
@@ -92,7 +85,7 @@ def load_catalog(paths: Iterable[Path], packages_dir: Path | None = None) -> Cat
                 tasks[str(row["id"])] = row
         else:
             raise CatalogError(
-                f"{path}: neither a generated package (no {TOOLS_FILE}) nor a task set (no {TASKS_FILE})"
+                f"{path}: neither a generated package (no {packages.TOOLS_FILE}) nor a task set (no {TASKS_FILE})"
             )
     for task in tasks.values():
         for name in task["envs"]:
@@ -103,26 +96,18 @@ def load_catalog(paths: Iterable[Path], packages_dir: Path | None = None) -> Cat
     return Catalog(envs=envs, tasks=tasks)
 
 
-def package_digest(folder: Path) -> str:
-    """The digest of `DIGESTED_FILES` and of every data file, each by its path."""
-    digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name in DIGESTED_FILES))
-    for path in sorted((folder / "data").rglob("*.json")):
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
 def load_env(folder: Path) -> ServedEnv:
     """A generated package folder, imported under a private alias."""
     try:
-        meta = json.loads((folder / TOOLS_FILE).read_text(encoding="utf-8"))
-        openai_tools = json.loads((folder / OPENAI_TOOLS_FILE).read_text(encoding="utf-8"))["tools"]
-        digest = package_digest(folder)
+        meta = json.loads((folder / packages.TOOLS_FILE).read_text(encoding="utf-8"))
+        openai_tools = json.loads((folder / packages.OPENAI_TOOLS_FILE).read_text(encoding="utf-8"))["tools"]
+        digest = packages.package_digest(folder)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CatalogError(f"{folder}: not a readable generated package: {exc}") from None
     name = str(meta["environment"])
     try:
-        package = sample.import_package(folder, f"_envc_serve_{name}_{digest[:12]}")
-    except sample.SampleError as exc:
+        package = packages.import_package(folder, f"_envc_serve_{name}_{digest[:12]}")
+    except packages.PackageError as exc:
         raise CatalogError(str(exc)) from None
     return ServedEnv(
         name=name,
@@ -133,10 +118,6 @@ def load_env(folder: Path) -> ServedEnv:
         openai_tools=tuple(openai_tools),
         digest=digest,
     )
-
-
-def _is_package(path: Path) -> bool:
-    return path.is_dir() and (path / TOOLS_FILE).is_file() and (path / "__init__.py").is_file()
 
 
 def _task_file(path: Path) -> Path | None:
@@ -158,7 +139,7 @@ def _read_tasks(path: Path) -> list[dict[str, Any]]:
 
 def _env_for_task(name: str, task_id: str, packages_dir: Path | None) -> ServedEnv:
     folder = packages_dir / name if packages_dir is not None else None
-    if folder is None or not _is_package(folder):
+    if folder is None or not packages.is_package(folder):
         where = f" (looked in {folder})" if folder is not None else ""
         raise CatalogError(f"task {task_id} needs environment `{name}`: give its package folder{where}")
     return load_env(folder)

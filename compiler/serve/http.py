@@ -44,6 +44,7 @@ from compiler.serve.sessions import (
     SessionManager,
     Start,
     UnknownSession,
+    unknown_task,
 )
 from compiler.synth import export
 
@@ -138,8 +139,8 @@ def start_of(body: ResetBody, manager: SessionManager) -> Start:
     if body.task_id is not None:
         try:
             task = manager.catalog.task(body.task_id)
-        except CatalogError as exc:
-            raise UnknownSession(str(exc)) from None
+        except CatalogError:
+            raise unknown_task(manager.catalog, body.task_id) from None
     if task is not None:
         if body.env is not None or body.scenario is not None or body.options is not None:
             raise SessionError("a task brings its environments and start states: drop `env`, `scenario` and `options`")

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.build import packages
 from compiler.serve import journal
 from compiler.serve.catalog import Catalog, CatalogError, ServedEnv
 from compiler.synth import sample
@@ -70,6 +71,35 @@ class UnknownSession(SessionError):
     @property
     def kind(self) -> str:
         return "unknown_session"
+
+
+class UnknownTask(SessionError):
+    """A task id the served task sets do not hold (not a session: the request named no episode)."""
+
+    status = 404
+
+    @property
+    def kind(self) -> str:
+        return "unknown_task"
+
+
+TASK_CHOICES = 10
+"""An unknown-task error lists at most this many served task ids."""
+
+
+def unknown_task(catalog: Catalog, task_id: str) -> UnknownTask:
+    """The error for `task_id`: it names the id, how many tasks are served and some of their
+    ids (the rest are the `id`s of the task sets the server was started with)."""
+    served = sorted(catalog.tasks)
+    shown = served[:TASK_CHOICES]
+    where = "the `id` of each line of the tasks.jsonl files given to `envc serve`"
+    if not served:
+        message = f"no task `{task_id}` is served: this server was started without a task set"
+    elif len(served) <= TASK_CHOICES:
+        message = f"no task `{task_id}` is served; the served tasks are {', '.join(shown)}"
+    else:
+        message = f"no task `{task_id}` is served; {len(served)} tasks are, among them {', '.join(shown)} ({where})"
+    return UnknownTask(message, task_id=task_id, served_tasks=len(served), choices=shown)
 
 
 class SessionTaken(SessionError):
@@ -364,8 +394,8 @@ def _task_of(catalog: Catalog, start: Start) -> Mapping[str, Any] | None:
         return None
     try:
         return catalog.task(start.task_id)
-    except CatalogError as exc:
-        raise SessionError(str(exc)) from None
+    except CatalogError:
+        raise unknown_task(catalog, start.task_id) from None
 
 
 def _open_env(
@@ -375,7 +405,7 @@ def _open_env(
     reseeded by the package's own `open_environment`; the second value says what the seed did."""
     package = env.package
     try:
-        live, effect = package.open_environment(spec.get("scenario"), spec.get("changes"), seed, options)
+        live, effect = packages.open_at_start(package, spec, seed, options)
     except (package.ScenarioError, TypeError, ValueError) as exc:  # a start state the package refuses
         raise SessionError(f"`{env.name}` cannot start there: {exc}") from None
     return live, "no seed given" if effect is None else effect

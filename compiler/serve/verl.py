@@ -26,7 +26,6 @@ trajectory:
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import threading
@@ -36,8 +35,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from compiler.build import packages
 from compiler.synth import export
-from compiler.synth.sample import import_package
 
 try:
     _base_tool = importlib.import_module("verl.tools.base_tool")
@@ -150,8 +149,8 @@ def package(folder: Path) -> ModuleType:
     resolved = folder.resolve()
     with _LOADING:
         if resolved not in _PACKAGES:
-            digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
-            _PACKAGES[resolved] = import_package(resolved, f"_envc_verl_{resolved.name}_{digest}")
+            alias = packages.folder_alias("verl", resolved.name, resolved)
+            _PACKAGES[resolved] = packages.import_package(resolved, alias)
         return _PACKAGES[resolved]
 
 
@@ -194,7 +193,7 @@ def trajectory_key(instance_id: str, bound: str | None, kwargs: dict[str, Any]) 
 def open_session(module: ModuleType, scenario: str | None, changes: dict[str, Any]) -> Any:
     """A package's Environment at a task's initial state (as the generated Episode opens it)."""
     try:
-        return module.open_environment(scenario, changes)[0]
+        return packages.open_at_start(module, {"scenario": scenario, "changes": changes})[0]
     except (module.ScenarioError, module.scoring.VerifierError) as exc:
         raise ToolUseError(f"cannot open the initial state: {exc}") from exc
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from compiler.build.packages import OPENAI_TOOLS_FILE
 from compiler.lower.trl_env import describe
 from compiler.synth import export
 
@@ -94,7 +95,7 @@ def entry(source: Source, env: str, tool: str, name: str, function: dict[str, An
 
 def openai_functions(folder: Path) -> dict[str, dict[str, Any]]:
     """A package's tools by name, from its openai_tools.json."""
-    path = folder / "openai_tools.json"
+    path = folder / OPENAI_TOOLS_FILE
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         return {t["function"]["name"]: t["function"] for t in document["tools"]}
@@ -135,7 +136,7 @@ def tasks_config(tasks_file: Path, packages: Path) -> dict[str, Any]:
 
 def tool_config(target: Path, packages: Path) -> dict[str, Any]:
     """From a package folder, a tasks file or a folder with tasks.jsonl."""
-    if (target / "openai_tools.json").is_file():
+    if (target / OPENAI_TOOLS_FILE).is_file():
         return package_config(target)
     tasks_file = target / "tasks.jsonl" if target.is_dir() else target
     if not tasks_file.is_file():

@@ -2,8 +2,8 @@
 
 `envc tasks --llm` asks the configured model for each audited task's request: the intent
 reverse-engineered from the gold chain, in a user's words, naming every value the agent
-cannot look up (`tasks.required_values`) and none the environment computes
-(`tasks.computed_values`). The task with that request runs every audit again; a request
+cannot look up (`audits.required_values`) and none the environment computes
+(`audits.computed_values`). The task with that request runs every audit again; a request
 that fails one goes back to the model with the audit's reason (bounded by `attempts`),
 and a task whose requests all fail is rejected under `llm_request` with the last reason.
 Then the model grades the request by the paper's rubric (clarity, consistency with the
@@ -31,8 +31,7 @@ from typing import Any
 from compiler.llm.config import LLMConfig
 from compiler.llm.lock import AttemptRecord, Lock, LockEntry, lock_path, read_lock, spec_key, write_lock
 from compiler.llm.provider import ChatRequest, Completion, Message, Provider, ProviderError, make_request
-from compiler.synth import sample
-from compiler.synth import tasks as task_lib
+from compiler.synth import audits, sample, task_build, task_prompt
 
 REQUEST_DECL = "task request"
 RUBRIC_DECL = "task rubric"
@@ -100,7 +99,7 @@ class LLMRequests:
 
     def rewrite(self, task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> dict[str, Any]:
         """The task with a model-written request that passes every audit and the rubric;
-        raises `tasks.AuditFailed` (`llm_request` or `rubric`) with the reason otherwise."""
+        raises `audits.AuditFailed` (`llm_request` or `rubric`) with the reason otherwise."""
         lock, spec = self._lock_for(task, envs)
         key = task_key(task)
         request_text = self._request(task, envs, lock, spec, key)
@@ -130,7 +129,7 @@ class LLMRequests:
             self.stats.from_lock += 1
             problem = check_request(task, envs, entry.body)
             if problem:
-                raise task_lib.AuditFailed("llm_request", f"the locked request fails {problem}")
+                raise audits.AuditFailed("llm_request", f"the locked request fails {problem}")
             return entry.body
         attempts: list[AttemptRecord] = []
         last_problem = ""
@@ -153,9 +152,7 @@ class LLMRequests:
                 Message("assistant", completion.text),
                 Message("user", f"That request fails the audit {problem}. Write it again, fixing this."),
             ]
-        raise task_lib.AuditFailed(
-            "llm_request", f"no request passed in {self.config.attempts} attempts: {last_problem}"
-        )
+        raise audits.AuditFailed("llm_request", f"no request passed in {self.config.attempts} attempts: {last_problem}")
 
     # ------------------------------------------------------------------ the rubric
 
@@ -167,7 +164,7 @@ class LLMRequests:
         if entry is not None and entry.request_sha == first.sha():
             grade = parse_grade(entry.body)
             if grade is None:
-                raise task_lib.AuditFailed("rubric", f"the locked grade `{decl}` is malformed")
+                raise audits.AuditFailed("rubric", f"the locked grade `{decl}` is malformed")
         else:
             grade = None
             attempts: list[AttemptRecord] = []
@@ -186,17 +183,17 @@ class LLMRequests:
                     Message("user", "Reply with the JSON object only, each score an integer from 1 to 5."),
                 ]
             if grade is None:
-                raise task_lib.AuditFailed("rubric", f"no rubric grade in {self.config.attempts} replies")
+                raise audits.AuditFailed("rubric", f"no rubric grade in {self.config.attempts} replies")
         self.stats.graded += 1
         score = min(int(grade[name]) for name in RUBRIC)
         if score < RUBRIC_PASS:
-            raise task_lib.AuditFailed("rubric", f"graded {score} of 5 (< {RUBRIC_PASS}): {grade.get('reason', '')}")
+            raise audits.AuditFailed("rubric", f"graded {score} of 5 (< {RUBRIC_PASS}): {grade.get('reason', '')}")
 
     # ------------------------------------------------------------------ plumbing
 
     def _complete(self, request: ChatRequest, audit: str) -> Completion:
         if self.provider is None:
-            raise task_lib.AuditFailed(audit, "not in envc.lock, and offline")
+            raise audits.AuditFailed(audit, "not in envc.lock, and offline")
         self.log(f"asking {self.config.model} ({audit}, attempt {request.attempt})")
         try:
             return self.provider.complete(request)
@@ -244,12 +241,12 @@ def request_brief(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> st
             for n in task["envs"]
         ],
         "gold_calls": [
-            {**call, "changes_state": bool(envs[call["env"]].tools[task_lib.tool_of(call)].writes)}
+            {**call, "changes_state": bool(envs[call["env"]].tools[task_build.tool_of(call)].writes)}
             for call in task["gold_calls"]
         ],
         "literal_request": task["prompt"],
-        "must_name": sorted(task_lib.required_values(task, envs), key=repr),
-        "must_not_name": sorted(task_lib.computed_values(task, envs), key=repr),
+        "must_name": sorted(audits.required_values(task, envs), key=repr),
+        "must_not_name": sorted(audits.computed_values(task, envs), key=repr),
     }
     return json.dumps(brief, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
@@ -259,7 +256,7 @@ def rubric_brief(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> str
         "request": task["prompt"],
         "gold_calls": task["gold_calls"],
         "tools": sorted(str(t["function"]["name"]) for t in task["tools"]),
-        "values_the_agent_cannot_look_up": sorted(task_lib.required_values(task, envs), key=repr),
+        "values_the_agent_cannot_look_up": sorted(audits.required_values(task, envs), key=repr),
     }
     return json.dumps(brief, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
@@ -268,13 +265,13 @@ def check_request(task: dict[str, Any], envs: dict[str, sample.SampleEnv], text:
     """Why a request does not do ("AUDIT: why"), or "": it names every required value,
     and the task with it passes every audit."""
     candidate = _with_prompt(task, text, "")
-    for value in sorted(task_lib.required_values(candidate, envs), key=repr):
-        if not task_lib.is_named(value, text):
+    for value in sorted(audits.required_values(candidate, envs), key=repr):
+        if not task_prompt.is_named(value, text):
             shown = f'"{value}"' if isinstance(value, str) else json.dumps(value)
             return f"names_every_value: the request must name {shown}"
     try:
-        task_lib.audit(candidate, envs, task_lib.audit_rng(candidate))
-    except task_lib.AuditFailed as failed:
+        audits.audit(candidate, envs, audits.audit_rng(candidate))
+    except audits.AuditFailed as failed:
         return f"{failed.audit}: {failed.why}"
     return ""
 
@@ -314,7 +311,7 @@ def _with_prompt(task: dict[str, Any], text: str, model: str) -> dict[str, Any]:
     body["prompt"] = text
     if model:
         body["source"] = {**task["source"], "request": f"llm:{model}"}
-    return task_lib.with_id(body)
+    return task_build.with_id(body)
 
 
 def _entry(

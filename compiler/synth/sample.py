@@ -17,11 +17,9 @@ as one.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
 import random
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -33,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from compiler import ir
+from compiler.build import packages
 from compiler.ir import typesys as ts
 from compiler.library import builtins as bi
 from compiler.lower.schema import Samples, constraint_values, param_default
@@ -114,26 +113,6 @@ class SampleEnv:
         return [None, *(s.name for s in self.model.scenarios)]
 
 
-def import_package(folder: Path, alias: str) -> ModuleType:
-    """Import a generated package from its folder under a private name (so two
-    environments, or a package and its source checkout, never collide)."""
-    if alias in sys.modules:
-        return sys.modules[alias]
-    spec = importlib.util.spec_from_file_location(
-        alias, folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    if spec is None or spec.loader is None:
-        raise SampleError(f"{folder} is not a generated package")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[alias] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        del sys.modules[alias]
-        raise SampleError(f"cannot import the generated package in {folder}: {exc}") from exc
-    return module
-
-
 def load_env(
     env: ir.Environment,
     folder: Path,
@@ -141,8 +120,7 @@ def load_env(
     proposed: Sequence[tool_graphs.ProposedEdge] = (),
 ) -> SampleEnv:
     """An environment to sample from; `proposed`: tool edges a model proposed (`--llm`)."""
-    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:10]
-    package = import_package(folder, f"_envc_sample_{env.header.name}_{digest}")
+    package = packages.import_package(folder, packages.folder_alias("sample", env.header.name, folder))
     return SampleEnv(
         model=env,
         package=package,

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from compiler.analyse import analyse_file
+from compiler.build.packages import import_package
 from compiler.check import write_tree
 from compiler.lower import lower
 from compiler.synth import export
-from compiler.synth.sample import import_package
 
 ROOT = Path(__file__).resolve().parents[2]
 LIFECYCLE = ROOT / "tests" / "fixtures" / "adapters" / "lifecycle.envspec"

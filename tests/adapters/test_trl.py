@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from transformers.utils import get_json_schema
 
+from compiler.build.packages import import_package
 from compiler.lower.trl_env import method_names
 from compiler.synth import export
-from compiler.synth.sample import import_package
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = sorted(p for p in (ROOT / "generated").iterdir() if (p / "trl_env.py").is_file())

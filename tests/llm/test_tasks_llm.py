@@ -17,8 +17,8 @@ from compiler.analyse import analyse_file
 from compiler.llm.config import LLMConfig
 from compiler.llm.lock import read_lock
 from compiler.llm.provider import OpenAIProvider
+from compiler.synth import audits, task_build, tasks
 from compiler.synth import model_requests as llm_tasks
-from compiler.synth import tasks
 from compiler.synth.sample import SampleEnv, load_env
 
 from .chat_server import ChatServer, Reply
@@ -100,7 +100,7 @@ def friendly(data: dict[str, Any], _attempt: int) -> str:
 def run(
     envs: dict[str, SampleEnv], writer: llm_tasks.LLMRequests, count: int = 3, seed: int = 4
 ) -> tuple[list[dict[str, Any]], tasks.Report]:
-    options = tasks.TaskOptions(tasks=count, seed=seed)
+    options = task_build.TaskOptions(tasks=count, seed=seed)
     return tasks.synthesise(tasks.sampler_for(envs, options), options, declared=False, requests=writer)
 
 
@@ -174,11 +174,11 @@ def test_a_request_that_gives_away_a_computed_value_is_rejected_with_the_reason(
 
     server = served(script(leak))
     writer = llm_tasks.LLMRequests(config(server.url), OpenAIProvider(config(server.url)))
-    options = tasks.TaskOptions(tasks=20, seed=4)
+    options = task_build.TaskOptions(tasks=20, seed=4)
     kept, report = tasks.synthesise(tasks.sampler_for(envs, options), options, declared=False, requests=writer)
     assert report.rejected["llm_request"] >= 1
     assert writer.stats.failures.get("information_separation", 0) >= 3  # every attempt of a rejected task
-    assert all(not tasks.computed_values(t, envs) for t in kept)  # kept: only tasks with nothing to give away
+    assert all(not audits.computed_values(t, envs) for t in kept)  # kept: only tasks with nothing to give away
 
 
 def test_a_low_rubric_grade_rejects_the_task_with_the_reason(
@@ -188,7 +188,7 @@ def test_a_low_rubric_grade_rejects_the_task_with_the_reason(
     server = served(script(friendly, lambda _n: low))
     writer = llm_tasks.LLMRequests(config(server.url), OpenAIProvider(config(server.url)))
     task = _one_audited_task(envs)
-    with pytest.raises(tasks.AuditFailed) as failed:
+    with pytest.raises(audits.AuditFailed) as failed:
         writer.rewrite(task, envs)
     assert failed.value.audit == "rubric" and "graded 2 of 5" in failed.value.why and "vague" in failed.value.why
 
@@ -199,13 +199,13 @@ def test_malformed_replies_are_retried_then_rejected(
     server = served(script(lambda _data, _n: "", lambda _n: "looks fine to me"))
     writer = llm_tasks.LLMRequests(config(server.url), OpenAIProvider(config(server.url)))
     task = _one_audited_task(envs)
-    with pytest.raises(tasks.AuditFailed) as failed:
+    with pytest.raises(audits.AuditFailed) as failed:
         writer.rewrite(task, envs)
     assert failed.value.audit == "llm_request" and "malformed" in failed.value.why
     assert writer.stats.asked == {1: 1, 2: 1, 3: 1}
     grader = llm_tasks.LLMRequests(config(server.url), OpenAIProvider(config(server.url)))
     server.respond = script(friendly, lambda _n: "looks fine to me")
-    with pytest.raises(tasks.AuditFailed) as graded:
+    with pytest.raises(audits.AuditFailed) as graded:
         grader.rewrite(task, envs)
     assert graded.value.audit == "rubric" and "no rubric grade in 3 replies" in graded.value.why
 
@@ -214,7 +214,7 @@ def test_offline_without_a_lock_entry_rejects_and_a_failing_endpoint_stops_the_r
     envs: dict[str, SampleEnv], served: Callable[[Respond], ChatServer]
 ) -> None:
     task = _one_audited_task(envs)
-    with pytest.raises(tasks.AuditFailed) as failed:
+    with pytest.raises(audits.AuditFailed) as failed:
         llm_tasks.LLMRequests(config("http://127.0.0.1:9/v1"), None).rewrite(task, envs)
     assert "not in envc.lock, and offline" in failed.value.why
     server = served(lambda _body: Reply(status=500, raw=b'{"error": {"message": "boom"}}'))
@@ -244,7 +244,7 @@ def test_parse_grade_needs_three_scores_from_1_to_5() -> None:
 
 
 def _one_audited_task(envs: dict[str, SampleEnv]) -> dict[str, Any]:
-    options = tasks.TaskOptions(tasks=1, seed=4)
+    options = task_build.TaskOptions(tasks=1, seed=4)
     kept, _ = tasks.synthesise(tasks.sampler_for(envs, options), options, declared=False)
     return kept[0]
 
@@ -274,7 +274,7 @@ def test_a_workspace_task_request_must_name_its_output_path(
             loaded, model=loaded.model.model_copy(update={"path": str(tmp_path / "c.envspec")})
         )
     }
-    options = tasks.TaskOptions(tasks=8, seed=5)
+    options = task_build.TaskOptions(tasks=8, seed=5)
     task = next(
         t for t in tasks.synthesise(tasks.sampler_for(claw, options), options, declared=False)[0] if "workspace" in t
     )

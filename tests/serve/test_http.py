@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from compiler.serve.catalog import Catalog
-from compiler.serve.sessions import Limits
+from compiler.serve.sessions import TASK_CHOICES, Limits
 
 from .conftest import ServerFactory
 
@@ -162,7 +162,7 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("/reset", "not UTF-8", b'{"env": "\xff"}', 400, "malformed_request"),
     ("/reset", "a misspelt seed", {"sead": 3}, 422, "invalid_request"),
     ("/reset", "a negative seed", {"seed": -1}, 422, "invalid_request"),
-    ("/reset", "an unknown task", {"task_id": "task-none"}, 404, "unknown_session"),
+    ("/reset", "an unknown task", {"task_id": "task-none"}, 404, "unknown_task"),
     ("/reset", "an unknown environment", {"env": "nowhere"}, 400, "bad_request"),
     ("/reset", "an unknown scenario", {"env": "ticketing", "scenario": "nowhere"}, 400, "bad_request"),
     ("/reset", "a bad episode id", {"env": "ticketing", "episode_id": "../etc/passwd"}, 400, "bad_request"),
@@ -191,6 +191,40 @@ def test_bad_requests_get_clear_json_errors(
         assert sent.json()["error"]["kind"] == kind
         assert sent.json()["error"]["message"]
         assert client.get("/health").json()["active_sessions"] == 0, "a refused request opened nothing"
+
+
+def test_an_unknown_task_id_is_its_own_error_naming_the_served_tasks(serve: ServerFactory, catalog: Catalog) -> None:
+    """Not `unknown_session`: the request named no session. The error names the id and the
+    served task ids to choose from, on OpenEnv's /reset and on the trainer's /sessions."""
+    with serve().client() as client:
+        for path in ("/reset", "/sessions"):
+            sent = client.post(path, json={"task_id": "task-none"})
+            assert sent.status_code == 404, sent.text
+            error = sent.json()["error"]
+            assert error["kind"] == "unknown_task" and "`task-none`" in error["message"]
+            assert error["task_id"] == "task-none" and error["served_tasks"] == len(catalog.tasks)
+            assert error["choices"] == sorted(catalog.tasks) and all(t in error["message"] for t in catalog.tasks)
+        assert client.get("/health").json()["active_sessions"] == 0, "a refused request opened nothing"
+
+
+def test_an_unknown_task_id_among_many_lists_some_and_says_where_the_ids_are(
+    serve: ServerFactory, catalog: Catalog
+) -> None:
+    task = first_task(catalog)
+    many = Catalog(envs=catalog.envs, tasks={f"task-{n:02d}": {**task, "id": f"task-{n:02d}"} for n in range(25)})
+    with serve(use=many).client() as client:
+        error = client.post("/reset", json={"task_id": "task-99"}).json()["error"]
+    assert error["kind"] == "unknown_task" and error["served_tasks"] == 25
+    assert error["choices"] == [f"task-{n:02d}" for n in range(TASK_CHOICES)]
+    assert "25 tasks" in error["message"] and "tasks.jsonl" in error["message"]
+    assert "task-24" not in error["message"]
+
+
+def test_a_server_without_task_sets_says_so_for_a_task_id(serve: ServerFactory, catalog: Catalog) -> None:
+    with serve(use=Catalog(envs=catalog.envs)).client() as client:
+        sent = client.post("/reset", json={"task_id": "task-none"})
+    assert sent.status_code == 404 and sent.json()["error"]["choices"] == []
+    assert "without a task set" in sent.json()["error"]["message"]
 
 
 def test_state_without_an_episode_and_unknown_routes(serve: ServerFactory) -> None:

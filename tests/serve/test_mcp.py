@@ -36,11 +36,11 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from compiler.build.packages import import_package
 from compiler.cli import cli
 from compiler.cli.mcp import listen
 from compiler.serve import catalog
 from compiler.serve.mcp import EPISODE_META_KEY, LocalBackend, episode_meta, mcp_asgi_app, mcp_tool
-from compiler.synth.sample import import_package
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = ROOT / "generated"

@@ -1,0 +1,100 @@
+"""The generated-package contract, as the stages that run packages see it.
+
+A compiled package is a folder (generated/<name>/) holding the modules envc lowered, its
+tool metadata (`tools.json`, `openai_tools.json`) and the manifest `envc compile` writes.
+The sampler, the task audits, the server, rollouts and the trainer adapters all import it
+from its folder under a private name and open its environment at a task's start through
+here, so a package and a start mean the same to each of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+MANIFEST = ".envc-manifest.json"
+"""What `envc compile` writes into each output folder: the hash of every file and input."""
+TOOLS_FILE = "tools.json"
+OPENAI_TOOLS_FILE = "openai_tools.json"
+DIGESTED_FILES = ("environment.py", "scoring.py", TOOLS_FILE)
+"""The files whose bytes decide how a package behaves, with the data files the
+environment reads (`data/`): a journal records their digest, so a restart never
+replays calls against a different build of the environment."""
+
+
+class PackageError(ValueError):
+    """A folder that is not an importable generated package (the message names it)."""
+
+
+def is_package(path: Path) -> bool:
+    """Whether `path` is a generated package folder (it has its tool metadata and `__init__.py`)."""
+    return path.is_dir() and (path / TOOLS_FILE).is_file() and (path / "__init__.py").is_file()
+
+
+def read_manifest(folder: Path) -> dict[str, object] | None:
+    """The manifest of an output folder; None when it is missing or not a JSON object."""
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def package_digest(folder: Path) -> str:
+    """The digest of `DIGESTED_FILES` and of every data file, each by its path."""
+    digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name in DIGESTED_FILES))
+    for path in sorted((folder / "data").rglob("*.json")):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def folder_alias(purpose: str, name: str, folder: Path) -> str:
+    """A private module name for the package `name` in `folder`, per purpose, so two folders
+    of one environment (or a package and its source checkout) never share a module."""
+    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:10]
+    return f"_envc_{purpose}_{name}_{digest}"
+
+
+def import_package(folder: Path, alias: str) -> ModuleType:
+    """Import a generated package from its folder under a private name (so two
+    environments, or a package and its source checkout, never collide); once per alias."""
+    if alias in sys.modules:
+        return sys.modules[alias]
+    spec = importlib.util.spec_from_file_location(
+        alias, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    if spec is None or spec.loader is None:
+        raise PackageError(f"{folder} is not a generated package")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[alias] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[alias]
+        raise PackageError(f"cannot import the generated package in {folder}: {exc}") from exc
+    return module
+
+
+def package_folder(package: ModuleType) -> Path:
+    """The folder an imported generated package was loaded from."""
+    return Path(str(package.__file__)).parent
+
+
+def open_at_start(
+    package: ModuleType,
+    start: Mapping[str, Any],
+    seed: int | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> tuple[Any, str | None]:
+    """The package's environment at a task's start (`{"scenario", "changes"}`), opened by
+    the package's own `open_environment` (load `options`, changes, a reseed with `seed`),
+    and what the seed did (None without one). Raises the package's ScenarioError, or its
+    scoring.VerifierError for a change with no place to go."""
+    live, effect = package.open_environment(start.get("scenario"), start.get("changes"), seed, options)
+    return live, effect

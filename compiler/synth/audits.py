@@ -1,0 +1,398 @@
+"""The audits a candidate task must pass to be kept (`AUDITS`, in order).
+
+Gold scores 1, doing nothing scores 0, a workspace task's script builds its start and
+derives what gold writes, the request and the verifier mean the same files, perturbed
+gold fails, the prompt names what the checks expect and nothing the environment
+computes, every check concerns a path a gold write changes and every gold write is
+checked, no other arguments for the same tools pass, two replays agree, and baseline
+"hacking" policies score 0 (at most `PARTIAL_FLOOR` on a partial-credit task). Scores
+come from the `scoring.py` every generated package ships, so what is audited here is
+what trainers run.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from compiler.synth import sample
+from compiler.synth.task_build import is_workspace_env, open_session, replay, score_calls, tool_of, unpointer
+from compiler.synth.task_prompt import discoverable, is_named, scalars
+from compiler.synth.workspace import FILES_FIELD, PATH_ARGUMENTS, build_workspace, workspace_script
+
+AUDITS = (
+    "gold_scores_1",
+    "nothing_scores_0",
+    "workspace_script",
+    "path_consistency",
+    "perturbations_fail",
+    "data_consistency",
+    "information_separation",
+    "objective_consistency",
+    "answer_uniqueness",
+    "determinism",
+    "hacking_floor",
+)
+LLM_AUDITS = ("llm_request", "rubric")
+"""Run after `AUDITS` when a model writes the requests (compiler/synth/model_requests.py)."""
+
+
+UNIQUENESS_TRIES = 6
+"""Other argument draws for the same tools tried by the uniqueness audit."""
+RANDOM_CALLS = 8
+"""Calls made by the random-valid-calls baseline."""
+
+
+PARTIAL_FLOOR = 0.5
+"""The most a baseline policy may earn on a partial-credit task (binary tasks: 0)."""
+
+
+class AuditFailed(Exception):
+    def __init__(self, audit: str, why: str) -> None:
+        super().__init__(f"{audit}: {why}")
+        self.audit = audit
+        self.why = why
+
+
+def audit_rng(task: dict[str, Any]) -> random.Random:
+    """The audits' random numbers for a sampled task: from its chain's seed alone."""
+    return random.Random(f"audit:{task['source'].get('seed', task['source'].get('declared'))}")
+
+
+def audit(task: dict[str, Any], envs: dict[str, sample.SampleEnv], rng: random.Random) -> list[float]:
+    """Run every audit; raise AuditFailed at the first that fails. Returns the rewards the
+    baseline policies got (all 0 for a kept binary task)."""
+    gold = task["gold_calls"]
+    first = score_calls(envs, task, gold)
+    if not (first["passed"] and first["reward"] == 1.0):
+        raise AuditFailed("gold_scores_1", first["failure_reason"] or f"gold scores {first['reward']}")
+    nothing = score_calls(envs, task, [])
+    if nothing["passed"] or nothing["reward"] != 0.0:
+        raise AuditFailed("nothing_scores_0", f"doing nothing scores {nothing['reward']}")
+    _workspace_script(task, envs)
+    _path_consistency(task, envs)
+    _perturbations_fail(task, envs, rng)
+    _data_consistency(task, envs)
+    _information_separation(task, envs)
+    _objective_consistency(task, envs)
+    _answer_uniqueness(task, envs, rng)
+    second = score_calls(envs, task, gold)
+    if second != first or replay(envs, task, gold)[0] != replay(envs, task, gold)[0]:
+        raise AuditFailed("determinism", "two replays of gold differ")
+    return _hacking_floor(task, envs, rng)
+
+
+def _workspace_script(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
+    """A workspace task's construction script builds exactly the files its changes add to
+    the scenario, its answer computed from the start's files is what gold writes, and
+    every value the verifier expects comes from that answer (data consistency for files)."""
+    workspace = task.get("workspace")
+    if workspace is None:
+        return
+    if not isinstance(workspace, dict) or not isinstance(workspace.get("script"), str):
+        raise AuditFailed("workspace_script", "`workspace` has no construction script")
+    name = str(workspace.get("env"))
+    if name not in task["envs"]:
+        raise AuditFailed("workspace_script", f"`workspace.env` {name!r} is not an environment of the task")
+    seed = str(task["source"].get("seed"))
+    if workspace["script"] != workspace_script(seed):
+        raise AuditFailed("workspace_script", f"the script is not the one envc builds from seed {seed!r}")
+    built = build_workspace(seed)
+    start = task["initial_state"][name]
+    scenario_files = envs[name].package.Environment(start["scenario"]).state()[FILES_FIELD]
+    files = open_session(envs[name], start).state()[FILES_FIELD]
+    added = {path: record["content"] for path, record in files.items() if scenario_files.get(path) != record}
+    if added != built.files:
+        differ = sorted(set(added) ^ set(built.files)) or sorted(p for p in added if added[p] != built.files[p])
+        raise AuditFailed("workspace_script", f"the script does not build the start's files: {differ[:3]}")
+    answer = built.answer({path: record["content"] for path, record in files.items()})
+    written = [c["args"].get("content") for c in task["gold_calls"] if c["args"].get("path") in workspace["outputs"]]
+    if not written or written[-1] != answer:
+        raise AuditFailed("workspace_script", "gold does not write the answer the script derives from the files")
+    lines = {f"\n{line}\n" for line in answer.splitlines()} | {answer.splitlines()[0] + "\n"}
+    for check in task["verifier"]["checks"]:
+        expected, op = check.get("expected"), check["op"]
+        fits = {
+            "equals": expected == answer,
+            "contains": expected in lines,
+            "excludes": isinstance(expected, str) and expected not in answer,
+        }.get(op, op in ("present", "not_null"))
+        if not fits:
+            raise AuditFailed("workspace_script", f"the check {op} {expected!r} does not follow from the files")
+
+
+def _path_consistency(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
+    """In a file workspace, every path a gold write names is named in the request, every
+    output it leaves is inspected by a check, and every check inspects a path the request
+    names (or one below a folder it names): the request and the verifier mean the same files."""
+    for name in task["envs"]:
+        if not is_workspace_env(envs[name]):
+            continue
+        finals, initial, _ = replay(envs, task, task["gold_calls"])
+        named: set[str] = set()
+        for call in task["gold_calls"]:
+            if call["env"] == name and envs[name].tools[tool_of(call)].writes:
+                named |= {v for k, v in call["args"].items() if k in PATH_ARGUMENTS and isinstance(v, str)}
+        for path in sorted(named):
+            if not is_named(path, task["prompt"]):
+                raise AuditFailed("path_consistency", f"the request does not name {path!r}, which gold writes")
+        inspected = [
+            unpointer(c["path"].split("/")[2])
+            for c in task["verifier"]["checks"]
+            if c["env"] == name and c["path"].startswith(f"/{FILES_FIELD}/")
+        ]
+        for path in inspected:
+            if not any(path == p or path.startswith(p + "/") for p in named):
+                raise AuditFailed(
+                    "path_consistency", f"the verifier inspects {path!r}, which the request does not name"
+                )
+        outputs = [
+            p
+            for p in named
+            if p in finals[name][FILES_FIELD] and finals[name][FILES_FIELD][p] != initial[name][FILES_FIELD].get(p)
+        ]
+        for path in outputs:
+            if path not in inspected:
+                raise AuditFailed("path_consistency", f"the request names the output {path!r}, which no check inspects")
+
+
+def _writes(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> list[int]:
+    return [i for i, c in enumerate(task["gold_calls"]) if envs[c["env"]].tools[tool_of(c)].writes]
+
+
+def _must_fail(task: dict[str, Any], envs: dict[str, sample.SampleEnv], calls: list[dict[str, Any]], what: str) -> None:
+    result = score_calls(envs, task, calls)
+    if result["passed"] or result["reward"] >= 1.0:
+        raise AuditFailed("perturbations_fail", f"{what} still passes")
+
+
+def _perturbations_fail(task: dict[str, Any], envs: dict[str, sample.SampleEnv], rng: random.Random) -> None:
+    gold = task["gold_calls"]
+    writes = _writes(task, envs)
+    last = writes[-1]
+    _must_fail(task, envs, gold[:last] + gold[last + 1 :], "gold without its last write")
+    for index in writes:
+        changed = _other_argument(task, envs, index, rng)
+        if changed is not None:
+            _must_fail(task, envs, [*gold[:index], changed, *gold[index + 1 :]], f"call {index} with {changed['args']}")
+        swapped = _swapped_write(task, envs, index, rng)
+        if swapped is not None:
+            _must_fail(task, envs, [*gold[:index], swapped, *gold[index + 1 :]], f"call {index} as {swapped['tool']}")
+
+
+def _session_before(task: dict[str, Any], envs: dict[str, sample.SampleEnv], index: int) -> Any:
+    """A live session of call `index`'s environment, with the gold calls before it made."""
+    call = task["gold_calls"][index]
+    session = open_session(envs[call["env"]], task["initial_state"][call["env"]])
+    for earlier in task["gold_calls"][:index]:
+        if earlier["env"] == call["env"]:
+            session.call(tool_of(earlier), earlier["args"])
+    return session
+
+
+def _other_argument(
+    task: dict[str, Any], envs: dict[str, sample.SampleEnv], index: int, rng: random.Random
+) -> dict[str, Any] | None:
+    """Call `index` with one argument drawn anew (a value the call accepts), if any."""
+    call = task["gold_calls"][index]
+    env = envs[call["env"]]
+    tool = env.tools[tool_of(call)]
+    session = _session_before(task, envs, index)
+    drawer = sample.ArgumentDrawer(env, rng, sample.Pool())
+    undetermined = _undetermined_values(task, envs)
+    for param in tool.params:
+        value = call["args"].get(param.name)
+        if param.name not in call["args"] or scalars([value]) & undetermined:
+            continue  # an argument the request leaves open may take any value
+        for _ in range(4):
+            args = dict(call["args"])
+            args[param.name] = drawer.value(
+                param, env.facts[tool.name].domains.get(param.name, []), session.view(), args
+            )
+            if args[param.name] != call["args"][param.name] and not sample.is_failure(
+                session.fork().call(tool.name, args)
+            ):
+                return {**call, "args": args}
+    return None
+
+
+def _swapped_write(
+    task: dict[str, Any], envs: dict[str, sample.SampleEnv], index: int, rng: random.Random
+) -> dict[str, Any] | None:
+    """Another write tool's call on the same entity (the same key argument), if one runs."""
+    call = task["gold_calls"][index]
+    env = envs[call["env"]]
+    session = _session_before(task, envs, index)
+    keys = {n: v for n, v in call["args"].items() if env.facts[tool_of(call)].domains.get(n)}
+    drawer = sample.ArgumentDrawer(env, rng, sample.Pool())
+    for other in sorted(env.tools):
+        tool = env.tools[other]
+        if other == tool_of(call) or not tool.writes or not keys or not set(keys) <= {p.name for p in tool.params}:
+            continue
+        args = {**drawer.draw(tool, session.view()), **keys}
+        if not sample.is_failure(session.fork().call(other, args)):
+            name = f"{call['env']}{sample.CROSS_SEPARATOR}{other}" if len(task["envs"]) > 1 else other
+            return {"env": call["env"], "tool": name, "args": args}
+    return None
+
+
+def _data_consistency(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
+    """Every value a check expects is named in the prompt, can be looked up by the agent,
+    or is computed by the environment from those: no check expects a value that only an
+    argument the request does not determine could bring in."""
+    undetermined = _undetermined_values(task, envs)
+    for check in task["verifier"]["checks"]:
+        for value in scalars(check.get("expected")) & undetermined:
+            raise AuditFailed(
+                "data_consistency", f"the check of {check['path']} expects {value!r}, which nothing shows"
+            )
+
+
+def _undetermined_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> set[Any]:
+    """Argument values of gold calls the agent cannot know: not in the prompt, not in the
+    initial state, world or schemas, not returned by an earlier call."""
+    _, initial, results = replay(envs, task, task["gold_calls"])
+    known = {name: discoverable(envs[name], state) | _derived(task, state) for name, state in initial.items()}
+    found: set[Any] = set()
+    for index, call in enumerate(task["gold_calls"]):
+        earlier = set().union(*(scalars(r) for r in results[:index])) if index else set()
+        for value in scalars(list(call["args"].values())):
+            if not (is_named(value, task["prompt"]) or value in known[call["env"]] or value in earlier):
+                found.add(value)
+    return found
+
+
+def _derived(task: dict[str, Any], state: Any) -> set[Any]:
+    """What a workspace task's rules compute from the start's files (the report gold
+    writes): derivable by the agent, though no file holds it."""
+    workspace = task.get("workspace")
+    if not isinstance(workspace, dict) or not isinstance(state, dict) or FILES_FIELD not in state:
+        return set()
+    seed = str(task["source"].get("seed"))
+    if workspace.get("script") != workspace_script(seed):
+        return set()  # not envc's script: it derives nothing (the workspace_script audit says why)
+    try:
+        return {build_workspace(seed).answer({path: record["content"] for path, record in state[FILES_FIELD].items()})}
+    except (KeyError, TypeError, ValueError, IndexError):  # files the answer cannot read: nothing derived
+        return set()
+
+
+def _information_separation(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
+    """The prompt names no value only the environment computes (ids it issues, totals)."""
+    for value in sorted(computed_values(task, envs), key=repr):
+        if is_named(value, task["prompt"]):
+            raise AuditFailed("information_separation", f"the prompt gives away {value!r}")
+
+
+def computed_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> set[Any]:
+    """Values the checks expect that only the environment computes: not in the start
+    state, the world or any gold argument (ids it issues, timestamps, totals); a request
+    must not name them. Values shorter than 3 characters are too common to hold back."""
+    _, initial, _ = replay(envs, task, task["gold_calls"])
+    visible = set().union(*(scalars(s) | scalars(envs[n].world) | _schema_words(envs[n]) for n, s in initial.items()))
+    visible |= scalars([list(c["args"].values()) for c in task["gold_calls"]])
+    expected = set().union(*(scalars(c.get("expected")) for c in task["verifier"]["checks"]))
+    return {value for value in expected - visible if len(str(value)) >= 3}
+
+
+def _schema_words(env: sample.SampleEnv) -> set[str]:
+    """Names the tools' schemas show the agent: record and state fields, parameters,
+    tools, enum members (a field name keying an expected record is no computed value)."""
+    model = env.model
+    words = {f.name for r in model.records for f in r.fields} | {f.name for f in model.state}
+    words |= {p.name for t in model.tools for p in t.params} | {t.name for t in model.tools}
+    return words | {m for e in model.enums for m in e.members}
+
+
+def required_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> set[Any]:
+    """Values a request must name, as the template requests do: the arguments of every
+    gold write (paths included), except a value an earlier call returned that the start
+    does not show (described by where it comes from) and what a workspace's rules derive."""
+    _, initial, results = replay(envs, task, task["gold_calls"])
+    needed: set[Any] = set()
+    for index, call in enumerate(task["gold_calls"]):
+        env = envs[call["env"]]
+        if not env.tools[tool_of(call)].writes:
+            continue
+        known = discoverable(env, initial[call["env"]])
+        derived = _derived(task, initial[call["env"]])
+        earlier = set().union(*(scalars(r) for r in results[:index])) if index else set()
+        for value in scalars(list(call["args"].values())):
+            if value in derived or (value in earlier and value not in known):
+                continue
+            needed.add(value)
+    return needed
+
+
+def _objective_consistency(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
+    """Every gold write changes a path a check reads (checks on paths gold leaves alone
+    are preservation checks: what must still hold)."""
+    checked = [(c["env"], c["path"]) for c in task["verifier"]["checks"]]
+    for index in _writes(task, envs):
+        call = task["gold_calls"][index]
+        before = replay(envs, task, task["gold_calls"][:index])[0][call["env"]]
+        after = replay(envs, task, task["gold_calls"][: index + 1])[0][call["env"]]
+        paths = envs[call["env"]].package.scoring.changed_paths(before, after)
+        if not any(env == call["env"] and _related(path, p) for env, path in checked for p in paths):
+            raise AuditFailed("objective_consistency", f"call {index} ({call['tool']}) changes nothing that is checked")
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def _answer_uniqueness(task: dict[str, Any], envs: dict[str, sample.SampleEnv], rng: random.Random) -> None:
+    """Other arguments for the same tools, from the same start, do not also pass."""
+    gold = task["gold_calls"]
+    for _ in range(UNIQUENESS_TRIES):
+        other = [*gold]
+        for index in _writes(task, envs):
+            changed = _other_argument(task, envs, index, rng)
+            if changed is not None:
+                other[index] = changed
+        if other != gold and score_calls(envs, task, other)["passed"]:
+            raise AuditFailed("answer_uniqueness", f"other arguments also pass: {[c['args'] for c in other]}")
+
+
+def _hacking_floor(task: dict[str, Any], envs: dict[str, sample.SampleEnv], rng: random.Random) -> list[float]:
+    """Baseline policies score 0 (binary) or at most `PARTIAL_FLOOR`: every read tool; random valid calls; the last
+    gold write alone (when gold has several writes: the others must matter); every write
+    tool with random valid arguments."""
+    rewards = []
+    for name, calls in _baselines(task, envs, rng).items():
+        result = score_calls(envs, task, calls)
+        rewards.append(result["reward"])
+        floor = 0.0 if task["reward"] == "binary" else PARTIAL_FLOOR
+        if result["passed"] or result["reward"] > floor:
+            raise AuditFailed("hacking_floor", f"the {name} baseline scores {result['reward']}")
+    return rewards
+
+
+def _baselines(
+    task: dict[str, Any], envs: dict[str, sample.SampleEnv], rng: random.Random
+) -> dict[str, list[dict[str, Any]]]:
+    cross = len(task["envs"]) > 1
+    reads: list[dict[str, Any]] = []
+    writes: list[dict[str, Any]] = []
+    randoms: list[dict[str, Any]] = []
+    for name in task["envs"]:
+        env = envs[name]
+        live = open_session(env, task["initial_state"][name])
+        drawer = sample.ArgumentDrawer(env, rng, sample.Pool())
+        tool_names = sorted(env.tools)
+        for tool_name in tool_names:
+            call = _call(name, tool_name, drawer.draw(env.tools[tool_name], live.view()), cross)
+            (writes if env.tools[tool_name].writes else reads).append(call)
+        for _ in range(RANDOM_CALLS):
+            tool_name = rng.choice(tool_names)
+            randoms.append(_call(name, tool_name, drawer.draw(env.tools[tool_name], live.view()), cross))
+            live.call(tool_name, randoms[-1]["args"])
+    baselines = {"every read tool": reads, "random valid calls": randoms, "random writes": writes}
+    gold_writes = _writes(task, envs)
+    if len(gold_writes) > 1:
+        baselines["last gold write alone"] = [task["gold_calls"][gold_writes[-1]]]
+    return baselines
+
+
+def _call(env: str, tool: str, args: dict[str, Any], cross: bool) -> dict[str, Any]:
+    return {"env": env, "tool": f"{env}{sample.CROSS_SEPARATOR}{tool}" if cross else tool, "args": args}
