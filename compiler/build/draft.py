@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from compiler.diagnostics import Diagnostic
+from compiler.front.load import load_source, prototypes_dir
+from compiler.front.parse import parse_source
 from compiler.llm import fill as fills_
 from compiler.llm import prompt
 from compiler.llm.config import LLMConfig
@@ -39,8 +41,6 @@ from compiler.llm.heal import MAX_PROBLEMS
 from compiler.llm.lock import DRAFT_DECL, AttemptRecord, LockEntry, lock_path, read_lock, spec_key, write_lock
 from compiler.llm.provider import Message, Provider, ProviderError, make_request
 from compiler.llm.stats import HealStats
-from compiler.front.load import load_source, prototypes_dir
-from compiler.front.parse import parse_source
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 Status = Literal["accepted", "refused", "failed", "exists"]

@@ -11,8 +11,8 @@ import re
 import sys
 from pathlib import Path
 
-from compiler.library import builtins as bi
 from compiler.front.load import prototypes_dir
+from compiler.library import builtins as bi
 from compiler.lower import jinja_environment
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")
