@@ -15,7 +15,8 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import cli as cli_module
+from compiler.cli import app as cli_module
+from compiler.cli import tasks as tasks_command
 from compiler.analyse import analyse_file
 from compiler.run import calibrate, scale
 from compiler.synth import export, tasks
@@ -232,7 +233,7 @@ def test_tasks_that_do_not_fit_the_environments_are_refused(
 
 
 def test_the_commands_offer_every_policy() -> None:
-    assert set(cli_module.CALIBRATION_POLICIES) == set(calibrate.POLICIES)
+    assert set(tasks_command.CALIBRATION_POLICIES) == set(calibrate.POLICIES)
     for command, extra in (("calibrate", {"model"}), ("tasks", set())):
         params = {p.name: p for p in cli_module.cli.commands[command].params}
         choice = params["policy" if command == "calibrate" else "calibrate_policy"].type

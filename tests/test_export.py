@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import cli as cli_module
+from compiler.cli import app as cli_module
 from compiler.analyse import analyse_file
 from compiler.synth import export, tasks
 from compiler.synth.sample import SampleEnv, load_env

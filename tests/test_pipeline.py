@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import cli as cli_module
+from compiler.cli import app as cli_module
 from compiler import project as envc_project
 from compiler.analyse import analyse_file
 from compiler.build import pipeline

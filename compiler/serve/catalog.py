@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from compiler import project
 from compiler.synth import sample
 
 TASKS_FILE = "tasks.jsonl"
@@ -84,15 +85,17 @@ def load_catalog(paths: Iterable[Path], packages_dir: Path | None = None) -> Cat
     envs: dict[str, ServedEnv] = {}
     tasks: dict[str, Mapping[str, Any]] = {}
     for path in paths:
-        if _is_package(path):
-            env = load_env(path)
+        if not path.exists():
+            raise CatalogError(f"{path}: no such file or folder")
+        if _is_package(path) or _is_spec(path):
+            env = load_env(package_folder(path))
             envs[env.name] = env
         elif (task_file := _task_file(path)) is not None:
             for row in _read_tasks(task_file):
                 tasks[str(row["id"])] = row
         else:
             raise CatalogError(
-                f"{path}: neither a generated package (no {TOOLS_FILE}) nor a task set (no {TASKS_FILE})"
+                f"{path}: neither a generated package (no {TOOLS_FILE}), a spec nor a task set (no {TASKS_FILE})"
             )
     for task in tasks.values():
         for name in task["envs"]:
@@ -133,6 +136,24 @@ def load_env(folder: Path) -> ServedEnv:
         openai_tools=tuple(openai_tools),
         digest=digest,
     )
+
+
+def package_folder(target: Path) -> Path:
+    """A generated package folder as given, or the up-to-date package of a spec file
+    (compiler/build/pipeline.py decides what is up to date)."""
+    if not _is_spec(target):
+        return target
+    from compiler.build import pipeline
+
+    spec = target.resolve()
+    folder = pipeline.current_package(spec, project.find_project_root(spec.parent))
+    if folder is None:
+        raise CatalogError(f"the package of {target} is missing or out of date: run `envc compile {target}` first")
+    return folder
+
+
+def _is_spec(path: Path) -> bool:
+    return path.is_file() and path.suffix == project.SPEC_SUFFIX
 
 
 def _is_package(path: Path) -> bool:

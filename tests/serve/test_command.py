@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from compiler.cli import cli
+from compiler.cli.app import cli
 
 from .conftest import TICKETING
 
