@@ -15,9 +15,9 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
+from compiler.analyse import analyse_file
 from compiler.cli import app as cli_module
 from compiler.cli import tasks as tasks_command
-from compiler.analyse import analyse_file
 from compiler.run import calibrate, scale
 from compiler.synth import export, tasks
 from compiler.synth.sample import SampleEnv, load_env
@@ -276,10 +276,16 @@ def test_envc_calibrate_bad_inputs_exit_2_with_a_reason(task_dir: Path, tmp_path
     (task_dir / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     fewer = run("calibrate", task_dir, SPECS[0])
     assert fewer.exit_code == 2 and "`team_calendar` is not among the specs given" in fewer.stderr
+    first = json.loads(lines[0])
+    first["initial_state"][first["envs"][0]]["scenario"] = "nowhere"
+    (task_dir / "tasks.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    scenario = run("calibrate", task_dir, *SPECS)
+    assert scenario.exit_code == 2 and "has no scenario `nowhere`" in scenario.stderr
+    (task_dir / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     no_spec = run("calibrate", task_dir, tmp_path / "missing.envspec")
     assert no_spec.exit_code == 2
-    for result in (missing, broken, fewer, no_spec):
-        assert "Traceback" not in result.stderr
+    for result in (missing, broken, fewer, scenario, no_spec):
+        assert "Traceback" not in result.stderr and "Usage:" not in result.stderr
     assert not (task_dir / "calibration.json").exists()
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from compiler.cli.app import cli
 from compiler.analyse import analyse_file, analyse_source
+from compiler.cli.app import cli
 from compiler.diagnostics import Diagnostic
 from compiler.front.parse import without_broken_declarations
 

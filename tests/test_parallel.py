@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler.cli import app as cli_module
 from compiler.build import parallel
+from compiler.cli import app as cli_module
 from tests.llm.conftest import SPEC as LLM_SPEC
 from tests.test_pipeline import BROKEN, COUNTER, snapshot
 

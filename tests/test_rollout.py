@@ -17,8 +17,8 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler.cli import app as cli_module
 from compiler.analyse import analyse_file
+from compiler.cli import app as cli_module
 from compiler.llm.config import LLMConfig
 from compiler.run import calibrate, rollout, scale
 from compiler.synth import export, tasks

@@ -32,7 +32,7 @@ def fail(message: str) -> NoReturn:
 def resolve_package(target: Path) -> Path:
     """A generated package folder as given, or the up-to-date package of a spec."""
     if not target.exists():
-        fail(f"{target}: no such file or folder")
+        fail(f"{target} does not exist")
     if not (target.is_dir() or target.suffix == SPEC_SUFFIX):
         fail(f"{target}: not a generated package folder nor a {SPEC_SUFFIX} file")
     try:

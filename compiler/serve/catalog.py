@@ -86,7 +86,7 @@ def load_catalog(paths: Iterable[Path], packages_dir: Path | None = None) -> Cat
     tasks: dict[str, Mapping[str, Any]] = {}
     for path in paths:
         if not path.exists():
-            raise CatalogError(f"{path}: no such file or folder")
+            raise CatalogError(f"{path} does not exist")
         if _is_package(path) or _is_spec(path):
             env = load_env(package_folder(path))
             envs[env.name] = env

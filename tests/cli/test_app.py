@@ -114,3 +114,39 @@ def test_a_lazy_command_whose_module_is_missing_is_not_listed(monkeypatch: pytes
     monkeypatch.setitem(cli_module.LAZY_COMMANDS, "ghost", missing)
     assert "ghost" not in run("--help").output
     assert run("ghost").exit_code == 2
+
+
+# --------------------------------------------------------------------------- layout
+
+COMPILER = ROOT / "compiler"
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, wherever the import statement is (a function body,
+    `if TYPE_CHECKING:`); `from package import name` counts `package.name` too."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_command_modules_never_import_the_group_and_nothing_else_imports_the_cli() -> None:
+    """app registers the commands; a command module imports only common (and its stage's
+    modules), so the modules of compiler/cli/ make no circle; no stage imports the CLI."""
+    for path in sorted((COMPILER / "cli").glob("*.py")):
+        if path.name in ("__init__.py", "__main__.py", "app.py", "common.py"):
+            continue
+        cli_imports = {m for m in imported_modules(path) if m.startswith("compiler.cli.")}
+        others = {m for m in cli_imports if m != "compiler.cli.common" and not m.startswith("compiler.cli.common.")}
+        assert not others, (path.name, others)
+        assert "compiler.cli.common" in cli_imports, path.name
+    for path in sorted(COMPILER.rglob("*.py")):
+        if "cli" in path.relative_to(COMPILER).parts:
+            continue
+        assert not {m for m in imported_modules(path) if m.startswith("compiler.cli")}, path

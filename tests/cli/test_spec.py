@@ -122,3 +122,17 @@ def test_fmt_leaves_malformed_file_untouched(malformed: Path) -> None:
     assert result.exit_code == 1
     assert DIAGNOSTIC_HEAD.search(result.stdout) is not None
     assert malformed.read_text(encoding="utf-8") == MALFORMED
+
+
+def test_fmt_counts_only_the_files_it_could_read(tmp_path: Path) -> None:
+    """A file that could not be read is neither reformatted nor unchanged."""
+    missing = tmp_path / "missing.envspec"
+    alone = run("fmt", missing)
+    assert alone.exit_code == 2 and "E0001" in alone.stdout
+    assert "unchanged" not in alone.output and "reformatted" not in alone.output
+    good = tmp_path / "good.envspec"
+    good.write_text(TICKETING.read_text(encoding="utf-8"), encoding="utf-8")
+    assert run("fmt", good).exit_code == 0  # to the canonical layout first
+    both = run("fmt", "--check", good, missing)
+    assert both.exit_code == 2
+    assert "0 files would be reformatted, 1 unchanged; 1 file not read" in both.stderr
