@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from compiler.run import calibrate as calibrate_types
     from compiler.synth import sample as sample_types
 
+CALIBRATION_POLICIES = ("random", "gold", "nothing", "flaky-gold")
+"""The names of compiler.run.calibrate.POLICIES (not imported here: it loads the sampler)."""
+
 
 # --------------------------------------------------------------------------- envc sample
 
@@ -162,7 +165,7 @@ def _print_sample_summary(data: dict[str, Any], output: Path) -> None:
 @click.option(
     "--calibrate",
     "calibrate_policy",
-    type=click.Choice(("random", "gold", "nothing", "flaky-gold")),  # CALIBRATION_POLICIES, defined below
+    type=click.Choice(CALIBRATION_POLICIES),
     default=None,
     help="Then run this policy k times per task, as envc calibrate does (DIR/calibrated.jsonl, review.jsonl).",
 )
@@ -277,9 +280,6 @@ def _print_task_summary(data: dict[str, Any], output: Path) -> None:
 
 # --------------------------------------------------------------------------- envc export and envc calibrate
 # (docs/tasks.md: "Exports" and "Calibration"; compiler/synth/export.py and compiler/run/calibrate.py)
-
-CALIBRATION_POLICIES = ("random", "gold", "nothing", "flaky-gold")
-"""The names of compiler.run.calibrate.POLICIES (not imported here: it loads the sampler)."""
 
 
 @click.command("export")
