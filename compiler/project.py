@@ -13,6 +13,9 @@ import hashlib
 import tomllib
 from pathlib import Path
 
+SPEC_SUFFIX = ".envspec"
+"""How a spec file's name ends (`envc check DIR` and the default specs/ look for it)."""
+
 
 def find_project_root(start: Path) -> Path:
     """The nearest folder upwards with a pyproject.toml, else `start`."""
@@ -38,7 +41,7 @@ def configured_output(root: Path) -> Path:
 
 
 def default_specs(root: Path) -> list[Path]:
-    return sorted((root / "specs").glob("*.envspec"))
+    return sorted((root / "specs").glob(f"*{SPEC_SUFFIX}"))
 
 
 FINGERPRINT_EXCLUDED = frozenset(

@@ -15,8 +15,9 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import cli as cli_module
 from compiler.analyse import analyse_file
+from compiler.cli import app as cli_module
+from compiler.cli import tasks as tasks_command
 from compiler.run import calibrate, scale
 from compiler.synth import export, task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env
@@ -232,7 +233,7 @@ def test_tasks_that_do_not_fit_the_environments_are_refused(
 
 
 def test_the_commands_offer_every_policy() -> None:
-    assert set(cli_module.CALIBRATION_POLICIES) == set(calibrate.POLICIES)
+    assert set(tasks_command.CALIBRATION_POLICIES) == set(calibrate.POLICIES)
     for command, extra in (("calibrate", {"model"}), ("tasks", set())):
         params = {p.name: p for p in cli_module.cli.commands[command].params}
         choice = params["policy" if command == "calibrate" else "calibrate_policy"].type
@@ -275,10 +276,16 @@ def test_envc_calibrate_bad_inputs_exit_2_with_a_reason(task_dir: Path, tmp_path
     (task_dir / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     fewer = run("calibrate", task_dir, SPECS[0])
     assert fewer.exit_code == 2 and "`team_calendar` is not among the specs given" in fewer.stderr
+    first = json.loads(lines[0])
+    first["initial_state"][first["envs"][0]]["scenario"] = "nowhere"
+    (task_dir / "tasks.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    scenario = run("calibrate", task_dir, *SPECS)
+    assert scenario.exit_code == 2 and "has no scenario `nowhere`" in scenario.stderr
+    (task_dir / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     no_spec = run("calibrate", task_dir, tmp_path / "missing.envspec")
     assert no_spec.exit_code == 2
-    for result in (missing, broken, fewer, no_spec):
-        assert "Traceback" not in result.stderr
+    for result in (missing, broken, fewer, scenario, no_spec):
+        assert "Traceback" not in result.stderr and "Usage:" not in result.stderr
     assert not (task_dir / "calibration.json").exists()
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from compiler import cli
 from compiler.analyse import analyse_file, analyse_source
+from compiler.cli.app import cli
 from compiler.diagnostics import Diagnostic
 from compiler.front.parse import without_broken_declarations
 
@@ -130,7 +130,7 @@ def test_the_recovered_text_keeps_positions() -> None:
 def test_envc_check_prints_both_stages_in_order(tmp_path: Path) -> None:
     spec = tmp_path / "shelves.envspec"
     spec.write_text(SPEC, encoding="utf-8")
-    result = CliRunner().invoke(cli.cli, ["check", str(spec)], catch_exceptions=False)
+    result = CliRunner().invoke(cli, ["check", str(spec)], catch_exceptions=False)
     assert result.exit_code == 1
     heads = [line for line in result.output.splitlines() if " - error " in line]
     assert [head.split(" - error ")[1].split(":")[0] for head in heads] == ["E1002", "E3001", "E3004"]

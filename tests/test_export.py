@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import cli as cli_module
 from compiler.analyse import analyse_file
+from compiler.cli import app as cli_module
 from compiler.synth import export, task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env
 

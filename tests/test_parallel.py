@@ -14,8 +14,8 @@ from click.testing import CliRunner, Result
 from llm.conftest import SPEC as LLM_SPEC
 from test_pipeline import BROKEN, COUNTER, snapshot
 
-from compiler import cli as cli_module
 from compiler.build import parallel
+from compiler.cli import app as cli_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PARENT = os.getpid()

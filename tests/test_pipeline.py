@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import cli as cli_module
 from compiler import project as envc_project
 from compiler.analyse import analyse_file
 from compiler.build import packages, pipeline
+from compiler.cli import app as cli_module
 from compiler.front import parse as parse_module
 from compiler.front import parse_fast
 from compiler.lower import lower

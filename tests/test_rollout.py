@@ -17,8 +17,8 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import cli as cli_module
 from compiler.analyse import analyse_file
+from compiler.cli import app as cli_module
 from compiler.llm.config import LLMConfig
 from compiler.run import calibrate, rollout, scale
 from compiler.synth import export, task_build, tasks
@@ -394,11 +394,11 @@ def test_envc_rollout_bad_input_exits_2_without_a_traceback(
 
 
 def calibrate_via_command(folder: Path, policy: str, *options: Any, **settings: Any) -> Result:
-    """`rollout_command.calibrate_run`, which `envc calibrate` calls, run as click runs it."""
-    from compiler.cli import rollout as rollout_command
+    """`calibrate_run`, which `envc calibrate` calls, run as click runs it."""
+    from compiler.cli.tasks import calibrate_run
 
     def callback() -> None:
-        rollout_command.calibrate_run(folder, (SPEC,), policy, *options, **settings)
+        calibrate_run(folder, (SPEC,), policy, *options, **settings)
 
     return CliRunner().invoke(click.Command("calibrate", callback=callback), [], catch_exceptions=False)
 

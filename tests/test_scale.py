@@ -17,7 +17,7 @@ import ray
 from click.testing import CliRunner
 from test_rollout import SPEC, ScriptedEndpoint, config_for, ticketing_envs, ticketing_tasks
 
-from compiler import cli as cli_module
+from compiler.cli import app as cli_module
 from compiler.run import calibrate, rollout, scale
 from compiler.synth import tasks
 from compiler.synth.sample import SampleEnv

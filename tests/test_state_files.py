@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from compiler import check as qc
-from compiler import cli as cli_module
 from compiler.analyse import analyse_file
+from compiler.cli import app as cli_module
 from compiler.diagnostics import Diagnostic
 from compiler.lower import lower
 

@@ -539,6 +539,8 @@ def test_envc_tasks_from_chains_and_bad_chain_files(tmp_path: Path) -> None:
     other.write_text(json.dumps({"id": "x", "seed": "0:0", "envs": ["nowhere"], "scenarios": {}, "calls": []}) + "\n")
     wrong = _envc("tasks", "specs/ticketing.envspec", "-n", "5", "--chains", str(other), "-o", str(tmp_path / "c"))
     assert wrong.returncode == 2 and "`nowhere` is not among the specs" in wrong.stderr
+    assert f"envc tasks: {other}:1: environment `nowhere`" in wrong.stderr, "one line naming file:line"
+    assert all("Usage:" not in result.stderr for result in (bad, wrong))
 
 
 def test_envc_tasks_offline_needs_llm(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """`python -m compiler.cli`: the `envc` command."""
 
-from compiler.cli import main
+from compiler.cli.app import main
 
 main()

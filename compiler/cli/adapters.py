@@ -1,17 +1,16 @@
 """`envc adapters`: files trainers' own adapters read (docs/serving.md).
 
-Exit codes as compiler/cli/__init__.py: 0 ok, 1 errors in the input, 2 usage or I/O errors.
+Exit codes as compiler/cli/common.py's: 0 ok, 2 usage or input errors (a missing or
+malformed TARGET, tasks that name tools the packages lack, a file that cannot be written).
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 from pathlib import Path
 
 import click
 
+from compiler.cli.common import fail, plural, write_or_exit
 from compiler.serve import verl_config
 from compiler.synth import export
 
@@ -45,26 +44,9 @@ def verl_config_command(target: Path, output: Path | None, packages: Path) -> No
     try:
         text = verl_config.to_yaml(verl_config.tool_config(target, packages))
     except (verl_config.ConfigError, export.TaskFileError) as exc:
-        click.echo(f"envc adapters verl-config: {exc}", err=True)
-        sys.exit(1)
+        fail("adapters verl-config", str(exc))
     if output is None:
         click.echo(text, nl=False)
         return
-    try:
-        write_whole(output, text)
-    except OSError as exc:
-        click.echo(f"envc adapters verl-config: cannot write {output}: {exc.strerror or exc}", err=True)
-        sys.exit(2)
-    click.echo(f"wrote {output} ({text.count('class_name:')} tools)")
-
-
-def write_whole(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder: the file appears whole or not at all."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_or_exit(output, text, "adapters verl-config")
+    click.echo(f"wrote {output} ({plural(text.count('class_name:'), 'tool')})")

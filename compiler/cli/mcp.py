@@ -10,16 +10,14 @@ would let them act on one state unawares. Many episodes behind one server: `envc
 from __future__ import annotations
 
 import socket
-import sys
 from pathlib import Path
 from typing import NoReturn
 
 import anyio
 import click
 
-from compiler import project
-from compiler.build import pipeline
-from compiler.cli import EXIT_USAGE, SPEC_SUFFIX
+from compiler.cli import common
+from compiler.project import SPEC_SUFFIX
 from compiler.serve import catalog
 from compiler.serve.mcp import EPISODE_META_KEY, LocalBackend, mcp_asgi_app, serve_stdio
 
@@ -27,22 +25,20 @@ DEFAULT_EPISODE = "default"
 
 
 def fail(message: str) -> NoReturn:
-    """A usage or I/O error: a message, exit 2, no traceback."""
-    click.echo(f"envc mcp: {message}", err=True)
-    sys.exit(EXIT_USAGE)
+    """A usage or input error: one line, exit 2, no traceback."""
+    common.fail("mcp", message)
 
 
 def resolve_package(target: Path) -> Path:
     """A generated package folder as given, or the up-to-date package of a spec."""
-    if target.is_dir():
-        return target
-    if target.is_file() and target.suffix == SPEC_SUFFIX:
-        root = project.find_project_root(target.resolve().parent)
-        folder = pipeline.current_package(target.resolve(), root)
-        if folder is None:
-            fail(f"the package of {target} is missing or out of date: run `envc compile {target}` first")
-        return folder
-    fail(f"{target}: not a generated package folder nor a {SPEC_SUFFIX} file")
+    if not target.exists():
+        fail(f"{target} does not exist")
+    if not (target.is_dir() or target.suffix == SPEC_SUFFIX):
+        fail(f"{target}: not a generated package folder nor a {SPEC_SUFFIX} file")
+    try:
+        return catalog.package_of(target)
+    except catalog.CatalogError as exc:
+        fail(str(exc))
 
 
 def load_backend(target: Path, scenario: str | None, episode_id: str) -> tuple[LocalBackend, catalog.ServedEnv]:
@@ -85,7 +81,7 @@ async def serve_http(backend: LocalBackend, env: catalog.ServedEnv, host: str, s
 
 
 @click.command("mcp")
-@click.argument("target", metavar="PACKAGE_OR_SPEC", type=click.Path(path_type=Path, exists=True))
+@click.argument("target", metavar="PACKAGE_OR_SPEC", type=click.Path(path_type=Path))
 @click.option(
     "--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, help="How clients connect."
 )

@@ -1,9 +1,9 @@
 """`envc serve PATHS...`: serve generated packages and task sets over HTTP + WebSocket
 (OpenEnv's wire format) until interrupted. docs/serving.md#envc-serve-an-openenv-compatible-server.
 
-Exit codes follow compiler/cli/__init__.py: 1 a data directory whose journals cannot be trusted
-(the message names file and line), 2 usage or paths that are not packages or task sets,
-3 an internal error.
+Exit codes follow compiler/cli/common.py: 1 a data directory whose journals cannot be
+trusted (the message names file and line), 2 usage or paths that are not packages, specs
+with an up-to-date package, or task sets (before any port is opened), 3 an internal error.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from compiler import project
-from compiler.cli import EXIT_ERRORS, EXIT_USAGE
+from compiler.cli.common import EXIT_ERRORS, fail, plural
 from compiler.serve.catalog import CatalogError, load_catalog
 from compiler.serve.journal import JournalError
 from compiler.serve.sessions import Limits, SessionManager
@@ -31,7 +30,7 @@ def _no_limit(value: float) -> float | None:
 
 
 @click.command("serve")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free port.")
 @click.option(
@@ -104,7 +103,7 @@ def serve_command(
     ws_ping_interval: float,
     ws_ping_timeout: float,
 ) -> None:
-    """Serve generated packages (generated/NAME) and task sets (DIR with tasks.jsonl)."""
+    """Serve generated packages (generated/NAME, or a spec compiled to one) and task sets (DIR with tasks.jsonl)."""
     import uvicorn
 
     from compiler.serve import http
@@ -117,14 +116,14 @@ def serve_command(
     try:
         catalog = load_catalog(paths, packages_dir or project.configured_output(root))
     except CatalogError as exc:
-        _fail(EXIT_USAGE, str(exc))
+        fail("serve", str(exc))
     limits = Limits(max_sessions, _no_limit(idle_timeout), _no_limit(call_timeout))
     try:
         manager = SessionManager(catalog, limits, data_dir)
     except JournalError as exc:
-        _fail(EXIT_ERRORS, f"{exc} (nothing was served)")
+        fail("serve", f"{exc} (nothing was served)", EXIT_ERRORS)
     except OSError as exc:
-        _fail(EXIT_USAGE, f"{data_dir}: {exc.strerror or exc}")
+        fail("serve", f"{data_dir}: {exc.strerror or exc}")
     app = http.build_app(manager, mount_mcp=mount_mcp, host=host, trainer_token=token, reap_every=_reap_every(limits))
     listener = _listen(host, port)
     gc.freeze()  # the imported packages and restored sessions: full collections skip them (shorter pauses)
@@ -176,7 +175,7 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         return listen(host, port)
     except OSError as exc:
-        _fail(EXIT_USAGE, f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+        fail("serve", f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 
 
 def _announce(listener: socket.socket, manager: SessionManager, mount_mcp: bool) -> None:
@@ -184,16 +183,12 @@ def _announce(listener: socket.socket, manager: SessionManager, mount_mcp: bool)
     catalog = manager.catalog
     for note in manager.recovery:
         click.echo(f"envc serve: recovered: {note}", err=True)
-    restored = f", {len(manager.ids())} sessions restored" if manager.data_dir is not None else ""
+    restored = f", {plural(len(manager.ids()), 'session')} restored" if manager.data_dir is not None else ""
     mcp_note = "MCP at /mcp" if mount_mcp else "no /mcp (compiler.serve.mcp absent or --no-mcp)"
     click.echo(
-        f"envc serve: {len(catalog.envs)} environments ({catalog.name}), {len(catalog.tasks)} tasks{restored}; "
+        f"envc serve: {plural(len(catalog.envs), 'environment')} ({catalog.name}), "
+        f"{plural(len(catalog.tasks), 'task')}{restored}; "
         f"{mcp_note}; listening on http://{host}:{port}",
         err=True,
     )
     sys.stderr.flush()
-
-
-def _fail(code: int, message: str) -> NoReturn:
-    click.echo(f"envc serve: {message}", err=True)
-    sys.exit(code)

@@ -10,7 +10,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from compiler.build import packages
+from compiler import project
+from compiler.build import packages, pipeline
 
 TASKS_FILE = "tasks.jsonl"
 
@@ -77,15 +78,17 @@ def load_catalog(paths: Iterable[Path], packages_dir: Path | None = None) -> Cat
     envs: dict[str, ServedEnv] = {}
     tasks: dict[str, Mapping[str, Any]] = {}
     for path in paths:
-        if packages.is_package(path):
-            env = load_env(path)
+        if not path.exists():
+            raise CatalogError(f"{path} does not exist")
+        if packages.is_package(path) or _is_spec(path):
+            env = load_env(package_of(path))
             envs[env.name] = env
         elif (task_file := _task_file(path)) is not None:
             for row in _read_tasks(task_file):
                 tasks[str(row["id"])] = row
         else:
             raise CatalogError(
-                f"{path}: neither a generated package (no {packages.TOOLS_FILE}) nor a task set (no {TASKS_FILE})"
+                f"{path}: neither a generated package (no {packages.TOOLS_FILE}), a spec nor a task set (no {TASKS_FILE})"
             )
     for task in tasks.values():
         for name in task["envs"]:
@@ -118,6 +121,22 @@ def load_env(folder: Path) -> ServedEnv:
         openai_tools=tuple(openai_tools),
         digest=digest,
     )
+
+
+def package_of(target: Path) -> Path:
+    """A generated package folder as given, or the up-to-date package of a spec file
+    (compiler/build/pipeline.py decides what is up to date)."""
+    if not _is_spec(target):
+        return target
+    spec = target.resolve()
+    folder = pipeline.current_package(spec, project.find_project_root(spec.parent))
+    if folder is None:
+        raise CatalogError(f"the package of {target} is missing or out of date: run `envc compile {target}` first")
+    return folder
+
+
+def _is_spec(path: Path) -> bool:
+    return path.is_file() and path.suffix == project.SPEC_SUFFIX
 
 
 def _task_file(path: Path) -> Path | None:

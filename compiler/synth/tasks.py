@@ -76,7 +76,13 @@ class RequestWriter(Protocol):
 
 
 class ChainError(ValueError):
-    """A chain row given to `synthesise` that does not fit the environments."""
+    """A chain row given to `synthesise` that does not fit the environments: `number`
+    counts the rows from 1 (the line of a chains file), `problem` says what is wrong."""
+
+    def __init__(self, number: int, problem: str) -> None:
+        super().__init__(f"chain {number}: {problem}")
+        self.number = number
+        self.problem = problem
 
 
 def synthesise(
@@ -166,14 +172,14 @@ def check_chain(chain: dict[str, Any], envs: dict[str, sample.SampleEnv], number
     """A chain row names environments and tools that exist, with the fields a row has."""
     keys = {"id", "seed", "envs", "scenarios", "calls"}
     if not isinstance(chain, dict) or not keys <= set(chain):
-        raise ChainError(f"chain {number}: a row has {', '.join(sorted(keys))}")
+        raise ChainError(number, f"a row has {', '.join(sorted(keys))}")
     for name in chain["envs"]:
         if name not in envs:
-            raise ChainError(f"chain {number}: environment `{name}` is not among the specs given")
+            raise ChainError(number, f"environment `{name}` is not among the specs given")
     for call in chain["calls"]:
         env = envs.get(str(call.get("env"))) if isinstance(call, dict) else None
         if env is None or tool_of(call) not in env.tools or not isinstance(call.get("args"), dict):
-            raise ChainError(f"chain {number}: call {call!r} names no tool of its environment")
+            raise ChainError(number, f"call {call!r} names no tool of its environment")
 
 
 def sampler_for(envs: dict[str, sample.SampleEnv], options: TaskOptions, weights: Any = None) -> sample.Sampler:

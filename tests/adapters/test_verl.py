@@ -138,7 +138,7 @@ def test_bad_targets_are_input_errors(tmp_path: Path, target: str, message: str)
     (tmp_path / "bad.jsonl").write_text("{nope\n")
     out = tmp_path / "tool_config.yaml"
     result = CliRunner().invoke(adapters_command, ["verl-config", str(tmp_path / target), "-o", str(out)])
-    assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
     assert not out.exists()
 
 

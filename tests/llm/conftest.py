@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import cli as cli_module
+from compiler.cli import app as cli_module
 
 from .chat_server import ChatServer
 

@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 from click.testing import CliRunner
 
-from compiler.cli import cli
+from compiler.cli.app import cli
 from compiler.cli.serve import listen
 from compiler.serve.catalog import Catalog, load_catalog
 from compiler.serve.http import build_app

@@ -1,15 +1,17 @@
-"""`envc serve`'s command line: bad paths and options are usage errors (exit 2) with a
-message, never a traceback."""
+"""`envc serve`'s command line (compiler/cli/serve.py): bad paths and options are usage
+errors (exit 2) with a message, never a traceback; a spec stands for its compiled package."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
-from compiler.cli import cli
+from compiler.cli.app import cli
+from compiler.serve.catalog import load_catalog
 
-from .conftest import TICKETING
+from .conftest import ROOT, TICKETING
 
 
 def test_serve_is_an_envc_command() -> None:
@@ -34,3 +36,33 @@ def test_tasks_of_an_environment_not_found_name_it(tmp_path: Path, cross_task_di
 def test_a_trainer_token_variable_must_be_set() -> None:
     result = CliRunner().invoke(cli, ["serve", str(TICKETING), "--trainer-token-env", "ENVC_NO_SUCH_VARIABLE"])
     assert result.exit_code == 2 and "ENVC_NO_SUCH_VARIABLE" in result.output
+
+
+def spec_project(tmp_path: Path) -> Path:
+    """A project holding a copy of the ticketing spec, its packages to go in out/."""
+    (tmp_path / "pyproject.toml").write_text("[tool.envc]\noutput = 'out'\n", encoding="utf-8")
+    spec = tmp_path / "ticketing.envspec"
+    spec.write_text((ROOT / "specs" / "ticketing.envspec").read_text(encoding="utf-8"), encoding="utf-8")
+    return spec
+
+
+def test_a_spec_without_a_current_package_is_refused_before_listening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`envc serve SPEC` as `envc mcp SPEC`: the spec stands for its package when that is up to date."""
+    spec = spec_project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["serve", str(spec), "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert f"the package of {spec} is missing or out of date: run `envc compile {spec}` first" in result.stderr
+    assert "Usage:" not in result.output
+
+
+def test_a_spec_stands_for_its_compiled_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = spec_project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    compiled = CliRunner().invoke(cli, ["compile", "--no-qc", str(spec)])
+    assert compiled.exit_code == 0, compiled.output
+    served = load_catalog([spec])
+    assert list(served.envs) == ["ticketing"]
+    assert served.envs["ticketing"].folder == tmp_path / "out" / "ticketing"

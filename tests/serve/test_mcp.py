@@ -37,7 +37,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from compiler.build.packages import import_package
-from compiler.cli import cli
+from compiler.cli.app import cli
 from compiler.cli.mcp import listen
 from compiler.serve import catalog
 from compiler.serve.mcp import EPISODE_META_KEY, LocalBackend, episode_meta, mcp_asgi_app, mcp_tool

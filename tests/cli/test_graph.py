@@ -1,4 +1,4 @@
-"""`envc graph`: formats, output files, exit codes (docs/graph.md, "The command").
+"""`envc graph` (compiler/cli/graph.py): formats, output files, exit codes (docs/graph.md, "The command").
 
 JSON and DOT need nothing but envc; svg and png run graphviz's `dot` for real (skipped
 without it unless `CI` is set, as in tests/test_graph_render.py).
@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from compiler import cli as cli_module
+from compiler.cli import graph as graph_command
+from compiler.cli.app import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TICKETING = ROOT / "specs" / "ticketing.envspec"
 BFCL_TICKET = ROOT / "specs" / "bfcl_ticket.envspec"
 SVG = "{http://www.w3.org/2000/svg}"
@@ -29,7 +30,7 @@ needs_dot = pytest.mark.skipif(
 
 
 def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli_module.cli, ["graph", *(str(a) for a in args)], catch_exceptions=False)
+    return CliRunner().invoke(cli, ["graph", *(str(a) for a in args)], catch_exceptions=False)
 
 
 def test_json_to_stdout() -> None:
@@ -96,7 +97,7 @@ def test_png_to_a_file_and_to_a_pipe(tmp_path: Path) -> None:
 
 
 def test_png_to_a_terminal_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli_module, "_stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(graph_command, "_stdout_is_terminal", lambda: True)
     result = run(TICKETING, "--format", "png")
     assert result.exit_code == 2
     assert "-o FILE" in result.stderr
