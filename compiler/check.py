@@ -27,7 +27,7 @@ from xml.etree import ElementTree
 
 from compiler import ir
 from compiler.diagnostics import Diagnostic
-from compiler.lower import LINE_LENGTH, ruff_binary
+from compiler.lower.formatting import LINE_LENGTH, ruff_binary
 
 RUFF_RULES = "E,F,W,I,UP,B,C4"
 """envc's own rule selection, checked on top of ruff's default rule set (what `ruff check

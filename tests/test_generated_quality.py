@@ -27,8 +27,9 @@ from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_source
 from compiler.check import write_tree
-from compiler.lower import docstring, lower, ruff_binary
-from compiler.lower.pycode import py_str
+from compiler.lower import lower
+from compiler.lower.formatting import ruff_binary
+from compiler.lower.literals import docstring, py_str
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = sorted(path.parent for path in (ROOT / "generated").glob("*/environment.py"))

@@ -207,7 +207,8 @@ def check_draft(text: str, target: Path, profile: Profile, display: str, qc: boo
     if not qc:
         return DraftCheck("")
     from compiler import check as qc_
-    from compiler.lower import LoweringError, lower
+    from compiler.lower import lower
+    from compiler.lower.errors import LoweringError
 
     env = analysis.environment
     try:

@@ -274,7 +274,8 @@ def _analysed(spec: Path, result: SpecResult) -> AnalysisResult | None:
 
 def _lowered(spec: Path, analysis: AnalysisResult, extra_inputs: list[str], result: SpecResult) -> qc.Package | None:
     from compiler import check as qc
-    from compiler.lower import LoweringError, lower
+    from compiler.lower import lower
+    from compiler.lower.errors import LoweringError
 
     env = analysis.environment
     assert env is not None

@@ -214,7 +214,8 @@ def _check_spec(
     if not ctx.qc:
         return check, []
     from compiler import check as qc
-    from compiler.lower import LoweringError, lower
+    from compiler.lower import lower
+    from compiler.lower.errors import LoweringError
 
     assert check.analysis is not None and check.analysis.environment is not None
     env = check.analysis.environment

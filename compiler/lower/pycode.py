@@ -15,10 +15,10 @@ from compiler import ir, library
 from compiler.ir import typesys as ts
 from compiler.ir.tree import is_state_attr
 from compiler.lower import idioms
-from compiler.lower.converters import JsonConverters, copy_expr, flat_record, json_expr
-from compiler.lower.idioms import walk_statements
-from compiler.lower.literals import escape_invisible, py_str, py_value, typed_literal, typed_value
+from compiler.lower.converters import copy_expr
+from compiler.lower.literals import const_json, py_str, typed_literal
 from compiler.lower.pynames import PythonNames
+from compiler.lower.pytypes import TypeNames
 
 DEPTH = "_depth"
 """The parameter of a recursive helper counting how deep its call cycle is: a spec's
@@ -60,41 +60,6 @@ _NEGATED = {
     "is": "is not",
     "is not": "is",
 }
-
-
-@dataclass
-class TypeNames:
-    """How IR types are spelled in the generated module."""
-
-    enums: dict[str, ir.EnumDecl]
-    records: dict[str, ir.RecordDecl]
-
-    def py(self, ty: ir.TypeRef) -> str:
-        name = ty.name
-        simple = {
-            "str": "str",
-            "int": "int",
-            "float": "float",
-            "number": "float",  # PEP 484: `float` accepts an int too, which a number keeps as is
-            "bool": "bool",
-            "datetime": "str",
-            "date": "str",
-            "time": "str",
-            "json": "Any",
-            "any": "Any",
-            "None": "None",
-        }
-        if name in simple:
-            return simple[name]
-        if name == "list":
-            return f"list[{self.py(ty.args[0])}]"
-        if name == "map":
-            return f"dict[{self.py(ty.args[0])}, {self.py(ty.args[1])}]"
-        if name == "set":
-            return f"set[{self.py(ty.args[0])}]"
-        if name == "optional":
-            return f"{self.py(ty.args[0])} | None"
-        return name
 
 
 @dataclass
@@ -967,37 +932,6 @@ def _record_defaults(env: ir.Environment) -> dict[str, dict[str, object]]:
         values: dict[str, object] = {}
         for f in record.fields:
             if f.default is not None:
-                values[f.name] = _const_json(f.default)
+                values[f.name] = const_json(f.default)
         defaults[record.name] = values
     return defaults
-
-
-def _const_json(e: ir.Expr) -> object:
-    if isinstance(e, ir.Const):
-        return e.value
-    if isinstance(e, ir.Unary) and isinstance(e.operand, ir.Const) and isinstance(e.operand.value, (int, float)):
-        return -e.operand.value
-    if isinstance(e, ir.Attr):
-        return e.name
-    if isinstance(e, ir.ListLit):
-        return [_const_json(i) for i in e.items]
-    if isinstance(e, ir.MapLit):
-        return {_const_json(x.key): _const_json(x.value) for x in e.entries}
-    raise AssertionError("record defaults are literals (the analyser checks this)")
-
-
-__all__ = [
-    "Emitter",
-    "JsonConverters",
-    "Scope",
-    "TypeNames",
-    "copy_expr",
-    "escape_invisible",
-    "json_expr",
-    "flat_record",
-    "py_str",
-    "py_value",
-    "typed_literal",
-    "typed_value",
-    "walk_statements",
-]

@@ -662,7 +662,8 @@ def prepare(specs: Sequence[Path], root: Path, scratch: Path, llm: EdgeOptions |
     from compiler.build import pipeline
     from compiler.check import write_tree
     from compiler.diagnostics import Diagnostic, has_errors
-    from compiler.lower import LoweringError, lower
+    from compiler.lower import lower
+    from compiler.lower.errors import LoweringError
 
     prepared = Prepared(weights=tool_graphs.load_weights(root))
     weights = prepared.weights
