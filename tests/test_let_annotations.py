@@ -20,7 +20,7 @@ from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_source
 from compiler.lower import lower
-from compiler.lower.pycode import Emitter
+from compiler.lower.statements import StatementEmitter
 
 SPEC_PATH = "specs/annotations.envspec"
 
@@ -164,7 +164,7 @@ def test_the_package_passes_mypy_strict_and_its_tests(environment: ir.Environmen
 def test_without_the_fix_mypy_refuses_those_tools(environment: ir.Environment, monkeypatch: pytest.MonkeyPatch) -> None:
     """The spec covers the bug: with annotations written as before issue 14, mypy fails on
     exactly the tools the fix is for."""
-    monkeypatch.setattr(Emitter, "_declared_differs", lambda self, declared, value: False)
+    monkeypatch.setattr(StatementEmitter, "_declared_differs", lambda self, declared, value: False)
     files = lower(environment, SPEC_PATH)
     result = qc.check_packages([qc.Package(env=environment, name="annotations", files=files)], dynamic=False)
     findings = [f for f in result["annotations"].findings if f.tool == "mypy"]

@@ -49,6 +49,7 @@ from compiler.lower.literals import (
 from compiler.lower.pycode import DEPTH, HELPER_DEPTH, Emitter, EnvTables, Scope
 from compiler.lower.pynames import names_of as _names_of
 from compiler.lower.splice import splice_bodies
+from compiler.lower.statements import StatementEmitter
 
 
 def templates_dir() -> Path:
@@ -477,7 +478,7 @@ class _Builder:
         tool = self.tables.python_names.renamed(tool)
         recursion = frozenset(tool.recursion if isinstance(tool, ir.FnDecl) else ())
         scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)}, recursion=recursion)
-        emitter = Emitter(self.env, scope, self.tables)
+        emitter = StatementEmitter(self.env, scope, self.tables)
         for param in tool.params:
             scope.annotated.add(param.name)
         returns = [s for s in walk_statements(tool.body) if isinstance(s, ir.Return)]
