@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from compiler.analyse import analyse_file, analyse_source
-from compiler.check import write_tree
+from compiler.check.package import write_tree
 from compiler.lower import lower
 from compiler.synth import tasks
 from compiler.synth.sample import SampleEnv, import_package, load_env

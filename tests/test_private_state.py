@@ -13,8 +13,9 @@ from types import ModuleType
 import pytest
 from lowered import imported_package, lowered_files
 
-from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
+from compiler.check import check_packages
+from compiler.check.package import Package
 from compiler.library import builtins as bi
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "private" / "private_state.envspec"
@@ -47,7 +48,7 @@ def test_which_names_are_private() -> None:
 def test_full_qc_passes(files: dict[str, str]) -> None:
     result = analyse_file(SPEC)
     assert result.environment is not None
-    checked = qc.check_packages([qc.Package(env=result.environment, name="private_state", files=files)], dynamic=True)
+    checked = check_packages([Package(env=result.environment, name="private_state", files=files)], dynamic=True)
     outcome = checked["private_state"]
     assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from compiler.analyse import analyse_file
-from compiler.check import write_tree
+from compiler.check.package import write_tree
 from compiler.lower import lower
 from compiler.synth import export
 from compiler.synth.sample import import_package
