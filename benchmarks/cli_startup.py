@@ -42,7 +42,7 @@ CHANGED = (
     "compiler/cli/__init__.py",
     "compiler/front/parse.py",
     "compiler/front/load.py",
-    "compiler/check.py",
+    "compiler/check/__init__.py",
     "compiler/build/pipeline.py",
     "compiler/analyse/context.py",
     "compiler/analyse/symbols.py",

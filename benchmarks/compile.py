@@ -270,9 +270,12 @@ def whole_set(bench: Bench, reps: int, qc_reps: int) -> dict[str, list[float]]:
 
 
 def stages(bench: Bench, reps: int) -> dict[str, list[float]]:
-    """Each check alone, on the lowered packages of the whole set (uses private helpers
-    of compiler.check)."""
-    from compiler import check as qc
+    """Each check alone, on the lowered packages of the whole set (uses the parts of
+    compiler.check that its driver runs)."""
+    from compiler.check.dynamic import run_tests
+    from compiler.check.package import CheckResult, Package, write_tree
+    from compiler.check.rules import ast_rules
+    from compiler.check.static import mypy_findings, ruff_findings
 
     packages = []
     for spec in bench.specs:
@@ -281,31 +284,31 @@ def stages(bench: Bench, reps: int) -> dict[str, list[float]]:
         env = analyse_file(spec).environment
         assert env is not None
         packages.append(
-            qc.Package(env=env, name=env.header.name, files=lower(env, project_facts.display_path(spec, bench.project)))
+            Package(env=env, name=env.header.name, files=lower(env, project_facts.display_path(spec, bench.project)))
         )
     root = bench.fresh("tree")
     for package in packages:
-        qc.write_tree(root / package.name, package.files)
+        write_tree(root / package.name, package.files)
     row: dict[str, list[float]] = {}
     say("  checks: ruff")
-    row["ruff (check + format --check)"] = timed(lambda: list(qc._ruff(root, packages)), reps)
+    row["ruff (check + format --check)"] = timed(lambda: list(ruff_findings(root, packages)), reps)
     say("  checks: mypy")
     cold = []
     for _ in range(min(reps, 3)):
         with cache_home(bench.fresh("cache")):
-            cold += timed(lambda: list(qc._mypy(root, packages)), 1)
+            cold += timed(lambda: list(mypy_findings(root, packages)), 1)
     row["mypy --strict, cold cache"] = cold
     with cache_home(bench.fresh("cache")):
-        list(qc._mypy(root, packages))
-        row["mypy --strict, warm cache"] = timed(lambda: list(qc._mypy(root, packages)), reps)
+        list(mypy_findings(root, packages))
+        row["mypy --strict, warm cache"] = timed(lambda: list(mypy_findings(root, packages)), reps)
     say("  checks: AST rules")
-    row["AST rules"] = timed(lambda: [qc.ast_rules(p) for p in packages], reps)
+    row["AST rules"] = timed(lambda: [ast_rules(p) for p in packages], reps)
     say("  checks: pytest")
 
     def each_package() -> None:
         for package in packages:
-            result = qc.CheckResult()
-            qc._run_tests(root, package, result)
+            result = CheckResult()
+            run_tests(root, package, result)
             assert result.dynamic_ok, result.findings[:1]
 
     def one_process() -> None:

@@ -40,8 +40,9 @@ for folder in (ROOT, ROOT / "benchmarks"):
 
 import frontend  # noqa: E402
 
-from compiler import check as qc  # noqa: E402
 from compiler.analyse import analyse_loaded  # noqa: E402
+from compiler.check import check_packages  # noqa: E402
+from compiler.check.package import Package, write_tree  # noqa: E402
 from compiler.front.load import Loaded  # noqa: E402
 from compiler.front.parse import parse_source  # noqa: E402
 from compiler.lower import lower  # noqa: E402
@@ -74,9 +75,9 @@ def best_of(
     return best, value
 
 
-def call_latency(package: qc.Package, scratch: Path) -> tuple[float, float]:
+def call_latency(package: Package, scratch: Path) -> tuple[float, float]:
     """µs per `env.call` of a read and of a write tool of block 0."""
-    qc.write_tree(scratch / package.name, package.files)
+    write_tree(scratch / package.name, package.files)
     if str(scratch) not in sys.path:
         sys.path.insert(0, str(scratch))
     module = importlib.import_module(package.name)
@@ -108,11 +109,11 @@ def measure(blocks: int, runs: int, with_qc: bool, scratch: Path) -> dict[str, f
     env = analysis.environment
     assert env is not None, analysis.diagnostics[:3]
     figures["lower s"], files = best_of(runs, lambda _: lower(env, path))
-    package = qc.Package(env=env, name=env.header.name, files=files)
+    package = Package(env=env, name=env.header.name, files=files)
     if with_qc:
-        qc.check_packages([package], dynamic=False)  # warm mypy's cache for this package
+        check_packages([package], dynamic=False)  # warm mypy's cache for this package
         figures["static QC wall s"], _ = best_of(
-            runs, lambda _: qc.check_packages([package], dynamic=False), clock=time.perf_counter
+            runs, lambda _: check_packages([package], dynamic=False), clock=time.perf_counter
         )
     figures["read call µs"], figures["write call µs"] = call_latency(package, scratch)
     return figures

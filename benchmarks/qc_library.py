@@ -55,18 +55,30 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a source checkout
     sys.path.insert(0, str(ROOT))
 
-from compiler import check as qc  # noqa: E402
 from compiler.analyse import analyse_file  # noqa: E402
+from compiler.check import check_packages, check_tree  # noqa: E402
+from compiler.check.dynamic import finish_tests_together, run_tests, start_tests_together  # noqa: E402
+from compiler.check.package import CheckResult, Package, write_tree  # noqa: E402
+from compiler.check.rules import (  # noqa: E402
+    ast_rules,
+    nodes_of,
+    rule_declared_effects,
+    rule_forbidden_calls,
+    rule_imports,
+    rule_no_bare_except,
+    rule_state_copied,
+    rule_tool_parity,
+)
 from compiler.lower import lower  # noqa: E402
 
 
-def package_of(spec: Path) -> qc.Package:
+def package_of(spec: Path) -> Package:
     analysis = analyse_file(spec)
     env = analysis.environment
     if env is None:
         raise SystemExit(f"{spec} does not analyse: {analysis.diagnostics[0].message}")
     files = lower(env, str(spec.relative_to(ROOT)))
-    return qc.Package(env=env, name=env.header.name, files=files)
+    return Package(env=env, name=env.header.name, files=files)
 
 
 def timed(function: Callable[[], Any]) -> float:
@@ -75,61 +87,61 @@ def timed(function: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
-def tests_per_package(packages: list[qc.Package]) -> None:
-    with qc._check_tree() as root:
+def tests_per_package(packages: list[Package]) -> None:
+    with check_tree() as root:
         for package in packages:
-            qc.write_tree(root / package.name, package.files)
+            write_tree(root / package.name, package.files)
         for package in packages:
-            result = qc.CheckResult()
-            qc._run_tests(root, package, result)
+            result = CheckResult()
+            run_tests(root, package, result)
             assert result.dynamic_ok, (package.name, [f.message for f in result.findings][:3])
 
 
-def tests_together(packages: list[qc.Package]) -> None:
-    with qc._check_tree() as root:
+def tests_together(packages: list[Package]) -> None:
+    with check_tree() as root:
         for package in packages:
-            qc.write_tree(root / package.name, package.files)
-        results = qc._finish_tests_together(qc._start_tests_together(root, packages), root, packages)
+            write_tree(root / package.name, package.files)
+        results = finish_tests_together(start_tests_together(root, packages), root, packages)
         assert results is not None and all(r.dynamic_ok for r in results.values())
 
 
-def ast_rules_walking_each(packages: list[qc.Package]) -> None:
+def ast_rules_walking_each(packages: list[Package]) -> None:
     """The rules as before: `nodes_of` not shared, so each rule walks the file again."""
     for package in packages:
         for relative, text in package.files.items():
             if relative.endswith(".py"):
                 tree = ast.parse(text)
-                for rule in (qc.rule_imports, qc.rule_no_bare_except):
-                    qc.nodes_of.cache_clear()
+                for rule in (rule_imports, rule_no_bare_except):
+                    nodes_of.cache_clear()
                     rule(relative, tree)
                 if relative == "environment.py":
-                    for rule in (qc.rule_forbidden_calls, qc.rule_state_copied):
-                        qc.nodes_of.cache_clear()
+                    for rule in (rule_forbidden_calls, rule_state_copied):
+                        nodes_of.cache_clear()
                         rule(relative, tree)
-                    qc.rule_tool_parity(relative, tree, package.env)
-                    qc.rule_declared_effects(relative, tree, package.env)
+                    rule_tool_parity(relative, tree, package.env)
+                    rule_declared_effects(relative, tree, package.env)
 
 
-def ast_rules_shared_walk(packages: list[qc.Package]) -> None:
+def ast_rules_shared_walk(packages: list[Package]) -> None:
     for package in packages:
-        qc.ast_rules(package)
+        ast_rules(package)
 
 
-def static_checks(packages: list[qc.Package]) -> None:
-    qc.check_packages(packages, dynamic=False)
+def static_checks(packages: list[Package]) -> None:
+    check_packages(packages, dynamic=False)
 
 
-def lower_all(specs: list[Path]) -> list[qc.Package]:
+def lower_all(specs: list[Path]) -> list[Package]:
     return [package_of(spec) for spec in specs]
 
 
-def checks_one_after_another(packages: list[qc.Package]) -> None:
+def checks_one_after_another(packages: list[Package]) -> None:
     static_checks(packages)
     tests_per_package(packages)
 
 
-def checks_as_compile_runs_them(packages: list[qc.Package]) -> None:
-    results = qc.check_packages(packages, dynamic=True)
+def checks_as_compile_runs_them(packages: list[Package]) -> None:
+    results = check_packages(packages, dynamic=True)
     assert all(r.static_ok and r.dynamic_ok for r in results.values())
 
 

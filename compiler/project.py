@@ -1,6 +1,6 @@
 """Facts about the project envc works in and about envc itself, shared by every stage:
-where the project's root and output folder are, how a path is shown, and the compiler's
-fingerprint (which parts of envc shape its output).
+where the project's root and output folder are, where envc keeps its cache, how a path is
+shown, and the compiler's fingerprint (which parts of envc shape its output).
 
 It sits below every stage (the parse cache keys on the fingerprint, the LLM layer and the
 commands show paths), so it imports nothing of the compiler.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import tomllib
 from pathlib import Path
 
@@ -42,6 +43,11 @@ def configured_output(root: Path) -> Path:
 
 def default_specs(root: Path) -> list[Path]:
     return sorted((root / "specs").glob(f"*{SPEC_SUFFIX}"))
+
+
+def cache_folder() -> Path:
+    """envc's cache, outside any project: `$XDG_CACHE_HOME/envc` (`~/.cache/envc`)."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "envc"
 
 
 FINGERPRINT_EXCLUDED = frozenset(

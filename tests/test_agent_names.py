@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from lowered import environment_module, lowered_files
 
-from compiler import check as qc
 from compiler.analyse import analyse_file
 from compiler.build.packages import import_package
-from compiler.check import write_tree
+from compiler.check import check_packages
+from compiler.check.package import Package, write_tree
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "agent_names" / "agent_names.envspec"
 PARAMS = ["state", "from", "class", "json", "env", "key_1", "self", "max"]
@@ -36,7 +36,7 @@ def module(files: dict[str, str]) -> types.ModuleType:
 def test_full_qc_passes(files: dict[str, str]) -> None:
     result = analyse_file(SPEC)
     assert result.environment is not None
-    checked = qc.check_packages([qc.Package(env=result.environment, name="agent_names", files=files)], dynamic=True)
+    checked = check_packages([Package(env=result.environment, name="agent_names", files=files)], dynamic=True)
     outcome = checked["agent_names"]
     assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings
 

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_source
-from compiler.check import write_tree
+from compiler.check import check_packages
+from compiler.check.package import Package, write_tree
 from compiler.front.fmt import format_source
 from compiler.ir import typesys as ts
 from compiler.lower import lower
@@ -237,10 +237,10 @@ def test_generated_code_passes_ruff_mypy_strict_and_its_tests(
     plain_files: dict[str, str],
 ) -> None:
     packages = [
-        qc.Package(env=environment, name="more_builtins", files=files),
-        qc.Package(env=plain_environment, name="plain_floats", files=plain_files),
+        Package(env=environment, name="more_builtins", files=files),
+        Package(env=plain_environment, name="plain_floats", files=plain_files),
     ]
-    results = qc.check_packages(packages, dynamic=True)
+    results = check_packages(packages, dynamic=True)
     for name, result in results.items():
         assert result.findings == [], [f"{name}: {f.tool} {f.file}:{f.line} {f.message}" for f in result.findings]
         assert result.static_ok and result.dynamic_ok and result.tests_failed == 0, name

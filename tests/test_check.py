@@ -1,4 +1,4 @@
-"""Quality control of generated packages (`compiler/check.py`).
+"""Quality control of generated packages (`compiler/check/`).
 
 AST rules: one fixture per rule in `tests/fixtures/ast_rules/<rule>.py`, a small modified
 copy of a real generated `environment.py`; every line that must be reported carries a
@@ -22,9 +22,13 @@ from typing import Any
 import pytest
 from refresh_golden import analysed_environment
 
-from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_source
+from compiler.check import check_packages, dynamic, rules
+from compiler.check.dynamic import DYNAMIC_MEMORY_BYTES, limit_memory
+from compiler.check.package import Finding, Package
+from compiler.check.positions import spec_position, to_diagnostics
+from compiler.check.rules import ast_rules, rule_imports
 from compiler.lower import lower
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,8 +41,8 @@ COMMITTED = {
 CHECKED = ["ticketing", "team_calendar"]
 """The committed packages checked here (test_generated_up_to_date.py keeps all current)."""
 EXPECT = re.compile(r"#\s*expect:\s*(?P<message>.+?)\s*$")
-RULES: dict[str, Callable[..., list[qc.Finding]]] = {
-    name: fn for name, fn in inspect.getmembers(qc, inspect.isfunction) if name.startswith("rule_")
+RULES: dict[str, Callable[..., list[Finding]]] = {
+    name: fn for name, fn in inspect.getmembers(rules, inspect.isfunction) if name.startswith("rule_")
 }
 # Rules that need nothing but the module: run on every fixture, they must stay silent
 # except on their own fixture (each fixture breaks exactly one rule).
@@ -118,7 +122,7 @@ def mini_env() -> ir.Environment:
 
 
 @pytest.fixture(scope="module")
-def shipped() -> dict[str, qc.Package]:
+def shipped() -> dict[str, Package]:
     """The checked committed packages, with the analysed environment of their spec."""
     packages = {}
     for name in CHECKED:
@@ -129,7 +133,7 @@ def shipped() -> dict[str, qc.Package]:
             for p in sorted(folder.rglob("*"))
             if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith(".")
         }
-        packages[name] = qc.Package(env=analysed_environment(spec), name=name, files=files)
+        packages[name] = Package(env=analysed_environment(spec), name=name, files=files)
     return packages
 
 
@@ -141,7 +145,7 @@ def expected_findings(text: str) -> list[tuple[int, str]]:
     ]
 
 
-def run_rule(name: str, text: str, env: ir.Environment) -> list[qc.Finding]:
+def run_rule(name: str, text: str, env: ir.Environment) -> list[Finding]:
     rule = RULES[name]
     tree = ast.parse(text)
     if len(inspect.signature(rule).parameters) == 3:
@@ -223,7 +227,7 @@ def test_fixture_breaks_no_other_rule(rule: str, mini_env: ir.Environment) -> No
 def test_mini_spec_lowers_to_a_package_without_findings(mini_env: ir.Environment) -> None:
     """The unmodified code the tool-dependent fixtures were cut from is clean."""
     files = lower(mini_env, "specs/mini.envspec")
-    assert qc.ast_rules(qc.Package(env=mini_env, name="mini_desk", files=files)) == []
+    assert ast_rules(Package(env=mini_env, name="mini_desk", files=files)) == []
     tools = [t.name for t in mini_env.tools]
     parity = (FIXTURES / "rule_tool_parity.py").read_text(encoding="utf-8")
     for name in tools:
@@ -241,30 +245,30 @@ def test_forbidden_calls_fixture_covers_the_brief() -> None:
 
 def test_imports_are_allowed_per_file() -> None:
     tree = ast.parse("import os\nimport tempfile\nimport pytest\n")
-    assert [f.line for f in qc.rule_imports("sessions.py", tree)] == [3]
-    assert [f.line for f in qc.rule_imports("environment.py", tree)] == [1, 2, 3]
-    assert [f.line for f in qc.rule_imports("tests/test_environment.py", tree)] == [1, 2]
-    assert qc.rule_imports("sessions.py", ast.parse("from .environment import Environment\n")) == []
+    assert [f.line for f in rule_imports("sessions.py", tree)] == [3]
+    assert [f.line for f in rule_imports("environment.py", tree)] == [1, 2, 3]
+    assert [f.line for f in rule_imports("tests/test_environment.py", tree)] == [1, 2]
+    assert rule_imports("sessions.py", ast.parse("from .environment import Environment\n")) == []
 
 
-def test_shipped_packages_have_no_ast_findings(shipped: dict[str, qc.Package]) -> None:
+def test_shipped_packages_have_no_ast_findings(shipped: dict[str, Package]) -> None:
     assert list(shipped) == CHECKED
     for package in shipped.values():
         assert {"environment.py", "sessions.py", "tests/test_environment.py"} <= set(package.files)
-        assert qc.ast_rules(package) == [], package.name
+        assert ast_rules(package) == [], package.name
 
 
-def test_unparsable_file_is_one_finding(shipped: dict[str, qc.Package]) -> None:
+def test_unparsable_file_is_one_finding(shipped: dict[str, Package]) -> None:
     package = shipped["ticketing"]
     files = {**package.files, "sessions.py": package.files["sessions.py"] + "\ndef broken(:\n"}
-    findings = qc.ast_rules(qc.Package(env=package.env, name="ticketing", files=files))
+    findings = ast_rules(Package(env=package.env, name="ticketing", files=files))
     assert [(f.file, f.message.startswith("does not parse")) for f in findings] == [("sessions.py", True)]
 
 
 # --------------------------------------------------------------------------- check_packages end to end
 
 
-def broken_static(package: qc.Package) -> tuple[qc.Package, dict[str, tuple[str, int]]]:
+def broken_static(package: Package) -> tuple[Package, dict[str, tuple[str, int]]]:
     """The ticketing package with one mypy, one ruff and one AST finding, each in another
     tool; returns it and, per checker, (tool, line in environment.py)."""
     text = package.files["environment.py"]
@@ -281,13 +285,13 @@ def broken_static(package: qc.Package) -> tuple[qc.Package, dict[str, tuple[str,
     }
     assert {mypy_line, ruff_line, ast_line} and all(line > 0 for _, line in where.values())
     files = {**package.files, "environment.py": text}
-    return qc.Package(env=package.env, name="broken_ticketing", files=files), where
+    return Package(env=package.env, name="broken_ticketing", files=files), where
 
 
-def test_check_packages_static_findings_map_to_tool_lines(shipped: dict[str, qc.Package]) -> None:
+def test_check_packages_static_findings_map_to_tool_lines(shipped: dict[str, Package]) -> None:
     broken, where = broken_static(shipped["ticketing"])
     real = [shipped[name] for name in CHECKED]
-    results = qc.check_packages([*real, broken], dynamic=False)
+    results = check_packages([*real, broken], dynamic=False)
     assert set(results) == {*CHECKED, "broken_ticketing"}
     for package in real:
         result = results[package.name]
@@ -303,7 +307,7 @@ def test_check_packages_static_findings_map_to_tool_lines(shipped: dict[str, qc.
     assert found["ruff"].message.startswith("F841 ")
     assert found["ast"].message == "call of `print` is forbidden in an environment"
 
-    diagnostics = qc.to_diagnostics(broken, result)
+    diagnostics = to_diagnostics(broken, result)
     assert len(diagnostics) == 3
     decls = {t.name: t for t in broken.env.tools}
     for finding, diagnostic in zip(result.findings, diagnostics):
@@ -316,47 +320,47 @@ def test_check_packages_static_findings_map_to_tool_lines(shipped: dict[str, qc.
         assert diagnostic.message.startswith(f"{finding.tool}: ")
 
 
-def test_a_finding_is_reported_again_on_the_next_run(shipped: dict[str, qc.Package]) -> None:
+def test_a_finding_is_reported_again_on_the_next_run(shipped: dict[str, Package]) -> None:
     """mypy replays a cached error for an unchanged module: it must still be mapped."""
     broken, where = broken_static(shipped["ticketing"])
-    broken = qc.Package(env=broken.env, name="broken_again", files=broken.files)
-    runs = [qc.check_packages([broken], dynamic=False)["broken_again"] for _ in range(2)]
+    broken = Package(env=broken.env, name="broken_again", files=broken.files)
+    runs = [check_packages([broken], dynamic=False)["broken_again"] for _ in range(2)]
     for result in runs:
         assert [(f.tool, f.line) for f in result.findings if f.tool == "mypy"] == [("mypy", where["mypy"][1])]
 
 
-def test_check_packages_runs_the_generated_tests(shipped: dict[str, qc.Package]) -> None:
+def test_check_packages_runs_the_generated_tests(shipped: dict[str, Package]) -> None:
     package = shipped["ticketing"]
     # A behaviour bug no static check can see: closing leaves the ticket resolved.
     text, _ = replace_in_method(
         package.files["environment.py"], "close_ticket", '"status"] = "closed"', '"status"] = "resolved"'
     )
-    broken = qc.Package(env=package.env, name="ticketing", files={**package.files, "environment.py": text})
-    result = qc.check_packages([broken], dynamic=True)["ticketing"]
+    broken = Package(env=package.env, name="ticketing", files={**package.files, "environment.py": text})
+    result = check_packages([broken], dynamic=True)["ticketing"]
     assert result.static_ok, [vars(f) for f in result.findings]
     assert not result.dynamic_ok
     assert result.tests_failed >= 1 and result.tests_passed >= 50
     failures = [f for f in result.findings if f.tool == "pytest"]
     assert failures and all(f.message.startswith("FAILED ") for f in failures)
-    diagnostics = qc.to_diagnostics(broken, result)
+    diagnostics = to_diagnostics(broken, result)
     assert len(diagnostics) == len(failures) and {d.code for d in diagnostics} == {"E6002"}
     for diagnostic in diagnostics:
         assert Path(diagnostic.path).suffix == ".envspec" and diagnostic.line >= 1
 
 
 def test_check_packages_with_nothing_to_check() -> None:
-    assert qc.check_packages([]) == {}
+    assert check_packages([]) == {}
 
 
 # --------------------------------------------------------------------------- mapping to the spec
 
 
-def test_spec_position_of_tools_helpers_tests_and_module_code(shipped: dict[str, qc.Package]) -> None:
+def test_spec_position_of_tools_helpers_tests_and_module_code(shipped: dict[str, Package]) -> None:
     package = shipped["ticketing"]
     env = package.env
 
     def position(file: str, line: int) -> tuple[str, int, int]:
-        return qc.spec_position(package, qc.Finding("mypy", file, line, "x"))
+        return spec_position(package, Finding("mypy", file, line, "x"))
 
     tree = ast.parse(package.files["environment.py"])
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Environment")
@@ -382,7 +386,7 @@ def test_spec_position_of_tools_helpers_tests_and_module_code(shipped: dict[str,
     assert (
         position("environment.py", line_of(package.files["environment.py"], "class DomainError(Exception):")) == header
     )
-    assert qc.spec_position(package, qc.Finding("pytest", "tests/test_environment.py", 0, "x")) == header
+    assert spec_position(package, Finding("pytest", "tests/test_environment.py", 0, "x")) == header
 
 
 @pytest.mark.parametrize(
@@ -395,7 +399,7 @@ def test_spec_position_of_tools_helpers_tests_and_module_code(shipped: dict[str,
     ],
 )
 def test_pytest_summary_counts(summary: str, passed: int, failed: int) -> None:
-    counted: dict[str, Any] = {word: qc._count(summary, word) for word in ("passed", "failed", "error")}
+    counted: dict[str, Any] = {word: dynamic._count(summary, word) for word in ("passed", "failed", "error")}
     assert counted["passed"] == passed
     assert counted["failed"] + counted["error"] == failed
 
@@ -405,27 +409,27 @@ def test_generated_tests_run_with_a_memory_limit() -> None:
     import subprocess
     import sys
 
-    grab = f"bytearray({qc.DYNAMIC_MEMORY_BYTES + 2**30})"
+    grab = f"bytearray({DYNAMIC_MEMORY_BYTES + 2**30})"
     done = subprocess.run(
-        [sys.executable, "-c", grab], capture_output=True, text=True, preexec_fn=qc.limit_memory, timeout=60
+        [sys.executable, "-c", grab], capture_output=True, text=True, preexec_fn=limit_memory, timeout=60
     )
     assert done.returncode != 0 and "MemoryError" in done.stderr
 
 
-def _closing_bug(package: qc.Package, name: str) -> qc.Package:
+def _closing_bug(package: Package, name: str) -> Package:
     """The package under another name with a bug only its generated tests see."""
     text, _ = replace_in_method(
         package.files["environment.py"], "close_ticket", '"status"] = "closed"', '"status"] = "resolved"'
     )
-    return qc.Package(env=package.env, name=name, files={**package.files, "environment.py": text})
+    return Package(env=package.env, name=name, files={**package.files, "environment.py": text})
 
 
-def test_packages_tested_together_keep_their_own_verdicts(shipped: dict[str, qc.Package]) -> None:
+def test_packages_tested_together_keep_their_own_verdicts(shipped: dict[str, Package]) -> None:
     """One pytest process runs every package's tests; each package still gets its own
     counts and only its own failures, worded as a run of it alone words them."""
     good = shipped["ticketing"]
     broken = _closing_bug(good, "ticketing_broken")
-    results = qc.check_packages([good, broken], dynamic=True)
+    results = check_packages([good, broken], dynamic=True)
     assert results["ticketing"].dynamic_ok and results["ticketing"].tests_failed == 0
     assert results["ticketing"].tests_passed >= 50
     assert not [f for f in results["ticketing"].findings if f.tool == "pytest"]
@@ -436,15 +440,15 @@ def test_packages_tested_together_keep_their_own_verdicts(shipped: dict[str, qc.
     assert messages and all(m.startswith("FAILED tests/test_environment.py::") for m in messages)
 
 
-def test_a_test_run_that_dies_is_run_again_per_package(shipped: dict[str, qc.Package]) -> None:
+def test_a_test_run_that_dies_is_run_again_per_package(shipped: dict[str, Package]) -> None:
     """A package whose tests kill the process leaves no report: each package is then
     run alone, so only that package fails."""
     good = shipped["ticketing"]
     tests = (
         good.files["tests/test_environment.py"] + "\n\ndef test_exits() -> None:\n    import os\n\n    os._exit(9)\n"
     )
-    dying = qc.Package(env=good.env, name="ticketing_dies", files={**good.files, "tests/test_environment.py": tests})
-    results = qc.check_packages([good, dying], dynamic=True)
+    dying = Package(env=good.env, name="ticketing_dies", files={**good.files, "tests/test_environment.py": tests})
+    results = check_packages([good, dying], dynamic=True)
     assert results["ticketing"].dynamic_ok and results["ticketing"].tests_passed >= 50
     assert not results["ticketing_dies"].dynamic_ok
     assert [f.tool for f in results["ticketing_dies"].findings if f.tool == "pytest"] == ["pytest"]
@@ -478,16 +482,16 @@ def test_a_failure_inside_a_spec_test_maps_to_its_step() -> None:
     spec step whose statement holds it, and any other line to the test itself."""
     result = analyse_source(STEPS_SPEC, "steps.envspec")
     assert result.environment is not None, result.diagnostics
-    package = qc.Package(env=result.environment, name="steps", files=lower(result.environment, "steps.envspec"))
+    package = Package(env=result.environment, name="steps", files=lower(result.environment, "steps.envspec"))
     text = package.files["tests/test_environment.py"]
     run = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "run_bumping")
     statements = run.body[2:-1]  # docstring, `state = env.view()`, ..., `del state`
     failed = "FAILED tests/test_environment.py::test_bumping - assert 7 == 8"
     spec_lines = [17, 18, 19]
     for statement, line in zip(statements, spec_lines, strict=True):
-        finding = qc.Finding("pytest", "tests/test_environment.py", statement.lineno, failed)
-        assert qc.spec_position(package, finding) == ("steps.envspec", line, 5)
+        finding = Finding("pytest", "tests/test_environment.py", statement.lineno, failed)
+        assert spec_position(package, finding) == ("steps.envspec", line, 5)
     test = result.environment.tests[0]
     for line in (0, run.lineno):  # no traceback line, or the def line: the test's header
-        finding = qc.Finding("pytest", "tests/test_environment.py", line, failed)
-        assert qc.spec_position(package, finding) == ("steps.envspec", test.line, test.col)
+        finding = Finding("pytest", "tests/test_environment.py", line, failed)
+        assert spec_position(package, finding) == ("steps.envspec", test.line, test.col)

@@ -29,10 +29,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler import check as qc
 from compiler import ir
 from compiler.analyse import AnalysisResult, analyse_file, analyse_source
-from compiler.check import write_tree
+from compiler.check import check_packages
+from compiler.check.package import Package, write_tree
 from compiler.front.fmt import format_source
 from compiler.ir import typesys as ts
 from compiler.lower import lower
@@ -365,10 +365,10 @@ def test_generated_code_passes_ruff_mypy_strict_and_its_tests(
     plain_files: dict[str, str],
 ) -> None:
     packages = [
-        qc.Package(env=environment, name="coll_rng", files=files),
-        qc.Package(env=plain_environment, name="plain_dice", files=plain_files),
+        Package(env=environment, name="coll_rng", files=files),
+        Package(env=plain_environment, name="plain_dice", files=plain_files),
     ]
-    results = qc.check_packages(packages, dynamic=True)
+    results = check_packages(packages, dynamic=True)
     for name, result in results.items():
         assert result.findings == [], [f"{name}: {f.tool} {f.file}:{f.line} {f.message}" for f in result.findings]
         assert result.static_ok and result.dynamic_ok, name

@@ -13,7 +13,7 @@ import pytest
 
 from compiler.analyse import analyse_file, analyse_source
 from compiler.build.packages import import_package
-from compiler.check import write_tree
+from compiler.check.package import write_tree
 from compiler.lower import lower
 from compiler.synth import task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env

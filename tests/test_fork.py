@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from compiler.analyse import analyse_source
-from compiler.check import write_tree
+from compiler.check.package import write_tree
 from compiler.lower import lower
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,12 +23,14 @@ from typing import Any
 
 import pytest
 
-from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_source
-from compiler.check import write_tree
-from compiler.lower import docstring, lower, ruff_binary
-from compiler.lower.pycode import py_str
+from compiler.check import check_packages
+from compiler.check.package import Package, write_tree
+from compiler.check.positions import to_diagnostics
+from compiler.lower import lower
+from compiler.lower.formatting import ruff_binary
+from compiler.lower.literals import docstring, py_str
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = sorted(path.parent for path in (ROOT / "generated").glob("*/environment.py"))
@@ -447,7 +449,7 @@ def test_shipped_packages_have_one_result_converter_per_type(package: Path) -> N
 
 def test_every_idiom_lowers_clean_and_keeps_its_meaning(idioms: tuple[ir.Environment, dict[str, str]]) -> None:
     env, files = idioms
-    result = qc.check_packages([qc.Package(env=env, name="idioms", files=files)], dynamic=True)["idioms"]
+    result = check_packages([Package(env=env, name="idioms", files=files)], dynamic=True)["idioms"]
     assert result.findings == [], [f"{f.tool} {f.file}:{f.line} {f.message}" for f in result.findings]
     assert result.static_ok and result.dynamic_ok and result.tests_failed == 0
 
@@ -519,11 +521,11 @@ def test_a_default_rule_finding_fails_qc_at_its_tool() -> None:
         '    python """\n    try:\n        return self._state["hits"]\n    except Exception:\n        return 0\n    """\n'
     )
     env, files = lowered(spec, "blind")
-    result = qc.check_packages([qc.Package(env=env, name="blind", files=files)], dynamic=False)["blind"]
+    result = check_packages([Package(env=env, name="blind", files=files)], dynamic=False)["blind"]
     assert [f.message.split()[0] for f in result.findings if f.tool == "ruff"] == ["BLE001"]
     assert not result.static_ok
     tool = env.tools[0]
-    diagnostics = qc.to_diagnostics(qc.Package(env=env, name="blind", files=files), result)
+    diagnostics = to_diagnostics(Package(env=env, name="blind", files=files), result)
     assert [(d.code, d.line) for d in diagnostics] == [("E6001", tool.line)]
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from compiler.analyse import analyse_source
-from compiler.check import write_tree
+from compiler.check.package import write_tree
 from compiler.lower import lower
 
 ROOT = Path(__file__).resolve().parent.parent

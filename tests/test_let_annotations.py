@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import pytest
 
-from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_source
+from compiler.check import check_packages
+from compiler.check.package import Package
 from compiler.lower import lower
-from compiler.lower.pycode import Emitter
+from compiler.lower.statements import StatementEmitter
 
 SPEC_PATH = "specs/annotations.envspec"
 
@@ -155,7 +156,7 @@ def test_each_let_keeps_its_declared_type(environment: ir.Environment) -> None:
 
 def test_the_package_passes_mypy_strict_and_its_tests(environment: ir.Environment) -> None:
     files = lower(environment, SPEC_PATH)
-    result = qc.check_packages([qc.Package(env=environment, name="annotations", files=files)], dynamic=True)
+    result = check_packages([Package(env=environment, name="annotations", files=files)], dynamic=True)
     outcome = result["annotations"]
     assert outcome.findings == [], [f"{f.tool} {f.file}:{f.line} {f.message}" for f in outcome.findings]
     assert outcome.static_ok and outcome.dynamic_ok and outcome.tests_failed == 0
@@ -164,9 +165,9 @@ def test_the_package_passes_mypy_strict_and_its_tests(environment: ir.Environmen
 def test_without_the_fix_mypy_refuses_those_tools(environment: ir.Environment, monkeypatch: pytest.MonkeyPatch) -> None:
     """The spec covers the bug: with annotations written as before issue 14, mypy fails on
     exactly the tools the fix is for."""
-    monkeypatch.setattr(Emitter, "_declared_differs", lambda self, declared, value: False)
+    monkeypatch.setattr(StatementEmitter, "_declared_differs", lambda self, declared, value: False)
     files = lower(environment, SPEC_PATH)
-    result = qc.check_packages([qc.Package(env=environment, name="annotations", files=files)], dynamic=False)
+    result = check_packages([Package(env=environment, name="annotations", files=files)], dynamic=False)
     findings = [f for f in result["annotations"].findings if f.tool == "mypy"]
     text = files["environment.py"].splitlines()
     failing: set[str] = set()

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_source
-from compiler.check import write_tree
+from compiler.check import check_packages
+from compiler.check.package import Package, write_tree
 from compiler.lower import lower
 from compiler.lower.pycode import Emitter, Scope
 
@@ -443,7 +443,7 @@ def test_lowered_tools_behave(package: ModuleType) -> None:
 
 
 def test_every_construct_passes_ruff_mypy_strict_and_its_tests(env: ir.Environment, files: dict[str, str]) -> None:
-    result = qc.check_packages([qc.Package(env=env, name="constructs", files=files)], dynamic=True)["constructs"]
+    result = check_packages([Package(env=env, name="constructs", files=files)], dynamic=True)["constructs"]
     assert result.findings == [], [f"{f.tool} {f.file}:{f.line} {f.message}" for f in result.findings]
     assert result.static_ok and result.dynamic_ok
     assert result.tests_passed >= 30 and result.tests_failed == 0

@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 from lowered import environment_module, lowered_files
 
-from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
+from compiler.check import check_packages
+from compiler.check.package import Package
 from compiler.diagnostics import Diagnostic
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "numbers" / "number_ops.envspec"
@@ -115,7 +116,7 @@ def test_the_python_checks_number_and_annotates_float(files: dict[str, str]) -> 
 def test_full_qc_passes(files: dict[str, str]) -> None:
     result = analyse_file(SPEC)
     assert result.environment is not None
-    checked = qc.check_packages([qc.Package(env=result.environment, name="number_ops", files=files)], dynamic=True)
+    checked = check_packages([Package(env=result.environment, name="number_ops", files=files)], dynamic=True)
     outcome = checked["number_ops"]
     assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings
 

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 from lowered import imported_package, lowered_files
 
-from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_file, analyse_source
+from compiler.check import check_packages
+from compiler.check.package import Package
 from compiler.front.fmt import format_source, strip_positions
 from compiler.front.parse import _Collector, _main_parser, parse_source
 from compiler.lower import lower
@@ -251,7 +252,7 @@ def test_a_renamed_state_field_is_renamed_in_the_load_step(tmp_path: Path) -> No
 def test_full_qc_passes(files: dict[str, str]) -> None:
     result = analyse_file(SPEC)
     assert result.environment is not None
-    checked = qc.check_packages([qc.Package(env=result.environment, name="loading_port", files=files)], dynamic=True)
+    checked = check_packages([Package(env=result.environment, name="loading_port", files=files)], dynamic=True)
     outcome = checked["loading_port"]
     assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings
 

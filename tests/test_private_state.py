@@ -13,9 +13,9 @@ from types import ModuleType
 import pytest
 from lowered import imported_package, lowered_files
 
-from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
-from compiler.check import write_tree
+from compiler.check import check_packages
+from compiler.check.package import Package, write_tree
 from compiler.library import builtins as bi
 from compiler.synth import task_build
 from compiler.synth.sample import load_env
@@ -50,7 +50,7 @@ def test_which_names_are_private() -> None:
 def test_full_qc_passes(files: dict[str, str]) -> None:
     result = analyse_file(SPEC)
     assert result.environment is not None
-    checked = qc.check_packages([qc.Package(env=result.environment, name="private_state", files=files)], dynamic=True)
+    checked = check_packages([Package(env=result.environment, name="private_state", files=files)], dynamic=True)
     outcome = checked["private_state"]
     assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings
 

@@ -15,10 +15,10 @@ from types import ModuleType
 
 import pytest
 
-from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_source
-from compiler.check import write_tree
+from compiler.check import check_packages
+from compiler.check.package import Package, write_tree
 from compiler.diagnostics import CODES, RETIRED
 from compiler.lower import lower
 from compiler.lower.pycode import HELPER_DEPTH
@@ -207,7 +207,7 @@ def test_the_recursive_helper_code_is_retired() -> None:
 def test_generated_code_passes_ruff_mypy_strict_and_its_tests(
     environment: ir.Environment, files: dict[str, str]
 ) -> None:
-    results = qc.check_packages([qc.Package(env=environment, name="recursion", files=files)], dynamic=True)
+    results = check_packages([Package(env=environment, name="recursion", files=files)], dynamic=True)
     result = results["recursion"]
     assert result.findings == [], [f"{f.tool} {f.file}:{f.line} {f.message}" for f in result.findings]
     assert result.static_ok and result.dynamic_ok and result.tests_failed == 0

@@ -28,8 +28,9 @@ from dataclasses import fields
 import pytest
 from lowered import environment_module
 
-from compiler import check as qc
 from compiler.analyse import analyse_source
+from compiler.check import check_packages
+from compiler.check.package import Package
 from compiler.diagnostics import Diagnostic
 from compiler.library import builtins as bi
 from compiler.lower import lower
@@ -272,7 +273,7 @@ def test_every_derived_name_in_every_role_is_refused_or_compiles() -> None:
         for role, names in outcomes.items()
     }
     packages = [_package(role, names) for role, names in accepted.items()]
-    results = qc.check_packages(packages, dynamic=True)
+    results = check_packages(packages, dynamic=True)
     problems = {
         name: [f"{f.tool} {f.file}:{f.line} {f.message[:160]}" for f in result.findings]
         for name, result in results.items()
@@ -300,13 +301,13 @@ def test_the_analyser_refuses_what_the_rules_refuse() -> None:
 # --------------------------------------------------------------------------- the packages
 
 
-def _package(role: str, names: list[str], env_name: str = "") -> qc.Package:
+def _package(role: str, names: list[str], env_name: str = "") -> Package:
     env_name = env_name or f"names_{role}"
     text = f'environment {env_name}:\n    title "Names as {role}"\n\n' + _spec_body(role, names)
     result = analyse_source(text, f"{env_name}.envspec")
     problems = [f"{d.line}: {d.code} {d.message}" for d in result.diagnostics if d.severity == "error"]
     assert result.environment is not None and not problems, (role, problems)
-    return qc.Package(env=result.environment, name=env_name, files=lower(result.environment, f"{env_name}.envspec"))
+    return Package(env=result.environment, name=env_name, files=lower(result.environment, f"{env_name}.envspec"))
 
 
 def _spec_body(role: str, names: list[str]) -> str:
@@ -441,7 +442,7 @@ def test_agent_names_compile_and_calls_take_the_real_names() -> None:
         assert session.call(f"probe_p{i}", {n: -1})["error"]["field"] == n
     assert len(session.state()["probe_log"]) == len(params)
     assert session.call("probe_record", {}) == {n: 1 if i < 40 else 0 for i, n in enumerate(fields)}
-    results = qc.check_packages([qc.Package(env=result.environment, name=env_name, files=files)], dynamic=True)
+    results = check_packages([Package(env=result.environment, name=env_name, files=files)], dynamic=True)
     findings = {
         k: [f"{f.tool} {f.file}:{f.line} {f.message[:160]}" for f in r.findings]
         for k, r in results.items()

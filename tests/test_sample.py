@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from compiler import ir
 from compiler.analyse import analyse_file, analyse_source
-from compiler.check import write_tree
+from compiler.check.package import write_tree
 from compiler.lower import lower
 from compiler.synth.sample import (
     BUILTIN_FIELDS,

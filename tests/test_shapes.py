@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from lowered import imported_package, lowered_files
 
-from compiler import check as qc
 from compiler.analyse import analyse_file, analyse_source
+from compiler.check import check_packages
+from compiler.check.package import Package
 from compiler.front.fmt import format_source
 from compiler.front.parse import parse_source
 from compiler.lower import lower
@@ -154,7 +155,7 @@ def test_del_of_a_field_in_state_is_a_write() -> None:
 def test_full_qc_passes(files: dict[str, str]) -> None:
     result = analyse_file(SPEC)
     assert result.environment is not None
-    checked = qc.check_packages([qc.Package(env=result.environment, name="customer_shapes", files=files)], dynamic=True)
+    checked = check_packages([Package(env=result.environment, name="customer_shapes", files=files)], dynamic=True)
     outcome = checked["customer_shapes"]
     assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings
 
@@ -358,9 +359,7 @@ def test_union_declarations_are_checked() -> None:
 def test_union_full_qc_passes(union_files: dict[str, str]) -> None:
     result = analyse_file(UNIONS)
     assert result.environment is not None
-    checked = qc.check_packages(
-        [qc.Package(env=result.environment, name="retail_payments", files=union_files)], dynamic=True
-    )
+    checked = check_packages([Package(env=result.environment, name="retail_payments", files=union_files)], dynamic=True)
     outcome = checked["retail_payments"]
     assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings
 
@@ -447,6 +446,6 @@ def test_edge_shapes_full_qc_passes() -> None:
     assert result.environment is not None, [d.message for d in result.diagnostics]
     files = lower(result.environment, spec.name)
     assert 'g.get("tags", {})' in files["environment.py"]
-    checked = qc.check_packages([qc.Package(env=result.environment, name="edge_shapes", files=files)], dynamic=True)
+    checked = check_packages([Package(env=result.environment, name="edge_shapes", files=files)], dynamic=True)
     outcome = checked["edge_shapes"]
     assert outcome.static_ok and outcome.dynamic_ok and not outcome.findings, outcome.findings

@@ -9,7 +9,8 @@ import pytest
 
 import compiler.lower as lowering
 from compiler.analyse import analyse_file
-from compiler.lower import LoweringError, cst_splice, splice
+from compiler.lower import cst_splice, splice
+from compiler.lower.errors import LoweringError
 
 ROOT = Path(__file__).resolve().parent.parent
 SKELETON = '''class Other:

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from compiler import check as qc
 from compiler.analyse import analyse_file
+from compiler.check.package import write_tree
+from compiler.check.rules import rule_data_files, rule_imports
 from compiler.cli import app as cli_module
 from compiler.diagnostics import Diagnostic
 from compiler.lower import lower
@@ -87,7 +88,7 @@ def package(tmp_path: Path) -> Iterator[ModuleType]:
     """The generated package of SPEC, written to disk (its data files with it) and imported."""
     spec = write_project(tmp_path / "src", "shop_files")
     root = tmp_path / "out"
-    qc.write_tree(root / "shop_files", lowered(spec))
+    write_tree(root / "shop_files", lowered(spec))
     sys.path.insert(0, str(root))
     try:
         yield importlib.import_module("shop_files.environment")
@@ -264,8 +265,8 @@ def test_snapshot_restore_fork_and_scenarios_still_hold(package: ModuleType) -> 
 def test_the_ast_rules_pass_the_reader_and_refuse_other_file_access(tmp_path: Path) -> None:
     files = lowered(write_project(tmp_path))
     tree = ast.parse(files["environment.py"])
-    assert qc.rule_data_files("environment.py", tree) == []
-    assert qc.rule_imports("environment.py", tree) == []
+    assert rule_data_files("environment.py", tree) == []
+    assert rule_imports("environment.py", tree) == []
     bad = (
         files["environment.py"].replace(
             'return json.loads((_DATA / name).read_text(encoding="utf-8"))',
@@ -273,7 +274,7 @@ def test_the_ast_rules_pass_the_reader_and_refuse_other_file_access(tmp_path: Pa
         )
         + '\n\nELSEWHERE = Path("/etc")\nAGAIN = _DATA\n'
     )
-    found = sorted(f.message for f in qc.rule_data_files("environment.py", ast.parse(bad)))
+    found = sorted(f.message for f in rule_data_files("environment.py", ast.parse(bad)))
     assert found == [
         "`Path` may only name the package's data folder",
         "`_DATA` is read only by `_read_data`",
@@ -317,7 +318,7 @@ def test_a_served_package_digest_covers_its_data_files(tmp_path: Path) -> None:
     from compiler.build.packages import package_digest
 
     folder = tmp_path / "shop"
-    qc.write_tree(folder, lowered(write_project(tmp_path / "src")))
+    write_tree(folder, lowered(write_project(tmp_path / "src")))
     before = package_digest(folder)
     users = folder / "data" / "state" / "users.json"
     users.write_text(users.read_text(encoding="utf-8").replace("Ann", "Anna"), encoding="utf-8")

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from compiler import check as qc
 from compiler import ir
 from compiler.analyse import analyse_source
-from compiler.check import write_tree
+from compiler.check import check_packages
+from compiler.check.package import Package, write_tree
 from compiler.front.fmt import format_source, strip_positions
 from compiler.front.parse import parse_source
 from compiler.ir import typesys as ts
@@ -170,9 +170,7 @@ def shape(e: Any) -> Any:
 def test_generated_code_passes_ruff_mypy_strict_and_its_tests(
     environment: ir.Environment, files: dict[str, str]
 ) -> None:
-    result = qc.check_packages([qc.Package(env=environment, name="syntax_added", files=files)], dynamic=True)[
-        "syntax_added"
-    ]
+    result = check_packages([Package(env=environment, name="syntax_added", files=files)], dynamic=True)["syntax_added"]
     assert result.findings == [], [f"{f.tool} {f.file}:{f.line} {f.message}" for f in result.findings]
     assert result.static_ok and result.dynamic_ok and result.tests_failed == 0
     assert result.tests_passed >= 30
@@ -503,7 +501,7 @@ def test_format_specs_are_pythons_format(tmp_path_factory: pytest.TempPathFactor
     text = 'environment spec_grid:\n    title "Format spec grid"\n\n' + "\n".join(tools)
     env = analyse(text, "specs/spec_grid.envspec")
     files = lower(env, "specs/spec_grid.envspec")
-    result = qc.check_packages([qc.Package(env=env, name="spec_grid", files=files)], dynamic=False)["spec_grid"]
+    result = check_packages([Package(env=env, name="spec_grid", files=files)], dynamic=False)["spec_grid"]
     assert result.findings == [], [f"{f.tool} {f.file}:{f.line} {f.message}" for f in result.findings[:10]]
     package = import_package(files, "envc_test_spec_grid", tmp_path_factory)
     instance = package.Environment()

@@ -206,8 +206,11 @@ def check_draft(text: str, target: Path, profile: Profile, display: str, qc: boo
         return DraftCheck(stage, _problems(analysis.diagnostics, lines) or ["the spec does not analyse"])
     if not qc:
         return DraftCheck("")
-    from compiler import check as qc_
-    from compiler.lower import LoweringError, lower
+    from compiler.check import check_packages
+    from compiler.check.package import Package
+    from compiler.check.positions import to_diagnostics
+    from compiler.lower import lower
+    from compiler.lower.errors import LoweringError
 
     env = analysis.environment
     try:
@@ -215,11 +218,11 @@ def check_draft(text: str, target: Path, profile: Profile, display: str, qc: boo
             files = lower(env, display)
     except LoweringError as exc:
         return DraftCheck("lower", [str(exc)])
-    package = qc_.Package(env=env, name=env.header.name, files=files, inputs=analysis.inputs())
-    result = qc_.check_packages([package], dynamic=True)[package.name]
+    package = Package(env=env, name=env.header.name, files=files, inputs=analysis.inputs())
+    result = check_packages([package], dynamic=True)[package.name]
     if result.static_ok and result.dynamic_ok:
         return DraftCheck("")
-    found = qc_.to_diagnostics(package, result)
+    found = to_diagnostics(package, result)
     return DraftCheck("static" if not result.static_ok else "dynamic", _problems(found, lines))
 
 

@@ -25,8 +25,8 @@ from compiler.diagnostics import Diagnostic, has_errors
 from compiler.project import compiler_fingerprint, configured_output, display_path
 
 if TYPE_CHECKING:  # the stages load lazily: an up-to-date run needs none of them
-    from compiler import check as qc
     from compiler.analyse import AnalysisResult
+    from compiler.check.package import CheckResult, Package
     from compiler.llm.stats import HealStats
 
 
@@ -138,7 +138,7 @@ def compile_specs(
                 progress(result.spec)
         else:
             stale.append(len(results) - 1)
-    pending: list[tuple[SpecResult, qc.Package, dict[str, str], float]] = []
+    pending: list[tuple[SpecResult, Package, dict[str, str], float]] = []
     jobs = [(specs[index], results[index].spec) for index in stale]
     for index, (done, package) in zip(stale, _lower_in_workers(jobs, options), strict=True):
         spec = specs[index]
@@ -157,7 +157,7 @@ def compile_specs(
     return results
 
 
-def _refuse_shared_names(pending: list[tuple[SpecResult, qc.Package, dict[str, str], float]]) -> None:
+def _refuse_shared_names(pending: list[tuple[SpecResult, Package, dict[str, str], float]]) -> None:
     """Two specs naming the same environment would overwrite one folder in turn."""
     by_name: dict[str, list[SpecResult]] = {}
     for result, package, _, _ in pending:
@@ -214,7 +214,7 @@ def _qc_marker(options: Options, inputs_sha: str) -> Path:
     return options.project_root / ".envc-cache" / "qc" / inputs_sha
 
 
-def _lower_alone(job: tuple[Path, str]) -> tuple[SpecResult | None, qc.Package | None]:
+def _lower_alone(job: tuple[Path, str]) -> tuple[SpecResult | None, Package | None]:
     """`_lower_spec` of one spec as a worker process runs it: the result and the package,
     or (None, None) for a spec with `llm` bodies (its fills may ask a model, log and count
     heal rates: that stays in the main process, which lowers it then)."""
@@ -233,7 +233,7 @@ def _lower_alone(job: tuple[Path, str]) -> tuple[SpecResult | None, qc.Package |
 
 def _lower_in_workers(
     jobs: list[tuple[Path, str]], options: Options
-) -> list[tuple[SpecResult | None, qc.Package | None]]:
+) -> list[tuple[SpecResult | None, Package | None]]:
     """`_lower_alone` of each (spec, display name) on worker processes, or nothing done
     ((None, None) each: the caller lowers them itself) when workers would not pay."""
     from compiler.build import parallel
@@ -243,7 +243,7 @@ def _lower_in_workers(
     return parallel.map_in_workers(_lower_alone, jobs, options.jobs, options.on_lost_worker)
 
 
-def _lower_spec(spec: Path, result: SpecResult, options: Options) -> qc.Package | None:
+def _lower_spec(spec: Path, result: SpecResult, options: Options) -> Package | None:
     analysis = _analysed(spec, result)
     if analysis is None:
         return None
@@ -263,9 +263,10 @@ def _analysed(spec: Path, result: SpecResult) -> AnalysisResult | None:
     return analysis if analysis.environment is not None else None
 
 
-def _lowered(spec: Path, analysis: AnalysisResult, extra_inputs: list[str], result: SpecResult) -> qc.Package | None:
-    from compiler import check as qc
-    from compiler.lower import LoweringError, lower
+def _lowered(spec: Path, analysis: AnalysisResult, extra_inputs: list[str], result: SpecResult) -> Package | None:
+    from compiler.check.package import Package
+    from compiler.lower import lower
+    from compiler.lower.errors import LoweringError
 
     env = analysis.environment
     assert env is not None
@@ -278,7 +279,7 @@ def _lowered(spec: Path, analysis: AnalysisResult, extra_inputs: list[str], resu
         result.diagnostics.append(Diagnostic("E6001", str(exc), str(spec), env.header.line or 1, 1))
         return None
     result.lines = sum(text.count("\n") for path, text in files.items() if path.endswith(".py"))
-    return qc.Package(env=env, name=env.header.name, files=files, inputs=[*analysis.inputs(), *extra_inputs])
+    return Package(env=env, name=env.header.name, files=files, inputs=[*analysis.inputs(), *extra_inputs])
 
 
 # --------------------------------------------------------------------------- llm fills
@@ -312,7 +313,7 @@ def _quiet(_message: str) -> None:
     pass
 
 
-def _manifest_files(package: qc.Package, spec: Path, result: SpecResult, options: Options) -> dict[str, str]:
+def _manifest_files(package: Package, spec: Path, result: SpecResult, options: Options) -> dict[str, str]:
     root = options.project_root
     inputs = sorted({display_path(Path(name), root) for name in package.inputs} | {result.spec})
     manifest = {
@@ -325,15 +326,16 @@ def _manifest_files(package: qc.Package, spec: Path, result: SpecResult, options
     return {**package.files, MANIFEST: json.dumps(manifest, indent=2, sort_keys=True) + "\n"}
 
 
-def _check_and_write(pending: list[tuple[SpecResult, qc.Package, dict[str, str], float]], options: Options) -> None:
+def _check_and_write(pending: list[tuple[SpecResult, Package, dict[str, str], float]], options: Options) -> None:
     if not pending:
         return
-    from compiler import check as qc
+    from compiler.check import check_packages
+    from compiler.check.positions import to_diagnostics
 
     started = time.perf_counter()
-    checks: dict[str, qc.CheckResult] = {}
+    checks: dict[str, CheckResult] = {}
     if options.qc:
-        checks = qc.check_packages([package for _, package, _, _ in pending], dynamic=True)
+        checks = check_packages([package for _, package, _, _ in pending], dynamic=True)
     share = (time.perf_counter() - started) / len(pending)
     for result, package, files, _ in pending:
         result.seconds += share
@@ -344,7 +346,7 @@ def _check_and_write(pending: list[tuple[SpecResult, qc.Package, dict[str, str],
             result.tests = f"{check.tests_passed} passed" + (
                 f", {check.tests_failed} failed" if check.tests_failed else ""
             )
-            found = qc.to_diagnostics(package, check)
+            found = to_diagnostics(package, check)
             result.diagnostics.extend(map(result.remap, found) if result.remap else found)
             if not (check.static_ok and check.dynamic_ok):
                 result.status = "error"

@@ -213,8 +213,11 @@ def _check_spec(
         return None, check.located
     if not ctx.qc:
         return check, []
-    from compiler import check as qc
-    from compiler.lower import LoweringError, lower
+    from compiler.check import check_packages
+    from compiler.check.package import Package
+    from compiler.check.positions import to_diagnostics
+    from compiler.lower import lower
+    from compiler.lower.errors import LoweringError
 
     assert check.analysis is not None and check.analysis.environment is not None
     env = check.analysis.environment
@@ -226,13 +229,13 @@ def _check_spec(
         return None, [Located(diagnostic, diagnostic)]
     _record_all(ctx, sessions, "lower", True)
     ctx.log(f"checking {ctx.display} with its fills (ruff, mypy, generated tests)")
-    package = qc.Package(env=env, name=env.header.name, files=files, inputs=check.analysis.inputs())
-    result = qc.check_packages([package], dynamic=True)[package.name]
+    package = Package(env=env, name=env.header.name, files=files, inputs=check.analysis.inputs())
+    result = check_packages([package], dynamic=True)[package.name]
     if result.static_ok and result.dynamic_ok:
         _record_all(ctx, sessions, "static", True)
         _record_all(ctx, sessions, "dynamic", True)
         return check, []
-    located = [fills_.locate(d, check.maps, bodies) for d in qc.to_diagnostics(package, result)]
+    located = [fills_.locate(d, check.maps, bodies) for d in to_diagnostics(package, result)]
     static = [item for item in located if item.original.code == "E6001"]
     if static:
         _blame(ctx, sessions, "static", static, lambda item: _traced(item, ctx.holes, env))

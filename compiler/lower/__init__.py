@@ -12,8 +12,6 @@ import functools
 import json
 import keyword
 import re
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,34 +23,33 @@ from compiler.library import builtins as bi
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import schema
 from compiler.lower import trl_env as trl_adapter
-from compiler.lower.converters import copy_lines, has_absent, tool_caller, union_copier
-from compiler.lower.literals import data_json
-from compiler.lower.pycode import (
-    DEPTH,
-    HELPER_DEPTH,
-    Emitter,
-    EnvTables,
+from compiler.lower.converters import (
     JsonConverters,
-    Scope,
-    _const_json,
     copy_expr,
-    escape_invisible,
+    copy_lines,
     flat_record,
+    has_absent,
     json_expr,
+    tool_caller,
+    union_copier,
+)
+from compiler.lower.errors import LoweringError
+from compiler.lower.formatting import format_python_files
+from compiler.lower.idioms import walk_statements
+from compiler.lower.literals import (
+    block_docstring,
+    const_json,
+    data_json,
+    docstring,
     py_str,
     py_value,
     typed_literal,
     typed_value,
-    walk_statements,
 )
+from compiler.lower.pycode import DEPTH, HELPER_DEPTH, Emitter, EnvTables, Scope
 from compiler.lower.pynames import names_of as _names_of
 from compiler.lower.splice import splice_bodies
-
-LINE_LENGTH = 100
-
-
-class LoweringError(Exception):
-    """Lowering produced code that does not parse: a compiler bug, reported as E6001."""
+from compiler.lower.statements import StatementEmitter
 
 
 def templates_dir() -> Path:
@@ -119,60 +116,6 @@ def _json_text(value: Any) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def docstring(text: str) -> str:
-    """Text that is safe between triple quotes in generated code."""
-    cleaned = escape_invisible(text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"'))
-    if cleaned.endswith('"'):
-        cleaned += " "
-    return cleaned or "No description."
-
-
-def block_docstring(text: str) -> str:
-    """A whole docstring's text: one that spans lines ends with a line break, so its closing
-    quotes sit on a line of their own (ruff format then indents them)."""
-    cleaned = docstring(text)
-    return cleaned + "\n" if "\n" in cleaned else cleaned
-
-
-def ruff_binary() -> str:
-    from ruff.__main__ import find_ruff_bin  # type: ignore[import-untyped]
-
-    return str(find_ruff_bin())
-
-
-def format_python_files(files: dict[str, str]) -> dict[str, str]:
-    """Format with ruff, configured here rather than by whatever config is around: every
-    file in one run (one start of ruff per package, not one per file), in a temporary
-    folder. ruff formats each file by itself, so this gives what formatting each alone
-    gives."""
-    with tempfile.TemporaryDirectory(prefix="envc-format-") as folder:
-        root = Path(folder)
-        for path, text in files.items():
-            (root / path).parent.mkdir(parents=True, exist_ok=True)
-            (root / path).write_bytes(text.encode("utf-8"))
-        result = subprocess.run(
-            [
-                ruff_binary(),
-                "format",
-                "--isolated",
-                "--no-cache",
-                "--quiet",
-                "--line-length",
-                str(LINE_LENGTH),
-                "--target-version",
-                "py311",
-                *(str(root / path) for path in files),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            problem = result.stderr.strip().replace(f"{root}/", "")
-            raise LoweringError(f"ruff could not format the generated files: {problem}")
-        return {path: (root / path).read_bytes().decode("utf-8") for path in files}
 
 
 class _Builder:
@@ -423,7 +366,7 @@ class _Builder:
             fields = []
             for f in record.fields:
                 required = ts.required_field(f)
-                default = _const_json(f.default) if f.default is not None else None
+                default = const_json(f.default) if f.default is not None else None
                 default_text = "_ABSENT_FIELD" if f.absent else typed_literal(default, f.type, self.records)
                 kind = f'("enum", ({py_str(f.tag)},))' if f.tag else self.kind(f.type)
                 fields.append(f"({py_str(f.name)}, {kind}, {required}, {default_text})")
@@ -535,7 +478,7 @@ class _Builder:
         tool = self.tables.python_names.renamed(tool)
         recursion = frozenset(tool.recursion if isinstance(tool, ir.FnDecl) else ())
         scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)}, recursion=recursion)
-        emitter = Emitter(self.env, scope, self.tables)
+        emitter = StatementEmitter(self.env, scope, self.tables)
         for param in tool.params:
             scope.annotated.add(param.name)
         returns = [s for s in walk_statements(tool.body) if isinstance(s, ir.Return)]
@@ -715,7 +658,7 @@ def _listed(fields: list[str]) -> str:
 def _option_default(option: ir.Field_) -> Any:
     """A load option's default as JSON (the analyser refuses an option without one)."""
     assert option.default is not None
-    return _const_json(option.default)
+    return const_json(option.default)
 
 
 def journaled(tool: str, body: list[str]) -> list[str]:

@@ -7,15 +7,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.lower import schema
 from compiler.lower.literals import py_str, py_value
-
-if TYPE_CHECKING:
-    from compiler.lower.pycode import TypeNames
+from compiler.lower.pytypes import TypeNames
 
 
 def copy_expr(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl]) -> str:

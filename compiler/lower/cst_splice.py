@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from compiler.lower import LoweringError
+from compiler.lower.errors import LoweringError
 
 
 class _BodySplicer(cst.CSTTransformer):

@@ -12,14 +12,22 @@ import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeGuard
+from typing import Protocol, TypeGuard
 
 from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.ir.tree import walk
 
-if TYPE_CHECKING:
-    from compiler.lower.pycode import Emitter
+
+class ExprWriter(Protocol):
+    """What the rewrites of `and`/`or` chains ask of the emitter (`pycode.Emitter`, which
+    imports this module): its expressions at a precedence."""
+
+    def expr(self, e: ir.Expr, context: int = 0) -> str: ...
+
+    def operand(self, e: ir.Expr, level: str, tighter: bool = False) -> str: ...
+
+    def precedence(self, level: str) -> int: ...
 
 
 ORDERING = {"<", "<=", ">", ">="}
@@ -132,7 +140,7 @@ def ordering_chain(e: ir.Expr) -> tuple[list[ir.Expr], list[str], bool] | None:
     return None
 
 
-def chain_comparisons(emitter: Emitter, operands: list[ir.Expr], parts: list[str]) -> None:
+def chain_comparisons(emitter: ExprWriter, operands: list[ir.Expr], parts: list[str]) -> None:
     """In an `and` chain, `a < b and b <= c` becomes `a < b <= c` (in place of `parts`),
     and so does `a < b < c and c < d` (ruff's PLR1716 asks both)."""
     index = 0
@@ -161,7 +169,7 @@ def chain_comparisons(emitter: Emitter, operands: list[ir.Expr], parts: list[str
         index = end
 
 
-def merge_affix_tests(emitter: Emitter, operands: list[ir.Expr], parts: list[str]) -> None:
+def merge_affix_tests(emitter: ExprWriter, operands: list[ir.Expr], parts: list[str]) -> None:
     """In an `or` chain, `x.startswith(a) or x.startswith(b)` becomes `x.startswith((a, b))`
     (in place of `parts`), when `b`, and whatever stands between the two tests, can be
     evaluated early or not at all."""

@@ -1,5 +1,6 @@
-"""Python source for constants: string literals (invisible characters escaped), JSON-like
-values, and values typed as the IR declares them (a set is `{...}`, not its JSON list)."""
+"""Python source for constants: string literals (invisible characters escaped), docstring
+text, JSON-like values, and values typed as the IR declares them (a set is `{...}`, not its
+JSON list); and the JSON value of a constant IR expression."""
 
 from __future__ import annotations
 
@@ -38,6 +39,37 @@ def escape_invisible(text: str) -> str:
 def _escape(ch: str) -> str:
     code = ord(ch)
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def docstring(text: str) -> str:
+    """Text that is safe between triple quotes in generated code."""
+    cleaned = escape_invisible(text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"'))
+    if cleaned.endswith('"'):
+        cleaned += " "
+    return cleaned or "No description."
+
+
+def block_docstring(text: str) -> str:
+    """A whole docstring's text: one that spans lines ends with a line break, so its closing
+    quotes sit on a line of their own (ruff format then indents them)."""
+    cleaned = docstring(text)
+    return cleaned + "\n" if "\n" in cleaned else cleaned
+
+
+def const_json(e: ir.Expr) -> object:
+    """The JSON value of a constant expression (a record field's or a parameter's default,
+    a constraint's bound): the analyser allows only literals there."""
+    if isinstance(e, ir.Const):
+        return e.value
+    if isinstance(e, ir.Unary) and isinstance(e.operand, ir.Const) and isinstance(e.operand.value, (int, float)):
+        return -e.operand.value
+    if isinstance(e, ir.Attr):
+        return e.name
+    if isinstance(e, ir.ListLit):
+        return [const_json(i) for i in e.items]
+    if isinstance(e, ir.MapLit):
+        return {const_json(x.key): const_json(x.value) for x in e.entries}
+    raise AssertionError("record defaults are literals (the analyser checks this)")
 
 
 def py_value(value: object) -> str:

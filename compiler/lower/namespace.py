@@ -43,6 +43,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from compiler.analyse import analyse_source
+from compiler.lower import lower
+from compiler.lower.formatting import ruff_binary
+
 MARKER = "quux"
 """Every name the probe specs declare contains this; no template name does."""
 
@@ -325,9 +329,6 @@ def derive() -> Derived:
 
 
 def _lowered(text: str) -> dict[str, str]:
-    from compiler.analyse import analyse_source
-    from compiler.lower import lower
-
     with tempfile.TemporaryDirectory() as folder:  # the probe's data file (`from "quux.json"`)
         (Path(folder) / "quux.json").write_text("[]", encoding="utf-8")
         result = analyse_source(text, str(Path(folder) / "quux.envspec"))
@@ -622,8 +623,6 @@ def with_snapshot(text: str, derived: Derived) -> str:
     start = text.index("\n" + BEGIN) + 1  # at the start of a line: comments may name the markers
     end = text.index("\n", text.index("\n" + END, start) + 1) + 1
     spliced = text[:start] + snapshot_text(derived) + text[end:]
-    from compiler.lower import ruff_binary
-
     project = builtins_path().parent.parent.parent  # compiler/library/builtins.py -> the checkout
     done = subprocess.run(
         [ruff_binary(), "format", "--stdin-filename", "compiler/library/builtins.py", "-"],

@@ -10,7 +10,7 @@ from typing import Any
 from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.library import builtins as bi
-from compiler.lower.pycode import _const_json
+from compiler.lower.literals import const_json
 
 _CONSTRAINT_KEYWORDS = {
     "min": "minimum",
@@ -24,14 +24,14 @@ _CONSTRAINT_KEYWORDS = {
 
 
 def constraint_values(param: ir.Param) -> dict[str, Any]:
-    return {c.kind: _const_json(c.value) for c in param.constraints}
+    return {c.kind: const_json(c.value) for c in param.constraints}
 
 
 def param_default(param: ir.Param, tool: bool = True) -> tuple[bool, Any]:
     """(has a default, the default). A tool's optional parameters default to None, so an
     agent may leave them out; a helper's are passed like any other unless given one."""
     if param.default is not None:
-        return True, _const_json(param.default)
+        return True, const_json(param.default)
     if tool and ts.is_optional(param.type):
         return True, None
     return False, None

@@ -21,6 +21,8 @@ import keyword
 from dataclasses import dataclass, replace
 from typing import Any
 
+from compiler.lower.literals import docstring
+
 TRL_RESERVED = ("reset", "get_reward")
 """Method names TRL's trainer treats as the environment's own, never as tools."""
 DESCRIBED_KEYWORDS = (
@@ -156,8 +158,6 @@ def trl_tools(openai_tools: dict[str, Any]) -> list[TrlTool]:
 
 
 def template_context(openai_tools: dict[str, Any], header: str, environment: str) -> dict[str, Any]:
-    from compiler.lower import docstring  # here: compiler.lower imports this module
-
     tools = [
         TrlTool(
             t.name,

@@ -638,9 +638,10 @@ def prepare(specs: Sequence[Path], root: Path, scratch: Path, llm: EdgeOptions |
     from compiler import project
     from compiler.analyse import analyse_file
     from compiler.build import pipeline
-    from compiler.check import write_tree
+    from compiler.check.package import write_tree
     from compiler.diagnostics import Diagnostic, has_errors
-    from compiler.lower import LoweringError, lower
+    from compiler.lower import lower
+    from compiler.lower.errors import LoweringError
 
     prepared = Prepared(weights=tool_graphs.load_weights(root))
     weights = prepared.weights

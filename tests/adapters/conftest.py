@@ -16,7 +16,7 @@ import pytest
 
 from compiler.analyse import analyse_file
 from compiler.build.packages import import_package
-from compiler.check import write_tree
+from compiler.check.package import write_tree
 from compiler.lower import lower
 from compiler.synth import export
 

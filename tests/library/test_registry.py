@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from compiler import check as qc
 from compiler import ir, library
 from compiler.analyse import analyse_source
+from compiler.check import check_packages
+from compiler.check.package import Package
 from compiler.library import helpers
 from compiler.lower import lower
 
@@ -90,7 +91,7 @@ def test_every_entry_is_probed(probe: ir.Environment) -> None:
 
 def test_every_entry_lowers_checks_and_runs(probe: ir.Environment) -> None:
     files = lower(probe, "registry_probe.envspec")
-    result = qc.check_packages([qc.Package(env=probe, name="registry_probe", files=files)], dynamic=True)
+    result = check_packages([Package(env=probe, name="registry_probe", files=files)], dynamic=True)
     outcome = result["registry_probe"]
     assert outcome.findings == [], [f"{f.tool} {f.file}:{f.line} {f.message}" for f in outcome.findings]
     assert outcome.static_ok and outcome.dynamic_ok
