@@ -114,6 +114,7 @@ def _unescape(body: str) -> str:
 
 
 def string_value(text: str) -> str:
+    """A STRING or LONG token's value as Lark's builders decode it (a bad escape refused)."""
     if text.startswith('"""'):
         return clean_block(_unescape(text[3:-3]))
     return _unescape(text[1:-1])

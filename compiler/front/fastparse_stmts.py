@@ -18,12 +18,14 @@ class StmtParser(ExprParser):
     """The statement rules; every builder gets the index of its rule's first token (`s`)."""
 
     def block_start(self) -> None:
+        """`:`, then the line end and the indent that open any block."""
         t, i = self.t, self.i
         if t[i][0] != ":" or t[i + 1][0] != "NL" or t[i + 2][0] != "INDENT":
             raise self.refuse()
         self.i = i + 3
 
     def type_(self) -> ir.TypeRef:
+        """A type reference: a word, or a word and `[` its arguments `]`."""
         t = self.t
         s = self.i
         token = t[s]
