@@ -11,6 +11,7 @@ the one they take), and neither must the well-formed mutations of them.
 
 from __future__ import annotations
 
+import ast
 import random
 import re
 from pathlib import Path
@@ -115,6 +116,36 @@ def test_fast_path_is_on() -> None:
     changed = [cls.__name__ for cls, names in SCHEMA.items() if tuple(cls.model_fields) != names]
     assert changed == [], f"IR classes whose fields the fast parser does not write: {changed}"
     assert fastparse_decls.enabled()
+
+
+FAST_PARSER = {"scan", "fastparse_exprs", "fastparse_stmts", "fastparse_decls", "fastparse_schema"}
+LARK_PARSER = {"lark_parser", "lark_builders"}
+
+
+def _front_imports(module: str) -> set[str]:
+    """The `compiler.front` modules `compiler/front/<module>.py` imports, anywhere in it."""
+    tree = ast.parse((ROOT / "compiler" / "front" / f"{module}.py").read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "compiler.front":
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("compiler.front."):
+            found.add(str(node.module).removeprefix("compiler.front."))
+        elif isinstance(node, ast.Import):
+            found.update(
+                a.name.removeprefix("compiler.front.") for a in node.names if a.name.startswith("compiler.front.")
+            )
+    return found
+
+
+def test_neither_parser_imports_the_other_or_the_entry_point() -> None:
+    """The two parsers meet only in `compiler/front/parse.py`, which tries one then the
+    other; what they share is below both (`grammar.py`)."""
+    for module in FAST_PARSER:
+        assert _front_imports(module) & (LARK_PARSER | {"parse"}) == set(), module
+    for module in LARK_PARSER:
+        assert _front_imports(module) & (FAST_PARSER | {"parse"}) == set(), module
+    assert {"fastparse_decls", "lark_parser"} <= _front_imports("parse")
 
 
 def _uses_foreign_words(text: str) -> bool:
