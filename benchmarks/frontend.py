@@ -12,10 +12,10 @@ scenarios, tests and tasks are replicated per "domain" with renamed identifiers 
 varied bodies (loops, comprehensions, f-strings, None checks, map and list updates).
 
 Parsing is timed four ways in the same run, alternately: Lark's parse tree walked by
-`_ToIR` afterwards (the first parser; still the path whose errors are reported), Lark's
+`ToIR` afterwards (the first parser; still the path whose errors are reported), Lark's
 tables driven by the inline parser that builds IR on each reduction (the Lark path of
 `parse_source` when the fast parser is off), the hand-written fast parser
-(`compiler/front/parse_fast.py`, what `parse_source` runs first), and a hit of the parse cache
+(`compiler/front/fastparse_*.py`, what `parse_source` runs first), and a hit of the parse cache
 (an unchanged spec in the next run: read from disk, checked, loaded). Each is followed
 by the same analysis of what it parsed. The figures are the min of N runs (the machine
 is shared; the min is the least disturbed); "vs inline" compares with the Lark path.
@@ -49,7 +49,8 @@ import tempfile  # noqa: E402
 from typing import Any  # noqa: E402
 
 from compiler.analyse import analyse_loaded, analyse_source  # noqa: E402  (analyse_loaded: stage 3 alone)
-from compiler.front import parse, parse_fast  # noqa: E402
+from compiler.front import fastparse_decls, lark_parser, parse  # noqa: E402
+from compiler.front.cache import ParseCache  # noqa: E402
 from compiler.front.load import Loaded  # noqa: E402
 from compiler.front.parse import parse_source  # noqa: E402
 
@@ -326,7 +327,7 @@ class _TreeFirst:
     the tree-first path: the parser as it was before issue 15."""
 
     def parse(self, text: str, start: str, builder: Any) -> Any:
-        raise parse._NotInline("benchmark: the tree-first path")
+        raise lark_parser.NotInline("benchmark: the tree-first path")
 
 
 def _refused(text: str) -> None:
@@ -336,15 +337,15 @@ def _refused(text: str) -> None:
 
 def parse_lark(text: str, path: str) -> parse.ParseResult:
     """`parse_source` with the fast parser off: the inline parser over Lark's tables."""
-    fast, parse_fast.parse_decls = parse_fast.parse_decls, _refused
+    fast, fastparse_decls.parse_decls = fastparse_decls.parse_decls, _refused
     try:
         return parse_source(text, path)
     finally:
-        parse_fast.parse_decls = fast
+        fastparse_decls.parse_decls = fast
 
 
 def parse_tree_first(text: str, path: str) -> parse.ParseResult:
-    parser = parse._main_parser()
+    parser = lark_parser.main_parser()
     inline, parser.inline = parser.inline, _TreeFirst()  # type: ignore[assignment]
     try:
         return parse_lark(text, path)
@@ -354,7 +355,7 @@ def parse_tree_first(text: str, path: str) -> parse.ParseResult:
 
 def parse_cache_hit(text: str, path: str, folder: Path) -> parse.ParseResult:
     """A new cache on a folder holding the entry: what the next run of envc does."""
-    return parse.ParseCache(folder).parse(text, path)
+    return ParseCache(folder).parse(text, path)
 
 
 PARSERS = ("parse, Lark tree first", "parse, Lark inline", "parse, fast parser", "parse, cache hit")
@@ -371,7 +372,7 @@ def measure(text: str, runs: int) -> Timings:
     timings = Timings()
     with tempfile.TemporaryDirectory(prefix="envc-bench-cache-") as scratch:
         folder = Path(scratch)
-        parse.ParseCache(folder).parse(text, path)  # the entry the hits read
+        ParseCache(folder).parse(text, path)  # the entry the hits read
         ways = {
             PARSERS[0]: lambda: parse_tree_first(text, path),
             PARSERS[1]: lambda: parse_lark(text, path),

@@ -24,7 +24,8 @@ import pytest
 
 from compiler.analyse import analyse_file, analyse_source
 from compiler.diagnostics import CODES, Diagnostic
-from compiler.front.parse import MAX_SOURCE_BYTES, parse_source
+from compiler.front.grammar import MAX_SOURCE_BYTES
+from compiler.front.parse import parse_source
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "diagnostics.md"

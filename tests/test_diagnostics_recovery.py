@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from compiler.analyse import analyse_file, analyse_source
 from compiler.cli.app import cli
 from compiler.diagnostics import Diagnostic
-from compiler.front.parse import without_broken_declarations
+from compiler.front.recovery import without_broken_declarations
 
 SPEC = """\
 environment shelves:

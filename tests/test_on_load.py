@@ -24,7 +24,9 @@ from compiler.analyse import analyse_file, analyse_source
 from compiler.check import check_packages
 from compiler.check.package import Package
 from compiler.front.fmt import format_source, strip_positions
-from compiler.front.parse import _Collector, _main_parser, parse_source
+from compiler.front.lark_builders import Collector
+from compiler.front.lark_parser import main_parser
+from compiler.front.parse import parse_source
 from compiler.lower import lower
 
 SPEC = Path(__file__).resolve().parent / "fixtures" / "on_load" / "loading_port.envspec"
@@ -80,11 +82,11 @@ def test_override_on_load_parses_with_its_flag() -> None:
 
 
 def test_both_parser_paths_build_the_same_ir() -> None:
-    """The inline LALR builder and `_ToIR` over Lark's tree agree on the new rules."""
+    """The inline LALR builder and `ToIR` over Lark's tree agree on the new rules."""
     text = SPEC.read_text(encoding="utf-8")
     built = []
-    for way in (_main_parser().parse, _main_parser().parse_tree_first):
-        collector = _Collector("spec.envspec")
+    for way in (main_parser().parse, main_parser().parse_tree_first):
+        collector = Collector("spec.envspec")
         built.append([decl.model_dump_json() for decl in way(text, "start", collector)])
         assert collector.errors == []
     assert built[0] == built[1]

@@ -15,15 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler import ir
-from compiler.front.parse import (
-    INT64_MAX,
-    MAX_NESTING,
-    MAX_SYNTAX_ERRORS,
-    _Collector,
-    _main_parser,
-    _ToIR,
-    parse_source,
-)
+from compiler.front.grammar import INT64_MAX, MAX_NESTING, MAX_SYNTAX_ERRORS
+from compiler.front.lark_builders import Collector, ToIR
+from compiler.front.lark_parser import main_parser
+from compiler.front.parse import parse_source
 
 HEADER = 'environment shop:\n    title "Shop"\n\n'  # three lines: declarations start on line 4
 
@@ -516,8 +511,8 @@ EVERY_SPEC = sorted(
 def _both_ways(text: str) -> tuple[tuple[Any, list[Any]], tuple[Any, list[Any]]]:
     """(IR, builder errors) from the inline parser and from the tree-first parse."""
     outcomes = []
-    for way in (_main_parser().parse, _main_parser().parse_tree_first):
-        collector = _Collector("spec.envspec")
+    for way in (main_parser().parse, main_parser().parse_tree_first):
+        collector = Collector("spec.envspec")
         try:
             built = way(text, "start", collector)
         except Exception as exc:  # noqa: BLE001 - a syntax error: both ways must raise alike
@@ -530,7 +525,7 @@ def _both_ways(text: str) -> tuple[tuple[Any, list[Any]], tuple[Any, list[Any]]]
 
 @pytest.mark.parametrize("path", EVERY_SPEC, ids=lambda p: str(p.relative_to(ROOT)))
 def test_inline_parser_builds_the_ir_of_the_tree_first_parse(path: Path) -> None:
-    """The IR built during the parse (no parse tree) is the IR `_ToIR` builds from Lark's
+    """The IR built during the parse (no parse tree) is the IR `ToIR` builds from Lark's
     tree, positions and builder errors included, for every spec and corpus file."""
     text = path.read_bytes().decode("utf-8", errors="replace").replace("\r\n", "\n")
     inline, tree_first = _both_ways(text if text.endswith("\n") else text + "\n")
@@ -545,9 +540,9 @@ def test_both_parser_paths_build_state_fields_and_scenarios_from_files() -> None
         '    users: map[int, str] from "data/users.json"\n    n: int = 0\n\n'
         'scenario big from "data/big.json"\n\nscenario some:\n    n = 1\n    users = from "data/some.json"\n'
     )
-    builder = _ToIR(_Collector("spec.envspec"))
-    inline = _main_parser().inline.parse(text, "start", builder)
-    tree_first = _main_parser().parse_tree_first(text, "start", _Collector("spec.envspec"))
+    builder = ToIR(Collector("spec.envspec"), main_parser().parse_expr)
+    inline = main_parser().inline.parse(text, "start", builder)
+    tree_first = main_parser().parse_tree_first(text, "start", Collector("spec.envspec"))
     assert [d.model_dump_json() for d in inline] == [d.model_dump_json() for d in tree_first]
     state = next(d for d in inline if isinstance(d, ir.StateDecl))
     assert [(f.name, f.source, f.default) for f in state.fields][0] == ("users", "data/users.json", None)

@@ -1,4 +1,4 @@
-"""The fast parser (`compiler/front/parse_fast.py`) against Lark, the reference.
+"""The fast parser (`compiler/front/scan.py`, `compiler/front/fastparse_*.py`) against Lark, the reference.
 
 For every input: when Lark's parse has a syntax error or an IR builder reports a
 problem, the fast parser returns no declarations (Lark's diagnostics stand); when Lark
@@ -11,6 +11,7 @@ the one they take), and neither must the well-formed mutations of them.
 
 from __future__ import annotations
 
+import ast
 import random
 import re
 from pathlib import Path
@@ -21,8 +22,11 @@ import strategies
 from hypothesis import HealthCheck, given, settings
 from pydantic import BaseModel
 
-from compiler.front import parse, parse_fast
-from compiler.front.parse import _Collector, _try_parse, parse_source
+from compiler.front import fastparse_decls, parse, scan
+from compiler.front.fastparse_schema import SCHEMA
+from compiler.front.lark_builders import Collector
+from compiler.front.lark_parser import try_parse
+from compiler.front.parse import parse_source
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,9 +76,9 @@ def compare(source: str) -> str:
     """'same' (both parsers built equal IR), 'refused' (Lark accepts, the fast parser
     leaves it to Lark) or 'lark refuses' (both refuse); a mismatch fails the test."""
     text = normalise(source)
-    collector = _Collector("spec.envspec")
-    syntax = _try_parse(text, "spec.envspec", collector)
-    fast = parse_fast.parse_decls(text)
+    collector = Collector("spec.envspec")
+    syntax = try_parse(text, "spec.envspec", collector)
+    fast = fastparse_decls.parse_decls(text)
     if syntax is not None or collector.errors:
         assert fast is None, f"fast parser accepted what Lark refuses: {syntax or collector.errors[0]}"
         return "lark refuses"
@@ -108,16 +112,46 @@ def _read(path: Path) -> str:
 
 def test_fast_path_is_on() -> None:
     """The IR's fields are the ones the fast parser writes (a field added to an IR class
-    turns the fast parser off: teach `parse_fast._SCHEMA` and its builder the field)."""
-    changed = [cls.__name__ for cls, names in parse_fast._SCHEMA.items() if tuple(cls.model_fields) != names]
-    assert changed == [], f"IR classes whose fields parse_fast does not write: {changed}"
-    assert parse_fast.enabled()
+    turns the fast parser off: teach `fastparse_schema.SCHEMA` and its builder the field)."""
+    changed = [cls.__name__ for cls, names in SCHEMA.items() if tuple(cls.model_fields) != names]
+    assert changed == [], f"IR classes whose fields the fast parser does not write: {changed}"
+    assert fastparse_decls.enabled()
+
+
+FAST_PARSER = {"scan", "fastparse_exprs", "fastparse_stmts", "fastparse_decls", "fastparse_schema"}
+LARK_PARSER = {"lark_parser", "lark_builders"}
+
+
+def _front_imports(module: str) -> set[str]:
+    """The `compiler.front` modules `compiler/front/<module>.py` imports, anywhere in it."""
+    tree = ast.parse((ROOT / "compiler" / "front" / f"{module}.py").read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "compiler.front":
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("compiler.front."):
+            found.add(str(node.module).removeprefix("compiler.front."))
+        elif isinstance(node, ast.Import):
+            found.update(
+                a.name.removeprefix("compiler.front.") for a in node.names if a.name.startswith("compiler.front.")
+            )
+    return found
+
+
+def test_neither_parser_imports_the_other_or_the_entry_point() -> None:
+    """The two parsers meet only in `compiler/front/parse.py`, which tries one then the
+    other; what they share is below both (`grammar.py`)."""
+    for module in FAST_PARSER:
+        assert _front_imports(module) & (LARK_PARSER | {"parse"}) == set(), module
+    for module in LARK_PARSER:
+        assert _front_imports(module) & (FAST_PARSER | {"parse"}) == set(), module
+    assert {"fastparse_decls", "lark_parser"} <= _front_imports("parse")
 
 
 def _uses_foreign_words(text: str) -> bool:
     """Whether `text` holds a grammar keyword the fast parser does not know (a construct
     added after it: such text is left to Lark by design)."""
-    foreign = parse_fast._foreign_words() or frozenset()
+    foreign = scan.foreign_words() or frozenset()
     return any(word in foreign for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
 
 
@@ -167,12 +201,12 @@ def test_parse_source_results_are_unchanged() -> None:
 
 
 def _without_fast_path(text: str, path: str) -> parse.ParseResult:
-    decls = parse_fast.parse_decls
-    parse_fast.parse_decls = lambda _text: None  # type: ignore[assignment]
+    decls = fastparse_decls.parse_decls
+    fastparse_decls.parse_decls = lambda _text: None  # type: ignore[assignment]
     try:
         return parse_source(text, path)
     finally:
-        parse_fast.parse_decls = decls  # type: ignore[assignment]
+        fastparse_decls.parse_decls = decls  # type: ignore[assignment]
 
 
 # --------------------------------------------------------------------------- edge cases
@@ -367,7 +401,7 @@ def test_fast_path_edges_agree(text: str) -> None:
 
 # --------------------------------------------------------------------------- mutations
 
-WORDS = [*sorted(parse_fast.KEYWORDS), "min", "max_items", "pattern", "x", "_y", "f", "ff"]
+WORDS = [*sorted(scan.KEYWORDS), "min", "max_items", "pattern", "x", "_y", "f", "ff"]
 SNIPPETS = [
     " ", "  ", "\t", "\n", "\n    ", "\n        ", "  # note\n", "\\\n", "(", ")", "[", "]", "{", "}",
     ",", ":", ".", "=", "==", "+", "-", "**", "->", '"s"', 'f"{x}"', '"""d"""', "1", "2.5", "1_0",
@@ -494,7 +528,7 @@ def test_mutated_windows_agree(text: str) -> None:
 
 def test_envc_fast_parse_0_leaves_everything_to_lark(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _read(SEEDS[0])
-    assert parse_fast.parse_decls(normalise(text)) is not None
+    assert fastparse_decls.parse_decls(normalise(text)) is not None
     monkeypatch.setenv("ENVC_FAST_PARSE", "0")
-    assert parse_fast.parse_decls(normalise(text)) is None
+    assert fastparse_decls.parse_decls(normalise(text)) is None
     assert parse_source(text, "spec.envspec").module is not None  # Lark's parse

@@ -21,8 +21,9 @@ from compiler import project as envc_project
 from compiler.analyse import analyse_file
 from compiler.build import packages, pipeline
 from compiler.cli import app as cli_module
-from compiler.front import parse as parse_module
-from compiler.front import parse_fast
+from compiler.front import cache as parse_cache_module
+from compiler.front import fastparse_decls
+from compiler.front.parse import parse_source
 from compiler.lower import lower
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -569,8 +570,8 @@ environment desk:
 """
 
 
-def _cached(folder: Path | None) -> parse_module.ParseCache:
-    return parse_module.ParseCache(folder)
+def _cached(folder: Path | None) -> parse_cache_module.ParseCache:
+    return parse_cache_module.ParseCache(folder)
 
 
 def test_parse_cache_hits_give_fresh_equal_modules(tmp_path: Path) -> None:
@@ -619,7 +620,7 @@ def test_parse_cache_ignores_and_removes_a_damaged_entry(tmp_path: Path, damage:
     result = cache.parse(COUNTER, "c.envspec")
     assert cache.hits == 0 and cache.misses == 1
     assert result.module is not None and result.diagnostics == []
-    fresh = parse_module.parse_source(COUNTER, "c.envspec").module
+    fresh = parse_source(COUNTER, "c.envspec").module
     assert fresh is not None and result.module.model_dump_json() == fresh.model_dump_json()
     assert _cached(tmp_path).parse(COUNTER, "c.envspec").module is not None
     assert entry.read_bytes().startswith(b"envc-parse-1 ")  # rewritten whole
@@ -654,7 +655,7 @@ def test_parse_cache_without_a_writable_folder_still_parses(tmp_path: Path) -> N
 
 def test_specs_extending_one_prototype_parse_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = _cached(None)  # in memory only
-    monkeypatch.setattr(parse_module, "parse_cache", lambda: cache)
+    monkeypatch.setattr(parse_cache_module, "parse_cache", lambda: cache)
     for index in range(3):
         spec = tmp_path / f"desk{index}.envspec"
         spec.write_text(PROTOTYPE_CHILD.replace("desk", f"desk{index}"), encoding="utf-8")
@@ -666,14 +667,14 @@ def test_only_parses_worth_reading_back_are_kept(tmp_path: Path, monkeypatch: py
     """A spec the fast parser read is not written (writing costs what parsing took); its
     prototype is, and so is any text Lark had to parse (the fast parser refused it)."""
     cache = _cached(tmp_path / "parse")
-    monkeypatch.setattr(parse_module, "parse_cache", lambda: cache)
+    monkeypatch.setattr(parse_cache_module, "parse_cache", lambda: cache)
     spec = tmp_path / "desk.envspec"
     spec.write_text(PROTOTYPE_CHILD, encoding="utf-8")
     assert analyse_file(spec).environment is not None
     assert len(cache.memory) == 1 and len(list((tmp_path / "parse").glob("*.json"))) == 1
     assert analyse_file(spec).environment is not None
     assert (cache.hits, cache.misses) == (1, 3)  # the prototype from the cache, the spec parsed again
-    monkeypatch.setattr(parse_fast, "parse_decls", lambda text: None)
+    monkeypatch.setattr(fastparse_decls, "parse_decls", lambda text: None)
     lark = cache.parse(COUNTER, "counter.envspec", remember=False)
     assert lark.by_lark and lark.module is not None and len(cache.memory) == 2
     assert cache.parse(COUNTER, "counter.envspec", remember=False).module is not None and cache.hits == 2
@@ -683,7 +684,7 @@ def test_parse_cache_memory_keeps_the_newest_within_its_bound(monkeypatch: pytes
     cache = _cached(None)
     cache.parse(COUNTER, "g0.envspec")
     one_entry = len(next(iter(cache.memory.values())))
-    monkeypatch.setattr(parse_module, "PARSE_CACHE_IN_MEMORY_BYTES", 2 * one_entry + one_entry // 2)
+    monkeypatch.setattr(parse_cache_module, "PARSE_CACHE_IN_MEMORY_BYTES", 2 * one_entry + one_entry // 2)
     for index in range(1, 4):
         cache.parse(COUNTER, f"g{index}.envspec")
     assert len(cache.memory) == 2

@@ -25,7 +25,8 @@ from compiler.analyse import constants, effects, symbols, tests_tasks, types
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.front.load import Loaded, data_file_key, load_file, load_source, prototypes_dir
-from compiler.front.parse import gc_paused, without_broken_declarations
+from compiler.front.parse import gc_paused
+from compiler.front.recovery import without_broken_declarations
 from compiler.library import builtins as bi
 
 __all__ = ["AnalysisResult", "analyse_file", "analyse_source", "analyse_loaded", "prototypes_dir"]

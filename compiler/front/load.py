@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from compiler import ir
 from compiler.diagnostics import Diagnostic, did_you_mean
-from compiler.front.parse import parse_cached
+from compiler.front.cache import parse_cached
 from compiler.ir.tree import walk
 from compiler.library import builtins as bi
 
