@@ -16,7 +16,7 @@ from compiler import ir, library
 from compiler.analyse import onload, shapes
 from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis, set_field
-from compiler.analyse.symbols import resolve_type
+from compiler.analyse.declared_types import resolve_type
 from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.ir import typesys as ts
 from compiler.ir.tree import calls_in, construct, walk
