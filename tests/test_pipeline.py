@@ -437,7 +437,14 @@ def wheel_copy(checkout: Path, tmp_path: Path) -> Path:
 def test_fingerprint_covers_every_module_of_the_package() -> None:
     assert envc_project.compiler_fingerprint() == envc_project.fingerprint_of(PACKAGE)
     keys = set(envc_project.fingerprint_files(PACKAGE))
-    assert {"front/parse.py", "ir/__init__.py", "build/pipeline.py", "project.py", "lower/__init__.py", "grammar/envspec.lark"} <= keys
+    assert {
+        "front/parse.py",
+        "ir/__init__.py",
+        "build/pipeline.py",
+        "project.py",
+        "lower/__init__.py",
+        "grammar/envspec.lark",
+    } <= keys
     assert {"templates/environment.py.jinja", "templates/README.md.jinja"} <= keys
     modules = {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
     excluded = envc_project.FINGERPRINT_EXCLUDED
