@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import ir, library
+from compiler.analyse.comparisons import operand_order
 from compiler.analyse.context import Analysis, set_field
-from compiler.analyse.types import operand_order
 from compiler.diagnostics import did_you_mean
 from compiler.ir import typesys as ts
 from compiler.ir.tree import children, is_state_attr
@@ -279,7 +279,7 @@ class BodyEffects:
     and which state fields its locals may alias.
 
     The walk calls the hooks below at fixed points: the type checker's own walk as it
-    checks a tool's or helper's body (compiler/analyse/types.py, so that each expression
+    checks a tool's or helper's body (compiler/analyse/types/, so that each expression
     is visited once), or `EffectWalker`'s for tests, tasks, recursive helpers and a body
     the type checker found errors in. The hooks hold all of the pass's rules; a walk only
     decides when they run."""

@@ -17,7 +17,7 @@ import keyword
 from compiler import ir
 from compiler.analyse.constants import const_value
 from compiler.analyse.context import Analysis
-from compiler.analyse.symbols import resolve_type
+from compiler.analyse.declared_types import resolve_type
 from compiler.diagnostics import did_you_mean
 from compiler.ir import typesys as ts
 from compiler.library import builtins as bi

@@ -3,7 +3,7 @@
 Each entry says everything envc knows about a built-in: how a call is type-checked,
 what it does to state (reads the clock, changes a built-in field, draws randomness),
 how it lowers to Python, and which runtime helpers the generated module then needs.
-Analysis (`compiler/analyse/types.py`, `effects.py`) and lowering
+Analysis (`compiler/analyse/types/`, `effects.py`) and lowering
 (`compiler/lower/pycode.py`) both read these tables, so adding a built-in is one entry
 in one of the family modules below (see docs/pipeline.md, "Adding a built-in").
 """

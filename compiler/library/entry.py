@@ -4,25 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from compiler import ir
+from compiler.library.ports import Checker, Emitter
 
-if TYPE_CHECKING:
-    from compiler.analyse.types import TypeChecker
-    from compiler.lower.pycode import Emitter
-
-TypeRule = Callable[["TypeChecker", ir.Call, "ir.TypeRef | None"], ir.TypeRef]
+TypeRule = Callable[[Checker, ir.Call, "ir.TypeRef | None"], ir.TypeRef]
 """Checks a call's arguments (reporting through the checker) and returns its type."""
 
-Lowering = Callable[["Emitter", ir.Call], tuple[str, str]]
+Lowering = Callable[[Emitter, ir.Call], tuple[str, str]]
 """Python source of a call and its precedence level (a key of `pycode.PREC`)."""
 
 Signature = Callable[[ir.TypeRef, int], tuple[list[ir.TypeRef], ir.TypeRef, int]]
 """For a receiver type and the number of arguments given: parameter types, result type
 and how many parameters are required."""
 
-MethodLowering = Callable[["Emitter", ir.Call, ir.Attr, str, list[str]], str]
+MethodLowering = Callable[[Emitter, ir.Call, ir.Attr, str, list[str]], str]
 """Python source of a method call, given the receiver's source and the arguments' sources."""
 
 

@@ -1,25 +1,20 @@
 """Built-in functions: collections, numbers, text, json views, time, and the ones with
 effects (audit log, id counters, randomness, the clock). One `Function` entry each.
 
-A type rule gets the checker (`compiler/analyse/types.py`) and reports through it; a
-lowering gets the emitter (`compiler/lower/pycode.py`) and returns Python source with
-its precedence level.
+A type rule gets the checker (`ports.Checker`) and reports through it; a lowering gets
+the emitter (`ports.Emitter`) and returns Python source with its precedence level.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.library import state as bi
 from compiler.library.entry import Effect, Function, Lowering, TypeRule
-
-if TYPE_CHECKING:
-    from compiler.analyse.types import TypeChecker
-    from compiler.lower.pycode import Emitter
+from compiler.library.ports import Checker, Emitter
 
 Expected = ir.TypeRef | None
 
@@ -30,7 +25,7 @@ Expected = ir.TypeRef | None
 def _signature(params: tuple[str, ...], result: str) -> TypeRule:
     """A fixed signature of positional arguments."""
 
-    def check(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    def check(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
         c.positional(call, _name(call), [ts.t(p) for p in params], len(params))
         return ts.t(result)
 
@@ -40,7 +35,7 @@ def _signature(params: tuple[str, ...], result: str) -> TypeRule:
 def _view(argument: ir.TypeRef, result: ir.TypeRef) -> TypeRule:
     """One argument of a fixed type, a fixed result (json views, parsers)."""
 
-    def check(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    def check(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
         c.positional(call, _name(call), [argument], 1)
         return result
 
@@ -52,14 +47,14 @@ def _name(call: ir.Call) -> str:
     return call.func.id
 
 
-def check_len(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_len(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "len")
     if ty.name not in ("str", "list", "map", "set", "json", "any"):
         c.error("E3004", f"`len` of {ts.show(ty)}", call.args[0])
     return ts.INT
 
 
-def check_sum(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_sum(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "sum")
     if ty.name == "list" and ty.args[0].name in ("int", "float", "number"):
         return ty.args[0]
@@ -68,7 +63,7 @@ def check_sum(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     return ts.ANY
 
 
-def check_sorted(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_sorted(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     if len(call.args) != 1:
         c.error("E3006", "`sorted` takes one list (and key=, reverse=)", call)
         return ts.ANY
@@ -87,7 +82,7 @@ def check_sorted(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRe
     return ty
 
 
-def check_min_max(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_min_max(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     name = _name(call)
     if len(call.args) == 1:
         ty = c.expr(call.args[0], None)
@@ -116,7 +111,7 @@ def check_min_max(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeR
     return result
 
 
-def _list_to_list(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def _list_to_list(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     """reversed, unique: a list in, a list of the same type out."""
     name = _name(call)
     ty = c.one_arg(call, name, expected)
@@ -125,32 +120,32 @@ def _list_to_list(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeR
     return ty
 
 
-def check_copy(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_copy(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     return c.one_arg(call, "copy", expected)
 
 
-def check_abs(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_abs(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "abs")
     if not ts.is_numeric(ty):
         c.error("E3004", f"`abs` of {ts.show(ty)}", call)
     return ty
 
 
-def check_round(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_round(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     types = c.positional(call, "round", [ts.NUMBER, ts.INT], 1)
     if len(types) == 2 and types[0].name == "number":
         return ts.NUMBER  # Python's `round(5, 1)` is 5, `round(5.25, 1)` 5.2
     return ts.FLOAT if len(types) == 2 else ts.INT
 
 
-def check_str(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_str(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "str")
     if ty.name in ("list", "map", "set") or ty.name in c.records:
         c.error("E3004", f"`str` shows scalars, not {ts.show(ty)}", call)
     return ts.STR
 
 
-def check_int(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_int(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "int")
     if ty.name not in ("int", "float", "number", "bool", "any", "json"):
         c.error(
@@ -162,19 +157,19 @@ def check_int(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     return ts.INT
 
 
-def check_float(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_float(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "float")
     if ty.name not in ("int", "float", "number", "any", "json"):
         c.error("E3004", f"`float` converts numbers, not {ts.show(ty)}", call)
     return ts.FLOAT
 
 
-def check_range(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_range(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     c.positional(call, "range", [ts.INT, ts.INT], 1)
     return ts.list_of(ts.INT)
 
 
-def check_any_all(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_any_all(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     bools = ts.list_of(ts.BOOL)
     c.expect_assignable(c.one_arg(call, _name(call), bools), bools, call)
     return ts.BOOL
@@ -183,7 +178,7 @@ def check_any_all(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeR
 def _map_part(index: int) -> TypeRule:
     """keys (index 0), values (index 1): a list of a map's keys or values."""
 
-    def check(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    def check(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
         name = _name(call)
         ty = c.one_arg(call, name)
         if ty.name == "map":
@@ -195,7 +190,7 @@ def _map_part(index: int) -> TypeRule:
     return check
 
 
-def check_matches(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_matches(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     c.positional(call, "matches", [ts.STR, ts.STR], 2)
     if len(call.args) == 2:
         pattern = call.args[1]
@@ -209,7 +204,7 @@ def check_matches(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeR
     return ts.BOOL
 
 
-def check_add_days(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_add_days(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     if len(call.args) != 2:
         c.error("E3006", "`add_days` takes a date or datetime and a number", call)
         return ts.ANY
@@ -221,21 +216,21 @@ def check_add_days(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.Type
     return ty
 
 
-def check_days_between(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_days_between(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     types = [c.expr(arg, None) for arg in call.args]
     if len(types) != 2 or any(t.name not in ("date", "datetime") for t in types):
         c.error("E3006", "`days_between` takes two dates or datetimes", call)
     return ts.INT
 
 
-def check_weekday(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_weekday(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "weekday")
     if ty.name not in ("date", "datetime", "any"):
         c.error("E3001", f"`weekday` needs a date or datetime, not {ts.show(ty)}", call)
     return ts.INT
 
 
-def check_audit(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_audit(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     if len(call.args) != 1:
         c.error("E3006", "`audit` takes an action and optional entity= and detail=", call)
     for arg in call.args[:1]:
@@ -247,7 +242,7 @@ def check_audit(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef
     return ts.NONE
 
 
-def check_random_choice(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_random_choice(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     ty = c.one_arg(call, "random_choice")
     if ty.name == "list":
         return ty.args[0]
@@ -256,7 +251,7 @@ def check_random_choice(c: TypeChecker, call: ir.Call, expected: Expected) -> ir
     return ts.ANY
 
 
-def check_ord(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_ord(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     c.positional(call, "ord", [ts.STR], 1)
     text = call.args[0] if len(call.args) == 1 else None
     if isinstance(text, ir.Const) and isinstance(text.value, str) and len(text.value) != 1:
@@ -264,7 +259,7 @@ def check_ord(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     return ts.INT
 
 
-def check_chr(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_chr(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     c.positional(call, "chr", [ts.INT], 1)
     code = call.args[0] if len(call.args) == 1 else None
     if isinstance(code, ir.Const) and type(code.value) is int and not 0 <= code.value <= MAX_CODE_POINT:
@@ -283,7 +278,7 @@ JSON_DUMPS_OPTIONS: dict[str, ir.TypeRef] = {
 that keep its output JSON text (separators stay json.dumps's own defaults)."""
 
 
-def check_json_dumps(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_json_dumps(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     if len(call.args) != 1:
         c.error("E3006", "`json_dumps` takes one value, and indent=, sort_keys=, ensure_ascii=", call)
         for arg in call.args:
@@ -351,7 +346,7 @@ def datetime_format_problem(template: str) -> str:
     return ""
 
 
-def check_parse_datetime(c: TypeChecker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+def check_parse_datetime(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     c.positional(call, "parse_datetime", [ts.STR, ts.STR], 2)
     if len(call.args) == 2:
         template = call.args[1]

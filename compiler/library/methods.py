@@ -5,14 +5,11 @@ the language reference lists them (and hints suggest them)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.library.entry import Method, Signature
-
-if TYPE_CHECKING:
-    from compiler.lower.pycode import Emitter
+from compiler.library.ports import Emitter
 
 S, N, B = ts.STR, ts.INT, ts.BOOL
 
