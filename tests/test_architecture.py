@@ -89,7 +89,9 @@ def test_a_broken_layer_is_reported(tmp_path: Path) -> None:
 
 
 def test_no_module_of_the_compiler_is_over_1000_lines() -> None:
-    sizes = {p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines()) for p in COMPILER.rglob("*.py")}
+    sizes = {
+        p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines()) for p in COMPILER.rglob("*.py")
+    }
     assert {path: lines for path, lines in sizes.items() if lines > MAX_LINES} == {}
 
 

@@ -231,9 +231,7 @@ def _lower_alone(job: tuple[Path, str]) -> tuple[SpecResult | None, Package | No
     return result, package
 
 
-def _lower_in_workers(
-    jobs: list[tuple[Path, str]], options: Options
-) -> list[tuple[SpecResult | None, Package | None]]:
+def _lower_in_workers(jobs: list[tuple[Path, str]], options: Options) -> list[tuple[SpecResult | None, Package | None]]:
     """`_lower_alone` of each (spec, display name) on worker processes, or nothing done
     ((None, None) each: the caller lowers them itself) when workers would not pay."""
     from compiler.build import parallel
