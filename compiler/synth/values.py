@@ -17,15 +17,17 @@ last line of defence, naming the source.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 import random
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 from faker import Faker
 from faker.providers.address.en_US import Provider as UsAddress
@@ -33,7 +35,6 @@ from faker.providers.color import Provider as ColorProvider
 
 from compiler.library.sources import FORMATS, ArgValue, Format
 
-T = TypeVar("T")
 Scalar = str | int | float
 """What a format makes (dates and times as ISO text)."""
 
@@ -64,7 +65,8 @@ FOLDERS = ("documents", "reports", "shared", "archive", "projects", "records", "
 AREA_CODES = tuple(code for code in range(200, 1000) if code // 10 % 10 != 9 and code % 100 != 11)
 """Area codes of the North American plan's shape: first digit 2-9, middle digit not 9,
 not an N11 service code."""
-COUNTRIES = tuple(dict.fromkeys(UsAddress.countries))
+COUNTRIES = tuple(dict.fromkeys(re.sub(r" \(.*?\)", "", country) for country in UsAddress.countries))
+"""Faker's countries as people name them: `Slovakia`, not `Slovakia (Slovak Republic)`."""
 COLORS = tuple(dict.fromkeys(ColorProvider.safe_colors))
 """The 15 web-safe colour names (`teal`, `navy`): the ones anybody can name."""
 EXTENSION = re.compile(r"[A-Za-z0-9]+(\.[A-Za-z0-9]+)*")
@@ -261,7 +263,9 @@ def draw_value(name: str, args: Sequence[Any], pools: dict[str, list[Any]], rng:
     """One value of source `name` (`args` as written in the spec: `amount(50, 5000)`)."""
     if name in pools:
         return rng.choice(_pool(name, args, pools))
-    return _run(name, lambda generator, draw: generator.make(draw), _draw(name, args, rng, clock))
+    generator, draw = _format_draw(name, args, rng, clock)
+    with _named(name, draw):
+        return generator.make(draw)
 
 
 def draw_distinct(
@@ -271,9 +275,9 @@ def draw_distinct(
     `ValueSourceError` when the source has fewer."""
     if name in pools:
         return _distinct_of_pool(name, _pool(name, args, pools), rng, count)
-    return _run(
-        name, lambda generator, draw: _distinct_of_format(name, generator, draw, count), _draw(name, args, rng, clock)
-    )
+    generator, draw = _format_draw(name, args, rng, clock)
+    with _named(name, draw):
+        return _distinct_of_format(name, generator, draw, count)
 
 
 def _pool(name: str, args: Sequence[Any], pools: dict[str, list[Any]]) -> list[Any]:
@@ -308,21 +312,22 @@ def _distinct_of_format(name: str, generator: Generator, draw: Draw, count: int)
     )
 
 
-def _run(name: str, use: Callable[[Generator, Draw], T], draw: Draw) -> T:
-    """Runs a generator, turning its complaints about arguments into a `ValueSourceError`."""
+@contextmanager
+def _named(name: str, draw: Draw) -> Iterator[None]:
+    """Turns a generator's complaint about its arguments into a `ValueSourceError` naming the source."""
     try:
-        return use(GENERATORS[name], draw)
+        yield
     except ValueSourceError:
         raise
     except ValueError as error:
         raise ValueSourceError(f"value source `{name}{_written(draw.args.values())}`: {error}") from None
 
 
-def _draw(name: str, args: Sequence[Any], rng: random.Random, clock: str) -> Draw:
+def _format_draw(name: str, args: Sequence[Any], rng: random.Random, clock: str) -> tuple[Generator, Draw]:
     if name not in FORMATS:
         known = ", ".join(FORMATS)
         raise ValueSourceError(f"unknown value source `{name}`: not a pool of the spec nor a format ({known})")
-    return Draw(rng, _clock(clock), _bind(FORMATS[name], args))
+    return GENERATORS[name], Draw(rng, _clock(clock), _bind(FORMATS[name], args))
 
 
 def _bind(source: Format, args: Sequence[Any]) -> dict[str, ArgValue]:
@@ -350,13 +355,14 @@ def _fits(value: Any, type_name: str) -> bool:
     return isinstance(value, {"int": int, "str": str}[type_name])
 
 
+@functools.lru_cache(maxsize=64)
 def _clock(clock: str) -> dt.datetime:
+    """Parsed once per clock: a run draws many values at few clocks."""
     try:
-        moment = dt.datetime.strptime(clock, "%Y-%m-%dT%H:%M:%S")
+        return dt.datetime.strptime(clock, "%Y-%m-%dT%H:%M:%S")
     except ValueError:
         raise ValueSourceError(f"the scenario's clock {clock!r} is not YYYY-MM-DDTHH:MM:SS") from None
-    return moment
 
 
-def _written(args: Any) -> str:
+def _written(args: Iterable[ArgValue]) -> str:
     return "(" + ", ".join(json.dumps(arg) for arg in args) + ")"

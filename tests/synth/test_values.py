@@ -37,7 +37,7 @@ PATTERNS = {
     "job_title": r"[A-Z][A-Za-z ,/()'&-]+",
     "street_address": r"\d+ [A-Z][A-Za-z .'-]+\d*",
     "city": r"[A-Z][A-Za-z .'-]+",
-    "country": r"[A-Z][A-Za-z ,.()'&-]+",
+    "country": r"[A-Z][A-Za-z ,.'&-]+",
     "postcode": r"\d{5}",
     "url": rf"https://www\.{EXAMPLE_DOMAIN}/[a-z]+(/[a-z]+)?",
     "color": r"[a-z]+",
