@@ -324,7 +324,7 @@ EDGES = [
     'describe tool t:\n    param a "x"\n    param a from y\n',
     'describe tool t:\n    intent f"x"\n',
     "describe tool t:\n    param a from y(z)\n",
-    "describe tool t:\n    param a from y(-\"s\")\n",
+    'describe tool t:\n    param a from y(-"s")\n',
     "describe tool t:\n    param a from y(1,)\n",
     "describe tool t:\n    param a from y(" + str(2**63) + ")\n",
     'describe record R:\n    noun "a"\n    noun "b"\n',
@@ -375,7 +375,7 @@ NEW_CONSTRUCTS = [
     'describe tool t:\n    param a "x"\n',
     'describe record Ticket:\n    noun "ticket"\n    refer status before "{}"\n    refer title "about \\"{}\\""\n'
     "    field title from titles\n    field id from integer(1, 9)\n",
-    "describe record R:\n    field before from x\n    refer before before \"{}\"\n",
+    'describe record R:\n    field before from x\n    refer before before "{}"\n',
     "tool t(values: int, persona: int, intent: int, noun: int, refer: int, field: int, before: int) -> int:\n"
     "    let x = [values for values in intent]\n    field = noun\n    return f(refer=before).field\n",
     "record values:\n    field: int\n    before?: list[noun]\n",

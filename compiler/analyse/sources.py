@@ -276,8 +276,7 @@ def unsourced_parameters(a: Analysis) -> None:
             a.diags.append(
                 Diagnostic(
                     "E2039",
-                    f"parameter `{param.name}` of `{tool.name}` has no source: "
-                    "tasks cannot give it a meaningful value",
+                    f"parameter `{param.name}` of `{tool.name}` has no source: tasks cannot give it a meaningful value",
                     tool.file,
                     param.line,
                     param.col,

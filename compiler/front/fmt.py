@@ -492,9 +492,7 @@ class _Layout:
     def describe_record(self, d: ir.DescribeRecordDecl) -> _Item:
         """`describe record`: the noun, the refers, then the field sources."""
         noun = [_Item(f"noun {text(d.noun)}", d.noun_place.line)] if d.noun_place is not None else []
-        refers = [
-            _Item(f"refer {r.field}{' before' if r.before else ''} {text(r.template)}", r.line) for r in d.refers
-        ]
+        refers = [_Item(f"refer {r.field}{' before' if r.before else ''} {text(r.template)}", r.line) for r in d.refers]
         fields = [_Item(f"field {name} from {source(ref)}", ref.line) for name, ref in d.field_sources.items()]
         return _block(f"describe record {d.name}:", d.line, noun + refers + fields)
 

@@ -557,7 +557,9 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         what, old, new = (str(c) for c in children)
         return ir.RenameDecl(what=what, old=old, new=new, **_pos(meta))
 
-    def describe_param(self, meta: Meta, children: list[Any]) -> tuple[str, tuple[str, str, Any, Meta]]:
+    def describe_param(
+        self, meta: Meta, children: list[Any]
+    ) -> tuple[str, tuple[str, str | None, ir.SourceRef | None, Meta]]:
         """`param NAME "text"`, `param NAME "text" from SOURCE` or `param NAME from SOURCE`."""
         name, *rest = children
         text = next((str(c.value) for c in rest if isinstance(c, ir.Const)), None)
@@ -596,7 +598,7 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         sign, token = (None, children[0]) if len(children) == 1 else children
         if token.type == "STRING":
             return self._string_value(token)
-        value = self.int_lit(meta, [token]).value if token.type == "INT" else float(token)
+        value = int(self.int_lit(meta, [token]).value or 0) if token.type == "INT" else float(token)
         return -value if sign is not None else value
 
     def describe_noun(self, meta: Meta, children: list[Any]) -> tuple[str, str, Meta]:

@@ -356,7 +356,8 @@ def _apply_describes(
     spec itself, or its merge with the prototype, whose own blocks are in place already):
     each replaces what it gives of a tool's or record's words and leaves the rest."""
     described: set[tuple[str, str]] = set()
-    for describe in [*spec.describes, *spec.describe_records]:
+    describes: list[ir.DescribeDecl | ir.DescribeRecordDecl] = [*spec.describes, *spec.describe_records]
+    for describe in describes:
         what = "tool" if isinstance(describe, ir.DescribeDecl) else "record"
         if (what, describe.name) in described:
             diagnostics.append(
