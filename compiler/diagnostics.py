@@ -85,6 +85,19 @@ CODES: dict[str, tuple[str, str]] = {
         "named unlike any state or world field",
     ),
     "E2032": ("`on load:` takes statements", "write the load step in the statement language"),
+    "E2033": (
+        "invalid values pool",
+        "a pool is a non-empty list of str, int or float literals of one type, or a JSON list of them in a file",
+    ),
+    "E2034": ("unknown value source", "`from` names a `values` pool of the spec or a built-in format"),
+    "E2035": ("wrong value source arguments", "a pool takes none; a format takes its literal arguments, in order"),
+    "E2036": ("invalid intent", "each `{slot}` of an intent names a parameter of the tool; `{{` and `}}` are braces"),
+    "E2037": ("invalid refer template", 'a `refer` template holds exactly one `{}`: `refer title "about {}"`'),
+    "E2038": ("nothing to describe", "`describe tool` and `describe record` name a tool or record of the spec"),
+    "E2039": (
+        "write tool parameter without a source (a warning)",
+        "give it one: `param NAME from POOL` in `describe tool`",
+    ),
     "E3001": ("type mismatch", "convert the value or change the declared type"),
     "E3002": ("wrong number of type arguments", "list[T], set[T], map[K, V] and optional[T] take exactly these"),
     "E3003": (
@@ -130,6 +143,10 @@ CODES: dict[str, tuple[str, str]] = {
         'narrow the value to a member first: `if p.source == "credit_card":` (or `require ...`)',
     ),
     "E3033": ("invalid union", "a union lists records, each once, that do not declare its tag field"),
+    "E3034": (
+        "value source does not fit the type",
+        "a str takes text (and dates); int takes int; float and number take numbers; an enum a pool of its members",
+    ),
     "E4001": ("undeclared state write", "add the field to `writes`, or remove the `writes` line to let envc infer it"),
     "E4002": ("declared write never happens", "remove the field from `writes`"),
     "E4003": ("undeclared state read", "add the field to `reads`, or remove the `reads` line"),

@@ -358,8 +358,49 @@ class SpecWriter:
     def describe(self) -> list[str]:
         doc = self.doc(1)
         names = self.draw(st.lists(st.sampled_from(NAMES), min_size=0 if doc else 1, max_size=2, unique=True))
-        params = [[f"{self.indent(1)}param {name} {self.string()}{self.trail()}"] for name in names]
-        return self.lines_of(f"describe tool t{self.count(0, 9)}:", doc + params)
+        params = [[f"{self.indent(1)}param {name} {self.param_words()}{self.trail()}"] for name in names]
+        intents = [[f"{self.indent(1)}intent {self.string()}{self.trail()}"] for _ in range(self.count(0, 2))]
+        items = params + intents
+        if self.flip():
+            items.reverse()
+        return self.lines_of(f"describe tool t{self.count(0, 9)}:", doc + items)
+
+    def param_words(self) -> str:
+        """A `describe tool` param line's text, source or both."""
+        choice = self.count(0, 2)
+        if choice == 0:
+            return self.string()
+        return f"{self.string() + ' ' if choice == 1 else ''}from {self.source()}"
+
+    def source(self) -> str:
+        """A value source: a name, or a name with literal arguments."""
+        name = self.pick(["person_name", "amount", "titles", "integer"])
+        if self.flip(60):
+            return name
+        literals = [str(self.count(-5, 500)), f"{self.count(0, 99)}.5", self.string(4)]
+        args = [self.pick(literals) for _ in range(self.count(0, 3))]
+        return f"{name}({', '.join(args)})"
+
+    def describe_record(self) -> list[str]:
+        items: list[list[str]] = []
+        if self.flip():
+            items.append([f"{self.indent(1)}noun {self.string()}{self.trail()}"])
+        for field_ in self.draw(st.lists(st.sampled_from(NAMES), max_size=2, unique=True)):
+            before = " before" if self.flip(30) else ""
+            items.append([f"{self.indent(1)}refer {field_}{before} {self.string()}{self.trail()}"])
+        for field_ in self.draw(st.lists(st.sampled_from(NAMES), min_size=0 if items else 1, max_size=2, unique=True)):
+            items.append([f"{self.indent(1)}field {field_} from {self.source()}{self.trail()}"])
+        return self.lines_of(f"describe record R{self.count(0, 9)}:", items)
+
+    def values(self) -> list[str]:
+        name = f"pool_{self.count(0, 9)}"
+        if self.flip(30):
+            return [f'values {name} from "pool_{self.count(0, 9)}.json"{self.trail()}']
+        items = [self.string() if self.flip() else str(self.count(-9, 99)) for _ in range(self.count(1, 3))]
+        return [f"values {name} = [{', '.join(items)}]{self.trail()}"]
+
+    def persona(self) -> list[str]:
+        return [f"persona {self.string()}{self.trail()}"]
 
     def world(self) -> list[str]:
         fields = []
@@ -461,6 +502,7 @@ class SpecWriter:
     def spec(self) -> str:
         makers = [self.enum, self.record, self.state, self.world, self.scenario, self.callable, self.test, self.task]
         makers += [self.drop, self.rename, self.union, self.load_options, self.on_load, self.describe]
+        makers += [self.describe_record, self.values, self.persona]
         decls = [self.draw(st.sampled_from(makers))() for _ in range(self.count(0, 4))]
         if self.flip(80):
             decls.insert(self.count(0, len(decls)) if self.flip(20) else 0, self.header())

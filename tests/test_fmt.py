@@ -655,3 +655,49 @@ def test_param_lines_follow_the_other_block_lines_and_keep_their_text() -> None:
     out = assert_canonical(source)
     assert out.index("writes nothing") < out.index('param a "The first one."') < out.index('param b "The second')
     assert '\\"addend\\"' in out
+
+
+TASK_WORDS = """environment desk:
+    title "Desk"
+
+values titles = ["VPN drops", "Printer jams"]  # trailing
+values streets from "streets.json"
+values counts = [
+    1,  # one
+    -2
+]
+
+# who asks
+persona "I run the help desk."
+
+describe tool add:
+    "Add one."
+    param title from titles  # the pool
+    intent "open {title}"
+    param who   "Who asks"   from person_name
+    intent "log {{braces}} {title}"
+    param budget from amount(50, 5000.5)
+
+describe record Ticket:
+    field title from titles
+    refer title before "{}"
+    noun "ticket"
+"""
+
+
+def test_fmt_prints_values_personas_and_describes_canonically() -> None:
+    out = assert_canonical(TASK_WORDS)
+    assert 'values titles = ["VPN drops", "Printer jams"]  # trailing\n' in out
+    assert "values counts = [\n    1,  # one\n    -2\n]\n" in out
+    assert "# who asks\npersona" in out
+    tool_block = out[out.index("describe tool add:") : out.index("describe record")]
+    assert tool_block.splitlines()[1:6] == [
+        '    "Add one."',
+        '    intent "open {title}"',
+        '    intent "log {{braces}} {title}"',
+        "    param title from titles  # the pool",
+        '    param who "Who asks" from person_name',
+    ]
+    assert out.endswith(
+        'describe record Ticket:\n    noun "ticket"\n    refer title before "{}"\n    field title from titles\n'
+    )

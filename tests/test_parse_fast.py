@@ -313,6 +313,27 @@ EDGES = [
     "override load options:\n    a: int\n",
     "on loading:\n    pass\n",
     "load:\n    pass\n",
+    # values and wording: malformed
+    "values v = []\n",
+    "values v = [1, x + 1]\n",
+    'values v from f"x.json"\n',
+    "values v = 1\n",
+    'persona f"x"\n',
+    "persona x\n",
+    "describe tool t:\n    param a\n",
+    'describe tool t:\n    param a "x"\n    param a from y\n',
+    'describe tool t:\n    intent f"x"\n',
+    "describe tool t:\n    param a from y(z)\n",
+    'describe tool t:\n    param a from y(-"s")\n',
+    "describe tool t:\n    param a from y(1,)\n",
+    "describe tool t:\n    param a from y(" + str(2**63) + ")\n",
+    'describe record R:\n    noun "a"\n    noun "b"\n',
+    'describe record R:\n    refer a "x"\n    refer a before "y"\n',
+    "describe record R:\n    field a from x\n    field a from y\n",
+    'describe record R:\n    "doc"\n    noun "a"\n',
+    "describe record R:\n    field a\n",
+    'tool t() -> int:\n    "doc"\n    intent = 1\n    return 1\n',
+    'record R:\n    "doc"\n    field: int\n',
     # the new keywords as names
     "tool t() -> int:\n    return a alias\n",
     'tool t(x: int alias "k") -> int:\n    return x\n',
@@ -345,6 +366,20 @@ NEW_CONSTRUCTS = [
     'state:\n    items: list[int] from "items.json"\n    n: int = 1\n    m: dict[str, int] from """m.json"""\n',
     "override on load:\n    for k, v in world.items:\n        state.items[k] = v\n",
     'record Card:\n    source: str\n    number?: str\nunion Payment by source:\n    Card = "card"\n',
+    # values and wording for tasks
+    'values titles = ["VPN drops", "Printer jams",]\nvalues streets from "streets.json"\nvalues n = [1, -2, 3.5]\n',
+    'persona "I run the help desk."\npersona """Two\n    lines."""\n',
+    'describe tool t:\n    "Doc."\n    intent "open {title}"\n    param title "A title" from titles\n'
+    "    param who from person_name\n    param budget from amount(50, -5000.5, 1_000)\n"
+    '    intent "log {{x}} {who}"\n    param p from file_name("csv")\n    param q from f()\n',
+    'describe tool t:\n    param a "x"\n',
+    'describe record Ticket:\n    noun "ticket"\n    refer status before "{}"\n    refer title "about \\"{}\\""\n'
+    "    field title from titles\n    field id from integer(1, 9)\n",
+    'describe record R:\n    field before from x\n    refer before before "{}"\n',
+    "tool t(values: int, persona: int, intent: int, noun: int, refer: int, field: int, before: int) -> int:\n"
+    "    let x = [values for values in intent]\n    field = noun\n    return f(refer=before).field\n",
+    "record values:\n    field: int\n    before?: list[noun]\n",
+    'record R:\n    "doc"\n    noun: int\n    refer: int\n',
 ]
 """Well-formed uses of the constructs added since the first fast parser (aliases, absent
 record fields, state and scenario files, unions, `on load:`, `load options:`) and their
@@ -449,7 +484,7 @@ def test_mutated_declarations_agree(path: Path) -> None:
         assert outcomes.count("same") > MUTANTS_PER_SPEC // 5  # and the fast path
 
 
-NEW_WORDS = ("union", "alias", "on load", "load options", "from", "?")
+NEW_WORDS = ("union", "alias", "on load", "load options", "from", "?", "values", "persona", "describe")
 
 
 def test_mutated_new_constructs_agree() -> None:

@@ -9,6 +9,9 @@ produced (docs/pipeline.md has the table):
 4. `effects`: each tool's and helper's read and write sets, from the typed bodies;
 5. `tests_tasks`: tests and tasks against the tools.
 
+`sources` (the `values` pools and every `from SOURCE` of a parameter or field) runs after
+`constants`; its warning on write tools' free-text parameters, after `effects`.
+
 Loading (files, prototypes, world JSON) is `compiler/front/load.py`. All problems come back
 as diagnostics; a pass that finds errors does not stop the ones after it, so one run
 reports as much as it can.
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler import ir
-from compiler.analyse import constants, effects, symbols, tests_tasks, types
+from compiler.analyse import constants, effects, sources, symbols, tests_tasks, types
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.front.load import Loaded, data_file_key, load_file, load_source, prototypes_dir
@@ -130,8 +133,10 @@ def _beside_syntax_errors(loaded: Loaded) -> AnalysisResult:
 def run_passes(a: Analysis) -> ir.Environment | None:
     symbols.run(a)
     constants.run(a)
+    sources.run(a)
     types.run(a)
     summaries = effects.run(a)
+    sources.unsourced_parameters(a)
     tests_tasks.run(a, summaries)
     if has_errors(a.diags):
         return None
@@ -159,6 +164,8 @@ def _environment(a: Analysis) -> ir.Environment:
         inputs=_data_inputs(a),
         load_options=list(a.load_options.values()),
         on_load=a.on_load,
+        value_pools=a.value_pools,
+        personas=[persona.text for persona in a.module.personas],
     )
 
 
@@ -169,6 +176,7 @@ def _data_inputs(a: Analysis) -> list[str]:
     found |= {data_file_key(a.state_file(name), f.source) for name, f in a.state.items() if f.source}
     found |= {data_file_key(s.file, s.source) for s in a.scenarios.values() if s.source}
     found |= {data_file_key(s.file, i.source) for s in a.scenarios.values() for i in s.items if i.source}
+    found |= {data_file_key(pool.file, pool.source) for pool in a.module.values if pool.source}
     return sorted(found)
 
 

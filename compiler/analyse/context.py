@@ -42,6 +42,10 @@ class Analysis:
     world_values: dict[str, Any] = field(default_factory=dict)
     state_defaults: dict[str, Any] = field(default_factory=dict)
     scenario_values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # task values (compiler/analyse/sources.py)
+    value_pools: dict[str, list[Any]] = field(default_factory=dict)
+    pool_types: dict[str, str] = field(default_factory=dict)
+    """Each pool's type (`str`, `int`, `float`), "" when the pool has errors."""
     calls: dict[int, set[str]] = field(default_factory=dict, repr=False)
     """`id(body) -> names it calls`, filled by `called_names`."""
     deletes: dict[int, set[str]] = field(default_factory=dict, repr=False)

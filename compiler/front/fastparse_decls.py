@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 from compiler import ir
 from compiler.front.fastparse_exprs import EXPRESSION_WORDS, STRING_KINDS, depth_bound, string_value
 from compiler.front.fastparse_schema import schema_matches
-from compiler.front.fastparse_stmts import StmtParser
+from compiler.front.fastparse_words import TaskWordsParser
 from compiler.front.grammar import MAX_EXPR_DEPTH
 from compiler.front.scan import CONSTRAINT_WORDS, STATEMENT_WORDS, Refuse, Token, chunks, foreign_words
 from compiler.ir.tree import construct
@@ -84,7 +84,7 @@ def parse_decls(text: str) -> list[Any] | None:
 _Block = TypeVar("_Block", ir.StateDecl, ir.LoadOptionsDecl)
 
 
-class DeclParser(StmtParser):
+class DeclParser(TaskWordsParser):
     """The declaration rules, and a module's declarations run by run (`module`)."""
 
     def doc(self, keywords: frozenset[str] = frozenset()) -> str:
@@ -254,6 +254,7 @@ class DeclParser(StmtParser):
                             "source": source,
                             "absent": False,
                             "tag": "",
+                            "values_from": None,
                         },
                         {"name", "type", "source", "line", "col", "end_line", "end_col"},
                     )
@@ -284,6 +285,7 @@ class DeclParser(StmtParser):
                             "source": "",
                             "absent": absent,
                             "tag": "",
+                            "values_from": None,
                         },
                         {"name", "type", "default", "absent", "alias", "line", "col", "end_line", "end_col"}
                         if record
@@ -311,6 +313,8 @@ class DeclParser(StmtParser):
                 "override": override,
                 "tag": "",
                 "members": {},
+                "noun": "",
+                "refers": [],
             },
             {"name", "fields", "doc", "override", "line", "col", "end_line", "end_col"},
         )
@@ -348,6 +352,8 @@ class DeclParser(StmtParser):
                 "override": False,
                 "tag": tag,
                 "members": members,
+                "noun": "",
+                "refers": [],
             },
             {"name", "fields", "tag", "members", "doc", "line", "col", "end_line", "end_col"},
         )
@@ -529,6 +535,7 @@ class DeclParser(StmtParser):
             "reads": [],
             "writes": [],
             "errors": [],
+            "intents": [],
         }
         if cls is ir.FnDecl:
             values["recursion"] = []
@@ -594,6 +601,7 @@ class DeclParser(StmtParser):
                 "default": default,
                 "constraints": constraints,
                 "doc": "",
+                "values_from": None,
             },
             {"name", "type", "default", "constraints", "line", "col", "end_line", "end_col"},
         )
@@ -626,40 +634,6 @@ class DeclParser(StmtParser):
             ir.RenameDecl,
             {**self.pos(s), "file": "", "doc": "", "what": what, "old": old, "new": new},
             {"what", "old", "new", "line", "col", "end_line", "end_col"},
-        )
-
-    def describe(self, s: int) -> ir.DescribeDecl:
-        t = self.t
-        self.i += 1
-        self.expect("tool")
-        name = self.word()
-        self.block_start()
-        doc = self.doc(frozenset({"param"}))
-        docs: dict[str, str] = {}
-        lines: dict[str, int] = {}
-        cols: dict[str, int] = {}
-        while t[self.i][0] == "param":
-            where = t[self.i]
-            self.i += 1
-            param = self.word()
-            text = self.plain_string()
-            self.expect("NL")
-            if param in docs:
-                raise Refuse("given twice")  # E2017
-            docs[param], lines[param], cols[param] = text, where[2], where[3]
-        self.expect("DEDENT")
-        return construct(
-            ir.DescribeDecl,
-            {
-                **self.pos(s),
-                "file": "",
-                "doc": doc,
-                "name": name,
-                "param_docs": docs,
-                "param_lines": lines,
-                "param_cols": cols,
-            },
-            {"name", "doc", "line", "col", "end_line", "end_col"},
         )
 
     def on_load(self, s: int, override: bool = False) -> ir.OnLoadDecl:
@@ -821,6 +795,8 @@ _DECLS = {
     "drop": DeclParser.drop,
     "rename": DeclParser.rename,
     "describe": DeclParser.describe,
+    "values": DeclParser.values,
+    "persona": DeclParser.persona,
     "union": DeclParser.union,
     "on": DeclParser.on_load,
     "load": DeclParser.load_options,

@@ -41,13 +41,15 @@ from compiler.front.printer import (
     quote,
     readable_parentheses,
     simple_stmt,
+    source,
     text,
     type_ref,
 )
 
-POSITION_KEYS = frozenset({"line", "col", "end_line", "end_col", "item_places", "param_lines", "param_cols"})
-"""Layout, not meaning: positions, and where each header item and `describe` param line
-was written."""
+POSITION_KEYS = frozenset(
+    {"line", "col", "end_line", "end_col", "item_places", "param_lines", "param_cols", "intent_places", "noun_place"}
+)
+"""Layout, not meaning: positions, and where each header item and `describe` line was written."""
 DEFAULT_CLOCK: str = ir.EnvHeader.model_fields["clock"].default
 DEFAULT_RNG: str = ir.EnvHeader.model_fields["rng"].default
 
@@ -298,6 +300,16 @@ class _Item:
     dangling: list[_Comment] = field(default_factory=list)
 
 
+def _param_line(d: ir.DescribeDecl, name: str) -> str:
+    """`param NAME "text"`, `param NAME "text" from SOURCE` or `param NAME from SOURCE`."""
+    words = [f"param {name}"]
+    if name in d.param_docs:
+        words.append(text(d.param_docs[name]))
+    if name in d.param_sources:
+        words.append(f"from {source(d.param_sources[name])}")
+    return " ".join(words)
+
+
 def _block(text: str, start: int, children: list[_Item]) -> _Item:
     return _Item(text, start, children, block=True)
 
@@ -324,6 +336,7 @@ class _Layout:
         decls: list[ir.Decl] = [*module.enums, *module.records, *module.state, *module.world, *module.scenarios]
         decls += [*module.tools, *module.fns, *module.tests, *module.tasks, *module.drops, *module.renames]
         decls += [*module.describes, *module.load_options, *module.on_load]
+        decls += [*module.values, *module.personas, *module.describe_records]
         if module.header is not None:
             decls.append(module.header)
         decls.sort(key=lambda d: (d.line, d.col))
@@ -350,9 +363,13 @@ class _Layout:
         if isinstance(d, ir.RenameDecl):
             return _Item(f"rename {d.what} {d.old} as {d.new}", d.line)
         if isinstance(d, ir.DescribeDecl):
-            params = [_Item(f"param {n} {text(doc)}", d.param_lines.get(n, 0)) for n, doc in d.param_docs.items()]
-            doc = self.doc(d.doc, d.line, bound) or ([] if params else [_Item('""', 0)])  # a block is not empty
-            return _block(f"describe tool {d.name}:", d.line, doc + params)
+            return self.describe(d, bound)
+        if isinstance(d, ir.DescribeRecordDecl):
+            return self.describe_record(d)
+        if isinstance(d, ir.ValuesDecl):
+            return self.values(d)
+        if isinstance(d, ir.PersonaDecl):
+            return _Item(f"persona {text(d.text, long=True)}", d.line)
         if isinstance(d, ir.ScenarioDecl) and d.source:
             return _Item(f"scenario {d.name} from {quote(d.source)}", d.line)
         header, items = self.simple_decl(d)
@@ -464,6 +481,27 @@ class _Layout:
         effects = [_Item(text, self.src.find_head(after + 1, body_start - 1, key)) for key, text in _effects(t)]
         body = [self.escape(t.escape)] if t.escape is not None else self.stmts(t.body)
         return _block(head, t.line, self.doc(t.doc, after, bound) + effects + body)
+
+    def describe(self, d: ir.DescribeDecl, bound: int) -> _Item:
+        """`describe tool`: the doc, the intents in order, then each param line (text, source)."""
+        intents = [_Item(f"intent {text(i)}", p.line) for i, p in zip(d.intents, d.intent_places, strict=False)]
+        params = [_Item(_param_line(d, name), line) for name, line in d.param_lines.items()]
+        doc = self.doc(d.doc, d.line, bound) or ([] if params or intents else [_Item('""', 0)])  # a block is not empty
+        return _block(f"describe tool {d.name}:", d.line, doc + intents + params)
+
+    def describe_record(self, d: ir.DescribeRecordDecl) -> _Item:
+        """`describe record`: the noun, the refers, then the field sources."""
+        noun = [_Item(f"noun {text(d.noun)}", d.noun_place.line)] if d.noun_place is not None else []
+        refers = [_Item(f"refer {r.field}{' before' if r.before else ''} {text(r.template)}", r.line) for r in d.refers]
+        fields = [_Item(f"field {name} from {source(ref)}", ref.line) for name, ref in d.field_sources.items()]
+        return _block(f"describe record {d.name}:", d.line, noun + refers + fields)
+
+    def values(self, d: ir.ValuesDecl) -> _Item:
+        if d.source:
+            return _Item(f"values {d.name} from {quote(d.source)}", d.line)
+        last = max([d.line, *(item.end_line for item in d.items)])
+        closer = next((n for n in range(last, d.end_line + 1) if self.src.heads.get(n, "").startswith("]")), last)
+        return self.value(f"values {d.name} = ", ir.ListLit(items=d.items, line=d.line, end_line=closer), d.line)
 
     def escape(self, escape: ir.Escape) -> _Item:
         return _Item(f"{escape.kind} {text(escape.text)}", escape.line)

@@ -557,17 +557,92 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         what, old, new = (str(c) for c in children)
         return ir.RenameDecl(what=what, old=old, new=new, **_pos(meta))
 
+    def describe_param(
+        self, meta: Meta, children: list[Any]
+    ) -> tuple[str, tuple[str, str | None, ir.SourceRef | None, Meta]]:
+        """`param NAME "text"`, `param NAME "text" from SOURCE` or `param NAME from SOURCE`."""
+        name, *rest = children
+        text = next((str(c.value) for c in rest if isinstance(c, ir.Const)), None)
+        source = next((c for c in rest if isinstance(c, ir.SourceRef)), None)
+        return ("param", (str(name), text, source, meta))
+
+    def describe_intent(self, meta: Meta, children: list[Any]) -> tuple[str, str, Meta]:
+        return ("intent", str(children[0].value), meta)
+
     def describe_decl(self, meta: Meta, children: list[Any]) -> ir.DescribeDecl:
         name, *items = children
         doc, lines = _take_doc(items)
         decl = ir.DescribeDecl(name=str(name), doc=doc, **_pos(meta))
-        for _, (param, text, where) in lines:
-            if param in decl.param_docs:
+        for item in lines:
+            if item[0] == "intent":
+                decl.intents.append(item[1])
+                decl.intent_places.append(ir.Node(**_pos(item[2])))
+                continue
+            param, text, source, where = item[1]
+            if param in decl.param_lines:
                 self.c.add("E2017", f"`param {param}` is given twice", where.line, where.column)
-            decl.param_docs[param] = text
+                continue
+            if text is not None:
+                decl.param_docs[param] = text
+            if source is not None:
+                decl.param_sources[param] = source
             decl.param_lines[param] = where.line
             decl.param_cols[param] = where.column
         return decl
+
+    def source(self, meta: Meta, children: list[Any]) -> ir.SourceRef:
+        name, *args = children
+        return ir.SourceRef(name=str(name), args=[a for a in args if a is not None], **_pos(meta))
+
+    def source_arg(self, meta: Meta, children: list[Any]) -> Any:
+        sign, token = (None, children[0]) if len(children) == 1 else children
+        if token.type == "STRING":
+            return self._string_value(token)
+        value = int(self.int_lit(meta, [token]).value or 0) if token.type == "INT" else float(token)
+        return -value if sign is not None else value
+
+    def describe_noun(self, meta: Meta, children: list[Any]) -> tuple[str, str, Meta]:
+        return ("noun", str(children[0].value), meta)
+
+    def describe_refer(self, meta: Meta, children: list[Any]) -> ir.Refer:
+        field_, before, template = children
+        return ir.Refer(field=str(field_), template=str(template.value), before=before is not None, **_pos(meta))
+
+    def describe_field(self, meta: Meta, children: list[Any]) -> tuple[str, str, ir.SourceRef, Meta]:
+        return ("field", str(children[0]), children[1], meta)
+
+    def describe_record_decl(self, meta: Meta, children: list[Any]) -> ir.DescribeRecordDecl:
+        name, *items = children
+        decl = ir.DescribeRecordDecl(name=str(name), **_pos(meta))
+        for item in items:
+            if isinstance(item, ir.Refer):
+                if any(r.field == item.field for r in decl.refers):
+                    self.c.add("E2017", f"`refer {item.field}` is given twice", item.line, item.col)
+                    continue
+                decl.refers.append(item)
+            elif item[0] == "noun":
+                if decl.noun_place is not None:
+                    self.c.add("E2017", "`noun` is given twice", item[2].line, item[2].column)
+                    continue
+                decl.noun, decl.noun_place = item[1], ir.Node(**_pos(item[2]))
+            else:
+                _, field_, source, where = item
+                if field_ in decl.field_sources:
+                    self.c.add("E2017", f"`field {field_}` is given twice", where.line, where.column)
+                    continue
+                decl.field_sources[field_] = source
+        return decl
+
+    def values_decl(self, meta: Meta, children: list[Any]) -> ir.ValuesDecl:
+        name, *items = children
+        return ir.ValuesDecl(name=str(name), items=[i for i in items if i is not None], **_pos(meta))
+
+    def values_file(self, meta: Meta, children: list[Any]) -> ir.ValuesDecl:
+        name, source = children
+        return ir.ValuesDecl(name=str(name), source=str(source.value), **_pos(meta))
+
+    def persona_decl(self, meta: Meta, children: list[Any]) -> ir.PersonaDecl:
+        return ir.PersonaDecl(text=str(children[0].value), **_pos(meta))
 
     def on_load_decl(self, meta: Meta, children: list[Any]) -> ir.OnLoadDecl:
         override, rest = _take_override(children)

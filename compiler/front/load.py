@@ -9,7 +9,7 @@ happens here, so the analysis passes work on data alone. Problems are diagnostic
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -86,7 +86,8 @@ def data_sources(module: ir.Module) -> list[tuple[str, str]]:
     found = [(decl.file, f.source) for decl in module.world for f in decl.fields if f.source]
     found += [(decl.file, f.source) for decl in module.state for f in decl.fields if f.source]
     found += [(scenario.file, scenario.source) for scenario in module.scenarios if scenario.source]
-    return found + [(s.file, item.source) for s in module.scenarios for item in s.items if item.source]
+    found += [(s.file, item.source) for s in module.scenarios for item in s.items if item.source]
+    return found + [(pool.file, pool.source) for pool in module.values if pool.source]
 
 
 def _with_data_files(loaded: Loaded) -> Loaded:
@@ -155,15 +156,9 @@ def _parse_and_extend(
         overrides: list[ir.Decl] = [*(d for d in module.tools if d.override), *(d for d in module.fns if d.override)]
         overrides += [d for d in module.records if d.override]
         overrides += [d for d in module.on_load if d.override]
-        for decl in [*module.drops, *module.renames, *module.describes, *overrides]:
+        for decl in [*module.drops, *module.renames, *overrides]:
             keyword_ = (
-                "drop"
-                if isinstance(decl, ir.DropDecl)
-                else "rename"
-                if isinstance(decl, ir.RenameDecl)
-                else "describe"
-                if isinstance(decl, ir.DescribeDecl)
-                else "override"
+                "drop" if isinstance(decl, ir.DropDecl) else "rename" if isinstance(decl, ir.RenameDecl) else "override"
             )
             diagnostics.append(
                 Diagnostic(
@@ -174,6 +169,7 @@ def _parse_and_extend(
                     decl.col,
                 )
             )
+        _apply_describes(module, module, (), diagnostics)
         return module
     header = module.header
     parent_path = _find_prototype(header.extends, path)
@@ -250,8 +246,6 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     merged.records = _merge_named(parent.records, child.records, "record", diagnostics, set())
     merged.fns = _merge_named(parent.fns, child.fns, "fn", diagnostics, dropped.get("fn", set()))
     merged.tools = _merge_named(parent.tools, child.tools, "tool", diagnostics, dropped.get("tool", set()))
-    for describe in child.describes:
-        _apply_describe(merged.tools, parent.tools, describe, diagnostics)
     merged.scenarios = _merge_named(
         parent.scenarios, child.scenarios, "scenario", diagnostics, dropped.get("scenario", set())
     )
@@ -261,6 +255,9 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     merged.world = [*parent.world, *child.world]
     merged.on_load = _merge_on_load(parent.on_load, child.on_load, diagnostics)
     merged.load_options = [*parent.load_options, *child.load_options]
+    merged.values = [*parent.values, *child.values]
+    merged.personas = [*parent.personas, *child.personas]
+    _apply_describes(merged, child, parent.tools, diagnostics)
     return merged
 
 
@@ -352,20 +349,50 @@ class _PrototypeNodes:
                 bucket.append(node)
 
 
-def _apply_describe(
-    tools: list[ir.ToolDecl], inherited: Sequence[ir.ToolDecl], describe: ir.DescribeDecl, diagnostics: list[Diagnostic]
+def _apply_describes(
+    module: ir.Module, spec: ir.Module, inherited: Sequence[ir.ToolDecl], diagnostics: list[Diagnostic]
 ) -> None:
-    """`describe tool NAME:` replaces the doc and param docs of a prototype's tool (after
-    renames) in the merged module; the prototype's body and everything else stay."""
-    if not _in_prototype(inherited, describe.name, describe, "describe", diagnostics):
-        return
+    """The `describe tool` and `describe record` blocks of `spec` applied to `module` (the
+    spec itself, or its merge with the prototype, whose own blocks are in place already):
+    each replaces what it gives of a tool's or record's words and leaves the rest."""
+    described: set[tuple[str, str]] = set()
+    describes: list[ir.DescribeDecl | ir.DescribeRecordDecl] = [*spec.describes, *spec.describe_records]
+    for describe in describes:
+        what = "tool" if isinstance(describe, ir.DescribeDecl) else "record"
+        if (what, describe.name) in described:
+            diagnostics.append(
+                Diagnostic(
+                    "E2001", f"{what} `{describe.name}` is described twice", describe.file, describe.line, describe.col
+                )
+            )
+            continue
+        described.add((what, describe.name))
+        if isinstance(describe, ir.DescribeDecl):
+            _apply_describe(module.tools, inherited, describe, bool(spec.header and spec.header.extends), diagnostics)
+        else:
+            _apply_describe_record(module.records, describe, diagnostics)
+
+
+def _apply_describe(
+    tools: list[ir.ToolDecl],
+    inherited: Sequence[ir.ToolDecl],
+    describe: ir.DescribeDecl,
+    extends: bool,
+    diagnostics: list[Diagnostic],
+) -> None:
+    """`describe tool NAME:` replaces the doc, param docs and sources, and (when it has any)
+    the intents of a tool (the spec's own, or its prototype's after renames); the body and
+    everything else stay."""
     index = next((i for i, tool in enumerate(tools) if tool.name == describe.name), None)
     if index is None:
-        return  # dropped or overridden: the override's own doc is the one to edit
+        if any(tool.name == describe.name for tool in inherited):
+            return  # dropped: nothing left to describe
+        _nothing_to_describe(describe, "tool", [t.name for t in [*tools, *inherited]], extends, diagnostics)
+        return
     tool = tools[index].model_copy(deep=True)
     tool.doc = describe.doc or tool.doc
     names = [param.name for param in tool.params]
-    for name, text in describe.param_docs.items():
+    for name in describe.param_lines:
         if name not in names:
             diagnostics.append(
                 Diagnostic(
@@ -377,8 +404,163 @@ def _apply_describe(
                 )
             )
             continue
-        tool.params[names.index(name)].doc = text
+        param = tool.params[names.index(name)]
+        param.doc = describe.param_docs.get(name, param.doc)
+        source = describe.param_sources.get(name)
+        if source is not None:
+            param.values_from = source.model_copy(update={"file": describe.file})
+    if describe.intents:
+        for intent, place in zip(describe.intents, describe.intent_places, strict=False):
+            _check_intent(intent, names, tool.name, place, describe.file, diagnostics)
+        tool.intents = list(describe.intents)
     tools[index] = tool
+
+
+def _check_intent(
+    intent: str, params: list[str], tool: str, place: ir.Node, file: str, diagnostics: list[Diagnostic]
+) -> None:
+    """Each `{slot}` of an intent names a parameter of the tool; `{{` and `}}` are braces."""
+    for problem in intent_problems(intent, params):
+        diagnostics.append(
+            Diagnostic(
+                "E2036",
+                f"intent of `{tool}`: {problem}",
+                file,
+                place.line,
+                place.col,
+                hint=f"a slot names a parameter: {', '.join('{' + p + '}' for p in params) or 'this tool has none'}",
+            )
+        )
+
+
+def intent_slots(intent: str) -> Iterator[tuple[int, int]]:
+    """Where each `{slot}` of an intent template is (start and end, braces included), past
+    the `{{` and `}}` that stand for braces; a `{` never closed ends the scan."""
+    i = 0
+    while i < len(intent):
+        if intent.startswith(("{{", "}}"), i):
+            i += 2
+            continue
+        if intent[i] == "{":
+            end = intent.find("}", i)
+            if end < 0:
+                return
+            yield i, end + 1
+            i = end
+        i += 1
+
+
+def rename_slot(intent: str, old: str, new: str) -> str:
+    """An intent with its `{old}` slots written `{new}` (a renamed parameter)."""
+    for start, end in reversed(list(intent_slots(intent))):
+        if intent[start + 1 : end - 1] == old:
+            intent = intent[:start] + "{" + new + "}" + intent[end:]
+    return intent
+
+
+def intent_problems(intent: str, params: Sequence[str]) -> list[str]:
+    """What is wrong with an intent template: slots naming no parameter, stray braces."""
+    problems: list[str] = []
+    i = 0
+    while i < len(intent):
+        if intent.startswith(("{{", "}}"), i):
+            i += 2
+            continue
+        if intent[i] == "}":
+            problems.append("a single `}`; write `}}` for a brace")
+        elif intent[i] == "{":
+            end = intent.find("}", i)
+            if end < 0:
+                problems.append("a `{` is never closed")
+                break
+            slot = intent[i + 1 : end]
+            if slot not in params:
+                problems.append(f"`{{{slot}}}` names no parameter")
+            i = end
+        i += 1
+    return problems
+
+
+def _apply_describe_record(
+    records: list[ir.RecordDecl], describe: ir.DescribeRecordDecl, diagnostics: list[Diagnostic]
+) -> None:
+    """`describe record NAME:` gives a record (the spec's or its prototype's, a union's
+    member too) its noun, refers and field sources, each replacing the one before."""
+    index = next((i for i, record in enumerate(records) if record.name == describe.name), None)
+    if index is None:
+        _nothing_to_describe(describe, "record", [r.name for r in records], False, diagnostics)
+        return
+    record = records[index].model_copy(deep=True)
+    fields = {f.name: f for f in record.fields}
+    if describe.noun_place is not None:
+        record.noun = describe.noun
+    for refer in describe.refers:
+        if _record_field_known(refer.field, refer, record, describe.file, diagnostics):
+            _check_refer(refer, describe.file, diagnostics)
+            record.refers = [*(r for r in record.refers if r.field != refer.field), refer]
+    for name, source in describe.field_sources.items():
+        if _record_field_known(name, source, record, describe.file, diagnostics):
+            fields[name].values_from = source.model_copy(update={"file": describe.file})
+    records[index] = record
+
+
+def _record_field_known(
+    name: str, where: ir.Node, record: ir.RecordDecl, file: str, diagnostics: list[Diagnostic]
+) -> bool:
+    if any(f.name == name for f in record.fields):
+        return True
+    known = [f.name for f in record.fields]
+    diagnostics.append(
+        Diagnostic(
+            "E2008",
+            f"record `{record.name}` has no field `{name}`",
+            file,
+            where.line,
+            where.col,
+            hint=did_you_mean(name, known) or f"its fields: {', '.join(known) or 'none'}",
+        )
+    )
+    return False
+
+
+def _check_refer(refer: ir.Refer, file: str, diagnostics: list[Diagnostic]) -> None:
+    """A refer's template holds exactly one `{}`, the field's value."""
+    slots = refer.template.replace("{{", "").replace("}}", "")
+    if slots.count("{}") != 1 or slots.replace("{}", "").count("{") or slots.replace("{}", "").count("}"):
+        diagnostics.append(
+            Diagnostic(
+                "E2037",
+                f"`refer {refer.field}`: the template must hold exactly one `{{}}` (the field's value)",
+                file,
+                refer.line,
+                refer.col,
+                hint='e.g. `refer title "about {}"`; write `{{` and `}}` for braces',
+            )
+        )
+
+
+def _nothing_to_describe(
+    describe: ir.DescribeDecl | ir.DescribeRecordDecl,
+    what: str,
+    known: list[str],
+    prototype: bool,
+    diagnostics: list[Diagnostic],
+) -> None:
+    """E2012 for a tool the prototype would have (as before `describe` worked on a spec's
+    own tools), E2038 otherwise."""
+    where = "the spec nor its prototype has" if prototype else "the spec has"
+    diagnostics.append(
+        Diagnostic(
+            "E2012" if prototype else "E2038",
+            f"neither {where} a {what} `{describe.name}` to describe"
+            if prototype
+            else f"{where} no {what} `{describe.name}` to describe",
+            describe.file,
+            describe.line,
+            describe.col,
+            hint=did_you_mean(describe.name, known),
+        )
+    )
 
 
 def _apply_rename(
@@ -460,14 +642,14 @@ def _rename_reason(rename: ir.RenameDecl) -> str | None:
 def _in_prototype(
     pool: Sequence[Any],
     name: str,
-    change: ir.DropDecl | ir.RenameDecl | ir.DescribeDecl,
+    change: ir.DropDecl | ir.RenameDecl,
     verb: str,
     diagnostics: list[Diagnostic],
 ) -> bool:
-    """Whether the prototype has what a `drop`, `rename` or `describe` names (E2012 when not)."""
+    """Whether the prototype has what a `drop` or `rename` names (E2012 when not)."""
     if any(d.name == name for d in pool):
         return True
-    what = "tool" if isinstance(change, ir.DescribeDecl) else change.what
+    what = change.what
     diagnostics.append(
         Diagnostic(
             "E2012",
@@ -524,6 +706,7 @@ def _rename_param(old: str, new: str, nodes: _PrototypeNodes) -> None:
         for param in decl.params:
             if param.name == old:
                 param.name = new
+        decl.intents = [rename_slot(intent, old, new) for intent in decl.intents]
         for node in walk(decl.body):  # the body only: a default or constraint is outside its scope
             if isinstance(node, ir.Name) and node.id == old:
                 node.id = new

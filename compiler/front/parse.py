@@ -145,6 +145,9 @@ def _assemble(decls: list[Any], path: str) -> tuple[ir.Module, list[Diagnostic]]
         ir.DescribeDecl: module.describes,
         ir.OnLoadDecl: module.on_load,
         ir.LoadOptionsDecl: module.load_options,
+        ir.ValuesDecl: module.values,
+        ir.PersonaDecl: module.personas,
+        ir.DescribeRecordDecl: module.describe_records,
     }
     for decl in decls:
         decl.file = path

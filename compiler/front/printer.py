@@ -254,6 +254,13 @@ _PRINTERS: dict[type[Any], Callable[[Any], tuple[str, int]]] = {
 }
 
 
+def source(ref: ir.SourceRef) -> str:
+    """`person_name`, `amount(50, 5000)`: a value source as written."""
+    if not ref.args:
+        return ref.name
+    return f"{ref.name}({', '.join(_const(ir.Const(value=arg))[0] for arg in ref.args)})"
+
+
 def type_ref(ref: ir.TypeRef) -> str:
     if not ref.args:
         return ref.name

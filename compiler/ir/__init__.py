@@ -324,6 +324,19 @@ class EnumDecl(Decl):
     members: list[str]
 
 
+class SourceRef(Node):
+    """`from person_name`, `from amount(5, 500)`, `from ticket_titles`: where the values of a
+    tool parameter or a record field come from when tasks are made. `name` is one of the
+    spec's `values` pools or a built-in format (`compiler/library/sources.py`); `args` the
+    format's literal arguments (JSON values)."""
+
+    name: str
+    args: list[Any] = Field(default_factory=list)
+    file: str = ""
+    """The spec that named the source (set by loading; a prototype's tool may get its
+    sources from the spec that extends it), for diagnostics."""
+
+
 class Field_(Node):
     """A typed field with an optional default (records, state)."""
 
@@ -338,6 +351,9 @@ class Field_(Node):
     """`name?: T` in a record: the key may be left out (absent, which is not None)."""
     tag: str = ""
     """The fixed value of a union member's tag field, which the union adds to the member."""
+    values_from: SourceRef | None = None
+    """A record field's task values (`field title from ticket_titles` in `describe record`),
+    set by loading. Not `source`, which is a state field's default from a JSON file."""
 
 
 class RecordDecl(Decl):
@@ -349,6 +365,10 @@ class RecordDecl(Decl):
     members: dict[str, str] = Field(default_factory=dict)
     """For a union: each member record and its tag value (`Card = "credit_card"`). A union's
     `fields` are filled by the analyser: the tag, then the fields every member has alike."""
+    noun: str = ""
+    """From `describe record`: what a request calls one of these (`ticket`), set by loading."""
+    refers: list[Refer] = Field(default_factory=list)
+    """From `describe record`: how a request may point at one by a field's value, set by loading."""
 
     @property
     def is_union(self) -> bool:
@@ -398,6 +418,8 @@ class Param(Node):
     constraints: list[Constraint] = Field(default_factory=list)
     doc: str = ""
     """From a `param NAME "text"` line: the parameter's description in the tool schema."""
+    values_from: SourceRef | None = None
+    """From `param NAME from SOURCE` in `describe tool`: where a task's value comes from."""
 
 
 class Escape(Node):
@@ -421,6 +443,9 @@ class ToolDecl(Decl):
     reads: list[str] = Field(default_factory=list)
     writes: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    intents: list[str] = Field(default_factory=list)
+    """From `describe tool`: templates of what a user asks for with this tool, `{param}` slots
+    (set by loading)."""
 
 
 class FnDecl(ToolDecl):
@@ -506,13 +531,52 @@ class RenameDecl(Decl):
 
 
 class DescribeDecl(Decl):
-    """`describe tool NAME:`: a prototype's tool in the domain's words (its doc and param
-    docs), without rewriting its body."""
+    """`describe tool NAME:`: a tool in the domain's words (its doc, param docs, where each
+    parameter's task values come from, what users ask for with it), without rewriting its
+    body: a prototype's tool, or one of the spec's own."""
 
     name: str
     param_docs: dict[str, str] = Field(default_factory=dict)
     param_lines: dict[str, int] = Field(default_factory=dict)  # where each `param` line is
     param_cols: dict[str, int] = Field(default_factory=dict)
+    intents: list[str] = Field(default_factory=list)
+    intent_places: list[Node] = Field(default_factory=list)  # where each `intent` line is
+    param_sources: dict[str, SourceRef] = Field(default_factory=dict)
+
+
+class ValuesDecl(Decl):
+    """`values NAME = ["a", "b"]` or `values NAME from "FILE"`: a pool of meaningful values
+    (str, int or float, one type) that tasks draw a parameter's or field's value from."""
+
+    name: str
+    items: list[Expr] = Field(default_factory=list)
+    source: str = ""  # a JSON list in a file next to the spec
+
+
+class PersonaDecl(Decl):
+    """`persona "text"`: who the user asking for tasks is, in their own words."""
+
+    text: str
+
+
+class Refer(Node):
+    """`refer FIELD ["before"] "template"`: words that point at a record by a field's value;
+    the template holds one `{}` for the value; `before` puts the words before the noun."""
+
+    field: str
+    template: str
+    before: bool = False
+
+
+class DescribeRecordDecl(Decl):
+    """`describe record NAME:`: a record in the domain's words for tasks: its noun, how a
+    request refers to one, where its fields' values come from."""
+
+    name: str
+    noun: str = ""
+    noun_place: Node | None = None  # where the `noun` line is
+    refers: list[Refer] = Field(default_factory=list)
+    field_sources: dict[str, SourceRef] = Field(default_factory=dict)
 
 
 class Module(BaseModel):
@@ -536,6 +600,9 @@ class Module(BaseModel):
     describes: list[DescribeDecl] = Field(default_factory=list)
     on_load: list[OnLoadDecl] = Field(default_factory=list)
     load_options: list[LoadOptionsDecl] = Field(default_factory=list)
+    values: list[ValuesDecl] = Field(default_factory=list)
+    personas: list[PersonaDecl] = Field(default_factory=list)
+    describe_records: list[DescribeRecordDecl] = Field(default_factory=list)
 
 
 class Environment(BaseModel):
@@ -566,6 +633,10 @@ class Environment(BaseModel):
     on_load: FnDecl | None = None
     """The `on load:` block as the analyser checked it: a helper taking the load options
     as parameters and returning None (`reads`/`writes` inferred like a helper's)."""
+    value_pools: dict[str, list[Any]] = Field(default_factory=dict)
+    """Every `values` pool of the spec and its prototypes, by name: JSON-ready values."""
+    personas: list[str] = Field(default_factory=list)
+    """The `persona` texts: the prototype's, then the spec's."""
 
 
 for _model in list(globals().values()):
