@@ -132,6 +132,21 @@ def _sample_with_progress(
         return sample.sample(sampler, lambda kept, _: progress.update(task, completed=kept), worker_specs)
 
 
+def _synthesise_with_progress(sampler: Any, options: Any, chains: Any, requests: Any) -> tuple[Any, Any]:
+    """Audited tasks, with a progress bar of tasks kept on a terminal; silence when piped."""
+    from compiler.synth import tasks
+
+    if not sys.stderr.isatty():
+        return tasks.synthesise(sampler, options, chains, requests=requests)
+    from rich.progress import Progress
+
+    with Progress(transient=True) as progress:
+        bar = progress.add_task("auditing tasks", total=options.tasks)
+        return tasks.synthesise(
+            sampler, options, chains, progress=lambda kept, _: progress.update(bar, completed=kept), requests=requests
+        )
+
+
 def _print_sample_summary(data: dict[str, Any], output: Path) -> None:
     rejected = ", ".join(f"{reason} {count}" for reason, count in data["rejected"].items()) or "none"
     lengths = ", ".join(f"{length}: {count}" for length, count in data["lengths"].items())
@@ -209,7 +224,9 @@ def tasks_command(
         requests = _task_request_writer(root, offline) if use_llm else None
         try:
             sampler = tasks.sampler_for(prepared.envs, options, prepared.weights)
-            kept, report = tasks.synthesise(sampler, options, chains, requests=requests)
+            if chains is None:
+                chains = _sample_with_progress(sampler, prepared.worker_specs)[0]
+            kept, report = _synthesise_with_progress(sampler, options, chains, requests)
         except tasks.ChainError as exc:
             fail("tasks", f"{chains_file}:{exc.number}: {exc.problem}")
         except sample.SampleError as exc:
@@ -276,6 +293,18 @@ def _print_task_summary(data: dict[str, Any], output: Path) -> None:
     )
     rates = ", ".join(f"{audit} {rate:.0%}" for audit, rate in data["audit_pass_rates"].items())
     click.echo(f"audit pass rates: {rates}; baseline mean reward {data['baseline_mean_reward']}", err=True)
+    leading = sorted(data["rejected"].items(), key=lambda item: (-item[1], item[0]))[:3]
+    for reason, count in leading:
+        example = data["rejection_examples"].get(reason, "")
+        click.echo(f"  {reason} ({count}): {example}", err=True)
+    quality = data["quality"]
+    if quality:
+        click.echo(
+            f"needing a lookup {quality['needs_lookup']:.0%}, {quality['distinct_prompts']} distinct requests, "
+            f"literal baseline {quality['literal_baseline_mean_reward']}; families: "
+            + ", ".join(f"{family} {n}" for family, n in quality["tasks_per_family"].items()),
+            err=True,
+        )
 
 
 # --------------------------------------------------------------------------- envc export and envc calibrate

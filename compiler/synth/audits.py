@@ -13,8 +13,10 @@ what trainers run.
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
+from compiler.library import sources
 from compiler.synth import sample
 from compiler.synth.task_build import is_workspace_env, open_session, replay, score_calls, tool_of, unpointer
 from compiler.synth.task_prompt import discoverable, is_named, scalars
@@ -23,6 +25,10 @@ from compiler.synth.workspace import FILES_FIELD, PATH_ARGUMENTS, build_workspac
 AUDITS = (
     "gold_scores_1",
     "nothing_scores_0",
+    "no_recipe",
+    "no_placeholder",
+    "referents_unique",
+    "every_prefix_fails",
     "workspace_script",
     "path_consistency",
     "perturbations_fail",
@@ -69,6 +75,10 @@ def audit(task: dict[str, Any], envs: dict[str, sample.SampleEnv], rng: random.R
     nothing = score_calls(envs, task, [])
     if nothing["passed"] or nothing["reward"] != 0.0:
         raise AuditFailed("nothing_scores_0", f"doing nothing scores {nothing['reward']}")
+    _no_recipe(task, envs)
+    _no_placeholder(task, envs)
+    _referents_unique(task, envs)
+    _every_prefix_fails(task, envs)
     _workspace_script(task, envs)
     _path_consistency(task, envs)
     _perturbations_fail(task, envs, rng)
@@ -80,6 +90,129 @@ def audit(task: dict[str, Any], envs: dict[str, sample.SampleEnv], rng: random.R
     if second != first or replay(envs, task, gold)[0] != replay(envs, task, gold)[0]:
         raise AuditFailed("determinism", "two replays of gold differ")
     return _hacking_floor(task, envs, rng)
+
+
+RECIPE_ARGUMENTS = re.compile(
+    r"\(\s*[a-z][\w ]* (?:\"[^\"]*\"|-?\d[\d.]*)(?:\s*,\s*[a-z][\w ]* (?:\"[^\"]*\"|-?\d[\d.]*))*\s*\)"
+)
+"""An argument list spelled out: `(ticket 2, resolution "river echo")`."""
+STEP_POINTER = re.compile(r"\bstep (?:gave|returned|produced)\b|\bthe one the \w[\w ]* step\b")
+"""A request pointing at a step of the solution instead of at what it means."""
+
+
+def recipe_problem(text: str, tool_names: set[str]) -> str | None:
+    """Why a request reads as a recipe of calls rather than a goal, or None."""
+    for tool in sorted(tool_names):
+        if "_" in tool and re.search(rf"(?<![\w]){re.escape(tool)}(?![\w])", text):
+            return f"the request names the tool `{tool}`"
+    listed = RECIPE_ARGUMENTS.search(text)
+    if listed is not None:
+        return f"the request spells out an argument list: {listed[0]!r}"
+    if STEP_POINTER.search(text):
+        return "the request points at a step of the solution"
+    return None
+
+
+def _no_recipe(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
+    """The request states a goal: no tool named as code, no argument list, no step."""
+    names = {tool for name in task["envs"] for tool in envs[name].tools}
+    names |= {f"{name}{sample.CROSS_SEPARATOR}{tool}" for name in task["envs"] for tool in envs[name].tools}
+    problem = recipe_problem(task["prompt"], names)
+    if problem is not None:
+        raise AuditFailed("no_recipe", problem)
+
+
+def _no_placeholder(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
+    """Every argument of a sampled task's gold calls came from somewhere real (the state,
+    the world, a value source of the spec, an earlier result, the type's own values): the
+    sampler records each one's origin, and a value a pool claims is in that pool. (A
+    declared or workspace task's values are the spec's own.)"""
+    origins = task["source"].get("origins")
+    if "seed" not in task["source"] or "workspace" in task:
+        return
+    if not isinstance(origins, list) or len(origins) != len(task["gold_calls"]):
+        raise AuditFailed("no_placeholder", "the task does not record where its arguments come from")
+    for call, origin in zip(task["gold_calls"], origins):
+        pools = envs[call["env"]].model.value_pools
+        for name, value in call["args"].items():
+            where = origin.get(name) if isinstance(origin, dict) else None
+            if not isinstance(where, str) or not _origin_known(where, pools):
+                raise AuditFailed("no_placeholder", f"`{name}` of {call['tool']} has no known origin ({where!r})")
+            if where.startswith("pool:") and value not in pools[where[5:]]:
+                raise AuditFailed("no_placeholder", f"{value!r} is not in the pool `{where[5:]}`")
+
+
+def _origin_known(origin: str, pools: dict[str, list[Any]]) -> bool:
+    kind, _, name = origin.partition(":")
+    if kind == "pool":
+        return name in pools
+    if kind == "format":
+        return name in sources.FORMATS
+    return origin in sample.ORIGINS
+
+
+def _referents_unique(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
+    """Every entity the request refers to by its attributes is the only one with them in
+    the start state, and the gold solution acts on that one."""
+    references = task["source"].get("references", [])
+    for reference in references:
+        env = reference["env"]
+        state = open_session(envs[env], task["initial_state"][env]).state()
+        items = state.get(reference["container"])
+        items = items if isinstance(items, dict) else {}
+        matching = [k for k, item in items.items() if _has(item, reference["fields"])]
+        if [str(k) for k in matching] != [reference["key"]]:
+            raise AuditFailed(
+                "referents_unique",
+                f"{reference['fields']} selects {len(matching)} of `{reference['container']}`, not exactly one",
+            )
+        if not _gold_uses(task, env, reference["key"], items[matching[0]]):
+            raise AuditFailed("referents_unique", f"gold does not act on {reference['container']}[{reference['key']}]")
+
+
+def _has(item: Any, fields: dict[str, Any]) -> bool:
+    return isinstance(item, dict) and all(item.get(f) == v for f, v in fields.items())
+
+
+def _gold_uses(task: dict[str, Any], env: str, key: str, item: dict[str, Any]) -> bool:
+    identities = {key} | {str(v) for v in item.values() if isinstance(v, (str, int)) and not isinstance(v, bool)}
+    return any(
+        str(value) in identities
+        for call in task["gold_calls"]
+        if call["env"] == env
+        for value in scalars(list(call["args"].values()))
+    )
+
+
+def _every_prefix_fails(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
+    """No strict prefix of the gold calls already passes: every call of the solution is
+    needed (doing nothing is the empty prefix, audited above)."""
+    gold = task["gold_calls"]
+    for end in range(1, len(gold)):
+        if score_calls(envs, task, gold[:end])["passed"]:
+            raise AuditFailed("every_prefix_fails", f"the first {end} of {len(gold)} gold calls already pass")
+
+
+def needs_lookup(task: dict[str, Any]) -> bool:
+    """Whether the agent must look something up: the request names an entity by its
+    attributes, not by the identifier the gold calls use."""
+    return any(not r.get("by_key", True) for r in task["source"].get("references", []))
+
+
+def literal_calls(task: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `literal` baseline: the gold tools, in order, with only the arguments whose
+    values the request writes out (no reads, nothing looked up)."""
+    return [
+        {
+            **call,
+            "args": {
+                n: v
+                for n, v in call["args"].items()
+                if scalars(v) and all(is_named(s, task["prompt"]) for s in scalars(v))
+            },
+        }
+        for call in task["gold_calls"]
+    ]
 
 
 def _workspace_script(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
@@ -206,9 +339,12 @@ def _other_argument(
             continue  # an argument the request leaves open may take any value
         for _ in range(4):
             args = dict(call["args"])
-            args[param.name] = drawer.value(
-                param, env.facts[tool.name].domains.get(param.name, []), session.view(), args
-            )
+            try:
+                args[param.name] = drawer.value(
+                    param, env.facts[tool.name].domains.get(param.name, []), session.view(), args
+                )
+            except sample.NoSource:
+                break  # no other value to try for free text without a source
             if args[param.name] != call["args"][param.name] and not sample.is_failure(
                 session.fork().call(tool.name, args)
             ):
@@ -229,7 +365,7 @@ def _swapped_write(
         tool = env.tools[other]
         if other == tool_of(call) or not tool.writes or not keys or not set(keys) <= {p.name for p in tool.params}:
             continue
-        args = {**drawer.draw(tool, session.view()), **keys}
+        args = {**drawer.draw(tool, session.view(), lenient=True), **keys}
         if not sample.is_failure(session.fork().call(other, args)):
             name = f"{call['env']}{sample.CROSS_SEPARATOR}{other}" if len(task["envs"]) > 1 else other
             return {"env": call["env"], "tool": name, "args": args}
@@ -381,13 +517,15 @@ def _baselines(
         drawer = sample.ArgumentDrawer(env, rng, sample.Pool())
         tool_names = sorted(env.tools)
         for tool_name in tool_names:
-            call = _call(name, tool_name, drawer.draw(env.tools[tool_name], live.view()), cross)
+            call = _call(name, tool_name, drawer.draw(env.tools[tool_name], live.view(), lenient=True), cross)
             (writes if env.tools[tool_name].writes else reads).append(call)
         for _ in range(RANDOM_CALLS):
             tool_name = rng.choice(tool_names)
-            randoms.append(_call(name, tool_name, drawer.draw(env.tools[tool_name], live.view()), cross))
+            randoms.append(_call(name, tool_name, drawer.draw(env.tools[tool_name], live.view(), lenient=True), cross))
             live.call(tool_name, randoms[-1]["args"])
     baselines = {"every read tool": reads, "random valid calls": randoms, "random writes": writes}
+    if needs_lookup(task):
+        baselines["literal"] = literal_calls(task)
     gold_writes = _writes(task, envs)
     if len(gold_writes) > 1:
         baselines["last gold write alone"] = [task["gold_calls"][gold_writes[-1]]]

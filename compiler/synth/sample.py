@@ -36,6 +36,7 @@ from compiler.ir import typesys as ts
 from compiler.library import builtins as bi
 from compiler.lower.schema import Samples, constraint_values, param_default
 from compiler.synth import graph as tool_graphs
+from compiler.synth import values
 
 if TYPE_CHECKING:
     from compiler.synth.model_edges import EdgeOptions
@@ -56,6 +57,39 @@ CROSS_SEPARATOR = "__"
 
 class SampleError(ValueError):
     """Options or environments that cannot be sampled (a clear message for the user)."""
+
+
+class NoSource(Exception):
+    """A parameter that would need invented text: a `str` (or text-keyed map) with no value
+    source, no key to look up and no pattern. The sampler never makes filler up; a chain
+    that needs such a value is rejected ("no source for …") and the report says which."""
+
+    def __init__(self, param: str) -> None:
+        super().__init__(param)
+        self.param = param
+
+
+ORIGINS = ("earlier", "state", "world", "refusal", "type")
+"""Where an argument can come from, besides `pool:NAME` and `format:NAME` (a value source):
+a value an earlier call returned, the state or world (a key that exists), the values a
+refusal listed, or the parameter's type and constraints (numbers, enum members, dates,
+flags, strings matching a pattern). None of them is invented text."""
+
+
+def field_sources(model: ir.Environment) -> dict[str, ir.SourceRef]:
+    """The value source of each record field name that has one, for parameters that have
+    none of their own (`create_ticket(title)` and `Ticket.title`); a name two records give
+    different sources has none."""
+    found: dict[str, ir.SourceRef] = {}
+    clashing: set[str] = set()
+    for record in model.records:
+        for f in record.fields:
+            if f.values_from is None:
+                continue
+            if f.name in found and found[f.name] != f.values_from:
+                clashing.add(f.name)
+            found.setdefault(f.name, f.values_from)
+    return {name: source for name, source in found.items() if name not in clashing}
 
 
 @dataclass(frozen=True)
@@ -177,6 +211,9 @@ class ArgumentDrawer:
         self.pool = pool
         self.enums = {e.name: e for e in env.model.enums}
         self.allowed: dict[tuple[str, str], list[Any]] = {}
+        self.field_sources = field_sources(env.model)
+        self.origins: dict[str, str] = {}
+        """Where each argument of the last `draw` came from (see `ORIGINS`)."""
 
     def learn(self, tool: str, error: Any) -> None:
         """A refusal that names the field and the values it allows (as envc's domain
@@ -186,9 +223,13 @@ class ArgumentDrawer:
             if allowed:
                 self.allowed[(tool, error["field"])] = allowed
 
-    def draw(self, tool: ir.ToolDecl, live: Any) -> dict[str, Any]:
+    def draw(self, tool: ir.ToolDecl, live: Any, lenient: bool = False) -> dict[str, Any]:
+        """Arguments for a call of `tool`; raises `NoSource` for a parameter that would
+        need invented text (a free-text parameter without a value source), or with
+        `lenient` leaves that parameter out (baseline policies make such bad calls)."""
         domains = self.env.facts[tool.name].domains
         args: dict[str, Any] = {}
+        self.origins = {}
         # Parameters whose value depends on another's (a user's password) come last.
         ordered = sorted(tool.params, key=lambda p: any(d.of_param for d in domains.get(p.name, [])))
         for param in ordered:
@@ -198,20 +239,42 @@ class ArgumentDrawer:
             allowed = self.allowed.get((tool.name, param.name))
             if allowed:
                 value = self.rng.choice(allowed)
+                self.origins[param.name] = "refusal"
             else:
-                value = self.value(param, domains.get(param.name, []), live, args)
+                try:
+                    value = self.value(param, domains.get(param.name, []), live, args)
+                except NoSource:
+                    if not lenient:
+                        raise
+                    continue
             if value is not None or not has_default:
                 args[param.name] = value
         return {p.name: args[p.name] for p in tool.params if p.name in args}
 
     def value(self, param: ir.Param, domains: list[tool_graphs.ParamDomain], live: Any, args: dict[str, Any]) -> Any:
+        """One argument: a value an earlier call returned, one the state or world holds
+        (a key that exists), one from the parameter's value source, or one its type and
+        constraints allow; `origins` records which."""
         earlier = [v for v in self.pool.values.get(param.name, []) if _fits(v, param.type, self.enums)]
         if earlier and self.rng.random() < EARLIER_VALUE:
-            return self.rng.choice(earlier)
+            return self._from("earlier", self.rng.choice(earlier), param)
         candidates = [v for d in domains for v in self.domain_values(d, live, args) if _fits(v, param.type, self.enums)]
         if candidates:
-            return self.rng.choice(candidates)
-        return self.from_type(param.type, constraint_values(param), live)
+            owner = "world" if all(d.owner == "world" for d in domains) else "state"
+            return self._from(owner, self.rng.choice(candidates), param)
+        source = param.values_from or self.field_sources.get(param.name)
+        if source is not None:
+            drawn = values.draw(source.name, source.args, self.env.model.value_pools, self.rng, str(live[bi.CLOCK]))
+            kind = "pool" if source.name in self.env.model.value_pools else "format"
+            return self._from(f"{kind}:{source.name}", drawn, param)
+        try:
+            return self._from("type", self.from_type(param.type, constraint_values(param), live), param)
+        except NoSource:
+            raise NoSource(param.name) from None
+
+    def _from(self, origin: str, value: Any, param: ir.Param) -> Any:
+        self.origins[param.name] = origin
+        return value
 
     def domain_values(self, domain: tool_graphs.ParamDomain, live: Any, args: dict[str, Any]) -> list[Any]:
         source = live if domain.owner == "state" else self.env.world
@@ -252,7 +315,7 @@ class ArgumentDrawer:
             low = math.ceil(constraints.get("min", 0))
             return rng.randint(low, max(low, math.floor(constraints.get("max", low + 100))))
         if base.name == "str" and not constraints.get("pattern"):
-            return self.text(constraints)
+            raise NoSource("")  # free text is never invented: it needs a value source
         if base.name in ("date", "datetime"):
             return _shift(str(live[bi.CLOCK]), rng.randint(0, 14), base.name)
         if base.name in ("list", "map"):
@@ -261,19 +324,8 @@ class ArgumentDrawer:
             if base.name == "list":
                 return [self.from_type(base.args[0], {}, live) for _ in range(count)]
             if base.args[0].name == "str":
-                return {
-                    self.text({"max_length": 12}).replace(" ", "_"): self.from_type(base.args[1], {}, live)
-                    for _ in range(count)
-                }
+                raise NoSource("")  # text keys are never invented either
         return self.env.samples.value(base, constraints)
-
-    def text(self, constraints: dict[str, Any]) -> str:
-        words = ("alpha", "bravo", "delta", "echo", "harbor", "lumen", "orbit", "quartz", "river", "tango")
-        text = " ".join(self.rng.choice(words) for _ in range(self.rng.randint(1, 3)))
-        minimum, maximum = int(constraints.get("min_length", 1)), constraints.get("max_length")
-        while len(text) < minimum:
-            text += " " + self.rng.choice(words)
-        return text[: int(maximum)] if maximum is not None else text
 
 
 def _scalar(value: Any) -> bool:
@@ -296,6 +348,7 @@ class Call:
     tool: str
     args: dict[str, Any]
     result: Any
+    origins: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -318,6 +371,7 @@ class Chain:
                 "env": c.env,
                 "tool": f"{c.env}{CROSS_SEPARATOR}{c.tool}" if cross else c.tool,
                 "args": c.args,
+                "origins": c.origins,
                 "result": c.result,
             }
             for c in self.calls
@@ -357,6 +411,8 @@ class Walk:
         self.pool = pool
         self.start = self.session.state()
         self.calls: list[Call] = []
+        self.unsourced: dict[str, str] = {}
+        """Tools a step could not call for want of a value source, and the parameter."""
 
     def run(self, length: int) -> list[Call]:
         current: str | None = None
@@ -369,7 +425,11 @@ class Walk:
     def step(self, current: str | None, last: bool) -> str:
         for _ in range(STEP_ATTEMPTS):
             tool = self.next_tool(current, writes_only=last)
-            args = self.drawer.draw(self.env.tools[tool], self.session.view())
+            try:
+                args = self.drawer.draw(self.env.tools[tool], self.session.view())
+            except NoSource as missing:  # never invent text: another tool, or another draw
+                self.unsourced.setdefault(tool, missing.param)
+                continue
             # The last call must change the state: try it on a fork, keep the fork if it did.
             session = self.session.fork() if last else self.session
             result = session.call(tool, args)
@@ -381,9 +441,12 @@ class Walk:
             if last and not changed_fields(self.session.state(), session.state()):
                 continue
             self.session = session
-            self.calls.append(Call(self.env.name, tool, args, result))
+            self.calls.append(Call(self.env.name, tool, args, result, dict(self.drawer.origins)))
             self.pool.add(result)
             return tool
+        if self.unsourced:
+            tool, param = sorted(self.unsourced.items())[0]
+            raise Rejected(f"no value source for `{param}` of `{tool}`")
         raise Rejected("no state-changing write to end with" if last else "no call succeeded")
 
     def next_tool(self, current: str | None, writes_only: bool) -> str:

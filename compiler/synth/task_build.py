@@ -3,7 +3,7 @@
 From the chain's start (a named scenario, with seeded changes on top), its calls (the
 gold solution) and the state they leave:
 
-- the `prompt`, from seeded templates per tool (compiler/synth/task_prompt.py);
+- the `prompt`, the user's goal in the spec's words (compiler/synth/wording.py);
 - the `verifier`, from the state difference the gold calls make: one check per changed
   path (`equals` its final value, or `absent`), and a collateral rule that nothing else
   may change;
@@ -24,8 +24,8 @@ from typing import Any
 
 from compiler.build import packages
 from compiler.lower.schema import openai_tools
-from compiler.synth import sample
-from compiler.synth.task_prompt import prompt, scalars
+from compiler.synth import sample, wording
+from compiler.synth.task_prompt import scalars
 
 MAX_TURNS = 32
 TIMEOUT_S = 300
@@ -72,20 +72,28 @@ def build_task(
             for check in expected_changes(initial[name], finals[name])
         ]
     allowed = {name: envs[name].package.scoring.changed_paths(initial[name], finals[name]) for name in names}
-    rng = random.Random(chain["seed"])
+    source: dict[str, Any] = {"chain": chain["id"], "seed": chain["seed"]}
+    if request is None:
+        worded = wording.request(chain, envs, initial, random.Random(chain["seed"]))
+        request = worded.text
+        source |= {
+            "origins": [c.get("origins", {}) for c in chain["calls"]],
+            "references": [r.to_json() for r in worded.references],
+            "intents": worded.intents,
+        }
+    elif workspace is None:
+        source = {"declared": chain["id"]}
     task: dict[str, Any] = {
         "envs": names,
         "initial_state": initial_state,
-        "prompt": request if request is not None else prompt(chain, envs, initial, rng),
+        "prompt": request,
         "tools": [t for name in names for t in _tool_schemas(envs[name], cross)],
         "gold_calls": gold,
         "max_turns": options.max_turns,
         "timeout_s": options.timeout_s,
         "verifier": {"checks": checks, "collateral": {"allowed": allowed}},
         "reward": "partial" if any(is_workspace_env(envs[n]) for n in names) else "binary",
-        "source": {"chain": chain["id"], "seed": chain["seed"]}
-        if request is None or workspace is not None
-        else {"declared": chain["id"]},
+        "source": source,
     }
     if workspace is not None:
         task["workspace"] = workspace

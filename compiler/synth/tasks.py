@@ -4,7 +4,8 @@ The run (`synthesise`): the specs' own tasks first (compiler/synth/declared_task
 a task per sampled chain (compiler/synth/task_build.py; a file-workspace task for a share of
 the chains of a file-workspace environment, compiler/synth/workspace.py), each kept only if
 every audit passes (compiler/synth/audits.py). The report counts the candidates, what
-each audit passed and why candidates were rejected (DIR/report.json).
+each audit passed, why candidates were rejected (with an example of each reason) and what
+the kept tasks ask of an agent (compiler/synth/task_quality.py) (DIR/report.json).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from compiler.synth import sample
-from compiler.synth.audits import AUDITS, LLM_AUDITS, AuditFailed, audit, audit_rng
+from compiler.synth.audits import AUDITS, LLM_AUDITS, AuditFailed, audit, audit_rng, literal_calls
 from compiler.synth.declared_tasks import declared_tasks
-from compiler.synth.task_build import TaskOptions, build_task, is_workspace_env, tool_of
+from compiler.synth.task_build import TaskOptions, build_task, is_workspace_env, score_calls, tool_of
+from compiler.synth.task_quality import quality
+from compiler.synth.wording import WordingError
 from compiler.synth.workspace import workspace_task
 
 CANDIDATES_PER_TASK = 8
@@ -47,6 +50,18 @@ class Report:
     """The audits run: `AUDITS`, then `LLM_AUDITS` when a model writes the requests."""
     llm: dict[str, Any] = field(default_factory=dict)
     """With a model: requests asked and accepted per attempt, failures, answers from the lock."""
+    examples: dict[str, str] = field(default_factory=dict)
+    """One example (the first) of why candidates were rejected, per reason."""
+    quality: dict[str, Any] = field(default_factory=dict)
+    """What the kept tasks ask of an agent (compiler/synth/task_quality.py)."""
+
+    def reject(self, reason: str, example: str) -> None:
+        self.rejected[reason] += 1
+        self.examples.setdefault(reason, example)
+
+    def leading_rejections(self, count: int = 3) -> list[tuple[str, int, str]]:
+        """The most frequent rejection reasons, each with its example."""
+        return [(reason, n, self.examples.get(reason, "")) for reason, n in self.rejected.most_common(count)]
 
     def to_json(self) -> dict[str, Any]:
         rates = {a: round(self.passed[a] / self.candidates, 4) if self.candidates else 0.0 for a in self.audits}
@@ -60,6 +75,8 @@ class Report:
             "tasks_per_env": dict(sorted(self.per_env.items())),
             "baseline_mean_reward": round(floor, 6),
             "declared": dict(sorted(self.declared.items())),
+            "rejection_examples": dict(sorted(self.examples.items())),
+            "quality": self.quality,
             **({"llm": self.llm} if self.llm else {}),
         }
 
@@ -100,18 +117,19 @@ def synthesise(
     report = Report(audits=AUDITS + LLM_AUDITS if requests is not None else AUDITS)
     kept: list[dict[str, Any]] = []
     seen: set[str] = set()
+    problems: set[str] = set()
     single = options.envs[0] == 1  # the specs' tasks each use one environment
     for name, task, why in declared_tasks(sampler.envs, options) if declared and single else []:
         report.candidates += 1
         if task is None:
             report.declared[name] = f"not expressible: {why}"
-            report.rejected["not_expressible"] += 1
+            report.reject("not_expressible", f"task {name}: {why}")
             continue
         try:
             rewards = audit(task, sampler.envs, random.Random(f"audit:{name}"))
         except AuditFailed as failed:
             report.declared[name] = f"rejected by {failed.audit}: {failed.why}"
-            report.rejected[failed.audit] += 1
+            report.reject(failed.audit, f"task {name}: {failed.why}")
             report.passed.update(AUDITS[: AUDITS.index(failed.audit)])
             continue
         report.declared[name] = "kept"
@@ -129,21 +147,26 @@ def synthesise(
             break
         report.candidates += 1
         check_chain(chain, sampler.envs, number)
-        task = candidate_task(chain, sampler.envs, options)
-        if task["id"] in seen:
-            report.rejected["duplicate"] += 1
+        try:
+            task = candidate_task(chain, sampler.envs, options)
+        except WordingError as unworded:
+            report.reject("wording", f"{chain['id']}: {unworded.reason}")
+            continue
+        if task["id"] in seen or problem_key(task) in problems:
+            report.reject("duplicate", f"{task['id']}: the same start and verifier as a kept task")
             continue
         try:
             rewards = audit(task, sampler.envs, audit_rng(task))
             if requests is not None:
                 task = requests.rewrite(task, sampler.envs)
         except AuditFailed as failed:
-            report.rejected[failed.audit] += 1
+            report.reject(failed.audit, f"{task['id']}: {failed.why}")
             report.passed.update(report.audits[: report.audits.index(failed.audit)])
             continue
         report.passed.update(report.audits)
         report.baseline_rewards.extend(rewards)
         seen.add(task["id"])
+        problems.add(problem_key(task))
         kept.append(task)
         report.kept += 1
         report.per_env.update(task["envs"])
@@ -153,7 +176,15 @@ def synthesise(
             break
     if requests is not None:
         report.llm = requests.summary()
+    literal = [score_calls(sampler.envs, t, literal_calls(t))["reward"] for t in kept if "seed" in t["source"]]
+    report.quality = quality(kept, sampler.envs, literal)
     return kept, report
+
+
+def problem_key(task: dict[str, Any]) -> str:
+    """What makes two tasks the same problem, whatever their wording: the start and the
+    verifier (two requests for one sign-in are one task)."""
+    return json.dumps([task["initial_state"], task["verifier"]], sort_keys=True, default=str)
 
 
 def candidate_task(chain: dict[str, Any], envs: dict[str, sample.SampleEnv], options: TaskOptions) -> dict[str, Any]:

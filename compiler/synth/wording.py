@@ -1,0 +1,352 @@
+"""A sampled task's request as a user's goal, in the spec's own words.
+
+Each write call of the gold solution becomes one of its tool's intents (`describe tool
+… intent "…"`), chosen by seed, whose slots hold the call's arguments the way a user
+would give them:
+
+- an entity of the start state (the ticket a `ticket_id` names) by the fewest of its
+  attributes that tell it apart from every other one (`describe record … refer`), so
+  the agent has to look it up; by its identifier only when nothing else does;
+- a value an earlier call of the solution produces by what it is ("the new ticket");
+- any other value as the user would write it (free text from a pool in quotes).
+
+Read calls are never mentioned: what to look up is the agent's business. A write tool
+without intents cannot be put in words, nor one whose intents leave out an argument
+that names an entity; such chains are rejected (`WordingError`) and the report says why.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from compiler import ir
+from compiler.ir import typesys as ts
+from compiler.synth import sample
+from compiler.synth.task_prompt import scalars
+
+OPENERS = ("", "Please ", "Could you ", "I need you to ", "Can you ")
+JOINERS = (", then ", ", and after that ", ". Then ", ", and ")
+MAX_REFERRING_FIELDS = 3
+"""The most attributes a reference combines (more reads as a riddle, not a request)."""
+SLOT = re.compile(r"(?<!\{)\{(\w+)\}(?!\})")
+QUOTED_ORIGIN = "pool:"
+"""Values from a spec's pools are free text, quoted in a request; formats are not."""
+
+
+class WordingError(ValueError):
+    """A chain whose calls the spec gives no words for (a reason the report counts)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Reference:
+    """An entity of the start state as the request names it: `container[key]` of `env`,
+    told apart by `fields` (its attributes' values); `by_key` when its identifier is all
+    the request gives (nothing to look up)."""
+
+    env: str
+    container: str
+    key: str
+    fields: dict[str, Any]
+    by_key: bool
+    distractors: int = 0
+    """Other entities that share some of the named attributes' values (near misses)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "env": self.env,
+            "container": self.container,
+            "key": self.key,
+            "fields": self.fields,
+            "by_key": self.by_key,
+            "distractors": self.distractors,
+        }
+
+
+@dataclass
+class Request:
+    text: str
+    references: list[Reference]
+    intents: list[str]
+    """The intent templates used, in order (the report counts distinct wordings)."""
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A record of the start state a parameter's value selects."""
+
+    container: str
+    key: str
+    record: ir.RecordDecl
+    item: dict[str, Any]
+    peers: list[dict[str, Any]]
+    """Every record of the container, the entity included."""
+    matched_by: str
+    """The field whose value is the argument (`""`: the argument is the map's key)."""
+
+
+def request(
+    chain: dict[str, Any], envs: dict[str, sample.SampleEnv], initial: dict[str, Any], rng: random.Random
+) -> Request:
+    """The goal of a chain's write calls, in the words of their specs (see the module doc)."""
+    produced: dict[Any, str] = {}
+    phrases: list[str] = []
+    references: list[Reference] = []
+    intents: list[str] = []
+    cross = len(chain["envs"]) > 1
+    for call in chain["calls"]:
+        env = envs[call["env"]]
+        tool = env.tools[call["tool"].split(sample.CROSS_SEPARATOR, 1)[-1]]
+        if tool.writes:
+            phrase, refs, intent = _phrase(env, tool, call, initial[call["env"]], produced, rng)
+            phrases.append(f"in {env.model.header.title or env.name}, {phrase}" if cross else phrase)
+            references += refs
+            intents.append(intent)
+        _remember_products(env, tool, call, initial[call["env"]], produced)
+    return Request(_compose(phrases, _personas(chain, envs), rng), references, intents)
+
+
+def _phrase(
+    env: sample.SampleEnv,
+    tool: ir.ToolDecl,
+    call: dict[str, Any],
+    start: dict[str, Any],
+    produced: dict[Any, str],
+    rng: random.Random,
+) -> tuple[str, list[Reference], str]:
+    args: dict[str, Any] = call["args"]
+    origins: dict[str, str] = call.get("origins", {})
+    fitting = [i for i in tool.intents if set(SLOT.findall(i)) <= set(args)]
+    if not tool.intents:
+        raise WordingError(f"no intent for `{tool.name}`")
+    if not fitting:
+        raise WordingError(f"no intent of `{tool.name}` fits its arguments")
+    template = rng.choice(fitting)
+    words: dict[str, str] = {}
+    references: list[Reference] = []
+    for name, value in args.items():
+        shown, reference = _argument(env, tool, name, value, start, produced, origins.get(name, ""), rng)
+        words[name] = shown
+        if reference is not None:
+            references.append(reference)
+    text = _fill(template, words)
+    for name in args:
+        if name not in SLOT.findall(template):
+            text += _extra(env, tool, name, words[name], any(r.key == str(args[name]) for r in references))
+    return text, references, template
+
+
+def _argument(
+    env: sample.SampleEnv,
+    tool: ir.ToolDecl,
+    name: str,
+    value: Any,
+    start: dict[str, Any],
+    produced: dict[Any, str],
+    origin: str,
+    rng: random.Random,
+) -> tuple[str, Reference | None]:
+    """How a request gives one argument, and the entity it refers to, if any."""
+    if _hashable(value) and value in produced and value not in _start_values(start):
+        return produced[value], None
+    entity = find_entity(env, tool, name, value, start)
+    if entity is not None:
+        return refer(env.name, entity, rng)
+    return show(value, origin, env), None
+
+
+def find_entity(
+    env: sample.SampleEnv, tool: ir.ToolDecl, param: str, value: Any, start: dict[str, Any]
+) -> Entity | None:
+    """The one record of the start state the argument selects: a map's key, or the one
+    item whose field (the parameter's domain, compiler/synth/graph.py) holds the value."""
+    if not _hashable(value) or isinstance(value, bool):
+        return None
+    for domain in env.facts[tool.name].domains.get(param, []):
+        if domain.owner != "state" or domain.values or domain.of_param:
+            continue
+        record = _record_of(env.model, domain.container)
+        container = start.get(domain.container)
+        if record is None or not isinstance(container, dict):
+            continue
+        items = {str(k): v for k, v in container.items() if isinstance(v, dict)}
+        if not domain.field:
+            if str(value) in items:
+                return Entity(domain.container, str(value), record, items[str(value)], list(items.values()), "")
+            continue
+        matches = [k for k, item in items.items() if item.get(domain.field) == value]
+        if len(matches) == 1:
+            key = matches[0]
+            return Entity(domain.container, key, record, items[key], list(items.values()), domain.field)
+    return None
+
+
+def refer(env: str, entity: Entity, rng: random.Random) -> tuple[str, Reference]:
+    """The entity by the fewest declared attributes that select it alone among its peers
+    (a random one of the smallest such sets); by its identifier when no set does."""
+    record = entity.record
+    noun = record.noun or _humane(record.name).lower()
+    usable = [r for r in record.refers if _is_scalar(entity.item.get(r.field))]
+    identifying = {r.field for r in usable if _identifies(r.field, entity)}
+    described = [r for r in usable if r.field not in identifying]
+    for size in range(1, min(MAX_REFERRING_FIELDS, len(described)) + 1):
+        unique = [c for c in itertools.combinations(described, size) if _selects_one(c, entity)]
+        if unique:
+            chosen = sorted(rng.choice(unique), key=lambda r: record.refers.index(r))
+            return _render(noun, chosen, entity), _reference(env, entity, chosen, by_key=False)
+    keyed = [r for r in usable if r.field in identifying]
+    if keyed:
+        return _render(noun, keyed[:1], entity), _reference(env, entity, keyed[:1], by_key=True)
+    fields = {entity.matched_by: entity.item[entity.matched_by]} if entity.matched_by else {}
+    shown = entity.item[entity.matched_by] if entity.matched_by else entity.key
+    return f"{noun} {shown}", Reference(env, entity.container, entity.key, fields, by_key=True)
+
+
+def _identifies(field: str, entity: Entity) -> bool:
+    """A field that is the entity's identity: the argument itself, or its map key."""
+    value = entity.item.get(field)
+    return field == entity.matched_by or str(value) == entity.key or field == "id"
+
+
+def _selects_one(refers: tuple[ir.Refer, ...], entity: Entity) -> bool:
+    wanted = {r.field: entity.item.get(r.field) for r in refers}
+    return sum(all(peer.get(f) == v for f, v in wanted.items()) for peer in entity.peers) == 1
+
+
+def _render(noun: str, refers: list[ir.Refer] | tuple[ir.Refer, ...], entity: Entity) -> str:
+    before = [_fill_one(r.template, entity.item[r.field]) for r in refers if r.before]
+    after = [_fill_one(r.template, entity.item[r.field]) for r in refers if not r.before]
+    return " ".join(["the", *before, noun, *after])
+
+
+def _reference(env: str, entity: Entity, refers: Any, by_key: bool) -> Reference:
+    fields = {r.field: entity.item[r.field] for r in refers}
+    near = sum(peer is not entity.item and any(peer.get(f) == v for f, v in fields.items()) for peer in entity.peers)
+    return Reference(env, entity.container, entity.key, fields, by_key, near)
+
+
+def _fill_one(template: str, value: Any) -> str:
+    return template.replace("{}", show(value, "", None), 1)
+
+
+def show(value: Any, origin: str, env: sample.SampleEnv | None) -> str:
+    """A value as a user writes it: free text from a pool in quotes, an enum member or a
+    flag in words, a list as a list."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        if origin.startswith(QUOTED_ORIGIN):
+            return f'"{value}"'
+        if env is not None and value in _enum_members(env):
+            return _humane(value)
+        return value
+    if isinstance(value, list):
+        shown = [show(v, origin, env) for v in value]
+        return " and ".join([", ".join(shown[:-1]), shown[-1]]) if len(shown) > 1 else "".join(shown) or "none"
+    if isinstance(value, float):
+        return f"{value:.2f}" if round(value, 2) == value else repr(value)
+    return str(value)
+
+
+def _fill(template: str, words: dict[str, str]) -> str:
+    return SLOT.sub(lambda m: words[m[1]], template).replace("{{", "{").replace("}}", "}")
+
+
+def _extra(env: sample.SampleEnv, tool: ir.ToolDecl, name: str, shown: str, is_entity: bool) -> str:
+    """An argument the intent leaves out, added after it: an entity as whom it is for,
+    any other value with its parameter's name."""
+    if is_entity:
+        return f", for {shown}"
+    label = _humane(name[:-3] if name.endswith("_id") else name)
+    return f", with {label} {shown}"
+
+
+def _remember_products(
+    env: sample.SampleEnv, tool: ir.ToolDecl, call: dict[str, Any], start: dict[str, Any], produced: dict[Any, str]
+) -> None:
+    """Values a write call brings into being (the id of what it creates) are named by
+    what they are in later phrases: "the new ticket"."""
+    if not tool.writes or sample.is_failure(call.get("result")):
+        return
+    result = call.get("result")
+    record = _record_made(env, tool, result)
+    noun = (record.noun or _humane(record.name).lower()) if record is not None else "one you just made"
+    for value in _identifiers(result):
+        produced.setdefault(value, f"the new {noun}" if record is not None else f"the {noun}")
+
+
+def _record_made(env: sample.SampleEnv, tool: ir.ToolDecl, result: Any) -> ir.RecordDecl | None:
+    """The record type a write returns (a created entity), if it returns one."""
+    returned = ts.strip_optional(tool.returns)
+    return next((r for r in env.model.records if r.name == returned.name), None)
+
+
+def _identifiers(result: Any) -> list[Any]:
+    if isinstance(result, dict):
+        return [result[k] for k in ("id",) if _hashable(result.get(k)) and not isinstance(result.get(k), bool)]
+    if _hashable(result) and not isinstance(result, bool) and result is not None:
+        return [result]
+    return []
+
+
+def _record_of(model: ir.Environment, field_name: str) -> ir.RecordDecl | None:
+    field = next((f for f in model.state if f.name == field_name), None)
+    if field is None:
+        return None
+    ty = ts.strip_optional(field.type)
+    inner = ty.args[-1] if ty.name in ("map", "list") and ty.args else None
+    if inner is None:
+        return None
+    return next((r for r in model.records if r.name == inner.name), None)
+
+
+def _personas(chain: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> list[str]:
+    return [p for name in chain["envs"] for p in envs[name].model.personas]
+
+
+def _compose(phrases: list[str], personas: list[str], rng: random.Random) -> str:
+    text = phrases[0]
+    for phrase in phrases[1:]:
+        joiner = rng.choice(JOINERS)
+        text += joiner + (_capitalised(phrase) if joiner.startswith(".") else phrase)
+    opener = rng.choice(OPENERS)
+    body = _capitalised(opener + text) + ("?" if opener.strip() in ("Could you", "Can you") else ".")
+    persona = rng.choice([*personas, ""]) if personas else ""
+    return f"{persona} {body}" if persona else body
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _humane(name: str) -> str:
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    return spaced.replace("_", " ").strip()
+
+
+def _enum_members(env: sample.SampleEnv) -> set[str]:
+    return {m for e in env.model.enums for m in e.members}
+
+
+def _start_values(start: dict[str, Any]) -> set[Any]:
+    return scalars(start)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None
+
+
+def slots(template: str) -> list[str]:
+    """The parameters an intent template names, in order."""
+    return SLOT.findall(template)
