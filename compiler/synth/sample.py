@@ -264,7 +264,7 @@ class ArgumentDrawer:
             return self._from(owner, self.rng.choice(candidates), param)
         source = param.values_from or self.field_sources.get(param.name)
         if source is not None:
-            drawn = values.draw(source.name, source.args, self.env.model.value_pools, self.rng, str(live[bi.CLOCK]))
+            drawn = values.draw_value(source.name, source.args, self.env.model.value_pools, self.rng, str(live[bi.CLOCK]))
             kind = "pool" if source.name in self.env.model.value_pools else "format"
             return self._from(f"{kind}:{source.name}", drawn, param)
         try:
