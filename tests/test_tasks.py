@@ -440,6 +440,81 @@ def test_a_task_a_baseline_passes_is_rejected(good: dict[str, Any], library: dic
     assert failed.value.audit == "hacking_floor"
 
 
+def test_a_request_that_spells_out_calls_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    for recipe in (
+        'Please resolve ticket (ticket 2, resolution "river echo").',
+        "Call resolve_ticket on the printer ticket.",
+        "Close the ticket, the one the create ticket step gave.",
+    ):
+        _fails(dict(copy.deepcopy(good), prompt=recipe), library, "no_recipe")
+
+
+def test_an_argument_from_nowhere_is_rejected(good: dict[str, Any], library: dict[str, SampleEnv]) -> None:
+    unrecorded = copy.deepcopy(good)
+    del unrecorded["source"]["origins"]
+    _fails(unrecorded, library, "no_placeholder")
+    invented = copy.deepcopy(good)
+    first = invented["source"]["origins"][0]
+    name = next(iter(invented["gold_calls"][0]["args"]), None)
+    if name is not None:
+        first[name] = "invented"
+        _fails(invented, library, "no_placeholder")
+    pool, values = next(iter(library["ticketing"].model.value_pools.items()))
+    claimed = copy.deepcopy(good)
+    call = next(c for c in claimed["gold_calls"] if any(isinstance(v, str) for v in c["args"].values()))
+    index = claimed["gold_calls"].index(call)
+    param = next(n for n, v in call["args"].items() if isinstance(v, str))
+    call["args"][param] = "harbor lumen"  # not in the pool it claims
+    claimed["source"]["origins"][index][param] = f"pool:{pool}"
+    assert "harbor lumen" not in values
+    _fails(claimed, library, "no_placeholder")
+
+
+def test_a_reference_two_entities_fit_is_rejected(library: dict[str, SampleEnv]) -> None:
+    envs = {"ticketing": library["ticketing"]}
+    task = next(t for t in _tasks(envs, 40, seed=6) if any(not r["by_key"] for r in t["source"]["references"]))
+    reference = next(r for r in task["source"]["references"] if not r["by_key"])
+    broken = copy.deepcopy(task)
+    broken_reference = next(r for r in broken["source"]["references"] if r == reference)
+    broken_reference["fields"] = {}  # selects every ticket
+    _fails(broken, library, "referents_unique")
+    elsewhere = copy.deepcopy(task)
+    other = next(r for r in elsewhere["source"]["references"] if r == reference)
+    state = task_build.open_session(library["ticketing"], task["initial_state"]["ticketing"]).state()
+    other["key"] = next(k for k in state[other["container"]] if k != reference["key"])
+    _fails(elsewhere, library, "referents_unique")
+
+
+def test_a_solution_whose_prefix_already_passes_is_rejected(
+    good: dict[str, Any], library: dict[str, SampleEnv]
+) -> None:
+    broken = copy.deepcopy(good)
+    read = {"env": "ticketing", "tool": "list_tickets", "args": {}}
+    broken["gold_calls"] = [*broken["gold_calls"], read]
+    broken["source"]["origins"] = [*broken["source"]["origins"], {}]
+    _fails(broken, library, "every_prefix_fails")
+
+
+def test_requests_state_goals_in_the_specs_words(library: dict[str, SampleEnv]) -> None:
+    envs = {"ticketing": library["ticketing"]}
+    kept = _tasks(envs, 30, seed=31)
+    intents = {i for tool in library["ticketing"].model.tools for i in tool.intents}
+    for task in kept:
+        assert audits.recipe_problem(task["prompt"], set(library["ticketing"].tools)) is None
+        assert set(task["source"]["intents"]) <= intents
+        for reference in task["source"]["references"]:
+            for value in reference["fields"].values():
+                assert str(value) in task["prompt"]
+    assert sum(audits.needs_lookup(t) for t in kept) >= len(kept) // 2
+    assert len({t["prompt"] for t in kept}) == len(kept)
+
+
+def test_no_two_kept_tasks_are_the_same_problem(library: dict[str, SampleEnv]) -> None:
+    envs = {"ticketing": library["ticketing"]}
+    kept = _tasks(envs, 40, seed=12)
+    assert len({tasks.problem_key(t) for t in kept}) == len(kept)
+
+
 # --------------------------------------------------------------------------- the scorer
 
 
