@@ -227,8 +227,11 @@ def _argument_fits(value: Any, kind: str) -> bool:
 
 
 def _misfit(a: Analysis, kind: str, values: list[Any] | None, target: ir.TypeRef) -> str:
-    """Why values of `kind` (and, from a pool, `values`) do not fit `target`, or ""."""
+    """Why values of `kind` (and, from a pool, `values`) do not fit `target`, or "". A
+    list (or set) parameter takes a few values of the source as its items."""
     target = ts.strip_optional(target)
+    if target.name in ("list", "set") and target.args:
+        return _misfit(a, kind, values, target.args[0])
     name = target.name
     if name == "json" or (name == kind and not target.args):
         return ""

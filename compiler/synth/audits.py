@@ -138,7 +138,8 @@ def _no_placeholder(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> 
             where = origin.get(name) if isinstance(origin, dict) else None
             if not isinstance(where, str) or not _origin_known(where, pools):
                 raise AuditFailed("no_placeholder", f"`{name}` of {call['tool']} has no known origin ({where!r})")
-            if where.startswith("pool:") and value not in pools[where[5:]]:
+            items = value if isinstance(value, list) else [value]
+            if where.startswith("pool:") and any(item not in pools[where[5:]] for item in items):
                 raise AuditFailed("no_placeholder", f"{value!r} is not in the pool `{where[5:]}`")
 
 

@@ -187,6 +187,11 @@ class Pool:
                 bucket.append(result)
 
 
+def _free_text(param: ir.Param) -> bool:
+    """A `str` parameter with no pattern: text a user writes, not a key or a code."""
+    return ts.strip_optional(param.type).name == "str" and "pattern" not in constraint_values(param)
+
+
 def _fits(value: Any, ty: ir.TypeRef, enums: dict[str, ir.EnumDecl]) -> bool:
     base = ts.strip_optional(ty)
     if base.name in enums:
@@ -256,6 +261,8 @@ class ArgumentDrawer:
         (a key that exists), one from the parameter's value source, or one its type and
         constraints allow; `origins` records which."""
         earlier = [v for v in self.pool.values.get(param.name, []) if _fits(v, param.type, self.enums)]
+        if _free_text(param) and not domains:
+            earlier = []  # a result's text under the same name (a login's "message") is no message to send
         if earlier and self.rng.random() < EARLIER_VALUE:
             return self._from("earlier", self.rng.choice(earlier), param)
         candidates = [v for d in domains for v in self.domain_values(d, live, args) if _fits(v, param.type, self.enums)]
@@ -264,13 +271,26 @@ class ArgumentDrawer:
             return self._from(owner, self.rng.choice(candidates), param)
         source = param.values_from or self.field_sources.get(param.name)
         if source is not None:
-            drawn = values.draw_value(source.name, source.args, self.env.model.value_pools, self.rng, str(live[bi.CLOCK]))
             kind = "pool" if source.name in self.env.model.value_pools else "format"
-            return self._from(f"{kind}:{source.name}", drawn, param)
+            return self._from(f"{kind}:{source.name}", self.from_source(source, param, live), param)
         try:
             return self._from("type", self.from_type(param.type, constraint_values(param), live), param)
         except NoSource:
             raise NoSource(param.name) from None
+
+    def from_source(self, source: ir.SourceRef, param: ir.Param, live: Any) -> Any:
+        """A value of the parameter's source; for a list (or set) parameter, one to three
+        different ones as its items (as many as the source has)."""
+        pools, clock = self.env.model.value_pools, str(live[bi.CLOCK])
+        if ts.strip_optional(param.type).name not in ("list", "set"):
+            return values.draw_value(source.name, source.args, pools, self.rng, clock)
+        wanted = self.rng.randint(1, 3)
+        for count in range(wanted, 0, -1):
+            try:
+                return values.draw_distinct(source.name, source.args, pools, self.rng, clock, count)
+            except values.ValueSourceError:
+                continue
+        return []
 
     def _from(self, origin: str, value: Any, param: ir.Param) -> Any:
         self.origins[param.name] = origin

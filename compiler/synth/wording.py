@@ -25,6 +25,7 @@ from typing import Any
 
 from compiler import ir
 from compiler.ir import typesys as ts
+from compiler.lower.schema import param_default
 from compiler.synth import sample
 from compiler.synth.task_prompt import scalars
 
@@ -137,9 +138,10 @@ def _phrase(
         if reference is not None:
             references.append(reference)
     text = _fill(template, words)
-    for name in args:
-        if name not in SLOT.findall(template):
-            text += _extra(env, tool, name, words[name], any(r.key == str(args[name]) for r in references))
+    params = {p.name: p for p in tool.params}
+    for name, value in args.items():
+        if name not in SLOT.findall(template) and not _goes_without_saying(params[name], value):
+            text += _extra(name, value, words[name], any(r.key == str(value) for r in references))
     return text, references, template
 
 
@@ -259,12 +261,23 @@ def _fill(template: str, words: dict[str, str]) -> str:
     return SLOT.sub(lambda m: words[m[1]], template).replace("{{", "{").replace("}}", "}")
 
 
-def _extra(env: sample.SampleEnv, tool: ir.ToolDecl, name: str, shown: str, is_entity: bool) -> str:
-    """An argument the intent leaves out, added after it: an entity as whom it is for,
-    any other value with its parameter's name."""
+def _goes_without_saying(param: ir.Param, value: Any) -> bool:
+    """An argument a request need not mention: its parameter's default, or an empty list
+    or a false flag where the parameter has a default (asking for nothing extra)."""
+    has_default, default = param_default(param)
+    return has_default and (value == default or value is False or value is None or value == [])
+
+
+def _extra(name: str, value: Any, shown: str, is_entity: bool) -> str:
+    """An argument the intent leaves out, added after it: an entity as whom it is for, a
+    flag as a wish, any other value with its parameter's name."""
+    label = _humane(name[:-3] if name.endswith("_id") else name)
     if is_entity:
         return f", for {shown}"
-    label = _humane(name[:-3] if name.endswith("_id") else name)
+    if value is True:
+        return f", {label}"
+    if value is False:
+        return f", not {label}"
     return f", with {label} {shown}"
 
 
@@ -289,11 +302,10 @@ def _record_made(env: sample.SampleEnv, tool: ir.ToolDecl, result: Any) -> ir.Re
 
 
 def _identifiers(result: Any) -> list[Any]:
-    if isinstance(result, dict):
-        return [result[k] for k in ("id",) if _hashable(result.get(k)) and not isinstance(result.get(k), bool)]
-    if _hashable(result) and not isinstance(result, bool) and result is not None:
-        return [result]
-    return []
+    """The identifier a write returns: its result's `id`, or the result itself when it
+    is a plain key (a new ticket's number)."""
+    value = result.get("id") if isinstance(result, dict) else result
+    return [value] if _is_scalar(value) else []
 
 
 def _record_of(model: ir.Environment, field_name: str) -> ir.RecordDecl | None:
@@ -315,7 +327,7 @@ def _compose(phrases: list[str], personas: list[str], rng: random.Random) -> str
     text = phrases[0]
     for phrase in phrases[1:]:
         joiner = rng.choice(JOINERS)
-        text += joiner + (_capitalised(phrase) if joiner.startswith(".") else phrase)
+        text += joiner + (_capitalised(phrase) if joiner.endswith(". ") else phrase)
     opener = rng.choice(OPENERS)
     body = _capitalised(opener + text) + ("?" if opener.strip() in ("Could you", "Can you") else ".")
     persona = rng.choice([*personas, ""]) if personas else ""
