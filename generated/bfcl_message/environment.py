@@ -423,6 +423,28 @@ DEFAULT_STATE: Final[State] = {
 SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     "alice_logged_in": {"current_user": "USR001"},
     "empty_inbox": {"current_user": "USR002", "inbox": [], "message_count": 0},
+    "product_team": {
+        "current_user": "USR001",
+        "user_count": 8,
+        "user_map": {
+            "Alice": "USR001",
+            "Bob": "USR002",
+            "Catherine": "USR003",
+            "Daniel": "USR004",
+            "Elena": "USR005",
+            "Farid": "USR006",
+            "Grace": "USR007",
+            "Hiro": "USR008",
+        },
+        "inbox": [
+            {"USR002": "Can you review the onboarding checklist before Friday?"},
+            {"USR005": "The client call moved to 2pm tomorrow."},
+            {"USR006": "Please send me the updated budget sheet."},
+            {"USR003": "Could you upload the file?"},
+            {"USR008": "Welcome to the team, Hiro!"},
+        ],
+        "message_count": 5,
+    },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 

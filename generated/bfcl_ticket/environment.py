@@ -458,6 +458,77 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     "bfcl_no_status": {
         "ticket_queue": [{"id": 12, "description": "Servers are down unexpectedly.", "priority": 3}]
     },
+    "it_help_desk": {
+        "current_user": "Priya Nair",
+        "ticket_counter": 9,
+        "ticket_queue": [
+            {
+                "id": 1,
+                "title": "VPN drops every hour",
+                "description": "My VPN disconnects roughly every hour and I have to sign in again.",
+                "status": "Open",
+                "priority": 3,
+                "created_by": "Marcus Lee",
+            },
+            {
+                "id": 2,
+                "title": "Printer on floor 3 jams",
+                "description": "The big printer by the kitchen jams on every double-sided job.",
+                "status": "Open",
+                "priority": 2,
+                "created_by": "Priya Nair",
+            },
+            {
+                "id": 3,
+                "title": "Cannot open the payroll sheet",
+                "description": "Excel says the payroll workbook is locked by another user.",
+                "status": "In Progress",
+                "priority": 4,
+                "created_by": "Sofia Alvarez",
+            },
+            {
+                "id": 4,
+                "title": "New starter needs a laptop",
+                "description": "Jonah starts on Monday in sales and needs a laptop with the CRM installed.",
+                "status": "Open",
+                "priority": 3,
+                "created_by": "Priya Nair",
+            },
+            {
+                "id": 5,
+                "title": "Outlook keeps asking for my password",
+                "description": "Since this morning Outlook prompts for my password every few minutes.",
+                "status": "Resolved",
+                "priority": 2,
+                "created_by": "Marcus Lee",
+                "resolution": "Cleared the cached credentials and re-added the account.",
+            },
+            {
+                "id": 6,
+                "title": "Badge reader at the loading dock is dead",
+                "description": "Nobody can badge in at the loading dock door since the power cut.",
+                "status": "Open",
+                "priority": 5,
+                "created_by": "Tomasz Nowak",
+            },
+            {
+                "id": 7,
+                "title": "Shared drive is almost full",
+                "description": "The finance share is at 97% and saving large files fails.",
+                "status": "In Progress",
+                "priority": 4,
+                "created_by": "Priya Nair",
+            },
+            {
+                "id": 8,
+                "title": "Monitor flickers",
+                "description": "My second monitor flickers whenever the laptop is docked.",
+                "status": "Open",
+                "priority": 1,
+                "created_by": "Sofia Alvarez",
+            },
+        ],
+    },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 

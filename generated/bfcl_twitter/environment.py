@@ -481,6 +481,83 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
             },
         },
     },
+    "coffee_shop": {
+        "username": "brewhouse_sam",
+        "password": "Crema!2025",
+        "authenticated": True,
+        "tweet_counter": 9,
+        "tweets": {
+            0: {
+                "id": 0,
+                "username": "brewhouse_sam",
+                "content": "New single origin from Huila on the bar this week",
+                "tags": ["#coffee", "#newarrival"],
+                "mentions": [],
+            },
+            1: {
+                "id": 1,
+                "username": "latte_lena",
+                "content": "Best flat white in town is still at Brewhouse",
+                "tags": ["#coffee"],
+                "mentions": ["@brewhouse_sam"],
+            },
+            2: {
+                "id": 2,
+                "username": "brewhouse_sam",
+                "content": "We open at 7 tomorrow for the marathon runners",
+                "tags": ["#marathon", "#openearly"],
+                "mentions": [],
+            },
+            3: {
+                "id": 3,
+                "username": "bean_scout",
+                "content": "Cupping notes from the Huila harvest are up on the blog",
+                "tags": ["#coffee", "#cupping"],
+                "mentions": [],
+            },
+            4: {
+                "id": 4,
+                "username": "city_eats",
+                "content": "Ten brunch spots worth the queue this spring",
+                "tags": ["#brunch"],
+                "mentions": ["@brewhouse_sam", "@latte_lena"],
+            },
+            5: {
+                "id": 5,
+                "username": "brewhouse_sam",
+                "content": "Oat milk is back in stock, sorry for the wait",
+                "tags": ["#oatmilk"],
+                "mentions": [],
+            },
+            6: {
+                "id": 6,
+                "username": "roastmaster_jo",
+                "content": "Light roasts need a finer grind than you think",
+                "tags": ["#coffee", "#brewing"],
+                "mentions": [],
+            },
+            7: {
+                "id": 7,
+                "username": "latte_lena",
+                "content": "Latte art throwdown at Brewhouse on Friday night",
+                "tags": ["#latteart"],
+                "mentions": ["@brewhouse_sam"],
+            },
+            8: {
+                "id": 8,
+                "username": "brewhouse_sam",
+                "content": "Hiring a weekend barista, DM us",
+                "tags": ["#hiring", "#barista"],
+                "mentions": [],
+            },
+        },
+        "comments": {
+            1: [{"username": "brewhouse_sam", "content": "Thank you, see you soon!"}],
+            7: [{"username": "roastmaster_jo", "content": "Count me in"}],
+        },
+        "retweets": {"brewhouse_sam": [3]},
+        "following_list": ["latte_lena", "bean_scout", "city_eats", "roastmaster_jo"],
+    },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
