@@ -442,11 +442,14 @@ def _schema_words(env: sample.SampleEnv) -> set[str]:
 
 
 def required_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> set[Any]:
-    """Values a request must name, as the template requests do: the arguments of every
-    gold write (paths included), except a value an earlier call returned that the start
-    does not show (described by where it comes from) and what a workspace's rules derive."""
+    """Values a request must name: the arguments of every gold write (paths included),
+    except a value an earlier call returned that the start does not show (named by what it
+    is), what a workspace's rules derive, and an entity the request refers to by its
+    attributes (whose attribute values it names instead)."""
     _, initial, results = replay(envs, task, task["gold_calls"])
-    needed: set[Any] = set()
+    references = [r for r in task["source"].get("references", []) if not r.get("by_key", True)]
+    looked_up = {str(r.get("value", r["key"])) for r in references} | {r["key"] for r in references}
+    needed: set[Any] = set().union(*(scalars(r["fields"]) for r in references)) if references else set()
     for index, call in enumerate(task["gold_calls"]):
         env = envs[call["env"]]
         if not env.tools[tool_of(call)].writes:
@@ -455,7 +458,7 @@ def required_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> 
         derived = _derived(task, initial[call["env"]])
         earlier = set().union(*(scalars(r) for r in results[:index])) if index else set()
         for value in scalars(list(call["args"].values())):
-            if value in derived or (value in earlier and value not in known):
+            if value in derived or (value in earlier and value not in known) or str(value) in looked_up:
                 continue
             needed.add(value)
     return needed

@@ -1,13 +1,13 @@
 """LLM-written task requests and the rubric audit, through the LLM layer and its lock.
 
-`envc tasks --llm` asks the configured model for each audited task's request: the intent
-reverse-engineered from the gold chain, in a user's words, naming every value the agent
-cannot look up (`audits.required_values`) and none the environment computes
-(`audits.computed_values`). The task with that request runs every audit again; a request
+`envc tasks --llm` asks the configured model for each audited task's request: the goal
+of the gold chain (given as the spec's words put it, with its family and the entities to
+refer to by their attributes), in a user's words, naming every value the agent cannot look
+up (`audits.required_values`) and none the environment computes (`audits.computed_values`). The task with that request runs every audit again; a request
 that fails one goes back to the model with the audit's reason (bounded by `attempts`),
 and a task whose requests all fail is rejected under `llm_request` with the last reason.
 Then the model grades the request by the paper's rubric (clarity, consistency with the
-tool chain, solvability, 1 to 5 each); a grade below `RUBRIC_PASS` rejects the task
+tool chain, solvability) and its naturalness, 1 to 5 each; a grade below `RUBRIC_PASS` rejects the task
 under `rubric` with the model's reason. Nothing falls back to the template request.
 
 Both answers are recorded in `envc.lock` beside the spec of the task's first environment
@@ -32,32 +32,38 @@ from compiler.llm.config import LLMConfig
 from compiler.llm.lock import AttemptRecord, Lock, LockEntry, lock_path, read_lock, spec_key, write_lock
 from compiler.llm.provider import ChatRequest, Completion, Message, Provider, ProviderError, make_request
 from compiler.synth import audits, sample, task_build, task_prompt
+from compiler.synth.task_quality import family_of
 
 REQUEST_DECL = "task request"
 RUBRIC_DECL = "task rubric"
 DECL_PREFIX = "task "
 """Lock declarations of tasks start with this (so `envc lock` can tell them from fills)."""
-RUBRIC = ("clarity", "consistency", "solvability")
+RUBRIC = ("clarity", "consistency", "solvability", "naturalness")
 RUBRIC_PASS = 4
 """The lowest grade (the least of the rubric's scores, 1 to 5) a kept task's request has."""
 LONGEST_REQUEST = 2000
 
 REQUEST_SYSTEM = """\
 You write the request a user gives an AI assistant that has tools. You are shown the tool
-calls that fulfil the request (the gold solution) and a literal version of it. Reverse-
-engineer the intent and write it as the user would: one to three natural sentences, no
-tool or function names, no call syntax.
+calls that fulfil the request (the gold solution), the kind of problem it is, and the goal
+as the spec's own words put it. Write the user's goal as the user would: one to three
+natural sentences in the domain's words, no tool or function names, no call syntax, no
+mention of the steps of the solution.
 Rules:
-- Name every value under must_name exactly as given; put string values in double quotes.
+- Name every value under must_name exactly as given; put free-text values in double quotes.
+- Refer to each entity under refer_to by the attributes given (all of them, so it is the only
+  one they fit), never by its identifier: the agent has to look it up.
 - Never mention a value under must_not_name: the environment computes it.
-- Describe a value an earlier step produces by where it comes from, as the literal request does.
+- Name a value an earlier step produces by what it is ("the new ticket"), as the goal does.
 Reply with the request only."""
 
 RUBRIC_SYSTEM = """\
 You grade the request of a tool-use training task by a rubric, each score from 1 (bad) to 5 (good):
 clarity (the intent is unambiguous), consistency (it asks exactly for what the tool calls do),
-solvability (it gives every value the agent cannot look up with its tools).
-Reply with one JSON object only: {"clarity": n, "consistency": n, "solvability": n, "reason": "..."}"""
+solvability (it gives every value the agent cannot look up with its tools, and describes every
+entity it refers to well enough to find it), naturalness (it reads as a real user's goal in the
+domain's words, not as a list of calls).
+Reply with one JSON object only: {"clarity": n, "consistency": n, "solvability": n, "naturalness": n, "reason": "..."}"""
 
 
 class LLMTaskError(Exception):
@@ -233,8 +239,9 @@ def task_key(task: dict[str, Any]) -> str:
 
 
 def request_brief(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> str:
-    """The user message asking for a request: environments, gold calls, the literal
-    (template) request, and the values to name and never to name."""
+    """The user message asking for a request: environments, gold calls, the goal in the
+    spec's words, the task's family, the entities to refer to by their attributes, and the
+    values to name and never to name."""
     brief = {
         "environments": [
             {"name": n, "title": envs[n].model.header.title or n, "about": (envs[n].model.header.doc or "").strip()}
@@ -244,7 +251,9 @@ def request_brief(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> st
             {**call, "changes_state": bool(envs[call["env"]].tools[task_build.tool_of(call)].writes)}
             for call in task["gold_calls"]
         ],
-        "literal_request": task["prompt"],
+        "goal": task["prompt"],
+        "family": family_of(task),
+        "refer_to": [{"what": r["container"], "attributes": r["fields"]} for r in task["source"].get("references", [])],
         "must_name": sorted(audits.required_values(task, envs), key=repr),
         "must_not_name": sorted(audits.computed_values(task, envs), key=repr),
     }

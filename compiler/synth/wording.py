@@ -57,6 +57,8 @@ class Reference:
     key: str
     fields: dict[str, Any]
     by_key: bool
+    value: Any = None
+    """The argument the reference stands for (the key, or the matched field's value)."""
     distractors: int = 0
     """Other entities that share some of the named attributes' values (near misses)."""
 
@@ -67,6 +69,7 @@ class Reference:
             "key": self.key,
             "fields": self.fields,
             "by_key": self.by_key,
+            "value": self.value,
             "distractors": self.distractors,
         }
 
@@ -208,7 +211,7 @@ def refer(env: str, entity: Entity, rng: random.Random) -> tuple[str, Reference]
         return _render(noun, keyed[:1], entity), _reference(env, entity, keyed[:1], by_key=True)
     fields = {entity.matched_by: entity.item[entity.matched_by]} if entity.matched_by else {}
     shown = entity.item[entity.matched_by] if entity.matched_by else entity.key
-    return f"{noun} {shown}", Reference(env, entity.container, entity.key, fields, by_key=True)
+    return f"{noun} {shown}", Reference(env, entity.container, entity.key, fields, by_key=True, value=shown)
 
 
 def _identifies(field: str, entity: Entity) -> bool:
@@ -231,7 +234,8 @@ def _render(noun: str, refers: list[ir.Refer] | tuple[ir.Refer, ...], entity: En
 def _reference(env: str, entity: Entity, refers: Any, by_key: bool) -> Reference:
     fields = {r.field: entity.item[r.field] for r in refers}
     near = sum(peer is not entity.item and any(peer.get(f) == v for f, v in fields.items()) for peer in entity.peers)
-    return Reference(env, entity.container, entity.key, fields, by_key, near)
+    value = entity.item[entity.matched_by] if entity.matched_by else entity.key
+    return Reference(env, entity.container, entity.key, fields, by_key, value, near)
 
 
 def _fill_one(template: str, value: Any) -> str:

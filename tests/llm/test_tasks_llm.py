@@ -25,7 +25,7 @@ from .chat_server import ChatServer, Reply
 from .conftest import SECRET
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-GOOD_GRADE = json.dumps({"clarity": 5, "consistency": 5, "solvability": 4, "reason": "clear"})
+GOOD_GRADE = json.dumps({"clarity": 5, "consistency": 5, "solvability": 4, "naturalness": 5, "reason": "clear"})
 Respond = Callable[[dict[str, Any]], Reply]
 
 
@@ -94,7 +94,7 @@ def script(
 
 
 def friendly(data: dict[str, Any], _attempt: int) -> str:
-    return "Hello! " + data["literal_request"]
+    return "Hello! " + data["goal"]
 
 
 def run(
@@ -170,7 +170,7 @@ def test_a_request_that_gives_away_a_computed_value_is_rejected_with_the_reason(
     def leak(data: dict[str, Any], _attempt: int) -> str:
         hidden = data["must_not_name"]
         extra = f" It will get {json.dumps(hidden[0])}." if hidden else ""
-        return data["literal_request"] + extra
+        return data["goal"] + extra
 
     server = served(script(leak))
     writer = llm_tasks.LLMRequests(config(server.url), OpenAIProvider(config(server.url)))
@@ -184,7 +184,9 @@ def test_a_request_that_gives_away_a_computed_value_is_rejected_with_the_reason(
 def test_a_low_rubric_grade_rejects_the_task_with_the_reason(
     envs: dict[str, SampleEnv], served: Callable[[Respond], ChatServer]
 ) -> None:
-    low = json.dumps({"clarity": 2, "consistency": 5, "solvability": 5, "reason": "vague about which ticket"})
+    low = json.dumps(
+        {"clarity": 2, "consistency": 5, "solvability": 5, "naturalness": 5, "reason": "vague about which ticket"}
+    )
     server = served(script(friendly, lambda _n: low))
     writer = llm_tasks.LLMRequests(config(server.url), OpenAIProvider(config(server.url)))
     task = _one_audited_task(envs)
@@ -236,10 +238,13 @@ def test_extract_request(reply: str, expected: str | None) -> None:
     assert llm_tasks.extract_request(reply) == expected
 
 
-def test_parse_grade_needs_three_scores_from_1_to_5() -> None:
-    assert llm_tasks.parse_grade('ok {"clarity": 5, "consistency": 4, "solvability": 4}')["clarity"] == 5  # type: ignore[index]
-    assert llm_tasks.parse_grade('{"clarity": 6, "consistency": 4, "solvability": 4}') is None
-    assert llm_tasks.parse_grade('{"clarity": true, "consistency": 4, "solvability": 4}') is None
+def test_parse_grade_needs_four_scores_from_1_to_5() -> None:
+    assert llm_tasks.parse_grade('{"clarity": 5, "consistency": 4, "solvability": 4}') is None  # no naturalness
+    assert (
+        llm_tasks.parse_grade('ok {"clarity": 5, "consistency": 4, "solvability": 4, "naturalness": 4}')["clarity"] == 5
+    )  # type: ignore[index]
+    assert llm_tasks.parse_grade('{"clarity": 6, "consistency": 4, "solvability": 4, "naturalness": 4}') is None
+    assert llm_tasks.parse_grade('{"clarity": true, "consistency": 4, "solvability": 4, "naturalness": 4}') is None
     assert llm_tasks.parse_grade("[1, 2]") is None
 
 
