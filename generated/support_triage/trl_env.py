@@ -259,7 +259,7 @@ class TrlEnvironment:
 
                 Args:
                     conversation_id: The `conversation_id` argument.
-                    order_id: The `order_id` argument.
+                    order_id: The order's number, as on the customer's receipt (`A-1042`).
                     amount: The `amount` argument. Rules: minimum 0.01.
 
                 Returns:

@@ -77,7 +77,7 @@ class TrlEnvironment:
 
         Args:
             username: The `username` argument. Rules: minLength 1.
-            password: The `password` argument. Rules: minLength 1.
+            password: The account's password, as the help desk's user list holds it. Rules: minLength 1.
 
         Returns:
             The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.

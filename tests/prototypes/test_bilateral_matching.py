@@ -462,7 +462,7 @@ def test_read_and_write_tools_are_classified() -> None:
     for name in ("score_fit", "rerank_matches", "list_matches", "list_pool_members", "get_pool", "list_pools"):
         assert not kinds[name], name
     assert set(kinds) == set(TOOL_SPECS)
-    assert set(SCENARIOS) == {"spring_hiring", "two_pools"}
+    assert set(SCENARIOS) == {"spring_hiring", "two_pools", "offers_week"}
 
 
 # --------------------------------------------------------------------------- the prototype itself

@@ -834,7 +834,7 @@ def test_the_tasks_are_solvable_from_their_scenarios() -> None:
     )
     requests = re.findall(r'request "([^"]*)"', SPEC)
     assert len(requests) == 2 and not re.search(r"\bevent \d|\bid\b", requests[0])  # the ids are found by inspection
-    assert set(SCENARIOS) == {"team_week", "empty_office", "quiet_friday"}
+    assert set(SCENARIOS) == {"team_week", "empty_office", "quiet_friday", "busy_week"}
 
 
 def _random_call(rng: random.Random, env: Environment) -> tuple[str, dict[str, Any]]:

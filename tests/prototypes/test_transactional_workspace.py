@@ -755,7 +755,12 @@ def test_the_domain_speaks_its_own_vocabulary() -> None:
     assert set(Environment().state()) == {"tickets", "next_ticket_id", "current_user", "audit_log", "clock"}
     assert {p.name for spec in TOOL_SPECS.values() for p in spec.params} >= {"ticket_id"}
     assert "entity_id" not in {p.name for spec in TOOL_SPECS.values() for p in spec.params}
-    assert set(SCENARIOS) == {"logged_in", "busy_queue", "help_desk_monday"}  # signed_in renamed, busy_queue kept
+    assert set(SCENARIOS) == {
+        "logged_in",
+        "busy_queue",
+        "help_desk_monday",
+        "help_desk_busy_week",
+    }  # signed_in renamed, busy_queue kept
     prototype_tools = set(re.findall(r"^tool (\w+)", PROTOTYPE, re.M))
     assert len(prototype_tools) == 11 and len(TOOL_SPECS) == 13
 
