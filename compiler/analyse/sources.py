@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from compiler import ir
@@ -267,13 +267,16 @@ def unsourced_parameters(a: Analysis) -> None:
     the body does not use as a key (`key_parameters`)."""
     if not _gives_task_values(a):
         return
+    sourced_fields = {f.name for record in a.records.values() for f in record.fields if f.values_from is not None}
     for tool in a.tools.values():
         if not tool.writes:
             continue
-        keys = key_parameters(tool)
+        keys = key_parameters(tool, a.fns)
         for param in tool.params:
             if param.values_from is not None or param.name in keys or ts.strip_optional(param.type).name != "str":
                 continue
+            if param.name in sourced_fields:
+                continue  # the sampler takes the source of a record field of the same name
             if any(c.kind == "pattern" for c in param.constraints):
                 continue
             a.diags.append(
@@ -300,26 +303,54 @@ def _gives_task_values(a: Analysis) -> bool:
     return any(p.values_from is not None for p in params) or any(f.values_from is not None for f in fields)
 
 
-def key_parameters(tool: ir.ToolDecl) -> set[str]:
-    """The parameters a tool's body uses to look something up: as an index (`xs[p]`), on
-    the left of `in` (`p in users`), as the argument of `.get(p)`, or compared with `==` or
-    `!=` to a field of a value (`t.owner == p`). Their values come from the state a task
-    starts in, not from a pool."""
-    params = {p.name for p in tool.params}
+def key_parameters(tool: ir.ToolDecl, helpers: Mapping[str, ir.FnDecl] | None = None) -> set[str]:
+    """The parameters a callable uses to look something up: as an index (`xs[p]`), on the
+    left of `in` (`p in users`), as the argument of `.get(p)`, compared with `==` or `!=`
+    to a field or an item of a value (`t.owner == p`, `users[name] == p`), or passed to a
+    helper that uses its parameter so (`find_order(order_id)`). Their values come from the
+    state a task starts in, not from a pool."""
+    return _keys_of(tool, helpers or {}, {})
+
+
+def _keys_of(decl: ir.ToolDecl, helpers: Mapping[str, ir.FnDecl], known: dict[str, set[str]]) -> set[str]:
+    if decl.name in known and isinstance(decl, ir.FnDecl):
+        return known[decl.name]  # a helper met again (recursion included): what is known so far
+    if isinstance(decl, ir.FnDecl):
+        known[decl.name] = set()
+    params = {p.name for p in decl.params}
     keys: set[str] = set()
 
     def param_of(node: Any) -> str | None:
         return node.id if isinstance(node, ir.Name) and node.id in params else None
 
-    for node in walk(tool.body):
+    for node in walk(decl.body):
         if isinstance(node, ir.Index):
             keys.add(param_of(node.index) or "")
         elif isinstance(node, ir.Binary) and node.op in ("in", "not in"):
             keys.add(param_of(node.left) or "")
         elif isinstance(node, ir.Binary) and node.op in ("==", "!="):
             for side, other in ((node.left, node.right), (node.right, node.left)):
-                if isinstance(other, ir.Attr):
+                if isinstance(other, (ir.Attr, ir.Index)):
                     keys.add(param_of(side) or "")
         elif isinstance(node, ir.Call) and isinstance(node.func, ir.Attr) and node.func.name == "get" and node.args:
             keys.add(param_of(node.args[0]) or "")
-    return keys - {""}
+        elif isinstance(node, ir.Call) and isinstance(node.func, ir.Name) and node.func.id in helpers:
+            keys |= _passed_to_keys(node, helpers[node.func.id], helpers, known, param_of)
+    keys -= {""}
+    if isinstance(decl, ir.FnDecl):
+        known[decl.name] = keys
+    return keys
+
+
+def _passed_to_keys(
+    call: ir.Call,
+    helper: ir.FnDecl,
+    helpers: Mapping[str, ir.FnDecl],
+    known: dict[str, set[str]],
+    param_of: Callable[[Any], str | None],
+) -> set[str]:
+    """The caller's parameters passed where the helper uses its parameter as a key."""
+    helper_keys = _keys_of(helper, helpers, known)
+    passed = {p.name: a for p, a in zip(helper.params, call.args)}
+    passed |= {kw.name: kw.value for kw in call.kwargs}
+    return {param_of(arg) or "" for name, arg in passed.items() if name in helper_keys}

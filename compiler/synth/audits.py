@@ -159,8 +159,8 @@ def _referents_unique(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -
     for reference in references:
         env = reference["env"]
         state = open_session(envs[env], task["initial_state"][env]).state()
-        items = state.get(reference["container"])
-        items = items if isinstance(items, dict) else {}
+        container = state.get(reference["container"])
+        items = container if isinstance(container, dict) else dict(enumerate(container or []))
         matching = [k for k, item in items.items() if _has(item, reference["fields"])]
         if [str(k) for k in matching] != [reference["key"]]:
             raise AuditFailed(

@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 import random
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -52,6 +53,8 @@ OPTIONAL_ARGUMENT = 0.5
 EARLIER_VALUE = 0.5
 """Chance of reusing a value an earlier call returned, where one fits."""
 BUILTIN_FIELDS = frozenset(bi.BUILTIN_STATE)
+SLOT_NAMES = re.compile(r"(?<!\{)\{(\w+)\}(?!\})")
+"""The parameters an intent names (`{ticket_id}`; compiler/synth/wording.py words them)."""
 CROSS_SEPARATOR = "__"
 
 
@@ -237,10 +240,11 @@ class ArgumentDrawer:
         self.origins = {}
         # Parameters whose value depends on another's (a user's password) come last.
         ordered = sorted(tool.params, key=lambda p: any(d.of_param for d in domains.get(p.name, [])))
+        worded = {slot for intent in tool.intents for slot in SLOT_NAMES.findall(intent)}
         for param in ordered:
             has_default, _ = param_default(param)
-            if has_default and self.rng.random() >= OPTIONAL_ARGUMENT:
-                continue
+            if has_default and (self.rng.random() >= OPTIONAL_ARGUMENT or (tool.intents and param.name not in worded)):
+                continue  # an option no intent words is left at its default: nobody asked for it
             allowed = self.allowed.get((tool.name, param.name))
             if allowed:
                 value = self.rng.choice(allowed)

@@ -27,15 +27,16 @@ from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.lower.schema import param_default
 from compiler.synth import sample
-from compiler.synth.task_prompt import scalars
 
 OPENERS = ("", "Please ", "Could you ", "I need you to ", "Can you ")
 JOINERS = (", then ", ", and after that ", ". Then ", ", and ")
 MAX_REFERRING_FIELDS = 3
 """The most attributes a reference combines (more reads as a riddle, not a request)."""
-SLOT = re.compile(r"(?<!\{)\{(\w+)\}(?!\})")
+SLOT = sample.SLOT_NAMES
 QUOTED_ORIGIN = "pool:"
 """Values from a spec's pools are free text, quoted in a request; formats are not."""
+QUOTED_WHEN_TEXT = ("state", "world", "earlier")
+"""Origins whose values are quoted when they are several words (a title found in the state)."""
 
 
 class WordingError(ValueError):
@@ -134,18 +135,18 @@ def _phrase(
         raise WordingError(f"no intent of `{tool.name}` fits its arguments")
     template = rng.choice(fitting)
     words: dict[str, str] = {}
-    references: list[Reference] = []
+    references: dict[str, Reference] = {}
     for name, value in args.items():
         shown, reference = _argument(env, tool, name, value, start, produced, origins.get(name, ""), rng)
         words[name] = shown
         if reference is not None:
-            references.append(reference)
+            references[name] = reference
     text = _fill(template, words)
     params = {p.name: p for p in tool.params}
     for name, value in args.items():
         if name not in SLOT.findall(template) and not _goes_without_saying(params[name], value):
-            text += _extra(name, value, words[name], any(r.key == str(value) for r in references))
-    return text, references, template
+            text += _extra(name, value, words[name], name in references)
+    return text, list(references.values()), template
 
 
 def _argument(
@@ -159,11 +160,11 @@ def _argument(
     rng: random.Random,
 ) -> tuple[str, Reference | None]:
     """How a request gives one argument, and the entity it refers to, if any."""
-    if _hashable(value) and value in produced and value not in _start_values(start):
-        return produced[value], None
     entity = find_entity(env, tool, name, value, start)
     if entity is not None:
-        return refer(env.name, entity, rng)
+        return refer(env, entity, rng)
+    if _hashable(value) and value in produced:
+        return produced[value], None
     return show(value, origin, env), None
 
 
@@ -174,14 +175,17 @@ def find_entity(
     item whose field (the parameter's domain, compiler/synth/graph.py) holds the value."""
     if not _hashable(value) or isinstance(value, bool):
         return None
-    for domain in env.facts[tool.name].domains.get(param, []):
+    for domain in _likeliest_first(env, param, env.facts[tool.name].domains.get(param, [])):
         if domain.owner != "state" or domain.values or domain.of_param:
             continue
         record = _record_of(env.model, domain.container)
         container = start.get(domain.container)
-        if record is None or not isinstance(container, dict):
+        if record is None or not isinstance(container, (dict, list)):
             continue
-        items = {str(k): v for k, v in container.items() if isinstance(v, dict)}
+        pairs = container.items() if isinstance(container, dict) else enumerate(container)
+        items = {str(k): v for k, v in pairs if isinstance(v, dict)}
+        if isinstance(container, list) and not domain.field:
+            continue  # a list's index is no name a user gives
         if not domain.field:
             if str(value) in items:
                 return Entity(domain.container, str(value), record, items[str(value)], list(items.values()), "")
@@ -193,9 +197,22 @@ def find_entity(
     return None
 
 
-def refer(env: str, entity: Entity, rng: random.Random) -> tuple[str, Reference]:
+def _likeliest_first(env: sample.SampleEnv, param: str, domains: list[Any]) -> list[Any]:
+    """A parameter's domains, those holding the record its name names first
+    (`conversation_id` looks up a `Conversation` before anything else keyed alike)."""
+    stem = param.removesuffix("_id").removesuffix("_ids").replace("_", "").lower()
+
+    def named(domain: Any) -> bool:
+        record = _record_of(env.model, domain.container)
+        return record is not None and record.name.lower() == stem
+
+    return sorted(domains, key=lambda d: not named(d))
+
+
+def refer(env_: sample.SampleEnv, entity: Entity, rng: random.Random) -> tuple[str, Reference]:
     """The entity by the fewest declared attributes that select it alone among its peers
     (a random one of the smallest such sets); by its identifier when no set does."""
+    env = env_.name
     record = entity.record
     noun = record.noun or _humane(record.name).lower()
     usable = [r for r in record.refers if _is_scalar(entity.item.get(r.field))]
@@ -205,10 +222,10 @@ def refer(env: str, entity: Entity, rng: random.Random) -> tuple[str, Reference]
         unique = [c for c in itertools.combinations(described, size) if _selects_one(c, entity)]
         if unique:
             chosen = sorted(rng.choice(unique), key=lambda r: record.refers.index(r))
-            return _render(noun, chosen, entity), _reference(env, entity, chosen, by_key=False)
+            return _render(noun, chosen, entity, env_), _reference(env, entity, chosen, by_key=False)
     keyed = [r for r in usable if r.field in identifying]
     if keyed:
-        return _render(noun, keyed[:1], entity), _reference(env, entity, keyed[:1], by_key=True)
+        return _render(noun, keyed[:1], entity, env_), _reference(env, entity, keyed[:1], by_key=True)
     fields = {entity.matched_by: entity.item[entity.matched_by]} if entity.matched_by else {}
     shown = entity.item[entity.matched_by] if entity.matched_by else entity.key
     return f"{noun} {shown}", Reference(env, entity.container, entity.key, fields, by_key=True, value=shown)
@@ -225,9 +242,9 @@ def _selects_one(refers: tuple[ir.Refer, ...], entity: Entity) -> bool:
     return sum(all(peer.get(f) == v for f, v in wanted.items()) for peer in entity.peers) == 1
 
 
-def _render(noun: str, refers: list[ir.Refer] | tuple[ir.Refer, ...], entity: Entity) -> str:
-    before = [_fill_one(r.template, entity.item[r.field]) for r in refers if r.before]
-    after = [_fill_one(r.template, entity.item[r.field]) for r in refers if not r.before]
+def _render(noun: str, refers: list[ir.Refer] | tuple[ir.Refer, ...], entity: Entity, env: sample.SampleEnv) -> str:
+    before = [_fill_one(r.template, entity.item[r.field], env) for r in refers if r.before]
+    after = [_fill_one(r.template, entity.item[r.field], env) for r in refers if not r.before]
     return " ".join(["the", *before, noun, *after])
 
 
@@ -238,8 +255,8 @@ def _reference(env: str, entity: Entity, refers: Any, by_key: bool) -> Reference
     return Reference(env, entity.container, entity.key, fields, by_key, value, near)
 
 
-def _fill_one(template: str, value: Any) -> str:
-    return template.replace("{}", show(value, "", None), 1)
+def _fill_one(template: str, value: Any, env: sample.SampleEnv) -> str:
+    return template.replace("{}", show(value, "", env), 1)
 
 
 def show(value: Any, origin: str, env: sample.SampleEnv | None) -> str:
@@ -248,10 +265,10 @@ def show(value: Any, origin: str, env: sample.SampleEnv | None) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, str):
-        if origin.startswith(QUOTED_ORIGIN):
-            return f'"{value}"'
         if env is not None and value in _enum_members(env):
             return _humane(value)
+        if origin.startswith(QUOTED_ORIGIN) or (origin in QUOTED_WHEN_TEXT and " " in value.strip()):
+            return f'"{value}"'
         return value
     if isinstance(value, list):
         shown = [show(v, origin, env) for v in value]
@@ -333,7 +350,10 @@ def _compose(phrases: list[str], personas: list[str], rng: random.Random) -> str
         joiner = rng.choice(JOINERS)
         text += joiner + (_capitalised(phrase) if joiner.endswith(". ") else phrase)
     opener = rng.choice(OPENERS)
-    body = _capitalised(opener + text) + ("?" if opener.strip() in ("Could you", "Can you") else ".")
+    question = opener.strip() in ("Could you", "Can you")
+    if question and ". " in text:  # a question over several sentences reads oddly
+        opener, question = "", False
+    body = _capitalised(opener + text) + ("?" if question else ".")
     persona = rng.choice([*personas, ""]) if personas else ""
     return f"{persona} {body}" if persona else body
 
@@ -349,10 +369,6 @@ def _humane(name: str) -> str:
 
 def _enum_members(env: sample.SampleEnv) -> set[str]:
     return {m for e in env.model.enums for m in e.members}
-
-
-def _start_values(start: dict[str, Any]) -> set[Any]:
-    return scalars(start)
 
 
 def _is_scalar(value: Any) -> bool:

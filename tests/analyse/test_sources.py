@@ -260,3 +260,44 @@ def test_a_source_carries_the_file_that_named_it() -> None:
     assert result.environment is not None
     owner = next(t for t in result.environment.tools if t.name == "create_ticket").params[1]
     assert isinstance(owner.values_from, ir.SourceRef) and owner.values_from.file.endswith("desk.envspec")
+
+
+HELPER_KEYS = """environment desk:
+    title "Desk"
+
+record Ticket:
+    id: int
+    owner: str
+    title: str
+
+state:
+    tickets: map[str, Ticket] = {}
+    users: map[str, str] = {}
+
+values titles = ["Printer jams"]
+
+describe record Ticket:
+    field title from titles
+
+fn find(key: str) -> Ticket:
+    require key in state.tickets else not_found("no ticket")
+    return state.tickets[key]
+
+fn outer(k: str) -> Ticket:
+    return find(k)
+
+tool act(a: str, password: str, title: str, note: str) -> None:
+    let t = outer(a)
+    require state.users[t.owner] == password else invalid_argument("wrong password")
+    t.title = title
+    t.owner = note
+"""
+
+
+def test_keys_passed_to_helpers_compared_to_items_or_sourced_by_a_field_need_no_source() -> None:
+    result = analyse_source(HELPER_KEYS, "helper_keys.envspec")
+    assert [d.message.split("`")[1] for d in result.diagnostics if d.code == "E2039"] == ["note"]
+    module = parse_source(HELPER_KEYS, "helper_keys.envspec").module
+    assert module is not None
+    assert key_parameters(module.tools[0], {f.name: f for f in module.fns}) == {"a", "password"}
+    assert key_parameters(module.tools[0]) == {"password"}  # without the helpers, `a` is only passed on
