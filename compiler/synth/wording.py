@@ -163,8 +163,8 @@ def _argument(
     entity = find_entity(env, tool, name, value, start)
     if entity is not None:
         return refer(env, entity, rng)
-    if _hashable(value) and value in produced:
-        return produced[value], None
+    if _hashable(value) and value in produced and env.facts[tool.name].domains.get(name):
+        return produced[value], None  # it names what an earlier call made (a number that only matches one is not)
     return show(value, origin, env), None
 
 
