@@ -1172,6 +1172,183 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
             },
         ],
     },
+    "busy_week": {
+        "next_automation_id": 11,
+        "automations": {
+            1: {
+                "id": 1,
+                "name": "server room overheating",
+                "trigger": "reading",
+                "source_filter": "server_room",
+                "condition": {"field": "celsius", "op": "gt", "value": 28},
+                "actions": [
+                    {
+                        "type": "notify",
+                        "params": {"channel": "#it-ops", "message": "Server room at {celsius} C"},
+                    }
+                ],
+                "enabled": True,
+                "created_at": "2025-04-02T10:00:00",
+                "updated_at": "2025-04-02T10:00:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            },
+            2: {
+                "id": 2,
+                "name": "server room too cold",
+                "trigger": "reading",
+                "source_filter": "server_room",
+                "condition": {"field": "celsius", "op": "lt", "value": 16},
+                "actions": [
+                    {
+                        "type": "notify",
+                        "params": {
+                            "channel": "#it-ops",
+                            "message": "Server room down to {celsius} C",
+                        },
+                    }
+                ],
+                "enabled": True,
+                "created_at": "2025-04-03T09:00:00",
+                "updated_at": "2025-04-03T09:00:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            },
+            3: {
+                "id": 3,
+                "name": "after-hours door",
+                "trigger": "door_opened",
+                "source_filter": "front_door",
+                "condition": {"field": "after_hours", "op": "equals", "value": True},
+                "actions": [
+                    {
+                        "type": "notify",
+                        "params": {
+                            "channel": "#security",
+                            "message": "Front door opened at {time}",
+                        },
+                    }
+                ],
+                "enabled": True,
+                "created_at": "2025-04-02T10:00:00",
+                "updated_at": "2025-04-02T10:00:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            },
+            4: {
+                "id": 4,
+                "name": "big client mail",
+                "trigger": "email_received",
+                "source_filter": "it_inbox",
+                "condition": {"field": "from", "op": "regex", "value": "@bigclient[.]com$"},
+                "actions": [
+                    {"type": "create_task", "params": {"title": "Reply to {from}: {subject}"}}
+                ],
+                "enabled": True,
+                "created_at": "2025-04-02T10:00:00",
+                "updated_at": "2025-04-02T10:00:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            },
+            5: {
+                "id": 5,
+                "name": "bounced mail",
+                "trigger": "email_bounced",
+                "source_filter": "it_inbox",
+                "condition": None,
+                "actions": [
+                    {"type": "create_task", "params": {"title": "Check the bounced mail to {to}"}}
+                ],
+                "enabled": True,
+                "created_at": "2025-04-04T11:00:00",
+                "updated_at": "2025-04-04T11:00:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            },
+            6: {
+                "id": 6,
+                "name": "critical alerts to on-call",
+                "trigger": "alert_fired",
+                "source_filter": "grafana",
+                "condition": {"field": "severity", "op": "equals", "value": "critical"},
+                "actions": [
+                    {
+                        "type": "notify",
+                        "params": {"channel": "#oncall", "message": "{alertname} is critical"},
+                    }
+                ],
+                "enabled": True,
+                "created_at": "2025-04-05T08:30:00",
+                "updated_at": "2025-04-05T08:30:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            },
+            7: {
+                "id": 7,
+                "name": "resolved alerts log",
+                "trigger": "alert_resolved",
+                "source_filter": "grafana",
+                "condition": None,
+                "actions": [{"type": "log_message", "params": {"message": "{alertname} resolved"}}],
+                "enabled": True,
+                "created_at": "2025-04-05T08:30:00",
+                "updated_at": "2025-04-05T08:30:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            },
+            8: {
+                "id": 8,
+                "name": "standup reminder",
+                "trigger": "event_starting",
+                "source_filter": "room_calendar",
+                "condition": {"field": "title", "op": "contains", "value": "Standup"},
+                "actions": [
+                    {
+                        "type": "notify",
+                        "params": {"channel": "#team", "message": "{title} in room {room}"},
+                    }
+                ],
+                "enabled": False,
+                "created_at": "2025-04-07T09:00:00",
+                "updated_at": "2025-04-07T09:00:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            },
+            9: {
+                "id": 9,
+                "name": "deploy log",
+                "trigger": "deploy_finished",
+                "source_filter": "ci",
+                "condition": None,
+                "actions": [
+                    {"type": "log_message", "params": {"message": "{service} {version} deployed"}}
+                ],
+                "enabled": False,
+                "created_at": "2025-04-02T10:00:00",
+                "updated_at": "2025-04-02T10:00:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            },
+            10: {
+                "id": 10,
+                "name": "facilities mentions",
+                "trigger": "mention",
+                "source_filter": "team_chat",
+                "condition": {"field": "text", "op": "contains", "value": "@facilities"},
+                "actions": [
+                    {
+                        "type": "create_task",
+                        "params": {"title": "Chat request: {text}", "assignee": "facilities"},
+                    }
+                ],
+                "enabled": True,
+                "created_at": "2025-04-08T14:00:00",
+                "updated_at": "2025-04-08T14:00:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            },
+        },
+    },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 

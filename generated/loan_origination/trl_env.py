@@ -352,7 +352,7 @@ class TrlEnvironment:
         an empty document list in its data.
 
                 Args:
-                    applicant: The `applicant` argument. Rules: pattern "^(?:[a-z][a-z0-9_]{0,29})$".
+                    applicant: The applicant's customer handle, as the credit bureau knows them Rules: pattern "^(?:[a-z][a-z0-9_]{0,29})$".
                     product: The `product` argument.
                     amount: The `amount` argument. Rules: minimum 0.01.
                     term_months: The `term_months` argument. Rules: minimum 1; maximum 360; default 36.

@@ -472,7 +472,13 @@ def test_tool_schema_marks_reads_and_writes() -> None:
         "publish",
         "watch_brand",
     }
-    assert set(SCENARIOS) == {"one_feed_per_format", "overlapping_results", "morning_sweep", "digest_ready"}
+    assert set(SCENARIOS) == {
+        "one_feed_per_format",
+        "overlapping_results",
+        "morning_sweep",
+        "digest_ready",
+        "busy_monday",
+    }
 
 
 def test_same_calls_same_state() -> None:

@@ -509,7 +509,7 @@ def test_read_and_write_tools_are_classified() -> None:
 
 
 def test_scenarios_and_determinism() -> None:
-    assert set(SCENARIOS) == {"monday_pipeline", "lease_design"}
+    assert set(SCENARIOS) == {"monday_pipeline", "lease_design", "busy_desk"}
     runs = []
     for _ in range(2):
         env = Environment("monday_pipeline")

@@ -533,7 +533,7 @@ def test_read_and_write_tools_are_classified() -> None:
     ):
         assert not kinds[name], name
     assert set(kinds) == set(TOOL_SPECS)
-    assert set(SCENARIOS) == {"main_branch", "release_day"}
+    assert set(SCENARIOS) == {"main_branch", "release_day", "busy_farm"}
 
 
 # --------------------------------------------------------------------------- the prototype itself
