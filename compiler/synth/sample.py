@@ -218,6 +218,7 @@ class ArgumentDrawer:
         self.rng = rng
         self.pool = pool
         self.enums = {e.name: e for e in env.model.enums}
+        self.records = {r.name: r for r in env.model.records}
         self.allowed: dict[tuple[str, str], list[Any]] = {}
         self.field_sources = field_sources(env.model)
         self.origins: dict[str, str] = {}
@@ -349,7 +350,28 @@ class ArgumentDrawer:
                 return [self.from_type(base.args[0], {}, live) for _ in range(count)]
             if base.args[0].name == "str":
                 raise NoSource("")  # text keys are never invented either
-        return self.env.samples.value(base, constraints)
+        if base.name in ("json", "any"):
+            raise NoSource("")  # a payload made up from nothing says nothing
+        if base.name in self.records:
+            return self.record_value(self.records[base.name], live)
+        return self.env.samples.value(base, constraints)  # time of day, strings matching a pattern
+
+    def record_value(self, record: ir.RecordDecl, live: Any) -> dict[str, Any]:
+        """A record argument built field by field (a union's member at random): each field
+        from its value source, else from its type; free text without a source is not made up."""
+        if record.is_union:
+            member = self.rng.choice(sorted(record.members))
+            return {record.tag: record.members[member], **self.record_value(self.records[member], live)}
+        value: dict[str, Any] = {}
+        for f in record.fields:
+            if not ts.required_field(f) or f.tag:
+                continue
+            if f.values_from is not None:
+                param = ir.Param(name=f.name, type=f.type, values_from=f.values_from)
+                value[f.name] = self.from_source(f.values_from, param, live)
+            else:
+                value[f.name] = self.from_type(f.type, {}, live)
+        return value
 
 
 def _scalar(value: Any) -> bool:

@@ -190,11 +190,21 @@ def find_entity(
             if str(value) in items:
                 return Entity(domain.container, str(value), record, items[str(value)], list(items.values()), "")
             continue
+        if not _names_field(param, domain.field, record):
+            continue  # a value that merely equals a field of some record (an event type, a trigger) names none
         matches = [k for k, item in items.items() if item.get(domain.field) == value]
         if len(matches) == 1:
             key = matches[0]
             return Entity(domain.container, key, record, items[key], list(items.values()), domain.field)
     return None
+
+
+def _names_field(param: str, field: str, record: ir.RecordDecl) -> bool:
+    """Whether a parameter is the record's field by name: `username` for `username`, or
+    `runner_name` / `pipeline_id` for `name` / `id` of a Runner / Pipeline."""
+    stem = record.name.lower()
+    flat = param.replace("_", "").lower()
+    return param == field or flat in (field.replace("_", "").lower(), stem + field.replace("_", "").lower())
 
 
 def _likeliest_first(env: sample.SampleEnv, param: str, domains: list[Any]) -> list[Any]:
