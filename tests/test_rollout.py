@@ -235,7 +235,8 @@ def test_a_domain_error_stays_in_the_trajectory_and_the_agent_recovers(
 ) -> None:
     rows = run_model(task_rows, envs, endpoint, "recover")
     for row in rows:
-        assert row["results"][0]["error"]["kind"] == "not_found"
+        # a refusal the agent can read (no such ticket, or not signed in yet), not an internal error
+        assert row["results"][0]["error"]["kind"] in ("not_found", "unauthenticated")
         assert (row["ended"], row["scorable"], row["passed"]) == ("done", True, True)
 
 

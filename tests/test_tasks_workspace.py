@@ -146,7 +146,10 @@ def test_an_output_the_request_names_but_no_check_inspects_is_rejected(
     broken["gold_calls"].append({"env": "claw_workspace", "tool": "write", "args": {"path": notes, "content": "done"}})
     broken["prompt"] += f' Also leave a note in "{notes}".'
     broken["verifier"]["collateral"]["allowed"]["claw_workspace"].append("/files/" + notes.replace("/", "~1"))
-    assert "which no check inspects" in _fails(broken, claw, "path_consistency")
+    with pytest.raises(audits.AuditFailed) as failed:  # the prefix without the note passes too: audit it alone
+        audits._path_consistency(broken, claw)
+    assert failed.value.audit == "path_consistency" and "which no check inspects" in failed.value.why
+    assert _fails(broken, claw, "every_prefix_fails")
 
 
 def test_a_script_that_does_not_build_the_start_is_rejected(

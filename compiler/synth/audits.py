@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from compiler.library import sources
+from compiler.lower.schema import param_default
 from compiler.synth import sample
 from compiler.synth.task_build import is_workspace_env, open_session, replay, score_calls, tool_of, unpointer
 from compiler.synth.task_prompt import discoverable, is_named, scalars
@@ -443,22 +444,24 @@ def _schema_words(env: sample.SampleEnv) -> set[str]:
 
 def required_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> set[Any]:
     """Values a request must name: the arguments of every gold write (paths included),
-    except a value an earlier call returned that the start does not show (named by what it
-    is), what a workspace's rules derive, and an entity the request refers to by its
-    attributes (whose attribute values it names instead)."""
+    except a parameter's default (a request need not repeat it), a value an earlier call
+    returned (named by what it is: "the new ticket"), what a workspace's rules
+    derive, and an entity the request refers to by its attributes (whose attribute values
+    it names instead)."""
     _, initial, results = replay(envs, task, task["gold_calls"])
     references = [r for r in task["source"].get("references", []) if not r.get("by_key", True)]
     looked_up = {str(r.get("value", r["key"])) for r in references} | {r["key"] for r in references}
-    needed: set[Any] = set().union(*(scalars(r["fields"]) for r in references)) if references else set()
+    needed: set[Any] = set().union(*(scalars(list(r["fields"].values())) for r in references)) if references else set()
     for index, call in enumerate(task["gold_calls"]):
         env = envs[call["env"]]
         if not env.tools[tool_of(call)].writes:
             continue
-        known = discoverable(env, initial[call["env"]])
         derived = _derived(task, initial[call["env"]])
         earlier = set().union(*(scalars(r) for r in results[:index])) if index else set()
-        for value in scalars(list(call["args"].values())):
-            if value in derived or (value in earlier and value not in known) or str(value) in looked_up:
+        params = {p.name: p for p in env.tools[tool_of(call)].params}
+        said = [v for n, v in call["args"].items() if n not in params or param_default(params[n]) != (True, v)]
+        for value in scalars(said):
+            if value in derived or value in earlier or str(value) in looked_up:
                 continue
             needed.add(value)
     return needed

@@ -44,5 +44,12 @@ def is_named(value: Any, text: str) -> bool:
     if isinstance(value, str):
         if f'"{value}"' in text:
             return True
-        return bool(value.strip()) and re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w/-]|\.\w)", text) is not None
-    return re.search(rf"(?<![\w.]){re.escape(json.dumps(value))}(?![\w.])", text) is not None
+        if "_" in value and not value.startswith("_") and _stands_alone(value.replace("_", " "), text):
+            return True  # an identifier in words: `in_progress` as "in progress"
+        return _stands_alone(value, text)
+    forms = {json.dumps(value)} | ({f"{value:.2f}"} if isinstance(value, float) else set())  # 64.3 as "64.30"
+    return any(re.search(rf"(?<![\w.]){re.escape(form)}(?![\w.])", text) is not None for form in forms)
+
+
+def _stands_alone(value: str, text: str) -> bool:
+    return bool(value.strip()) and re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w/-]|\.\w)", text) is not None

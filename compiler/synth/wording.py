@@ -289,6 +289,12 @@ def show(value: Any, origin: str, env: sample.SampleEnv | None) -> str:
 
 
 def _fill(template: str, words: dict[str, str]) -> str:
+    """The template with its slots filled; a value the template already quotes is not
+    quoted again (`to "{name}"`)."""
+    quoted = {
+        name: text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text for name, text in words.items()
+    }
+    template = re.sub(r'"\{(\w+)\}"', lambda m: f'"{quoted[m[1]]}"' if m[1] in words else m[0], template)
     return SLOT.sub(lambda m: words[m[1]], template).replace("{{", "{").replace("}}", "}")
 
 

@@ -45,14 +45,15 @@ def envs(ticketing: SampleEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.fixture
-def automation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, SampleEnv]:
-    """automation_hub (its checks expect timestamps the environment computes), spec path in tmp_path."""
+def computing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, SampleEnv]:
+    """cicd_pipeline (its checks expect run ids and timestamps the environment computes),
+    spec path in tmp_path."""
     monkeypatch.setenv("ENVC_TEST_KEY", SECRET)
-    env = analyse_file(ROOT / "specs" / "automation_hub.envspec").environment
+    env = analyse_file(ROOT / "specs" / "cicd_pipeline.envspec").environment
     assert env is not None
-    loaded = load_env(env, ROOT / "generated" / "automation_hub")
-    model = loaded.model.model_copy(update={"path": str(tmp_path / "automation_hub.envspec")})
-    return {"automation_hub": dataclasses.replace(loaded, model=model)}
+    loaded = load_env(env, ROOT / "generated" / "cicd_pipeline")
+    model = loaded.model.model_copy(update={"path": str(tmp_path / "cicd_pipeline.envspec")})
+    return {"cicd_pipeline": dataclasses.replace(loaded, model=model)}
 
 
 def config(url: str, **settings: Any) -> LLMConfig:
@@ -163,9 +164,9 @@ def test_a_request_missing_a_value_is_healed_on_attempt_2(
 
 
 def test_a_request_that_gives_away_a_computed_value_is_rejected_with_the_reason(
-    automation: dict[str, SampleEnv], served: Callable[[Respond], ChatServer]
+    computing: dict[str, SampleEnv], served: Callable[[Respond], ChatServer]
 ) -> None:
-    envs = automation
+    envs = computing
 
     def leak(data: dict[str, Any], _attempt: int) -> str:
         hidden = data["must_not_name"]
