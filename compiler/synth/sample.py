@@ -173,21 +173,24 @@ def load_env(
 
 @dataclass
 class Pool:
-    """Scalar values earlier calls of the chain returned, by the key they came under."""
+    """Scalar values earlier calls of the chain returned, by the key they came under, and
+    the environment that first returned each (`env`: "" when not told)."""
 
     values: dict[str, list[Any]] = field(default_factory=dict)
+    env_of: dict[tuple[str, Any], str] = field(default_factory=dict)
 
-    def add(self, result: Any, key: str = "") -> None:
+    def add(self, result: Any, key: str = "", env: str = "") -> None:
         if isinstance(result, dict):
             for name, value in result.items():
-                self.add(value, str(name))
+                self.add(value, str(name), env)
         elif isinstance(result, list):
             for item in result[:20]:
-                self.add(item, key)
+                self.add(item, key, env)
         elif key and result is not None and isinstance(result, (str, int, float, bool)):
             bucket = self.values.setdefault(key, [])
             if result not in bucket:
                 bucket.append(result)
+                self.env_of[(key, result)] = env
 
 
 def _free_text(param: ir.Param) -> bool:
@@ -268,6 +271,10 @@ class ArgumentDrawer:
         earlier = [v for v in self.pool.values.get(param.name, []) if _fits(v, param.type, self.enums)]
         if _free_text(param) and not domains:
             earlier = []  # a result's text under the same name (a login's "message") is no message to send
+        elif _free_text(
+            param
+        ):  # a name another system returned is no name of this one's (a job title is no automation)
+            earlier = [v for v in earlier if self.pool.env_of.get((param.name, v), self.env.name) == self.env.name]
         if earlier and self.rng.random() < EARLIER_VALUE:
             return self._from("earlier", self.rng.choice(earlier), param)
         candidates = [v for d in domains for v in self.domain_values(d, live, args) if _fits(v, param.type, self.enums)]
@@ -488,7 +495,7 @@ class Walk:
                 continue
             self.session = session
             self.calls.append(Call(self.env.name, tool, args, result, dict(self.drawer.origins)))
-            self.pool.add(result)
+            self.pool.add(result, env=self.env.name)
             return tool
         if self.unsourced:
             tool, param = sorted(self.unsourced.items())[0]

@@ -106,16 +106,19 @@ def request(
     references: list[Reference] = []
     intents: list[str] = []
     cross = len(chain["envs"]) > 1
+    where = ""
     for call in chain["calls"]:
         env = envs[call["env"]]
         tool = env.tools[call["tool"].split(sample.CROSS_SEPARATOR, 1)[-1]]
         if tool.writes:
             phrase, refs, intent = _phrase(env, tool, call, initial[call["env"]], produced, rng)
-            phrases.append(f"in {env.model.header.title or env.name}, {phrase}" if cross else phrase)
+            if cross and env.name != where:  # say where once, when the work moves to another system
+                phrase, where = f"in {env.model.header.title or env.name}, {phrase}", env.name
+            phrases.append(phrase)
             references += refs
             intents.append(intent)
         _remember_products(env, tool, call, initial[call["env"]], produced)
-    return Request(_compose(phrases, _personas(chain, envs), rng), references, intents)
+    return Request(_compose(phrases, _personas(chain, envs), rng, plain=cross), references, intents)
 
 
 def _phrase(
@@ -360,12 +363,16 @@ def _personas(chain: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> list[
     return [p for name in chain["envs"] for p in envs[name].model.personas]
 
 
-def _compose(phrases: list[str], personas: list[str], rng: random.Random) -> str:
+def _compose(phrases: list[str], personas: list[str], rng: random.Random, plain: bool = False) -> str:
+    """The phrases joined with seeded connectives, after an opener (none when the first
+    phrase says where it happens: "In the help desk, …") and an optional persona."""
     text = phrases[0]
     for phrase in phrases[1:]:
         joiner = rng.choice(JOINERS)
         text += joiner + (_capitalised(phrase) if joiner.endswith(". ") else phrase)
     opener = rng.choice(OPENERS)
+    if plain:
+        opener = ""
     question = opener.strip() in ("Could you", "Can you")
     if question and ". " in text:  # a question over several sentences reads oddly
         opener, question = "", False
