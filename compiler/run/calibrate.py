@@ -193,14 +193,15 @@ class FlakyGold:
 @dataclass(frozen=True)
 class RandomCalls:
     """Random valid calls: a tool of the task at random, arguments drawn from the live
-    state, the world and earlier results as the sampler draws them (compiler/synth/sample.py)."""
+    state, the world and earlier results as the sampler draws them (compiler/synth/sample.py),
+    but never from the spec's value sources, which no agent sees."""
 
     calls: int = RANDOM_CALLS
     name: str = "random"
 
     def play(self, task: Mapping[str, Any], episode: Episode, rng: random.Random) -> Ending | None:
         pool = sample.Pool()
-        drawers = {name: sample.ArgumentDrawer(env, rng, pool) for name, env in episode.envs.items()}
+        drawers = {name: sample.ArgumentDrawer(env, rng, pool, sources=False) for name, env in episode.envs.items()}
         tools = sorted(episode.tools)
         for _ in range(min(self.calls, episode.max_turns) if tools else 0):
             tool = rng.choice(tools)

@@ -48,6 +48,10 @@ UNIQUENESS_TRIES = 6
 """Other argument draws for the same tools tried by the uniqueness audit."""
 RANDOM_CALLS = 8
 """Calls made by the random-valid-calls baseline."""
+RANDOM_RUNS = 32
+"""Runs of the random-valid-calls baseline, each with its own draws: a task random calls
+pass even once is too easy to keep. Four times calibration's k = 8, so that a kept task
+is one the random policy does not pass in calibration either (measured: docs/tasks.md)."""
 
 
 PARTIAL_FLOOR = 0.5
@@ -498,7 +502,8 @@ def _answer_uniqueness(task: dict[str, Any], envs: dict[str, sample.SampleEnv], 
 
 
 def _hacking_floor(task: dict[str, Any], envs: dict[str, sample.SampleEnv], rng: random.Random) -> list[float]:
-    """Baseline policies score 0 (binary) or at most `PARTIAL_FLOOR`: every read tool; random valid calls; the last
+    """Baseline policies score 0 (binary) or at most `PARTIAL_FLOOR`: every read tool; random valid calls (in
+    `RANDOM_RUNS` runs); the last
     gold write alone (when gold has several writes: the others must matter); every write
     tool with random valid arguments."""
     rewards = []
@@ -517,26 +522,47 @@ def _baselines(
     cross = len(task["envs"]) > 1
     reads: list[dict[str, Any]] = []
     writes: list[dict[str, Any]] = []
-    randoms: list[dict[str, Any]] = []
     for name in task["envs"]:
         env = envs[name]
         live = open_session(env, task["initial_state"][name])
-        drawer = sample.ArgumentDrawer(env, rng, sample.Pool())
+        drawer = sample.ArgumentDrawer(env, rng, sample.Pool(), sources=False)
         tool_names = sorted(env.tools)
         for tool_name in tool_names:
             call = _call(name, tool_name, drawer.draw(env.tools[tool_name], live.view(), lenient=True), cross)
             (writes if env.tools[tool_name].writes else reads).append(call)
-        for _ in range(RANDOM_CALLS):
-            tool_name = rng.choice(tool_names)
-            randoms.append(_call(name, tool_name, drawer.draw(env.tools[tool_name], live.view(), lenient=True), cross))
-            live.call(tool_name, randoms[-1]["args"])
-    baselines = {"every read tool": reads, "random valid calls": randoms, "random writes": writes}
+    baselines = {"every read tool": reads, "random writes": writes}
+    for run in range(RANDOM_RUNS):
+        baselines[f"random valid calls (run {run + 1})"] = _random_calls(task, envs, random.Random(rng.random()))
     if needs_lookup(task):
         baselines["literal"] = literal_calls(task)
     gold_writes = _writes(task, envs)
     if len(gold_writes) > 1:
         baselines["last gold write alone"] = [task["gold_calls"][gold_writes[-1]]]
     return baselines
+
+
+def _random_calls(task: dict[str, Any], envs: dict[str, sample.SampleEnv], rng: random.Random) -> list[dict[str, Any]]:
+    """`RANDOM_CALLS` calls per environment of tools drawn at random, with arguments drawn
+    from what an agent can see (the live state, the world, results; not the spec's value
+    sources), learning from refusals as the calibration's random policy does: what an
+    agent acting at random may stumble on."""
+    cross = len(task["envs"]) > 1
+    calls: list[dict[str, Any]] = []
+    for name in task["envs"]:
+        env = envs[name]
+        live = open_session(env, task["initial_state"][name])
+        pool = sample.Pool()
+        drawer = sample.ArgumentDrawer(env, rng, pool, sources=False)
+        tool_names = sorted(env.tools)
+        for _ in range(RANDOM_CALLS):
+            tool_name = rng.choice(tool_names)
+            calls.append(_call(name, tool_name, drawer.draw(env.tools[tool_name], live.view(), lenient=True), cross))
+            result = live.call(tool_name, calls[-1]["args"])
+            if sample.is_failure(result):
+                drawer.learn(tool_name, result["error"])
+            else:
+                pool.add(result, env=name)
+    return calls
 
 
 def _call(env: str, tool: str, args: dict[str, Any], cross: bool) -> dict[str, Any]:

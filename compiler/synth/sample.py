@@ -216,10 +216,13 @@ def _fits(value: Any, ty: ir.TypeRef, enums: dict[str, ir.EnumDecl]) -> bool:
 class ArgumentDrawer:
     """Arguments for one call, from the live state, the world, the pool and the types."""
 
-    def __init__(self, env: SampleEnv, rng: random.Random, pool: Pool) -> None:
+    def __init__(self, env: SampleEnv, rng: random.Random, pool: Pool, sources: bool = True) -> None:
         self.env = env
         self.rng = rng
         self.pool = pool
+        self.sources = sources
+        """Draw from the spec's value sources; a baseline policy does not (an agent sees the
+        state, the world and results, never the pools tasks are written from)."""
         self.enums = {e.name: e for e in env.model.enums}
         self.records = {r.name: r for r in env.model.records}
         self.allowed: dict[tuple[str, str], list[Any]] = {}
@@ -281,7 +284,7 @@ class ArgumentDrawer:
         if candidates:
             owner = "world" if all(d.owner == "world" for d in domains) else "state"
             return self._from(owner, self.rng.choice(candidates), param)
-        source = param.values_from or self.field_sources.get(param.name)
+        source = (param.values_from or self.field_sources.get(param.name)) if self.sources else None
         if source is not None:
             kind = "pool" if source.name in self.env.model.value_pools else "format"
             return self._from(f"{kind}:{source.name}", self.from_source(source, param, live), param)
@@ -373,7 +376,7 @@ class ArgumentDrawer:
         for f in record.fields:
             if not ts.required_field(f) or f.tag:
                 continue
-            if f.values_from is not None:
+            if f.values_from is not None and self.sources:
                 param = ir.Param(name=f.name, type=f.type, values_from=f.values_from)
                 value[f.name] = self.from_source(f.values_from, param, live)
             else:
