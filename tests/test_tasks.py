@@ -159,7 +159,8 @@ def test_declared_tasks_the_audits_reject_are_reported(library: dict[str, Sample
     assert report.declared["bfcl_ticket.close_string_id_ticket"] == "kept"
     assert report.declared["bfcl_ticket.log_and_resolve"].startswith("rejected by perturbations_fail")
     assert report.declared["cicd_pipeline.ship_commit_a1b2c3d"].startswith("rejected by objective_consistency")
-    assert report.declared["cicd_pipeline.roll_back_release"] == "kept"  # a list of one field of each item
+    # expressible (a list of one field of each item), but random calls roll the release back too
+    assert report.declared["cicd_pipeline.roll_back_release"].startswith("rejected by hacking_floor")
 
 
 VERIFY_PROBE = """environment verify_probe:

@@ -72,6 +72,9 @@ class NoSource(Exception):
         self.param = param
 
 
+ANY_TEXT = "something"
+"""What a baseline policy types where free text is asked: it sees no value source, so its
+calls are valid but never carry a task's value (tasks themselves never get it)."""
 ORIGINS = ("earlier", "state", "world", "refusal", "type")
 """Where an argument can come from, besides `pool:NAME` and `format:NAME` (a value source):
 a value an earlier call returned, the state or world (a key that exists), the values a
@@ -291,6 +294,8 @@ class ArgumentDrawer:
         try:
             return self._from("type", self.from_type(param.type, constraint_values(param), live), param)
         except NoSource:
+            if not self.sources and _free_text(param):
+                return self._from("type", ANY_TEXT, param)  # a baseline types something; it knows no pool
             raise NoSource(param.name) from None
 
     def from_source(self, source: ir.SourceRef, param: ir.Param, live: Any) -> Any:
