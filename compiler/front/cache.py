@@ -161,7 +161,7 @@ def parse_cache_folder() -> Path | None:
     the cache in memory only."""
     if os.environ.get("ENVC_PARSE_CACHE", "1") == "0":
         return None
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "envc" / "parse"
+    return project.cache_folder() / "parse"
 
 
 @functools.cache
