@@ -610,6 +610,61 @@ def test_envc_tasks_writes_tasks_and_a_report(tmp_path: Path) -> None:
     assert "kept 12 of" in done.stderr and "audit pass rates" in done.stderr
 
 
+UNSOURCED = """environment notebook:
+    title "Notebook"
+
+record Note:
+    id: int
+    title: str
+    body: str
+
+state:
+    notes: map[int, Note] = {}
+    next_id: int = 1
+
+values titles = ["Groceries for the weekend", "Call the plumber about the leak", "Book the dentist"]
+
+describe tool add_note:
+    intent "jot down a note called {title}"
+    param title from titles
+
+describe tool annotate:
+    intent "add {body} to the note {note_id}"
+
+tool add_note(title: str) -> int:
+    let id = state.next_id
+    state.next_id = id + 1
+    state.notes[id] = Note(id=id, title=title, body="")
+    return id
+
+tool annotate(note_id: int, body: str) -> None:
+    require note_id in state.notes else not_found("no such note")
+    state.notes[note_id].body = body
+"""
+
+
+def test_a_write_tool_without_a_value_source_is_left_out_and_reported(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.envc]\noutput = "out"\n')
+    spec = tmp_path / "notebook.envspec"
+    spec.write_text(UNSOURCED)
+    checked = subprocess.run(
+        [sys.executable, "-m", "compiler.cli", "check", str(spec)], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert "E2039" in checked.stdout + checked.stderr and "`body` of `annotate`" in checked.stdout + checked.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "compiler.cli", "tasks", str(spec), "-n", "3", "--seed", "2", "-o", str(tmp_path / "t")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    report = json.loads((tmp_path / "t" / "report.json").read_text(encoding="utf-8"))
+    assert any(reason == "no value source for `body` of `annotate`" for reason in report["chains_rejected"])
+    assert "left out of tasks for want of a value source: no value source for `body` of `annotate`" in done.stderr
+    rows = [json.loads(line) for line in (tmp_path / "t" / "tasks.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert rows and all(c["tool"] != "annotate" for row in rows for c in row["gold_calls"])
+
+
 def test_envc_tasks_from_chains_and_bad_chain_files(tmp_path: Path) -> None:
     chains = tmp_path / "chains.jsonl"
     assert _envc("sample", "specs/ticketing.envspec", "--chains", "30", "-o", str(chains)).returncode == 0

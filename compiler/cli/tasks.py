@@ -224,9 +224,12 @@ def tasks_command(
         requests = _task_request_writer(root, offline) if use_llm else None
         try:
             sampler = tasks.sampler_for(prepared.envs, options, prepared.weights)
+            sampled = None
             if chains is None:
-                chains = _sample_with_progress(sampler, prepared.worker_specs)[0]
+                chains, sampled = _sample_with_progress(sampler, prepared.worker_specs)
             kept, report = _synthesise_with_progress(sampler, options, chains, requests)
+            if sampled is not None:
+                report.chains_rejected = dict(sampled.rejected)
         except tasks.ChainError as exc:
             fail("tasks", f"{chains_file}:{exc.number}: {exc.problem}")
         except sample.SampleError as exc:
@@ -297,6 +300,9 @@ def _print_task_summary(data: dict[str, Any], output: Path) -> None:
     for reason, count in leading:
         example = data["rejection_examples"].get(reason, "")
         click.echo(f"  {reason} ({count}): {example}", err=True)
+    unsourced = sorted(reason for reason in data["chains_rejected"] if reason.startswith("no value source"))
+    if unsourced:
+        click.echo(f"left out of tasks for want of a value source: {'; '.join(unsourced)}", err=True)
     quality = data["quality"]
     if quality:
         click.echo(

@@ -52,6 +52,9 @@ class Report:
     """With a model: requests asked and accepted per attempt, failures, answers from the lock."""
     examples: dict[str, str] = field(default_factory=dict)
     """One example (the first) of why candidates were rejected, per reason."""
+    chains_rejected: dict[str, int] = field(default_factory=dict)
+    """Why sampled chains were not kept, before any task was made of them: among them the
+    write tools left out for want of a value source (`no value source for P of T`)."""
     quality: dict[str, Any] = field(default_factory=dict)
     """What the kept tasks ask of an agent (compiler/synth/task_quality.py)."""
 
@@ -76,6 +79,7 @@ class Report:
             "baseline_mean_reward": round(floor, 6),
             "declared": dict(sorted(self.declared.items())),
             "rejection_examples": dict(sorted(self.examples.items())),
+            "chains_rejected": dict(sorted(self.chains_rejected.items())),
             "quality": self.quality,
             **({"llm": self.llm} if self.llm else {}),
         }
@@ -141,7 +145,8 @@ def synthesise(
             report.kept += 1
             report.per_env.update(task["envs"])
     if chains is None:
-        chains, _ = sample.sample(sampler)
+        chains, summary = sample.sample(sampler)
+        report.chains_rejected = dict(summary.rejected)
     for number, chain in enumerate(chains, 1):
         if report.kept >= options.tasks:
             break
