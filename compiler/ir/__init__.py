@@ -517,6 +517,40 @@ class TaskDecl(Decl):
     verify: list[Expr] = Field(default_factory=list)
 
 
+FamilyKind = Literal["lookup", "bulk", "branch", "compute", "symptom"]
+"""The kinds of problem a task family poses (docs/tasks.md, "Task families"); one place."""
+FAMILY_KINDS: tuple[str, ...] = ("lookup", "bulk", "branch", "compute", "symptom")
+
+
+class VerifyLine(Node):
+    """`verify [each NAME in EXPR:] COND [weight N]` of a task family: a condition on the
+    final state (bare state field names, and the plan's values), expanded once per item of
+    EXPR (a list made of the plan's values) when `each` is given; `weight` is its share of
+    partial credit (1 when not given)."""
+
+    cond: Expr
+    weight: float = 1.0
+    each: str = ""
+    over: Expr | None = None
+
+
+class FamilyDecl(Decl):
+    """`family NAME:` a task family: a `plan` run on a copy of the start (its top-level
+    `let`s are the family's values, its state writes the task's changes, its random
+    built-ins seeded per task; a failing `require` discards the draw), requests with
+    `{value}` slots (the seed picks one), a `solution` whose tool-call statements run on
+    the task's start and are the gold calls, and `verify` lines over the final state."""
+
+    name: str
+    kind: FamilyKind = "lookup"
+    scenario: str = ""
+    reward: Literal["binary", "partial"] = "binary"
+    plan: list[Stmt] = Field(default_factory=list)
+    requests: list[str] = Field(default_factory=list)
+    solution: list[Stmt] = Field(default_factory=list)
+    verify: list[VerifyLine] = Field(default_factory=list)
+
+
 class DropDecl(Decl):
     what: Literal["tool", "scenario", "test", "task", "fn"]
     name: str
@@ -595,6 +629,7 @@ class Module(BaseModel):
     fns: list[FnDecl] = Field(default_factory=list)
     tests: list[TestDecl] = Field(default_factory=list)
     tasks: list[TaskDecl] = Field(default_factory=list)
+    families: list[FamilyDecl] = Field(default_factory=list)
     drops: list[DropDecl] = Field(default_factory=list)
     renames: list[RenameDecl] = Field(default_factory=list)
     describes: list[DescribeDecl] = Field(default_factory=list)
@@ -628,6 +663,9 @@ class Environment(BaseModel):
     fns: list[FnDecl]
     tests: list[TestDecl]
     tasks: list[TaskDecl]
+    families: list[FamilyDecl] = Field(default_factory=list)
+    """The `family` declarations of the spec and its prototype (a spec's replaces a
+    prototype's of the same name)."""
     inputs: list[str] = Field(default_factory=list)  # world data files read
     load_options: list[Field_] = Field(default_factory=list)
     on_load: FnDecl | None = None
