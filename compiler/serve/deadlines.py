@@ -163,7 +163,11 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 async def _send_error(send: Send, status: int, kind: str, message: str) -> None:
     body = json.dumps({"error": {"kind": kind, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
