@@ -10,5 +10,5 @@ WebSocket server (docs/serving.md#envc-serve-an-openenv-compatible-server).
 - http.py: the Starlette app (OpenEnv's /reset, /step, /state, /health, /schema,
   /metadata, /ws, and the trainer's /sessions routes);
 - deadlines.py: read deadlines for request headers and bodies (slow clients are cut off);
-- command.py: the `envc serve` click command.
+- compiler/cli/serve.py: the `envc serve` click command.
 """

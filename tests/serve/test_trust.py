@@ -11,6 +11,7 @@ import json
 import socket
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,9 +22,10 @@ from openenv.core.generic_client import GenericEnvClient
 from websockets.sync.client import connect
 
 from compiler.cli.serve import is_loopback
+from compiler.serve import journal
 from compiler.serve.catalog import Catalog
 from compiler.serve.mcp import EPISODE_META_KEY
-from compiler.serve.sessions import Limits
+from compiler.serve.sessions import Limits, SessionManager, Start, UnknownSession
 
 from .conftest import ROOT, TICKETING, LiveServer, ServerFactory, envc_command
 
@@ -298,3 +300,31 @@ def test_envc_serve_off_loopback_needs_a_trainer_token() -> None:
 )
 def test_loopback_hosts(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+# --------------------------------------------------------------------------- handles across restarts
+
+
+def test_handles_survive_a_restart_and_old_journals_get_one(tmp_path: Path, catalog: Catalog) -> None:
+    """The trainer may have handed a handle out: a restarted server keeps it. A journal
+    written before handles existed comes back as the trainer's, with a fresh handle that
+    only the trainer sees (GET /sessions), so no guessable id becomes reachable."""
+    manager = SessionManager(catalog, Limits(), tmp_path)
+    kept = manager.create(Start(envs=("ticketing",)), "kept").handle
+    manager.create(Start(envs=("ticketing",)), "old")
+    agents = manager.create(Start(envs=("ticketing",)), None, "http").episode_id
+    manager.close_all()
+    path = tmp_path / f"old{journal.SUFFIX}"
+    first, *rest = path.read_bytes().splitlines(keepends=True)
+    legacy = {key: value for key, value in journal.decode(first, "test").items() if key not in ("owner", "handle")}
+    path.write_bytes(b"".join([journal.encode(legacy), *rest]))
+    restored = SessionManager(catalog, Limits(), tmp_path)
+    try:
+        assert restored.by_handle(str(kept)).episode_id == "kept"
+        assert restored.by_handle(agents).owner == "http", "an agent's HTTP session: its id is its handle"
+        old = restored.get("old")
+        assert old.owner == "trainer" and old.handle and old.handle != "old"
+        with pytest.raises(UnknownSession):
+            restored.by_handle("old")
+    finally:
+        restored.close_all()
