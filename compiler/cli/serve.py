@@ -25,6 +25,10 @@ from compiler.serve.journal import JournalError
 from compiler.serve.sessions import Limits, SessionManager
 
 DEFAULTS = Limits()
+UNGUARDED = (
+    "no --trainer-token-env: the trainer's /sessions routes (create, score, reset, handles) "
+    "are open to every process on this machine"
+)
 
 
 def _no_limit(value: float) -> float | None:
@@ -166,6 +170,8 @@ def serve_command(
     )
     listener = _listen(host, port)
     gc.freeze()  # the imported packages and restored sessions: full collections skip them (shorter pauses)
+    if token is None:  # loopback only (checked above): say what that leaves open
+        click.echo(f"envc serve: {UNGUARDED}", err=True)
     _announce(listener, manager, mount_mcp)
     config = server_config(
         app,

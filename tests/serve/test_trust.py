@@ -21,13 +21,13 @@ from mcp.shared.exceptions import MCPError
 from openenv.core.generic_client import GenericEnvClient
 from websockets.sync.client import connect
 
-from compiler.cli.serve import is_loopback
+from compiler.cli.serve import UNGUARDED, is_loopback
 from compiler.serve import journal
 from compiler.serve.catalog import Catalog
 from compiler.serve.mcp import EPISODE_META_KEY
 from compiler.serve.sessions import Limits, SessionManager, Start, UnknownSession
 
-from .conftest import ROOT, TICKETING, LiveServer, ServerFactory, envc_command
+from .conftest import LISTENING, ROOT, TICKETING, LiveServer, ServerFactory, envc_command
 
 
 def gold_task(catalog: Catalog) -> dict[str, Any]:
@@ -291,6 +291,24 @@ def test_envc_serve_off_loopback_needs_a_trainer_token() -> None:
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--trainer-token-env" in lines[0] and "0.0.0.0" in lines[0], done.stderr
+
+
+def test_envc_serve_on_loopback_without_a_token_says_what_is_open() -> None:
+    process = subprocess.Popen(
+        [*envc_command(), "serve", str(TICKETING), "--port", "0"], cwd=ROOT, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stderr is not None
+        lines = []
+        for line in process.stderr:
+            lines.append(line)
+            if LISTENING.search(line):
+                break
+        assert LISTENING.search(lines[-1]), lines
+        assert any(line.strip() == f"envc serve: {UNGUARDED}" for line in lines[:-1]), lines
+    finally:
+        process.kill()
+        process.wait(timeout=10)
 
 
 @pytest.mark.parametrize(
