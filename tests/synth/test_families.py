@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from compiler.analyse import analyse_file
+from compiler.lower.formatting import ruff_binary
 from compiler.synth import audits, families, tasks
 from compiler.synth.sample import SampleEnv, load_env
 from compiler.synth.task_build import TaskOptions, open_session, score_calls
@@ -267,3 +268,22 @@ def test_a_value_in_a_text_field_is_contains_and_not_in_is_excludes() -> None:
         {"env": "claw", "path": path, "op": "contains", "expected": "total", "weight": 1.0},
         {"env": "claw", "path": path, "op": "excludes", "expected": "draft", "weight": 0.5},
     ]
+
+
+def test_the_construction_script_passes_ruff_and_mypy_strict(claw: SampleEnv, tmp_path: Path) -> None:
+    script = tmp_path / "build_workspace.py"
+    script.write_text(_task(claw, "monthly_spend", "3:a")["workspace"]["script"], encoding="utf-8")
+    ruff = subprocess.run(
+        [ruff_binary(), "check", "--isolated", "--no-cache", str(script)], capture_output=True, text=True
+    )
+    assert ruff.returncode == 0, ruff.stdout
+    mypy = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(script)], capture_output=True, text=True
+    )
+    assert mypy.returncode == 0, mypy.stdout
+
+
+def test_a_model_writing_the_request_must_name_the_values_the_request_line_states(ticketing: SampleEnv) -> None:
+    task = _task(ticketing, "stuck_in_progress", "2:a")
+    values = task["source"]["values"]
+    assert audits.required_values(task, {"ticketing": ticketing}) == {values["title"], values["agent"]}
