@@ -16,7 +16,7 @@ from compiler.analyse.types import TypeChecker
 from compiler.analyse.types.scopes import Local
 from compiler.diagnostics import did_you_mean
 from compiler.ir import typesys as ts
-from compiler.ir.tree import walk
+from compiler.ir.tree import node_fields_of, walk
 
 _SLOT = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 """A request template's pieces that matter: escaped braces, a `{slot}`, a lone brace."""
@@ -36,10 +36,48 @@ def check_family(a: Analysis, family: ir.FamilyDecl, summaries: dict[str, Summar
             a.error("E5003", f"family `{family.name}` has no `{part}`", family, family.file)
     if not family.verify:
         a.error("E5003", f"family `{family.name}` has no `verify` line", family, family.file)
+    family.plan = [_with_pools(a, stmt, _bound_names(family.plan)) for stmt in family.plan]
+    family.solution = [_with_pools(a, stmt, _bound_names(family.plan + family.solution)) for stmt in family.solution]
     values = _check_plan(a, family, summaries)
     _check_requests(a, family, values)
     _check_solution(a, family, values, summaries)
     _check_verify(a, family, values, summaries)
+
+
+def _bound_names(body: list[ir.Stmt]) -> set[str]:
+    """Names a body binds (`let`, `for` targets): they hide a pool of the same name."""
+    bound: set[str] = set()
+    for node in walk(body):
+        if isinstance(node, ir.Let):
+            bound.add(node.name)
+        elif isinstance(node, ir.For):
+            bound.update(node.targets)
+    return bound
+
+
+def _with_pools(a: Analysis, node: ir.Node, bound: set[str]) -> ir.Node:
+    """A plan or solution with each name of a `values` pool (that no state or world field,
+    helper or local of the family takes) replaced by the pool's list: a family draws its
+    words from the spec's pools, written once (docs/language.md §22.2)."""
+    if isinstance(node, ir.Name) and _is_pool(a, node.id, bound):
+        items: list[ir.Expr] = [ir.Const(value=v, **_place(node)) for v in a.value_pools[node.id]]
+        return ir.ListLit(items=items, **_place(node))
+    for name in node_fields_of(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, list):
+            setattr(node, name, [_with_pools(a, v, bound) if isinstance(v, ir.Node) else v for v in value])
+        elif isinstance(value, ir.Node):
+            setattr(node, name, _with_pools(a, value, bound))
+    return node
+
+
+def _is_pool(a: Analysis, name: str, bound: set[str]) -> bool:
+    taken = name in bound or name in a.state or name in a.world or name in a.fns
+    return not taken and bool(a.value_pools.get(name)) and bool(a.pool_types.get(name))
+
+
+def _place(node: ir.Node) -> dict[str, int]:
+    return {"line": node.line, "col": node.col, "end_line": node.end_line, "end_col": node.end_col}
 
 
 def plan_values(family: ir.FamilyDecl) -> list[ir.Let]:
