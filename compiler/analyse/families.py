@@ -36,8 +36,10 @@ def check_family(a: Analysis, family: ir.FamilyDecl, summaries: dict[str, Summar
             a.error("E5003", f"family `{family.name}` has no `{part}`", family, family.file)
     if not family.verify:
         a.error("E5003", f"family `{family.name}` has no `verify` line", family, family.file)
-    family.plan = [_with_pools(a, stmt, _bound_names(family.plan)) for stmt in family.plan]
-    family.solution = [_with_pools(a, stmt, _bound_names(family.plan + family.solution)) for stmt in family.solution]
+    for stmt in family.plan:
+        _with_pools(a, stmt, _bound_names(family.plan))
+    for stmt in family.solution:
+        _with_pools(a, stmt, _bound_names(family.plan + family.solution))
     values = _check_plan(a, family, summaries)
     _check_requests(a, family, values)
     _check_solution(a, family, values, summaries)
