@@ -448,13 +448,15 @@ def _undetermined_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]
 
 
 def _derived(task: dict[str, Any], state: Any) -> set[Any]:
-    """What a workspace task's rules compute from the start's files (the report gold
-    writes): derivable by the agent, though no file holds it."""
+    """What the agent can derive though the start holds it nowhere: the arguments a
+    family's solution computed from the start (a total, a report; the spec's code, rebuilt
+    from the seed by the determinism and workspace_script audits), or what a workspace
+    task's rules compute from the start's files (the report gold writes)."""
+    if "family" in task["source"]:
+        return scalars([list(c["args"].values()) for c in task["gold_calls"]])
     workspace = task.get("workspace")
     if not isinstance(workspace, dict) or not isinstance(state, dict) or FILES_FIELD not in state:
         return set()
-    if "family" in task["source"]:  # what its solution computed (the workspace_script audit rebuilt it)
-        return scalars([list(c["args"].values()) for c in task["gold_calls"] if c["env"] == workspace.get("env")])
     seed = str(task["source"].get("seed"))
     if workspace.get("script") != workspace_script(seed):
         return set()  # not envc's script: it derives nothing (the workspace_script audit says why)
