@@ -98,6 +98,14 @@ CODES: dict[str, tuple[str, str]] = {
         "write tool parameter without a source (a warning)",
         "give it one: `param NAME from POOL` in `describe tool`",
     ),
+    "E2040": (
+        "invalid request template",
+        "each `{slot}` of a family's `request` names a value its plan binds with a top-level `let`; `{{` and `}}` are braces",
+    ),
+    "E2041": (
+        "invalid family line",
+        "`kind` is lookup, bulk, branch, compute or symptom; `reward` binary or partial; `weight` a positive number",
+    ),
     "E3001": ("type mismatch", "convert the value or change the declared type"),
     "E3002": ("wrong number of type arguments", "list[T], set[T], map[K, V] and optional[T] take exactly these"),
     "E3003": (

@@ -484,7 +484,7 @@ def test_mutated_declarations_agree(path: Path) -> None:
         assert outcomes.count("same") > MUTANTS_PER_SPEC // 5  # and the fast path
 
 
-NEW_WORDS = ("union", "alias", "on load", "load options", "from", "?", "values", "persona", "describe")
+NEW_WORDS = ("union", "alias", "on load", "load options", "from", "?", "values", "persona", "describe", "family")
 
 
 def test_mutated_new_constructs_agree() -> None:

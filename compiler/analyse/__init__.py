@@ -7,7 +7,8 @@ produced (docs/pipeline.md has the table):
 2. `constants`: defaults, world data and scenarios checked and evaluated;
 3. `types`: every body type-checked, names resolved (annotates `ty` and `ref`);
 4. `effects`: each tool's and helper's read and write sets, from the typed bodies;
-5. `tests_tasks`: tests and tasks against the tools.
+5. `tests_tasks`: tests and tasks against the tools; `families`: the task families (plan,
+   requests, solution, verify).
 
 `sources` (the `values` pools and every `from SOURCE` of a parameter or field) runs after
 `constants`; its warning on write tools' free-text parameters, after `effects`.
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler import ir
-from compiler.analyse import constants, effects, sources, symbols, tests_tasks, types
+from compiler.analyse import constants, effects, families, sources, symbols, tests_tasks, types
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.front.load import Loaded, data_file_key, load_file, load_source, prototypes_dir
@@ -138,6 +139,7 @@ def run_passes(a: Analysis) -> ir.Environment | None:
     summaries = effects.run(a)
     sources.unsourced_parameters(a)
     tests_tasks.run(a, summaries)
+    families.run(a, summaries)
     if has_errors(a.diags):
         return None
     constants.scenario_values(a)
@@ -161,6 +163,7 @@ def _environment(a: Analysis) -> ir.Environment:
         fns=list(a.fns.values()),
         tests=a.module.tests,
         tasks=a.module.tasks,
+        families=a.module.families,
         inputs=_data_inputs(a),
         load_options=list(a.load_options.values()),
         on_load=a.on_load,

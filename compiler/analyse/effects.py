@@ -459,7 +459,7 @@ class BodyEffects:
         self.effects.writes.setdefault(name, expr)
         self.touched = True
         if self.in_test:
-            self.error("E3008", "tests change state only through tools", expr)
+            self.error("E3008", "tests and family solutions change state only through tools", expr)
 
     def write_roots(self, roots: set[str] | frozenset[str], node: ir.Node) -> None:
         self.touched = self.touched or bool(roots)
@@ -472,7 +472,7 @@ class BodyEffects:
             if root == bi.AUDIT_LOG:
                 self.error("E4004", "the audit log is append-only: use `audit(action, ...)`", node)
             if self.in_test and not root.startswith(PARAM_ROOT):
-                self.error("E3008", "tests change state only through tools", node)
+                self.error("E3008", "tests and family solutions change state only through tools", node)
             self.effects.writes.setdefault(root, node)
 
     # ------------------------------------------------------------------ hooks: expressions
@@ -685,7 +685,8 @@ class EffectWalker(BodyEffects):
 
     def stmt_require(self, stmt: ir.Require) -> None:
         self.expr(stmt.cond)
-        self.error_call(stmt.error)
+        if stmt.error is not None:  # None only in a family's plan
+            self.error_call(stmt.error)
 
     def stmt_fail(self, stmt: ir.Fail) -> None:
         self.error_call(stmt.error)

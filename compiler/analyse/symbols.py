@@ -222,12 +222,14 @@ def builtins_called(a: Analysis, builtins: frozenset[str]) -> set[str]:
     of every body was a third of this pass on a 5,000-line spec (the effects pass walks
     only the helpers'). A module whose texts are not all at hand (given as IR) is walked."""
     decls: list[ir.ToolDecl | ir.FnDecl | ir.OnLoadDecl] = [*a.module.tools, *a.module.fns, *a.module.on_load]
-    if all(decl.file in a.sources for decl in decls):
+    if all(decl.file in a.sources for decl in [*decls, *a.module.families]):
         builtins = frozenset(name for name in builtins if any(name in text for text in a.sources.values()))
     found: set[str] = set()
     if builtins:
         for decl in decls:
             found |= a.called_names(decl.body) & builtins
+        for family in a.module.families:  # a plan draws its random values from the spec's generator
+            found |= a.called_names(family.plan) & builtins
     return found
 
 

@@ -47,7 +47,7 @@ from compiler.front.grammar import MAX_EXPR_DEPTH
 from compiler.front.scan import CONSTRAINT_WORDS, STATEMENT_WORDS, Refuse, Token, chunks, foreign_words
 from compiler.ir.tree import construct
 
-DROP_KINDS = frozenset({"tool", "scenario", "test", "task", "fn"})
+DROP_KINDS = frozenset({"tool", "scenario", "test", "task", "fn", "family"})
 RENAME_KINDS = frozenset({"tool", "fn", "record", "enum", "scenario", "state", "param"})
 
 CALLABLE_WORDS = frozenset({"reads", "writes", "side_effect", "param", "python", "llm"})
@@ -792,6 +792,7 @@ _DECLS = {
     "scenario": DeclParser.scenario,
     "test": DeclParser.test,
     "task": DeclParser.task,
+    "family": DeclParser.family,
     "drop": DeclParser.drop,
     "rename": DeclParser.rename,
     "describe": DeclParser.describe,

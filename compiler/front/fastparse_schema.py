@@ -78,6 +78,11 @@ SCHEMA: dict[type[Any], tuple[str, ...]] = {
     ir.ExpectTrue: (*POS, "kind", "cond"),
     ir.TestDecl: (*DECL, "name", "steps"),
     ir.TaskDecl: (*DECL, "name", "scenario", "request", "solution", "verify"),
+    ir.VerifyLine: (*POS, "cond", "weight", "each", "over"),
+    ir.FamilyDecl: (
+        *DECL, "name", "kind", "scenario", "reward", "plan", "requests", "solution", "verify",
+        "request_places", "item_places",
+    ),
     ir.DropDecl: (*DECL, "what", "name"),
     ir.RenameDecl: (*DECL, "what", "old", "new"),
     ir.DescribeDecl: (

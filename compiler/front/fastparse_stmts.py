@@ -195,8 +195,10 @@ class StmtParser(ExprParser):
     def require(self, s: int) -> ir.Require:
         self.i += 1
         cond = self.expr()
-        self.expect("else")
-        error = self.error_call()
+        error = None
+        if self.t[self.i][0] == "else":  # no `else` only in a family's plan (the analyser says)
+            self.i += 1
+            error = self.error_call()
         first, last = self.t[s], self.t[self.i - 1]
         return construct(
             ir.Require,

@@ -1,5 +1,6 @@
 """Stage 1, parse, the fast path: the declarations that word tasks (`values`, `persona`,
-`describe tool`, `describe record` and the value sources they name), built exactly as
+`describe tool`, `describe record` and the value sources they name) and task families
+(`family NAME:`), built exactly as
 Lark's builders build them (`lark_builders.ToIR`); the declaration parser
 (`fastparse_decls.DeclParser`) extends this one.
 """
@@ -15,10 +16,114 @@ from compiler.front.grammar import INT64_MAX
 from compiler.front.scan import Refuse
 from compiler.ir.tree import construct
 
+FAMILY_CHOICES = {"kind": frozenset(ir.FAMILY_KINDS), "reward": frozenset({"binary", "partial"})}
+"""The words a family's `kind` and `reward` lines take (another is E2041, Lark's)."""
+_PLACE = ("line", "col", "end_line", "end_col")
+
 
 class TaskWordsParser(StmtParser):
-    """`values`, `persona` and the two `describe` blocks; each builder gets the index of
-    its declaration's first token (`s`)."""
+    """`values`, `persona`, the two `describe` blocks and `family`; each builder gets the
+    index of its declaration's first token (`s`)."""
+
+    def family(self, s: int) -> ir.FamilyDecl:
+        """`family NAME:`: its doc (a rule of its own, as `describe tool`'s), then its lines;
+        a line other than `request` and `verify` given twice is E2017 (Lark's)."""
+        t = self.t
+        self.i += 1
+        name = self.word()
+        self.block_start()
+        doc = self.describe_doc()
+        values: dict[str, Any] = {"kind": "lookup", "scenario": "", "reward": "binary", "plan": [], "solution": []}
+        requests: list[str] = []
+        request_places: list[ir.Node] = []
+        places: dict[str, ir.Node] = {}
+        verify: list[ir.VerifyLine] = []
+        while True:
+            e = self.i
+            key = t[e][0]
+            self.i += 1
+            if key == "verify":
+                verify.append(self.verify_line(e))
+            elif key == "request":
+                requests.append(self.plain_string())
+                self.expect("NL")
+                request_places.append(construct(ir.Node, self.pos(e), set(_PLACE)))
+            elif key in values and key not in places:
+                if key == "plan" or key == "solution":
+                    self.block_start()
+                    values[key] = self.statements()
+                    self.i += 1
+                else:
+                    values[key] = self.word()
+                    self.expect("NL")
+                    if key in FAMILY_CHOICES and values[key] not in FAMILY_CHOICES[key]:
+                        raise Refuse("family word")  # E2041
+                places[key] = construct(ir.Node, self.pos(e), set(_PLACE))
+            else:
+                raise Refuse("family line")  # or one given twice: E2017
+            if t[self.i][0] == "DEDENT":
+                break
+        self.i += 1
+        return construct(
+            ir.FamilyDecl,
+            {
+                **self.pos(s),
+                "file": "",
+                "doc": doc,
+                "name": name,
+                "kind": values["kind"],
+                "scenario": values["scenario"],
+                "reward": values["reward"],
+                "plan": values["plan"],
+                "requests": requests,
+                "solution": values["solution"],
+                "verify": verify,
+                "request_places": request_places,
+                "item_places": places,
+            },
+            {
+                *_PLACE, "doc", "name", "kind", "scenario", "reward", "plan", "requests", "solution", "verify",
+                "request_places", "item_places",
+            },
+        )  # fmt: skip
+
+    def verify_line(self, s: int) -> ir.VerifyLine:
+        """`verify [each NAME in EXPR:] COND [weight NUMBER]` (its `verify` consumed)."""
+        t = self.t
+        fields: dict[str, Any] = {}
+        if t[self.i][0] == "each":
+            self.i += 1
+            fields["each"] = self.word()
+            self.expect("in")
+            fields["over"] = self.expr()
+            self.expect(":")
+        fields["cond"] = self.expr()
+        if t[self.i][0] == "weight":
+            self.i += 1
+            token = t[self.i]
+            self.i += 1
+            if token[0] == "INT":
+                number = int(token[1].replace("_", ""))
+                if number > INT64_MAX:
+                    raise Refuse("integer too big")  # E1007
+                fields["weight"] = float(number)
+            elif token[0] == "FLOAT":
+                fields["weight"] = float(token[1])
+            else:
+                raise self.refuse()
+        self.expect("NL")
+        given = {*_PLACE, *fields}
+        return construct(
+            ir.VerifyLine,
+            {
+                **self.pos(s),
+                "cond": fields["cond"],
+                "weight": fields.get("weight", 1.0),
+                "each": fields.get("each", ""),
+                "over": fields.get("over"),
+            },
+            given,
+        )
 
     def describe_doc(self) -> str:
         """A `describe tool` block's doc (a rule of its own: only `param` and `intent` may

@@ -44,10 +44,22 @@ from compiler.front.printer import (
     source,
     text,
     type_ref,
+    verify_line,
 )
 
 POSITION_KEYS = frozenset(
-    {"line", "col", "end_line", "end_col", "item_places", "param_lines", "param_cols", "intent_places", "noun_place"}
+    {
+        "line",
+        "col",
+        "end_line",
+        "end_col",
+        "item_places",
+        "param_lines",
+        "param_cols",
+        "intent_places",
+        "noun_place",
+        "request_places",
+    }
 )
 """Layout, not meaning: positions, and where each header item and `describe` line was written."""
 DEFAULT_CLOCK: str = ir.EnvHeader.model_fields["clock"].default
@@ -334,7 +346,8 @@ class _Layout:
     # ------------------------------------------------------------------ module
     def module(self, module: ir.Module) -> _Item:
         decls: list[ir.Decl] = [*module.enums, *module.records, *module.state, *module.world, *module.scenarios]
-        decls += [*module.tools, *module.fns, *module.tests, *module.tasks, *module.drops, *module.renames]
+        decls += [*module.tools, *module.fns, *module.tests, *module.tasks, *module.families]
+        decls += [*module.drops, *module.renames]
         decls += [*module.describes, *module.load_options, *module.on_load]
         decls += [*module.values, *module.personas, *module.describe_records]
         if module.header is not None:
@@ -358,6 +371,8 @@ class _Layout:
             return self.callable(d, bound)
         if isinstance(d, ir.TaskDecl):
             return self.task(d, bound)
+        if isinstance(d, ir.FamilyDecl):
+            return self.family(d, bound)
         if isinstance(d, ir.DropDecl):
             return _Item(f"drop {d.what} {d.name}", d.line)
         if isinstance(d, ir.RenameDecl):
@@ -522,6 +537,22 @@ class _Layout:
             items.append(_block("solution:", start, [_Item(expr(e), e.line) for e in t.solution]))
         items += [_Item(f"verify {expr(e)}", e.line) for e in t.verify]
         return _block(f"task {t.name}:", t.line, items)
+
+    def family(self, f: ir.FamilyDecl, bound: int) -> _Item:
+        """A family's lines in the order written (the IR keeps where each is)."""
+        items = self.doc(f.doc, f.line, bound)
+        lines: list[tuple[int, _Item]] = []
+        for key, place in f.item_places.items():
+            if key in ("plan", "solution"):
+                body = f.plan if key == "plan" else f.solution
+                lines.append((place.line, _block(f"{key}:", place.line, self.stmts(body))))
+            else:
+                lines.append((place.line, _Item(f"{key} {getattr(f, key)}", place.line)))
+        for request, place in zip(f.requests, f.request_places, strict=False):
+            lines.append((place.line, _Item(f"request {text(request)}", place.line)))
+        lines += [(v.line, _Item(verify_line(v), v.line)) for v in f.verify]
+        items += [item for _, item in sorted(lines, key=lambda pair: pair[0])]
+        return _block(f"family {f.name}:", f.line, items)
 
     def test_step(self, step: ir.TestStmt) -> _Item:
         if isinstance(step, ir.UseScenario):

@@ -321,6 +321,9 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def suite(self, meta: Meta, children: list[Any]) -> list[Any]:
         return children
 
+    def family_block(self, meta: Meta, children: list[Any]) -> list[Any]:
+        return children
+
     def elif_clause(self, meta: Meta, children: list[Any]) -> ir.IfBranch:
         return ir.IfBranch(cond=children[0], body=children[1], **_pos(meta))
 
@@ -721,6 +724,92 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
             else:
                 task.verify.append(value)
         return task
+
+    # ------------------------------------------------------------------ task families
+    def family_kind(self, meta: Meta, children: list[Token]) -> tuple[str, Any, Meta]:
+        return ("kind", children[0], meta)
+
+    def family_reward(self, meta: Meta, children: list[Token]) -> tuple[str, Any, Meta]:
+        return ("reward", children[0], meta)
+
+    def family_plan(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("plan", children[0], meta)
+
+    def family_request(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("request", children[0], meta)
+
+    def family_solution(self, meta: Meta, children: list[Any]) -> tuple[str, Any, Meta]:
+        return ("solution", children[0], meta)
+
+    def family_each(self, meta: Meta, children: list[Any]) -> tuple[str, Any]:
+        return (str(children[0]), children[1])
+
+    def family_weight(self, meta: Meta, children: list[Token]) -> float:
+        token = children[0]
+        if token.type == "INT":
+            return float(self.int_lit(meta, [token]).value or 0)
+        return float(token)
+
+    def family_verify(self, meta: Meta, children: list[Any]) -> ir.VerifyLine:
+        each, cond, weight = children
+        fields: dict[str, Any] = {"cond": cond}
+        if each is not None:
+            fields["each"], fields["over"] = each
+        if weight is not None:
+            fields["weight"] = weight
+        return ir.VerifyLine(**fields, **_pos(meta))
+
+    def family_decl(self, meta: Meta, children: list[Any]) -> ir.FamilyDecl:
+        """A family's lines, each kind at most once but `request` and `verify` (E2017);
+        `kind` and `reward` take one of their words (E2041)."""
+        name, *rest = children
+        doc, items = _take_doc(rest)
+        values: dict[str, Any] = {"kind": "lookup", "scenario": "", "reward": "binary", "plan": [], "solution": []}
+        requests: list[str] = []
+        places: list[ir.Node] = []
+        item_places: dict[str, ir.Node] = {}
+        verify: list[ir.VerifyLine] = []
+        for item in items:
+            if isinstance(item, ir.VerifyLine):
+                verify.append(item)
+                continue
+            value: Any
+            if isinstance(item, ir.UseScenario):
+                key, value = "scenario", item.name
+                where = {"line": item.line, "col": item.col, "end_line": item.end_line, "end_col": item.end_col}
+            else:
+                key, value, where = item[0], item[1], _pos(item[2])
+            if key == "request":
+                requests.append(str(value.value))
+                places.append(ir.Node(**where))
+                continue
+            if key in item_places:
+                self.c.add("E2017", f"a family has one `{key}` line", where["line"], where["col"])
+                continue
+            item_places[key] = ir.Node(**where)
+            if key in ("kind", "reward"):
+                value = str(value)
+                allowed = ir.FAMILY_KINDS if key == "kind" else ("binary", "partial")
+                if value not in allowed:
+                    self.c.add(
+                        "E2041",
+                        f"unknown family {key} `{value}`",
+                        where["line"],
+                        where["col"],
+                        hint=f"`{key}` is one of: {', '.join(allowed)}",
+                    )
+                    continue
+            values[key] = value
+        return ir.FamilyDecl(
+            name=str(name),
+            doc=doc,
+            **values,
+            requests=requests,
+            verify=verify,
+            request_places=places,
+            item_places=item_places,
+            **_pos(meta),
+        )
 
     def start(self, meta: Meta, children: list[Any]) -> list[Any]:
         return children

@@ -239,6 +239,7 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
             "scenario": parent.scenarios,
             "test": parent.tests,
             "task": parent.tasks,
+            "family": parent.families,
         }
         _in_prototype(pools[drop.what], drop.name, drop, "drop", diagnostics)
         dropped.setdefault(drop.what, set()).add(drop.name)
@@ -251,6 +252,7 @@ def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -
     )
     merged.tests = _merge_named(parent.tests, child.tests, "test", diagnostics, dropped.get("test", set()))
     merged.tasks = _merge_named(parent.tasks, child.tasks, "task", diagnostics, dropped.get("task", set()))
+    merged.families = _merge_families(parent.families, child.families, dropped.get("family", set()))
     merged.state = [*parent.state, *child.state]
     merged.world = [*parent.world, *child.world]
     merged.on_load = _merge_on_load(parent.on_load, child.on_load, diagnostics)
@@ -309,14 +311,17 @@ class _PrototypeNodes:
     names: list[ir.Name]
     types: list[ir.TypeRef]
     uses: list[ir.UseScenario]
-    tasks: list[ir.TaskDecl]
+    tasks: list[ir.TaskDecl | ir.FamilyDecl]  # what names a scenario
     calls: list[ir.Call]
     callables: list[_Callable]
 
     @classmethod
     def of(cls, parent: ir.Module) -> _PrototypeNodes:
         found = cls([], [], [], [], [], [], [])
-        callables = {id(decl) for decl in [*parent.tools, *parent.fns, *parent.tests, *parent.tasks, *parent.on_load]}
+        callables = {
+            id(decl)
+            for decl in [*parent.tools, *parent.fns, *parent.tests, *parent.tasks, *parent.families, *parent.on_load]
+        }
         for name in type(parent).model_fields:
             value = getattr(parent, name)
             for item in value if isinstance(value, list) else [value]:
@@ -339,6 +344,7 @@ class _PrototypeNodes:
             ir.TypeRef: self.types,
             ir.UseScenario: self.uses,
             ir.TaskDecl: self.tasks,
+            ir.FamilyDecl: self.tasks,
             ir.Call: self.calls,
         }
         for node in nodes:
@@ -729,6 +735,21 @@ def _kind_of(decl: Any) -> str:
     return kinds.get(type(decl), "")
 
 
+def _merge_families(parent: list[ir.FamilyDecl], child: list[ir.FamilyDecl], dropped: set[str]) -> list[ir.FamilyDecl]:
+    """A spec's family replaces its prototype's of the same name in its place (no
+    `override` needed: a family is a whole task recipe, never patched); the others are
+    appended in order. Two of one name in the spec itself are the analyser's E2001."""
+    result = [f for f in parent if f.name not in dropped]
+    places = {f.name: index for index, f in enumerate(result)}
+    for family in child:
+        index = places.pop(family.name, None)
+        if index is None:
+            result.append(family)
+        else:
+            result[index] = family
+    return result
+
+
 def _merge_named(
     parent: Sequence[Any], child: Sequence[Any], what: str, diagnostics: list[Diagnostic], dropped: set[str]
 ) -> list[Any]:
@@ -765,7 +786,7 @@ def _merge_named(
                     hint=f"write `override {what} {decl.name}` to replace it"
                     if what in ("tool", "fn", "record")
                     else f"write `drop {what} {decl.name}` first to replace it"
-                    if what in ("scenario", "test", "task")
+                    if what in ("scenario", "test", "task", "family")
                     else "enums cannot be replaced; `rename enum` the prototype's and declare a new one",
                 )
             )

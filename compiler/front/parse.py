@@ -140,6 +140,7 @@ def _assemble(decls: list[Any], path: str) -> tuple[ir.Module, list[Diagnostic]]
         ir.ToolDecl: module.tools,
         ir.TestDecl: module.tests,
         ir.TaskDecl: module.tasks,
+        ir.FamilyDecl: module.families,
         ir.DropDecl: module.drops,
         ir.RenameDecl: module.renames,
         ir.DescribeDecl: module.describes,

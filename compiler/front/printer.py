@@ -272,6 +272,16 @@ def error_call(error: ir.ErrorCall) -> str:
     return f"{error.kind}({arguments(args, error.fields)})"
 
 
+def verify_line(line: ir.VerifyLine) -> str:
+    """A family's `verify [each NAME in EXPR:] COND [weight N]` line (a whole weight
+    written without its `.0`)."""
+    each = f"each {line.each} in {expr(line.over)}: " if line.over is not None else ""
+    weight = ""
+    if line.weight != 1.0:
+        weight = f" weight {int(line.weight) if line.weight.is_integer() and abs(line.weight) < 2**53 else repr(line.weight)}"
+    return f"verify {each}{expr(line.cond)}{weight}"
+
+
 def simple_stmt(s: ir.Stmt) -> str:
     """A statement of one line (not `if` or `for`)."""
     if isinstance(s, ir.Let):
@@ -282,7 +292,7 @@ def simple_stmt(s: ir.Stmt) -> str:
     if isinstance(s, ir.Return):
         return "return" if s.value is None else f"return {expr(s.value)}"
     if isinstance(s, ir.Require):
-        return f"require {expr(s.cond)} else {error_call(s.error)}"
+        return f"require {expr(s.cond)}" + ("" if s.error is None else f" else {error_call(s.error)}")
     if isinstance(s, ir.Fail):
         return f"fail {error_call(s.error)}"
     if isinstance(s, ir.Delete):

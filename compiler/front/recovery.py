@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 _DECL_START = re.compile(
-    r"^(environment|enum|record|state|world|scenario|tool|fn|test|task|drop|rename|override|describe|on|load|values|persona)\b"
+    r"^(environment|enum|record|state|world|scenario|tool|fn|test|task|family|drop|rename|override|describe|on|load|values|persona)\b"
 )
 
 
@@ -25,7 +25,7 @@ class Recovered:
 
 
 _DECL_NAMES = re.compile(
-    r"^(?:override\s+)?(?:enum|record|scenario|tool|fn|test|task|describe\W+(?:tool|record)|values|drop\W+\w+|rename\W+\w+)\W*(\w+)"
+    r"^(?:override\s+)?(?:enum|record|scenario|tool|fn|test|task|family|describe\W+(?:tool|record)|values|drop\W+\w+|rename\W+\w+)\W*(\w+)"
     r"(?:.*\bas\W+(\w+))?"
 )
 _BLOCK_FIELD = re.compile(r"^\s+(\w+)\s*[:=]")

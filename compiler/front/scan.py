@@ -32,6 +32,8 @@ KEYWORDS = frozenset(
         "param", "reads", "writes", "side_effect", "nothing", "python", "llm", "from", "as", "alias",
         # statements, tests, tasks
         *STATEMENT_WORDS, "else", "elif", "in", "raises", "expect", "request", "solution", "verify",
+        # task families
+        "family", "kind", "reward", "plan", "each", "weight",
         # values and wording for tasks
         "values", "persona", "intent", "noun", "refer", "field", "before",
         # expressions

@@ -241,7 +241,9 @@ class Return(StmtBase):
 class Require(StmtBase):
     kind: Literal["require"] = "require"
     cond: Expr
-    error: ErrorCall
+    error: ErrorCall | None = None
+    """None only in a family's `plan` (`require COND`: a failing one discards the draw);
+    the analyser refuses a `require` without `else` anywhere else."""
 
 
 class Fail(StmtBase):
@@ -549,10 +551,13 @@ class FamilyDecl(Decl):
     requests: list[str] = Field(default_factory=list)
     solution: list[Stmt] = Field(default_factory=list)
     verify: list[VerifyLine] = Field(default_factory=list)
+    request_places: list[Node] = Field(default_factory=list)  # where each `request` line is
+    item_places: dict[str, Node] = Field(default_factory=dict)
+    """Where the `kind`, `scenario`, `reward`, `plan` and `solution` lines are, by word."""
 
 
 class DropDecl(Decl):
-    what: Literal["tool", "scenario", "test", "task", "fn"]
+    what: Literal["tool", "scenario", "test", "task", "fn", "family"]
     name: str
 
 

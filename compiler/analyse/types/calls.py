@@ -59,7 +59,9 @@ class CallChecker(ExpressionChecker):
             if self.allow_tools:
                 return self.tool_call(expr, statement=False)
             where = (
-                "a verify condition; verify reads state only"
+                f"a family's `{self.family_part}`; only its `solution` calls tools"
+                if self.family_part
+                else "a verify condition; verify reads state only"
                 if self.in_test
                 else "`on load:`; loading runs no tool"
                 if self.callable is self.a.on_load

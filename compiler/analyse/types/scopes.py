@@ -69,6 +69,9 @@ class BodyScopes:
         though two links of the chain look at it."""
         self.assigning: ir.Attr | None = None
         """The field an `=` statement sets, which it may do though the field is absent."""
+        self.family_part = ""
+        """`plan` or `verify` while a task family's part is checked (compiler/analyse/families.py):
+        a plan may write state and leave out a `require`'s `else`; neither calls tools."""
 
     def error(self, code: str, message: str, node: ir.Node | None, hint: str = "") -> None:
         self.a.error(code, message, node, self.file, hint)

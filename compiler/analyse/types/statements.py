@@ -125,7 +125,16 @@ class StatementChecker(CallChecker):
 
     def stmt_require(self, stmt: ir.Require) -> bool:
         self.condition(stmt.cond)
-        self.error_call(stmt.error, narrowing(stmt.cond, False, self))
+        if stmt.error is None:
+            if self.family_part != "plan":
+                self.error(
+                    "E1002",
+                    "`require` needs `else ERROR(...)`: only a family's plan may leave it out",
+                    stmt,
+                    hint='e.g. `require x > 0 else invalid_argument("x must be positive")`',
+                )
+        else:
+            self.error_call(stmt.error, narrowing(stmt.cond, False, self))
         self.narrow_here(narrowing(stmt.cond, True, self))
         return False
 
