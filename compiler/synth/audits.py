@@ -496,7 +496,13 @@ def required_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> 
     except a parameter's default (a request need not repeat it), a value an earlier call
     returned (named by what it is: "the new ticket"), what a workspace's rules
     derive, and an entity the request refers to by its attributes (whose attribute values
-    it names instead)."""
+    it names instead). A family task's are the values its request line states (what the
+    agent finds from them is its business)."""
+    source = task["source"]
+    if "family" in source:
+        values = source.get("values", {})
+        slots = {slot for line in source.get("intents", []) for slot in sample.SLOT_NAMES.findall(line)}
+        return scalars([values[slot] for slot in sorted(slots) if slot in values])
     _, initial, results = replay(envs, task, task["gold_calls"])
     references = [r for r in task["source"].get("references", []) if not r.get("by_key", True)]
     looked_up = {str(r.get("value", r["key"])) for r in references} | {r["key"] for r in references}

@@ -113,8 +113,11 @@ def _planned(
     env: sample.SampleEnv, runner: Any, start: dict[str, Any], seed: int
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The plan's values (JSON) and the changes its state writes make to the start."""
-    base = open_session(env, start).saved_state()
-    scratch = open_session(env, start)
+    try:
+        base = open_session(env, start).saved_state()
+        scratch = open_session(env, start)
+    except Exception as error:  # the package refuses the family's scenario
+        raise FamilyDiscarded(f"scenario: {error}") from None
     values = _run(env, "plan", lambda: runner.plan(scratch, seed))
     try:
         values = json.loads(json.dumps(values, sort_keys=True))

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from compiler.analyse import analyse_file
+from compiler.lower.formatting import ruff_binary
 from compiler.synth import audits, families, tasks
 from compiler.synth.sample import SampleEnv, load_env
 from compiler.synth.task_build import TaskOptions, open_session, score_calls
@@ -207,3 +209,81 @@ def test_synthesise_draws_every_family_and_reports_what_became_of_them(ticketing
     drawn = quality["declared_families"]["ticketing.close_out_confirmed"]
     assert drawn["kind"] == "bulk" and drawn["tasks"] >= 1 and drawn["distinct_prompts"] >= 1
     assert report.kept == len(kept) == 24
+
+
+def _template_scorer() -> Any:
+    """The scorer as the next `envc compile` writes it (the template, its header filled)."""
+    text = (ROOT / "templates" / "scoring.py.jinja").read_text(encoding="utf-8").replace("{{ header }}", "# test", 1)
+    module = types.ModuleType("template_scoring")
+    exec(compile(text, "scoring.py", "exec"), module.__dict__)
+    return module
+
+
+def test_a_list_field_holding_a_value_selects_items() -> None:
+    item = double.value("o")
+    cond = double.binary("in", double.value("wanted"), double.attr(item, "items"))
+    count = double.count_of("orders", "o", cond)
+    line = double.verify(double.binary("==", count, double.const(0)))
+    decl = double.CLOSE_OUT.model_copy(update={"verify": [line]})
+    checks = families.family_checks("shop", decl, {"wanted": "desk lamp"}, {"orders": {}})
+    where = [{"path": "/items", "op": "contains", "expected": "desk lamp"}]
+    assert checks == [{"env": "shop", "path": "/orders", "where": where, "op": "count", "expected": 0, "weight": 1.0}]
+    scoring = _template_scorer()
+    orders = {"1": {"items": ["desk lamp", "chair"]}, "2": {"items": ["chair"]}, "3": {"items": "desk lamp shade"}}
+    state = {"shop": {"orders": orders}}
+    for expected, reward in ((2, 1.0), (1, 0.0)):
+        task = {"verifier": {"checks": [{**checks[0], "expected": expected}]}}
+        assert scoring.score(task, state, state)["reward"] == reward
+
+
+def test_the_changes_a_plan_makes_are_whole_fields_or_pointers_into_big_maps() -> None:
+    big = {str(n): {"text": "x" * 200} for n in range(100)}  # over WHOLE_FIELD_BYTES
+    before = {"small": {"a": 1}, "big": big, "audit_log": [], "rng_state": 1}
+    after = {
+        "small": {"a": 2},
+        "big": {**big, "7": {"text": "changed"}, "new/one": {"text": "added"}},
+        "audit_log": [{"tool": "plan"}],
+        "rng_state": 99,
+    }
+    assert families.state_changes(before, after) == {
+        "small": {"a": 2},
+        "/big/7": {"text": "changed"},
+        "/big/new~1one": {"text": "added"},
+    }
+    gone = {k: v for k, v in big.items() if k != "3"}
+    assert families.state_changes(before, {**before, "big": gone}) == {"big": gone}  # a pointer cannot remove
+
+
+def test_a_value_in_a_text_field_is_contains_and_not_in_is_excludes() -> None:
+    content = double.attr(double.index(double.state("files"), double.const("notes.txt")), "content")
+    lines = [
+        double.verify(double.binary("in", double.value("word"), content)),
+        double.verify(double.binary("not in", double.value("stale"), content), weight=0.5),
+    ]
+    decl = double.SPEND.model_copy(update={"verify": lines})
+    final = {"files": {"notes.txt": {"content": "total 40"}}}
+    checks = families.family_checks("claw", decl, {"word": "total", "stale": "draft"}, final)
+    path = "/files/notes.txt/content"
+    assert checks == [
+        {"env": "claw", "path": path, "op": "contains", "expected": "total", "weight": 1.0},
+        {"env": "claw", "path": path, "op": "excludes", "expected": "draft", "weight": 0.5},
+    ]
+
+
+def test_the_construction_script_passes_ruff_and_mypy_strict(claw: SampleEnv, tmp_path: Path) -> None:
+    script = tmp_path / "build_workspace.py"
+    script.write_text(_task(claw, "monthly_spend", "3:a")["workspace"]["script"], encoding="utf-8")
+    ruff = subprocess.run(
+        [ruff_binary(), "check", "--isolated", "--no-cache", str(script)], capture_output=True, text=True
+    )
+    assert ruff.returncode == 0, ruff.stdout
+    mypy = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(script)], capture_output=True, text=True
+    )
+    assert mypy.returncode == 0, mypy.stdout
+
+
+def test_a_model_writing_the_request_must_name_the_values_the_request_line_states(ticketing: SampleEnv) -> None:
+    task = _task(ticketing, "stuck_in_progress", "2:a")
+    values = task["source"]["values"]
+    assert audits.required_values(task, {"ticketing": ticketing}) == {values["title"], values["agent"]}
