@@ -23,11 +23,8 @@ _SLOT = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
 
 def run(a: Analysis, summaries: dict[str, Summary]) -> None:
-    seen: set[str] = set()
+    """Each family (a name given twice, or reserved, is the symbols pass's)."""
     for family in a.module.families:
-        if family.name in seen:
-            a.error("E2001", f"family `{family.name}` is declared twice", family, family.file)
-        seen.add(family.name)
         check_family(a, family, summaries)
 
 

@@ -164,7 +164,7 @@ def _declare_scenarios_tests_tasks(a: Analysis) -> None:
         if scenario.name in a.scenarios:
             a.error("E2001", f"scenario `{scenario.name}` is declared twice", scenario, scenario.file)
         a.scenarios[scenario.name] = scenario
-    for group, what in ((a.module.tests, "test"), (a.module.tasks, "task")):
+    for group, what in ((a.module.tests, "test"), (a.module.tasks, "task"), (a.module.families, "family")):
         seen: set[str] = set()
         for decl in group:
             if decl.name in seen:

@@ -94,7 +94,7 @@ reserved everywhere: parameters may be called `param` (the prototypes have such)
 tool, helper, state or world field may not, since its name can start a statement."""
 TYPE_NAMES = frozenset({*ts.PRIMITIVES, "list", "map", "set", "optional", "any", "None"})
 """Types of the language, which a record or enum cannot be called either."""
-ROLES = ("record", "enum", "tool", "helper", "state", "world", "variable", "test", "task")
+ROLES = ("record", "enum", "tool", "helper", "state", "world", "variable", "test", "task", "family")
 """Kinds of declaration `reserved_reason` knows: `variable` is a parameter, `let` name,
 loop or comprehension variable (of a tool, helper or test); `state`/`world` a field."""
 
@@ -125,7 +125,7 @@ def reserved_reason(name: str, role: str) -> str | None:
     may. The reason says what the name already is in the generated code."""
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}; one of {', '.join(ROLES)}")
-    if role in ("test", "task"):
+    if role in ("test", "task", "family"):
         return _landing_reason(name, role)  # test functions: any name, unless it lands on one
     if name.startswith("_") and not (role == "state" and is_private(name)):  # private state: `_seen`
         # Which is why no template name starting with `_` can collide with a spec's name,
@@ -234,6 +234,7 @@ _ARTICLE = {
     "helper": "a helper",
     "test": "a test",
     "task": "a task",
+    "family": "a family",
 }
 
 
@@ -318,38 +319,39 @@ def _by_kind(groups: dict[str, str]) -> dict[str, str]:
 MODULE_NAMES: Final = _by_kind(
     {
         "class": (
-            "AuditEntry DomainError Environment Param ScenarioError State ToolSpec World _Family _Member "
-            "_PrivateStateNeeded _RecordingLog _UndoLog"
+            "AuditEntry DomainError Environment Family FamilyFailed Param ScenarioError State ToolSpec World "
+            "_Family _Member _PrivateStateNeeded _RecordingLog _UndoLog"
         ),
         "constant": (
-            "DEFAULT_STATE INTERNAL_ERROR Kind LOAD_OPTIONS RECORD_FIELDS SCENARIOS SCENARIO_STATES "
+            "DEFAULT_STATE FAMILIES INTERNAL_ERROR Kind LOAD_OPTIONS RECORD_FIELDS SCENARIOS SCENARIO_STATES "
             "STATE_ALIASES STATE_KINDS TOOL_SPECS UNION_TAGS UNSET WORLD _ABSENT_FIELD _AS_IS _DATA _INT_KEY "
             "_MAX_DRAWS _MEMBER_CLASSES _MISSING _Record _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES "
             "_TYPE_NAMES"
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_is _as_list _as_map _as_number "
-            "_as_text _call_0 _call_1 _call_2 _call_3 _call_4 _check_limits _checked_out _conform_key "
-            "_conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between _format_like "
-            "_from_data _invalid _join _json_key _matches _member_class _moment _old _pair_order "
-            "_parse_datetime _parse_int _parse_json _parse_number _read_data _redo_entry _refuse_constant "
-            "_remove_first _scenario_state _search _seconds_between _show _stable_hash _type_of _undo_entry "
-            "_valid_moment _valid_regex _weekday _with_new_value check_arguments check_load_options conform "
-            "copy_json copy_state state_to_json to_json"
+            "_as_session _as_text _call_0 _call_1 _call_2 _call_3 _call_4 _check_limits _checked_out "
+            "_conform_key _conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between "
+            "_format_like _from_data _invalid _join _json_key _matches _member_class _moment _old "
+            "_pair_order _parse_datetime _parse_int _parse_json _parse_number _plan_0 _read_data _redo_entry "
+            "_refuse_constant _remove_first _restore_draws _scenario_state _search _seconds_between "
+            "_seed_draws _show _solution_call _solve_0 _stable_hash _type_of _undo_entry _valid_moment "
+            "_valid_regex _weekday _with_new_value check_arguments check_load_options conform copy_json "
+            "copy_state state_to_json to_json"
         ),
         "import": "Any Callable Final Literal Mapping NotRequired Path TypedDict _field annotations cast dataclass",
         "module": "dt json math random re threading weakref",
     }
 )
 MODULE_ALWAYS: Final = frozenset(
-    "Any AuditEntry Callable DEFAULT_STATE DomainError Environment Final INTERNAL_ERROR Kind LOAD_OPTIONS "
-    "Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError State TOOL_SPECS "
-    "ToolSpec TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded _Record "
-    "_RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES _UndoLog _check_limits "
-    "_checked_out _conform_key _conform_pairs _conform_record _copy_AuditEntry _field _invalid _join "
-    "_member_class _old _redo_entry _scenario_state _show _undo_entry _valid_moment _with_new_value "
-    "annotations cast check_arguments check_load_options conform copy_json copy_state dataclass dt json math "
-    "re state_to_json threading to_json weakref".split()
+    "Any AuditEntry Callable DEFAULT_STATE DomainError Environment FAMILIES Family FamilyFailed Final "
+    "INTERNAL_ERROR Kind LOAD_OPTIONS Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS "
+    "ScenarioError State TOOL_SPECS ToolSpec TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member "
+    "_PrivateStateNeeded _Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES "
+    "_TYPE_NAMES _UndoLog _check_limits _checked_out _conform_key _conform_pairs _conform_record "
+    "_copy_AuditEntry _field _invalid _join _member_class _old _redo_entry _scenario_state _show _undo_entry "
+    "_valid_moment _with_new_value annotations cast check_arguments check_load_options conform copy_json "
+    "copy_state dataclass dt json math re state_to_json threading to_json weakref".split()
 )
 MODULE_BUILTINS: Final = frozenset(
     "AssertionError BaseException Exception IndexError RecursionError RuntimeError ValueError abs all any "
@@ -382,9 +384,9 @@ BODY_NAMES: Final = frozenset(
     "float int json key_1 len list max min ord range re reversed round self set sorted state str sum".split()
 )
 TEST_MODULE_NAMES: Final = frozenset(
-    "Any BAD_ARGUMENTS Callable DomainError Environment INTERNAL_ERROR Mapping Path Recorder "
-    "SAMPLE_ARGUMENTS SCENARIOS SCENARIO_NAMES SPEC_RUNS SessionStore TOOL_SPECS WRITE_CALLS _Fault _Journal "
-    "_arm _traces annotations cast copy_json environment expect_error pytest "
+    "Any BAD_ARGUMENTS Callable DomainError Environment FAMILIES FamilyFailed INTERNAL_ERROR Mapping Path "
+    "Recorder SAMPLE_ARGUMENTS SCENARIOS SCENARIO_NAMES SPEC_RUNS SessionStore TOOL_SPECS WRITE_CALLS _Fault "
+    "_Journal _arm _traces annotations cast copy_json environment expect_error pytest "
     "test_a_failure_at_any_point_of_a_call_changes_nothing test_bad_arguments_are_refused "
     "test_calls_keep_to_their_effects test_forks_keep_apart test_one_store_serves_many_threads "
     "test_same_calls_give_the_same_trace test_scenario_loads_and_round_trips "
@@ -392,9 +394,9 @@ TEST_MODULE_NAMES: Final = frozenset(
     "test_snapshot_and_restore test_unknown_tool_is_refused threading to_json".split()
 )
 OTHER_MODULE_NAMES: Final = frozenset(
-    "Any DEFAULT_STATE DomainError Environment Episode EpisodeError Mapping Path SCENARIOS SESSION_ID "
-    "ScenarioError SessionError SessionStore State TOOL_SPECS __all__ _check_id _write_atomically "
-    "annotations json open_environment os re score tempfile threading".split()
+    "Any DEFAULT_STATE DomainError Environment Episode EpisodeError FAMILIES Family FamilyFailed Mapping "
+    "Path SCENARIOS SESSION_ID ScenarioError SessionError SessionStore State TOOL_SPECS __all__ _check_id "
+    "_write_atomically annotations json open_environment os re score tempfile threading".split()
 )
 PATTERNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "record": (
@@ -409,6 +411,7 @@ PATTERNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "helper": (("class", "_{}"),),
     "test": (("tests", "run_{}"), ("tests", "test_{}")),
     "task": (("tests", "test_task_{}"),),
+    "family": (("tests", "test_family_{}"),),
 }
 # END derived names
 

@@ -34,6 +34,7 @@ from compiler.lower.converters import (
     union_copier,
 )
 from compiler.lower.errors import LoweringError
+from compiler.lower.families import lower_families
 from compiler.lower.formatting import format_python_files
 from compiler.lower.idioms import walk_statements
 from compiler.lower.literals import (
@@ -159,6 +160,8 @@ class _Builder:
                 "signature": self._signature(env.on_load),
                 "doc": block_docstring(self._on_load_doc(env.on_load)),
             }
+        families = lower_families(env, self.tables, self.kind)
+        self.helpers |= families.helpers
         used = self.helpers.union(*(s.helpers for s in self._test_scopes))
         helpers = used | set(runtime_helpers.needed(used))
         state_fields: list[dict[str, Any]] = [
@@ -177,7 +180,7 @@ class _Builder:
         records = [self._record_context(r) for r in env.records]
         # Only what the module uses: the record copiers that something calls (the state
         # copy, a body's copy(), another copier), UNSET where a signature has it, ...
-        copied = _copiers_called([*(f["copier"] for f in state_fields), *bodies.values()])
+        copied = _copiers_called([*(f["copier"] for f in state_fields), *bodies.values(), *families.code])
         copiers = {record["name"]: record["copier"] for record in records}
         pending = set(copied)
         while pending:
@@ -230,7 +233,10 @@ class _Builder:
             "fns": fns,
             "helpers": helpers,
             "runtime_helpers": runtime_helpers.sources(used),
-            "uses_audit": any("self._audit(" in body for body in bodies.values()),
+            "uses_audit": any("self._audit(" in body for body in [*bodies.values(), *families.code]),
+            "family_code": families.code,
+            "families": families.entries,
+            "family_seeds": families.seeds,
             "rng_python": bi.RANDOM_SEED in {f.name for f in env.state},
             **self._load_context(),
             "on_load": on_load,
@@ -514,6 +520,10 @@ class _Builder:
             "name": env.header.name,
             "tests": tests,
             "tasks": tasks,
+            "families": [
+                {"name": f.name, "key": py_str(f.name), "scenario": py_str(f.scenario) if f.scenario else "None"}
+                for f in env.families
+            ],
             "sample_arguments": py_value({tool.name: samples.valid_args(tool) for tool in env.tools}),
             "bad_arguments": "["
             + ", ".join(f"({py_str(t)}, {py_str(label)}, {py_value(args)})" for t, label, args in bad)

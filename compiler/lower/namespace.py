@@ -10,7 +10,7 @@ keys. Which names a spec may not take follows from what the templates put in tho
 namespaces, so this module asks the templates: it lowers probe specs that switch on
 every optional part of them (enums, records with and without containers or fields that may be absent, unions, world data,
 every built-in function and method, both random generators, python escape bodies,
-tests, tasks), and walks the resulting Python with `ast`.
+tests, tasks, task families), and walks the resulting Python with `ast`.
 
 Lowering imports jinja2 and libcst and runs ruff: far too slow for `envc check`, and
 it needs the analyser, which itself asks which names are reserved. So the result is
@@ -227,6 +227,21 @@ task quux_task:
     solution:
         quux_put(quux_key=5)
     verify 5 in quux_items and search(quux_items[5].quux_label, "x") == False
+
+family quux_family:
+    """A task family: a plan drawing values, a solution calling tools."""
+    kind bulk
+    scenario quux_busy
+    plan:
+        let quux_pick = random_choice([1, 2])
+        require quux_pick > 0
+        quux_count = quux_find(1).quux_id + quux_pick
+    request "Put item {quux_pick}."
+    solution:
+        let quux_made = quux_put(quux_key=quux_pick)
+        require quux_made.quux_id == quux_pick else conflict("not made")
+    verify quux_pick in quux_items
+    verify each quux_each in [quux_pick]: quux_each in quux_items weight 2
 '''
 
 PROBES = {
@@ -239,7 +254,7 @@ PROBES = {
 MINIMAL_PROBE = 'environment quux_min:\n    title "Probe"\n'
 """A spec with nothing in it: what it compiles to is in every generated package."""
 
-ROLES = ("record", "enum", "tool", "helper", "test", "task")
+ROLES = ("record", "enum", "tool", "helper", "test", "task", "family")
 """Declarations that become Python names of their own (state and world fields, scenarios
 and parameters do not: they are dict keys, strings and locals)."""
 
@@ -340,7 +355,15 @@ def _lowered(text: str) -> dict[str, str]:
 
 def _probe_declarations() -> dict[str, str]:
     """Each named declaration of the probe -> its role (`ROLES`)."""
-    words = {"record": "record", "enum": "enum", "tool": "tool", "fn": "helper", "test": "test", "task": "task"}
+    words = {
+        "record": "record",
+        "enum": "enum",
+        "tool": "tool",
+        "fn": "helper",
+        "test": "test",
+        "task": "task",
+        "family": "family",
+    }
     found = {}
     for line in _PROBE_BODY.splitlines():
         head, _, rest = line.partition(" ")

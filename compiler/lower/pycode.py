@@ -65,7 +65,7 @@ _NEGATED = {
 class Scope:
     """What the emitter must know about the callable whose body it writes."""
 
-    kind: str  # "tool", "fn" or "test"
+    kind: str  # "tool", "fn", "test", or a family's "plan" or "solution"
     state_var: str = "state"
     helpers: set[str] = field(default_factory=set)  # runtime helpers used (for the template)
     temp_counter: int = 0
@@ -535,6 +535,8 @@ class Emitter:
     def _tool_call(self, e: ir.Call) -> str:
         assert isinstance(e.func, ir.Name)
         args = "{" + ", ".join(f"{py_str(kw.name, self.quote)}: {self.expr(kw.value)}" for kw in e.kwargs) + "}"
+        if self.scope.kind == "solution":  # a family's solution: the call an agent would make, recorded
+            return f"_solution_call(self, _calls, {py_str(e.func.id, self.quote)}, {args})"
         return f"env.invoke({py_str(e.func.id, self.quote)}, {args})"
 
     def _method(self, e: ir.Call, func: ir.Attr) -> str:

@@ -9,6 +9,7 @@ make them read well are in `idioms.py`.
 from __future__ import annotations
 
 from compiler import ir
+from compiler.front.printer import expr as spec_text
 from compiler.ir import typesys as ts
 from compiler.ir.tree import is_state_attr
 from compiler.lower import idioms
@@ -142,7 +143,14 @@ class StatementEmitter(Emitter):
         return f"DomainError({', '.join(parts)})"
 
     def _s_require(self, s: ir.Require, pad: str, indent: int) -> list[str]:
-        return [f"{pad}if {self.negate(s.cond)}:", f"{pad}    raise {self._error(s.error)}"]
+        return [f"{pad}if {self.negate(s.cond)}:", f"{pad}    raise {self._failure(s)}"]
+
+    def _failure(self, s: ir.Require) -> str:
+        """What a failing `require` raises: its error; in a family's plan, where it may have
+        none, FamilyFailed (the draw is discarded)."""
+        if s.error is not None:
+            return self._error(s.error)
+        return f"FamilyFailed({py_str(f'`require {spec_text(s.cond)}` failed')})"
 
     def _s_fail(self, s: ir.Fail, pad: str, indent: int) -> list[str]:
         return [f"{pad}raise {self._error(s.error)}"]
@@ -205,7 +213,7 @@ class StatementEmitter(Emitter):
         `if a and b:` (ruff's SIM102)."""
         conds = [s.branches[0].cond]
         body = s.branches[0].body
-        error: ir.ErrorCall | None = None
+        failing: ir.Require | None = None
         while len(body) == 1:
             inner = body[0]
             if isinstance(inner, ir.If) and len(inner.branches) == 1 and not inner.orelse:
@@ -213,15 +221,15 @@ class StatementEmitter(Emitter):
                 body = inner.branches[0].body
             elif isinstance(inner, ir.Require):
                 conds.append(ir.Unary(op="not", operand=inner.cond, ty=ts.BOOL))
-                error = inner.error
+                failing = inner
                 break
             else:
                 break
         if len(conds) == 1:
             return None
         head = f"{pad}if {self.expr(idioms.chain('and', conds))}:"
-        if error is not None:
-            return [head, f"{pad}    raise {self._error(error)}"]
+        if failing is not None:
+            return [head, f"{pad}    raise {self._failure(failing)}"]
         return [head, *self.block(body, indent + 1)]
 
     def _simpler_if(self, s: ir.If, pad: str) -> list[str] | None:

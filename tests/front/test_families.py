@@ -4,10 +4,10 @@ family may give once are refused when repeated (docs/language.md §22.2)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from test_parse_fast import HEADER, compare  # tests/ is on the path: the parser comparison
 
 from compiler import ir
 from compiler.front.fmt import POSITION_KEYS, format_source
@@ -16,9 +16,6 @@ from compiler.front.parse import parse_source
 
 TESTS = Path(__file__).resolve().parent.parent
 FIXTURES = TESTS / "fixtures" / "families"
-sys.path.insert(0, str(TESTS))  # the parser comparison of tests/test_parse_fast.py
-
-from test_parse_fast import HEADER, compare  # noqa: E402
 
 FAMILY_SNIPPETS = [
     'family f:\n    """Doc."""\n    kind bulk\n    scenario s\n    reward partial\n    plan:\n        let x = 1\n'
