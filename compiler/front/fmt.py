@@ -539,17 +539,23 @@ class _Layout:
         return _block(f"task {t.name}:", t.line, items)
 
     def family(self, f: ir.FamilyDecl, bound: int) -> _Item:
-        """A family's lines in the order written (the IR keeps where each is)."""
+        """A family's lines in the order written (the IR keeps where each is); a line the IR
+        has no place for (built, not parsed) is written first, if it says anything."""
         items = self.doc(f.doc, f.line, bound)
+        defaults = ir.FamilyDecl(name=f.name)
         lines: list[tuple[int, _Item]] = []
-        for key, place in f.item_places.items():
+        for key in ("kind", "scenario", "reward", "plan", "solution"):
+            value = getattr(f, key)
+            place = f.item_places.get(key)
+            if place is None and value == getattr(defaults, key):
+                continue
+            line = place.line if place is not None else 0
             if key in ("plan", "solution"):
-                body = f.plan if key == "plan" else f.solution
-                lines.append((place.line, _block(f"{key}:", place.line, self.stmts(body))))
+                lines.append((line, _block(f"{key}:", line, self.stmts(value))))
             else:
-                lines.append((place.line, _Item(f"{key} {getattr(f, key)}", place.line)))
-        for request, place in zip(f.requests, f.request_places, strict=False):
-            lines.append((place.line, _Item(f"request {text(request)}", place.line)))
+                lines.append((line, _Item(f"{key} {value}", line)))
+        places = [p.line for p in f.request_places] + [0] * (len(f.requests) - len(f.request_places))
+        lines += [(line, _Item(f"request {text(r)}", line)) for r, line in zip(f.requests, places, strict=False)]
         lines += [(v.line, _Item(verify_line(v), v.line)) for v in f.verify]
         items += [item for _, item in sorted(lines, key=lambda pair: pair[0])]
         return _block(f"family {f.name}:", f.line, items)

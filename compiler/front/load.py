@@ -786,7 +786,7 @@ def _merge_named(
                     hint=f"write `override {what} {decl.name}` to replace it"
                     if what in ("tool", "fn", "record")
                     else f"write `drop {what} {decl.name}` first to replace it"
-                    if what in ("scenario", "test", "task", "family")
+                    if what in ("scenario", "test", "task")
                     else "enums cannot be replaced; `rename enum` the prototype's and declare a new one",
                 )
             )

