@@ -1,7 +1,10 @@
-"""File-workspace (Claw) tasks: the four artifacts from one seeded ground truth, the
-construction script run on its own, partial credit, the path and script audits with a
-broken fixture each; and seeded `changes` on top of scenarios (whole fields or JSON
-Pointers), applied by every package's scorer."""
+"""File-workspace (Claw) tasks: the families `specs/claw_workspace.envspec` declares
+(`monthly_scores`, `malformed_report_line`), drawn by `envc tasks` with the four artifacts
+from one seeded plan: the construction script run on its own, the noise and distractors
+of the plant folder, partial credit, the path and script audits with a broken fixture
+each; and seeded `changes` on top of scenarios (whole fields or JSON Pointers), applied
+by every package's scorer. The spec is compiled for the test (its families are part of
+the package), so the tests follow the spec, not `generated/`."""
 
 from __future__ import annotations
 
@@ -16,22 +19,26 @@ from typing import Any
 import pytest
 
 from compiler.analyse import analyse_file
-from compiler.synth import audits, task_build, tasks
-from compiler.synth import workspace as workspace_tasks
+from compiler.build import pipeline
+from compiler.synth import audits, families, task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load(spec: str) -> SampleEnv:
+def _load(spec: str, packages: Path | None = None) -> SampleEnv:
     env = analyse_file(ROOT / "specs" / f"{spec}.envspec").environment
     assert env is not None
-    return load_env(env, ROOT / "generated" / env.header.name)
+    return load_env(env, (packages or ROOT / "generated") / env.header.name)
 
 
 @pytest.fixture(scope="module")
-def claw() -> dict[str, SampleEnv]:
-    return {"claw_workspace": _load("claw_workspace")}
+def claw(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SampleEnv]:
+    out = tmp_path_factory.mktemp("claw")
+    options = pipeline.Options(output=out, project_root=ROOT, qc=False)
+    [result] = pipeline.compile_specs([ROOT / "specs" / "claw_workspace.envspec"], options)
+    assert not [d for d in result.diagnostics if d.severity == "error"], result.diagnostics
+    return {"claw_workspace": _load("claw_workspace", out)}
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +54,13 @@ def kept(claw: dict[str, SampleEnv]) -> list[dict[str, Any]]:
     return rows
 
 
+def _drawn(kept: list[dict[str, Any]], family: str) -> list[dict[str, Any]]:
+    return [t for t in kept if t["source"].get("family") == family]
+
+
 @pytest.fixture(scope="module")
 def workspace(kept: list[dict[str, Any]]) -> dict[str, Any]:
-    return next(t for t in kept if "workspace" in t)
+    return _drawn(kept, "monthly_scores")[0]
 
 
 def _fails(task: dict[str, Any], envs: dict[str, SampleEnv], audit: str) -> str:
@@ -63,54 +74,68 @@ def _score(task: dict[str, Any], envs: dict[str, SampleEnv], calls: list[dict[st
     return task_build.score_calls(envs, task, calls)
 
 
-def test_a_share_of_claw_tasks_are_workspace_tasks_with_the_four_artifacts(kept: list[dict[str, Any]]) -> None:
-    built = [t for t in kept if "workspace" in t]
-    assert 0 < len(built) < len(kept)
-    for task in built:
+def _built(task: dict[str, Any], tmp_path: Path) -> dict[str, str]:
+    """The files the task's construction script prints, run alone in a fresh interpreter."""
+    script = tmp_path / "build_workspace.py"
+    script.write_text(task["workspace"]["script"], encoding="utf-8")
+    printed = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, check=True).stdout
+    files: dict[str, str] = json.loads(printed)
+    return files
+
+
+def test_both_claw_families_give_workspace_tasks_with_the_four_artifacts(kept: list[dict[str, Any]]) -> None:
+    scores, repairs = _drawn(kept, "monthly_scores"), _drawn(kept, "malformed_report_line")
+    assert scores and repairs and len(scores) + len(repairs) < len(kept)  # chain tasks too
+    for task in scores + repairs:
         output = task["workspace"]["outputs"][0]
         assert task["reward"] == "partial" and f'"{output}"' in task["prompt"]
-        assert task["gold_calls"][-1]["args"]["path"] == output
+        assert task["gold_calls"][-1]["tool"] == "write" and task["gold_calls"][-1]["args"]["path"] == output
         assert {c["path"].split("/")[2] for c in task["verifier"]["checks"]} == {output.replace("/", "~1")}
         assert task["initial_state"]["claw_workspace"]["changes"]["files"]
+        assert (
+            task["source"]["kind"]
+            == {"monthly_scores": "compute", "malformed_report_line": "symptom"}[task["source"]["family"]]
+        )
+    assert [c["tool"] for c in scores[0]["gold_calls"]] == ["ls", "read", "csv_preview", "csv_preview", "write"]
+    assert [c["tool"] for c in repairs[0]["gold_calls"]] == ["read", "write"]
 
 
 def test_the_construction_script_runs_alone_and_rebuilds_the_same_bytes(
     workspace: dict[str, Any], claw: dict[str, SampleEnv], tmp_path: Path
 ) -> None:
-    script = tmp_path / "build_workspace.py"
-    script.write_text(workspace["workspace"]["script"], encoding="utf-8")
-    runs = [subprocess.run([sys.executable, "-I", str(script)], capture_output=True, check=True) for _ in range(2)]
-    assert runs[0].stdout == runs[1].stdout
-    built = json.loads(runs[0].stdout)
+    built = _built(workspace, tmp_path)
+    assert _built(workspace, tmp_path) == built
     start = workspace["initial_state"]["claw_workspace"]
     scenario = claw["claw_workspace"].package.Environment(start["scenario"]).state()["files"]
     added = {p: r["content"] for p, r in start["changes"]["files"].items() if scenario.get(p) != r}
     assert added == built
+    script = tmp_path / "build_workspace.py"
     subprocess.run([sys.executable, "-I", str(script), str(tmp_path / "ws")], check=True)
     on_disk = {p.relative_to(tmp_path / "ws").as_posix(): p.read_text() for p in (tmp_path / "ws").rglob("*.*")}
     assert on_disk == built
-    assert workspace_tasks.workspace_script(workspace["source"]["seed"]) == workspace["workspace"]["script"]
-    probe = "import json, runpy, sys; ns = runpy.run_path(sys.argv[1]); print(ns['answer'](ns['build']()), end='')"
-    answer = subprocess.run(
-        [sys.executable, "-I", "-c", probe, str(script)], capture_output=True, text=True, check=True
-    )
-    with_scenario = {**{p: r["content"] for p, r in scenario.items()}, **built}
-    assert answer.stdout == workspace_tasks.build_workspace(workspace["source"]["seed"]).answer(with_scenario)
-    assert answer.stdout == workspace["gold_calls"][-1]["args"]["content"]
+    source = workspace["source"]
+    assert families.family_script(source["seed"], "monthly_scores", built) == workspace["workspace"]["script"]
+    answer = source["values"]["answer"]  # the plan's, computed from the files' text
+    assert workspace["gold_calls"][-1]["args"]["content"] == answer  # the solution's, from what it read
+    last = workspace["verifier"]["checks"][-1]
+    assert last["op"] == "equals" and last["expected"] == answer
 
 
-def test_the_workspace_has_distractors_and_noisy_records(workspace: dict[str, Any]) -> None:
-    files = workspace_tasks.build_workspace(workspace["source"]["seed"]).files
-    plan = workspace_tasks.workspace_plan(workspace["source"]["seed"])
-    paths = workspace_tasks.workspace_paths(plan)
-    roster = files[paths["roster"]].splitlines()[1:]
+def test_the_plant_folder_has_distractors_and_noisy_records(workspace: dict[str, Any], tmp_path: Path) -> None:
+    files = _built(workspace, tmp_path)
+    values = workspace["source"]["values"]
+    site, month = values["site"], values["month"]
+    previous = f"2025-{values['month_number'] - 1:02d}"
+    roster = files[values["roster_path"]].splitlines()[1:]
     ids = [line.split(",")[0] for line in roster]
     assert len(ids) > len(set(ids))  # repeated and conflicting lines
     assert any(",," in line for line in roster)  # a blank field
-    ledger = files[paths["ledger"]]
-    assert ",void" in ledger and ",two," in ledger and f"{plan['previous']}-28" in ledger
-    assert "SUPERSEDED" in files[paths["stale_rules"]] and paths["stale_roster"] in files
-    assert paths["output"] not in files
+    ledger = files[values["ledger_path"]]
+    assert ",void" in ledger and ",two," in ledger and f"{previous}-28" in ledger and ",-" in ledger
+    assert "SUPERSEDED" in files[f"{site}/policy/scoring_rules_2024.md"]
+    assert {f"{site}/hr/employee_roster_{previous}.csv", f"{site}/ledger/output_{month}_draft.csv"} <= set(files)
+    assert {f"{site}/ledger/output_{previous}.csv", f"{site}/reports/scores_{previous}.csv"} <= set(files)
+    assert values["output"] not in files
 
 
 def test_partial_credit_follows_the_degree_of_completion(workspace: dict[str, Any], claw: dict[str, SampleEnv]) -> None:
@@ -127,6 +152,23 @@ def test_partial_credit_follows_the_degree_of_completion(workspace: dict[str, An
     assert 0 < rewards[1] <= audits.PARTIAL_FLOOR and rewards[1] < rewards[2] < 1.0
     elsewhere = {**write, "args": {**write["args"], "path": write["args"]["path"].replace("reports", "drafts")}}
     assert _score(workspace, claw, [*gold[:-1], elsewhere])["reward"] == 0.0  # collateral: not the named file
+
+
+def test_the_broken_report_line_is_the_symptom_and_its_repair_the_fix(
+    kept: list[dict[str, Any]], claw: dict[str, SampleEnv]
+) -> None:
+    task = _drawn(kept, "malformed_report_line")[0]
+    values = task["source"]["values"]
+    path = values["report_path"]
+    start = task["initial_state"]["claw_workspace"]["changes"]["files"][path]["content"]
+    assert values["bad_row"] in start and values["good_row"] not in start  # the seeded fault
+    assert values["bad_row"].strip() not in task["prompt"] and "semicolon" not in task["prompt"]
+    read, write = task["gold_calls"]
+    assert write["args"]["content"] == values["fixed"] == start.replace(values["bad_row"], values["good_row"])
+    untouched = {**write, "args": {**write["args"], "content": start}}
+    assert _score(task, claw, [read, untouched])["reward"] == 0.0
+    dropped = {**write, "args": {**write["args"], "content": start.replace(values["bad_row"], "\n")}}
+    assert _score(task, claw, [read, dropped])["reward"] == pytest.approx(0.25)  # the broken line gone, no more
 
 
 def test_a_verifier_inspecting_another_path_than_the_request_names_is_rejected(
@@ -153,28 +195,32 @@ def test_an_output_the_request_names_but_no_check_inspects_is_rejected(
 
 
 def test_a_script_that_does_not_build_the_start_is_rejected(
-    workspace: dict[str, Any], claw: dict[str, SampleEnv]
+    workspace: dict[str, Any], kept: list[dict[str, Any]], claw: dict[str, SampleEnv]
 ) -> None:
     broken = copy.deepcopy(workspace)
-    broken["workspace"]["script"] = workspace_tasks.workspace_script("another seed")
-    assert "is not the one envc builds" in _fails(broken, claw, "workspace_script")
+    broken["workspace"]["script"] = _drawn(kept, "monthly_scores")[1]["workspace"]["script"]
+    assert "the script is not what envc builds" in _fails(broken, claw, "workspace_script")
     broken["workspace"]["script"] = "raise SystemExit(3)\n"  # never run: only compared
-    assert "is not the one envc builds" in _fails(broken, claw, "workspace_script")
+    assert "the script is not what envc builds" in _fails(broken, claw, "workspace_script")
     broken = copy.deepcopy(workspace)
     files = broken["initial_state"]["claw_workspace"]["changes"]["files"]
-    roster = workspace_tasks.workspace_paths(workspace_tasks.workspace_plan(workspace["source"]["seed"]))["roster"]
+    roster = workspace["source"]["values"]["roster_path"]
     files[roster] = {
         **files[roster],
         "content": files[roster]["content"] + "E0001,Stray Line,assembler,line-a,active,2020-01-01\n",
     }
-    assert "does not build the start" in _fails(broken, claw, "workspace_script")
+    assert "the start is not what envc builds" in _fails(broken, claw, "workspace_script")
+    broken = copy.deepcopy(workspace)
+    del broken["source"]["family"]  # (no_placeholder then asks for origins first: audit it alone)
+    with pytest.raises(audits.AuditFailed, match="no draw of a family"):
+        audits._workspace_script(broken, claw)
 
 
 def test_a_check_no_file_supports_is_rejected(workspace: dict[str, Any], claw: dict[str, SampleEnv]) -> None:
     broken = copy.deepcopy(workspace)
     content = next(c for c in broken["verifier"]["checks"] if c["op"] == "contains" and c["expected"].startswith("\n"))
     content["expected"] = content["expected"][:-2]  # still in the gold file, yet no row the rules give
-    assert "does not follow from the files" in _fails(broken, claw, "workspace_script")
+    assert "the checks is not what envc builds" in _fails(broken, claw, "workspace_script")
 
 
 def test_sampled_tasks_start_from_scenarios_with_seeded_changes(
@@ -221,9 +267,9 @@ def test_apply_changes(ticketing: dict[str, SampleEnv]) -> None:
 
 
 def test_a_big_workspace_gets_its_files_by_json_pointer(
-    claw: dict[str, SampleEnv], monkeypatch: pytest.MonkeyPatch
+    claw: dict[str, SampleEnv], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(workspace_tasks, "WHOLE_FIELD_BYTES", 0)
+    monkeypatch.setattr(families, "WHOLE_FIELD_BYTES", 0)
     options = task_build.TaskOptions(tasks=8, seed=5)
     rows, report = tasks.synthesise(tasks.sampler_for(claw, options), options, declared=False)
     built = [t for t in rows if "workspace" in t]
@@ -231,4 +277,4 @@ def test_a_big_workspace_gets_its_files_by_json_pointer(
     for task in built:
         changes = task["initial_state"]["claw_workspace"]["changes"]
         assert all(key.startswith("/files/") for key in changes)
-        assert len(changes) == len(workspace_tasks.build_workspace(task["source"]["seed"]).files)
+        assert {key.removeprefix("/files/").replace("~1", "/") for key in changes} == set(_built(task, tmp_path))

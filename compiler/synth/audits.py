@@ -30,7 +30,6 @@ from compiler.synth.task_build import (
     unpointer,
 )
 from compiler.synth.task_prompt import discoverable, is_named, scalars
-from compiler.synth.workspace import build_workspace, workspace_script
 
 AUDITS = (
     "gold_scores_1",
@@ -140,9 +139,9 @@ def _no_placeholder(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> 
     """Every argument of a sampled task's gold calls came from somewhere real (the state,
     the world, a value source of the spec, an earlier result, the type's own values): the
     sampler records each one's origin, and a value a pool claims is in that pool. (A
-    declared, workspace or family task's values are the spec's own: its plan draws them.)"""
+    declared or family task's values are the spec's own: its plan draws them.)"""
     origins = task["source"].get("origins")
-    if "seed" not in task["source"] or "workspace" in task or "family" in task["source"]:
+    if "seed" not in task["source"] or "family" in task["source"]:
         return
     if not isinstance(origins, list) or len(origins) != len(task["gold_calls"]):
         raise AuditFailed("no_placeholder", "the task does not record where its arguments come from")
@@ -237,9 +236,10 @@ def literal_calls(task: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _workspace_script(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
-    """A workspace task's construction script builds exactly the files its changes add to
-    the scenario, its answer computed from the start's files is what gold writes, and
-    every value the verifier expects comes from that answer (data consistency for files)."""
+    """A workspace task (a draw of a family of a file-workspace environment) is what envc
+    makes from its (environment, family, seed): its construction script builds exactly
+    the files its changes add, gold writes what the solution computes from them, and the
+    checks are the family's (`_family_rebuilds`)."""
     workspace = task.get("workspace")
     if workspace is None:
         return
@@ -248,34 +248,9 @@ def _workspace_script(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -
     name = str(workspace.get("env"))
     if name not in task["envs"]:
         raise AuditFailed("workspace_script", f"`workspace.env` {name!r} is not an environment of the task")
-    if "family" in task["source"]:
-        _family_rebuilds(task, envs)
-        return
-    seed = str(task["source"].get("seed"))
-    if workspace["script"] != workspace_script(seed):
-        raise AuditFailed("workspace_script", f"the script is not the one envc builds from seed {seed!r}")
-    built = build_workspace(seed)
-    start = task["initial_state"][name]
-    scenario_files = envs[name].package.Environment(start["scenario"]).state()[FILES_FIELD]
-    files = open_session(envs[name], start).state()[FILES_FIELD]
-    added = {path: record["content"] for path, record in files.items() if scenario_files.get(path) != record}
-    if added != built.files:
-        differ = sorted(set(added) ^ set(built.files)) or sorted(p for p in added if added[p] != built.files[p])
-        raise AuditFailed("workspace_script", f"the script does not build the start's files: {differ[:3]}")
-    answer = built.answer({path: record["content"] for path, record in files.items()})
-    written = [c["args"].get("content") for c in task["gold_calls"] if c["args"].get("path") in workspace["outputs"]]
-    if not written or written[-1] != answer:
-        raise AuditFailed("workspace_script", "gold does not write the answer the script derives from the files")
-    lines = {f"\n{line}\n" for line in answer.splitlines()} | {answer.splitlines()[0] + "\n"}
-    for check in task["verifier"]["checks"]:
-        expected, op = check.get("expected"), check["op"]
-        fits = {
-            "equals": expected == answer,
-            "contains": expected in lines,
-            "excludes": isinstance(expected, str) and expected not in answer,
-        }.get(op, op in ("present", "not_null"))
-        if not fits:
-            raise AuditFailed("workspace_script", f"the check {op} {expected!r} does not follow from the files")
+    if "family" not in task["source"]:
+        raise AuditFailed("workspace_script", "a workspace task that is no draw of a family: envc cannot rebuild it")
+    _family_rebuilds(task, envs)
 
 
 def _family_rebuilds(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
@@ -449,21 +424,11 @@ def _undetermined_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]
 
 def _derived(task: dict[str, Any], state: Any) -> set[Any]:
     """What the agent can derive though the start holds it nowhere: the arguments a
-    family's solution computed from the start (a total, a report; the spec's code, rebuilt
-    from the seed by the determinism and workspace_script audits), or what a workspace
-    task's rules compute from the start's files (the report gold writes)."""
-    if "family" in task["source"]:
-        return scalars([list(c["args"].values()) for c in task["gold_calls"]])
-    workspace = task.get("workspace")
-    if not isinstance(workspace, dict) or not isinstance(state, dict) or FILES_FIELD not in state:
+    family's solution computed from the start (a total, a workspace report; the spec's
+    code, rebuilt from the seed by the determinism and workspace_script audits)."""
+    if "family" not in task["source"]:
         return set()
-    seed = str(task["source"].get("seed"))
-    if workspace.get("script") != workspace_script(seed):
-        return set()  # not envc's script: it derives nothing (the workspace_script audit says why)
-    try:
-        return {build_workspace(seed).answer({path: record["content"] for path, record in state[FILES_FIELD].items()})}
-    except (KeyError, TypeError, ValueError, IndexError):  # files the answer cannot read: nothing derived
-        return set()
+    return scalars([list(c["args"].values()) for c in task["gold_calls"]])
 
 
 def _information_separation(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:

@@ -22,16 +22,14 @@ from compiler.synth.audits import needs_lookup, recipe_problem
 
 def family_of(task: dict[str, Any]) -> str:
     """The kind of problem a task poses (tasks.md, "Task families"): a declared family's
-    kind (`ir.FAMILY_KINDS`); else `declared` (a spec's own task), `compute` (a workspace
-    task), `across` (a chain over several environments), `lookup` (a chain whose request
-    refers to an entity by its attributes) or `act`."""
+    kind (`ir.FAMILY_KINDS`); else `declared` (a spec's own task), `across` (a chain over
+    several environments), `lookup` (a chain whose request refers to an entity by its
+    attributes) or `act`."""
     kind = task["source"].get("kind")
     if "family" in task["source"] and kind in ir.FAMILY_KINDS:
         return str(kind)
     if "declared" in task["source"]:
         return "declared"
-    if "workspace" in task:
-        return "compute"
     if len(task["envs"]) > 1:
         return "across"
     return "lookup" if needs_lookup(task) else "act"

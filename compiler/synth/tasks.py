@@ -1,11 +1,10 @@
 """Stage 8c, tasks: verifiable RL tasks from executable tool chains, audited before kept.
 
 The run (`synthesise`): the specs' own tasks first (compiler/synth/declared_tasks.py), then
-a task per sampled chain (compiler/synth/task_build.py; a file-workspace task for a share of
-the chains of a file-workspace environment, compiler/synth/workspace.py) and, in
-one-environment runs, draws of the task families the specs declare
-(compiler/synth/families.py) among them, each kept only if every audit passes
-(compiler/synth/audits.py). The report counts the candidates, what
+a task per sampled chain (compiler/synth/task_build.py) and, in one-environment runs, draws
+of the task families the specs declare (compiler/synth/families.py; a file workspace's
+tasks with their construction script among them) between the chains, each kept only if
+every audit passes (compiler/synth/audits.py). The report counts the candidates, what
 each audit passed, why candidates were rejected (with an example of each reason) and what
 the kept tasks ask of an agent (compiler/synth/task_quality.py) (DIR/report.json).
 """
@@ -23,18 +22,14 @@ from compiler import ir
 from compiler.synth import families, sample
 from compiler.synth.audits import AUDITS, LLM_AUDITS, AuditFailed, audit, audit_rng, literal_calls
 from compiler.synth.declared_tasks import declared_tasks
-from compiler.synth.task_build import TaskOptions, build_task, is_workspace_env, score_calls, tool_of
+from compiler.synth.task_build import TaskOptions, build_task, score_calls, tool_of
 from compiler.synth.task_quality import quality
 from compiler.synth.wording import WordingError
-from compiler.synth.workspace import workspace_task
 
 CANDIDATES_PER_TASK = 8
 """At most this many chains are drawn per task asked for."""
 
 
-WORKSPACE_SHARE = 0.5
-"""Share of one-environment chains of a file-workspace environment that become workspace
-tasks (the paper's four artifacts from a seeded plan); the rest stay chain tasks."""
 FAMILY_SHARE = 0.25
 """Share of the candidates after the declared tasks that are draws of the specs' task
 families (round-robin over every family of every environment), in one-environment runs;
@@ -197,7 +192,7 @@ def synthesise(
         else:
             check_chain(chain, sampler.envs, number)
             try:
-                task = candidate_task(chain, sampler.envs, options)
+                task = build_task(chain, sampler.envs, options)
             except WordingError as unworded:
                 report.candidates += 1
                 report.reject("wording", f"{chain['id']}: {unworded.reason}")
@@ -283,18 +278,6 @@ def problem_key(task: dict[str, Any]) -> str:
     """What makes two tasks the same problem, whatever their wording: the start and the
     verifier (two requests for one sign-in are one task)."""
     return json.dumps([task["initial_state"], task["verifier"]], sort_keys=True, default=str)
-
-
-def candidate_task(chain: dict[str, Any], envs: dict[str, sample.SampleEnv], options: TaskOptions) -> dict[str, Any]:
-    """The task of a chain: a workspace task (`workspace_task`) for a share of the
-    one-environment chains of a file-workspace environment, else the chain's own task."""
-    names = chain["envs"]
-    if len(names) == 1 and is_workspace_env(envs[names[0]]):
-        if random.Random(f"workspace-share:{chain['seed']}").random() < WORKSPACE_SHARE:
-            task = workspace_task(envs[names[0]], chain, options)
-            if task is not None:
-                return task
-    return build_task(chain, envs, options)
 
 
 def check_chain(chain: dict[str, Any], envs: dict[str, sample.SampleEnv], number: int) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from compiler.analyse import analyse_file
+from compiler.build import pipeline
 from compiler.llm.config import LLMConfig
 from compiler.llm.lock import read_lock
 from compiler.llm.provider import OpenAIProvider
@@ -274,7 +275,9 @@ def test_a_workspace_task_request_must_name_its_output_path(
     monkeypatch.setenv("ENVC_TEST_KEY", SECRET)
     env = analyse_file(ROOT / "specs" / "claw_workspace.envspec").environment
     assert env is not None
-    loaded = load_env(env, ROOT / "generated" / "claw_workspace")
+    out = tmp_path / "packages"  # compiled here: the spec's families are part of the package
+    pipeline.compile_specs([ROOT / "specs" / "claw_workspace.envspec"], pipeline.Options(out, ROOT, qc=False))
+    loaded = load_env(env, out / "claw_workspace")
     claw = {
         "claw_workspace": dataclasses.replace(
             loaded, model=loaded.model.model_copy(update={"path": str(tmp_path / "c.envspec")})
@@ -282,13 +285,15 @@ def test_a_workspace_task_request_must_name_its_output_path(
     }
     options = task_build.TaskOptions(tasks=8, seed=5)
     task = next(
-        t for t in tasks.synthesise(tasks.sampler_for(claw, options), options, declared=False)[0] if "workspace" in t
+        t
+        for t in tasks.synthesise(tasks.sampler_for(claw, options), options, declared=False)[0]
+        if t["source"].get("family") == "monthly_scores"
     )
     output = task["workspace"]["outputs"][0]
-    server = served(
-        script(lambda data, n: "Work out this month's scores." if n == 1 else f'Compute the scores into "{output}".')
-    )
+    values = task["source"]["values"]
+    named = f'Compute the {values["month_name"]} 2025 scores of the {values["plant"]} plant into "{output}".'
+    server = served(script(lambda data, n: "Work out this month's scores." if n == 1 else named))
     writer = llm_tasks.LLMRequests(config(server.url), OpenAIProvider(config(server.url)))
     rewritten = writer.rewrite(task, claw)
-    assert rewritten["prompt"] == f'Compute the scores into "{output}".' and rewritten["workspace"] == task["workspace"]
+    assert rewritten["prompt"] == named and rewritten["workspace"] == task["workspace"]
     assert writer.stats.failures == {"names_every_value": 1}  # the first reply named no output path
