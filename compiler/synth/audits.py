@@ -412,7 +412,7 @@ def _undetermined_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]
     """Argument values of gold calls the agent cannot know: not in the prompt, not in the
     initial state, world or schemas, not returned by an earlier call."""
     _, initial, results = replay(envs, task, task["gold_calls"])
-    known = {name: discoverable(envs[name], state) | _derived(task, state) for name, state in initial.items()}
+    known = {name: discoverable(envs[name], state) | _derived(task) for name, state in initial.items()}
     found: set[Any] = set()
     for index, call in enumerate(task["gold_calls"]):
         earlier = set().union(*(scalars(r) for r in results[:index])) if index else set()
@@ -422,7 +422,7 @@ def _undetermined_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]
     return found
 
 
-def _derived(task: dict[str, Any], state: Any) -> set[Any]:
+def _derived(task: dict[str, Any]) -> set[Any]:
     """What the agent can derive though the start holds it nowhere: the arguments a
     family's solution computed from the start (a total, a workspace report; the spec's
     code, rebuilt from the seed by the determinism and workspace_script audits)."""
@@ -478,7 +478,7 @@ def required_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> 
         env = envs[call["env"]]
         if not env.tools[tool_of(call)].writes:
             continue
-        derived = _derived(task, initial[call["env"]])
+        derived = _derived(task)
         earlier = set().union(*(scalars(r) for r in results[:index])) if index else set()
         params = {p.name: p for p in env.tools[tool_of(call)].params}
         said = [v for n, v in call["args"].items() if n not in params or param_default(params[n]) != (True, v)]
