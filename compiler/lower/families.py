@@ -73,7 +73,7 @@ def _plan_function(
     whole; the seed's draws, and the generator put back as it was at the end, are
     journaled too (a fork records them)."""
     emitter = _emitter(env, tables, "plan", family.plan)
-    lines = emitter.block(family.plan, 2)
+    lines = emitter.block(family.plan, 2) if family.plan else []  # no plan: one task, no values
     helpers |= emitter.scope.helpers
     values = [stmt.name for stmt in family.plan if isinstance(stmt, ir.Let)]
     result = "{" + ", ".join(f"{py_str(value)}: to_json({value})" for value in values) + "}"

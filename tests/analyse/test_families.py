@@ -36,7 +36,7 @@ def test_inherited_families_analyse_in_the_extending_spec() -> None:
     result = analyse_file(FIXTURES / "shop_extended.envspec")
     assert [d for d in result.diagnostics if d.severity == "error"] == []
     assert result.environment is not None
-    assert [f.name for f in result.environment.families] == ["book_first_free", "cancel_one"]
+    assert [f.name for f in result.environment.families] == ["book_first_free", "cancel_one", "cancel_two"]
 
 
 def test_plan_values_are_typed_in_the_solution_and_verify() -> None:

@@ -123,7 +123,7 @@ def test_families_are_inherited_replaced_in_place_and_dropped() -> None:
     assert loaded.diagnostics == []
     assert loaded.module is not None
     families = loaded.module.families
-    assert [f.name for f in families] == ["book_first_free", "cancel_one"]
+    assert [f.name for f in families] == ["book_first_free", "cancel_one", "cancel_two"]
     assert families[0].kind == "lookup" and families[0].file.endswith("shop_extended.envspec")
 
 

@@ -148,4 +148,4 @@ def test_family_fixtures_compile_with_every_check(spec: str, tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stdout + done.stderr
     tests = (tmp_path / spec / "tests" / "test_environment.py").read_text(encoding="utf-8")
-    assert tests.count("def test_family_") == {"orders_families": 1, "shop_families": 2, "shop_extended": 2}[spec]
+    assert tests.count("def test_family_") == {"orders_families": 1, "shop_families": 2, "shop_extended": 3}[spec]
