@@ -170,6 +170,7 @@ class State(TypedDict):
     next_action_id: int
     audit_log: list[AuditEntry]
     clock: str
+    rng_state: int
 
 
 class World(TypedDict):
@@ -387,6 +388,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "next_action_id": ("int",),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
+    "rng_state": ("int",),
 }
 
 _TYPE_NAMES: Final[dict[str, str]] = {
@@ -733,6 +735,7 @@ DEFAULT_STATE: Final[State] = {
     "next_action_id": 1,
     "audit_log": [],
     "clock": "2025-05-05T08:00:00",
+    "rng_state": 0,
 }
 
 WORLD: Final[World] = {
@@ -1519,6 +1522,7 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
         "next_action_id": state["next_action_id"],
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -1534,6 +1538,7 @@ def copy_state(state: State) -> State:
         "next_action_id": state["next_action_id"],
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -3255,6 +3260,19 @@ class Environment:
             }
         )
 
+    def _random_int(self, low: int, high: int) -> int:
+        """Seeded and stored in state (splitmix64), so a trace replays exactly."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return low + mixed % (high - low + 1)
+
+    def _random_choice(self, items: list[Any]) -> Any:
+        return items[self._random_int(0, len(items) - 1)]
+
     def _advance_clock(self, seconds: int) -> None:
         self._undo.save(self._state, "clock")
         self._state["clock"] = _add_seconds(self._state["clock"], seconds)
@@ -3402,3 +3420,152 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+def _as_session(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A family's plan or solution, run as a tool call is: on a fork, under its family's
+    lock with its own state checked out."""
+    member = _checked_out(run)
+
+    def call(env: Environment, *args: Any) -> Any:
+        return member(env, *args) if isinstance(env, _Member) else run(env, *args)
+
+    return call
+
+
+def _solution_call(
+    env: Environment, calls: list[tuple[str, dict[str, Any], Any]], tool: str, args: dict[str, Any]
+) -> Any:
+    """One tool call of a solution, made as an agent makes it (`call`) and recorded; a
+    refusal (a result holding `error`) fails the solution."""
+    arguments: dict[str, Any] = to_json(args)
+    result = env.call(tool, arguments)
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        raise FamilyFailed(
+            f"`{tool}` refused: {error.get('message', error) if isinstance(error, dict) else error}"
+        )
+    calls.append((tool, arguments, result))
+    return result
+
+
+def _seed_draws(env: Environment, seed: int) -> tuple[int, ...]:
+    """Seed the random built-ins from `seed` (journaled); what they held before."""
+    state = env._state
+    before = (state["rng_state"],)
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = seed % 2**64
+    return before
+
+
+def _restore_draws(env: Environment, before: tuple[int, ...]) -> None:
+    """Put the random built-ins back as they were before the plan (journaled): the
+    task's changes are the plan's own."""
+    state = env._state
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = before[0]
+
+
+def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `quiet_automation`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family quiet_automation"
+    try:
+        _restore = _seed_draws(self, _seed)
+        automation_id = cast("int", self._random_choice([1, 2, 3, 6, 8]))
+        symptoms: dict[int, str] = {
+            1: "The server room reached 31 C overnight and nobody in #it-ops heard about it",
+            2: "The server room dropped to 12 C on Sunday and we only noticed on Monday",
+            3: "Someone came through the front door at 2 a.m. and security got no alert",
+            6: "A critical Grafana alert fired this morning and on-call was never paged",
+            8: "Nobody got the standup reminder in #team today",
+        }
+        symptom = symptoms[automation_id]
+        system = state["automations"][automation_id]["source_filter"]
+        if system is None:
+            raise FamilyFailed("`require system is not None` failed")
+        paused_others = sorted(
+            [
+                r["id"]
+                for r in state["automations"].values()
+                if not r["enabled"] and r["id"] != automation_id
+            ]
+        )
+        paused = cast("bool", self._random_choice([True, False]))
+        if paused:
+            self._undo.save(state["automations"][automation_id], "enabled")
+            state["automations"][automation_id]["enabled"] = False
+        else:
+            self._undo.save(state["automations"][automation_id], "source_filter")
+            state["automations"][automation_id]["source_filter"] = cast(
+                "str", self._random_choice(sorted([s for s in state["sources"] if s != system]))
+            )
+        _values: dict[str, Any] = {
+            "automation_id": to_json(automation_id),
+            "symptoms": to_json(symptoms),
+            "symptom": to_json(symptom),
+            "system": to_json(system),
+            "paused_others": to_json(paused_others),
+            "paused": to_json(paused),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `quiet_automation`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_0(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `quiet_automation`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    state = self._state
+    try:
+        automation_id = conform(_values.get("automation_id"), ("int",), "automation_id")
+        system = conform(_values.get("system"), ("optional", ("str",)), "system")
+        if not state["automations"][automation_id]["enabled"]:
+            _solution_call(self, _calls, "resume_automation", {"automation_id": automation_id})
+        else:
+            _solution_call(
+                self,
+                _calls,
+                "update_automation",
+                {"automation_id": automation_id, "source_filter": system},
+            )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `quiet_automation`: " + str(_error)) from None
+    return _calls
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    "quiet_automation": Family(_as_session(_plan_0), _as_session(_solve_0)),
+}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

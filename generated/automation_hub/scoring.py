@@ -219,10 +219,13 @@ def _holds(item: Any, clause: Mapping[str, Any]) -> bool:
         return value is not _MISSING and value == expected
     if op == "not_equals":
         return value is _MISSING or value != expected
+    if op == "contains":
+        text = isinstance(value, str) and isinstance(expected, str)
+        return (isinstance(value, list) or text) and expected in value
     return isinstance(value, str) and isinstance(expected, str) and value.startswith(expected)
 
 
-WHERE_OPS = ("equals", "not_equals", "starts_with")
+WHERE_OPS = ("equals", "not_equals", "starts_with", "contains")
 """What a `where` clause may ask of a field of each item (a JSON Pointer into the item)."""
 
 OPS = {

@@ -1436,3 +1436,27 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+FAMILIES: Final[dict[str, Family]] = {}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

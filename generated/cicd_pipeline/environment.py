@@ -216,6 +216,7 @@ class State(TypedDict):
     pipeline_commits: dict[str, str]
     audit_log: list[AuditEntry]
     clock: str
+    rng_state: int
 
 
 class World(TypedDict):
@@ -533,6 +534,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "pipeline_commits": ("map", ("str",), ("str",)),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
+    "rng_state": ("int",),
 }
 
 _TYPE_NAMES: Final[dict[str, str]] = {
@@ -828,6 +830,7 @@ DEFAULT_STATE: Final[State] = {
     "pipeline_commits": {},
     "audit_log": [],
     "clock": "2025-06-10T09:00:00",
+    "rng_state": 0,
 }
 
 WORLD: Final[World] = {
@@ -2261,6 +2264,7 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
         "pipeline_commits": dict(state["pipeline_commits"]),
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -2275,6 +2279,7 @@ def copy_state(state: State) -> State:
         "pipeline_commits": dict(state["pipeline_commits"]),
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -4243,6 +4248,19 @@ class Environment:
             }
         )
 
+    def _random_int(self, low: int, high: int) -> int:
+        """Seeded and stored in state (splitmix64), so a trace replays exactly."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return low + mixed % (high - low + 1)
+
+    def _random_choice(self, items: list[Any]) -> Any:
+        return items[self._random_int(0, len(items) - 1)]
+
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
     """A tool method of a member: run on this session's state, under the family's lock.
@@ -4386,3 +4404,162 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+def _as_session(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A family's plan or solution, run as a tool call is: on a fork, under its family's
+    lock with its own state checked out."""
+    member = _checked_out(run)
+
+    def call(env: Environment, *args: Any) -> Any:
+        return member(env, *args) if isinstance(env, _Member) else run(env, *args)
+
+    return call
+
+
+def _solution_call(
+    env: Environment, calls: list[tuple[str, dict[str, Any], Any]], tool: str, args: dict[str, Any]
+) -> Any:
+    """One tool call of a solution, made as an agent makes it (`call`) and recorded; a
+    refusal (a result holding `error`) fails the solution."""
+    arguments: dict[str, Any] = to_json(args)
+    result = env.call(tool, arguments)
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        raise FamilyFailed(
+            f"`{tool}` refused: {error.get('message', error) if isinstance(error, dict) else error}"
+        )
+    calls.append((tool, arguments, result))
+    return result
+
+
+def _seed_draws(env: Environment, seed: int) -> tuple[int, ...]:
+    """Seed the random built-ins from `seed` (journaled); what they held before."""
+    state = env._state
+    before = (state["rng_state"],)
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = seed % 2**64
+    return before
+
+
+def _restore_draws(env: Environment, before: tuple[int, ...]) -> None:
+    """Put the random built-ins back as they were before the plan (journaled): the
+    task's changes are the plan's own."""
+    state = env._state
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = before[0]
+
+
+def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `stalled_pipeline`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family stalled_pipeline"
+    try:
+        _restore = _seed_draws(self, _seed)
+        pipeline_id = cast(
+            "str",
+            self._random_choice(
+                sorted([p["id"] for p in state["pipelines"].values() if p["status"] == "pending"])
+            ),
+        )
+        commit = state["pipeline_commits"][pipeline_id]
+        stage_id = cast(
+            "str",
+            self._random_choice(
+                [
+                    s["id"]
+                    for s in state["pipelines"][pipeline_id]["stages"]
+                    if s["worker_id"] is not None
+                ]
+            ),
+        )
+        for stage in state["pipelines"][pipeline_id]["stages"]:
+            if stage["id"] == stage_id:
+                self._undo.save(stage, "worker_id")
+                stage["worker_id"] = None
+        step = stage_id.replace("_", " ")
+        _values: dict[str, Any] = {
+            "pipeline_id": to_json(pipeline_id),
+            "commit": to_json(commit),
+            "stage_id": to_json(stage_id),
+            "step": to_json(step),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `stalled_pipeline`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_0(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `stalled_pipeline`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    state = self._state
+    try:
+        pipeline_id = conform(_values.get("pipeline_id"), ("str",), "pipeline_id")
+        for stage in state["pipelines"][pipeline_id]["stages"]:
+            if stage["worker_id"] is None:
+                capable: list[str] = [
+                    w
+                    for w in self._eligible_workers(stage["requires"])
+                    if state["runners"][w]["status"] == "idle"
+                ]
+                _solution_call(
+                    self,
+                    _calls,
+                    "assign_stage",
+                    {"pipeline_id": pipeline_id, "stage_id": stage["id"], "worker_id": capable[0]},
+                )
+        _solution_call(self, _calls, "run_pipeline", {"pipeline_id": pipeline_id})
+        for _attempt in range(6):
+            for stage in state["pipelines"][pipeline_id]["stages"]:
+                if (
+                    self._awaits_retry(stage)
+                    and state["pipelines"][pipeline_id]["status"] == "running"
+                ):
+                    _solution_call(
+                        self,
+                        _calls,
+                        "retry_stage",
+                        {"pipeline_id": pipeline_id, "stage_id": stage["id"]},
+                    )
+            if state["pipelines"][pipeline_id]["status"] == "running":
+                _solution_call(self, _calls, "run_pipeline", {"pipeline_id": pipeline_id})
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `stalled_pipeline`: " + str(_error)) from None
+    return _calls
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    "stalled_pipeline": Family(_as_session(_plan_0), _as_session(_solve_0)),
+}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

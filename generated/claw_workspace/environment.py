@@ -138,12 +138,24 @@ class CsvPreview(TypedDict):
     rows_with_blanks: list[int]
 
 
+class StaffMember(TypedDict):
+    """One employee as the HR system knows them: a line of the roster export."""
+
+    employee_id: str
+    name: str
+    role: str
+    team: str
+    status: str
+    start_date: str
+
+
 class State(TypedDict):
     """The whole mutable state of one session; `DEFAULT_STATE` is S0."""
 
     files: dict[str, WorkspaceFile]
     audit_log: list[AuditEntry]
     clock: str
+    rng_state: int
 
 
 class World(TypedDict):
@@ -152,6 +164,11 @@ class World(TypedDict):
     limits: PathLimits
     file_types: dict[str, FileType]
     read_only: list[str]
+    plant_sites: list[str]
+    first_names: list[str]
+    last_names: list[str]
+    role_teams: dict[str, str]
+    month_names: list[str]
 
 
 # --------------------------------------------------------------------------- errors
@@ -311,6 +328,14 @@ RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
         ("ragged_rows", ("list", ("int",)), True, None),
         ("rows_with_blanks", ("list", ("int",)), True, None),
     ),
+    "StaffMember": (
+        ("employee_id", ("str",), True, None),
+        ("name", ("str",), True, None),
+        ("role", ("str",), True, None),
+        ("team", ("str",), True, None),
+        ("status", ("str",), True, None),
+        ("start_date", ("str",), True, None),
+    ),
 }
 """Per record: (field, kind, required, default) for validating data from outside."""
 
@@ -318,6 +343,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "files": ("map", ("str",), ("record", "WorkspaceFile")),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
+    "rng_state": ("int",),
 }
 
 _TYPE_NAMES: Final[dict[str, str]] = {
@@ -669,6 +695,7 @@ DEFAULT_STATE: Final[State] = {
     },
     "audit_log": [],
     "clock": "2025-04-01T09:00:00",
+    "rng_state": 0,
 }
 
 WORLD: Final[World] = {
@@ -688,6 +715,59 @@ WORLD: Final[World] = {
         "log": "text",
     },
     "read_only": ["hr", "policy"],
+    "plant_sites": [
+        "porto",
+        "gdansk",
+        "turin",
+        "ghent",
+        "brno",
+        "tampere",
+        "bilbao",
+        "graz",
+        "aarhus",
+    ],
+    "first_names": [
+        "Amira",
+        "Bruno",
+        "Chen",
+        "Dana",
+        "Emil",
+        "Fatima",
+        "Goran",
+        "Hana",
+        "Ivan",
+        "Jonas",
+        "Kai",
+        "Lea",
+    ],
+    "last_names": [
+        "Haddad",
+        "Keller",
+        "Wei",
+        "Okafor",
+        "Novak",
+        "Zahra",
+        "Petrov",
+        "Sato",
+        "Morales",
+        "Berg",
+        "Rossi",
+    ],
+    "role_teams": {"assembler": "line-a", "inspector": "qa", "technician": "maintenance"},
+    "month_names": [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ],
 }
 
 SCENARIOS: Final[dict[str, dict[str, Any]]] = {
@@ -886,6 +966,7 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
         "files": {k0: dict(v0) for k0, v0 in state["files"].items()},
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -895,6 +976,7 @@ def copy_state(state: State) -> State:
         "files": {k0: _copy_WorkspaceFile(a) for k0, a in state["files"].items()},
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -1440,6 +1522,12 @@ def _matches(text: str, pattern: str) -> bool:
         return re.fullmatch(pattern, text) is not None
     except re.error:
         return False
+
+
+def _parse_int(text: str) -> int | None:
+    """Decimal digits with an optional sign, else None."""
+    stripped = text.strip()
+    return int(stripped) if re.fullmatch(r"[-+]?[0-9]{1,18}", stripped) else None
 
 
 # --------------------------------------------------------------------------- environment
@@ -2093,6 +2181,345 @@ class Environment:
             "size": len(self._below(path)),
         }
 
+    def _shuffled(self, items: list[str]) -> list[str]:
+        """The items in a random order (Fisher-Yates on the seeded generator)."""
+        out = list(items)
+        for i in reversed(list(range(1, len(out)))):
+            j = self._random_int(0, i)
+            held = out[i]
+            out[i] = out[j]
+            out[j] = held
+        return out
+
+    def _draw_staff(self, count: int) -> list[StaffMember]:
+        """`count` employees with distinct names and consecutive ids from a random base, each
+        with a random role and a status that is mostly `active`.
+        """
+        base = self._random_int(1, 8) * 1000 + self._random_int(1, 8) * 10
+        everyone: list[str] = []
+        for first in WORLD["first_names"]:
+            for last in WORLD["last_names"]:
+                everyone.append(f"{first} {last}")
+        staff: list[StaffMember] = []
+        for name in self._shuffled(everyone)[:count]:
+            role = cast("str", self._random_choice(sorted(WORLD["role_teams"])))
+            roll = self._random_int(1, 10)
+            status = "active" if roll <= 8 else "on_leave" if roll == 9 else "terminated"
+            started = (
+                f"20{self._random_int(15, 24)}-0{self._random_int(1, 9)}-1{self._random_int(0, 9)}"
+            )
+            staff.append(
+                {
+                    "employee_id": f"E{base + len(staff) + 1}",
+                    "name": name,
+                    "role": role,
+                    "team": WORLD["role_teams"][role],
+                    "status": status,
+                    "start_date": started,
+                }
+            )
+        return staff
+
+    def _draw_weights(self) -> dict[str, list[int]]:
+        """Each role's unit weight and defect penalty."""
+        weights: dict[str, list[int]] = {}
+        for role in sorted(WORLD["role_teams"]):
+            weights[role] = [self._random_int(1, 4), self._random_int(2, 6)]
+        return weights
+
+    def _roster_line(self, s: StaffMember) -> str:
+        """Helper `roster_line`."""
+        return f"{s['employee_id']},{s['name']},{s['role']},{s['team']},{s['status']},{s['start_date']}"
+
+    def _roster_text(self, lines: list[str]) -> str:
+        """Helper `roster_text`."""
+        return "\n".join(["employee_id,name,role,team,status,start_date"] + lines) + "\n"
+
+    def _ledger_text(self, rows: list[str]) -> str:
+        """Helper `ledger_text`."""
+        return "\n".join(["date,employee_id,units,defects,status"] + rows) + "\n"
+
+    def _noisy_roster(self, staff: list[StaffMember]) -> str:
+        """The HR export with the noise real exports have: one employee's line repeated as is,
+        a second line for another employee that disagrees on the role, and a third
+        employee's line with the role left blank.
+        """
+        picked = self._shuffled([s["employee_id"] for s in staff])
+        lines: list[str] = []
+        for s in staff:
+            lines.append(
+                self._roster_line(
+                    {
+                        "employee_id": s["employee_id"],
+                        "name": s["name"],
+                        "role": "",
+                        "team": s["team"],
+                        "status": s["status"],
+                        "start_date": s["start_date"],
+                    }
+                )
+                if s["employee_id"] == picked[2]
+                else self._roster_line(s)
+            )
+        for s in staff:
+            if s["employee_id"] == picked[0]:
+                lines.append(self._roster_line(s))
+        for s in staff:
+            if s["employee_id"] == picked[1]:
+                lines.append(
+                    self._roster_line(
+                        {
+                            "employee_id": s["employee_id"],
+                            "name": s["name"],
+                            "role": "technician" if s["role"] != "technician" else "assembler",
+                            "team": s["team"],
+                            "status": s["status"],
+                            "start_date": s["start_date"],
+                        }
+                    )
+                )
+        return self._roster_text(lines)
+
+    def _noisy_ledger(self, staff: list[StaffMember], month: str, previous: str) -> list[str]:
+        """The month's ledger rows, shuffled: one to three `ok` rows per employee, then a void
+        row, a row of the previous month, a row with units in words, one with negative
+        units and one of an employee id nobody has.
+        """
+        ids: list[str] = [s["employee_id"] for s in staff]
+        rows: list[str] = []
+        for s in staff:
+            for _n in range(self._random_int(1, 3)):
+                rows.append(
+                    f"{month}-{self._random_int(1, 28):02},{s['employee_id']},{self._random_int(5, 300)},{self._random_int(0, 5)},ok"
+                )
+        rows.append(
+            f"{month}-0{self._random_int(1, 9)},{cast('str', self._random_choice(ids))},{self._random_int(50, 200)},1,void"
+        )
+        rows.append(
+            f"{previous}-28,{cast('str', self._random_choice(ids))},{self._random_int(50, 200)},0,ok"
+        )
+        rows.append(
+            f"{month}-1{self._random_int(0, 9)},{cast('str', self._random_choice(ids))},{self._random_int(50, 200)},two,ok"
+        )
+        rows.append(
+            f"{month}-2{self._random_int(0, 8)},{cast('str', self._random_choice(ids))},-{self._random_int(1, 9)},0,ok"
+        )
+        rows.append(
+            f"{month}-1{self._random_int(0, 9)},E{self._random_int(9000, 9999)},{self._random_int(5, 90)},0,ok"
+        )
+        return self._shuffled(rows)
+
+    def _rules_text(self, title: str, note: str, weights: dict[str, list[int]]) -> str:
+        """A scoring policy: who is scored, which ledger rows count, and each role's weights."""
+        table = "".join(
+            [f"| {role} | {weights[role][0]} | {weights[role][1]} |\n" for role in sorted(weights)]
+        )
+        policy = "## Who is scored\n- Every employee whose roster status is `active`.\n- A roster line with an empty field is incomplete: leave that employee out.\n- An employee_id on several roster lines that disagree is inconsistent: leave that employee out. Identical repeated lines count as one.\n\n## Which ledger rows count\n- Only rows dated inside the month being scored, whose status is `ok`.\n- units and defects must both be whole numbers of 0 or more; skip any other row.\n\n## Score\nscore = units x unit weight - defects x defect penalty, summed over the employee's counted rows, with the weights of the employee's role:\n\n| role | unit weight | defect penalty |\n|------|-------------|----------------|"
+        header = f"# Monthly performance scoring ({title})\n\n{note}\n\nApplies to the monthly report reports/scores_YYYY-MM.csv.\n\n"
+        return (
+            header
+            + policy
+            + "\n"
+            + table
+            + "\nA negative total is reported as 0. A scored employee without counted rows gets 0.\n"
+        )
+
+    def _seed_plant_folder(self, site: str, month_number: int) -> None:
+        """A plant's folder for scoring one month: the HR roster, the month's ledger and the
+        scoring rules in force (with their noisy records), beside look-alikes an agent must
+        not use: last month's roster export, ledger and report, a draft ledger with half
+        the rows, and superseded rules with other weights.
+        """
+        state = self._state
+        month = f"2025-{month_number:02}"
+        previous = f"2025-{month_number - 1:02}"
+        staff = self._draw_staff(self._random_int(6, 9))
+        weights = self._draw_weights()
+        stale_weights: dict[str, list[int]] = {
+            role: [weights[role][0] + 1, weights[role][1] - 1] for role in weights
+        }
+        ledger = self._noisy_ledger(staff, month, previous)
+        stale: list[str] = [self._roster_line(s) for s in staff[: len(staff) - 1]]
+        first = staff[0]
+        stale[0] = self._roster_line(
+            {
+                "employee_id": first["employee_id"],
+                "name": first["name"],
+                "role": first["role"],
+                "team": first["team"],
+                "status": "on_leave" if first["status"] == "active" else "active",
+                "start_date": first["start_date"],
+            }
+        )
+        self._undo.save(state["files"], f"{site}/README.md")
+        state["files"][f"{site}/README.md"] = {
+            "content": f"# {site.title()} plant\n\nhr/ staff records, ledger/ monthly output, policy/ rules, reports/ outputs.\n",
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        }
+        self._undo.save(state["files"], f"{site}/hr/employee_roster.csv")
+        state["files"][f"{site}/hr/employee_roster.csv"] = {
+            "content": self._noisy_roster(staff),
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        }
+        self._undo.save(state["files"], f"{site}/hr/employee_roster_{previous}.csv")
+        state["files"][f"{site}/hr/employee_roster_{previous}.csv"] = {
+            "content": self._roster_text(stale),
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        }
+        self._undo.save(state["files"], f"{site}/ledger/output_{month}.csv")
+        state["files"][f"{site}/ledger/output_{month}.csv"] = {
+            "content": self._ledger_text(ledger),
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        }
+        self._undo.save(state["files"], f"{site}/ledger/output_{month}_draft.csv")
+        state["files"][f"{site}/ledger/output_{month}_draft.csv"] = {
+            "content": self._ledger_text(ledger[: len(ledger) // 2]),
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        }
+        self._undo.save(state["files"], f"{site}/ledger/output_{previous}.csv")
+        state["files"][f"{site}/ledger/output_{previous}.csv"] = {
+            "content": self._ledger_text([row.replace(month, previous) for row in ledger[:4]]),
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        }
+        self._undo.save(state["files"], f"{site}/policy/scoring_rules.md")
+        state["files"][f"{site}/policy/scoring_rules.md"] = {
+            "content": self._rules_text(
+                "current, in force since 2025-01-01", "This version is in force.", weights
+            ),
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        }
+        self._undo.save(state["files"], f"{site}/policy/scoring_rules_2024.md")
+        state["files"][f"{site}/policy/scoring_rules_2024.md"] = {
+            "content": self._rules_text(
+                "v2, SUPERSEDED", "Replaced on 2025-01-01; kept for reference.", stale_weights
+            ),
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        }
+        self._undo.save(state["files"], f"{site}/reports/scores_{previous}.csv")
+        state["files"][f"{site}/reports/scores_{previous}.csv"] = {
+            "content": "employee_id,score\n"
+            + "".join([f"{s['employee_id']},{self._random_int(0, 900)}\n" for s in staff[:3]]),
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        }
+
+    def _csv_rows(self, text: str) -> list[list[str]]:
+        """The data rows of CSV text split as csv_preview splits them (blank lines dropped, no header)."""
+        lines: list[str] = [line.strip() for line in text.split("\n") if line.strip() != ""]
+        return [line.split(",") for line in lines[1:]]
+
+    def _whole_number(self, text: str) -> int:
+        """A whole number of 0 or more written in digits, or -1 for anything else ("two", "-5", "12.5", "")."""
+        n = _parse_int(text)
+        if n is None or not text.isdigit():
+            return -1
+        return n
+
+    def _rule_weights(self, rules: str) -> dict[str, list[int]]:
+        """The unit weight and defect penalty of each role, from the `| role | w | p |` rows of a rules file."""
+        weights: dict[str, list[int]] = {}
+        for line in rules.split("\n"):
+            text = line.strip()
+            if len(text) > 1 and text.startswith("|") and text.endswith("|"):
+                cells: list[str] = [c.strip() for c in text[1 : len(text) - 1].split("|")]
+                if (
+                    len(cells) == 3
+                    and self._whole_number(cells[1]) >= 0
+                    and self._whole_number(cells[2]) >= 0
+                ):
+                    weights[cells[0]] = [self._whole_number(cells[1]), self._whole_number(cells[2])]
+        return weights
+
+    def _scored_roles(
+        self, roster: list[list[str]], weights: dict[str, list[int]]
+    ) -> dict[str, str]:
+        """The role of each employee who is scored: active, on roster lines that all agree
+        (an identical repeat counts once), with no empty field, in a role the rules weigh.
+        """
+        lines: dict[str, list[str]] = {}
+        for row in roster:
+            text = ",".join(row)
+            if row[0] not in lines:
+                lines[row[0]] = []
+            if text not in lines[row[0]]:
+                lines[row[0]].append(text)
+        scored: dict[str, str] = {}
+        for employee, variants in lines.items():
+            fields = variants[0].split(",")
+            if (
+                len(variants) == 1
+                and len(fields) == 6
+                and "" not in fields
+                and fields[4] == "active"
+                and fields[2] in weights
+            ):
+                scored[employee] = fields[2]
+        return scored
+
+    def _scores_report(
+        self, rules: str, roster: list[list[str]], ledger: list[list[str]], month: str
+    ) -> str:
+        """The month's report by the rules a rules file states: per scored employee, units x
+        unit weight - defects x defect penalty over the ledger rows of the month whose status
+        is `ok` and whose counts are whole numbers, negative totals as 0, in id order.
+        """
+        weights = self._rule_weights(rules)
+        scored = self._scored_roles(roster, weights)
+        totals: dict[str, int] = {}
+        for employee in scored:
+            totals[employee] = 0
+        for row in ledger:
+            if (
+                len(row) == 5
+                and row[0].startswith(month + "-")
+                and row[4] == "ok"
+                and row[1] in scored
+            ):
+                units = self._whole_number(row[2])
+                defects = self._whole_number(row[3])
+                if units >= 0 and defects >= 0:
+                    w = weights[scored[row[1]]]
+                    totals[row[1]] += units * w[0] - defects * w[1]
+        return "employee_id,score\n" + "".join(
+            [f"{employee},{max(0, totals[employee])}\n" for employee in sorted(totals)]
+        )
+
+    def _malformed(self, line: str, fault: int) -> str:
+        """A report line `id,score` broken the way hand edits break CSV: 1 a semicolon for the
+        comma, 2 a decimal score, 3 spaces around the comma, 4 a trailing comma.
+        """
+        cells = line.split(",")
+        if fault == 1:
+            return f"{cells[0]};{cells[1]}"
+        if fault == 2:
+            return f"{cells[0]},{cells[1]}.0"
+        if fault == 3:
+            return f"{cells[0]} , {cells[1]}"
+        return line + ","
+
+    def _repaired_line(self, line: str) -> str:
+        """A report line read as `employee_id,score`: a semicolon taken for the comma, spaces
+        and empty cells dropped, a whole score written without decimals.
+        """
+        cells: list[str] = [c.strip() for c in line.replace(";", ",").split(",") if c.strip() != ""]
+        if len(cells) != 2:
+            return line
+        score = cells[1][: len(cells[1]) - 2] if cells[1].endswith(".0") else cells[1]
+        return f"{cells[0]},{score}"
+
+    def _repaired_report(self, text: str) -> str:
+        """A score report with every data line repaired (`repaired_line`), blank lines dropped."""
+        lines: list[str] = [line for line in text.split("\n") if line.strip() != ""]
+        return "\n".join([lines[0]] + [self._repaired_line(line) for line in lines[1:]]) + "\n"
+
     def _audit(self, action: str, entity: str, detail: str) -> None:
         log = self._state["audit_log"]
         self._undo.save_length(log)
@@ -2106,6 +2533,19 @@ class Environment:
                 "detail": detail,
             }
         )
+
+    def _random_int(self, low: int, high: int) -> int:
+        """Seeded and stored in state (splitmix64), so a trace replays exactly."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return low + mixed % (high - low + 1)
+
+    def _random_choice(self, items: list[Any]) -> Any:
+        return items[self._random_int(0, len(items) - 1)]
 
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -2250,3 +2690,248 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+def _as_session(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A family's plan or solution, run as a tool call is: on a fork, under its family's
+    lock with its own state checked out."""
+    member = _checked_out(run)
+
+    def call(env: Environment, *args: Any) -> Any:
+        return member(env, *args) if isinstance(env, _Member) else run(env, *args)
+
+    return call
+
+
+def _solution_call(
+    env: Environment, calls: list[tuple[str, dict[str, Any], Any]], tool: str, args: dict[str, Any]
+) -> Any:
+    """One tool call of a solution, made as an agent makes it (`call`) and recorded; a
+    refusal (a result holding `error`) fails the solution."""
+    arguments: dict[str, Any] = to_json(args)
+    result = env.call(tool, arguments)
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        raise FamilyFailed(
+            f"`{tool}` refused: {error.get('message', error) if isinstance(error, dict) else error}"
+        )
+    calls.append((tool, arguments, result))
+    return result
+
+
+def _seed_draws(env: Environment, seed: int) -> tuple[int, ...]:
+    """Seed the random built-ins from `seed` (journaled); what they held before."""
+    state = env._state
+    before = (state["rng_state"],)
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = seed % 2**64
+    return before
+
+
+def _restore_draws(env: Environment, before: tuple[int, ...]) -> None:
+    """Put the random built-ins back as they were before the plan (journaled): the
+    task's changes are the plan's own."""
+    state = env._state
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = before[0]
+
+
+def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `monthly_scores`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family monthly_scores"
+    try:
+        _restore = _seed_draws(self, _seed)
+        site = cast("str", self._random_choice(WORLD["plant_sites"]))
+        month_number = self._random_int(2, 12)
+        self._seed_plant_folder(site, month_number)
+        plant = site.title()
+        month = f"2025-{month_number:02}"
+        month_name = WORLD["month_names"][month_number - 1]
+        rules_path = f"{site}/policy/scoring_rules.md"
+        roster_path = f"{site}/hr/employee_roster.csv"
+        ledger_path = f"{site}/ledger/output_{month}.csv"
+        output = f"{site}/reports/scores_{month}.csv"
+        answer = self._scores_report(
+            state["files"][rules_path]["content"],
+            self._csv_rows(state["files"][roster_path]["content"]),
+            self._csv_rows(state["files"][ledger_path]["content"]),
+            month,
+        )
+        rows: list[str] = [f"\n{line}\n" for line in answer.split("\n")[1:] if line != ""]
+        left_out: list[str] = [
+            f"\n{e},"
+            for e in list(
+                dict.fromkeys(
+                    [row[0] for row in self._csv_rows(state["files"][roster_path]["content"])]
+                )
+            )
+            if f"\n{e}," not in answer
+        ]
+        if 3 * len(rows) < 2 + len(left_out):
+            raise FamilyFailed("`require 3 * len(rows) >= 2 + len(left_out)` failed")
+        _values: dict[str, Any] = {
+            "site": to_json(site),
+            "month_number": to_json(month_number),
+            "plant": to_json(plant),
+            "month": to_json(month),
+            "month_name": to_json(month_name),
+            "rules_path": to_json(rules_path),
+            "roster_path": to_json(roster_path),
+            "ledger_path": to_json(ledger_path),
+            "output": to_json(output),
+            "answer": to_json(answer),
+            "rows": to_json(rows),
+            "left_out": to_json(left_out),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `monthly_scores`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_0(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `monthly_scores`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        site = conform(_values.get("site"), ("str",), "site")
+        month = conform(_values.get("month"), ("str",), "month")
+        rules_path = conform(_values.get("rules_path"), ("str",), "rules_path")
+        roster_path = conform(_values.get("roster_path"), ("str",), "roster_path")
+        ledger_path = conform(_values.get("ledger_path"), ("str",), "ledger_path")
+        output = conform(_values.get("output"), ("str",), "output")
+        _solution_call(self, _calls, "ls", {"path": site, "recursive": True})
+        rules = _solution_call(self, _calls, "read", {"path": rules_path})
+        roster = _solution_call(self, _calls, "csv_preview", {"path": roster_path, "max_rows": 500})
+        ledger = _solution_call(self, _calls, "csv_preview", {"path": ledger_path, "max_rows": 500})
+        _solution_call(
+            self,
+            _calls,
+            "write",
+            {
+                "path": output,
+                "content": self._scores_report(
+                    rules["content"], roster["rows"], ledger["rows"], month
+                ),
+            },
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `monthly_scores`: " + str(_error)) from None
+    return _calls
+
+
+def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `malformed_report_line`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family malformed_report_line"
+    try:
+        _restore = _seed_draws(self, _seed)
+        site = cast("str", self._random_choice(WORLD["plant_sites"]))
+        plant = site.title()
+        month_number = self._random_int(2, 12)
+        month_name = WORLD["month_names"][month_number - 1]
+        report_path = f"{site}/reports/scores_2025-{month_number:02}.csv"
+        if report_path in state["files"]:
+            raise FamilyFailed("`require report_path not in files` failed")
+        lines: list[str] = [
+            f"{s['employee_id']},{self._random_int(0, 900)}"
+            for s in self._draw_staff(self._random_int(5, 8))
+        ]
+        fixed = "employee_id,score\n" + "".join([line + "\n" for line in lines])
+        broken_at = self._random_int(0, len(lines) - 1)
+        line_number = broken_at + 2
+        good_line = lines[broken_at]
+        employee = good_line.split(",")[0]
+        bad_line = self._malformed(good_line, self._random_int(1, 4))
+        self._undo.save(state["files"], report_path)
+        state["files"][report_path] = {
+            "content": fixed.replace(f"\n{good_line}\n", f"\n{bad_line}\n"),
+            "version": 1,
+            "modified_at": "2025-04-01T08:00:00",
+        }
+        good_row = f"\n{good_line}\n"
+        bad_row = f"\n{bad_line}\n"
+        _values: dict[str, Any] = {
+            "site": to_json(site),
+            "plant": to_json(plant),
+            "month_number": to_json(month_number),
+            "month_name": to_json(month_name),
+            "report_path": to_json(report_path),
+            "lines": to_json(lines),
+            "fixed": to_json(fixed),
+            "broken_at": to_json(broken_at),
+            "line_number": to_json(line_number),
+            "good_line": to_json(good_line),
+            "employee": to_json(employee),
+            "bad_line": to_json(bad_line),
+            "good_row": to_json(good_row),
+            "bad_row": to_json(bad_row),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `malformed_report_line`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_1(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `malformed_report_line`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        report_path = conform(_values.get("report_path"), ("str",), "report_path")
+        report = _solution_call(self, _calls, "read", {"path": report_path})
+        _solution_call(
+            self,
+            _calls,
+            "write",
+            {"path": report_path, "content": self._repaired_report(report["content"])},
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `malformed_report_line`: " + str(_error)) from None
+    return _calls
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    "monthly_scores": Family(_as_session(_plan_0), _as_session(_solve_0)),
+    "malformed_report_line": Family(_as_session(_plan_1), _as_session(_solve_1)),
+}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

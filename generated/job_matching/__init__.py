@@ -3,10 +3,13 @@
 
 from .environment import (
     DEFAULT_STATE,
+    FAMILIES,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    Family,
+    FamilyFailed,
     ScenarioError,
     State,
 )
@@ -16,12 +19,15 @@ from .sessions import SessionError, SessionStore
 
 __all__ = [
     "DEFAULT_STATE",
+    "FAMILIES",
     "SCENARIOS",
     "TOOL_SPECS",
     "DomainError",
     "Environment",
     "Episode",
     "EpisodeError",
+    "Family",
+    "FamilyFailed",
     "ScenarioError",
     "SessionError",
     "SessionStore",

@@ -144,6 +144,7 @@ class State(TypedDict):
     next_match_id: int
     audit_log: list[AuditEntry]
     clock: str
+    rng_state: int
 
 
 class World(TypedDict):
@@ -308,6 +309,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "next_match_id": ("int",),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
+    "rng_state": ("int",),
 }
 
 _TYPE_NAMES: Final[dict[str, str]] = {
@@ -600,6 +602,7 @@ DEFAULT_STATE: Final[State] = {
     "next_match_id": 1,
     "audit_log": [],
     "clock": "2025-05-12T09:30:00",
+    "rng_state": 0,
 }
 
 WORLD: Final[World] = {
@@ -1455,6 +1458,7 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
         "next_match_id": state["next_match_id"],
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -1466,6 +1470,7 @@ def copy_state(state: State) -> State:
         "next_match_id": state["next_match_id"],
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -2236,6 +2241,10 @@ class _Family:
         self.applied = delta
 
 
+def _add_hours(text: str, hours: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(hours=hours), text)
+
+
 def _as_bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
@@ -2254,6 +2263,18 @@ def _as_number(value: Any) -> float | None:
 
 def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _format_like(moment: dt.datetime, template: str) -> str:
+    """Back to text, in the same shape (date or datetime) as the input had."""
+    return (
+        moment.date().isoformat() if "T" not in template else moment.isoformat(timespec="seconds")
+    )
+
+
+def _moment(text: str) -> dt.datetime:
+    """An ISO-8601 date or datetime as a datetime (dates at midnight)."""
+    return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
 
 
 def _type_of(value: Any) -> str:
@@ -2936,6 +2957,32 @@ class Environment:
             "seniority": job["seniority"],
         }
 
+    def _shortlist_pair(self, pool_id: str, supply_id: str, demand_id: str) -> int:
+        """A pending match of one pair as a shortlist run would have made it, scored with the
+        pool's criteria: task families plant earlier shortlists with it. Returns its id.
+        """
+        state = self._state
+        pool = self._find_pool(pool_id)
+        scored = self._score_pair(pool, pool["supply"][supply_id], pool["demand"][demand_id])
+        m: Match = {
+            "id": state["next_match_id"],
+            "pool_id": pool_id,
+            "supply_id": supply_id,
+            "demand_id": demand_id,
+            "score": scored["score"],
+            "breakdown": scored["breakdown"],
+            "status": "pending",
+            "decided_by": None,
+            "note": "",
+            "created_at": _add_hours(state["clock"], -24),
+            "decided_at": None,
+        }
+        self._undo.save(state["match_records"], m["id"])
+        state["match_records"][m["id"]] = m
+        self._undo.save(state, "next_match_id")
+        state["next_match_id"] += 1
+        return m["id"]
+
     def _audit(self, action: str, entity: str, detail: str) -> None:
         log = self._state["audit_log"]
         self._undo.save_length(log)
@@ -2949,6 +2996,29 @@ class Environment:
                 "detail": detail,
             }
         )
+
+    def _random_int(self, low: int, high: int) -> int:
+        """Seeded and stored in state (splitmix64), so a trace replays exactly."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return low + mixed % (high - low + 1)
+
+    def _random_choice(self, items: list[Any]) -> Any:
+        return items[self._random_int(0, len(items) - 1)]
+
+    def _random_float(self) -> float:
+        """A float in [0, 1): the top 53 bits of one splitmix64 step on `rng_state`, / 2**53."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return (mixed >> 11) / 2**53
 
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -3093,3 +3163,245 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+def _as_session(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A family's plan or solution, run as a tool call is: on a fork, under its family's
+    lock with its own state checked out."""
+    member = _checked_out(run)
+
+    def call(env: Environment, *args: Any) -> Any:
+        return member(env, *args) if isinstance(env, _Member) else run(env, *args)
+
+    return call
+
+
+def _solution_call(
+    env: Environment, calls: list[tuple[str, dict[str, Any], Any]], tool: str, args: dict[str, Any]
+) -> Any:
+    """One tool call of a solution, made as an agent makes it (`call`) and recorded; a
+    refusal (a result holding `error`) fails the solution."""
+    arguments: dict[str, Any] = to_json(args)
+    result = env.call(tool, arguments)
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        raise FamilyFailed(
+            f"`{tool}` refused: {error.get('message', error) if isinstance(error, dict) else error}"
+        )
+    calls.append((tool, arguments, result))
+    return result
+
+
+def _seed_draws(env: Environment, seed: int) -> tuple[int, ...]:
+    """Seed the random built-ins from `seed` (journaled); what they held before."""
+    state = env._state
+    before = (state["rng_state"],)
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = seed % 2**64
+    return before
+
+
+def _restore_draws(env: Environment, before: tuple[int, ...]) -> None:
+    """Put the random built-ins back as they were before the plan (journaled): the
+    task's changes are the plan's own."""
+    state = env._state
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = before[0]
+
+
+def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `out_of_the_running`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family out_of_the_running"
+    try:
+        _restore = _seed_draws(self, _seed)
+        who = cast("str", self._random_choice(["r-ana", "r-fox", "r-chen", "r-ben"]))
+        name = state["pools"]["engineering"]["supply"][who]["name"]
+        for opening in sorted(state["pools"]["engineering"]["demand"]):
+            if (
+                self._pair_match("engineering", who, opening) is None
+                and self._random_float() < 0.75
+            ):
+                self._shortlist_pair("engineering", who, opening)
+        ids = sorted(
+            [
+                m["id"]
+                for m in state["match_records"].values()
+                if m["supply_id"] == who and m["status"] == "pending"
+            ]
+        )
+        if len(ids) < 2:
+            raise FamilyFailed("`require len(ids) >= 2` failed")
+        others_pending = len(
+            [
+                m
+                for m in state["match_records"].values()
+                if m["supply_id"] != who and m["status"] == "pending"
+            ]
+        )
+        note = cast(
+            "str",
+            self._random_choice(
+                [
+                    "accepted another offer",
+                    "withdrew from the process",
+                    "took a counter-offer from the current employer",
+                    "moving abroad, left the market",
+                ]
+            ),
+        )
+        _values: dict[str, Any] = {
+            "who": to_json(who),
+            "name": to_json(name),
+            "ids": to_json(ids),
+            "others_pending": to_json(others_pending),
+            "note": to_json(note),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `out_of_the_running`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_0(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `out_of_the_running`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    state = self._state
+    try:
+        who = conform(_values.get("who"), ("str",), "who")
+        note = conform(_values.get("note"), ("str",), "note")
+        for m in state["match_records"].values():
+            if m["supply_id"] == who and m["status"] == "pending":
+                _solution_call(
+                    self,
+                    _calls,
+                    "reject_match",
+                    {"match_id": m["id"], "on_behalf_of": "supply", "note": note},
+                )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `out_of_the_running`: " + str(_error)) from None
+    return _calls
+
+
+def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `offer_to_the_strongest`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family offer_to_the_strongest"
+    try:
+        _restore = _seed_draws(self, _seed)
+        opening = cast("str", self._random_choice(["j-backend", "j-data"]))
+        title = state["pools"]["engineering"]["demand"][opening]["name"]
+        for applicant in sorted(state["pools"]["engineering"]["supply"]):
+            if (
+                self._pair_match("engineering", applicant, opening) is None
+                and self._random_float() < 0.6
+            ):
+                self._shortlist_pair("engineering", applicant, opening)
+        scores: list[float] = [
+            m["score"]
+            for m in state["match_records"].values()
+            if m["demand_id"] == opening and m["status"] == "pending"
+        ]
+        if len(scores) < 2:
+            raise FamilyFailed("`require len(scores) >= 2` failed")
+        best = max(scores)
+        top: list[int] = [
+            m["id"]
+            for m in state["match_records"].values()
+            if m["demand_id"] == opening and m["status"] == "pending" and m["score"] == best
+        ]
+        if len(top) != 1:
+            raise FamilyFailed("`require len(top) == 1` failed")
+        match_id = top[0]
+        still_pending = len(scores) - 1
+        note = cast(
+            "str",
+            self._random_choice(
+                [
+                    "offer sent at the top of the band",
+                    "verbal yes on the phone; contract to follow",
+                    "start date agreed for 1 July",
+                    "relocation package included",
+                    "salary matched at 80k",
+                    "client waived the take-home test",
+                ]
+            ),
+        )
+        _values: dict[str, Any] = {
+            "opening": to_json(opening),
+            "title": to_json(title),
+            "scores": to_json(scores),
+            "best": to_json(best),
+            "top": to_json(top),
+            "match_id": to_json(match_id),
+            "still_pending": to_json(still_pending),
+            "note": to_json(note),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `offer_to_the_strongest`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_1(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `offer_to_the_strongest`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        match_id = conform(_values.get("match_id"), ("int",), "match_id")
+        note = conform(_values.get("note"), ("str",), "note")
+        _solution_call(
+            self,
+            _calls,
+            "accept_match",
+            {"match_id": match_id, "on_behalf_of": "demand", "note": note},
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `offer_to_the_strongest`: " + str(_error)) from None
+    return _calls
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    "out_of_the_running": Family(_as_session(_plan_0), _as_session(_solve_0)),
+    "offer_to_the_strongest": Family(_as_session(_plan_1), _as_session(_solve_1)),
+}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -211,6 +211,7 @@ class State(TypedDict):
     hook_log: list[HookRun]
     audit_log: list[AuditEntry]
     clock: str
+    rng_state: int
 
 
 class World(TypedDict):
@@ -405,6 +406,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "hook_log": ("list", ("record", "HookRun")),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
+    "rng_state": ("int",),
 }
 
 _TYPE_NAMES: Final[dict[str, str]] = {
@@ -843,6 +845,7 @@ DEFAULT_STATE: Final[State] = {
     "hook_log": [],
     "audit_log": [],
     "clock": "2025-04-07T09:00:00",
+    "rng_state": 0,
 }
 
 WORLD: Final[World] = {
@@ -953,6 +956,30 @@ WORLD: Final[World] = {
             "monthly_income": 5000.0,
             "monthly_debt": 600.0,
             "bankruptcies": 1,
+        },
+        "ivy": {
+            "credit_score": 668,
+            "monthly_income": 4200.0,
+            "monthly_debt": 1550.0,
+            "bankruptcies": 0,
+        },
+        "jon": {
+            "credit_score": 731,
+            "monthly_income": 5600.0,
+            "monthly_debt": 800.0,
+            "bankruptcies": 0,
+        },
+        "kim": {
+            "credit_score": 655,
+            "monthly_income": 5100.0,
+            "monthly_debt": 600.0,
+            "bankruptcies": 0,
+        },
+        "lou": {
+            "credit_score": 712,
+            "monthly_income": 3600.0,
+            "monthly_debt": 1100.0,
+            "bankruptcies": 0,
         },
     },
 }
@@ -1561,6 +1588,7 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
         "hook_log": [dict(v0) for v0 in state["hook_log"]],
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -1574,6 +1602,7 @@ def copy_state(state: State) -> State:
         "hook_log": [_copy_HookRun(a) for a in state["hook_log"]],
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -2385,6 +2414,10 @@ class _Family:
         self.applied = delta
 
 
+def _add_hours(text: str, hours: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(hours=hours), text)
+
+
 def _as_list(value: Any) -> list[Any] | None:
     return value if isinstance(value, list) else None
 
@@ -2401,12 +2434,24 @@ def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _format_like(moment: dt.datetime, template: str) -> str:
+    """Back to text, in the same shape (date or datetime) as the input had."""
+    return (
+        moment.date().isoformat() if "T" not in template else moment.isoformat(timespec="seconds")
+    )
+
+
 def _matches(text: str, pattern: str) -> bool:
     """Whole-string match; a pattern that is not a valid regular expression matches nothing."""
     try:
         return re.fullmatch(pattern, text) is not None
     except re.error:
         return False
+
+
+def _moment(text: str) -> dt.datetime:
+    """An ISO-8601 date or datetime as a datetime (dates at midnight)."""
+    return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
 
 
 def _type_of(value: Any) -> str:
@@ -3426,6 +3471,78 @@ class Environment:
                 found.append(name)
         return found
 
+    def _amount_of(self, loan: Loan) -> float:
+        """The amount a loan's data holds, 0 when it has none."""
+        value = loan["data"].get("amount")
+        number: float | None = _as_number(value) if value is not None else None
+        return float(number) if number is not None else 0.0
+
+    def _stages_up_to(self, stage: str) -> list[str]:
+        """The stages of the consumer workflow a loan passed to reach `stage`: a decline comes
+        after underwriting, a withdrawal straight from the application.
+        """
+        if stage == "withdrawn":
+            return ["application", "withdrawn"]
+        if stage == "declined":
+            return ["application", "document_review", "underwriting", "declined"]
+        passed: list[str] = []
+        for step in ["application", "document_review", "underwriting", "approved", "funded"]:
+            passed.append(step)
+            if step == stage:
+                return passed
+        return passed
+
+    def _file_loan(
+        self,
+        applicant: str,
+        product: str,
+        amount: float,
+        term_months: int,
+        stage: str,
+        days_ago: int,
+    ) -> int:
+        """File a consumer loan that is already at `stage`, as the desk's records hold one:
+        documents complete once past the application, the bureau file copied in once
+        decided. Task families plant a customer's other loans with it; returns the id.
+        """
+        state = self._state
+        history = self._stages_up_to(stage)
+        reviewed = len(history) > 2
+        data: dict[str, Any] = {
+            "applicant": applicant,
+            "product": product,
+            "amount": amount,
+            "term_months": term_months,
+            "documents": WORLD["products"][product]["required_documents"] if reviewed else [],
+            "documents_complete": reviewed,
+        }
+        if len(history) > 3 and applicant in WORLD["credit_bureau"]:
+            report = WORLD["credit_bureau"][applicant]
+            data["credit_score"] = report["credit_score"]
+            data["monthly_income"] = report["monthly_income"]
+            data["monthly_debt"] = report["monthly_debt"]
+            data["bankruptcies"] = report["bankruptcies"]
+            data["dti"] = round(
+                (report["monthly_debt"] + amount / term_months) / report["monthly_income"], 3
+            )
+        opened = _add_hours(state["clock"], -24 * days_ago)
+        loan: Loan = {
+            "id": state["next_loan_id"],
+            "machine_id": "consumer_loan",
+            "label": f"{product} loan for {applicant}",
+            "state": stage,
+            "data": data,
+            "history": history,
+            "completed": stage == "funded" or stage == "declined" or stage == "withdrawn",
+            "created_at": opened,
+            "updated_at": opened,
+        }
+        self._undo.save(state["loans"], loan["id"])
+        state["loans"][loan["id"]] = loan
+        self._undo.save(state, "next_loan_id")
+        state["next_loan_id"] += 1
+        return loan["id"]
+
     def _audit(self, action: str, entity: str, detail: str) -> None:
         log = self._state["audit_log"]
         self._undo.save_length(log)
@@ -3439,6 +3556,19 @@ class Environment:
                 "detail": detail,
             }
         )
+
+    def _random_int(self, low: int, high: int) -> int:
+        """Seeded and stored in state (splitmix64), so a trace replays exactly."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return low + mixed % (high - low + 1)
+
+    def _random_choice(self, items: list[Any]) -> Any:
+        return items[self._random_int(0, len(items) - 1)]
 
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -3583,3 +3713,257 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+def _as_session(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A family's plan or solution, run as a tool call is: on a fork, under its family's
+    lock with its own state checked out."""
+    member = _checked_out(run)
+
+    def call(env: Environment, *args: Any) -> Any:
+        return member(env, *args) if isinstance(env, _Member) else run(env, *args)
+
+    return call
+
+
+def _solution_call(
+    env: Environment, calls: list[tuple[str, dict[str, Any], Any]], tool: str, args: dict[str, Any]
+) -> Any:
+    """One tool call of a solution, made as an agent makes it (`call`) and recorded; a
+    refusal (a result holding `error`) fails the solution."""
+    arguments: dict[str, Any] = to_json(args)
+    result = env.call(tool, arguments)
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        raise FamilyFailed(
+            f"`{tool}` refused: {error.get('message', error) if isinstance(error, dict) else error}"
+        )
+    calls.append((tool, arguments, result))
+    return result
+
+
+def _seed_draws(env: Environment, seed: int) -> tuple[int, ...]:
+    """Seed the random built-ins from `seed` (journaled); what they held before."""
+    state = env._state
+    before = (state["rng_state"],)
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = seed % 2**64
+    return before
+
+
+def _restore_draws(env: Environment, before: tuple[int, ...]) -> None:
+    """Put the random built-ins back as they were before the plan (journaled): the
+    task's changes are the plan's own."""
+    state = env._state
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = before[0]
+
+
+def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `decide_in_underwriting`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family decide_in_underwriting"
+    try:
+        _restore = _seed_draws(self, _seed)
+        applicant = cast(
+            "str",
+            self._random_choice(
+                ["ana", "bo", "cy", "eve", "fay", "gus", "ivy", "jon", "kim", "lou"]
+            ),
+        )
+        product = cast("str", self._random_choice(["personal", "auto", "home_improvement"]))
+        if (
+            len(
+                [
+                    l
+                    for l in state["loans"].values()
+                    if self._text_field(l, "applicant") == applicant
+                    and self._text_field(l, "product") == product
+                ]
+            )
+            != 0
+        ):
+            raise FamilyFailed(
+                '`require len([l for l in values(loans) if text_field(l, "applicant") == applicant and text_field(l, "product") == product]) == 0` failed'
+            )
+        amount = cast(
+            "float",
+            self._random_choice([6000.0, 9500.0, 14000.0, 18000.0, 24000.0, 31000.0, 42000.0]),
+        )
+        term_months = cast("int", self._random_choice([24, 36, 48, 60]))
+        loan_id = self._file_loan(
+            applicant, product, amount, term_months, "underwriting", self._random_int(1, 4)
+        )
+        dti = round(
+            (WORLD["credit_bureau"][applicant]["monthly_debt"] + amount / term_months)
+            / WORLD["credit_bureau"][applicant]["monthly_income"],
+            3,
+        )
+        approve = (
+            WORLD["credit_bureau"][applicant]["credit_score"] >= 660
+            and dti <= 0.43
+            and WORLD["credit_bureau"][applicant]["bankruptcies"] == 0
+        )
+        outcome = "approved" if approve else "declined"
+        credit_score = WORLD["credit_bureau"][applicant]["credit_score"]
+        name = applicant.title()
+        what = WORLD["products"][product]["name"].lower()
+        _values: dict[str, Any] = {
+            "applicant": to_json(applicant),
+            "product": to_json(product),
+            "amount": to_json(amount),
+            "term_months": to_json(term_months),
+            "loan_id": to_json(loan_id),
+            "dti": to_json(dti),
+            "approve": to_json(approve),
+            "outcome": to_json(outcome),
+            "credit_score": to_json(credit_score),
+            "name": to_json(name),
+            "what": to_json(what),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `decide_in_underwriting`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_0(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `decide_in_underwriting`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        loan_id = conform(_values.get("loan_id"), ("int",), "loan_id")
+        approve = conform(_values.get("approve"), ("bool",), "approve")
+        _solution_call(self, _calls, "pull_credit_report", {"loan_id": loan_id})
+        if approve:
+            _solution_call(self, _calls, "move_loan", {"loan_id": loan_id, "target": "approved"})
+        else:
+            _solution_call(self, _calls, "move_loan", {"loan_id": loan_id, "target": "declined"})
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `decide_in_underwriting`: " + str(_error)) from None
+    return _calls
+
+
+def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `exposure_before_underwriting`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family exposure_before_underwriting"
+    try:
+        _restore = _seed_draws(self, _seed)
+        loan_id = cast("int", self._random_choice([1, 2, 7, 8, 11]))
+        applicant = self._text_field(state["loans"][loan_id], "applicant")
+        product = self._text_field(state["loans"][loan_id], "product")
+        others: list[str] = [p for p in ["personal", "auto", "home_improvement"] if p != product]
+        first = cast("str", self._random_choice(others))
+        second = others[1] if first == others[0] else others[0]
+        self._file_loan(
+            applicant,
+            first,
+            cast("float", self._random_choice([5000.0, 7500.0, 12000.0, 16000.0, 22000.0])),
+            cast("int", self._random_choice([24, 36, 48])),
+            cast("str", self._random_choice(["funded", "funded", "approved", "underwriting"])),
+            self._random_int(20, 400),
+        )
+        self._file_loan(
+            applicant,
+            second,
+            cast("float", self._random_choice([3000.0, 6500.0, 9000.0, 15000.0])),
+            cast("int", self._random_choice([12, 24, 36])),
+            cast(
+                "str", self._random_choice(["declined", "withdrawn", "funded", "document_review"])
+            ),
+            self._random_int(10, 300),
+        )
+        total = round(
+            sum(
+                [
+                    self._amount_of(l)
+                    for l in state["loans"].values()
+                    if l["id"] != loan_id
+                    and self._text_field(l, "applicant") == applicant
+                    and l["state"] != "declined"
+                    and l["state"] != "withdrawn"
+                ]
+            ),
+            2,
+        )
+        name = applicant.title()
+        what = WORLD["products"][product]["name"].lower()
+        _values: dict[str, Any] = {
+            "loan_id": to_json(loan_id),
+            "applicant": to_json(applicant),
+            "product": to_json(product),
+            "others": to_json(others),
+            "first": to_json(first),
+            "second": to_json(second),
+            "total": to_json(total),
+            "name": to_json(name),
+            "what": to_json(what),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `exposure_before_underwriting`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_1(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `exposure_before_underwriting`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        loan_id = conform(_values.get("loan_id"), ("int",), "loan_id")
+        total = conform(_values.get("total"), ("float",), "total")
+        _solution_call(
+            self,
+            _calls,
+            "update_loan_data",
+            {"loan_id": loan_id, "changes": {"other_exposure": total}},
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `exposure_before_underwriting`: " + str(_error)) from None
+    return _calls
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    "decide_in_underwriting": Family(_as_session(_plan_0), _as_session(_solve_0)),
+    "exposure_before_underwriting": Family(_as_session(_plan_1), _as_session(_solve_1)),
+}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

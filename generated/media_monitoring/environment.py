@@ -198,6 +198,7 @@ class State(TypedDict):
     watchlist: list[str]
     audit_log: list[AuditEntry]
     clock: str
+    rng_state: int
 
 
 class World(TypedDict):
@@ -452,6 +453,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "watchlist": ("list", ("str",)),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
+    "rng_state": ("int",),
 }
 
 _TYPE_NAMES: Final[dict[str, str]] = {
@@ -837,6 +839,7 @@ DEFAULT_STATE: Final[State] = {
     "watchlist": ["Northwind Air", "Skylark"],
     "audit_log": [],
     "clock": "2025-03-10T07:00:00",
+    "rng_state": 0,
 }
 
 WORLD: Final[World] = {
@@ -1950,6 +1953,7 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
         "watchlist": list(state["watchlist"]),
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -1966,6 +1970,7 @@ def copy_state(state: State) -> State:
         "watchlist": list(state["watchlist"]),
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -3887,6 +3892,29 @@ class Environment:
             }
         )
 
+    def _random_int(self, low: int, high: int) -> int:
+        """Seeded and stored in state (splitmix64), so a trace replays exactly."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return low + mixed % (high - low + 1)
+
+    def _random_choice(self, items: list[Any]) -> Any:
+        return items[self._random_int(0, len(items) - 1)]
+
+    def _random_float(self) -> float:
+        """A float in [0, 1): the top 53 bits of one splitmix64 step on `rng_state`, / 2**53."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return (mixed >> 11) / 2**53
+
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
     """A tool method of a member: run on this session's state, under the family's lock.
@@ -4030,3 +4058,244 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+def _as_session(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A family's plan or solution, run as a tool call is: on a fork, under its family's
+    lock with its own state checked out."""
+    member = _checked_out(run)
+
+    def call(env: Environment, *args: Any) -> Any:
+        return member(env, *args) if isinstance(env, _Member) else run(env, *args)
+
+    return call
+
+
+def _solution_call(
+    env: Environment, calls: list[tuple[str, dict[str, Any], Any]], tool: str, args: dict[str, Any]
+) -> Any:
+    """One tool call of a solution, made as an agent makes it (`call`) and recorded; a
+    refusal (a result holding `error`) fails the solution."""
+    arguments: dict[str, Any] = to_json(args)
+    result = env.call(tool, arguments)
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        raise FamilyFailed(
+            f"`{tool}` refused: {error.get('message', error) if isinstance(error, dict) else error}"
+        )
+    calls.append((tool, arguments, result))
+    return result
+
+
+def _seed_draws(env: Environment, seed: int) -> tuple[int, ...]:
+    """Seed the random built-ins from `seed` (journaled); what they held before."""
+    state = env._state
+    before = (state["rng_state"],)
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = seed % 2**64
+    return before
+
+
+def _restore_draws(env: Environment, before: tuple[int, ...]) -> None:
+    """Put the random built-ins back as they were before the plan (journaled): the
+    task's changes are the plan's own."""
+    state = env._state
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = before[0]
+
+
+def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `channel_digest`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family channel_digest"
+    try:
+        _restore = _seed_draws(self, _seed)
+        tag = cast("str", self._random_choice(["broadcast", "social", "print"]))
+        channel_names: dict[str, str] = {
+            "broadcast": "radio and TV",
+            "social": "social media",
+            "print": "newswire",
+        }
+        channels = channel_names[tag]
+        for job_id in sorted(state["jobs"]):
+            if self._random_float() < 0.4:
+                self._run_job(state["jobs"][job_id])
+        ids = sorted(
+            [
+                j["id"]
+                for j in state["jobs"].values()
+                if tag in state["feeds"][j["source_id"]]["tags"]
+            ]
+        )
+        if len([i for i in ids if state["jobs"][i]["status"] == "queued"]) < 1:
+            raise FamilyFailed(
+                "`require len([i for i in ids if jobs[i].status == JobStatus.queued]) >= 1` failed"
+            )
+        digest_id = state["next_digest_id"]
+        format: OutputFormat = cast("OutputFormat", self._random_choice(["markdown", "bullets"]))
+        format_words = "a markdown brief" if format == "markdown" else "a brief in bullets"
+        titles: dict[str, list[str]] = {
+            "broadcast": [
+                "Weekend broadcast round-up",
+                "Radio and TV digest",
+                "Evening broadcast highlights",
+            ],
+            "social": ["Social media pulse", "Weekend social round-up"],
+            "print": ["Press coverage digest", "Newswire round-up"],
+        }
+        title = cast("str", self._random_choice(titles[tag]))
+        _values: dict[str, Any] = {
+            "tag": to_json(tag),
+            "channel_names": to_json(channel_names),
+            "channels": to_json(channels),
+            "ids": to_json(ids),
+            "digest_id": to_json(digest_id),
+            "format": to_json(format),
+            "format_words": to_json(format_words),
+            "titles": to_json(titles),
+            "title": to_json(title),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `channel_digest`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_0(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `channel_digest`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    state = self._state
+    try:
+        ids = conform(_values.get("ids"), ("list", ("int",)), "ids")
+        digest_id = conform(_values.get("digest_id"), ("int",), "digest_id")
+        format = conform(
+            _values.get("format"),
+            (
+                "enum",
+                (
+                    "markdown",
+                    "bullets",
+                    "json",
+                    "graph",
+                ),
+            ),
+            "format",
+        )
+        title = conform(_values.get("title"), ("str",), "title")
+        for job_id in ids:
+            if state["jobs"][job_id]["status"] == "queued":
+                _solution_call(self, _calls, "process_job", {"job_id": job_id})
+        _solution_call(self, _calls, "build_digest", {"dedup_keys": ["title"], "job_ids": ids})
+        _solution_call(
+            self, _calls, "publish", {"digest_id": digest_id, "format": format, "title": title}
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `channel_digest`: " + str(_error)) from None
+    return _calls
+
+
+def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `hold_back_one_feed`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family hold_back_one_feed"
+    try:
+        _restore = _seed_draws(self, _seed)
+        feed_id = cast(
+            "str", self._random_choice(["newswire", "radio_fm", "tv_evening", "social_export"])
+        )
+        reasons: dict[str, str] = {
+            "newswire": "The newswire searches from the weekend are being re-run with the client's new keywords",
+            "radio_fm": "FM 101 sent us the wrong weekend bulletins and is re-sending them",
+            "tv_evening": "Channel 4's weekend clips are being re-cut by the vendor",
+            "social_export": "The social listening export came in corrupted this weekend and will be pulled again",
+        }
+        reason = reasons[feed_id]
+        for job_id in sorted(state["jobs"]):
+            if self._random_float() < 0.3:
+                self._run_job(state["jobs"][job_id])
+        ids = sorted(
+            [
+                j["id"]
+                for j in state["jobs"].values()
+                if j["source_id"] != feed_id and j["status"] == "queued"
+            ]
+        )
+        held = len(
+            [
+                j
+                for j in state["jobs"].values()
+                if j["source_id"] == feed_id and j["status"] == "queued"
+            ]
+        )
+        if not (len(ids) >= 2 and held >= 1):
+            raise FamilyFailed("`require len(ids) >= 2 and held >= 1` failed")
+        _values: dict[str, Any] = {
+            "feed_id": to_json(feed_id),
+            "reasons": to_json(reasons),
+            "reason": to_json(reason),
+            "ids": to_json(ids),
+            "held": to_json(held),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `hold_back_one_feed`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_1(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `hold_back_one_feed`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        ids = conform(_values.get("ids"), ("list", ("int",)), "ids")
+        for job_id in ids:
+            _solution_call(self, _calls, "process_job", {"job_id": job_id})
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `hold_back_one_feed`: " + str(_error)) from None
+    return _calls
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    "channel_digest": Family(_as_session(_plan_0), _as_session(_solve_0)),
+    "hold_back_one_feed": Family(_as_session(_plan_1), _as_session(_solve_1)),
+}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -231,6 +231,7 @@ class State(TypedDict):
     next_refund_id: int
     audit_log: list[AuditEntry]
     clock: str
+    rng_state: int
 
 
 class World(TypedDict):
@@ -613,6 +614,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "next_refund_id": ("int",),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
+    "rng_state": ("int",),
 }
 
 _TYPE_NAMES: Final[dict[str, str]] = {
@@ -943,6 +945,7 @@ DEFAULT_STATE: Final[State] = {
     "next_refund_id": 1,
     "audit_log": [],
     "clock": "2025-04-14T10:00:00",
+    "rng_state": 0,
 }
 
 WORLD: Final[World] = {
@@ -2185,6 +2188,7 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
         "next_refund_id": state["next_refund_id"],
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -2205,6 +2209,7 @@ def copy_state(state: State) -> State:
         "next_refund_id": state["next_refund_id"],
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -3767,6 +3772,19 @@ class Environment:
             }
         )
 
+    def _random_int(self, low: int, high: int) -> int:
+        """Seeded and stored in state (splitmix64), so a trace replays exactly."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return low + mixed % (high - low + 1)
+
+    def _random_choice(self, items: list[Any]) -> Any:
+        return items[self._random_int(0, len(items) - 1)]
+
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
     """A tool method of a member: run on this session's state, under the family's lock.
@@ -3910,3 +3928,154 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+def _as_session(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A family's plan or solution, run as a tool call is: on a fork, under its family's
+    lock with its own state checked out."""
+    member = _checked_out(run)
+
+    def call(env: Environment, *args: Any) -> Any:
+        return member(env, *args) if isinstance(env, _Member) else run(env, *args)
+
+    return call
+
+
+def _solution_call(
+    env: Environment, calls: list[tuple[str, dict[str, Any], Any]], tool: str, args: dict[str, Any]
+) -> Any:
+    """One tool call of a solution, made as an agent makes it (`call`) and recorded; a
+    refusal (a result holding `error`) fails the solution."""
+    arguments: dict[str, Any] = to_json(args)
+    result = env.call(tool, arguments)
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        raise FamilyFailed(
+            f"`{tool}` refused: {error.get('message', error) if isinstance(error, dict) else error}"
+        )
+    calls.append((tool, arguments, result))
+    return result
+
+
+def _seed_draws(env: Environment, seed: int) -> tuple[int, ...]:
+    """Seed the random built-ins from `seed` (journaled); what they held before."""
+    state = env._state
+    before = (state["rng_state"],)
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = seed % 2**64
+    return before
+
+
+def _restore_draws(env: Environment, before: tuple[int, ...]) -> None:
+    """Put the random built-ins back as they were before the plan (journaled): the
+    task's changes are the plan's own."""
+    state = env._state
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = before[0]
+
+
+def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `refund_in_their_chat`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family refund_in_their_chat"
+    try:
+        _restore = _seed_draws(self, _seed)
+        chat_id = cast(
+            "str",
+            self._random_choice(
+                sorted(
+                    [
+                        c["id"]
+                        for c in state["conversations"].values()
+                        if c["status"] == "active"
+                        and "order_id" in state["case_fields"][c["id"]]
+                        and state["orders"][state["case_fields"][c["id"]]["order_id"]]["status"]
+                        != "placed"
+                        and state["orders"][state["case_fields"][c["id"]]["order_id"]]["status"]
+                        != "refunded"
+                    ]
+                )
+            ),
+        )
+        order_id = state["case_fields"][chat_id]["order_id"]
+        customer = state["orders"][order_id]["customer"]
+        item = state["orders"][order_id]["item"].lower()
+        total = state["orders"][order_id]["total"]
+        if (
+            len(
+                [
+                    o
+                    for o in state["orders"].values()
+                    if o["customer"] == customer and o["item"].lower() == item
+                ]
+            )
+            != 1
+        ):
+            raise FamilyFailed(
+                "`require len([o for o in values(orders) if o.customer == customer and o.item.lower() == item]) == 1` failed"
+            )
+        _values: dict[str, Any] = {
+            "chat_id": to_json(chat_id),
+            "order_id": to_json(order_id),
+            "customer": to_json(customer),
+            "item": to_json(item),
+            "total": to_json(total),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `refund_in_their_chat`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_0(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `refund_in_their_chat`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        chat_id = conform(_values.get("chat_id"), ("str",), "chat_id")
+        order_id = conform(_values.get("order_id"), ("str",), "order_id")
+        total = conform(_values.get("total"), ("float",), "total")
+        _solution_call(
+            self,
+            _calls,
+            "issue_refund",
+            {"conversation_id": chat_id, "order_id": order_id, "amount": total},
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `refund_in_their_chat`: " + str(_error)) from None
+    return _calls
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    "refund_in_their_chat": Family(_as_session(_plan_0), _as_session(_solve_0)),
+}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -91,6 +91,7 @@ class State(TypedDict):
     next_event_id: int
     audit_log: list[AuditEntry]
     clock: str
+    rng_state: int
 
 
 class World(TypedDict):
@@ -198,6 +199,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "next_event_id": ("int",),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
+    "rng_state": ("int",),
 }
 
 _TYPE_NAMES: Final[dict[str, str]] = {
@@ -490,6 +492,7 @@ DEFAULT_STATE: Final[State] = {
     "next_event_id": 1,
     "audit_log": [],
     "clock": "2025-03-03T08:00:00",
+    "rng_state": 0,
 }
 
 WORLD: Final[World] = {
@@ -872,6 +875,7 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
         "next_event_id": state["next_event_id"],
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -883,6 +887,7 @@ def copy_state(state: State) -> State:
         "next_event_id": state["next_event_id"],
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -1378,6 +1383,21 @@ class _Family:
             for entry in record:
                 _redo_entry(entry)
         self.applied = delta
+
+
+def _add_hours(text: str, hours: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(hours=hours), text)
+
+
+def _add_minutes(text: str, minutes: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(minutes=minutes), text)
+
+
+def _format_like(moment: dt.datetime, template: str) -> str:
+    """Back to text, in the same shape (date or datetime) as the input had."""
+    return (
+        moment.date().isoformat() if "T" not in template else moment.isoformat(timespec="seconds")
+    )
 
 
 def _moment(text: str) -> dt.datetime:
@@ -1912,6 +1932,45 @@ class Environment:
                 current=event["status"],
             )
 
+    def _two_digits(self, n: int) -> str:
+        """An hour or a minute as a clock shows it: 9 as 09."""
+        return str(n).zfill(2)
+
+    def _spoken_list(self, names: list[str]) -> str:
+        """Names as a person lists them: `Alice`, `Alice and Bob`, `Alice, Bob and Carol`."""
+        if len(names) < 2:
+            return "".join(names)
+        return ", ".join(names[: len(names) - 1]) + " and " + names[len(names) - 1]
+
+    def _room_is_free(self, room: str, start: str, end: str) -> bool:
+        """No live booking of the room overlaps the slot."""
+        state = self._state
+        return (
+            len(
+                [
+                    e
+                    for e in state["events"]
+                    if e["calendar_id"] == room
+                    and e["status"] != "cancelled"
+                    and self._overlaps(start, end, e["start"], e["end"])
+                ]
+            )
+            == 0
+        )
+
+    def _random_int(self, low: int, high: int) -> int:
+        """Seeded and stored in state (splitmix64), so a trace replays exactly."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return low + mixed % (high - low + 1)
+
+    def _random_choice(self, items: list[Any]) -> Any:
+        return items[self._random_int(0, len(items) - 1)]
+
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
     """A tool method of a member: run on this session's state, under the family's lock.
@@ -2055,3 +2114,302 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+def _as_session(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A family's plan or solution, run as a tool call is: on a fork, under its family's
+    lock with its own state checked out."""
+    member = _checked_out(run)
+
+    def call(env: Environment, *args: Any) -> Any:
+        return member(env, *args) if isinstance(env, _Member) else run(env, *args)
+
+    return call
+
+
+def _solution_call(
+    env: Environment, calls: list[tuple[str, dict[str, Any], Any]], tool: str, args: dict[str, Any]
+) -> Any:
+    """One tool call of a solution, made as an agent makes it (`call`) and recorded; a
+    refusal (a result holding `error`) fails the solution."""
+    arguments: dict[str, Any] = to_json(args)
+    result = env.call(tool, arguments)
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        raise FamilyFailed(
+            f"`{tool}` refused: {error.get('message', error) if isinstance(error, dict) else error}"
+        )
+    calls.append((tool, arguments, result))
+    return result
+
+
+def _seed_draws(env: Environment, seed: int) -> tuple[int, ...]:
+    """Seed the random built-ins from `seed` (journaled); what they held before."""
+    state = env._state
+    before = (state["rng_state"],)
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = seed % 2**64
+    return before
+
+
+def _restore_draws(env: Environment, before: tuple[int, ...]) -> None:
+    """Put the random built-ins back as they were before the plan (journaled): the
+    task's changes are the plan's own."""
+    state = env._state
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = before[0]
+
+
+def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `room_b_or_else_room_a`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family room_b_or_else_room_a"
+    try:
+        _restore = _seed_draws(self, _seed)
+        title = cast(
+            "str",
+            self._random_choice(
+                [
+                    "Design critique",
+                    "Roadmap workshop",
+                    "Board prep",
+                    "Lunch and learn: accessibility basics",
+                    "Release go/no-go",
+                ]
+            ),
+        )
+        hour = cast("int", self._random_choice([9, 10, 11, 15, 16]))
+        start = _add_hours("2025-03-05" + "T" + "00:00:00", hour)
+        end = _add_minutes(start, 45)
+        taken = cast("bool", self._random_choice([True, False]))
+        if taken:
+            self._undo.save_length(state["events"])
+            state["events"].append(
+                {
+                    "id": self._issue_id(),
+                    "calendar_id": "room_b",
+                    "title": cast(
+                        "str",
+                        self._random_choice(
+                            ["Vendor demo", "Interview loop", "Facilities walkthrough"]
+                        ),
+                    ),
+                    "start": start,
+                    "end": end,
+                    "priority": 3,
+                    "status": "scheduled",
+                    "attendees": ["facilities"],
+                    "location": "room_b",
+                    "continued_from": None,
+                }
+            )
+        room = "room_a" if taken else "room_b"
+        other = "room_b" if taken else "room_a"
+        people = cast(
+            "list[str]",
+            self._random_choice(
+                [["alice", "bob"], ["carol", "dev"], ["alice", "carol", "dev"], ["bob", "dev"]]
+            ),
+        )
+        who = self._spoken_list([state["calendars"][p]["owner"] for p in people])
+        time = f"{self._two_digits(hour)}:00"
+        until = f"{self._two_digits(hour)}:45"
+        _values: dict[str, Any] = {
+            "title": to_json(title),
+            "hour": to_json(hour),
+            "start": to_json(start),
+            "end": to_json(end),
+            "taken": to_json(taken),
+            "room": to_json(room),
+            "other": to_json(other),
+            "people": to_json(people),
+            "who": to_json(who),
+            "time": to_json(time),
+            "until": to_json(until),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `room_b_or_else_room_a`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_0(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `room_b_or_else_room_a`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        title = conform(_values.get("title"), ("str",), "title")
+        start = conform(_values.get("start"), ("datetime",), "start")
+        end = conform(_values.get("end"), ("datetime",), "end")
+        people = conform(_values.get("people"), ("list", ("str",)), "people")
+        if self._room_is_free("room_b", start, end):
+            _solution_call(
+                self,
+                _calls,
+                "book_room",
+                {"room": "room_b", "title": title, "start": start, "end": end, "attendees": people},
+            )
+        else:
+            _solution_call(
+                self,
+                _calls,
+                "book_room",
+                {"room": "room_a", "title": title, "start": start, "end": end, "attendees": people},
+            )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `room_b_or_else_room_a`: " + str(_error)) from None
+    return _calls
+
+
+def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `clear_a_day`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family clear_a_day"
+    try:
+        _restore = _seed_draws(self, _seed)
+        person = cast("str", self._random_choice(["alice", "bob", "carol", "dev"]))
+        tuesday = cast("bool", self._random_choice([True, False]))
+        day = "2025-03-04" if tuesday else "2025-03-05"
+        weekday_name = "Tuesday" if tuesday else "Wednesday"
+        other_day = "2025-03-05" if tuesday else "2025-03-04"
+        for hour in [8 + self._random_int(0, 1), 16]:
+            begins = _add_hours(day + "T" + "00:00:00", hour)
+            self._undo.save_length(state["events"])
+            state["events"].append(
+                {
+                    "id": self._issue_id(),
+                    "calendar_id": person,
+                    "title": cast(
+                        "str",
+                        self._random_choice(
+                            [
+                                "Focus time",
+                                "Expense reports",
+                                "Coffee with a candidate",
+                                "Call with the landlord",
+                            ]
+                        ),
+                    ),
+                    "start": begins,
+                    "end": _add_minutes(begins, 30),
+                    "priority": 3,
+                    "status": "scheduled",
+                    "attendees": [person],
+                    "location": "",
+                    "continued_from": None,
+                }
+            )
+        elsewhere = _add_hours(other_day + "T" + "00:00:00", 12)
+        self._undo.save_length(state["events"])
+        state["events"].append(
+            {
+                "id": self._issue_id(),
+                "calendar_id": person,
+                "title": "Planning for next week",
+                "start": elsewhere,
+                "end": _add_minutes(elsewhere, 30),
+                "priority": 3,
+                "status": "scheduled",
+                "attendees": [person],
+                "location": "",
+                "continued_from": None,
+            }
+        )
+        owner = state["calendars"][person]["owner"]
+        cleared: list[int] = [
+            e["id"]
+            for e in state["events"]
+            if e["calendar_id"] == person
+            and e["start"].startswith(day)
+            and e["status"] != "cancelled"
+        ]
+        spared: list[int] = [
+            e["id"]
+            for e in state["events"]
+            if e["status"] != "cancelled"
+            and not (e["calendar_id"] == person and e["start"].startswith(day))
+        ]
+        if len(cleared) < 2:
+            raise FamilyFailed("`require len(cleared) >= 2` failed")
+        live_after = len(spared)
+        _values: dict[str, Any] = {
+            "person": to_json(person),
+            "tuesday": to_json(tuesday),
+            "day": to_json(day),
+            "weekday_name": to_json(weekday_name),
+            "other_day": to_json(other_day),
+            "elsewhere": to_json(elsewhere),
+            "owner": to_json(owner),
+            "cleared": to_json(cleared),
+            "spared": to_json(spared),
+            "live_after": to_json(live_after),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `clear_a_day`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_1(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `clear_a_day`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    state = self._state
+    try:
+        person = conform(_values.get("person"), ("str",), "person")
+        day = conform(_values.get("day"), ("date",), "day")
+        for e in state["events"]:
+            if (
+                e["calendar_id"] == person
+                and e["start"].startswith(day)
+                and e["status"] != "cancelled"
+            ):
+                _solution_call(self, _calls, "cancel_event", {"event_id": e["id"]})
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `clear_a_day`: " + str(_error)) from None
+    return _calls
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    "room_b_or_else_room_a": Family(_as_session(_plan_0), _as_session(_solve_0)),
+    "clear_a_day": Family(_as_session(_plan_1), _as_session(_solve_1)),
+}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

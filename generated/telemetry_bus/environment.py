@@ -193,6 +193,7 @@ class State(TypedDict):
     next_subscription_id: int
     audit_log: list[AuditEntry]
     clock: str
+    rng_state: int
 
 
 class World(TypedDict):
@@ -462,6 +463,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "next_subscription_id": ("int",),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
+    "rng_state": ("int",),
 }
 
 _TYPE_NAMES: Final[dict[str, str]] = {
@@ -792,6 +794,7 @@ DEFAULT_STATE: Final[State] = {
     "next_subscription_id": 1,
     "audit_log": [],
     "clock": "2025-06-10T06:00:00",
+    "rng_state": 0,
 }
 
 WORLD: Final[World] = {
@@ -1775,6 +1778,7 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
         "next_subscription_id": state["next_subscription_id"],
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -1788,6 +1792,7 @@ def copy_state(state: State) -> State:
         "next_subscription_id": state["next_subscription_id"],
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -2620,6 +2625,10 @@ class _Family:
         self.applied = delta
 
 
+def _add_minutes(text: str, minutes: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(minutes=minutes), text)
+
+
 def _as_number(value: Any) -> float | None:
     """A number as given (an int stays an int: a `number`), or None for anything else
     (bools are not numbers)."""
@@ -2630,6 +2639,18 @@ def _as_number(value: Any) -> float | None:
 
 def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _format_like(moment: dt.datetime, template: str) -> str:
+    """Back to text, in the same shape (date or datetime) as the input had."""
+    return (
+        moment.date().isoformat() if "T" not in template else moment.isoformat(timespec="seconds")
+    )
+
+
+def _moment(text: str) -> dt.datetime:
+    """An ISO-8601 date or datetime as a datetime (dates at midnight)."""
+    return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
 
 
 def _remove_first(items: list[Any], item: Any) -> None:
@@ -3452,6 +3473,42 @@ class Environment:
             )
         return WORLD["devices"][device_id]
 
+    def _planted_reading(
+        self, stream: str, payload: dict[str, Any], priority: Priority, published_at: str
+    ) -> int:
+        """A reading published earlier, at `published_at`, and queued for the subscriptions
+        whose filter it matches as publication would: task families plant a shift's
+        readings with it. Returns its id.
+        """
+        state = self._state
+        target = self._find_stream(stream)
+        reading: Reading = {
+            "id": state["next_event_id"],
+            "stream": stream,
+            "offset": len(target["history"]),
+            "payload": payload,
+            "priority": priority,
+            "published_at": published_at,
+        }
+        self._undo.save(state, "next_event_id")
+        state["next_event_id"] += 1
+        self._undo.save(state["events"], reading["id"])
+        state["events"][reading["id"]] = reading
+        self._undo.save_length(target["history"])
+        target["history"].append(reading["id"])
+        for sub in sorted(state["subscriptions"].values(), key=lambda s: s["id"]):
+            if (
+                sub["stream"] == stream
+                and sub["status"] == "active"
+                and self._filter_matches(sub["filter"], payload)
+            ):
+                self._undo.save_length(sub["pending"])
+                sub["pending"].append(reading["id"])
+                if sub["mode"] == "push":
+                    self._undo.save(sub["deliveries"], reading["id"])
+                    sub["deliveries"][reading["id"]] = 1
+        return reading["id"]
+
     def _audit(self, action: str, entity: str, detail: str) -> None:
         log = self._state["audit_log"]
         self._undo.save_length(log)
@@ -3465,6 +3522,29 @@ class Environment:
                 "detail": detail,
             }
         )
+
+    def _random_int(self, low: int, high: int) -> int:
+        """Seeded and stored in state (splitmix64), so a trace replays exactly."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return low + mixed % (high - low + 1)
+
+    def _random_choice(self, items: list[Any]) -> Any:
+        return items[self._random_int(0, len(items) - 1)]
+
+    def _random_float(self) -> float:
+        """A float in [0, 1): the top 53 bits of one splitmix64 step on `rng_state`, / 2**53."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return (mixed >> 11) / 2**53
 
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -3609,3 +3689,282 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+def _as_session(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A family's plan or solution, run as a tool call is: on a fork, under its family's
+    lock with its own state checked out."""
+    member = _checked_out(run)
+
+    def call(env: Environment, *args: Any) -> Any:
+        return member(env, *args) if isinstance(env, _Member) else run(env, *args)
+
+    return call
+
+
+def _solution_call(
+    env: Environment, calls: list[tuple[str, dict[str, Any], Any]], tool: str, args: dict[str, Any]
+) -> Any:
+    """One tool call of a solution, made as an agent makes it (`call`) and recorded; a
+    refusal (a result holding `error`) fails the solution."""
+    arguments: dict[str, Any] = to_json(args)
+    result = env.call(tool, arguments)
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        raise FamilyFailed(
+            f"`{tool}` refused: {error.get('message', error) if isinstance(error, dict) else error}"
+        )
+    calls.append((tool, arguments, result))
+    return result
+
+
+def _seed_draws(env: Environment, seed: int) -> tuple[int, ...]:
+    """Seed the random built-ins from `seed` (journaled); what they held before."""
+    state = env._state
+    before = (state["rng_state"],)
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = seed % 2**64
+    return before
+
+
+def _restore_draws(env: Environment, before: tuple[int, ...]) -> None:
+    """Put the random built-ins back as they were before the plan (journaled): the
+    task's changes are the plan's own."""
+    state = env._state
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = before[0]
+
+
+def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `warmest_cold_room`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    self._undo.tool = "family warmest_cold_room"
+    try:
+        _restore = _seed_draws(self, _seed)
+        limit = cast("int", self._random_choice([-15, -12]))
+        rooms: list[str] = ["t-301", "t-302", "t-501"]
+        suspect = cast("str", self._random_choice(rooms))
+        counts: dict[str, int] = {"t-301": 0, "t-302": 0, "t-501": 0}
+        for step in range(9):
+            published_at = _add_minutes("2025-06-10" + "T" + "04:05:00", 6 * step)
+            for device in rooms:
+                over = self._random_float() < (0.6 if device == suspect else 0.25)
+                celsius = (
+                    round(limit + 0.3 + self._random_float() * 5.0, 1)
+                    if over
+                    else round(-19.5 + self._random_float() * 3.0, 1)
+                )
+                if over:
+                    counts[device] += 1
+                payload: dict[str, Any] = {
+                    "device": device,
+                    "site": WORLD["devices"][device]["site"],
+                    "celsius": celsius,
+                    "door_open": over and self._random_float() < 0.5,
+                }
+                self._planted_reading(
+                    "sensor.temperature", payload, "high" if over else "normal", published_at
+                )
+        most = max(counts.values())
+        worst: list[str] = [d for d in rooms if counts[d] == most]
+        if not (len(worst) == 1 and most >= 2):
+            raise FamilyFailed("`require len(worst) == 1 and most >= 2` failed")
+        device = worst[0]
+        message = f"{WORLD['devices'][device]['label']} went above {limit} C {most} times in the last hour; check the door seals and the compressor"
+        _values: dict[str, Any] = {
+            "limit": to_json(limit),
+            "rooms": to_json(rooms),
+            "suspect": to_json(suspect),
+            "counts": to_json(counts),
+            "most": to_json(most),
+            "worst": to_json(worst),
+            "device": to_json(device),
+            "message": to_json(message),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `warmest_cold_room`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_0(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `warmest_cold_room`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        device = conform(_values.get("device"), ("str",), "device")
+        message = conform(_values.get("message"), ("str",), "message")
+        _solution_call(
+            self,
+            _calls,
+            "raise_alert",
+            {"device": device, "message": message, "priority": "critical"},
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `warmest_cold_room`: " + str(_error)) from None
+    return _calls
+
+
+def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `silent_monitor`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family silent_monitor"
+    try:
+        _restore = _seed_draws(self, _seed)
+        sub_id = cast("int", self._random_choice([1, 2, 3, 4, 5, 6, 7]))
+        symptoms: dict[int, str] = {
+            1: "The temperature panel of the ops dashboard stopped updating last night",
+            2: "The ops dashboard shows no new vibration readings since last night",
+            3: "The data lake archiver hasn't had a batch of temperature readings since yesterday",
+            4: "Maintenance says no vibration readings from conveyor motor 1 have reached them since yesterday",
+            5: "Maintenance stopped getting device heartbeats yesterday afternoon",
+            6: "The cold-chain monitor hasn't shown a single warehouse 3 temperature since yesterday evening",
+            7: "The warehouse 5 temperature monitor has been blank since yesterday evening",
+        }
+        symptom = symptoms[sub_id]
+        consumer = state["subscriptions"][sub_id]["consumer"]
+        stream = state["subscriptions"][sub_id]["stream"]
+        mode: DeliveryMode = state["subscriptions"][sub_id]["mode"]
+        batch_size = state["subscriptions"][sub_id]["batch_size"]
+        max_pending = state["subscriptions"][sub_id]["max_pending"]
+        wanted = {k0: copy_json(a) for k0, a in state["subscriptions"][sub_id]["filter"].items()}
+        wrong: dict[int, dict[str, Any]] = {
+            1: {"site": "dock-1"},
+            2: {"axis": "z"},
+            3: {"site": "warehouse-5"},
+            4: {"device": "v-111"},
+            5: {"site": "warehouse-5"},
+            6: {"site": "warehouse-5"},
+            7: {"site": "dock-1"},
+        }
+        typo: dict[int, dict[str, Any]] = {
+            4: {"device": "v110"},
+            6: {"site": "warehouse3"},
+            7: {"site": "Warehouse-5"},
+        }
+        fault = cast(
+            "str",
+            self._random_choice(
+                ["unsubscribed", "wrong", "typo"] if sub_id in typo else ["unsubscribed", "wrong"]
+            ),
+        )
+        if fault == "unsubscribed":
+            self._undo.save(state["subscriptions"][sub_id], "status")
+            state["subscriptions"][sub_id]["status"] = "unsubscribed"
+        elif fault == "wrong":
+            self._undo.save(state["subscriptions"][sub_id], "filter")
+            state["subscriptions"][sub_id]["filter"] = wrong[sub_id]
+        else:
+            self._undo.save(state["subscriptions"][sub_id], "filter")
+            state["subscriptions"][sub_id]["filter"] = typo[sub_id]
+        resubscribe = fault == "unsubscribed"
+        _values: dict[str, Any] = {
+            "sub_id": to_json(sub_id),
+            "symptoms": to_json(symptoms),
+            "symptom": to_json(symptom),
+            "consumer": to_json(consumer),
+            "stream": to_json(stream),
+            "mode": to_json(mode),
+            "batch_size": to_json(batch_size),
+            "max_pending": to_json(max_pending),
+            "wanted": to_json(wanted),
+            "wrong": to_json(wrong),
+            "typo": to_json(typo),
+            "fault": to_json(fault),
+            "resubscribe": to_json(resubscribe),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `silent_monitor`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_1(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `silent_monitor`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        sub_id = conform(_values.get("sub_id"), ("int",), "sub_id")
+        consumer = conform(_values.get("consumer"), ("str",), "consumer")
+        stream = conform(_values.get("stream"), ("str",), "stream")
+        mode = conform(
+            _values.get("mode"),
+            (
+                "enum",
+                (
+                    "push",
+                    "poll",
+                    "batch",
+                ),
+            ),
+            "mode",
+        )
+        batch_size = conform(_values.get("batch_size"), ("int",), "batch_size")
+        max_pending = conform(_values.get("max_pending"), ("int",), "max_pending")
+        wanted = conform(_values.get("wanted"), ("map", ("str",), ("json",)), "wanted")
+        resubscribe = conform(_values.get("resubscribe"), ("bool",), "resubscribe")
+        if resubscribe:
+            _solution_call(
+                self,
+                _calls,
+                "subscribe",
+                {
+                    "stream": stream,
+                    "consumer": consumer,
+                    "mode": mode,
+                    "filter": wanted,
+                    "batch_size": batch_size,
+                    "max_pending": max_pending,
+                },
+            )
+        else:
+            _solution_call(
+                self, _calls, "change_filter", {"subscription_id": sub_id, "filter": wanted}
+            )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `silent_monitor`: " + str(_error)) from None
+    return _calls
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    "warmest_cold_room": Family(_as_session(_plan_0), _as_session(_solve_0)),
+    "silent_monitor": Family(_as_session(_plan_1), _as_session(_solve_1)),
+}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -65,6 +65,7 @@ class State(TypedDict):
     current_user: str | None
     audit_log: list[AuditEntry]
     clock: str
+    rng_state: int
 
 
 class World(TypedDict):
@@ -171,6 +172,7 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "current_user": ("optional", ("str",)),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
+    "rng_state": ("int",),
 }
 
 _TYPE_NAMES: Final[dict[str, str]] = {
@@ -463,6 +465,7 @@ DEFAULT_STATE: Final[State] = {
     "current_user": None,
     "audit_log": [],
     "clock": "2025-01-01T09:00:00",
+    "rng_state": 0,
 }
 
 WORLD: Final[World] = {
@@ -783,6 +786,7 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
         "current_user": state["current_user"],
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -794,6 +798,7 @@ def copy_state(state: State) -> State:
         "current_user": state["current_user"],
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
+        "rng_state": state["rng_state"],
     }
 
 
@@ -1872,6 +1877,19 @@ class Environment:
             }
         )
 
+    def _random_int(self, low: int, high: int) -> int:
+        """Seeded and stored in state (splitmix64), so a trace replays exactly."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return low + mixed % (high - low + 1)
+
+    def _random_choice(self, items: list[Any]) -> Any:
+        return items[self._random_int(0, len(items) - 1)]
+
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
     """A tool method of a member: run on this session's state, under the family's lock.
@@ -2015,3 +2033,310 @@ def _join(env: Environment, family: _Family, delta: list[_Record]) -> _Member:
     member._undo = _RecordingLog(delta)
     family.members.add(member)
     return member
+
+
+# --------------------------------------------------------------------------- task families
+
+
+class FamilyFailed(Exception):
+    """A family's plan met a failing `require` (the draw is discarded), or its solution's
+    tool call was refused (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family of the spec (docs/generated-package.md, "Task families"): `plan(env,
+    seed)` runs the plan on `env` (a fresh copy of the start), its random built-ins seeded
+    from `seed`, and returns the plan's values as JSON, its changes left on `env`;
+    `solve(env, values)` runs the solution on `env` (the start, changes applied) and
+    returns its tool calls as (tool, JSON arguments, JSON result). Both raise FamilyFailed."""
+
+    plan: Callable[[Environment, int], dict[str, Any]]
+    solve: Callable[[Environment, Mapping[str, Any]], list[tuple[str, dict[str, Any], Any]]]
+
+
+def _as_session(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A family's plan or solution, run as a tool call is: on a fork, under its family's
+    lock with its own state checked out."""
+    member = _checked_out(run)
+
+    def call(env: Environment, *args: Any) -> Any:
+        return member(env, *args) if isinstance(env, _Member) else run(env, *args)
+
+    return call
+
+
+def _solution_call(
+    env: Environment, calls: list[tuple[str, dict[str, Any], Any]], tool: str, args: dict[str, Any]
+) -> Any:
+    """One tool call of a solution, made as an agent makes it (`call`) and recorded; a
+    refusal (a result holding `error`) fails the solution."""
+    arguments: dict[str, Any] = to_json(args)
+    result = env.call(tool, arguments)
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        raise FamilyFailed(
+            f"`{tool}` refused: {error.get('message', error) if isinstance(error, dict) else error}"
+        )
+    calls.append((tool, arguments, result))
+    return result
+
+
+def _seed_draws(env: Environment, seed: int) -> tuple[int, ...]:
+    """Seed the random built-ins from `seed` (journaled); what they held before."""
+    state = env._state
+    before = (state["rng_state"],)
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = seed % 2**64
+    return before
+
+
+def _restore_draws(env: Environment, before: tuple[int, ...]) -> None:
+    """Put the random built-ins back as they were before the plan (journaled): the
+    task's changes are the plan's own."""
+    state = env._state
+    env._undo.save(state, "rng_state")
+    state["rng_state"] = before[0]
+
+
+def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `new_category_owner`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family new_category_owner"
+    try:
+        _restore = _seed_draws(self, _seed)
+        category: Category = cast(
+            "Category", self._random_choice(["hardware", "network", "access", "software"])
+        )
+        agent = cast("str", self._random_choice(WORLD["agents"]))
+        reporter = cast("str", self._random_choice(["bob", "carol"]))
+        extra = self._issue_id()
+        self._undo.save(state["tickets"], extra)
+        state["tickets"][extra] = {
+            "id": extra,
+            "title": cast(
+                "str",
+                self._random_choice(
+                    [
+                        "VPN drops every hour",
+                        "Printer on floor 3 jams on double-sided jobs",
+                        "Outlook keeps asking for my password",
+                        "Laptop fan is loud and the battery drains fast",
+                        "Cannot open the shared finance drive",
+                        "Second monitor flickers after docking",
+                        "New starter needs a laptop and accounts by Monday",
+                        "Wi-Fi in meeting room B is very slow",
+                        "Teams calls drop after ten minutes",
+                        "Excel freezes when opening the budget workbook",
+                        "Locked out after the password change",
+                        "Please install Adobe Acrobat Pro",
+                        "Badge does not open the server room",
+                        "Phishing e-mail pretending to be from payroll",
+                        "Keyboard keys stick on my desk laptop",
+                        "Zoom cannot find my headset microphone",
+                    ]
+                ),
+            ),
+            "description": "",
+            "category": category,
+            "priority": 3,
+            "status": "open",
+            "created_by": reporter,
+            "assignee": None,
+            "resolution": None,
+            "created_at": state["clock"],
+            "updated_at": state["clock"],
+        }
+        near_miss = self._issue_id()
+        self._undo.save(state["tickets"], near_miss)
+        state["tickets"][near_miss] = {
+            "id": near_miss,
+            "title": cast(
+                "str",
+                self._random_choice(
+                    [
+                        "VPN drops every hour",
+                        "Printer on floor 3 jams on double-sided jobs",
+                        "Outlook keeps asking for my password",
+                        "Laptop fan is loud and the battery drains fast",
+                        "Cannot open the shared finance drive",
+                        "Second monitor flickers after docking",
+                        "New starter needs a laptop and accounts by Monday",
+                        "Wi-Fi in meeting room B is very slow",
+                        "Teams calls drop after ten minutes",
+                        "Excel freezes when opening the budget workbook",
+                        "Locked out after the password change",
+                        "Please install Adobe Acrobat Pro",
+                        "Badge does not open the server room",
+                        "Phishing e-mail pretending to be from payroll",
+                        "Keyboard keys stick on my desk laptop",
+                        "Zoom cannot find my headset microphone",
+                    ]
+                ),
+            ),
+            "description": "",
+            "category": "other" if category != "other" else "hardware",
+            "priority": 3,
+            "status": "open",
+            "created_by": reporter,
+            "assignee": None,
+            "resolution": None,
+            "created_at": state["clock"],
+            "updated_at": state["clock"],
+        }
+        handed: list[int] = [
+            t["id"]
+            for t in state["tickets"].values()
+            if t["category"] == category and t["status"] == "open" and t["assignee"] is None
+        ]
+        if len(handed) < 2:
+            raise FamilyFailed("`require len(handed) >= 2` failed")
+        agent_name = agent.title()
+        area = f"{category}"
+        _values: dict[str, Any] = {
+            "category": to_json(category),
+            "agent": to_json(agent),
+            "reporter": to_json(reporter),
+            "extra": to_json(extra),
+            "near_miss": to_json(near_miss),
+            "handed": to_json(handed),
+            "agent_name": to_json(agent_name),
+            "area": to_json(area),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `new_category_owner`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_0(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `new_category_owner`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    state = self._state
+    try:
+        category = conform(
+            _values.get("category"),
+            (
+                "enum",
+                (
+                    "hardware",
+                    "software",
+                    "network",
+                    "access",
+                    "other",
+                ),
+            ),
+            "category",
+        )
+        agent = conform(_values.get("agent"), ("str",), "agent")
+        for t in state["tickets"].values():
+            if t["category"] == category and t["status"] == "open" and t["assignee"] is None:
+                _solution_call(
+                    self, _calls, "assign_ticket", {"ticket_id": t["id"], "assignee": agent}
+                )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `new_category_owner`: " + str(_error)) from None
+    return _calls
+
+
+def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `fixed_by_the_reporter`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family fixed_by_the_reporter"
+    try:
+        _restore = _seed_draws(self, _seed)
+        ticket = cast(
+            "Ticket",
+            self._random_choice(
+                [
+                    t
+                    for t in state["tickets"].values()
+                    if self._rank(t["status"]) < 2
+                    and len(
+                        [
+                            o
+                            for o in state["tickets"].values()
+                            if o["created_by"] == t["created_by"] and o["title"] == t["title"]
+                        ]
+                    )
+                    == 1
+                ]
+            ),
+        )
+        id = ticket["id"]
+        reporter = ticket["created_by"].title()
+        about = ticket["title"]
+        fixes: dict[Category, list[str]] = {
+            "hardware": [
+                "Replaced the faulty part and tested it with them at their desk",
+                "Swapped the device for a spare from the store room",
+            ],
+            "network": [
+                "Moved the access point on that floor to a free channel",
+                "Replaced the VPN concentrator and pushed the new client profile",
+            ],
+            "access": [
+                "Set up the missing accounts and checked they can sign in",
+                "Granted the access after their manager approved it",
+            ],
+            "software": [
+                "Reinstalled the application and repaired their profile",
+                "Cleared the cached credentials and reset the password",
+            ],
+            "other": [
+                "Blocked the sender and warned everyone in the company channel",
+                "Passed it to facilities, who sorted it the same day",
+            ],
+        }
+        note = cast("str", self._random_choice(fixes[ticket["category"]]))
+        _values: dict[str, Any] = {
+            "ticket": to_json(ticket),
+            "id": to_json(id),
+            "reporter": to_json(reporter),
+            "about": to_json(about),
+            "fixes": to_json(fixes),
+            "note": to_json(note),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `fixed_by_the_reporter`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_1(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `fixed_by_the_reporter`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        id = conform(_values.get("id"), ("int",), "id")
+        note = conform(_values.get("note"), ("str",), "note")
+        _solution_call(self, _calls, "resolve_ticket", {"ticket_id": id, "resolution": note})
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `fixed_by_the_reporter`: " + str(_error)) from None
+    return _calls
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    "new_category_owner": Family(_as_session(_plan_0), _as_session(_solve_0)),
+    "fixed_by_the_reporter": Family(_as_session(_plan_1), _as_session(_solve_1)),
+}
+"""The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -14,11 +14,13 @@ from typing import Any, cast
 import pytest
 
 from ..environment import (
+    FAMILIES,
     INTERNAL_ERROR,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    FamilyFailed,
     copy_json,
     to_json,
 )
@@ -1167,6 +1169,22 @@ def test_task_quiet_the_door_alarm() -> None:
         and not state["automations"][4]["enabled"]
         and len(state["automations"]) == 3
     )
+
+
+def test_family_quiet_automation() -> None:
+    """Family `quiet_automation`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["quiet_automation"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `quiet_automation`: every seed's plan failed: {discarded}"
 
 
 # --------------------------------------------------------------------------- invariants

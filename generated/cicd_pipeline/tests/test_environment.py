@@ -14,11 +14,13 @@ from typing import Any, cast
 import pytest
 
 from ..environment import (
+    FAMILIES,
     INTERNAL_ERROR,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    FamilyFailed,
     copy_json,
     to_json,
 )
@@ -469,6 +471,22 @@ def test_task_roll_back_release() -> None:
         == ["restore_db_snapshot", "discard_test_report", "delete_image"]
         and state["runners"]["deployer"]["status"] == "idle"
     )
+
+
+def test_family_stalled_pipeline() -> None:
+    """Family `stalled_pipeline`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["stalled_pipeline"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_farm")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `stalled_pipeline`: every seed's plan failed: {discarded}"
 
 
 # --------------------------------------------------------------------------- invariants

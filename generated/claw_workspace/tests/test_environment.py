@@ -14,11 +14,13 @@ from typing import Any, cast
 import pytest
 
 from ..environment import (
+    FAMILIES,
     INTERNAL_ERROR,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    FamilyFailed,
     copy_json,
     to_json,
 )
@@ -707,6 +709,83 @@ def test_writing_the_report_and_verifying_it() -> None:
     run_writing_the_report_and_verifying_it(Recorder("march_close"))
 
 
+def run_scoring_helpers_reproduce_the_march_report(env: Recorder) -> None:
+    """The helpers the monthly_scores family computes its answers with, on the seeded workspace."""
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    rules = env.invoke("read", {"path": "policy/scoring_rules.md"})["content"]
+    roster = env.invoke("csv_preview", {"path": "hr/employee_roster.csv", "max_rows": 500})["rows"]
+    ledger = env.invoke("csv_preview", {"path": "ops/ledger/output_2025-03.csv", "max_rows": 500})[
+        "rows"
+    ]
+    assert env._rule_weights(rules) == {
+        "assembler": [2, 5],
+        "inspector": [1, 4],
+        "technician": [4, 3],
+    }
+    assert env._rule_weights(
+        env.invoke("read", {"path": "policy/scoring_rules_2024.md"})["content"]
+    )["assembler"] == [1, 2]
+    assert sorted(env._scored_roles(roster, env._rule_weights(rules))) == [
+        "E1001",
+        "E1002",
+        "E1004",
+        "E1006",
+        "E1009",
+        "E1011",
+        "E1012",
+    ]
+    assert (
+        env._scores_report(rules, roster, ledger, "2025-03")
+        == "employee_id,score\nE1001,435\nE1002,389\nE1004,97\nE1006,252\nE1009,115\nE1011,0\nE1012,0\n"
+    )
+    assert (
+        env._scores_report(rules, roster, ledger, "2025-02")
+        == "employee_id,score\nE1001,400\nE1002,0\nE1004,0\nE1006,0\nE1009,0\nE1011,0\nE1012,0\n"
+    )
+    assert env._csv_rows(state["files"]["ops/ledger/output_2025-03.csv"]["content"]) == ledger
+    assert [env._whole_number(t) for t in ["12", "0", "two", "-5", "12.5", "", " 7"]] == [
+        12,
+        0,
+        -1,
+        -1,
+        -1,
+        -1,
+        -1,
+    ]
+    del state
+
+
+def test_scoring_helpers_reproduce_the_march_report() -> None:
+    run_scoring_helpers_reproduce_the_march_report(Recorder("march_close"))
+
+
+def run_report_lines_break_and_mend(env: Recorder) -> None:
+    """The faults the malformed_report_line family seeds, and the repair its solution makes."""
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    assert [env._malformed("E1004,88", fault) for fault in [1, 2, 3, 4]] == [
+        "E1004;88",
+        "E1004,88.0",
+        "E1004 , 88",
+        "E1004,88,",
+    ]
+    assert [env._repaired_line(env._malformed("E1004,88", fault)) for fault in [1, 2, 3, 4]] == [
+        "E1004,88"
+    ] * 4
+    assert (
+        env._repaired_report("employee_id,score\nE1001,5\nE1002;7\n\nE1003,0.0\n")
+        == "employee_id,score\nE1001,5\nE1002,7\nE1003,0\n"
+    )
+    assert (
+        env._repaired_report(state["files"]["reports/scores_2025-02.csv"]["content"])
+        == state["files"]["reports/scores_2025-02.csv"]["content"]
+    )
+    del state
+
+
+def test_report_lines_break_and_mend() -> None:
+    run_report_lines_break_and_mend(Recorder(None))
+
+
 def run_handover_cleanup_state(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert [e["path"] for e in env.invoke("ls", {"path": "tmp", "recursive": True})] == [
@@ -760,6 +839,11 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
         run_hostile_paths_never_touch_the_workspace,
     ),
     "writing_the_report_and_verifying_it": ("march_close", run_writing_the_report_and_verifying_it),
+    "scoring_helpers_reproduce_the_march_report": (
+        "march_close",
+        run_scoring_helpers_reproduce_the_march_report,
+    ),
+    "report_lines_break_and_mend": (None, run_report_lines_break_and_mend),
     "handover_cleanup_state": ("handover_cleanup", run_handover_cleanup_state),
 }
 
@@ -943,6 +1027,40 @@ def test_task_add_missing_ledger_row() -> None:
             "ops/ledger/output_2025-02.csv" in state["files"]
             and state["files"]["ops/ledger/output_2025-02.csv"]["version"] == 1
         )
+    )
+
+
+def test_family_monthly_scores() -> None:
+    """Family `monthly_scores`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["monthly_scores"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment(None)
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `monthly_scores`: every seed's plan failed: {discarded}"
+
+
+def test_family_malformed_report_line() -> None:
+    """Family `malformed_report_line`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["malformed_report_line"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment(None)
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `malformed_report_line`: every seed's plan failed: {discarded}"
     )
 
 

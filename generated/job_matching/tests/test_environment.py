@@ -14,11 +14,13 @@ from typing import Any, cast
 import pytest
 
 from ..environment import (
+    FAMILIES,
     INTERNAL_ERROR,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    FamilyFailed,
     copy_json,
     to_json,
 )
@@ -661,6 +663,40 @@ def test_task_hire_backend_engineer() -> None:
             ]
         )
         == 0
+    )
+
+
+def test_family_out_of_the_running() -> None:
+    """Family `out_of_the_running`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["out_of_the_running"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("offers_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `out_of_the_running`: every seed's plan failed: {discarded}"
+
+
+def test_family_offer_to_the_strongest() -> None:
+    """Family `offer_to_the_strongest`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["offer_to_the_strongest"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("offers_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `offer_to_the_strongest`: every seed's plan failed: {discarded}"
     )
 
 

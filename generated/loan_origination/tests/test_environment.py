@@ -14,11 +14,13 @@ from typing import Any, cast
 import pytest
 
 from ..environment import (
+    FAMILIES,
     INTERNAL_ERROR,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    FamilyFailed,
     copy_json,
     to_json,
 )
@@ -669,6 +671,42 @@ def test_task_fund_eves_loan() -> None:
     )
     env.invoke("move_loan", {"loan_id": 5, "target": "funded"})
     assert state["loans"][5]["state"] == "funded" and state["loans"][5]["completed"]
+
+
+def test_family_decide_in_underwriting() -> None:
+    """Family `decide_in_underwriting`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["decide_in_underwriting"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_desk")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `decide_in_underwriting`: every seed's plan failed: {discarded}"
+    )
+
+
+def test_family_exposure_before_underwriting() -> None:
+    """Family `exposure_before_underwriting`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["exposure_before_underwriting"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_desk")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `exposure_before_underwriting`: every seed's plan failed: {discarded}"
+    )
 
 
 # --------------------------------------------------------------------------- invariants

@@ -14,11 +14,13 @@ from typing import Any, cast
 import pytest
 
 from ..environment import (
+    FAMILIES,
     INTERNAL_ERROR,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    FamilyFailed,
     copy_json,
     to_json,
 )
@@ -961,6 +963,38 @@ def test_task_competitor_graph() -> None:
         )
         and state["briefs"][1]["content"].startswith('digraph "Weekend coverage map" {')
     )
+
+
+def test_family_channel_digest() -> None:
+    """Family `channel_digest`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["channel_digest"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_monday")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `channel_digest`: every seed's plan failed: {discarded}"
+
+
+def test_family_hold_back_one_feed() -> None:
+    """Family `hold_back_one_feed`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["hold_back_one_feed"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_monday")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `hold_back_one_feed`: every seed's plan failed: {discarded}"
 
 
 # --------------------------------------------------------------------------- invariants

@@ -14,11 +14,13 @@ from typing import Any, cast
 import pytest
 
 from ..environment import (
+    FAMILIES,
     INTERNAL_ERROR,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    FamilyFailed,
     copy_json,
     to_json,
 )
@@ -741,6 +743,24 @@ def test_task_refund_cracked_kettle() -> None:
         )
         and state["conversations"]["c-1042"]["status"] == "resolved"
         and state["personas"]["c-1042"]["confirmed"] == ["refund", "return label"]
+    )
+
+
+def test_family_refund_in_their_chat() -> None:
+    """Family `refund_in_their_chat`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["refund_in_their_chat"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_chat_queue")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `refund_in_their_chat`: every seed's plan failed: {discarded}"
     )
 
 

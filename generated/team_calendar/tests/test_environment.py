@@ -14,11 +14,13 @@ from typing import Any, cast
 import pytest
 
 from ..environment import (
+    FAMILIES,
     INTERNAL_ERROR,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    FamilyFailed,
     copy_json,
     to_json,
 )
@@ -463,6 +465,40 @@ def test_task_book_retro_room() -> None:
         )
         == 1
     )
+
+
+def test_family_room_b_or_else_room_a() -> None:
+    """Family `room_b_or_else_room_a`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["room_b_or_else_room_a"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `room_b_or_else_room_a`: every seed's plan failed: {discarded}"
+    )
+
+
+def test_family_clear_a_day() -> None:
+    """Family `clear_a_day`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["clear_a_day"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `clear_a_day`: every seed's plan failed: {discarded}"
 
 
 # --------------------------------------------------------------------------- invariants

@@ -14,11 +14,13 @@ from typing import Any, cast
 import pytest
 
 from ..environment import (
+    FAMILIES,
     INTERNAL_ERROR,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    FamilyFailed,
     copy_json,
     to_json,
 )
@@ -1437,6 +1439,38 @@ def test_task_report_door_left_open() -> None:
         and state["events"][state["streams"]["sensor.temperature"]["history"][3]]["priority"]
         == "critical"
     )
+
+
+def test_family_warmest_cold_room() -> None:
+    """Family `warmest_cold_room`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["warmest_cold_room"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("night_shift")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `warmest_cold_room`: every seed's plan failed: {discarded}"
+
+
+def test_family_silent_monitor() -> None:
+    """Family `silent_monitor`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["silent_monitor"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_night")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `silent_monitor`: every seed's plan failed: {discarded}"
 
 
 # --------------------------------------------------------------------------- invariants

@@ -14,11 +14,13 @@ from typing import Any, cast
 import pytest
 
 from ..environment import (
+    FAMILIES,
     INTERNAL_ERROR,
     SCENARIOS,
     TOOL_SPECS,
     DomainError,
     Environment,
+    FamilyFailed,
     copy_json,
     to_json,
 )
@@ -249,6 +251,40 @@ def test_task_close_vpn_ticket() -> None:
     env.invoke("close_ticket", {"ticket_id": 2})
     assert (
         state["tickets"][2]["status"] == "closed" and state["tickets"][2]["resolution"] is not None
+    )
+
+
+def test_family_new_category_owner() -> None:
+    """Family `new_category_owner`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["new_category_owner"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("help_desk_busy_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `new_category_owner`: every seed's plan failed: {discarded}"
+
+
+def test_family_fixed_by_the_reporter() -> None:
+    """Family `fixed_by_the_reporter`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["fixed_by_the_reporter"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("help_desk_busy_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `fixed_by_the_reporter`: every seed's plan failed: {discarded}"
     )
 
 
