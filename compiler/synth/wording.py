@@ -298,7 +298,14 @@ def _fill(template: str, words: dict[str, str]) -> str:
         name: text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text for name, text in words.items()
     }
     template = re.sub(r'"\{(\w+)\}"', lambda m: f'"{quoted[m[1]]}"' if m[1] in words else m[0], template)
+    template = re.sub(r"\b([Aa]) \{(\w+)\}", lambda m: _article(m[1], words.get(m[2], "")) + f" {{{m[2]}}}", template)
     return SLOT.sub(lambda m: words[m[1]], template).replace("{{", "{").replace("}}", "}")
+
+
+def _article(article: str, word: str) -> str:
+    """`a` or `an` before a filled slot, by its first letter ("an auto loan"); a `u`
+    keeps `a` ("a user")."""
+    return article + "n" if word.lstrip('"')[:1].lower() in ("a", "e", "i", "o") else article
 
 
 def _goes_without_saying(param: ir.Param, value: Any) -> bool:
