@@ -725,7 +725,7 @@ class Sampler:
             options = {
                 target: max(float(self.env_graph.get_edge_data(source, target, {}).get("weight", 0.0)), MIN_FLOW_WEIGHT)
                 for source, target in sorted(self.flows)
-                if source == picked[-1] and self.reaches(target, left, [*picked, target])
+                if source == picked[-1] and target not in picked and self.reaches(target, left, [*picked, target])
             }
             ordered = sorted(options)
             picked.append(rng.choices(ordered, weights=[options[n] for n in ordered])[0])

@@ -391,11 +391,36 @@ def _owner(
     chain, start = found
     entity = _in_start(env, record, item, start)
     if entity is None:
-        return (f"the new {record.noun or _humane(record.name).lower()}" if tool.writes else ""), None
+        return (_new_one(env, record, item, found) if tool.writes else ""), None
     if not _acted_on(chain, env.name, entity):
         return "", None
     others = record.model_copy(update={"refers": [r for r in record.refers if r.field != carried_field]})
     return refer(env, dataclasses.replace(entity, record=others), rng)
+
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+def _new_one(
+    env: sample.SampleEnv, record: ir.RecordDecl, item: dict[str, Any], found: tuple[dict[str, Any], dict[str, Any]]
+) -> str:
+    """"the new ticket", or "the second new ticket" when the chain makes several."""
+    chain, start = found
+    noun = record.noun or _humane(record.name).lower()
+    made: list[Any] = []
+    records = {r.name: r for r in env.model.records}
+    for call in chain["calls"]:
+        tool = env.tools.get(call["tool"].split(sample.CROSS_SEPARATOR, 1)[-1])
+        if call["env"] != env.name or tool is None or not tool.writes or sample.is_failure(call.get("result")):
+            continue
+        for name, other in meaning.returned_records(call.get("result"), tool.returns, records):
+            identity = other.get("id")
+            if name == record.name and identity not in made and _in_start(env, record, other, start) is None:
+                made.append(identity)
+    if len(made) < 2:
+        return f"the new {noun}"
+    index = made.index(item.get("id")) if item.get("id") in made else -1
+    return f"the {ORDINALS[index]} new {noun}" if 0 <= index < len(ORDINALS) else ""
 
 
 def _in_start(
