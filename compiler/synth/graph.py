@@ -570,8 +570,10 @@ def _add_tool_edge(
             for record, name, ty in a.returned_fields
             for param, param_ty in b.params
             # not an entity's own fields copied, nor a name the new entry will be stored under
-            if ty == param_ty and record not in b.written_records and param not in b.new_keys
-            and _means_the_same(meanings, record, name, b.name, param)
+            if ty == param_ty
+            and record not in b.written_records
+            and param not in b.new_keys
+            and meaning.fed_by(meanings, record, name, b.name, param)
         }
     )
     if data:
@@ -583,15 +585,6 @@ def _add_tool_edge(
         kinds = [kind for kind in EDGE_KINDS if kind in via]
         weight = round(sum(getattr(weights, kind) for kind in kinds), 6)
         graph.add_edge(a.name, b.name, kinds=kinds, via=via, weight=weight)
-
-
-def _means_the_same(meanings: meaning.Meanings, record: str, field: str, tool: str, param: str) -> bool:
-    """A returned field feeds a parameter that means the same (meaning.py); a parameter
-    nothing gives a meaning (neither stored, looked up nor sourced) goes by its name."""
-    wanted = meanings.param(tool, param)
-    if not wanted:
-        return param == field
-    return meaning.same_meaning(meanings.field(record, field), wanted)
 
 
 def domain_key(domain: ParamDomain) -> str:

@@ -7,7 +7,11 @@ value means"):
 - `field:Record.name`, the value of that record field. A returned record's field has it;
   so has a tool parameter the tool stores into that field (`Guest(name=name)`,
   `state.tickets[id].title = title`) or looks its value up among (`o.customer ==
-  customer` over `orders`);
+  customer` over `orders`); storing into a record that only a result carries (a view
+  such as `FileContent(path=path)`) gives the parameter no `field:` meaning;
+- `key:CONTAINER`, a key of that state or world container: a parameter the tool looks
+  up by (`tickets[ticket_id]`), and a record field built from such a parameter
+  (`StageRun(pipeline_id=pipeline_id)` in a tool that requires `pipeline_id in pipelines`);
 - `source:NAME`, a value of that value source (`person_name`, a pool such as
   `ticket_titles`). A record field has its declared source (`field F from S`), else the
   source of the parameters stored into it when they all agree (`create_calendar`'s
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 
 FIELD = "field:"
 SOURCE = "source:"
+KEY = "key:"
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,9 @@ class Meanings:
     """(record, field) -> meanings."""
     params: dict[tuple[str, str], frozenset[str]]
     """(tool, parameter) -> meanings; empty when nothing says what a parameter holds."""
+    owned: frozenset[tuple[str, str]]
+    """Parameters that are an attribute of the entity the tool stores them into, never
+    looked up (a guest's `name` in `check_in`): no other record's field of that name is one."""
     pools: dict[str, frozenset[str]]
     """The spec's pools, as text values (to tell whether two specs' pools are one)."""
 
@@ -70,6 +78,9 @@ class Meanings:
 
     def param(self, tool: str, name: str) -> frozenset[str]:
         return self.params.get((tool, name), frozenset())
+
+    def sources(self, senses: frozenset[str]) -> frozenset[str]:
+        return frozenset(s for s in senses if s.startswith(SOURCE))
 
 
 def record_types(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]) -> set[str]:
@@ -90,25 +101,48 @@ def meanings(env: ir.Environment, domains: Mapping[str, Mapping[str, Sequence[Pa
     records = {r.name: r for r in env.records}
     stored = {tool.name: stored_fields(tool, env) for tool in env.tools}
     sources = _field_sources(env, stored)
-    fields = {
+    keys = {
+        (tool, param): frozenset(
+            f"{KEY}{d.container}" for d in found if not d.field and not d.values and not d.of_param
+        )
+        for tool, by_param in domains.items()
+        for param, found in by_param.items()
+    }
+    fields: dict[tuple[str, str], frozenset[str]] = {
         (r.name, f.name): frozenset({f"{FIELD}{r.name}.{f.name}"} | _source_of(sources.get((r.name, f.name))))
         for r in env.records
         for f in r.fields
     }
+    for tool in env.tools:  # a field built from a key parameter holds keys of that container
+        for param, targets in stored[tool.name].items():
+            for target in targets:
+                fields[target] |= keys.get((tool.name, param), frozenset())
     containers = _container_records(env, records)
+    entities = set(containers.values())
     params: dict[tuple[str, str], frozenset[str]] = {}
+    owned: set[tuple[str, str]] = set()
     for tool in env.tools:
         for param in tool.params:
-            found: set[str] = set(_source_of(param.values_from))
+            found: set[str] = set(_source_of(param.values_from)) | keys.get((tool.name, param.name), frozenset())
+            looked_up = domains.get(tool.name, {}).get(param.name, [])
             for record, name in stored[tool.name].get(param.name, set()):
-                found |= fields[(record, name)]
-            for domain in domains.get(tool.name, {}).get(param.name, []):
+                found |= _attribute(fields[(record, name)], record in entities)
+                if record in entities and not looked_up:
+                    owned.add((tool.name, param.name))
+            for domain in looked_up:
                 record = containers.get(domain.container, "")
                 if domain.field and (record, domain.field) in fields:
-                    found |= fields[(record, domain.field)]
+                    found |= _attribute(fields[(record, domain.field)], True)
             params[(tool.name, param.name)] = frozenset(found)
     pools = {name: frozenset(str(v) for v in values) for name, values in env.value_pools.items()}
-    return Meanings(env.header.name, fields, params, pools)
+    return Meanings(env.header.name, fields, params, frozenset(owned), pools)
+
+
+def _attribute(senses: frozenset[str], entity: bool) -> frozenset[str]:
+    """What a parameter stored into (or looked up among) a field takes of the field's
+    meanings: its source, and its identity when the record is an entity of the state (a
+    view only a result carries says nothing); not the keys other tools store there."""
+    return frozenset(s for s in senses if s.startswith(SOURCE) or (entity and s.startswith(FIELD)))
 
 
 def _source_of(source: ir.SourceRef | None) -> frozenset[str]:
@@ -185,6 +219,18 @@ def same_meaning(a: frozenset[str], b: frozenset[str]) -> bool:
     return bool(a & b)
 
 
+def fed_by(m: Meanings, record: str, field: str, tool: str, param: str) -> bool:
+    """Whether a returned field feeds a parameter of the same environment: their meanings
+    meet, or they share a name and nothing tells them apart (the parameter is no attribute
+    of an entity of its own, and their sources, if both have one, are the same)."""
+    given, wanted = m.field(record, field), m.param(tool, param)
+    if same_meaning(given, wanted):
+        return True
+    if param != field or (tool, param) in m.owned:
+        return False
+    return not (m.sources(given) and m.sources(wanted))
+
+
 def carried_meanings(meanings_: frozenset[str], here: Meanings, there: Meanings) -> frozenset[str]:
     """The meanings that hold between two environments: a naming format, or a pool both
     declare under one name with values in common."""
@@ -222,7 +268,9 @@ def cross_flows(x: ir.Environment, y: ir.Environment, mx: Meanings, my: Meanings
     return sorted(flows, key=str)
 
 
-def returned_records(value: Any, ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]) -> Iterator[tuple[str, dict[str, Any]]]:
+def returned_records(
+    value: Any, ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(record, item) of each record a result holds, by its declared type (one level of
     containers, as `record_types`; at most 20 items of a list or map)."""
     base = ts.strip_optional(ty)

@@ -611,7 +611,6 @@ class Walk:
         names = sorted(weights)
         return self.rng.choices(names, weights=[weights[n] for n in names])[0]
 
-
     def favoured(self) -> set[str]:
         """The tools that take the previous environment's value, until one has, and those
         that give the next one a value, until one has."""

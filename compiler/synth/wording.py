@@ -404,7 +404,7 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
 def _new_one(
     env: sample.SampleEnv, record: ir.RecordDecl, item: dict[str, Any], found: tuple[dict[str, Any], dict[str, Any]]
 ) -> str:
-    """"the new ticket", or "the second new ticket" when the chain makes several."""
+    """ "the new ticket", or "the second new ticket" when the chain makes several."""
     chain, start = found
     noun = record.noun or _humane(record.name).lower()
     made: list[Any] = []

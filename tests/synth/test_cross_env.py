@@ -85,8 +85,8 @@ def test_a_shared_meaning_is_a_data_edge_and_an_env_flow(models: dict[str, ir.En
 
 
 def test_pools_join_environments_only_when_they_share_values() -> None:
-    here = meaning.Meanings("a", {}, {}, {"titles": frozenset({"x", "y"}), "notes": frozenset({"p"})})
-    there = meaning.Meanings("b", {}, {}, {"titles": frozenset({"y", "z"}), "notes": frozenset({"q"})})
+    here = meaning.Meanings("a", {}, {}, frozenset(), {"titles": frozenset({"x", "y"}), "notes": frozenset({"p"})})
+    there = meaning.Meanings("b", {}, {}, frozenset(), {"titles": frozenset({"y", "z"}), "notes": frozenset({"q"})})
     senses = frozenset({"source:titles", "source:notes", "source:email", "source:amount", "field:T.title"})
     assert meaning.carried_meanings(senses, here, there) == {"source:titles", "source:email"}
 
