@@ -95,35 +95,61 @@ def record_types(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]) -> set[st
     return set()
 
 
-def meanings(env: ir.Environment, domains: Mapping[str, Mapping[str, Sequence[ParamDomain]]]) -> Meanings:
-    """Every record field's and tool parameter's meanings (`domains`: per tool, where each
-    parameter's values are looked up, as compiler/synth/graph.py finds them)."""
-    records = {r.name: r for r in env.records}
+Domains = Mapping[str, Mapping[str, Sequence["ParamDomain"]]]
+"""Per tool, per parameter, where its values are looked up (compiler/synth/graph.py)."""
+
+
+def meanings(env: ir.Environment, domains: Domains) -> Meanings:
+    """Every record field's and tool parameter's meanings."""
     stored = {tool.name: stored_fields(tool, env) for tool in env.tools}
-    sources = _field_sources(env, stored)
     keys = {
-        (tool, param): frozenset(
-            f"{KEY}{d.container}" for d in found if not d.field and not d.values and not d.of_param
-        )
+        (tool, param): frozenset(f"{KEY}{d.container}" for d in found if not (d.field or d.values or d.of_param))
         for tool, by_param in domains.items()
         for param, found in by_param.items()
     }
-    fields: dict[tuple[str, str], frozenset[str]] = {
+    fields = _field_meanings(env, stored, keys)
+    params, owned = _param_meanings(env, domains, stored, keys, fields)
+    pools = {name: frozenset(str(v) for v in values) for name, values in env.value_pools.items()}
+    return Meanings(env.header.name, fields, params, owned, pools)
+
+
+Stored = Mapping[str, Mapping[str, set[tuple[str, str]]]]
+"""Per tool, per parameter, the record fields it is stored into (`stored_fields`)."""
+Keys = Mapping[tuple[str, str], frozenset[str]]
+"""Per (tool, parameter), the `key:` meanings of the containers it is looked up by."""
+
+
+def _field_meanings(env: ir.Environment, stored: Stored, keys: Keys) -> dict[tuple[str, str], frozenset[str]]:
+    """Each field: its identity, its source, and the keys of the parameters built into it."""
+    sources = _field_sources(env, stored)
+    fields = {
         (r.name, f.name): frozenset({f"{FIELD}{r.name}.{f.name}"} | _source_of(sources.get((r.name, f.name))))
         for r in env.records
         for f in r.fields
     }
-    for tool in env.tools:  # a field built from a key parameter holds keys of that container
-        for param, targets in stored[tool.name].items():
+    for tool in env.tools:
+        for name, targets in stored[tool.name].items():
             for target in targets:
-                fields[target] |= keys.get((tool.name, param), frozenset())
-    containers = _container_records(env, records)
+                fields[target] |= keys.get((tool.name, name), frozenset())
+    return fields
+
+
+def _param_meanings(
+    env: ir.Environment,
+    domains: Domains,
+    stored: Stored,
+    keys: Keys,
+    fields: Mapping[tuple[str, str], frozenset[str]],
+) -> tuple[dict[tuple[str, str], frozenset[str]], frozenset[tuple[str, str]]]:
+    """Each parameter: its source, its keys, and what it takes of the fields it is stored
+    into or looked up among; and the parameters that are an entity's own attribute."""
+    containers = _container_records(env, {r.name: r for r in env.records})
     entities = set(containers.values())
     params: dict[tuple[str, str], frozenset[str]] = {}
     owned: set[tuple[str, str]] = set()
     for tool in env.tools:
         for param in tool.params:
-            found: set[str] = set(_source_of(param.values_from)) | keys.get((tool.name, param.name), frozenset())
+            found = set(_source_of(param.values_from)) | keys.get((tool.name, param.name), frozenset())
             looked_up = domains.get(tool.name, {}).get(param.name, [])
             for record, name in stored[tool.name].get(param.name, set()):
                 found |= _attribute(fields[(record, name)], record in entities)
@@ -134,8 +160,7 @@ def meanings(env: ir.Environment, domains: Mapping[str, Mapping[str, Sequence[Pa
                 if domain.field and (record, domain.field) in fields:
                     found |= _attribute(fields[(record, domain.field)], True)
             params[(tool.name, param.name)] = frozenset(found)
-    pools = {name: frozenset(str(v) for v in values) for name, values in env.value_pools.items()}
-    return Meanings(env.header.name, fields, params, frozenset(owned), pools)
+    return params, frozenset(owned)
 
 
 def _attribute(senses: frozenset[str], entity: bool) -> frozenset[str]:
