@@ -79,9 +79,6 @@ class Meanings:
     def param(self, tool: str, name: str) -> frozenset[str]:
         return self.params.get((tool, name), frozenset())
 
-    def sources(self, senses: frozenset[str]) -> frozenset[str]:
-        return frozenset(s for s in senses if s.startswith(SOURCE))
-
 
 def record_types(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]) -> set[str]:
     """Records a value of this type is or holds (one level of containers)."""
@@ -240,6 +237,10 @@ def _field_sources(
     return {**found, **declared}
 
 
+def sources_of(senses: frozenset[str]) -> frozenset[str]:
+    return frozenset(s for s in senses if s.startswith(SOURCE))
+
+
 def same_meaning(a: frozenset[str], b: frozenset[str]) -> bool:
     return bool(a & b)
 
@@ -253,7 +254,7 @@ def fed_by(m: Meanings, record: str, field: str, tool: str, param: str) -> bool:
         return True
     if param != field or (tool, param) in m.owned:
         return False
-    return not (m.sources(given) and m.sources(wanted))
+    return not (sources_of(given) and sources_of(wanted))
 
 
 def carried_meanings(meanings_: frozenset[str], here: Meanings, there: Meanings) -> frozenset[str]:

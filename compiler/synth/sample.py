@@ -6,8 +6,9 @@ and ids that exist, enum members, values meeting the constraints, values earlier
 returned) and calls the generated environment. A step that fails is tried again with
 other tools or arguments, a bounded number of times. Every kept chain runs without an
 error, ends with a write tool whose call changed the state, and leaves the state
-changed. Cross-environment chains first pick 2-5 environments along the env graph, then
-walk inside each; their tools are named `env__tool`.
+changed. Cross-environment chains first pick 2-5 environments along the env graph's data
+edges, then walk inside each, each environment after the first using a value the previous
+one gave (`carried`); their tools are named `env__tool`.
 
 Chain `i` is drawn from `random.Random(f"{seed}:{i}")` alone, so the result does not
 depend on the order chains are drawn in, and `workers` processes give the same bytes
@@ -86,11 +87,10 @@ ANY_TEXT = "something"
 calls are valid but never carry a task's value (tasks themselves never get it)."""
 ORIGINS = ("earlier", "carried", "state", "world", "refusal", "type")
 """Where an argument can come from, besides `pool:NAME` and `format:NAME` (a value source):
-a value an earlier call returned, one an earlier environment of the chain found or made
+a value an earlier call returned, one the previous environment of the chain found or made
 (`carried` along a data flow, compiler/synth/meaning.py), the state or world (a key that
-exists), the values a
-refusal listed, or the parameter's type and constraints (numbers, enum members, dates,
-flags, strings matching a pattern). None of them is invented text."""
+exists), the values a refusal listed, or the parameter's type and constraints (numbers,
+enum members, dates, flags, strings matching a pattern). None of them is invented text."""
 
 
 def field_sources(model: ir.Environment) -> dict[str, ir.SourceRef]:
@@ -204,9 +204,9 @@ class Pool:
         """Keep the fields of the records `result` holds that have a source meaning."""
         records = {r.name: r for r in env.model.records}
         for record, name, value in meaning.returned_values(result, tool.returns, records):
-            for sense in sorted(env.meanings.field(record, name)):
+            for sense in sorted(meaning.sources_of(env.meanings.field(record, name))):
                 bucket = self.carried.setdefault(sense, [])
-                if sense.startswith(meaning.SOURCE) and (value, env.name) not in bucket:
+                if (value, env.name) not in bucket:
                     bucket.append((value, env.name))
 
     def carried_from(self, env: str, senses: frozenset[str]) -> bool:
