@@ -5,8 +5,9 @@ A tool edge A -> B says "calling A first makes B possible or meaningful":
 
 - `state`: A writes a state field B reads (the inferred effect sets, built-in fields aside);
 - `data`: a value A returns can be an argument of B: an id or key of a state field B looks
-  its argument up in (`ticket_id` keying `tickets`), or a returned record field with
-  the name and type of one of B's parameters;
+  its argument up in (`ticket_id` keying `tickets`), or a returned record field of the
+  type of one of B's parameters that means the same (compiler/synth/meaning.py: not a
+  field that merely shares its name, as a clerk's `name` does a guest's);
 - `precondition`: a `require` guard of B (or of a helper it calls) reads a field A writes.
 
 A fourth kind, `llm`, is not derived here: edges a model proposed (`compiler/synth/model_edges.py`
@@ -17,7 +18,8 @@ asks for them, validates them and locks them in envc.lock) are merged in through
 Each edge has its kinds, the fields or parameters that justify it, and a weight, the sum
 of the weights of its kinds (`[tool.envc.graph]` in pyproject.toml, see docs/graph.md).
 The facts a sampler needs about each parameter (which state or world field its values
-come from) are computed here too, as `ParamDomain`s.
+come from) are computed here too, as `ParamDomain`s; and the data flows between
+environments (`env_flows`), the only edges a chain over several environments follows.
 """
 
 from __future__ import annotations
