@@ -28,15 +28,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.ir.tree import walk
 from compiler.library.sources import FORMATS, NAMING_FORMATS
 
-if TYPE_CHECKING:
-    from compiler.synth.graph import ParamDomain
+
+class Lookup(Protocol):
+    """Where a parameter's values are looked up (compiler/synth/graph.py's `ParamDomain`)."""
+
+    @property
+    def container(self) -> str: ...
+    @property
+    def field(self) -> str: ...
+    @property
+    def values(self) -> bool: ...
+    @property
+    def of_param(self) -> str: ...
+
 
 FIELD = "field:"
 SOURCE = "source:"
@@ -92,7 +103,7 @@ def record_types(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]) -> set[st
     return set()
 
 
-Domains = Mapping[str, Mapping[str, Sequence["ParamDomain"]]]
+Domains = Mapping[str, Mapping[str, Sequence[Lookup]]]
 """Per tool, per parameter, where its values are looked up (compiler/synth/graph.py)."""
 
 
