@@ -682,6 +682,13 @@ class Sampler:
             self.env_graph = tool_graphs.env_graph([e.model for e in self.envs.values()], self.weights)
         if self.options.envs[1] > 1 and not self.flows:
             self.flows = tool_graphs.env_flows(e.model for e in self.envs.values())
+        low = self.options.envs[0]
+        if low > 1 and not any(self.reaches(name, low - 1, [name]) for name in sorted(self.envs)):
+            raise SampleError(
+                f"no {low} of the environments given follow one another along data flows (a value one"
+                " returns that the next takes, meaning the same: docs/graph.md), so chains across them"
+                " would share no data"
+            )
 
     def chain(self, attempt: int) -> Chain:
         seed = f"{self.options.seed}:{attempt}"

@@ -134,9 +134,11 @@ def test_the_shipped_library_never_chains_without_a_flow(library: dict[str, samp
 
 def test_environments_without_a_flow_give_no_chain_and_say_why(library: dict[str, sample.SampleEnv]) -> None:
     envs = {n: library[n] for n in ("ticketing", "job_matching")}
-    rows, summary = sample.sample(_sampler(envs, 2, 1, (2, 2)))
-    assert rows == []
-    assert summary.to_json()["rejected"] == {sample.NO_FLOW_PATH: 2 * sample.ATTEMPTS_PER_CHAIN}
+    with pytest.raises(sample.SampleError, match="no 2 of the environments given follow one another along data"):
+        _sampler(envs, 2, 1, (2, 2))
+    rows, summary = sample.sample(_sampler(envs, 6, 1, (1, 2)))
+    assert len(rows) == 6 and all(len(row["envs"]) == 1 for row in rows)
+    assert summary.rejected[sample.NO_FLOW_PATH] > 0  # a chain of two drawn, and given up at once
 
 
 def test_cross_requests_name_the_carried_value_by_meaning(prepared: dict[str, sample.SampleEnv]) -> None:
