@@ -7,15 +7,16 @@ latency (p50/p99) and memory per session, under a bounded loopback load.
 
 For each count N: a fresh `envc serve generated/ticketing --max-sessions N` subprocess;
 the server's resident memory (VmRSS of /proc/PID/status) is read before any session
-exists, then N WebSocket clients (one asyncio process, one connection each) reset a
-session from `help_desk_monday` and hold it; memory is read again, and the difference
+exists, then the trainer opens N sessions from `help_desk_monday` (POST /sessions) and N
+WebSocket clients (one asyncio process, one connection each) each play one by its
+handle (`reset` with `handle`) and hold it; memory is read again, and the difference
 over N is the memory per session (the session, its environment's state, its socket).
 Then every session makes `--rounds` rounds of the read-call mix of serve_latency.py,
 with at most `--in-flight` calls outstanding at once across all sessions (the bounded
 load: a trainer's rollout workers, not a flood); each call is timed from send to reply.
 Printed per N: throughput, p50 and p99 latency in milliseconds, and memory per session.
-`--transport http` holds the sessions over HTTP instead (created by `/reset`, called by
-`/step` through a pool of `--in-flight` kept-alive connections); `--journal` starts the
+`--transport http` holds the sessions over HTTP instead (called by `/step` with their
+handles through a pool of `--in-flight` kept-alive connections); `--journal` starts the
 server with `--data-dir` in a temporary folder (one fdatasync per call).
 """
 
@@ -71,12 +72,17 @@ async def request(ws: ClientConnection, message: dict[str, Any]) -> dict[str, An
     return reply
 
 
+async def trainer_sessions(url: str, n: int) -> list[str]:
+    """N sessions the trainer opens (only it sets `max_turns`): their handles."""
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        return [(await client.post("/sessions", json=START)).json()["handle"] for _ in range(n)]
+
+
 async def open_sessions(url: str, n: int) -> list[ClientConnection]:
     sockets: list[ClientConnection] = []
-    start = {"type": "reset", "data": START}
-    for _ in range(n):
+    for handle in await trainer_sessions(url, n):
         ws = await connect(url.replace("http://", "ws://") + "/ws", max_size=None, ping_interval=None)
-        await request(ws, start)
+        await request(ws, {"type": "reset", "data": {"handle": handle}})
         sockets.append(ws)
     return sockets
 
@@ -102,10 +108,10 @@ START = {"env": "ticketing", "scenario": "help_desk_monday", "max_turns": 10**9}
 
 
 async def http_load(url: str, n: int, rounds: int, in_flight: int, pid: int) -> tuple[list[float], float, int]:
-    """The same over HTTP: sessions by /reset, calls by /step on a bounded pool."""
+    """The same over HTTP: the trainer's sessions, calls by /step on a bounded pool."""
     limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+    episodes = await trainer_sessions(url, n)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as client:
-        episodes = [(await client.post("/reset", json=START)).json()["observation"]["episode_id"] for _ in range(n)]
         held = rss_kib(pid)
         gate = asyncio.Semaphore(in_flight)
         times: list[float] = []

@@ -115,9 +115,18 @@ def start_body() -> dict[str, Any]:
     return {"env": "ticketing", "scenario": SCENARIO, "max_turns": MANY_TURNS}
 
 
+def trainer_session(client: httpx.Client) -> str:
+    """A session the trainer opens (POST /sessions: only it sets `max_turns`); the handle
+    the agent's channel plays it by."""
+    response = client.post("/sessions", json=start_body())
+    response.raise_for_status()
+    handle: str = response.json()["handle"]
+    return handle
+
+
 def http_times(url: str, n: int) -> list[float]:
     with httpx.Client(base_url=url, timeout=30) as client:
-        episode = client.post("/reset", json=start_body()).json()["observation"]["episode_id"]
+        episode = trainer_session(client)
 
         def one(tool: str, args: dict[str, Any]) -> Any:
             response = client.post(
@@ -130,8 +139,10 @@ def http_times(url: str, n: int) -> list[float]:
 
 
 def ws_times(url: str, n: int) -> list[float]:
+    with httpx.Client(base_url=url, timeout=30) as client:
+        handle = trainer_session(client)
     with connect(url.replace("http://", "ws://") + "/ws", max_size=None) as ws:
-        ws.send(json.dumps({"type": "reset", "data": start_body()}))
+        ws.send(json.dumps({"type": "reset", "data": {"handle": handle}}))
         json.loads(ws.recv())
 
         def one(tool: str, args: dict[str, Any]) -> Any:
@@ -151,7 +162,7 @@ def mcp_times(url: str, n: int) -> list[float] | None:
     except ImportError:
         return None
     with httpx.Client(base_url=url, timeout=30) as client:
-        episode = client.post("/reset", json=start_body()).json()["observation"]["episode_id"]
+        episode = trainer_session(client)
 
     async def run() -> list[float]:
         async with Client(f"{url}/mcp/") as mcp:

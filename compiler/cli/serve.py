@@ -9,6 +9,7 @@ with an up-to-date package, or task sets (before any port is opened), 3 an inter
 from __future__ import annotations
 
 import gc
+import ipaddress
 import os
 import socket
 import sys
@@ -19,10 +20,15 @@ import click
 from compiler import project
 from compiler.cli.common import EXIT_ERRORS, fail, plural
 from compiler.serve.catalog import CatalogError, load_catalog
+from compiler.serve.deadlines import BODY_TIMEOUT, HEADER_TIMEOUT
 from compiler.serve.journal import JournalError
 from compiler.serve.sessions import Limits, SessionManager
 
 DEFAULTS = Limits()
+UNGUARDED = (
+    "no --trainer-token-env: the trainer's /sessions routes (create, score, reset, handles) "
+    "are open to every process on this machine"
+)
 
 
 def _no_limit(value: float) -> float | None:
@@ -38,7 +44,14 @@ def _no_limit(value: float) -> float | None:
     type=click.IntRange(min=1),
     default=DEFAULTS.max_sessions,
     show_default=True,
-    help="Open sessions at most.",
+    help="Sessions the trainer opens (POST /sessions, forks) at most.",
+)
+@click.option(
+    "--max-agent-sessions",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.max_agent_sessions,
+    show_default=True,
+    help="Sessions the agent's channel opens (/reset, /ws) at most: a separate pool from the trainer's.",
 )
 @click.option(
     "--idle-timeout",
@@ -53,6 +66,20 @@ def _no_limit(value: float) -> float | None:
     default=DEFAULTS.call_timeout,
     show_default=True,
     help="Seconds a tool call may take; past it the session is broken, an infrastructure error (0: no limit).",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0),
+    default=HEADER_TIMEOUT,
+    show_default=True,
+    help="Seconds a request's headers may take to arrive; then 408 and the connection closes (0: no limit).",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(min=0),
+    default=BODY_TIMEOUT,
+    show_default=True,
+    help="Seconds a request's body may take to arrive once its headers are in; then 408 (0: no limit).",
 )
 @click.option(
     "--data-dir",
@@ -70,7 +97,7 @@ def _no_limit(value: float) -> float | None:
     "--trainer-token-env",
     metavar="VAR",
     default=None,
-    help="Require `Authorization: Bearer $VAR` on the trainer's /sessions routes (scoring, forks).",
+    help="Require `Authorization: Bearer $VAR` on the trainer's /sessions routes (needed off loopback).",
 )
 @click.option(
     "--mcp/--no-mcp", "mcp", default=None, help="Mount MCP at /mcp (default: when compiler.serve.mcp and `mcp` import)."
@@ -94,8 +121,11 @@ def serve_command(
     host: str,
     port: int,
     max_sessions: int,
+    max_agent_sessions: int,
     idle_timeout: float,
     call_timeout: float,
+    header_timeout: float,
+    body_timeout: float,
     data_dir: Path | None,
     packages_dir: Path | None,
     trainer_token_env: str | None,
@@ -107,8 +137,14 @@ def serve_command(
     import uvicorn
 
     from compiler.serve import http
+    from compiler.serve.deadlines import server_config
 
     token = _trainer_token(trainer_token_env)
+    if token is None and not is_loopback(host):
+        fail(
+            "serve",
+            f"--host {host} is reachable from other machines: give --trainer-token-env VAR to guard the trainer's routes",
+        )
     mount_mcp = http.mcp_available() if mcp is None else mcp
     if mount_mcp and not http.mcp_available():
         raise click.UsageError(f"--mcp needs {http.MCP_MODULE} and the `mcp` SDK (pip install mcp==2.3.0)")
@@ -117,19 +153,29 @@ def serve_command(
         catalog = load_catalog(paths, packages_dir or project.configured_output(root))
     except CatalogError as exc:
         fail("serve", str(exc))
-    limits = Limits(max_sessions, _no_limit(idle_timeout), _no_limit(call_timeout))
+    limits = Limits(max_sessions, _no_limit(idle_timeout), _no_limit(call_timeout), max_agent_sessions)
     try:
         manager = SessionManager(catalog, limits, data_dir)
     except JournalError as exc:
         fail("serve", f"{exc} (nothing was served)", EXIT_ERRORS)
     except OSError as exc:
         fail("serve", f"{data_dir}: {exc.strerror or exc}")
-    app = http.build_app(manager, mount_mcp=mount_mcp, host=host, trainer_token=token, reap_every=_reap_every(limits))
+    app = http.build_app(
+        manager,
+        mount_mcp=mount_mcp,
+        host=host,
+        trainer_token=token,
+        reap_every=_reap_every(limits),
+        body_timeout=_no_limit(body_timeout),
+    )
     listener = _listen(host, port)
     gc.freeze()  # the imported packages and restored sessions: full collections skip them (shorter pauses)
+    if token is None:  # loopback only (checked above): say what that leaves open
+        click.echo(f"envc serve: {UNGUARDED}", err=True)
     _announce(listener, manager, mount_mcp)
-    config = uvicorn.Config(
+    config = server_config(
         app,
+        header_timeout=_no_limit(header_timeout),
         log_level="warning",
         ws_ping_interval=ws_ping_interval,
         ws_ping_timeout=ws_ping_timeout,
@@ -148,6 +194,17 @@ def _trainer_token(variable: str | None) -> str | None:
     if not token:
         raise click.UsageError(f"--trainer-token-env: ${variable} is not set (or empty)")
     return token
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is reachable from this machine only (a name other than localhost
+    may resolve anywhere, so it counts as reachable from others)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _reap_every(limits: Limits) -> float:

@@ -303,6 +303,9 @@ def _print_task_summary(data: dict[str, Any], output: Path) -> None:
     unsourced = sorted(reason for reason in data["chains_rejected"] if reason.startswith("no value source"))
     if unsourced:
         click.echo(f"left out of tasks for want of a value source: {'; '.join(unsourced)}", err=True)
+    for name, count in data.get("families", {}).items():
+        if not count["kept"]:
+            click.echo(f"family {name} gave no task ({count['tried']} tried): {_family_trouble(count)}", err=True)
     quality = data["quality"]
     if quality:
         click.echo(
@@ -311,6 +314,16 @@ def _print_task_summary(data: dict[str, Any], output: Path) -> None:
             + ", ".join(f"{family} {n}" for family, n in quality["tasks_per_family"].items()),
             err=True,
         )
+
+
+def _family_trouble(count: dict[str, Any]) -> str:
+    """Why a declared family gave no task: its note, or its leading discard or rejection."""
+    reasons = [*(("discarded", r, n) for r, n in count["discarded"].items())]
+    reasons += [("rejected by", r, n) for r, n in count["rejected"].items()]
+    if count.get("note") or not reasons:
+        return str(count.get("note") or "not drawn")
+    what, reason, n = max(reasons, key=lambda item: item[2])
+    return f"{what} {reason} ({n})"
 
 
 # --------------------------------------------------------------------------- envc export and envc calibrate

@@ -10,10 +10,14 @@ WebSocket, and it has no fork, journal, scoring channel or per-call time limit. 
 app is Starlette with the same wire format, and OpenEnv's `GenericEnvClient` drives it
 (tests/serve/).
 
-Channels: the agent's is /step, /ws `step` and /mcp: tool calls only, whose observation
-is the tool's JSON result; `reward` there is always null. Scoring, forks and resets by id
-are the trainer's /sessions routes, which `--trainer-token-env` can close to anyone
-without the token.
+Channels (docs/serving.md#threat-model): trainer creates, agent plays. The agent's channel
+is /reset, /step, /state, /ws and /mcp: it starts an episode only from what the server
+offers (a served task id or a scenario), never with a task, a turn or time limit or an
+episode id of its own, and names a session only by its handle (the unguessable token
+/reset returned, or that the trainer handed out); a WebSocket's own session is reached by
+that connection alone. Its observations are tool results; `reward` there is always null.
+Creating sessions with tasks and limits, scoring, forks and resets by id are the
+trainer's /sessions routes, which `--trainer-token-env` closes to anyone without the token.
 """
 
 from __future__ import annotations
@@ -24,18 +28,22 @@ import hmac
 import importlib.util
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from compiler.serve.catalog import Catalog, CatalogError
+from compiler.serve.deadlines import BODY_TIMEOUT, BodyDeadline
 from compiler.serve.sessions import (
+    TRAINER,
     CapacityFull,
     EpisodeOver,
     Outcome,
@@ -43,6 +51,7 @@ from compiler.serve.sessions import (
     SessionError,
     SessionManager,
     Start,
+    TrainerOnly,
     UnknownSession,
     unknown_task,
 )
@@ -54,6 +63,12 @@ if TYPE_CHECKING:
 MCP_MODULE = "compiler.serve.mcp"
 MAX_BODY_BYTES = 16 * 1024 * 1024
 """The largest request body (uvicorn's WebSocket frame limit is the same 16 MiB)."""
+TRAINER_FIELDS = {
+    "task": "an inline task (its verifier would decide the reward)",
+    "max_turns": "a turn limit",
+    "episode_id": "an episode id (the agent's channel never restarts, replaces or names another episode)",
+}
+"""Start fields only the trainer's POST /sessions takes, and why."""
 WS_TYPES = frozenset({"reset", "step", "state", "close"})
 """The /ws message types OpenEnv's client sends (its `mcp` type is /mcp here)."""
 
@@ -69,14 +84,21 @@ class ResetBody(_Strict):
     """POST /reset, POST /sessions and the /ws `reset` data: where the episode starts.
     Unknown fields are refused, so a misspelt `seed` is never silently ignored."""
 
-    episode_id: str | None = Field(default=None, max_length=128, description="Reuse this id (restarts that session)")
+    episode_id: str | None = Field(
+        default=None, max_length=128, description="The trainer's name for it (POST /sessions)"
+    )
+    handle: str | None = Field(
+        default=None, max_length=200, description="Agent: play the episode the trainer started (its handle, alone)"
+    )
     seed: int | None = Field(default=None, ge=0, description="Reseeds the environments' random numbers")
     task_id: str | None = Field(default=None, description="A task of a served task set")
-    task: dict[str, Any] | None = Field(default=None, description="An inline task row (docs/tasks.md)")
+    task: dict[str, Any] | None = Field(default=None, description="Trainer: an inline task row (docs/tasks.md)")
     env: str | None = Field(default=None, description="The environment, when several are served and no task is given")
     scenario: str | None = Field(default=None, description="A named scenario of `env` (default: S0)")
     options: dict[str, Any] | None = Field(default=None, description="The spec's load options, by name (with `env`)")
-    max_turns: int | None = Field(default=None, ge=1, description="Calls allowed (default: the task's, else 32)")
+    max_turns: int | None = Field(
+        default=None, ge=1, description="Trainer: calls allowed (default: the task's, else 32)"
+    )
 
 
 class ToolCall(_Strict):
@@ -92,10 +114,8 @@ class StepBody(_Strict):
     """POST /step: OpenEnv's StepRequest plus the episode it is for."""
 
     action: dict[str, Any]
-    episode_id: str = Field(min_length=1, description="The id /reset returned")
-    timeout_s: float | None = Field(
-        default=None, gt=0, description="At most this long (the server's limit still holds)"
-    )
+    episode_id: str = Field(min_length=1, description="The id /reset returned, or the handle the trainer handed out")
+    timeout_s: float | None = Field(default=None, description="Refused (403): time limits are the trainer's")
     request_id: str | None = Field(default=None, max_length=255)
 
 
@@ -127,6 +147,21 @@ class StateModel(BaseModel):
     model_config = ConfigDict(extra="allow")
     episode_id: str | None = None
     step_count: int = 0
+
+
+def refuse_trainer_fields(body: ResetBody) -> None:
+    """The agent's channel starts only from what the server offers: a served task id or a
+    scenario (with a seed and load options), or the handle of the trainer's episode, alone."""
+    given = [name for name in TRAINER_FIELDS if getattr(body, name) is not None]
+    if given:
+        reasons = "; ".join(f"`{name}`: {TRAINER_FIELDS[name]}" for name in given)
+        raise TrainerOnly(
+            f"the agent's channel cannot set {reasons}. Only the trainer (POST /sessions) does; "
+            "to play an episode the trainer started, reset with its `handle`",
+            fields=given,
+        )
+    if body.handle is not None and body.model_fields_set - {"handle"}:
+        raise SessionError("a `handle` names an episode the trainer started, which brings its own start: send it alone")
 
 
 def start_of(body: ResetBody, manager: SessionManager) -> Start:
@@ -164,19 +199,29 @@ def start_of(body: ResetBody, manager: SessionManager) -> Start:
     )
 
 
-def reset_payload(session: Session) -> dict[str, Any]:
+def agent_name(session: Session) -> str:
+    """The id the agent's channel shows for a session: its handle, or (a WebSocket's own
+    session, which has none) its episode id, which only the trainer's routes take."""
+    return session.handle or session.episode_id
+
+
+def reset_payload(session: Session, name: str) -> dict[str, Any]:
+    """The reset observation; `name` is the id shown (the agent's, or the trainer's)."""
     observation = Observation(
-        episode_id=session.episode_id,
+        episode_id=name,
         prompt=session.observation()["prompt"],
         tools=session.tools,
+        turns=session.turns,
+        ended=session.ended,
         seed_effect=session.seed_effect,
     )
-    return {"observation": observation.model_dump(), "reward": None, "done": False}
+    done = session.ended is not None or session.broken is not None
+    return {"observation": observation.model_dump(), "reward": None, "done": done}
 
 
 def step_payload(session: Session, outcome: Outcome) -> dict[str, Any]:
     observation = Observation(
-        episode_id=session.episode_id,
+        episode_id=agent_name(session),
         result=outcome.result,
         turns=outcome.turns,
         ended=outcome.ended,
@@ -186,11 +231,11 @@ def step_payload(session: Session, outcome: Outcome) -> dict[str, Any]:
     return {"observation": observation.model_dump(), "reward": None, "done": outcome.done}
 
 
-def state_payload(manager: SessionManager, episode_id: str) -> dict[str, Any]:
+def state_payload(session: Session) -> dict[str, Any]:
     """OpenEnv's State for the agent's channel: where the episode stands, not the
     environments' states (those are the trainer's: GET /sessions/{id}), so an agent that
     can reach the server learns nothing its tools would not tell it."""
-    info = manager.get(episode_id).info()
+    info = {**session.info(), "episode_id": agent_name(session)}
     return StateModel(step_count=info["turns"], **info).model_dump()
 
 
@@ -216,16 +261,9 @@ def validation_error(exc: ValidationError) -> JSONResponse:
 
 
 async def read_json(request: Request) -> Any:
-    """The body as JSON; an empty body is `{}`; one past MAX_BODY_BYTES is refused
-    before it is all read."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _TooLarge(f"the body is larger than {MAX_BODY_BYTES} bytes")
-        chunks.append(chunk)
-    body = b"".join(chunks)
+    """The body as JSON; an empty body is `{}`. (BodyDeadline has read it already, at
+    most MAX_BODY_BYTES within the body deadline.)"""
+    body = await request.body()
     if not body.strip():
         return {}
     try:
@@ -235,10 +273,6 @@ async def read_json(request: Request) -> Any:
 
 
 class _BadRequest(Exception):
-    pass
-
-
-class _TooLarge(Exception):
     pass
 
 
@@ -253,8 +287,6 @@ def guarded(handler: Handler) -> Handler:
             return await handler(request)
         except _BadRequest as exc:
             return error_response(400, "malformed_request", str(exc))
-        except _TooLarge as exc:
-            return error_response(413, "too_large", str(exc))
         except ValidationError as exc:
             return validation_error(exc)
         except SessionError as exc:
@@ -264,6 +296,15 @@ def guarded(handler: Handler) -> Handler:
 
 
 # =========================================================================== the app
+
+
+@dataclass
+class _Connection:
+    """The session one /ws connection plays, and whether it opened it (then it is closed
+    with the connection) or reached the trainer's by its handle (then it is left open)."""
+
+    episode_id: str | None = None
+    owns: bool = False
 
 
 class ServeApp:
@@ -276,11 +317,15 @@ class ServeApp:
     # ------------------------------------------------------------------ OpenEnv routes
 
     async def health(self, request: Request) -> Response:
+        limits = self.manager.limits
         return JSONResponse(
             {
                 "status": "healthy",
                 "active_sessions": self.manager.count(),
-                "max_sessions": self.manager.limits.max_sessions,
+                "trainer_sessions": self.manager.count(TRAINER),
+                "max_sessions": limits.max_sessions,
+                "agent_sessions": self.manager.count("agent"),
+                "max_agent_sessions": limits.max_agent_sessions,
                 "recovery": self.manager.recovery,
             }
         )
@@ -308,31 +353,31 @@ class ServeApp:
         )
 
     async def reset(self, request: Request) -> Response:
+        """The agent's reset: a new session from what the server offers (its id is its
+        handle), or the trainer's episode named by `handle` as it stands (nothing changes)."""
         body = ResetBody.model_validate(await read_json(request))
-        session = await self._start(body, owner="http")
-        return JSONResponse(reset_payload(session))
+        refuse_trainer_fields(body)
+        if body.handle is not None:
+            session = self.manager.by_handle(body.handle)
+        else:
+            session = await asyncio.to_thread(self.manager.create, start_of(body, self.manager), None, "http")
+        return JSONResponse(reset_payload(session, agent_name(session)))
 
     async def step(self, request: Request) -> Response:
         body = StepBody.model_validate(await read_json(request))
+        if body.timeout_s is not None:
+            raise TrainerOnly("`timeout_s` is the trainer's: a call's time limit is the server's --call-timeout")
         action = parse_action(body.action)
-        session = self.manager.get(body.episode_id)
-        outcome = await self.manager.acall(session.episode_id, action.tool_name, action.arguments, body.timeout_s)
+        session = self.manager.by_handle(body.episode_id)
+        outcome = await self.manager.acall(session.episode_id, action.tool_name, action.arguments)
         return JSONResponse(step_payload(session, outcome))
 
     async def state(self, request: Request) -> Response:
-        episode_id = request.query_params.get("episode_id")
-        if not episode_id:
+        handle = request.query_params.get("episode_id")
+        if not handle:
             return error_response(400, "malformed_request", "GET /state needs ?episode_id=<the id /reset returned>")
-        return JSONResponse(await asyncio.to_thread(state_payload, self.manager, episode_id))
-
-    async def _start(self, body: ResetBody, owner: str, own: str | None = None) -> Session:
-        """Create the session a reset asks for. Over HTTP a reset naming an open episode
-        restarts it; over /ws only the connection's own session can be restarted (`own`),
-        so a socket never takes over another client's episode."""
-        start = start_of(body, self.manager)
-        wanted = body.episode_id or own
-        replace = wanted is not None and (wanted == own if owner == "ws" else wanted in self.manager.ids())
-        return await asyncio.to_thread(self.manager.create, start, wanted, owner, replace)
+        session = self.manager.by_handle(handle)
+        return JSONResponse(await asyncio.to_thread(state_payload, session))
 
     # ------------------------------------------------------------------ the trainer's routes
 
@@ -344,12 +389,16 @@ class ServeApp:
             raise _Forbidden()
 
     async def sessions_create(self, request: Request) -> Response:
+        """A session of the trainer's (its pool, its task and limits); the `handle` in the
+        answer is what the trainer hands the agent to play it."""
         self._trainer(request)
         body = ResetBody.model_validate(await read_json(request))
-        if body.episode_id is not None and body.episode_id in self.manager.ids():
-            return error_response(409, "session_exists", f"session {body.episode_id!r} is already open")
-        session = await self._start(body, owner="http")
-        return JSONResponse({**reset_payload(session), "info": session.info()}, status_code=201)
+        if body.handle is not None:
+            raise SessionError("`handle` is minted by the server: leave it out")
+        start = start_of(body, self.manager)
+        session = await asyncio.to_thread(self.manager.create, start, body.episode_id, TRAINER)
+        payload = reset_payload(session, session.episode_id)
+        return JSONResponse({**payload, "handle": session.handle, "info": session.info()}, status_code=201)
 
     async def sessions_list(self, request: Request) -> Response:
         self._trainer(request)
@@ -363,13 +412,15 @@ class ServeApp:
         self._trainer(request)
         body = ForkBody.model_validate(await read_json(request))
         copy = await asyncio.to_thread(self.manager.fork, request.path_params["episode_id"], body.episode_id)
-        return JSONResponse({"episode_id": copy.episode_id, "info": copy.info()}, status_code=201)
+        return JSONResponse(
+            {"episode_id": copy.episode_id, "handle": copy.handle, "info": copy.info()}, status_code=201
+        )
 
     async def session_reset(self, request: Request) -> Response:
         self._trainer(request)
         body = SessionResetBody.model_validate(await read_json(request))
         session = await asyncio.to_thread(self.manager.reset, request.path_params["episode_id"], body.seed)
-        return JSONResponse({**reset_payload(session), "info": session.info()})
+        return JSONResponse({**reset_payload(session, session.episode_id), "info": session.info()})
 
     async def session_score(self, request: Request) -> Response:
         self._trainer(request)
@@ -384,12 +435,12 @@ class ServeApp:
     # ------------------------------------------------------------------ /ws
 
     async def websocket(self, websocket: WebSocket) -> None:
-        """OpenEnv's session protocol: the connection owns at most one session, created by
-        its first `reset` and closed when the client sends `close`, disconnects (a close
-        frame, a dropped TCP connection, or no pong to the server's pings: half-open) or
-        stays idle past the idle timeout."""
+        """OpenEnv's session protocol. A connection plays one session at a time: one its
+        `reset` opened (closed when the client sends `close`, disconnects, whether by a
+        close frame, a dropped TCP connection or no pong to the server's pings, or stays
+        idle past the idle timeout), or the trainer's, reached by its handle (left open)."""
         await websocket.accept()
-        owned: list[str] = []
+        connection = _Connection()
         try:
             while True:
                 try:
@@ -397,20 +448,18 @@ class ServeApp:
                 except KeyError:  # a binary frame
                     await _ws_error(websocket, "INVALID_JSON", "send text frames of JSON")
                     continue
-                reply = await self._ws_message(raw, owned)
+                reply = await self._ws_message(raw, connection)
                 if reply is None:
                     break
                 await websocket.send_text(json.dumps(reply))
         except WebSocketDisconnect:
             pass
         finally:
-            for episode_id in owned:
-                with contextlib.suppress(UnknownSession):
-                    self.manager.close(episode_id)
+            self._let_go(connection)
             with contextlib.suppress(RuntimeError):
                 await websocket.close()
 
-    async def _ws_message(self, raw: str, owned: list[str]) -> dict[str, Any] | None:
+    async def _ws_message(self, raw: str, connection: _Connection) -> dict[str, Any] | None:
         try:
             message = json.loads(raw)
         except (ValueError, RecursionError) as exc:
@@ -424,20 +473,16 @@ class ServeApp:
             if kind == "close":
                 return None
             if kind == "reset":
-                body = ResetBody.model_validate(data)
-                session = await self._start(body, owner="ws", own=owned[0] if owned else None)
-                if owned and owned[0] != session.episode_id:
-                    with contextlib.suppress(UnknownSession):
-                        self.manager.close(owned[0])
-                owned[:] = [session.episode_id]
-                return {"type": "observation", "data": reset_payload(session)}
-            if not owned:
+                session = await self._ws_reset(ResetBody.model_validate(data), connection)
+                return {"type": "observation", "data": reset_payload(session, agent_name(session))}
+            if connection.episode_id is None:
                 raise SessionError("send `reset` first: it starts this connection's session")
             if kind == "step":
                 action = parse_action(data if isinstance(data, dict) else {})
-                outcome = await self.manager.acall(owned[0], action.tool_name, action.arguments)
-                return {"type": "observation", "data": step_payload(self.manager.get(owned[0]), outcome)}
-            return {"type": "state", "data": await asyncio.to_thread(state_payload, self.manager, owned[0])}
+                outcome = await self.manager.acall(connection.episode_id, action.tool_name, action.arguments)
+                return {"type": "observation", "data": step_payload(self.manager.get(connection.episode_id), outcome)}
+            session = self.manager.get(connection.episode_id)
+            return {"type": "state", "data": await asyncio.to_thread(state_payload, session)}
         except ValidationError as exc:
             errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
             return _ws_reply_error("VALIDATION_ERROR", "Invalid message", errors=errors)
@@ -447,6 +492,30 @@ class ServeApp:
             return _ws_reply_error("EXECUTION_ERROR", str(exc), kind=exc.kind, **exc.details)
         except SessionError as exc:
             return _ws_reply_error("SESSION_ERROR", str(exc), kind=exc.kind, **exc.details)
+
+    async def _ws_reset(self, body: ResetBody, connection: _Connection) -> Session:
+        """A reset over /ws: the trainer's episode by its handle (as it stands), or a new
+        session of the connection's own. The session the connection played before is let
+        go first (closed if it was its own): a reset never restarts an episode."""
+        refuse_trainer_fields(body)
+        if body.handle is not None:
+            session = self.manager.by_handle(body.handle)
+            if session.episode_id != connection.episode_id:
+                self._let_go(connection)
+            connection.episode_id = session.episode_id
+            return session
+        start = start_of(body, self.manager)  # a start that does not fit keeps the current session
+        self._let_go(connection)
+        session = await asyncio.to_thread(self.manager.create, start, None, "ws")
+        connection.episode_id, connection.owns = session.episode_id, True
+        return session
+
+    def _let_go(self, connection: _Connection) -> None:
+        """The connection plays nothing now; its own session is closed."""
+        if connection.owns and connection.episode_id is not None:
+            with contextlib.suppress(UnknownSession):
+                self.manager.close(connection.episode_id)
+        connection.episode_id, connection.owns = None, False
 
     # ------------------------------------------------------------------ assembly
 
@@ -507,7 +576,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 class McpBackend:
     """compiler.serve.mcp's EpisodeBackend over the session manager: MCP tools/call is
-    the agent's channel like /step, with the episode id explicit. `call` runs on the MCP
+    the agent's channel like /step, naming its session by handle in `_meta`. `call` runs on the MCP
     module's worker thread and waits for the session's call at most `call_timeout`."""
 
     def __init__(self, manager: SessionManager) -> None:
@@ -519,8 +588,8 @@ class McpBackend:
     def call(self, episode_id: str, tool: str, arguments: dict[str, Any]) -> Any:
         from compiler.serve import mcp
 
-        try:
-            outcome = self.manager.call(episode_id, tool, arguments)
+        try:  # the id in `_meta` is a handle, as on /step: a WebSocket's own session has none
+            outcome = self.manager.call(self.manager.by_handle(episode_id).episode_id, tool, arguments)
         except UnknownSession:
             raise mcp.UnknownEpisode(episode_id) from None
         except EpisodeOver as exc:
@@ -556,9 +625,11 @@ def build_app(
     host: str = "127.0.0.1",
     trainer_token: str | None = None,
     reap_every: float = 1.0,
+    body_timeout: float | None = BODY_TIMEOUT,
 ) -> Starlette:
     """The server's ASGI app; with `mount_mcp`, compiler.serve.mcp at /mcp (`host`: the
-    interface served, for MCP's DNS-rebinding protection)."""
+    interface served, for MCP's DNS-rebinding protection). Every request's body is read
+    first, at most MAX_BODY_BYTES within `body_timeout` seconds (compiler/serve/deadlines.py)."""
     serve = ServeApp(manager, trainer_token)
     routes = serve.routes()
     mounted = mcp_app(manager, host) if mount_mcp else None
@@ -581,6 +652,7 @@ def build_app(
     return Starlette(
         routes=routes,
         lifespan=lifespan,
+        middleware=[Middleware(BodyDeadline, seconds=body_timeout, max_bytes=MAX_BODY_BYTES)],
         exception_handlers={HTTPException: _http_error, _Forbidden: _http_error, Exception: _http_error},
     )
 

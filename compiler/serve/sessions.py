@@ -12,9 +12,16 @@ an observation; an invalid call or reaching `max_turns` ends the episode unsucce
 an internal error of an environment, or a call past the per-call time limit, *breaks* the
 session: an infrastructure failure, `scorable: false`, never reward 0.
 
-The manager holds the limits (`max_sessions`, `idle_timeout`, `call_timeout`) and, given
-a data directory, journals every change (compiler/serve/journal.py) before it returns.
-It implements compiler.serve.mcp's `EpisodeBackend` (`tool_entries`, `call`).
+Who may reach a session (docs/serving.md#threat-model): the trainer makes sessions and
+names them by episode id; the agent's channel names a session only by its `handle`, an
+unguessable token the server mints (the trainer hands it out), and a WebSocket's own
+session has none: only its connection reaches it. Sessions the agent's channel opens
+(`owner` "http" or "ws") and the trainer's (`owner` "trainer") are counted against
+separate limits, so agents can never take the trainer's capacity.
+
+The manager holds the limits (`max_sessions`, `max_agent_sessions`, `idle_timeout`,
+`call_timeout`) and, given a data directory, journals every change
+(compiler/serve/journal.py) before it returns.
 """
 
 from __future__ import annotations
@@ -46,6 +53,10 @@ MAX_TURNS = 32
 """Calls per session started from a scenario (a task's own `max_turns` wins)."""
 CALL_WORKERS = 32
 """Threads running tool calls; a call past its time limit keeps one until it returns."""
+TRAINER = "trainer"
+"""The owner of sessions the trainer makes (POST /sessions, forks, in-process `create`)."""
+AGENT_OWNERS = frozenset({"http", "ws"})
+"""Owners of sessions the agent's channel opens: HTTP /reset, and a WebSocket's `reset`."""
 
 
 class SessionError(ValueError):
@@ -118,6 +129,17 @@ class EpisodeOver(SessionError):
         return "episode_over"
 
 
+class TrainerOnly(SessionError):
+    """Something only the trainer decides, asked for on the agent's channel: a task of its
+    own, a turn or time limit, an episode id (to restart, replace or reach a session)."""
+
+    status = 403
+
+    @property
+    def kind(self) -> str:
+        return "trainer_only"
+
+
 class CapacityFull(SessionError):
     status = 503
 
@@ -149,10 +171,18 @@ class Limits:
     """The server's limits; None means no limit."""
 
     max_sessions: int = 64
+    """Sessions the trainer makes (POST /sessions, forks)."""
     idle_timeout: float | None = 600.0
     """Seconds without a request after which a session is closed."""
     call_timeout: float | None = 10.0
     """Seconds one tool call may take before the session is reported broken."""
+    max_agent_sessions: int = 64
+    """Sessions the agent's channel opens (/reset, /ws): a separate pool, so agents holding
+    all of theirs never refuse the trainer a session."""
+
+    def limit_of(self, pool: str) -> int:
+        """The limit of a pool (`trainer`, or the agent channel's: `agent`, `http`, `ws`)."""
+        return self.max_sessions if pool == TRAINER else self.max_agent_sessions
 
 
 @dataclass(frozen=True)
@@ -239,10 +269,13 @@ class Session:
     tools: list[dict[str, Any]]
     """The agent's tools as OpenAI function schemas."""
     max_turns: int
-    owner: str = "http"
-    """`http` (lives until closed or idle) or `ws` (lives as long as its connection; one
-    restored from a journal after a restart is `http`: its connection died with the
-    server, and it is reachable by id until closed or idle)."""
+    owner: str = TRAINER
+    """Who opened it: `trainer`, or the agent's channel, `http` (lives until closed or
+    idle) or `ws` (lives as long as its connection; one restored from a journal after a
+    restart has none: only the trainer reaches it, until closed or idle)."""
+    handle: str | None = None
+    """The token the agent's channel names this session by (None: no agent reaches it by
+    name, as a WebSocket's own session). Unguessable, minted by the server."""
     history: list[dict[str, Any]] = field(default_factory=list)
     """The calls so far, as journaled: `{"tool", "arguments", "digest"}`."""
     ended: str | None = None
@@ -335,6 +368,7 @@ class Session:
             "scenario": self.start.scenario,
             "seed": self.start.seed,
             "owner": self.owner,
+            "handle": self.handle,
             "turns": self.turns,
             "max_turns": self.max_turns,
             "ended": self.ended,
@@ -353,7 +387,7 @@ def _arguments(arguments: Any) -> dict[str, Any] | None:
     return arguments if isinstance(arguments, dict) else None
 
 
-def build_session(catalog: Catalog, episode_id: str, start: Start, owner: str) -> Session:
+def build_session(catalog: Catalog, episode_id: str, start: Start, owner: str = TRAINER) -> Session:
     """A fresh session from its start (raises SessionError for a start that does not fit)."""
     task = _task_of(catalog, start)
     try:
@@ -443,7 +477,10 @@ class SessionManager:
         self.data_dir = data_dir
         self._lock = threading.Lock()
         self._sessions: dict[str, Session] = {}
-        self._reserved = 0
+        self._handles: dict[str, str] = {}
+        """Handle -> episode id, for the agent's channel."""
+        self._reserved = {TRAINER: 0, "agent": 0}
+        """Slots held by sessions being built, per pool."""
         self._executor = ThreadPoolExecutor(max_workers=CALL_WORKERS, thread_name_prefix="envc-call")
         self.recovery: list[str] = []
         """What restoring the data directory found (torn tails cut off), for /health."""
@@ -459,19 +496,26 @@ class SessionManager:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def create(
-        self, start: Start, episode_id: str | None = None, owner: str = "http", replace: bool = False
-    ) -> Session:
-        """A new session (or, with `replace`, one started over under the same id)."""
-        episode_id = episode_id or new_episode_id()
+    def create(self, start: Start, episode_id: str | None = None, owner: str = TRAINER) -> Session:
+        """A new session. The trainer's get a fresh handle to hand out; one the agent's
+        channel opens is named by the server (`episode_id` must be None): over HTTP its id
+        is its handle, a WebSocket's has none (only its connection reaches it)."""
+        if owner != TRAINER and episode_id is not None:
+            raise TrainerOnly("`episode_id` is the trainer's: the server names the sessions the agent opens")
+        episode_id = episode_id or (new_handle() if owner == "http" else new_episode_id())
+        handle = new_handle() if owner == TRAINER else episode_id if owner == "http" else None
+        return self._open(start, episode_id, owner, handle, replace=False)
+
+    def _open(self, start: Start, episode_id: str, owner: str, handle: str | None, replace: bool) -> Session:
+        """Build, journal and install a session (with `replace`, over the one of that id)."""
         check_episode_id(episode_id)
         self._reserve(episode_id, replace, owner)
         try:
             session = build_session(self.catalog, episode_id, start, owner)
+            session.handle = handle
             self._journal_start(session, [])
         except BaseException:
-            with self._lock:
-                self._reserved -= 1
+            self._unreserve(owner)
             raise
         self._install(session)
         return session
@@ -481,7 +525,7 @@ class SessionManager:
         source = self.get(source_id)
         episode_id = episode_id or new_episode_id()
         check_episode_id(episode_id)
-        self._reserve(episode_id, False, "http")
+        self._reserve(episode_id, False, TRAINER)
         try:
             with source.lock:
                 copy = Session(
@@ -494,7 +538,8 @@ class SessionManager:
                     routes=source.routes,
                     tools=source.tools,
                     max_turns=source.max_turns,
-                    owner="http",
+                    owner=TRAINER,
+                    handle=new_handle(),
                     history=list(source.history),
                     ended=source.ended,
                     broken=source.broken,
@@ -502,21 +547,23 @@ class SessionManager:
                 )
                 self._journal_start(copy, copy.history)
         except BaseException:
-            with self._lock:
-                self._reserved -= 1
+            self._unreserve(TRAINER)
             raise
         self._install(copy)
         return copy
 
     def reset(self, episode_id: str, seed: int | None = None) -> Session:
-        """The same session started over from its start (with a new seed if given)."""
+        """The same session started over from its start (with a new seed if given), under
+        the same id and handle: the trainer's decision, never the agent's."""
         old = self.get(episode_id)
         start = old.start if seed is None else dataclasses.replace(old.start, seed=seed)
-        return self.create(start, episode_id, owner=old.owner, replace=True)
+        return self._open(start, episode_id, old.owner, old.handle, replace=True)
 
     def close(self, episode_id: str) -> None:
         with self._lock:
             session = self._sessions.pop(episode_id, None)
+            if session is not None and session.handle is not None:
+                self._handles.pop(session.handle, None)
         if session is None:
             raise UnknownSession(f"no session {episode_id!r}")
         _retire(session, delete=True)
@@ -524,7 +571,7 @@ class SessionManager:
     def close_all(self) -> None:
         """Forget every session (server shutdown); journals stay for the next start."""
         with self._lock:
-            sessions, self._sessions = list(self._sessions.values()), {}
+            sessions, self._sessions, self._handles = list(self._sessions.values()), {}, {}
         for session in sessions:
             _retire(session, delete=False)
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -561,6 +608,15 @@ class SessionManager:
         session.last_active = time.monotonic()
         return session
 
+    def by_handle(self, handle: str) -> Session:
+        """The session the agent's channel names by `handle`. A session no agent may name
+        (a WebSocket's own) is unknown here, as one that does not exist."""
+        with self._lock:
+            episode_id = self._handles.get(handle) if isinstance(handle, str) else None
+        if episode_id is None:
+            raise UnknownSession(f"no session {handle!r}")
+        return self.get(episode_id)
+
     def ids(self) -> list[str]:
         with self._lock:
             return sorted(self._sessions)
@@ -571,9 +627,17 @@ class SessionManager:
             sessions = sorted(self._sessions.values(), key=lambda s: s.episode_id)
         return [session.info() for session in sessions]
 
-    def count(self) -> int:
+    def count(self, pool: str | None = None) -> int:
+        """Sessions open (and being built): all, or those of one pool (`trainer`, `agent`)."""
         with self._lock:
-            return len(self._sessions) + self._reserved
+            if pool is None:
+                return len(self._sessions) + sum(self._reserved.values())
+            return self._held(pool)
+
+    def _held(self, pool: str) -> int:
+        """Under `_lock`: the sessions of `pool` open or being built."""
+        open_ = sum(1 for s in self._sessions.values() if _pool(s.owner) == pool)
+        return open_ + self._reserved[pool]
 
     def state(self, episode_id: str) -> dict[str, Any]:
         session = self.get(episode_id)
@@ -699,27 +763,36 @@ class SessionManager:
     # ------------------------------------------------------------------ internals
 
     def _reserve(self, episode_id: str, replace: bool, owner: str) -> None:
-        """Hold a slot for a session being built (or check the one it replaces)."""
+        """Hold a slot of the owner's pool for a session being built (or check the one it
+        replaces): the trainer's and the agent's channel have separate limits."""
+        pool, limit = _pool(owner), self.limits.limit_of(owner)
         with self._lock:
             existing = self._sessions.get(episode_id)
-            exists = existing is not None
-            if existing is not None and (not replace or existing.owner != owner):
-                why = "is already open" if existing.owner == owner else f"belongs to a {existing.owner} client"
-                raise SessionTaken(f"session {episode_id!r} {why}")
-            if not exists and len(self._sessions) + self._reserved >= self.limits.max_sessions:
+            if existing is not None and not replace:
+                raise SessionTaken(f"session {episode_id!r} is already open")
+            held = self._held(pool)
+            if existing is None and held >= limit:
+                who = "the trainer's" if pool == TRAINER else "the agent channel's"
                 raise CapacityFull(
-                    f"the server holds its maximum of {self.limits.max_sessions} sessions: close one or retry later",
-                    active_sessions=len(self._sessions) + self._reserved,
-                    max_sessions=self.limits.max_sessions,
+                    f"the server holds {who} maximum of {limit} sessions: close one or retry later",
+                    pool=pool,
+                    active_sessions=held,
+                    max_sessions=limit,
                 )
-            self._reserved += 1
+            self._reserved[pool] += 1
+
+    def _unreserve(self, owner: str) -> None:
+        with self._lock:
+            self._reserved[_pool(owner)] -= 1
 
     def _install(self, session: Session) -> None:
         session.last_active = time.monotonic()
         with self._lock:
-            self._reserved -= 1
+            self._reserved[_pool(session.owner)] -= 1
             old = self._sessions.get(session.episode_id)
             self._sessions[session.episode_id] = session
+            if session.handle is not None:
+                self._handles[session.handle] = session.episode_id
         if old is not None:
             _retire(old, delete=False)  # replaced: the new journal took over its file
 
@@ -727,7 +800,8 @@ class SessionManager:
         if self.data_dir is None:
             return
         digests = {name: env.digest for name, env in session.served.items()}
-        records = [{"op": "start", "start": session.start.to_json(), "packages": digests}]
+        start = {"op": "start", "start": session.start.to_json(), "packages": digests}
+        records = [{**start, "owner": session.owner, "handle": session.handle}]
         records += [{"op": "call", **call} for call in history]
         if session.broken is not None:
             records.append({"op": "broken", "reason": session.broken})
@@ -745,11 +819,12 @@ class SessionManager:
             if recovered.torn_tail:
                 self.recovery.append(f"{path.name}: cut off a torn last record (a call that was never acknowledged)")
             restored[path.name.removesuffix(journal.SUFFIX)] = self._replay(recovered)
-        if len(restored) > self.limits.max_sessions:
-            raise journal.JournalError(
-                f"{data_dir} holds {len(restored)} sessions, more than --max-sessions {self.limits.max_sessions}"
-            )
+        for pool, flag in ((TRAINER, "--max-sessions"), ("agent", "--max-agent-sessions")):
+            held, limit = sum(1 for s in restored.values() if _pool(s.owner) == pool), self.limits.limit_of(pool)
+            if held > limit:
+                raise journal.JournalError(f"{data_dir} holds {held} {pool} sessions, more than {flag} {limit}")
         self._sessions = restored
+        self._handles = {s.handle: s.episode_id for s in restored.values() if s.handle is not None}
 
     def _replay(self, recovered: journal.Recovered) -> Session:
         path = recovered.path
@@ -764,9 +839,10 @@ class SessionManager:
                 why = "is not served" if served is None else "was rebuilt since (its package digest differs)"
                 raise journal.JournalError(f"{path}: environment `{name}` {why}; its calls cannot be replayed")
         try:
-            session = build_session(self.catalog, episode_id, start, "http")
+            session = build_session(self.catalog, episode_id, start, str(first.get("owner", TRAINER)))
         except SessionError as exc:
             raise journal.JournalError(f"{path}:1: {exc}") from None
+        session.handle = _restored_handle(first, session.owner)
         for number, record in enumerate(rest, 2):
             if record["op"] == "broken":
                 session.broken = str(record["reason"])
@@ -798,6 +874,21 @@ def _retire(session: Session, *, delete: bool) -> None:
             session.log.delete() if delete else session.log.close()
 
 
+def _pool(owner: str) -> str:
+    """The capacity pool of a session's owner: the trainer's, or the agent channel's."""
+    return TRAINER if owner == TRAINER else "agent"
+
+
+def _restored_handle(first: Mapping[str, Any], owner: str) -> str | None:
+    """A restored session's handle: the journaled one (the trainer may have handed it
+    out). A WebSocket's session has none (its connection died with the server); a
+    journal from before handles existed gets a fresh one, shown to the trainer only."""
+    if owner == "ws":
+        return None
+    handle = first.get("handle")
+    return str(handle) if handle else new_handle()
+
+
 def _ignore_outcome(running: asyncio.Future[Outcome]) -> None:
     """Retrieve what an abandoned call ended with (it was reported as a timeout)."""
     if not running.cancelled():
@@ -806,6 +897,11 @@ def _ignore_outcome(running: asyncio.Future[Outcome]) -> None:
 
 def new_episode_id() -> str:
     return f"ep-{secrets.token_hex(8)}"
+
+
+def new_handle() -> str:
+    """An unguessable name for the agent's channel (128 random bits), also a valid episode id."""
+    return f"hd-{secrets.token_hex(16)}"
 
 
 def check_episode_id(episode_id: str) -> None:

@@ -18,10 +18,19 @@ from typing import Any
 
 from compiler.library import sources
 from compiler.lower.schema import param_default
-from compiler.synth import sample
-from compiler.synth.task_build import is_workspace_env, open_session, replay, score_calls, tool_of, unpointer
+from compiler.synth import families, sample
+from compiler.synth.task_build import (
+    FILES_FIELD,
+    PATH_ARGUMENTS,
+    is_workspace_env,
+    open_session,
+    replay,
+    score_calls,
+    tool_of,
+    unpointer,
+)
 from compiler.synth.task_prompt import discoverable, is_named, scalars
-from compiler.synth.workspace import FILES_FIELD, PATH_ARGUMENTS, build_workspace, workspace_script
+from compiler.synth.workspace import build_workspace, workspace_script
 
 AUDITS = (
     "gold_scores_1",
@@ -131,9 +140,9 @@ def _no_placeholder(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> 
     """Every argument of a sampled task's gold calls came from somewhere real (the state,
     the world, a value source of the spec, an earlier result, the type's own values): the
     sampler records each one's origin, and a value a pool claims is in that pool. (A
-    declared or workspace task's values are the spec's own.)"""
+    declared, workspace or family task's values are the spec's own: its plan draws them.)"""
     origins = task["source"].get("origins")
-    if "seed" not in task["source"] or "workspace" in task:
+    if "seed" not in task["source"] or "workspace" in task or "family" in task["source"]:
         return
     if not isinstance(origins, list) or len(origins) != len(task["gold_calls"]):
         raise AuditFailed("no_placeholder", "the task does not record where its arguments come from")
@@ -159,7 +168,10 @@ def _origin_known(origin: str, pools: dict[str, list[Any]]) -> bool:
 
 def _referents_unique(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
     """Every entity the request refers to by its attributes is the only one with them in
-    the start state, and the gold solution acts on that one."""
+    the start state, and the gold solution acts on that one. (A family task refers to
+    nothing by attributes: its request states the plan's values, and its verifier is
+    written over the same values, so what the request selects is what is checked; the
+    perturbation and uniqueness audits make sure nothing else passes.)"""
     references = task["source"].get("references", [])
     for reference in references:
         env = reference["env"]
@@ -201,7 +213,10 @@ def _every_prefix_fails(task: dict[str, Any], envs: dict[str, sample.SampleEnv])
 
 def needs_lookup(task: dict[str, Any]) -> bool:
     """Whether the agent must look something up: the request names an entity by its
-    attributes, not by the identifier the gold calls use."""
+    attributes, not by the identifier the gold calls use; in a family task, some
+    argument of the gold calls is not written in the request (the agent finds it)."""
+    if "family" in task["source"]:
+        return any(lit["args"] != call["args"] for lit, call in zip(literal_calls(task), task["gold_calls"]))
     return any(not r.get("by_key", True) for r in task["source"].get("references", []))
 
 
@@ -233,6 +248,9 @@ def _workspace_script(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -
     name = str(workspace.get("env"))
     if name not in task["envs"]:
         raise AuditFailed("workspace_script", f"`workspace.env` {name!r} is not an environment of the task")
+    if "family" in task["source"]:
+        _family_rebuilds(task, envs)
+        return
     seed = str(task["source"].get("seed"))
     if workspace["script"] != workspace_script(seed):
         raise AuditFailed("workspace_script", f"the script is not the one envc builds from seed {seed!r}")
@@ -258,6 +276,31 @@ def _workspace_script(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -
         }.get(op, op in ("present", "not_null"))
         if not fits:
             raise AuditFailed("workspace_script", f"the check {op} {expected!r} does not follow from the files")
+
+
+def _family_rebuilds(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
+    """A family task's script, start, gold writes and checks are the ones envc makes from
+    its (environment, family, seed): the files come from the family's plan, what gold
+    writes from its solution over those files, what the checks expect from its `verify`
+    lines (the data consistency of files, for every family alike)."""
+    try:
+        again = families.rebuilt(task, envs)
+    except families.FamilyDiscarded as why:
+        raise AuditFailed("workspace_script", f"envc makes no task of this family and seed: {why.reason}") from None
+    seed = task["source"].get("seed")
+    parts = {
+        "script": (again["workspace"]["script"], task["workspace"]["script"]),
+        "start": (again["initial_state"], task["initial_state"]),
+        "gold writes": (_written(again, envs), _written(task, envs)),
+        "checks": (again["verifier"], task["verifier"]),
+    }
+    for what, (envc, row) in parts.items():
+        if envc != row:
+            raise AuditFailed("workspace_script", f"the {what} is not what envc builds from seed {seed!r}")
+
+
+def _written(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> list[dict[str, Any]]:
+    return [task["gold_calls"][i] for i in _writes(task, envs)]
 
 
 def _path_consistency(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> None:
@@ -410,6 +453,8 @@ def _derived(task: dict[str, Any], state: Any) -> set[Any]:
     workspace = task.get("workspace")
     if not isinstance(workspace, dict) or not isinstance(state, dict) or FILES_FIELD not in state:
         return set()
+    if "family" in task["source"]:  # what its solution computed (the workspace_script audit rebuilt it)
+        return scalars([list(c["args"].values()) for c in task["gold_calls"] if c["env"] == workspace.get("env")])
     seed = str(task["source"].get("seed"))
     if workspace.get("script") != workspace_script(seed):
         return set()  # not envc's script: it derives nothing (the workspace_script audit says why)
@@ -451,7 +496,13 @@ def required_values(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> 
     except a parameter's default (a request need not repeat it), a value an earlier call
     returned (named by what it is: "the new ticket"), what a workspace's rules
     derive, and an entity the request refers to by its attributes (whose attribute values
-    it names instead)."""
+    it names instead). A family task's are the values its request line states (what the
+    agent finds from them is its business)."""
+    source = task["source"]
+    if "family" in source:
+        values = source.get("values", {})
+        slots = {slot for line in source.get("intents", []) for slot in sample.SLOT_NAMES.findall(line)}
+        return scalars([values[slot] for slot in sorted(slots) if slot in values])
     _, initial, results = replay(envs, task, task["gold_calls"])
     references = [r for r in task["source"].get("references", []) if not r.get("by_key", True)]
     looked_up = {str(r.get("value", r["key"])) for r in references} | {r["key"] for r in references}

@@ -76,7 +76,7 @@ def verify_checks(cond: ir.Expr, final: Any = None) -> list[dict[str, Any]]:
             {"path": path, "op": "equals", "expected": None} if cond.op == "is" else {"path": path, "op": "not_null"}
         ]
     if isinstance(cond, ir.Binary) and cond.op in ("in", "not in") and isinstance(cond.left, ir.Const):
-        container = cond.right.ty.name if cond.right.ty is not None else ""
+        container = cond.right.ty.name if cond.right.ty is not None else _shape(cond.right, final)
         if container == "map":  # a key: a path below the map
             path = f"{state_path(cond.right, final)}/{pointer(cond.left.value)}"
             return [{"path": path, "op": "present" if cond.op == "in" else "absent"}]
@@ -112,6 +112,21 @@ def verify_checks(cond: ir.Expr, final: Any = None) -> list[dict[str, Any]]:
     raise NotExpressible("a verify line is not a check on one state path")
 
 
+def _shape(expr: ir.Expr, final: Any) -> str:
+    """The kind of collection a place holds in `final` (`map`, `list`, `str`), for a
+    condition whose types are not annotated (a family's `verify` line once its values
+    are put in)."""
+    if final is None:
+        return ""
+    try:
+        value = _resolve(final, state_path(expr, final))
+    except NotExpressible:
+        return ""
+    if isinstance(value, dict):
+        return "map"
+    return "list" if isinstance(value, list) else "str" if isinstance(value, str) else ""
+
+
 def collection_check(comp: ir.Comprehension, final: Any = None) -> dict[str, Any]:
     """The path, `over` and `where` clauses of a list comprehension over a state
     collection (`values(m)`, `keys(m)` or a list) filtered by field comparisons."""
@@ -132,11 +147,14 @@ def collection_check(comp: ir.Comprehension, final: Any = None) -> dict[str, Any
 
 def _where(cond: ir.Expr | None, var: str) -> list[dict[str, Any]]:
     """Clauses of a comprehension's condition: `and` of `item.f == literal`, `!=`, a
-    boolean field, `not` one, and `item.f.startswith(literal)`."""
+    boolean field, `not` one, `item.f.startswith(literal)` and `literal in item.f` (a
+    list or text field that holds the value)."""
     if cond is None:
         return []
     if isinstance(cond, ir.Binary) and cond.op == "and":
         return _where(cond.left, var) + _where(cond.right, var)
+    if isinstance(cond, ir.Binary) and cond.op == "in" and isinstance(cond.left, (ir.Const, ir.Attr)):
+        return [{"path": _item_path(cond.right, var), "op": "contains", "expected": literal_json(cond.left)}]
     if isinstance(cond, ir.Binary) and cond.op in ("==", "!="):
         op = "equals" if cond.op == "==" else "not_equals"
         for side, other in ((cond.left, cond.right), (cond.right, cond.left)):

@@ -35,6 +35,10 @@ CHANGE_TRIES = 4
 """Seeded changes tried on a sampled task's start before it keeps the scenario as it is."""
 WHOLE_FIELD_BYTES = 16_384
 """A changed top-level field up to this size (JSON) is set whole; a bigger one by JSON Pointer."""
+FILES_FIELD = "files"
+"""The state field of a file-workspace environment: path -> file record."""
+PATH_ARGUMENTS = ("path", "source", "destination")
+"""Arguments of file-workspace tools that name a path of the workspace."""
 
 
 @dataclass(frozen=True)
@@ -56,9 +60,12 @@ def build_task(
     checks: list[dict[str, Any]] | None = None,
     initial_state: dict[str, Any] | None = None,
     workspace: dict[str, Any] | None = None,
+    source: dict[str, Any] | None = None,
+    reward: str | None = None,
 ) -> dict[str, Any]:
     """The task of one chain row (not yet audited). A declared task brings its own
-    request and checks; a workspace task its start (`initial_state`) and its script."""
+    request and checks; a workspace task its start (`initial_state`) and its script; a
+    family task (compiler/synth/families.py) also its `source` and `reward`."""
     names: list[str] = chain["envs"]
     cross = len(names) > 1
     if initial_state is None:
@@ -72,17 +79,20 @@ def build_task(
             for check in expected_changes(initial[name], finals[name])
         ]
     allowed = {name: envs[name].package.scoring.changed_paths(initial[name], finals[name]) for name in names}
-    source: dict[str, Any] = {"chain": chain["id"], "seed": chain["seed"]}
     if request is None:
         worded = wording.request(chain, envs, initial, random.Random(chain["seed"]))
         request = worded.text
-        source |= {
+        source = {
+            "chain": chain["id"],
+            "seed": chain["seed"],
             "origins": [c.get("origins", {}) for c in chain["calls"]],
             "references": [r.to_json() for r in worded.references],
             "intents": worded.intents,
         }
-    elif workspace is None:
-        source = {"declared": chain["id"]}
+    elif source is None:
+        source = {"chain": chain["id"], "seed": chain["seed"]} if workspace is not None else {"declared": chain["id"]}
+    if reward is None:
+        reward = "partial" if any(is_workspace_env(envs[n]) for n in names) else "binary"
     task: dict[str, Any] = {
         "envs": names,
         "initial_state": initial_state,
@@ -92,7 +102,7 @@ def build_task(
         "max_turns": options.max_turns,
         "timeout_s": options.timeout_s,
         "verifier": {"checks": checks, "collateral": {"allowed": allowed}},
-        "reward": "partial" if any(is_workspace_env(envs[n]) for n in names) else "binary",
+        "reward": reward,
         "source": source,
     }
     if workspace is not None:

@@ -15,17 +15,32 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from compiler import ir
 from compiler.synth import sample
 from compiler.synth.audits import needs_lookup, recipe_problem
 
 
 def family_of(task: dict[str, Any]) -> str:
-    """The kind of problem a task poses (tasks.md, "Task families")."""
-    if "workspace" in task:
-        return "compute_then_write"
+    """The kind of problem a task poses (tasks.md, "Task families"): a declared family's
+    kind (`ir.FAMILY_KINDS`); else `declared` (a spec's own task), `compute` (a workspace
+    task), `across` (a chain over several environments), `lookup` (a chain whose request
+    refers to an entity by its attributes) or `act`."""
+    kind = task["source"].get("kind")
+    if "family" in task["source"] and kind in ir.FAMILY_KINDS:
+        return str(kind)
     if "declared" in task["source"]:
         return "declared"
-    return "lookup_then_act" if needs_lookup(task) else "act"
+    if "workspace" in task:
+        return "compute"
+    if len(task["envs"]) > 1:
+        return "across"
+    return "lookup" if needs_lookup(task) else "act"
+
+
+def declared_family(task: dict[str, Any]) -> str | None:
+    """The declared family a task was drawn from (`env.family`), if any."""
+    family = task["source"].get("family")
+    return f"{task['envs'][0]}.{family}" if isinstance(family, str) else None
 
 
 def names_a_tool(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> bool:
@@ -66,8 +81,22 @@ def quality(
     def share(hits: int) -> float:
         return round(hits / count, 4) if count else 0.0
 
+    drawn: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        name = declared_family(task)
+        if name is not None:
+            drawn.setdefault(name, []).append(task)
     return {
         "tasks_per_family": dict(sorted(Counter(family_of(t) for t in tasks).items())),
+        "declared_families": {
+            name: {
+                "kind": family_of(members[0]),
+                "tasks": len(members),
+                "distinct_prompts": len({t["prompt"] for t in members}),
+                "distinct_requests": len({i for t in members for i in t["source"].get("intents", [])}),
+            }
+            for name, members in sorted(drawn.items())
+        },
         "needs_lookup": share(len(lookups)),
         "hops_per_lookup_task": round(len(references) / len(lookups), 3) if lookups else 0.0,
         "distractors_per_reference": round(sum(r.get("distractors", 0) for r in references) / len(references), 3)

@@ -2,8 +2,10 @@
 
 The run (`synthesise`): the specs' own tasks first (compiler/synth/declared_tasks.py), then
 a task per sampled chain (compiler/synth/task_build.py; a file-workspace task for a share of
-the chains of a file-workspace environment, compiler/synth/workspace.py), each kept only if
-every audit passes (compiler/synth/audits.py). The report counts the candidates, what
+the chains of a file-workspace environment, compiler/synth/workspace.py) and, in
+one-environment runs, draws of the task families the specs declare
+(compiler/synth/families.py) among them, each kept only if every audit passes
+(compiler/synth/audits.py). The report counts the candidates, what
 each audit passed, why candidates were rejected (with an example of each reason) and what
 the kept tasks ask of an agent (compiler/synth/task_quality.py) (DIR/report.json).
 """
@@ -13,11 +15,12 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from compiler.synth import sample
+from compiler import ir
+from compiler.synth import families, sample
 from compiler.synth.audits import AUDITS, LLM_AUDITS, AuditFailed, audit, audit_rng, literal_calls
 from compiler.synth.declared_tasks import declared_tasks
 from compiler.synth.task_build import TaskOptions, build_task, is_workspace_env, score_calls, tool_of
@@ -32,6 +35,10 @@ CANDIDATES_PER_TASK = 8
 WORKSPACE_SHARE = 0.5
 """Share of one-environment chains of a file-workspace environment that become workspace
 tasks (the paper's four artifacts from a seeded plan); the rest stay chain tasks."""
+FAMILY_SHARE = 0.25
+"""Share of the candidates after the declared tasks that are draws of the specs' task
+families (round-robin over every family of every environment), in one-environment runs;
+the rest are sampled chains."""
 
 
 @dataclass
@@ -57,6 +64,8 @@ class Report:
     write tools left out for want of a value source (`no value source for P of T`)."""
     quality: dict[str, Any] = field(default_factory=dict)
     """What the kept tasks ask of an agent (compiler/synth/task_quality.py)."""
+    families: dict[str, FamilyCount] = field(default_factory=dict)
+    """Per declared family (`env.family`): its draws and what became of them."""
 
     def reject(self, reason: str, example: str) -> None:
         self.rejected[reason] += 1
@@ -81,7 +90,32 @@ class Report:
             "rejection_examples": dict(sorted(self.examples.items())),
             "chains_rejected": dict(sorted(self.chains_rejected.items())),
             "quality": self.quality,
+            "families": {name: count.to_json() for name, count in sorted(self.families.items())},
             **({"llm": self.llm} if self.llm else {}),
+        }
+
+
+@dataclass
+class FamilyCount:
+    """What became of one family's draws: tried, discarded (no task: a `require` or the
+    solution failed, by reason), rejected (by audit, or as a duplicate), kept."""
+
+    kind: str
+    tried: int = 0
+    discarded: Counter[str] = field(default_factory=Counter)
+    rejected: Counter[str] = field(default_factory=Counter)
+    kept: int = 0
+    note: str = ""
+    """Why the family was not drawn at all (its package was compiled without it)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "tried": self.tried,
+            "discarded": dict(sorted(self.discarded.items())),
+            "rejected": dict(sorted(self.rejected.items())),
+            "kept": self.kept,
+            **({"note": self.note} if self.note else {}),
         }
 
 
@@ -147,18 +181,32 @@ def synthesise(
     if chains is None:
         chains, summary = sample.sample(sampler)
         report.chains_rejected = dict(summary.rejected)
-    for number, chain in enumerate(chains, 1):
+    drawn = family_draws(sampler.envs, report, options.seed) if single else []
+    for number, chain in interleaved(chains, drawn):
         if report.kept >= options.tasks:
             break
+        counted = report.families.get(f"{chain[0].name}.{chain[1].name}") if isinstance(chain, tuple) else None
+        if isinstance(chain, tuple):
+            assert counted is not None
+            counted.tried += 1
+            try:
+                task = families.draw_family_task(*chain, options)
+            except families.FamilyDiscarded as discarded:
+                counted.discarded[discarded.reason] += 1
+                continue
+        else:
+            check_chain(chain, sampler.envs, number)
+            try:
+                task = candidate_task(chain, sampler.envs, options)
+            except WordingError as unworded:
+                report.candidates += 1
+                report.reject("wording", f"{chain['id']}: {unworded.reason}")
+                continue
         report.candidates += 1
-        check_chain(chain, sampler.envs, number)
-        try:
-            task = candidate_task(chain, sampler.envs, options)
-        except WordingError as unworded:
-            report.reject("wording", f"{chain['id']}: {unworded.reason}")
-            continue
         if task["id"] in seen or problem_key(task) in problems:
             report.reject("duplicate", f"{task['id']}: the same start and verifier as a kept task")
+            if counted is not None:
+                counted.rejected["duplicate"] += 1
             continue
         try:
             rewards = audit(task, sampler.envs, audit_rng(task))
@@ -167,7 +215,11 @@ def synthesise(
         except AuditFailed as failed:
             report.reject(failed.audit, f"{task['id']}: {failed.why}")
             report.passed.update(report.audits[: report.audits.index(failed.audit)])
+            if counted is not None:
+                counted.rejected[failed.audit] += 1
             continue
+        if counted is not None:
+            counted.kept += 1
         report.passed.update(report.audits)
         report.baseline_rewards.extend(rewards)
         seen.add(task["id"])
@@ -184,6 +236,47 @@ def synthesise(
     literal = [score_calls(sampler.envs, t, literal_calls(t))["reward"] for t in kept if "seed" in t["source"]]
     report.quality = quality(kept, sampler.envs, literal)
     return kept, report
+
+
+FamilyDraw = tuple[sample.SampleEnv, ir.FamilyDecl, str]
+"""One draw of a family: its environment, its declaration and the draw's seed."""
+
+
+def family_draws(envs: dict[str, sample.SampleEnv], report: Report, seed: int) -> Iterator[FamilyDraw]:
+    """Draws of every family of every environment, round-robin (so each gets tries), the
+    draw's seed `SEED:ENV.FAMILY:ROUND`; families the compiled package lacks are noted in
+    the report and not drawn."""
+    drawable: list[tuple[sample.SampleEnv, ir.FamilyDecl]] = []
+    for env in envs.values():
+        can_run = {decl.name for decl in families.runnable(env)}
+        for decl in env.model.families:
+            count = report.families[f"{env.name}.{decl.name}"] = FamilyCount(kind=decl.kind)
+            if decl.name in can_run:
+                drawable.append((env, decl))
+            else:
+                count.note = "not in the compiled package (compile the spec again)"
+    round_ = 0
+    while drawable:
+        for env, decl in drawable:
+            yield env, decl, f"{seed}:{env.name}.{decl.name}:{round_}"
+        round_ += 1
+
+
+def interleaved(
+    chains: Sequence[dict[str, Any]], draws: Iterable[FamilyDraw]
+) -> Iterator[tuple[int, dict[str, Any] | FamilyDraw]]:
+    """The candidates in order: each chain (numbered from 1, as its line), with family
+    draws among them so that they make `FAMILY_SHARE` of all (none when there are none)."""
+    stream = iter(draws)
+    tries = 0
+    for number, chain in enumerate(chains, 1):
+        while tries < FAMILY_SHARE * (number + tries):
+            draw = next(stream, None)
+            if draw is None:
+                break
+            tries += 1
+            yield number, draw
+        yield number, chain
 
 
 def problem_key(task: dict[str, Any]) -> str:

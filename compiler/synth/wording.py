@@ -495,7 +495,12 @@ def _compose(phrases: list[str], personas: list[str], rng: random.Random, plain:
     question = opener.strip() in ("Could you", "Can you")
     if question and ". " in text:  # a question over several sentences reads oddly
         opener, question = "", False
-    body = _capitalised(opener + text) + ("?" if question else ".")
+    return introduce(_capitalised(opener + text) + ("?" if question else "."), personas, rng)
+
+
+def introduce(body: str, personas: list[str], rng: random.Random) -> str:
+    """A request with a persona sentence in front, chosen by seed (or none), when the
+    spec has personas: who asks, as a user would say it."""
     persona = rng.choice([*personas, ""]) if personas else ""
     return f"{persona} {body}" if persona else body
 

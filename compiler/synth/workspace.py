@@ -21,13 +21,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.synth import sample
-from compiler.synth.task_build import WHOLE_FIELD_BYTES, TaskOptions, build_task, open_session, pointer
+from compiler.synth.task_build import (
+    FILES_FIELD,
+    WHOLE_FIELD_BYTES,
+    TaskOptions,
+    build_task,
+    open_session,
+    pointer,
+)
 
 OPENERS = ("Please", "Could you", "I need you to", "Go ahead and", "Kindly")
-FILES_FIELD = "files"
-"""The state field of a file-workspace environment: path -> file record."""
-PATH_ARGUMENTS = ("path", "source", "destination")
-"""Arguments of file-workspace tools that name a path of the workspace."""
 
 
 # --- workspace script: begin

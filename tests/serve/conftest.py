@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from compiler.cli.app import cli
 from compiler.cli.serve import listen
 from compiler.serve.catalog import Catalog, load_catalog
+from compiler.serve.deadlines import BODY_TIMEOUT, HEADER_TIMEOUT, server_config
 from compiler.serve.http import build_app
 from compiler.serve.sessions import Limits, SessionManager
 
@@ -72,6 +73,13 @@ class LiveServer:
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=10, **kwargs)
 
+    def open_session(self, client: httpx.Client, **start: Any) -> tuple[str, str]:
+        """A session of the trainer's (POST /sessions): its episode id and the handle the
+        agent's channel plays it by."""
+        response = client.post("/sessions", json=start)
+        assert response.status_code == 201, response.text
+        return response.json()["info"]["episode_id"], response.json()["handle"]
+
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
@@ -79,12 +87,21 @@ class LiveServer:
 
 
 def start_server(
-    manager: SessionManager, *, ping: float | None = None, trainer_token: str | None = None, mcp: bool = False
+    manager: SessionManager,
+    *,
+    ping: float | None = None,
+    trainer_token: str | None = None,
+    mcp: bool = False,
+    header_timeout: float | None = HEADER_TIMEOUT,
+    body_timeout: float | None = BODY_TIMEOUT,
 ) -> LiveServer:
+    """The app and uvicorn configured as `envc serve` configures them (server_config)."""
     listener = listen("127.0.0.1", 0)
     port = listener.getsockname()[1]
-    app = build_app(manager, mount_mcp=mcp, trainer_token=trainer_token, reap_every=0.05)
-    config = uvicorn.Config(app, log_level="warning", ws_ping_interval=ping, ws_ping_timeout=ping)
+    app = build_app(manager, mount_mcp=mcp, trainer_token=trainer_token, reap_every=0.05, body_timeout=body_timeout)
+    config = server_config(
+        app, header_timeout=header_timeout, log_level="warning", ws_ping_interval=ping, ws_ping_timeout=ping
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()

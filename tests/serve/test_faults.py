@@ -78,15 +78,19 @@ def test_a_call_past_the_time_limit_is_an_infrastructure_error(
         assert client.get("/health").json()["status"] == "healthy", "the server goes on serving"
 
 
-def test_a_shorter_timeout_per_step_is_honoured(
+def test_the_agent_cannot_shorten_a_calls_time_limit(
     serve: ServerFactory, catalog: Catalog, release: threading.Event
 ) -> None:
+    """`timeout_s` on /step would let the agent break its own episode (unscorable instead
+    of scored 0): it is refused, the call never runs, and the episode stays scorable."""
     live = serve(limits=Limits(max_sessions=4, idle_timeout=None, call_timeout=30.0), use=faulty_catalog(catalog))
     with live.client() as client:
-        episode = client.post("/reset", json={"env": "ticketing"}).json()["observation"]["episode_id"]
+        episode = client.post("/reset", json={"task_id": task_of(catalog)["id"]}).json()["observation"]["episode_id"]
         body = {"episode_id": episode, "action": {"tool_name": "whoami"}, "timeout_s": 0.1}
-        observation = client.post("/step", json=body).json()["observation"]
-        assert observation["ended"] == "infrastructure" and "0.1 s" in observation["infrastructure_error"]
+        refused = client.post("/step", json=body)
+        assert refused.status_code == 403 and refused.json()["error"]["kind"] == "trainer_only"
+        assert client.get(f"/sessions/{episode}").json()["turns"] == 0
+        assert client.post(f"/sessions/{episode}/score").json()["scorable"] is True
 
 
 def test_an_environment_failure_is_not_scored(serve: ServerFactory, catalog: Catalog) -> None:

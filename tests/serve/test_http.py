@@ -87,27 +87,31 @@ def test_a_task_over_two_environments_routes_prefixed_tools(serve: ServerFactory
 
 
 def test_an_inline_task_row_is_served_like_a_task_id(serve: ServerFactory, catalog: Catalog) -> None:
+    """The trainer's POST /sessions takes a task row (the agent's /reset never does)."""
     task = first_task(catalog)
-    with serve().client() as client:
+    live = serve()
+    with live.client() as client:
         broken = {**task, "initial_state": {"ticketing": {"scenario": None, "changes": {"tickets": 7}}}}
-        refused = client.post("/reset", json={"task": broken})
+        refused = client.post("/sessions", json={"task": broken})
         assert refused.status_code == 400 and "cannot start there" in refused.json()["error"]["message"]
-        episode = reset(client, task=task)["episode_id"]
+        episode, handle = live.open_session(client, task=task)
         for call in task["gold_calls"]:
-            step(client, episode, call["tool"], call["args"])
+            step(client, handle, call["tool"], call["args"])
         assert client.post(f"/sessions/{episode}/score").json()["reward"] == 1.0
 
 
 def test_fork_copies_the_state_and_diverges(serve: ServerFactory, catalog: Catalog) -> None:
     task = first_task(catalog)
     first, *rest = task["gold_calls"]
-    with serve().client() as client:
-        episode = reset(client, task_id=task["id"], episode_id="root")["episode_id"]
-        step(client, episode, first["tool"], first["args"])
+    live = serve()
+    with live.client() as client:
+        _, root = live.open_session(client, task_id=task["id"], episode_id="root")
+        step(client, root, first["tool"], first["args"])
         forked = client.post("/sessions/root/fork", json={"episode_id": "branch"})
         assert forked.status_code == 201 and forked.json()["info"]["turns"] == 1
+        assert forked.json()["handle"] not in (root, "branch"), "a fork gets its own handle"
         for call in rest:
-            step(client, "branch", call["tool"], call["args"])
+            step(client, forked.json()["handle"], call["tool"], call["args"])
         assert client.post("/sessions/branch/score").json()["reward"] == 1.0
         assert client.post("/sessions/root/score").json()["reward"] == 0.0
         again = client.post("/sessions/root/fork", json={"episode_id": "branch"})
@@ -116,14 +120,14 @@ def test_fork_copies_the_state_and_diverges(serve: ServerFactory, catalog: Catal
 
 def test_reset_starts_over_and_reports_the_seed(serve: ServerFactory, catalog: Catalog) -> None:
     task = first_task(catalog)
-    with serve().client() as client:
-        episode = reset(client, task_id=task["id"])["episode_id"]
-        step(client, episode, task["gold_calls"][0]["tool"], task["gold_calls"][0]["args"])
+    live = serve()
+    with live.client() as client:
+        episode, handle = live.open_session(client, task_id=task["id"])
+        step(client, handle, task["gold_calls"][0]["tool"], task["gold_calls"][0]["args"])
         restarted = client.post(f"/sessions/{episode}/reset", json={"seed": 9}).json()
         assert restarted["info"]["turns"] == 0 and restarted["info"]["seed"] == 9
-        again = reset(client, task_id=task["id"], episode_id=episode)
-        assert again["episode_id"] == episode
-        assert client.get(f"/sessions/{episode}").json()["turns"] == 0
+        assert restarted["info"]["handle"] == handle, "the trainer's reset keeps the handle it handed out"
+        assert step(client, handle, "whoami")["observation"]["turns"] == 1
 
 
 def test_scenario_sessions_have_no_score(serve: ServerFactory) -> None:
@@ -165,9 +169,15 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("/reset", "an unknown task", {"task_id": "task-none"}, 404, "unknown_task"),
     ("/reset", "an unknown environment", {"env": "nowhere"}, 400, "bad_request"),
     ("/reset", "an unknown scenario", {"env": "ticketing", "scenario": "nowhere"}, 400, "bad_request"),
-    ("/reset", "a bad episode id", {"env": "ticketing", "episode_id": "../etc/passwd"}, 400, "bad_request"),
-    ("/reset", "a task that is not a task", {"task": {"envs": "ticketing"}}, 400, "bad_request"),
-    ("/reset", "a task and a task id", {"task": {}, "task_id": "t"}, 400, "bad_request"),
+    ("/sessions", "a bad episode id", {"env": "ticketing", "episode_id": "../etc/passwd"}, 400, "bad_request"),
+    ("/sessions", "a task that is not a task", {"task": {"envs": "ticketing"}}, 400, "bad_request"),
+    ("/sessions", "a task and a task id", {"task": {}, "task_id": "t"}, 400, "bad_request"),
+    ("/sessions", "a handle of its own", {"env": "ticketing", "handle": "mine"}, 400, "bad_request"),
+    ("/reset", "an inline task", {"task": {"envs": ["ticketing"]}}, 403, "trainer_only"),
+    ("/reset", "a turn limit", {"env": "ticketing", "max_turns": 10**9}, 403, "trainer_only"),
+    ("/reset", "an episode id", {"env": "ticketing", "episode_id": "mine"}, 403, "trainer_only"),
+    ("/reset", "a handle beside a start", {"handle": "hd-x", "env": "ticketing"}, 400, "bad_request"),
+    ("/reset", "an unknown handle", {"handle": "hd-x"}, 404, "unknown_session"),
     ("/reset", "an unknown load option", {"env": "ticketing", "options": {"wide": 1}}, 400, "bad_request"),
     ("/reset", "load options that are not an object", {"env": "ticketing", "options": [1]}, 422, "invalid_request"),
     ("/step", "no action", {"episode_id": "x"}, 422, "invalid_request"),
@@ -175,6 +185,13 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("/step", "an unknown episode", {"episode_id": "x", "action": {"tool_name": "whoami"}}, 404, "unknown_session"),
     ("/step", "an action of another shape", {"episode_id": "x", "action": {"tool": "whoami"}}, 422, "invalid_request"),
     ("/step", "a JSON list", [1, 2], 422, "invalid_request"),
+    (
+        "/step",
+        "a time limit",
+        {"episode_id": "x", "action": {"tool_name": "whoami"}, "timeout_s": 1e-9},
+        403,
+        "trainer_only",
+    ),
     ("/sessions/x/fork", "an unknown episode", {}, 404, "unknown_session"),
     ("/sessions/x/score", "an unknown episode", {}, 404, "unknown_session"),
 ]
@@ -237,11 +254,12 @@ def test_state_without_an_episode_and_unknown_routes(serve: ServerFactory) -> No
 def test_hostile_arguments_of_the_generated_tests_change_nothing(serve: ServerFactory, catalog: Catalog) -> None:
     package = catalog.envs["ticketing"].package
     cases = importlib.import_module(f"{package.__name__}.tests.test_environment").BAD_ARGUMENTS
-    with serve().client() as client:
-        episode = reset(client, env="ticketing", scenario="help_desk_monday", max_turns=10_000)["episode_id"]
+    live = serve()
+    with live.client() as client:
+        episode, handle = live.open_session(client, env="ticketing", scenario="help_desk_monday", max_turns=10_000)
         before = client.get(f"/sessions/{episode}").json()["states"]
         for tool, case, args in cases:
-            payload = step(client, episode, tool, args)
+            payload = step(client, handle, tool, args)
             result = payload["observation"]["result"]
             assert result["error"]["kind"] == "invalid_argument", f"{tool}: {case}: {result}"
             assert payload["done"] is False and payload["observation"]["domain_error"] is True
@@ -281,23 +299,30 @@ def test_an_invalid_call_ends_the_episode_unsuccessfully(
 
 
 def test_the_turn_limit_truncates(serve: ServerFactory, catalog: Catalog) -> None:
-    with serve().client() as client:
-        episode = reset(client, env="ticketing", max_turns=2)["episode_id"]
-        assert step(client, episode, "whoami")["done"] is False
-        last = step(client, episode, "whoami")
+    live = serve()
+    with live.client() as client:
+        _, handle = live.open_session(client, env="ticketing", max_turns=2)
+        assert step(client, handle, "whoami")["done"] is False
+        last = step(client, handle, "whoami")
         assert last["done"] is True and last["observation"]["ended"] == "turn_limit"
 
 
 def test_capacity_full_is_a_503_with_its_reason(serve: ServerFactory) -> None:
-    live = serve(limits=Limits(max_sessions=2, idle_timeout=None, call_timeout=5.0))
+    live = serve(limits=Limits(max_sessions=1, idle_timeout=None, call_timeout=5.0, max_agent_sessions=2))
     with live.client() as client:
         ids = [reset(client, env="ticketing")["episode_id"] for _ in range(2)]
         full = client.post("/reset", json={"env": "ticketing"})
         assert full.status_code == 503 and full.headers["retry-after"] == "1"
         error = full.json()["error"]
-        assert error["kind"] == "capacity" and error["max_sessions"] == 2 and error["active_sessions"] == 2
+        assert error["kind"] == "capacity" and error["pool"] == "agent"
+        assert error["max_sessions"] == 2 and error["active_sessions"] == 2
         client.delete(f"/sessions/{ids[0]}")
         assert client.post("/reset", json={"env": "ticketing"}).status_code == 200
+        live.open_session(client, env="ticketing")
+        trainer_full = client.post("/sessions", json={"env": "ticketing"})
+        assert trainer_full.status_code == 503 and trainer_full.json()["error"]["pool"] == "trainer"
+        health = client.get("/health").json()
+        assert (health["agent_sessions"], health["trainer_sessions"], health["active_sessions"]) == (2, 1, 3)
 
 
 def test_a_trainer_token_closes_the_session_routes(serve: ServerFactory, catalog: Catalog) -> None:

@@ -1,5 +1,5 @@
 """/mcp on the serve app (compiler/serve/mcp.py's app over this server's sessions): the
-MCP SDK's own client calls tools in an episode the trainer opened, by its id in `_meta`."""
+MCP SDK's own client calls tools in an episode the trainer opened, by its handle in `_meta`."""
 
 from __future__ import annotations
 
@@ -30,9 +30,8 @@ async def mcp_calls(url: str, episode: str) -> dict[str, Any]:
 def test_mcp_tools_call_reaches_the_servers_sessions(serve: ServerFactory) -> None:
     live = serve(mcp=True)
     with live.client() as client:
-        body = {"env": "ticketing", "scenario": "help_desk_monday", "episode_id": "m1"}
-        client.post("/reset", json=body).raise_for_status()
-        answers = asyncio.run(mcp_calls(live.url, "m1"))
+        _, handle = live.open_session(client, env="ticketing", scenario="help_desk_monday", episode_id="m1")
+        answers = asyncio.run(mcp_calls(live.url, handle))
         names = {tool.name for tool in answers["tools"]}
         assert "ticketing__get_ticket" in names and "support_triage__get_transcript" in names
         assert answers["found"].is_error is False
@@ -52,8 +51,8 @@ async def failing_call(url: str, episode: str) -> MCPError:
 def test_an_infrastructure_failure_is_a_protocol_error_not_a_result(serve: ServerFactory, catalog: Catalog) -> None:
     live = serve(mcp=True, use=faulty_catalog(catalog))
     with live.client() as client:
-        client.post("/reset", json={"env": "ticketing", "episode_id": "m2"}).raise_for_status()
+        _, handle = live.open_session(client, env="ticketing", episode_id="m2")
         for _ in range(2):  # the failing call, then the broken session
-            error = asyncio.run(failing_call(live.url, "m2")).error
+            error = asyncio.run(failing_call(live.url, handle)).error
             assert error.code == -32603 and "logout" in error.message
         assert client.post("/sessions/m2/score").json()["scorable"] is False

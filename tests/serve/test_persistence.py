@@ -32,6 +32,14 @@ def snapshot(client: httpx.Client) -> dict[str, Any]:
     }
 
 
+def trainer_session(client: httpx.Client, **start: Any) -> str:
+    """POST /sessions; the handle the agent plays it by."""
+    response = client.post("/sessions", json=start)
+    response.raise_for_status()
+    handle: str = response.json()["handle"]
+    return handle
+
+
 def test_sigkill_and_restart_lose_no_acknowledged_call(tmp_path: Path, task_dir: Path, catalog: Catalog) -> None:
     task = gold_task(catalog)
     first, *rest = task["gold_calls"]
@@ -41,18 +49,20 @@ def test_sigkill_and_restart_lose_no_acknowledged_call(tmp_path: Path, task_dir:
     ws_url = server.url.replace("http://", "ws://") + "/ws"
     try:
         with httpx.Client(base_url=server.url, timeout=10) as client, connect(ws_url, close_timeout=0.1) as socket:
-            client.post("/reset", json={"task_id": task["id"], "episode_id": "a", "seed": 4}).raise_for_status()
+            a = trainer_session(client, task_id=task["id"], episode_id="a", seed=4)
             client.post(
-                "/step", json={"episode_id": "a", "action": {"tool_name": first["tool"], "arguments": first["args"]}}
+                "/step", json={"episode_id": a, "action": {"tool_name": first["tool"], "arguments": first["args"]}}
             )
-            client.post("/sessions/a/fork", json={"episode_id": "b"}).raise_for_status()
-            client.post("/reset", json={"env": "ticketing", "scenario": "help_desk_monday", "episode_id": "c"})
-            client.post("/step", json={"episode_id": "c", "action": {"tool_name": "whoami"}})
-            client.post("/step", json={"episode_id": "c", "action": {"tool_name": "nope"}})  # ends c: invalid call
-            client.post("/reset", json={"env": "ticketing", "episode_id": "gone"})
+            forked = client.post("/sessions/a/fork", json={"episode_id": "b"})
+            forked.raise_for_status()
+            b = forked.json()["handle"]
+            c = trainer_session(client, env="ticketing", scenario="help_desk_monday", episode_id="c")
+            client.post("/step", json={"episode_id": c, "action": {"tool_name": "whoami"}})
+            client.post("/step", json={"episode_id": c, "action": {"tool_name": "nope"}})  # ends c: invalid call
+            trainer_session(client, env="ticketing", episode_id="gone")
             client.delete("/sessions/gone").raise_for_status()
-            socket.send(json.dumps({"type": "reset", "data": {"env": "ticketing", "episode_id": "w"}}))
-            socket.recv(timeout=10)
+            socket.send(json.dumps({"type": "reset", "data": {"env": "ticketing"}}))
+            w = json.loads(socket.recv(timeout=10))["data"]["observation"]["episode_id"]
             socket.send(json.dumps({"type": "step", "data": {"tool_name": "login", "arguments": {"username": "bob"}}}))
             assert json.loads(socket.recv(timeout=10))["data"]["observation"]["domain_error"] is True
             before = snapshot(client)
@@ -62,18 +72,18 @@ def test_sigkill_and_restart_lose_no_acknowledged_call(tmp_path: Path, task_dir:
         if server.process.poll() is None:
             server.process.send_signal(signal.SIGKILL)
             server.process.wait(timeout=10)
-    assert sorted(before) == ["a", "b", "c", "w"]
-    before["w"]["owner"] = "http"  # its connection died with the server: reachable by id now
+    assert sorted(before) == sorted(["a", "b", "c", w])
 
     again = spawn_serve(*args)
     try:
         with httpx.Client(base_url=again.url, timeout=10) as client:
-            assert snapshot(client) == before, "every acknowledged change came back"
+            assert snapshot(client) == before, "every acknowledged change came back, handles too"
             assert client.get("/sessions/c").json()["ended"] == "invalid_call"
-            assert client.post("/step", json={"episode_id": "w", "action": {"tool_name": "whoami"}}).status_code == 200
+            orphan = client.post("/step", json={"episode_id": w, "action": {"tool_name": "whoami"}})
+            assert orphan.status_code == 404, "a WebSocket's session outlives its connection for the trainer only"
             for call in rest:
                 client.post(
-                    "/step", json={"episode_id": "b", "action": {"tool_name": call["tool"], "arguments": call["args"]}}
+                    "/step", json={"episode_id": b, "action": {"tool_name": call["tool"], "arguments": call["args"]}}
                 )
             assert client.post("/sessions/b/score").json()["reward"] == 1.0
             assert client.post("/sessions/a/score").json()["reward"] == 0.0

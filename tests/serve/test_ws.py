@@ -66,18 +66,19 @@ def test_protocol_errors_are_error_messages(serve: ServerFactory) -> None:
         assert reply["data"]["observation"]["result"] == "alice"
         assert send(ws, {"type": "state"})["data"]["step_count"] == 1
         again = send(ws, {"type": "reset", "data": {"env": "ticketing"}})
-        assert again["data"]["observation"]["episode_id"] == started["data"]["observation"]["episode_id"]
-        assert live.manager.count() == 1, "a second reset restarts the connection's session"
+        assert again["data"]["observation"]["episode_id"] != started["data"]["observation"]["episode_id"]
+        assert live.manager.count() == 1, "a second reset is a new session; the first is closed, never restarted"
         ws.send(json.dumps({"type": "close"}))
     wait_until(lambda: live.manager.count() == 0)
 
 
 def test_capacity_is_reported_over_the_socket(serve: ServerFactory) -> None:
-    live = serve(limits=Limits(max_sessions=1, idle_timeout=None, call_timeout=5.0))
+    live = serve(limits=Limits(max_sessions=1, idle_timeout=None, call_timeout=5.0, max_agent_sessions=1))
     with connect(live.ws_url) as first, connect(live.ws_url) as second:
         assert send(first, {"type": "reset", "data": {"env": "ticketing"}})["type"] == "observation"
         full = send(second, {"type": "reset", "data": {"env": "ticketing"}})
         assert full["data"]["code"] == "CAPACITY_REACHED" and full["data"]["max_sessions"] == 1
+        assert full["data"]["pool"] == "agent"
 
 
 # --------------------------------------------------------------------------- vanishing clients
@@ -166,10 +167,11 @@ def test_an_idle_client_loses_its_session_to_the_idle_timeout(serve: ServerFacto
 def test_no_client_takes_over_another_clients_episode(serve: ServerFactory) -> None:
     live = serve()
     with connect(live.ws_url) as ws, live.client() as client:
-        client.post("/reset", json={"env": "ticketing", "episode_id": "mine"}).raise_for_status()
+        live.open_session(client, env="ticketing", episode_id="mine")
         taken = send(ws, {"type": "reset", "data": {"env": "ticketing", "episode_id": "mine"}})
-        assert taken["type"] == "error" and taken["data"]["kind"] == "session_exists"
-        own = send(ws, {"type": "reset", "data": {"env": "ticketing", "episode_id": "socket"}})
-        assert own["type"] == "observation"
-        refused = client.post("/reset", json={"env": "ticketing", "episode_id": "socket"})
-        assert refused.status_code == 409 and "belongs to a ws client" in refused.json()["error"]["message"]
+        assert taken["type"] == "error" and taken["data"]["kind"] == "trainer_only"
+        by_id = send(ws, {"type": "reset", "data": {"handle": "mine"}})
+        assert by_id["type"] == "error" and by_id["data"]["kind"] == "unknown_session", "an id is not a handle"
+        own = send(ws, {"type": "reset", "data": {"env": "ticketing"}})["data"]["observation"]["episode_id"]
+        refused = client.post("/step", json={"episode_id": own, "action": {"tool_name": "ticketing__whoami"}})
+        assert refused.status_code == 404 and refused.json()["error"]["kind"] == "unknown_session"
