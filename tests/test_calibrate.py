@@ -24,7 +24,7 @@ from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
-SPECS = ("specs/ticketing.envspec", "specs/calendar.envspec")
+SPECS = ("specs/ticketing.envspec", "specs/bfcl_ticket.envspec")
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +275,7 @@ def test_envc_calibrate_bad_inputs_exit_2_with_a_reason(task_dir: Path, tmp_path
     assert broken.exit_code == 2 and "tasks.jsonl:2: not a JSON line" in broken.stderr
     (task_dir / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     fewer = run("calibrate", task_dir, SPECS[0])
-    assert fewer.exit_code == 2 and "`team_calendar` is not among the specs given" in fewer.stderr
+    assert fewer.exit_code == 2 and "`bfcl_ticket` is not among the specs given" in fewer.stderr
     first = json.loads(lines[0])
     first["initial_state"][first["envs"][0]]["scenario"] = "nowhere"
     (task_dir / "tasks.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")

@@ -27,7 +27,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
-SPECS = ("ticketing.envspec", "calendar.envspec")
+SPECS = ("ticketing.envspec", "bfcl_ticket.envspec")
 
 
 @pytest.fixture(scope="module")

@@ -149,7 +149,7 @@ def test_random_seeds_give_chains_that_replay(seed: int, spec: Path, library: di
 
 
 def test_cross_environment_chains_over_three_envs(library: dict[str, SampleEnv], tmp_path: Path) -> None:
-    envs = {n: library[n] for n in ("ticketing", "team_calendar", "support_triage")}
+    envs = {n: library[n] for n in ("job_matching", "team_calendar", "support_triage")}
     rows = _sample(envs, chains=40, seed=5, envs=(3, 3), max_len=3)
     assert len(rows) == 40
     packages = {n: e.package for n, e in envs.items()}
@@ -162,7 +162,7 @@ def test_cross_environment_chains_over_three_envs(library: dict[str, SampleEnv],
 
 
 def test_same_seed_same_bytes_and_workers_agree(library: dict[str, SampleEnv]) -> None:
-    envs = {n: library[n] for n in ("ticketing", "job_matching")}
+    envs = {n: library[n] for n in ("ticketing", "bfcl_ticket")}
     one = rows_to_jsonl(_sample(envs, chains=60, seed=9, envs=(1, 2)))
     again = rows_to_jsonl(_sample(envs, chains=60, seed=9, envs=(1, 2)))
     assert one == again

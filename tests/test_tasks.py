@@ -109,7 +109,7 @@ def test_every_shipped_spec_gives_audited_tasks(spec: Path, library: dict[str, S
 
 
 def test_cross_environment_tasks_are_scored_across_states(library: dict[str, SampleEnv], tmp_path: Path) -> None:
-    envs = {n: library[n] for n in ("ticketing", "team_calendar", "job_matching")}
+    envs = {n: library[n] for n in ("support_triage", "team_calendar", "job_matching")}
     kept = _tasks(envs, 15, seed=3, span=(2, 3))
     for task in kept:
         assert len(task["envs"]) >= 2

@@ -98,3 +98,11 @@ FORMATS: dict[str, Format] = {
         ),
     )
 }
+
+NAMING_FORMATS = frozenset(
+    {"person_name", "email", "phone", "username", "company", "street_address", "url", "file_name", "file_path"}
+)
+"""Formats whose value names one person, organisation, place or document: the same value
+in two environments is the same thing (a customer's name becomes a calendar's owner).
+Amounts, numbers, dates, times, colours and the parts of names or places (a first name, a
+city) are shared by unrelated things, so they join no environments (docs/graph.md)."""

@@ -5,8 +5,9 @@ A tool edge A -> B says "calling A first makes B possible or meaningful":
 
 - `state`: A writes a state field B reads (the inferred effect sets, built-in fields aside);
 - `data`: a value A returns can be an argument of B: an id or key of a state field B looks
-  its argument up in (`ticket_id` keying `tickets`), or a returned record field with
-  the name and type of one of B's parameters;
+  its argument up in (`ticket_id` keying `tickets`), or a returned record field of the
+  type of one of B's parameters that means the same (compiler/synth/meaning.py: not a
+  field that merely shares its name, as a clerk's `name` does a guest's);
 - `precondition`: a `require` guard of B (or of a helper it calls) reads a field A writes.
 
 A fourth kind, `llm`, is not derived here: edges a model proposed (`compiler/synth/model_edges.py`
@@ -17,7 +18,8 @@ asks for them, validates them and locks them in envc.lock) are merged in through
 Each edge has its kinds, the fields or parameters that justify it, and a weight, the sum
 of the weights of its kinds (`[tool.envc.graph]` in pyproject.toml, see docs/graph.md).
 The facts a sampler needs about each parameter (which state or world field its values
-come from) are computed here too, as `ParamDomain`s.
+come from) are computed here too, as `ParamDomain`s; and the data flows between
+environments (`env_flows`), the only edges a chain over several environments follows.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from compiler.diagnostics import did_you_mean
 from compiler.ir import typesys as ts
 from compiler.ir.tree import is_state_attr, walk
 from compiler.library import builtins as bi
+from compiler.synth import meaning
+from compiler.synth.meaning import record_types
 
 EDGE_KINDS = ("state", "data", "precondition")
 """The kinds derived from the IR, in the order an edge lists them."""
@@ -450,26 +454,14 @@ def _new_keys(tool: ir.ToolDecl) -> set[str]:
     return found
 
 
-def _record_types(ty: ir.TypeRef, records: dict[str, ir.RecordDecl]) -> set[str]:
-    """Records a value of this type is or holds (one level of containers)."""
-    base = ts.strip_optional(ty)
-    if base.name in records:
-        return {base.name}
-    if base.name in ("list", "set"):
-        return _record_types(base.args[0], records)
-    if base.name == "map":
-        return _record_types(base.args[1], records)
-    return set()
-
-
 def _returned_fields(ty: ir.TypeRef, env: ir.Environment) -> set[tuple[str, str, str]]:
     records = {r.name: r for r in env.records}
-    return {(name, f.name, ts.show(f.type)) for name in _record_types(ty, records) for f in records[name].fields}
+    return {(name, f.name, ts.show(f.type)) for name in record_types(ty, records) for f in records[name].fields}
 
 
 def _written_records(tool: ir.ToolDecl, env: ir.Environment) -> set[str]:
     records = {r.name: r for r in env.records}
-    return {name for f in env.state if f.name in tool.writes for name in _record_types(f.type, records)}
+    return {name for f in env.state if f.name in tool.writes for name in record_types(f.type, records)}
 
 
 def _produces(tool: ir.ToolDecl, env: ir.Environment) -> set[str]:
@@ -477,7 +469,7 @@ def _produces(tool: ir.ToolDecl, env: ir.Environment) -> set[str]:
     key, their fields), or a new key of a container the tool writes (`create` returns
     the new id)."""
     records = {r.name: r for r in env.records}
-    returned = _record_types(tool.returns, records)
+    returned = record_types(tool.returns, records)
     result = ts.strip_optional(tool.returns)
     found: set[str] = set()
     for state_field in env.state:
@@ -546,10 +538,11 @@ def tool_graph(
             reads=sorted(fact.reads),
             writes=sorted(fact.writes),
         )
+    meanings = meaning.meanings(env, {name: fact.domains for name, fact in facts.items()})
     for source in env.tools:
         for target in env.tools:
             if source.name != target.name:
-                _add_tool_edge(graph, facts[source.name], facts[target.name], weights)
+                _add_tool_edge(graph, facts[source.name], facts[target.name], weights, meanings)
     for edge in extra:
         problem = proposed_edge_problem(graph, edge)
         if problem:
@@ -565,7 +558,9 @@ def tool_graph(
     return graph
 
 
-def _add_tool_edge(graph: nx.DiGraph[str], a: ToolFacts, b: ToolFacts, weights: GraphWeights) -> None:
+def _add_tool_edge(
+    graph: nx.DiGraph[str], a: ToolFacts, b: ToolFacts, weights: GraphWeights, meanings: meaning.Meanings
+) -> None:
     via: dict[str, list[str]] = {}
     state = sorted(a.writes & b.reads)
     if state:
@@ -573,10 +568,14 @@ def _add_tool_edge(graph: nx.DiGraph[str], a: ToolFacts, b: ToolFacts, weights: 
     data = sorted(
         {f"{param}<-{domain_key(d)}" for param, ds in b.domains.items() for d in ds if domain_key(d) in a.produces}
         | {
-            f"{name}<-{record}.{name}"
+            f"{param}<-{record}.{name}"
             for record, name, ty in a.returned_fields
+            for param, param_ty in b.params
             # not an entity's own fields copied, nor a name the new entry will be stored under
-            if (name, ty) in b.params and record not in b.written_records and name not in b.new_keys
+            if ty == param_ty
+            and record not in b.written_records
+            and param not in b.new_keys
+            and meaning.fed_by(meanings, record, name, b.name, param)
         }
     )
     if data:
@@ -611,23 +610,26 @@ def vocabulary(env: ir.Environment) -> set[str]:
     return {w for w in words if not w.split(":")[0].endswith("id")}
 
 
-def _consumed(env: ir.Environment) -> set[str]:
-    return {_word(p.name, p.type) for t in env.tools for p in t.params if not p.name.endswith("id")}
-
-
-def _produced(env: ir.Environment) -> set[str]:
-    records = {r.name: r for r in env.records}
-    return {
-        _word(f.name, f.type)
-        for t in env.tools
-        for name in _record_types(t.returns, records)
-        for f in records[name].fields
-    }
+def env_flows(envs: Iterable[ir.Environment]) -> dict[tuple[str, str], list[meaning.Flow]]:
+    """Per ordered pair of environments, the values X's tools return that Y's tools take
+    with the same meaning (meaning.py: a naming format or a shared pool); pairs without
+    any are left out. The sampler's multi-environment chains follow these."""
+    ordered = sorted(envs, key=lambda e: e.header.name)
+    meanings = {e.header.name: meaning.meanings(e, {n: f.domains for n, f in tool_facts(e).items()}) for e in ordered}
+    found: dict[tuple[str, str], list[meaning.Flow]] = {}
+    for x in ordered:
+        for y in ordered:
+            if x.header.name != y.header.name:
+                flows = meaning.cross_flows(x, y, meanings[x.header.name], meanings[y.header.name])
+                if flows:
+                    found[(x.header.name, y.header.name)] = flows
+    return found
 
 
 def env_graph(envs: Iterable[ir.Environment], weights: GraphWeights | None = None) -> nx.DiGraph[str]:
     """Environments as nodes; an edge X -> Y weighted by shared domains, shared
-    vocabulary, values X's tools return that Y's take, and a shared archetype."""
+    vocabulary, values X's tools return that Y's take with the same meaning (`flows`),
+    and a shared archetype."""
     weights = weights or GraphWeights()
     ordered = sorted(envs, key=lambda e: e.header.name)
     graph: nx.DiGraph[str] = nx.DiGraph(name="environments")
@@ -640,21 +642,12 @@ def env_graph(envs: Iterable[ir.Environment], weights: GraphWeights | None = Non
             tools=len(env.tools),
         )
     words = {e.header.name: vocabulary(e) for e in ordered}
-    flows = _flows(ordered)
+    flows = env_flows(ordered)
     for x in ordered:
         for y in ordered:
             if x.header.name != y.header.name:
-                _add_env_edge(graph, x, y, words, flows, weights)
+                _add_env_edge(graph, x, y, words, flows.get((x.header.name, y.header.name), []), weights)
     return graph
-
-
-def _flows(envs: list[ir.Environment]) -> dict[tuple[str, str], list[str]]:
-    """Values X's tools return that Y's take, without the words most environments
-    consume (`name: str`, `title: str`): those join everything to everything."""
-    consumed = {e.header.name: _consumed(e) for e in envs}
-    produced = {e.header.name: _produced(e) for e in envs}
-    common = {w for w in set().union(*consumed.values()) if sum(w in c for c in consumed.values()) * 2 > len(envs)}
-    return {(x, y): sorted((produced[x] & consumed[y]) - common) for x in consumed for y in consumed if x != y}
 
 
 def _add_env_edge(
@@ -662,18 +655,17 @@ def _add_env_edge(
     x: ir.Environment,
     y: ir.Environment,
     words: dict[str, set[str]],
-    all_flows: dict[tuple[str, str], list[str]],
+    flows: list[meaning.Flow],
     weights: GraphWeights,
 ) -> None:
     shared_domains = sorted(set(x.header.domains) & set(y.header.domains))
     wx, wy = words[x.header.name], words[y.header.name]
     overlap = len(wx & wy) / len(wx | wy) if wx | wy else 0.0
-    flows = all_flows[(x.header.name, y.header.name)]
     same = bool(x.header.archetype) and x.header.archetype == y.header.archetype and x.header.archetype != "custom"
     weight = (
         weights.shared_domain * len(shared_domains)
         + weights.shared_vocabulary * overlap
-        + weights.produced_consumed * len(flows)
+        + weights.produced_consumed * len({f.meaning for f in flows})
         + weights.same_archetype * same
     )
     if weight > 0:
@@ -683,9 +675,14 @@ def _add_env_edge(
             weight=round(weight, 6),
             domains=shared_domains,
             vocabulary=round(overlap, 6),
-            flows=flows,
+            flows=[str(f) for f in flows],
             same_archetype=same,
         )
+
+
+def is_data_edge(data: dict[str, Any]) -> bool:
+    """An env edge a value crosses (`flows`): the only kind a multi-environment chain follows."""
+    return bool(data.get("flows"))
 
 
 # --------------------------------------------------------------------------- output

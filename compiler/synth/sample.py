@@ -6,8 +6,9 @@ and ids that exist, enum members, values meeting the constraints, values earlier
 returned) and calls the generated environment. A step that fails is tried again with
 other tools or arguments, a bounded number of times. Every kept chain runs without an
 error, ends with a write tool whose call changed the state, and leaves the state
-changed. Cross-environment chains first pick 2-5 environments along the env graph, then
-walk inside each; their tools are named `env__tool`.
+changed. Cross-environment chains first pick 2-5 environments along the env graph's data
+edges, then walk inside each, each environment after the first using a value the previous
+one gave (`carried`); their tools are named `env__tool`.
 
 Chain `i` is drawn from `random.Random(f"{seed}:{i}")` alone, so the result does not
 depend on the order chains are drawn in, and `workers` processes give the same bytes
@@ -37,13 +38,22 @@ from compiler.ir import typesys as ts
 from compiler.library import builtins as bi
 from compiler.lower.schema import Samples, constraint_values, param_default
 from compiler.synth import graph as tool_graphs
-from compiler.synth import values
+from compiler.synth import meaning, values
 
 if TYPE_CHECKING:
     from compiler.synth.model_edges import EdgeOptions
 
 TELEPORT = 0.25
 """Weight of jumping to any tool, against edge weights of 1 to 6 (walks do not get stuck)."""
+FLOW_BONUS = 4.0
+"""Extra weight, in a chain over several environments, of the tools that return a value
+the next environment takes, and of those that take the value the previous one gave."""
+MIN_FLOW_WEIGHT = 0.01
+"""The least weight of a flow edge when picking the next environment (weights may be 0)."""
+NO_FLOW_PATH = "no environments joined by a data flow"
+NOTHING_TO_CARRY = "segments share no data: the earlier one found nothing the next takes"
+NOTHING_CARRIED = "segments share no data: the next one used no value of the earlier"
+"""Why a multi-environment chain is rejected before or after its segments are walked."""
 STEP_ATTEMPTS = 12
 """Tries per step (tool and arguments) before a chain is given up."""
 ATTEMPTS_PER_CHAIN = 25
@@ -75,11 +85,12 @@ class NoSource(Exception):
 ANY_TEXT = "something"
 """What a baseline policy types where free text is asked: it sees no value source, so its
 calls are valid but never carry a task's value (tasks themselves never get it)."""
-ORIGINS = ("earlier", "state", "world", "refusal", "type")
+ORIGINS = ("earlier", "carried", "state", "world", "refusal", "type")
 """Where an argument can come from, besides `pool:NAME` and `format:NAME` (a value source):
-a value an earlier call returned, the state or world (a key that exists), the values a
-refusal listed, or the parameter's type and constraints (numbers, enum members, dates,
-flags, strings matching a pattern). None of them is invented text."""
+a value an earlier call returned, one the previous environment of the chain found or made
+(`carried` along a data flow, compiler/synth/meaning.py), the state or world (a key that
+exists), the values a refusal listed, or the parameter's type and constraints (numbers,
+enum members, dates, flags, strings matching a pattern). None of them is invented text."""
 
 
 def field_sources(model: ir.Environment) -> dict[str, ir.SourceRef]:
@@ -138,6 +149,8 @@ class SampleEnv:
     facts: dict[str, tool_graphs.ToolFacts]
     tools: dict[str, ir.ToolDecl]
     samples: Samples
+    meanings: meaning.Meanings
+    """What its record fields and parameters mean (which values cross to other environments)."""
 
     @property
     def name(self) -> str:
@@ -161,13 +174,15 @@ def load_env(
 ) -> SampleEnv:
     """An environment to sample from; `proposed`: tool edges a model proposed (`--llm`)."""
     package = packages.import_package(folder, packages.folder_alias("sample", env.header.name, folder))
+    facts = tool_graphs.tool_facts(env)
     return SampleEnv(
         model=env,
         package=package,
         graph=tool_graphs.tool_graph(env, weights, proposed),
-        facts=tool_graphs.tool_facts(env),
+        facts=facts,
         tools={t.name: t for t in env.tools},
         samples=Samples(env),
+        meanings=meaning.meanings(env, {name: fact.domains for name, fact in facts.items()}),
     )
 
 
@@ -181,6 +196,21 @@ class Pool:
 
     values: dict[str, list[Any]] = field(default_factory=dict)
     env_of: dict[tuple[str, Any], str] = field(default_factory=dict)
+    carried: dict[str, list[tuple[Any, str]]] = field(default_factory=dict)
+    """Per `source:` meaning, the values of record fields that calls returned, with the
+    environment that returned each: what a later environment of the chain may take."""
+
+    def carry(self, env: SampleEnv, tool: ir.ToolDecl, result: Any) -> None:
+        """Keep the fields of the records `result` holds that have a source meaning."""
+        records = {r.name: r for r in env.model.records}
+        for record, name, value in meaning.returned_values(result, tool.returns, records):
+            for sense in sorted(meaning.sources_of(env.meanings.field(record, name))):
+                bucket = self.carried.setdefault(sense, [])
+                if (value, env.name) not in bucket:
+                    bucket.append((value, env.name))
+
+    def carried_from(self, env: str, senses: frozenset[str]) -> bool:
+        return any(e == env for sense in senses for _, e in self.carried.get(sense, []))
 
     def add(self, result: Any, key: str = "", env: str = "") -> None:
         if isinstance(result, dict):
@@ -219,10 +249,15 @@ def _fits(value: Any, ty: ir.TypeRef, enums: dict[str, ir.EnumDecl]) -> bool:
 class ArgumentDrawer:
     """Arguments for one call, from the live state, the world, the pool and the types."""
 
-    def __init__(self, env: SampleEnv, rng: random.Random, pool: Pool, sources: bool = True) -> None:
+    def __init__(
+        self, env: SampleEnv, rng: random.Random, pool: Pool, sources: bool = True, inbound: Crossing | None = None
+    ) -> None:
         self.env = env
         self.rng = rng
         self.pool = pool
+        self.inbound = inbound
+        """The values this environment takes from the previous one of the chain, if any."""
+        self.tool = ""
         self.sources = sources
         """Draw from the spec's value sources; a baseline policy does not (an agent sees the
         state, the world and results, never the pools tasks are written from)."""
@@ -248,6 +283,7 @@ class ArgumentDrawer:
         domains = self.env.facts[tool.name].domains
         args: dict[str, Any] = {}
         self.origins = {}
+        self.tool = tool.name
         # Parameters whose value depends on another's (a user's password) come last.
         ordered = sorted(tool.params, key=lambda p: any(d.of_param for d in domains.get(p.name, [])))
         worded = {slot for intent in tool.intents for slot in SLOT_NAMES.findall(intent)}
@@ -274,6 +310,9 @@ class ArgumentDrawer:
         """One argument: a value an earlier call returned, one the state or world holds
         (a key that exists), one from the parameter's value source, or one its type and
         constraints allow; `origins` records which."""
+        carried = self.carried(param)
+        if carried:  # what the previous environment gave is what this one is asked to use
+            return self._from("carried", self.rng.choice(carried), param)
         earlier = [v for v in self.pool.values.get(param.name, []) if _fits(v, param.type, self.enums)]
         if _free_text(param) and not domains:
             earlier = []  # a result's text under the same name (a login's "message") is no message to send
@@ -297,6 +336,18 @@ class ArgumentDrawer:
             if not self.sources and _free_text(param):
                 return self._from("type", ANY_TEXT, param)  # a baseline types something; it knows no pool
             raise NoSource(param.name) from None
+
+    def carried(self, param: ir.Param) -> list[Any]:
+        """Values the previous environment returned that mean what `param` does."""
+        if self.inbound is None:
+            return []
+        senses = self.inbound.meanings & self.env.meanings.param(self.tool, param.name)
+        return [
+            value
+            for sense in sorted(senses)
+            for value, env in self.pool.carried.get(sense, [])
+            if env == self.inbound.source and _fits(value, param.type, self.enums)
+        ]
 
     def from_source(self, source: ir.SourceRef, param: ir.Param, live: Any) -> Any:
         """A value of the parameter's source; for a list (or set) parameter, one to three
@@ -461,15 +512,49 @@ def changed_fields(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
     return {name for name in after if name not in BUILTIN_FIELDS and before.get(name) != after[name]}
 
 
-class Walk:
-    """One environment's sub-chain: a weighted walk that calls each tool it visits."""
+@dataclass(frozen=True)
+class Crossing:
+    """The data flows between two environments a chain passes from `source` to `target`."""
 
-    def __init__(self, env: SampleEnv, rng: random.Random, pool: Pool, scenario: str | None) -> None:
+    source: str
+    target: str
+    flows: tuple[meaning.Flow, ...]
+
+    @property
+    def meanings(self) -> frozenset[str]:
+        return frozenset(f.meaning for f in self.flows)
+
+
+class Walk:
+    """One environment's sub-chain: a weighted walk that calls each tool it visits; in a
+    chain over several environments it takes a value from the previous one (`inbound`)
+    and favours the tools that give the next one a value (`outbound`)."""
+
+    def __init__(
+        self,
+        env: SampleEnv,
+        rng: random.Random,
+        pool: Pool,
+        scenario: str | None,
+        inbound: Crossing | None = None,
+        outbound: Crossing | None = None,
+    ) -> None:
         self.env = env
         self.rng = rng
         self.session = env.package.Environment(scenario)
-        self.drawer = ArgumentDrawer(env, rng, pool)
+        self.drawer = ArgumentDrawer(env, rng, pool, inbound=inbound)
         self.pool = pool
+        self.inbound = inbound
+        self.outbound = outbound
+        records = {r.name: r for r in env.model.records}
+        self.givers = {
+            t.name
+            for t in env.model.tools
+            if outbound and {f.record for f in outbound.flows} & meaning.record_types(t.returns, records)
+        }
+        """Tools returning a record whose field the next environment takes."""
+        self.takers = {f.tool for f in inbound.flows} if inbound else set()
+        """Tools taking a value of the previous environment."""
         self.start = self.session.state()
         self.calls: list[Call] = []
         self.unsourced: dict[str, str] = {}
@@ -504,6 +589,7 @@ class Walk:
             self.session = session
             self.calls.append(Call(self.env.name, tool, args, result, dict(self.drawer.origins)))
             self.pool.add(result, env=self.env.name)
+            self.pool.carry(self.env, self.env.tools[tool], result)
             return tool
         if self.unsourced:
             tool, param = sorted(self.unsourced.items())[0]
@@ -516,12 +602,28 @@ class Walk:
         if current is not None:
             for _, target, data in graph.out_edges(current, data=True):
                 weights[target] += float(data["weight"])
+        for name in self.favoured():
+            weights[name] += FLOW_BONUS
         if writes_only:
             weights = {n: w for n, w in weights.items() if graph.nodes[n]["kind"] == "write"}
         if not weights:
             raise Rejected("no write tool")
         names = sorted(weights)
         return self.rng.choices(names, weights=[weights[n] for n in names])[0]
+
+    def favoured(self) -> set[str]:
+        """The tools that take the previous environment's value, until one has, and those
+        that give the next one a value, until one has."""
+        favoured: set[str] = set()
+        if self.inbound and not self.carried():
+            favoured |= self.takers
+        if self.outbound and not self.pool.carried_from(self.env.name, self.outbound.meanings):
+            favoured |= self.givers
+        return favoured
+
+    def carried(self) -> bool:
+        """Whether a call of this walk used a value of the previous environment."""
+        return any("carried" in call.origins.values() for call in self.calls)
 
 
 def _is_internal(result: dict[str, Any]) -> bool:
@@ -571,11 +673,22 @@ class Sampler:
     env_graph: nx.DiGraph[str] | None = None
     proposed: dict[str, tuple[tool_graphs.ProposedEdge, ...]] = field(default_factory=dict)
     """Per environment, the tool edges a model proposed (worker processes rebuild the graphs)."""
+    flows: dict[tuple[str, str], list[meaning.Flow]] = field(default_factory=dict)
+    """The data flows between environments (graph.env_flows): the only ways a chain moves on."""
 
     def __post_init__(self) -> None:
         self.options.check(len(self.envs))
         if self.options.envs[1] > 1 and self.env_graph is None:
             self.env_graph = tool_graphs.env_graph([e.model for e in self.envs.values()], self.weights)
+        if self.options.envs[1] > 1 and not self.flows:
+            self.flows = tool_graphs.env_flows(e.model for e in self.envs.values())
+        low = self.options.envs[0]
+        if low > 1 and not any(self.reaches(name, low - 1, [name]) for name in sorted(self.envs)):
+            raise SampleError(
+                f"no {low} of the environments given follow one another along data flows (a value one"
+                " returns that the next takes, meaning the same: docs/graph.md), so chains across them"
+                " would share no data"
+            )
 
     def chain(self, attempt: int) -> Chain:
         seed = f"{self.options.seed}:{attempt}"
@@ -585,14 +698,23 @@ class Sampler:
         scenarios: dict[str, str | None] = {}
         calls: list[Call] = []
         diffs: dict[str, list[dict[str, Any]]] = {}
-        for name in names:
+        for index, name in enumerate(names):
             env = self.envs[name]
             scenario = rng.choice(env.scenarios())
-            walk = Walk(env, rng, pool, scenario)
+            inbound = self.crossing(names[index - 1], name) if index else None
+            if inbound is not None and not pool.carried_from(inbound.source, inbound.meanings):
+                raise Rejected(NOTHING_TO_CARRY)
+            outbound = self.crossing(name, names[index + 1]) if index + 1 < len(names) else None
+            walk = Walk(env, rng, pool, scenario, inbound, outbound)
             calls += walk.run(rng.randint(self.options.min_len, self.options.max_len))
+            if inbound is not None and not walk.carried():
+                raise Rejected(NOTHING_CARRIED)
             scenarios[name] = scenario
             diffs[name] = state_diff(walk.start, walk.session.state())
         return Chain(seed, names, scenarios, calls, diffs)
+
+    def crossing(self, source: str, target: str) -> Crossing:
+        return Crossing(source, target, tuple(self.flows.get((source, target), ())))
 
     def pick_envs(self, rng: random.Random) -> list[str]:
         names = sorted(self.envs)
@@ -600,15 +722,28 @@ class Sampler:
         if count == 1:
             return [rng.choice(names)]
         assert self.env_graph is not None
-        picked = [rng.choice(names)]
+        starts = [n for n in names if self.reaches(n, count - 1, [n])]
+        if not starts:
+            raise Rejected(NO_FLOW_PATH)
+        picked = [rng.choice(starts)]
         while len(picked) < count:
-            options = {n: TELEPORT for n in names if n not in picked}
-            for _, target, data in self.env_graph.out_edges(picked[-1], data=True):
-                if target in options:
-                    options[target] += float(data["weight"])
+            left = count - len(picked) - 1
+            options = {
+                target: max(float(self.env_graph.get_edge_data(source, target, {}).get("weight", 0.0)), MIN_FLOW_WEIGHT)
+                for source, target in sorted(self.flows)
+                if source == picked[-1] and target not in picked and self.reaches(target, left, [*picked, target])
+            }
             ordered = sorted(options)
             picked.append(rng.choices(ordered, weights=[options[n] for n in ordered])[0])
         return picked
+
+    def reaches(self, start: str, more: int, used: list[str]) -> bool:
+        """Whether `more` further environments, none of `used`, follow `start` along flows."""
+        if more == 0:
+            return True
+        return any(
+            x == start and y not in used and self.reaches(y, more - 1, [*used, y]) for x, y in sorted(self.flows)
+        )
 
     def attempt(self, attempt: int) -> Chain | Rejected:
         try:

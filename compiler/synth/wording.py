@@ -8,6 +8,9 @@ would give them:
   attributes that tell it apart from every other one (`describe record … refer`), so
   the agent has to look it up; by its identifier only when nothing else does;
 - a value an earlier call of the solution produces by what it is ("the new ticket");
+- a value an earlier environment of the chain gave (carried along a data flow,
+  compiler/synth/meaning.py) by whose attribute it is: "the owner of the new calendar",
+  or of an entity the agent has to find ("the title of the ticket filed by carol");
 - any other value as the user would write it (free text from a pool in quotes).
 
 Read calls are never mentioned: what to look up is the agent's business. A write tool
@@ -17,6 +20,7 @@ that names an entity; such chains are rejected (`WordingError`) and the report s
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import re
@@ -26,7 +30,7 @@ from typing import Any
 from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.lower.schema import param_default
-from compiler.synth import sample
+from compiler.synth import meaning, sample
 
 OPENERS = ("", "Please ", "Could you ", "I need you to ", "Can you ")
 JOINERS = (", then ", ", and after that ", ". Then ", ", and ")
@@ -102,6 +106,7 @@ def request(
 ) -> Request:
     """The goal of a chain's write calls, in the words of their specs (see the module doc)."""
     produced: dict[Any, str] = {}
+    carried: dict[Any, tuple[str, Reference | None]] = {}
     phrases: list[str] = []
     references: list[Reference] = []
     intents: list[str] = []
@@ -111,13 +116,15 @@ def request(
         env = envs[call["env"]]
         tool = env.tools[call["tool"].split(sample.CROSS_SEPARATOR, 1)[-1]]
         if tool.writes:
-            phrase, refs, intent = _phrase(env, tool, call, initial[call["env"]], produced, rng)
+            phrase, refs, intent = _phrase(env, tool, call, initial[call["env"]], (produced, carried), rng)
             if cross and env.name != where:  # say where once, when the work moves to another system
                 phrase, where = f"in {env.model.header.title or env.name}, {phrase}", env.name
             phrases.append(phrase)
             references += refs
             intents.append(intent)
         _remember_products(env, tool, call, initial[call["env"]], produced)
+        if cross:
+            _remember_carried(env, tool, call, chain, initial[call["env"]], carried, rng)
     return Request(_compose(phrases, _personas(chain, envs), rng, plain=cross), references, intents)
 
 
@@ -126,9 +133,12 @@ def _phrase(
     tool: ir.ToolDecl,
     call: dict[str, Any],
     start: dict[str, Any],
-    produced: dict[Any, str],
+    known: tuple[dict[Any, str], dict[Any, tuple[str, Reference | None]]],
     rng: random.Random,
 ) -> tuple[str, list[Reference], str]:
+    """One write call as one of its tool's intents (`known`: the values earlier calls made,
+    and those earlier environments gave, by how a request names them)."""
+    produced, carried = known
     args: dict[str, Any] = call["args"]
     origins: dict[str, str] = call.get("origins", {})
     fitting = [i for i in tool.intents if set(SLOT.findall(i)) <= set(args)]
@@ -140,7 +150,11 @@ def _phrase(
     words: dict[str, str] = {}
     references: dict[str, Reference] = {}
     for name, value in args.items():
-        shown, reference = _argument(env, tool, name, value, start, produced, origins.get(name, ""), rng)
+        origin = origins.get(name, "")
+        if origin == "carried" and _hashable(value) and value in carried:
+            shown, reference = carried[value]
+        else:
+            shown, reference = _argument(env, tool, name, value, start, produced, origin, rng)
         words[name] = shown
         if reference is not None:
             references[name] = reference
@@ -340,6 +354,111 @@ def _remember_products(
     noun = (record.noun or _humane(record.name).lower()) if record is not None else "one you just made"
     for value in _identifiers(result):
         produced.setdefault(value, f"the new {noun}" if record is not None else f"the {noun}")
+
+
+def _remember_carried(
+    env: sample.SampleEnv,
+    tool: ir.ToolDecl,
+    call: dict[str, Any],
+    chain: dict[str, Any],
+    start: dict[str, Any],
+    carried: dict[Any, tuple[str, Reference | None]],
+    rng: random.Random,
+) -> None:
+    """Values of the records a call returns that another environment may take, each named
+    by the attribute it is and the entity it belongs to (`_owner`): "the owner of the new
+    calendar", "the title of the ticket filed by carol"."""
+    if sample.is_failure(call.get("result")):
+        return
+    records = {r.name: r for r in env.model.records}
+    for record_name, item in meaning.returned_records(call.get("result"), tool.returns, records):
+        record = records[record_name]
+        for f in record.fields:
+            value = item.get(f.name)
+            senses = env.meanings.field(record_name, f.name)
+            if not _hashable(value) or value in carried or not any(s.startswith(meaning.SOURCE) for s in senses):
+                continue
+            owner, reference = _owner(env, tool, record, item, f.name, (chain, start), rng)
+            if owner:
+                carried[value] = (f"the {_humane(f.name).lower()} of {owner}", reference)
+
+
+def _owner(
+    env: sample.SampleEnv,
+    tool: ir.ToolDecl,
+    record: ir.RecordDecl,
+    item: dict[str, Any],
+    carried_field: str,
+    found: tuple[dict[str, Any], dict[str, Any]],
+    rng: random.Random,
+) -> tuple[str, Reference | None]:
+    """How a request names the entity a carried value belongs to ("" when it cannot): one
+    a write made is "the new X"; one of the start state is referred to by its attributes
+    (not the one carried, which would give the value away), when the chain acts on it."""
+    chain, start = found
+    entity = _in_start(env, record, item, start)
+    if entity is None:
+        return (_new_one(env, record, item, found) if tool.writes else ""), None
+    if not _acted_on(chain, env.name, entity):
+        return "", None
+    others = record.model_copy(update={"refers": [r for r in record.refers if r.field != carried_field]})
+    return refer(env, dataclasses.replace(entity, record=others), rng)
+
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+def _new_one(
+    env: sample.SampleEnv, record: ir.RecordDecl, item: dict[str, Any], found: tuple[dict[str, Any], dict[str, Any]]
+) -> str:
+    """ "the new ticket", or "the second new ticket" when the chain makes several."""
+    chain, start = found
+    noun = record.noun or _humane(record.name).lower()
+    made: list[Any] = []
+    records = {r.name: r for r in env.model.records}
+    for call in chain["calls"]:
+        tool = env.tools.get(call["tool"].split(sample.CROSS_SEPARATOR, 1)[-1])
+        if call["env"] != env.name or tool is None or not tool.writes or sample.is_failure(call.get("result")):
+            continue
+        for name, other in meaning.returned_records(call.get("result"), tool.returns, records):
+            identity = other.get("id")
+            if name == record.name and identity not in made and _in_start(env, record, other, start) is None:
+                made.append(identity)
+    if len(made) < 2:
+        return f"the new {noun}"
+    index = made.index(item.get("id")) if item.get("id") in made else -1
+    return f"the {ORDINALS[index]} new {noun}" if 0 <= index < len(ORDINALS) else ""
+
+
+def _in_start(
+    env: sample.SampleEnv, record: ir.RecordDecl, item: dict[str, Any], start: dict[str, Any]
+) -> Entity | None:
+    """The entity of the start state a returned record is (the same `id`, or its map key)."""
+    identity = item.get("id")
+    if not _is_scalar(identity):
+        return None
+    for state_field in env.model.state:
+        holds = _record_of(env.model, state_field.name)
+        container = start.get(state_field.name)
+        if holds is None or holds.name != record.name or not isinstance(container, dict):
+            continue
+        items = {str(k): v for k, v in container.items() if isinstance(v, dict)}
+        if str(identity) in items:
+            return Entity(state_field.name, str(identity), record, items[str(identity)], list(items.values()), "")
+    return None
+
+
+def _acted_on(chain: dict[str, Any], env: str, entity: Entity) -> bool:
+    """Whether a call of the chain in `env` names the entity (its key or a value of its
+    fields): only then does the request's reference to it lead to what the solution does."""
+    identities = {entity.key} | {str(v) for v in entity.item.values() if _is_scalar(v)}
+    return any(
+        str(value) in identities
+        for call in chain["calls"]
+        if call["env"] == env
+        for value in call["args"].values()
+        if _is_scalar(value)
+    )
 
 
 def _record_made(env: sample.SampleEnv, tool: ir.ToolDecl, result: Any) -> ir.RecordDecl | None:

@@ -46,8 +46,9 @@ def task_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def cross_task_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Tasks that span ticketing and support_triage (tools named `env__tool`)."""
-    specs = [str(ROOT / "specs" / "ticketing.envspec"), str(TRIAGE)]
+    """Tasks that span support_triage and team_calendar, which a person's name joins (tools
+    named `env__tool`)."""
+    specs = [str(ROOT / "specs" / "calendar.envspec"), str(TRIAGE)]
     return make_tasks(tmp_path_factory.mktemp("cross"), *specs, "-n", "2", "--envs", "2")
 
 
