@@ -434,7 +434,7 @@ def rule_data_files(relative: str, tree: ast.Module) -> list[Finding]:
     reader = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == DATA_READER), None)
     inside = {id(node) for node in ast.walk(reader)} if reader is not None else set()
     for node in nodes_of(tree):
-        if _imports_pathlib_otherwise(node):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and _imports_pathlib_otherwise(node):
             findings.append(
                 Finding("ast", relative, node.lineno, "`pathlib` is imported as `from pathlib import Path` only")
             )
@@ -462,14 +462,12 @@ def rule_data_files(relative: str, tree: ast.Module) -> list[Finding]:
     return findings
 
 
-def _imports_pathlib_otherwise(node: ast.AST) -> bool:
+def _imports_pathlib_otherwise(node: ast.Import | ast.ImportFrom) -> bool:
     """`import pathlib` or `from pathlib import Path as P` (or another name): `Path` then
     reaches the disk under a name `rule_data_files` does not watch."""
     if isinstance(node, ast.Import):
         return any(alias.name == "pathlib" for alias in node.names)
-    if isinstance(node, ast.ImportFrom) and node.module == "pathlib":
-        return any(alias.name != "Path" or alias.asname is not None for alias in node.names)
-    return False
+    return node.module == "pathlib" and any(alias.name != "Path" or alias.asname is not None for alias in node.names)
 
 
 def _is_data_folder(name: ast.Name, tree: ast.Module) -> bool:
