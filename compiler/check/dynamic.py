@@ -38,7 +38,7 @@ SANDBOXED_PYTEST = Path(__file__).with_name("sandboxed_pytest.py")
 
 
 @dataclass
-class TestRun:
+class PytestRun:
     """A pytest subprocess under way, and the temporary folder it runs in (removed when
     it is done)."""
 
@@ -57,7 +57,7 @@ def tests_alone(root: Path, package: Package) -> CheckResult:
     return outcome
 
 
-def start_tests_together(root: Path, packages: list[Package]) -> TestRun:
+def start_tests_together(root: Path, packages: list[Package]) -> PytestRun:
     """The generated tests of every package in one pytest process (one start-up, not one
     per package), under the same time and memory limits as a package run alone."""
     report = root / JUNIT_REPORT
@@ -77,10 +77,10 @@ def start_tests_together(root: Path, packages: list[Package]) -> TestRun:
         env=_pytest_environment(sandbox),
         preexec_fn=limit_memory,
     )
-    return TestRun(process, sandbox)
+    return PytestRun(process, sandbox)
 
 
-def finish_tests_together(run: TestRun, root: Path, packages: list[Package]) -> dict[str, CheckResult] | None:
+def finish_tests_together(run: PytestRun, root: Path, packages: list[Package]) -> dict[str, CheckResult] | None:
     """Each package's outcome, read from the JUnit report by its module name
     (`NAME.tests.test_environment`). None when the run gave no report (it hit the time
     limit or died): then each package is run alone, so the one at fault is named."""
