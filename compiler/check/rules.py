@@ -55,6 +55,9 @@ FORBIDDEN_CALLS = {
     "vars",
     "setattr",
     "delattr",
+    "help",  # pydoc: may start a pager
+    "exit",
+    "quit",
 }
 FORBIDDEN_ATTRIBUTES = {
     ("time", "time"),
