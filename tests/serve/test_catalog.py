@@ -91,10 +91,12 @@ def test_tasks_name_environments_of_the_packages_folder(tmp_path: Path) -> None:
     assert set(served.tasks) == {"fine", "hostile"}
 
 
-def test_rollout_refuses_a_task_naming_a_path(tmp_path: Path) -> None:
-    """`envc rollout` reads task files through the same check (compiler/synth/export.py)."""
+@pytest.mark.parametrize("command", ["rollout", "calibrate", "export"])
+def test_rollout_calibrate_and_export_refuse_a_task_naming_a_path(tmp_path: Path, command: str) -> None:
+    """The other readers of task files go through the same check (compiler/synth/export.py)."""
     _, evil, tasks = hostile_layout(tmp_path, "../elsewhere/evil_pkg")
-    result = CliRunner().invoke(cli, ["rollout", str(tasks), str(GENERATED.parent / "specs" / "ticketing.envspec")])
+    specs = [] if command == "export" else [str(GENERATED.parent / "specs" / "ticketing.envspec")]
+    result = CliRunner().invoke(cli, [command, str(tasks), *specs])
     assert result.exit_code == 2, result.output
     assert f"{tasks / 'tasks.jsonl'}:2:" in result.output and "is not an environment name" in result.output
     assert not (evil / MARKER).exists()
