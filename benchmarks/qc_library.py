@@ -218,7 +218,10 @@ def whole_compile(runs: int, revision: str) -> None:
 
 
 def _has_jobs(tree: Path) -> bool:
-    return "--jobs" in (tree / "compiler" / "cli.py").read_text(encoding="utf-8")
+    """Whether that compiler's command line has `--jobs` (cli.py then, the cli/ package now)."""
+    sources = [tree / "compiler" / "cli.py"] if (tree / "compiler" / "cli.py").is_file() else []
+    sources += sorted((tree / "compiler" / "cli").glob("*.py"))
+    return any("--jobs" in path.read_text(encoding="utf-8") for path in sources)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -234,10 +234,10 @@ def _structure(module: Any, profile: Profile) -> list[str]:
     elif profile.archetype != "custom" and header.extends != profile.archetype:
         problems.append(f'the header must say `extends "{profile.archetype}"`')
     for decl in [*module.tools, *module.fns]:
-        if decl.escape is not None:
-            problems.append(
-                f"line {decl.line}: `{decl.name}` has a {decl.escape.kind} body; write it in the body language"
-            )
+        if decl.escape is not None and decl.escape.kind == "python":
+            problems.append(f"line {decl.line}: `{decl.name}` has a python body: {fills_.MODEL_WRITES_NO_PYTHON}")
+        elif decl.escape is not None:
+            problems.append(f"line {decl.line}: `{decl.name}` has an llm body; write it in the body language")
     if not module.tests:
         problems.append("the spec has no `test`: write tests that exercise the tools")
     return problems

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,8 +29,35 @@ environment reads (`data/`): a journal records their digest, so a restart never
 replays calls against a different build of the environment."""
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What names an environment: a spec's NAME (grammar/envspec.lark). A task file's `envs`
+hold such names, never paths, so no row of a file can make envc import a folder."""
+
+
 class PackageError(ValueError):
     """A folder that is not an importable generated package (the message names it)."""
+
+
+def env_name_problem(value: object) -> str:
+    """Why `value` cannot name an environment, or "". Task rows come from files anyone may
+    hand envc: a path in place of a name (`../../elsewhere/pkg`, `/abs/pkg`) is refused
+    here, before any folder is looked at."""
+    if isinstance(value, str) and ENV_NAME.fullmatch(value):
+        return ""
+    return f"environments are named, not given as paths: {json.dumps(value)} is not an environment name"
+
+
+def package_in(folder: Path, name: str) -> Path:
+    """The package of environment `name` in a packages folder (`--packages-dir`, or the
+    folder of the packages given on the command line): `folder/name`, only for a plain
+    environment name. Raises PackageError naming the name or the folder looked in."""
+    problem = env_name_problem(name)
+    if problem:
+        raise PackageError(problem)
+    found = folder / name
+    if not is_package(found):
+        raise PackageError(f"no generated package of `{name}` in {folder}")
+    return found
 
 
 def is_package(path: Path) -> bool:

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from compiler.check.dynamic import finish_tests_together, start_tests_together, tests_alone
-from compiler.check.package import CheckResult, Package, write_tree
+from compiler.check.dynamic import TEST_FILE, finish_tests_together, start_tests_together, tests_alone
+from compiler.check.package import CheckResult, Finding, Package, write_tree
 from compiler.check.rules import ast_rules
 from compiler.check.static import mypy_findings, ruff_findings
 from compiler.project import cache_folder
@@ -44,20 +44,23 @@ def check_packages(packages: list[Package], dynamic: bool = True) -> dict[str, C
     """Run every check on every package (in one tree, so mypy runs once). The generated
     tests run in a pytest process of their own, started first, while ruff, mypy and the
     AST rules run (a thread waits for it), so on two cores the checks take about as long
-    as the longest of them."""
+    as the longest of them. A package with a `python` body is held back: its tests run
+    only if the AST rules found nothing in it, so no code they refuse is ever run."""
     results = {p.name: CheckResult() for p in packages}
     if not packages:
         return results
+    screened = {p.name: ast_rules(p) for p in packages if p.has_python_bodies}
+    runnable = [p for p in packages if not screened.get(p.name)]
     with check_tree() as root:
         for package in packages:
             write_tree(root / package.name, package.files)
         # Started before any thread exists: a child with a `preexec_fn` must not be forked
         # beside other threads.
-        tests = start_tests_together(root, packages) if dynamic else None
+        tests = start_tests_together(root, runnable) if dynamic and runnable else None
         with ThreadPoolExecutor(max_workers=1) as waiter:
-            waited = waiter.submit(finish_tests_together, tests, root, packages) if tests else None
+            waited = waiter.submit(finish_tests_together, tests, root, runnable) if tests else None
             try:
-                _static_checks(root, packages, results)
+                _static_checks(root, packages, results, screened)
             except BaseException:
                 if tests is not None:
                     tests.kill()  # nobody will read its verdict
@@ -65,19 +68,32 @@ def check_packages(packages: list[Package], dynamic: bool = True) -> dict[str, C
             together = waited.result() if waited else None
         if dynamic:
             for package in packages:
-                outcome = together[package.name] if together is not None else tests_alone(root, package)
+                if screened.get(package.name):
+                    outcome = _not_run()
+                else:
+                    outcome = together[package.name] if together is not None else tests_alone(root, package)
                 _add_tests(results[package.name], outcome)
     return results
 
 
-def _static_checks(root: Path, packages: list[Package], results: dict[str, CheckResult]) -> None:
-    """ruff, mypy and the AST rules; `static_ok` is whether they found nothing."""
+def _not_run() -> CheckResult:
+    """The dynamic verdict of a package the AST rules refused before its tests could run."""
+    why = "generated tests not run: envc's AST rules refused code of a `python` body (see the findings above)"
+    return CheckResult(dynamic_ok=False, findings=[Finding("ast", TEST_FILE, 0, why)])
+
+
+def _static_checks(
+    root: Path, packages: list[Package], results: dict[str, CheckResult], screened: dict[str, list[Finding]]
+) -> None:
+    """ruff, mypy and the AST rules (already run on the packages `screened`); `static_ok`
+    is whether they found nothing."""
     for finding_package, finding in ruff_findings(root, packages):
         results[finding_package].findings.append(finding)
     for finding_package, finding in mypy_findings(root, packages):
         results[finding_package].findings.append(finding)
     for package in packages:
-        results[package.name].findings.extend(ast_rules(package))
+        found = screened[package.name] if package.name in screened else ast_rules(package)
+        results[package.name].findings.extend(found)
         results[package.name].static_ok = not results[package.name].findings
 
 

@@ -1,15 +1,23 @@
 """Stage 6, the dynamic check: a package's generated tests, run by pytest in a subprocess
 under a time and a memory limit. The tests of every package run in one process (one
 start-up), each package's outcome read from the JUnit report; when that run gives no
-report, each package runs alone, so the one at fault is named."""
+report, each package runs alone, so the one at fault is named.
+
+The subprocess is isolated (`python -I`, a minimal environment) and sandboxed: its home,
+temporary and working folder are a fresh temporary folder, and an audit hook
+(`sandboxed_pytest.py`) refuses network access, new processes and writing outside that
+folder, so a `python` body that tries either fails its tests instead of doing it."""
 
 from __future__ import annotations
 
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -25,44 +33,65 @@ DYNAMIC_MEMORY_BYTES = 4 * 1024**3
 instead of taking the machine down)."""
 
 
+SANDBOXED_PYTEST = Path(__file__).with_name("sandboxed_pytest.py")
+"""The script the test subprocess runs: pytest behind envc's audit hook."""
+
+
+@dataclass
+class PytestRun:
+    """A pytest subprocess under way, and the temporary folder it runs in (removed when
+    it is done)."""
+
+    process: subprocess.Popen[str]
+    sandbox: Path
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.communicate()
+        shutil.rmtree(self.sandbox, ignore_errors=True)
+
+
 def tests_alone(root: Path, package: Package) -> CheckResult:
     outcome = CheckResult()
     run_tests(root, package, outcome)
     return outcome
 
 
-def start_tests_together(root: Path, packages: list[Package]) -> subprocess.Popen[str]:
+def start_tests_together(root: Path, packages: list[Package]) -> PytestRun:
     """The generated tests of every package in one pytest process (one start-up, not one
     per package), under the same time and memory limits as a package run alone."""
-    command = [
-        *_pytest_command(root),
+    report = root / JUNIT_REPORT
+    args = [
+        *_pytest_arguments(root),
         "--continue-on-collection-errors",  # a package that does not import fails alone
-        f"--junitxml={root / JUNIT_REPORT}",
+        f"--junitxml={report}",
         *[str(root / p.name / "tests") for p in packages],
     ]
-    return subprocess.Popen(
-        command,
+    sandbox = _new_sandbox()
+    process = subprocess.Popen(
+        _sandboxed(sandbox, root, report, args),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=root,
-        env=_pytest_environment(),
+        cwd=sandbox,
+        env=_pytest_environment(sandbox),
         preexec_fn=limit_memory,
     )
+    return PytestRun(process, sandbox)
 
 
-def finish_tests_together(
-    process: subprocess.Popen[str], root: Path, packages: list[Package]
-) -> dict[str, CheckResult] | None:
+def finish_tests_together(run: PytestRun, root: Path, packages: list[Package]) -> dict[str, CheckResult] | None:
     """Each package's outcome, read from the JUnit report by its module name
     (`NAME.tests.test_environment`). None when the run gave no report (it hit the time
     limit or died): then each package is run alone, so the one at fault is named."""
+    process = run.process
     try:
         stdout, _ = process.communicate(timeout=DYNAMIC_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
+        run.kill()
         return None
+    finally:
+        shutil.rmtree(run.sandbox, ignore_errors=True)
     if process.returncode not in (0, 1):  # interrupted, internal error, nothing collected
         return None
     counts = _junit_outcomes(root / JUNIT_REPORT, {p.name for p in packages})
@@ -143,29 +172,54 @@ def _failure_lines(stdout: str, packages: list[Package]) -> dict[str, list[str]]
     return lines
 
 
-def _pytest_command(rootdir: Path) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(rootdir)]
+def _pytest_arguments(rootdir: Path) -> list[str]:
+    return ["-q", "-p", "no:cacheprovider", "--rootdir", str(rootdir)]
 
 
-def _pytest_environment() -> dict[str, str]:
-    """No third-party pytest plugins: they cost start-up time and could change the
-    verdict. A wide terminal, so a failure's summary line keeps its message whole
-    (`assert 2 == 3`, not `asse...`)."""
-    return {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "240"}
+def _new_sandbox() -> Path:
+    """A fresh temporary folder: the test subprocess's home, temporary and working folder."""
+    return Path(tempfile.mkdtemp(prefix="envc-qc-"))
 
 
-def _run_pytest(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """pytest under the time and memory limits."""
-    return subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=cwd,
-        timeout=DYNAMIC_TIMEOUT_SECONDS,
-        env=_pytest_environment(),
-        preexec_fn=limit_memory,
-    )
+def _sandboxed(sandbox: Path, root: Path, writable: Path | None, pytest_args: list[str]) -> list[str]:
+    """The command running pytest isolated (`-I`: no user site, no PYTHON* variables, not
+    the working folder on the path; `-B`: no bytecode written) behind the audit hook,
+    invoked from the check tree `root` (the test ids it prints are relative to it)."""
+    fixed = [str(sandbox), str(root), str(writable or ""), "--"]
+    return [sys.executable, "-I", "-B", str(SANDBOXED_PYTEST), *fixed, *pytest_args]
+
+
+def _pytest_environment(sandbox: Path) -> dict[str, str]:
+    """A minimal environment: nothing of the user's (no tokens, no proxies), home and
+    temporary folder in the sandbox. No third-party pytest plugins: they cost start-up
+    time and could change the verdict. A wide terminal, so a failure's summary line keeps
+    its message whole (`assert 2 == 3`, not `asse...`)."""
+    return {
+        "HOME": str(sandbox),
+        "TMPDIR": str(sandbox),
+        "PATH": os.defpath,
+        "LANG": "C.UTF-8",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "COLUMNS": "240",
+    }
+
+
+def _run_pytest(root: Path, pytest_args: list[str]) -> subprocess.CompletedProcess[str]:
+    """pytest under the time and memory limits, in a sandbox of its own."""
+    sandbox = _new_sandbox()
+    try:
+        return subprocess.run(
+            _sandboxed(sandbox, root, None, pytest_args),
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=sandbox,
+            timeout=DYNAMIC_TIMEOUT_SECONDS,
+            env=_pytest_environment(sandbox),
+            preexec_fn=limit_memory,
+        )
+    finally:
+        shutil.rmtree(sandbox, ignore_errors=True)
 
 
 def limit_memory() -> None:
@@ -175,9 +229,8 @@ def limit_memory() -> None:
 
 def run_tests(root: Path, package: Package, result: CheckResult) -> None:
     """One package's generated tests in a pytest process of their own."""
-    command = [*_pytest_command(root / package.name), str(root / package.name / "tests")]
     try:
-        run = _run_pytest(command, root)
+        run = _run_pytest(root, [*_pytest_arguments(root / package.name), str(root / package.name / "tests")])
     except subprocess.TimeoutExpired:
         result.dynamic_ok = False
         result.findings.append(

@@ -41,6 +41,12 @@ class Package:
     files: dict[str, str]
     inputs: list[str] = field(default_factory=list)  # every file the output depends on
 
+    @property
+    def has_python_bodies(self) -> bool:
+        """Whether a spec author's Python is in the package (a `python` body): everything
+        else in it is envc's own code."""
+        return any(d.escape is not None and d.escape.kind == "python" for d in [*self.env.tools, *self.env.fns])
+
 
 def write_tree(folder: Path, files: dict[str, str]) -> None:
     for relative, text in files.items():

@@ -12,7 +12,9 @@ the fill, which is what the model is told when a fill goes back for repair.
 
 Before analysis, the rewritten file must parse to the same declarations as the
 original apart from the filled bodies (`outline`): a fill cannot add a tool, change a
-signature or its declared effects, or swallow the rest of the file in a string.
+signature or its declared effects, or swallow the rest of the file in a string; and a
+fill is never a `python` body (`python_in_fill`): Python is trusted author code, never
+a model's.
 """
 
 from __future__ import annotations
@@ -237,7 +239,9 @@ def check_fills(spec: Path, sources: dict[str, str], fills: dict[Hole, str], bas
         if fresh(syntax):
             return FillCheck("parse", fresh(syntax), maps=maps, sources=originals)
         for file, text in texts.items():
-            changed = changed_outside_bodies(sources[file], text, file, set(by_file[file]))
+            changed = python_in_fill(text, file, set(by_file[file])) or changed_outside_bodies(
+                sources[file], text, file, set(by_file[file])
+            )
             if changed:
                 return FillCheck("structure", [locate(changed, maps, fills)], maps=maps, sources=originals)
         loaded = load_file(spec, rewrite=lambda file, text: texts.get(file, text))
@@ -270,6 +274,28 @@ def changed_outside_bodies(original: str, rewritten: str, file: str, holes: set[
         "reads/writes line or a later part of the file); a fill is statements only"
     )
     return Diagnostic("E6108", message, file, hole.start, hole.indent + 1)
+
+
+MODEL_WRITES_NO_PYTHON = (
+    "a model writes the body language only (python bodies are trusted author code, never taken from a model)"
+)
+"""Why a model's `python` body is refused: a fill, a drafted spec (compiler/build/draft.py)."""
+PYTHON_FROM_A_MODEL = f"the fill is a `python` body: {MODEL_WRITES_NO_PYTHON}"
+
+
+def python_in_fill(rewritten: str, file: str, holes: set[Hole]) -> Diagnostic | None:
+    """E6108 when a fill is a `python` escape: Python from a model would run in QC and
+    in every session unchecked by the analyser, so a model's answer never becomes one."""
+    module = parse_source(rewritten, file).module
+    if module is None:
+        return None
+    names = {(h.kind, h.name): h for h in holes}
+    for kind, decls in (("tool", module.tools), ("fn", module.fns)):
+        for decl in decls:
+            hole = names.get((kind, decl.name))
+            if hole is not None and decl.escape is not None and decl.escape.kind == "python":
+                return Diagnostic("E6108", PYTHON_FROM_A_MODEL, file, hole.start, hole.indent + 1)
+    return None
 
 
 def outline(module: ir.Module, filled: set[tuple[str, str]]) -> Any:

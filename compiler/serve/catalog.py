@@ -74,9 +74,10 @@ class Catalog:
 
 def load_catalog(paths: Iterable[Path], packages_dir: Path | None = None) -> Catalog:
     """Packages and task sets from `paths`; environments the tasks name that are not
-    among the paths are looked up as `packages_dir/<name>`."""
+    among the paths are looked up as `packages_dir/<name>`. A task names environments,
+    never folders: every task is checked before anything a task names is imported."""
     envs: dict[str, ServedEnv] = {}
-    tasks: dict[str, Mapping[str, Any]] = {}
+    rows: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
         if not path.exists():
             raise CatalogError(f"{path} does not exist")
@@ -84,19 +85,21 @@ def load_catalog(paths: Iterable[Path], packages_dir: Path | None = None) -> Cat
             env = load_env(package_of(path))
             envs[env.name] = env
         elif (task_file := _task_file(path)) is not None:
-            for row in _read_tasks(task_file):
-                tasks[str(row["id"])] = row
+            rows += [(f"{task_file}:{line}", row) for line, row in _read_tasks(task_file)]
         else:
             raise CatalogError(
                 f"{path}: neither a generated package (no {packages.TOOLS_FILE}), a spec nor a task set (no {TASKS_FILE})"
             )
-    for task in tasks.values():
-        for name in task["envs"]:
-            if name not in envs:
-                envs[name] = _env_for_task(str(name), str(task["id"]), packages_dir)
+    wanted = {
+        name: _package_for_task(name, row, where, packages_dir)
+        for where, row in rows
+        for name in row["envs"]
+        if name not in envs
+    }
+    envs |= {name: load_env(folder) for name, folder in wanted.items()}
     if not envs:
         raise CatalogError("nothing to serve: give a generated package folder or a task set")
-    return Catalog(envs=envs, tasks=tasks)
+    return Catalog(envs=envs, tasks={str(row["id"]): row for _, row in rows})
 
 
 def load_env(folder: Path) -> ServedEnv:
@@ -147,18 +150,23 @@ def _task_file(path: Path) -> Path | None:
     return None
 
 
-def _read_tasks(path: Path) -> list[dict[str, Any]]:
+def _read_tasks(path: Path) -> list[tuple[int, dict[str, Any]]]:
     from compiler.synth import export
 
     try:
-        return export.read_tasks(path)
+        return export.read_numbered_tasks(path)
     except export.TaskFileError as exc:
         raise CatalogError(str(exc)) from None
 
 
-def _env_for_task(name: str, task_id: str, packages_dir: Path | None) -> ServedEnv:
-    folder = packages_dir / name if packages_dir is not None else None
-    if folder is None or not packages.is_package(folder):
-        where = f" (looked in {folder})" if folder is not None else ""
-        raise CatalogError(f"task {task_id} needs environment `{name}`: give its package folder{where}")
-    return load_env(folder)
+def _package_for_task(name: str, task: Mapping[str, Any], where: str, packages_dir: Path | None) -> Path:
+    """The package folder of an environment a task names but the command line did not
+    give: only `packages_dir/<name>` (build/packages.py refuses anything but a name)."""
+    if packages_dir is None:
+        raise CatalogError(f"{where}: task {task['id']} needs environment `{name}`: give its package folder")
+    try:
+        return packages.package_in(packages_dir, name)
+    except packages.PackageError as exc:
+        raise CatalogError(
+            f"{where}: task {task['id']} needs environment `{name}`, which is not served ({exc})"
+        ) from None

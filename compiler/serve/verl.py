@@ -272,7 +272,7 @@ class EnvcTool(BaseTool):  # type: ignore[misc]  # VERL ships no type informatio
             for env in task["envs"]:
                 if env not in trajectory.sessions:
                     start = task["initial_state"][env]
-                    module = package(self.package_dir.parent / env)
+                    module = self._package_of(env)
                     trajectory.sessions[env] = open_session(module, start["scenario"], start["changes"])
                     trajectory.initial[env] = trajectory.sessions[env].state()
             finals = {env: trajectory.sessions[env].state() for env in task["envs"]}
@@ -286,6 +286,16 @@ class EnvcTool(BaseTool):  # type: ignore[misc]  # VERL ships no type informatio
     def finish_trajectory(key: str) -> None:
         """Free a trajectory keyed by VERL's request id, once it is scored."""
         REGISTRY.finish(key)
+
+    def _package_of(self, env: str) -> ModuleType:
+        """Another environment of a task, from the folder beside this tool's package:
+        a task names environments, never folders (build/packages.py checks the name)."""
+        if env == self.env:
+            return self.module
+        try:
+            return package(packages.package_in(self.package_dir.parent, env))
+        except packages.PackageError as exc:
+            raise ToolUseError(f"the task needs environment `{env}`: {exc}") from None
 
     def _trajectory(self, key: str, checked: Opening) -> Trajectory:
         """The trajectory `key`, with this tool's environment opened in it: a new one whose

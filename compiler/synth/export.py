@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from compiler.build import packages
+
 EXPORT_VERSION = "1"
 FORMATS = ("datasets", "verl")
 TASK_KEYS = (
@@ -120,17 +122,27 @@ def content_hash(task: dict[str, Any]) -> str:
 def read_tasks(path: Path) -> list[dict[str, Any]]:
     """The tasks of a JSONL file, each checked against the format; blank lines are
     skipped. Raises TaskFileError naming `path:line` for the first bad row."""
+    return [row for _, row in read_numbered_tasks(path)]
+
+
+def parse_tasks(text: str, name: str) -> list[dict[str, Any]]:
+    return [row for _, row in numbered_tasks(text, name)]
+
+
+def read_numbered_tasks(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """`read_tasks` with each task's line, for errors that name it (a task naming an
+    environment that is not served)."""
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise TaskFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise TaskFileError(f"{path}: byte {exc.start} is not valid UTF-8") from exc
-    return parse_tasks(text, str(path))
+    return numbered_tasks(text, str(path))
 
 
-def parse_tasks(text: str, name: str) -> list[dict[str, Any]]:
-    tasks: list[dict[str, Any]] = []
+def numbered_tasks(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
+    tasks: list[tuple[int, dict[str, Any]]] = []
     lines: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -146,7 +158,7 @@ def parse_tasks(text: str, name: str) -> list[dict[str, Any]]:
         if row["id"] in lines:
             raise TaskFileError(f"{where}: task id {row['id']!r} repeats line {lines[row['id']]}")
         lines[row["id"]] = number
-        tasks.append(row)
+        tasks.append((number, row))
     return tasks
 
 
@@ -167,6 +179,9 @@ def task_problem(row: Any) -> str:
         return "`id` must be a non-empty string"
     if not isinstance(envs, list) or not envs or not all(isinstance(e, str) and e for e in envs):
         return "`envs` must be a non-empty list of environment names"
+    named = next((problem for problem in map(packages.env_name_problem, envs) if problem), "")
+    if named:
+        return f"`envs`: {named}"
     if len(set(envs)) != len(envs):
         return "`envs` names an environment twice"
     initial = row["initial_state"]

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.llm.config import LLMConfig
+from compiler.llm.fill import MODEL_WRITES_NO_PYTHON
 from compiler.llm.lock import AttemptRecord, Lock, LockEntry, lock_path, read_lock, spec_key, write_lock
 from compiler.llm.provider import ChatRequest, Completion, Message, Provider, ProviderError, make_request
 from compiler.synth import audits, sample, task_build, task_prompt
@@ -270,9 +271,16 @@ def rubric_brief(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -> str
     return json.dumps(brief, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
+PYTHON_ESCAPE = re.compile(r'(?:^|\n)\s*python\s+"|\bpython\s+"""')
+"""A spec's `python` escape line in model output."""
+
+
 def check_request(task: dict[str, Any], envs: dict[str, sample.SampleEnv], text: str) -> str:
-    """Why a request does not do ("AUDIT: why"), or "": it names every required value,
-    and the task with it passes every audit."""
+    """Why a request does not do ("AUDIT: why"), or "": it holds no `python` escape (a
+    model's output never carries Python, docs/qc.md), names every required value, and the
+    task with it passes every audit."""
+    if PYTHON_ESCAPE.search(text):
+        return f"escape_hatch: the request holds a `python` body; {MODEL_WRITES_NO_PYTHON}"
     candidate = _with_prompt(task, text, "")
     for value in sorted(audits.required_values(candidate, envs), key=repr):
         if not task_prompt.is_named(value, text):

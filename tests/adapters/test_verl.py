@@ -142,6 +142,21 @@ def test_bad_targets_are_input_errors(tmp_path: Path, target: str, message: str)
     assert not out.exists()
 
 
+def test_a_task_naming_a_path_is_refused_at_its_line(tmp_path: Path, lifecycle_task: dict[str, Any]) -> None:
+    """Task rows name environments, never folders (compiler/build/packages.py)."""
+    env = lifecycle_task["envs"][0]
+    hostile = json.loads(json.dumps(lifecycle_task).replace(json.dumps(env), json.dumps("../elsewhere/evil")))
+    assert hostile["envs"] == ["../elsewhere/evil"]
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(lifecycle_task) + "\n" + json.dumps(hostile) + "\n")
+    out = tmp_path / "tool_config.yaml"
+    result = CliRunner().invoke(
+        adapters_command, ["verl-config", str(tasks), "--packages", str(tmp_path), "-o", str(out)]
+    )
+    assert result.exit_code == 2 and f"{tasks}:2:" in result.output and "is not an environment name" in result.output
+    assert not out.exists()
+
+
 def test_a_rollout_as_verls_agent_loop_makes_it(tools: dict[str, Any], lifecycle_task: dict[str, Any]) -> None:
     row = export.verl_row(lifecycle_task, 0)
     response, reward, metrics = call_tool(tools, row, "score", {}, "rollout-1")

@@ -111,6 +111,23 @@ def test_a_fill_that_fails_the_generated_tests_is_healed(project: Path, server: 
     assert [a["failure"] for a in lock_entry(project)["provenance"]["attempts"]] == ["dynamic", ""]
 
 
+def test_a_python_body_from_the_model_is_refused_counted_and_never_run(project: Path, server: ChatServer) -> None:
+    marker = project / "ran"
+    server.replies += [
+        Reply(fenced(f'python """\n__import__("os").system("touch {marker}")\nreturn 2\n"""')),
+        Reply(fenced(GOOD)),
+    ]
+    result = envc("compile")
+    assert result.exit_code == 0, result.output
+    repair = server.requests[1].body["messages"][-1]["content"]
+    assert "failed envc's `structure` check" in repair and "the fill is a `python` body" in repair
+    assert [a["failure"] for a in lock_entry(project)["provenance"]["attempts"]] == ["structure", ""]
+    table = result.stderr.splitlines()
+    header = next(i for i, line in enumerate(table) if line.startswith("attempt"))
+    assert table[header + 1].split()[:4] == ["1", "1/1", "1/1", "0/1"], "attempt 1 failed `structure`"
+    assert not marker.exists()
+
+
 def test_malformed_output_is_refused_after_every_attempt(project: Path, server: ChatServer) -> None:
     server.replies += [
         Reply("I would count the books, but I cannot write code."),

@@ -64,6 +64,27 @@ def test_a_draft_is_healed_written_locked_and_compiled(drafting: Path, server: C
     assert "healing: 1 of 1" in result.stderr
 
 
+def test_a_draft_with_a_python_body_is_refused_and_never_run(drafting: Path, server: ChatServer) -> None:
+    """Python is trusted author code: a model's spec holding a `python` body fails
+    `structure` (counted as such), and the body is never lowered or run."""
+    marker = drafting / "ran"
+    body = "    let found = [p for p in values(parcels) if p.recipient == recipient and p.status == Status.held]\n"
+    body += "    return sorted(found, key=lambda p: p.id)\n"
+    python = f'    python """\n    __import__("os").system("touch {marker}")\n    return []\n    """\n'
+    assert body in spec_named("mail_room")
+    server.replies += [
+        Reply(fenced(spec_named("mail_room").replace(body, python))),
+        Reply(fenced(spec_named("mail_room"))),
+    ]
+    result = envc("draft", "mail_room", "--describe", "A mail room for residents.")
+    assert result.exit_code == 0, result.output
+    repair = server.requests[1].body["messages"][-1]["content"]
+    assert "`waiting_for` has a python body: a model writes the body language only" in repair
+    entry = json.loads((drafting / "specs" / "envc.lock").read_text())["fills"]["mail_room.envspec"]["draft"]
+    assert [a["failure"] for a in entry["provenance"]["attempts"]] == ["structure", ""]
+    assert not marker.exists()
+
+
 def test_a_current_lock_entry_drafts_without_a_request(drafting: Path, server: ChatServer) -> None:
     server.replies.append(Reply(fenced(spec_named("mail_room"))))
     args = ("draft", "mail_room", "--describe", "A mail room.", "--no-qc", "--no-compile")

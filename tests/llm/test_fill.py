@@ -144,6 +144,22 @@ def test_a_fill_cannot_change_the_declaration_around_it(analysed: tuple[Path, An
     assert verdict.stage == "structure" and [d.code for d in verdict.diagnostics()] == ["E6108"]
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "python \"return len(self._state['books'])\"\n",
+        'python """\nimport os\nos.system("id")\nreturn 0\n"""\n',
+    ],
+)
+def test_a_fill_is_never_a_python_body(analysed: tuple[Path, AnalysisResult], body: str) -> None:
+    """Python is trusted author code: a model's answer that is a `python` escape is refused
+    before it is analysed, lowered or run."""
+    spec, result = analysed
+    verdict = check(spec, result, {"count_books": body})
+    assert verdict.stage == "structure" and [d.code for d in verdict.diagnostics()] == ["E6108"]
+    assert verdict.diagnostics()[0].message == fill.PYTHON_FROM_A_MODEL
+
+
 def test_warnings_the_spec_already_had_are_not_blamed_on_the_fill(analysed: tuple[Path, AnalysisResult]) -> None:
     spec, result = analysed
     holes = holes_of(result)

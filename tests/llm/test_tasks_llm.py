@@ -164,6 +164,21 @@ def test_a_request_missing_a_value_is_healed_on_attempt_2(
     )
 
 
+def test_a_request_holding_a_python_body_is_refused_and_counted(
+    envs: dict[str, SampleEnv], served: Callable[[Respond], ChatServer]
+) -> None:
+    def escape(data: dict[str, Any], attempt: int) -> str:
+        return 'python """\nimport os\n"""' if attempt == 1 else friendly(data, attempt)
+
+    server = served(script(escape))
+    writer = llm_tasks.LLMRequests(config(server.url), OpenAIProvider(config(server.url)))
+    kept, _ = run(envs, writer, count=2)
+    assert len(kept) == 2 and writer.stats.failures == {"escape_hatch": 2} and writer.stats.accepted == {2: 2}
+    healing = [r.body for r in server.requests if not is_rubric(r.body) and len(r.body["messages"]) == 4]
+    assert "escape_hatch: the request holds a `python` body" in healing[0]["messages"][3]["content"]
+    assert all("python" not in t["prompt"] for t in kept)
+
+
 def test_a_request_that_gives_away_a_computed_value_is_rejected_with_the_reason(
     computing: dict[str, SampleEnv], served: Callable[[Respond], ChatServer]
 ) -> None:
