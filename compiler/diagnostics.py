@@ -82,7 +82,7 @@ CODES: dict[str, tuple[str, str]] = {
     "E2031": (
         "invalid load option",
         "a load option is a str, int, float, number or bool (or optional of one) with a default, "
-        "named unlike any state or world field",
+        "named unlike any world field (a state field's name is fine: in `on load:` the field is then `state.NAME`)",
     ),
     "E2032": ("`on load:` takes statements", "write the load step in the statement language"),
     "E2033": (

@@ -203,7 +203,7 @@ def test_the_package_ships_the_data_as_json_files(tmp_path: Path) -> None:
     assert files["data/scenarios/big.json"] == '{"served":5,"users":{"3":{"name":"Cy","tags":["x"]}}}\n'
     assert "data/state/served.json" not in files and "data/scenarios/small.json" not in files
     source = files["environment.py"]
-    assert '"users": _from_data(_read_data("state/users.json"), STATE_KINDS["users"]),' in source
+    assert '"users": _from_data(_read_data("state/users.json"), STATE_KINDS["users"], "users"),' in source
     assert '"big": _read_data("scenarios/big.json"),' in source
     assert '"small": {"served": 2},' in source
     assert '"mixed": {"served": 7, "users": _read_data("scenarios/mixed/users.json")},' in source

@@ -7,7 +7,8 @@ are the load options and whose return type is None: so it is type-checked like a
 helper's body (no tool calls, state and world readable, state writable), its effects are
 inferred like a helper's, and lowering emits it as one more method. It is not in
 `Analysis.fns`, so nothing can call it. A load option is a parameter of that helper only,
-which is what makes it readable there and nowhere else.
+which is what makes it readable there and nowhere else. Like any parameter it shadows a
+state field of its name, which `on load:` then reads and writes as `state.NAME`.
 """
 
 from __future__ import annotations
@@ -86,9 +87,10 @@ def _option_reason(a: Analysis, option: ir.Field_) -> str | None:
         reason = f"`{name}` is a Python built-in the generated loader uses"
     if reason is not None:
         return f"`{name}` cannot name a load option: {reason}"
-    if name in a.state or name in a.world:
-        what = "state" if name in a.state else "world"
-        return f"load option `{name}` has the name of a {what} field, which `on load:` reads by that name"
+    # A state field of the same name is fine: in `on load:` the option is the nearer
+    # name, as a parameter is, and `state.NAME` is the field. World data has no prefix.
+    if name in a.world:
+        return f"load option `{name}` has the name of a world field, which `on load:` reads by that name"
     if option.default is None:
         return f"load option `{name}` has no default; every option has one, so callers may leave it out"
     return None

@@ -324,16 +324,16 @@ MODULE_NAMES: Final = _by_kind(
         ),
         "constant": (
             "DEFAULT_STATE FAMILIES INTERNAL_ERROR Kind LOAD_OPTIONS RECORD_FIELDS SCENARIOS SCENARIO_STATES "
-            "STATE_ALIASES STATE_KINDS TOOL_SPECS UNION_TAGS UNSET WORLD _ABSENT_FIELD _AS_IS _DATA _INT_KEY "
+            "STATE_ALIASES STATE_KINDS TOOL_SPECS UNION_TAGS UNSET WORLD _ABSENT_FIELD _DATA _INT_KEY "
             "_MAX_DRAWS _MEMBER_CLASSES _MISSING _Record _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES "
             "_TYPE_NAMES"
         ),
         "function": (
-            "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_is _as_list _as_map _as_number "
-            "_as_session _as_text _call_0 _call_1 _call_2 _call_3 _call_4 _check_limits _checked_out "
-            "_conform_key _conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between "
-            "_format_like _from_data _invalid _join _json_key _matches _member_class _moment _old "
-            "_pair_order _parse_datetime _parse_int _parse_json _parse_number _plan_0 _read_data _redo_entry "
+            "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_list _as_map _as_number _as_session "
+            "_as_text _call_0 _call_1 _call_2 _call_3 _call_4 _check_limits _checked_out _conform_key "
+            "_conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between _format_like "
+            "_from_data _invalid _join _json_key _matches _member_class _moment _old _pair_order "
+            "_parse_datetime _parse_int _parse_json _parse_number _plan_0 _read_data _redo_entry "
             "_refuse_constant _remove_first _restore_draws _scenario_state _search _seconds_between "
             "_seed_draws _show _solution_call _solve_0 _stable_hash _type_of _undo_entry _valid_moment "
             "_valid_regex _weekday _with_new_value check_arguments check_load_options conform copy_json "

@@ -315,11 +315,11 @@ class _Builder:
 
     def _shipped(self, folder: str, name: str, kind: str = "") -> str:
         """The expression that reads a shipped data file: a state or world value is
-        converted to the state's Python values (`_from_data`: int keys, sets) as it is
-        read, not checked again (envc checked it, as it checks a literal default); a
-        scenario stays JSON, which `_scenario_state` conforms like any scenario."""
+        converted to the state's Python values as it is read, by `conform` as any value
+        given to `Environment(...)` is (`_from_data`: int keys, sets, absent fields,
+        union members); a scenario stays JSON, which `_scenario_state` conforms."""
         read = f"_read_data({py_str(_data_path(folder, name).removeprefix('data/'))})"
-        return f"_from_data({read}, {kind})" if kind else read
+        return f"_from_data({read}, {kind}, {py_str(name)})" if kind else read
 
     def _record_context(self, record: ir.RecordDecl) -> dict[str, Any]:
         needs_copier = ts.is_container(ts.t(record.name), self.records)

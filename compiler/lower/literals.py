@@ -117,7 +117,7 @@ def typed_literal(value: Any, ty: ir.TypeRef | None, records: dict[str, ir.Recor
             "{" + ", ".join(f"{py_value(k)}: {typed_literal(v, base.args[1], records)}" for k, v in value.items()) + "}"
         )
     if base.name in records:
-        fields = {f.name: f.type for f in records[base.name].fields}
+        fields = {f.name: f.type for f in _record_of(value, records[base.name], records).fields}
         return typed_value(value, fields, records)
     return py_value(value)
 
@@ -128,7 +128,10 @@ def _holds_set(ty: ir.TypeRef, records: dict[str, ir.RecordDecl], seen: set[str]
         return True
     if ty.name in records and ty.name not in seen:
         seen.add(ty.name)
-        if any(_holds_set(f.type, records, seen) for f in records[ty.name].fields):
+        members = [ts.t(member) for member in records[ty.name].members]  # a union's own fields are the shared ones
+        if any(_holds_set(f.type, records, seen) for f in records[ty.name].fields) or any(
+            _holds_set(member, records, seen) for member in members
+        ):
             return True
     return any(_holds_set(arg, records, seen) for arg in ty.args)
 
@@ -160,7 +163,10 @@ def _holds_pairs(ty: ir.TypeRef, records: dict[str, ir.RecordDecl], seen: set[st
         return True
     if ty.name in records and ty.name not in seen:
         seen.add(ty.name)
-        if any(_holds_pairs(f.type, records, seen) for f in records[ty.name].fields):
+        members = [ts.t(member) for member in records[ty.name].members]  # a union's own fields are the shared ones
+        if any(_holds_pairs(f.type, records, seen) for f in records[ty.name].fields) or any(
+            _holds_pairs(member, records, seen) for member in members
+        ):
             return True
     return any(_holds_pairs(arg, records, seen) for arg in ty.args)
 
@@ -175,6 +181,14 @@ def _wire(value: Any, ty: ir.TypeRef, records: dict[str, ir.RecordDecl]) -> Any:
         items = [(key, _wire(item, base.args[1], records)) for key, item in value.items()]
         return [[key, item] for key, item in items] if base.args[0].name == "json" else dict(items)
     if base.name in records:
-        fields = {f.name: f.type for f in records[base.name].fields}
+        fields = {f.name: f.type for f in _record_of(value, records[base.name], records).fields}
         return {key: _wire(item, fields[key], records) if key in fields else item for key, item in value.items()}
     return value
+
+
+def _record_of(value: dict[str, Any], record: ir.RecordDecl, records: dict[str, ir.RecordDecl]) -> ir.RecordDecl:
+    """The record a value is: for a union, the member its tag names (checked already)."""
+    for member, tag in record.members.items():
+        if value.get(record.tag) == tag:
+            return records[member]
+    return record

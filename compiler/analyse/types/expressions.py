@@ -31,13 +31,14 @@ class ExpressionChecker(BodyScopes):
             local = self.lookup(expr.id)
             if local is not None:
                 if local.kind == "param" and not mutate:
+                    what = "load option" if self.callable is self.a.on_load else "parameter"
                     hint = (
-                        f"`{expr.id}` here is the parameter; to change the state field of that name "
+                        f"`{expr.id}` here is the {what}; to change the state field of that name "
                         f"write `state.{expr.id} = …`"
                         if expr.id in self.a.state
                         else f"`let new_{expr.id} = ...`"
                     )
-                    self.error("E4007", f"parameter `{expr.id}` cannot be reassigned", expr, hint=hint)
+                    self.error("E4007", f"{what} `{expr.id}` cannot be reassigned", expr, hint=hint)
                 if local.kind == "loop" and not mutate:
                     self.error("E3022", f"loop variable `{expr.id}` cannot be reassigned", expr)
                 set_field(expr, "ref", "param" if local.kind == "param" else "local")
