@@ -159,6 +159,8 @@ class _Builder:
                 "signature": self._signature(env.on_load),
                 "doc": block_docstring(self._on_load_doc(env.on_load)),
             }
+        if any(c.kind == "pattern" for tool in env.tools for param in tool.params for c in param.constraints):
+            self.helpers.add("matches")  # `pattern` rules run on the runtime's matcher
         used = self.helpers.union(*(s.helpers for s in self._test_scopes))
         helpers = used | set(runtime_helpers.needed(used))
         state_fields: list[dict[str, Any]] = [
@@ -419,6 +421,7 @@ class _Builder:
         names = ", ".join(f"`{name}`" for name in tool.recursion)
         what = f"helper {names}" if len(tool.recursion) == 1 else f"helpers {names}"
         return [
+            "self._charge(1)",  # each call is a step of the call's time limit (branching recursion)
             f"if {DEPTH} >= {HELPER_DEPTH}:",
             f"    raise RuntimeError({py_str(f'{what} recursed past {HELPER_DEPTH} nested calls')})",
         ]

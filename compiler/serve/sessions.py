@@ -9,8 +9,10 @@ compiler/run/calibrate.py's `Episode`, whose rules it keeps: the first environme
 scores, `initial_state` is `{"scenario", "changes"}` per environment). The outcomes a
 trainer must tell apart are the generated `Episode`'s (docs/serving.md): a domain error is
 an observation; an invalid call or reaching `max_turns` ends the episode unsuccessfully;
-an internal error of an environment, or a call past the per-call time limit, *breaks* the
-session: an infrastructure failure, `scorable: false`, never reward 0.
+an internal error of an environment, or a call that runs on past the per-call time limit,
+*breaks* the session: an infrastructure failure, `scorable: false`, never reward 0. A
+generated body stops itself at the limit instead: the domain error `timeout`, nothing
+changed, the episode goes on (only a python body, which counts no steps, runs on).
 
 The manager holds the limits (`max_sessions`, `idle_timeout`, `call_timeout`) and, given
 a data directory, journals every change (compiler/serve/journal.py) before it returns.
@@ -28,7 +30,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -46,6 +48,11 @@ MAX_TURNS = 32
 """Calls per session started from a scenario (a task's own `max_turns` wins)."""
 CALL_WORKERS = 32
 """Threads running tool calls; a call past its time limit keeps one until it returns."""
+CALL_GRACE = 1.0
+"""Seconds a call is waited for past its time limit before its session is given up. A
+generated body stops itself at the limit (the domain error `timeout`: loops, comprehensions,
+recursion and the pattern matcher count their steps); only a python body, which counts
+none, or one step of C work on huge data can run on past it (docs/serving.md)."""
 
 
 class SessionError(ValueError):
@@ -244,7 +251,10 @@ class Session:
     restored from a journal after a restart is `http`: its connection died with the
     server, and it is reachable by id until closed or idle)."""
     history: list[dict[str, Any]] = field(default_factory=list)
-    """The calls so far, as journaled: `{"tool", "arguments", "digest"}`."""
+    """The calls so far, as journaled: `{"tool", "arguments", "digest"}` (no digest when
+    the session has no journal; `"timeout": true` on a call stopped at its time limit)."""
+    journaled: bool = True
+    """Whether calls get a result digest: a journal replay compares them."""
     ended: str | None = None
     broken: str | None = None
     last_active: float = 0.0
@@ -278,8 +288,9 @@ class Session:
         if self.ended is not None:
             raise EpisodeOver(f"the episode is over ({self.ended}): reset or close it", ended=self.ended)
 
-    def run(self, tool: str, arguments: Any) -> Outcome:
-        """One call, under the session's lock; the caller journals it."""
+    def run(self, tool: str, arguments: Any, expired: Callable[[], bool] | None = None) -> Outcome:
+        """One call, under the session's lock; the caller journals it. `expired` is the
+        call's clock: the package stops a call still running when it says so (`timeout`)."""
         self.check_open()
         target = self.routes.get(tool) if isinstance(tool, str) else None
         parsed = _arguments(arguments)
@@ -289,7 +300,7 @@ class Session:
                 tool, arguments, {"error": {"kind": "invalid_call", "message": problem}}, "invalid_call"
             )
         env, own = target
-        result = self.envs[env].call(own, parsed)
+        result = self.envs[env].call(own, parsed) if expired is None else self.envs[env].call(own, parsed, expired)
         kind = error_kind(result)
         if kind == "internal":
             self.broken = f"environment `{env}` failed in `{own}` (internal error)"
@@ -297,8 +308,22 @@ class Session:
         ended = "turn_limit" if self.turns + 1 >= self.max_turns else None
         return self._record(tool, parsed, result, ended, domain_error=kind is not None)
 
+    def replay_stopped(self, record: Mapping[str, Any]) -> None:
+        """A journaled call that was stopped at its time limit: it changed nothing, and is
+        not run again (with no limit it would run on, to some other end)."""
+        self.check_open()
+        entry = {"tool": record["tool"], "arguments": record["arguments"], "digest": record.get("digest")}
+        self.history.append({**entry, "timeout": True})
+        if self.turns >= self.max_turns:
+            self.ended = "turn_limit"
+
     def _record(self, tool: Any, arguments: Any, result: Any, ended: str | None, domain_error: bool = False) -> Outcome:
-        self.history.append({"tool": tool, "arguments": arguments, "digest": result_digest(result)})
+        entry = {"tool": tool, "arguments": arguments}
+        if self.journaled:  # a digest costs a JSON encoding and a hash: only a replay needs it
+            entry["digest"] = result_digest(result)
+        if domain_error and error_kind(result) == "timeout":
+            entry["timeout"] = True
+        self.history.append(entry)
         if ended is not None and ended != "infrastructure":
             self.ended = ended
         return Outcome(
@@ -468,6 +493,7 @@ class SessionManager:
         self._reserve(episode_id, replace, owner)
         try:
             session = build_session(self.catalog, episode_id, start, owner)
+            session.journaled = self.data_dir is not None
             self._journal_start(session, [])
         except BaseException:
             with self._lock:
@@ -496,6 +522,7 @@ class SessionManager:
                     max_turns=source.max_turns,
                     owner="http",
                     history=list(source.history),
+                    journaled=source.journaled,
                     ended=source.ended,
                     broken=source.broken,
                     seed_effect=source.seed_effect,
@@ -600,37 +627,47 @@ class SessionManager:
 
     # ------------------------------------------------------------------ calls
 
-    def submit(self, episode_id: str, tool: str, arguments: Any) -> tuple[Session, Future[Outcome]]:
+    def submit(
+        self, episode_id: str, tool: str, arguments: Any, limit: float | None = None
+    ) -> tuple[Session, Future[Outcome]]:
         """Start a call on a worker thread (its journal record is fsynced before the
-        future completes)."""
+        future completes); the package stops it `limit` seconds from now."""
         session = self.get(episode_id)
         session.check_open()
         with self._lock:
             session.busy += 1
-        return session, self._executor.submit(self._run_and_journal, session, tool, arguments)
+        return session, self._executor.submit(self._run_and_journal, session, tool, arguments, expiry(limit))
 
     def call(self, episode_id: str, tool: str, arguments: Any) -> Outcome:
-        """A call, waiting at most `call_timeout` seconds (blocking; for threads)."""
-        session, future = self.submit(episode_id, tool, arguments)
+        """A call, stopped at `call_timeout` seconds (blocking; for threads)."""
+        limit = self.limits.call_timeout
+        session, future = self.submit(episode_id, tool, arguments, limit)
         try:
-            return future.result(timeout=self.limits.call_timeout)
+            return future.result(timeout=None if limit is None else limit + CALL_GRACE)
         except FutureTimeout:
-            return self.abandon(session, self.limits.call_timeout)
+            return self.abandon(session, limit)
         finally:
             self._done(session)
 
     async def acall(self, episode_id: str, tool: str, arguments: Any, timeout: float | None = None) -> Outcome:
         """The same from the event loop, which stays free while the call runs; `timeout`
-        can shorten the server's limit for one call, never lengthen it."""
-        session, future = self.submit(episode_id, tool, arguments)
+        can shorten the server's limit for one call, never lengthen it. The call stops
+        itself at the limit; one still running `CALL_GRACE` later gives its session up."""
         limit = min((t for t in (timeout, self.limits.call_timeout) if t is not None), default=None)
+        session, future = self.submit(episode_id, tool, arguments, limit)
         try:
             running = asyncio.wrap_future(future)
-            done, _ = await asyncio.wait({running}, timeout=limit)
-            if not done:
-                running.add_done_callback(_ignore_outcome)
-                return self.abandon(session, limit)
-            return running.result()
+            if limit is None:
+                return await running
+            overdue = asyncio.get_running_loop().call_later(limit + CALL_GRACE, running.cancel)
+            try:
+                return await running
+            except asyncio.CancelledError:
+                if overdue.when() <= asyncio.get_running_loop().time():  # our own timer gave up on it
+                    return self.abandon(session, limit)
+                raise  # the client went away
+            finally:
+                overdue.cancel()
         finally:
             self._done(session)
 
@@ -665,9 +702,11 @@ class SessionManager:
             for entry in env.entries
         ]
 
-    def _run_and_journal(self, session: Session, tool: str, arguments: Any) -> Outcome:
+    def _run_and_journal(
+        self, session: Session, tool: str, arguments: Any, expired: Callable[[], bool] | None
+    ) -> Outcome:
         with session.lock:
-            outcome = session.run(tool, arguments)
+            outcome = session.run(tool, arguments, expired)
             with session.journal_lock:
                 if session.log is None or session.abandoned:
                     return outcome
@@ -770,6 +809,8 @@ class SessionManager:
         for number, record in enumerate(rest, 2):
             if record["op"] == "broken":
                 session.broken = str(record["reason"])
+            elif record["op"] == "call" and record.get("timeout") is True:
+                session.replay_stopped(record)
             elif record["op"] == "call":
                 self._replay_call(session, record, f"{path}:{number}")
             else:
@@ -798,10 +839,13 @@ def _retire(session: Session, *, delete: bool) -> None:
             session.log.delete() if delete else session.log.close()
 
 
-def _ignore_outcome(running: asyncio.Future[Outcome]) -> None:
-    """Retrieve what an abandoned call ended with (it was reported as a timeout)."""
-    if not running.cancelled():
-        running.exception()
+def expiry(limit: float | None) -> Callable[[], bool] | None:
+    """The clock a package's `Environment.call` reads (`expired`): true from `limit`
+    seconds after now on; None for no limit."""
+    if limit is None:
+        return None
+    deadline = time.monotonic() + limit
+    return lambda: time.monotonic() > deadline
 
 
 def new_episode_id() -> str:

@@ -18,10 +18,10 @@ import math
 import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -107,6 +107,15 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
     }
 }
 """What an agent sees when a tool fails for a reason that is not its fault."""
+
+TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; nothing was changed."
+"""The domain error `timeout`: a call given a clock (`Environment.call`'s `expired`) whose
+time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
+steps (`Environment._charge`) and look at the clock every `_TICKS` of them."""
+_TICKS: Final = 1000
+_MAX_BUILT: Final = 10_000_000
+"""The longest text or list `s * n` may build in one call."""
+_Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation
 
@@ -403,7 +412,6 @@ def _check_limits(param: Param, value: Any) -> None:
             or (limit == "max" and value > bound)
             or (limit in ("min_length", "min_items") and len(value) < bound)
             or (limit in ("max_length", "max_items") and len(value) > bound)
-            or (limit == "pattern" and re.fullmatch(bound, value) is None)
         )
         if broken:
             rule = limit.replace("_", " ")
@@ -1486,8 +1494,17 @@ class Environment:
             )
         return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
-        """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
+    def call(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        expired: Callable[[], bool] | None = None,
+    ) -> Any:
+        """Run a tool for an agent: a JSON result, or a JSON error; never an exception.
+        Given `expired` (the harness's clock: true once the call's time is up), a call
+        still running then stops: the domain error `timeout`, nothing changed."""
+        if expired is not None:
+            return self._call_until(tool, args, expired)
         try:
             spec = TOOL_SPECS.get(tool) if type(tool) is str else None
             if spec is not None:  # the common case: the tool's own caller
@@ -1501,6 +1518,42 @@ class Environment:
             if not isinstance(error, Exception):
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
+
+    def _call_until(
+        self, tool: str, args: Mapping[str, Any] | None, expired: Callable[[], bool]
+    ) -> Any:
+        self._expired = expired
+        self._ticks = 0  # the clock is read at the first step
+        try:
+            return self.call(tool, args)
+        finally:
+            self._expired = None
+
+    _ticks = _TICKS
+    """Steps left before the clock is read again."""
+    _expired: Callable[[], bool] | None = None
+    """The running call's clock (`call`'s `expired`); none outside such a call."""
+
+    def _charge(self, steps: int) -> None:
+        """Count a call's work; every `_TICKS` steps, stop it if its time is up."""
+        self._ticks -= steps
+        if self._ticks < 0:
+            self._ticks = _TICKS
+            if self._expired is not None and self._expired():
+                raise DomainError("timeout", TIMEOUT_MESSAGE)
+
+    def _each(self, items: Collection[_Item]) -> Iterable[_Item]:
+        """What a loop or comprehension goes over: the items themselves, their number
+        charged up front, or for more than `_TICKS` items one charged at a time."""
+        if len(items) <= _TICKS:
+            self._charge(len(items))
+            return items
+        return self._each_charged(items)
+
+    def _each_charged(self, items: Iterable[_Item]) -> Iterator[_Item]:
+        for item in items:
+            self._charge(1)
+            yield item
 
     def login(self, username: str, password: str) -> bool:
         """Start a session as a workspace user."""
@@ -1688,7 +1741,7 @@ class Environment:
                     current=item["status"],
                     allowed=[
                         s
-                        for s in cast("list[Status]", ["in_progress", "closed"])
+                        for s in self._each(cast("list[Status]", ["in_progress", "closed"]))
                         if self._rank(s) > self._rank(item["status"])
                     ],
                 )
@@ -1768,7 +1821,7 @@ class Environment:
         user = self._require_login()
         found: list[Ticket] = [
             e
-            for e in state["tickets"].values()
+            for e in self._each(state["tickets"].values())
             if (status is None or e["status"] == status)
             and (not mine_only or e["created_by"] == user)
         ]
@@ -1799,7 +1852,7 @@ class Environment:
         state = self._state
         self._require_login()
         counts: dict[Category, int] = {}
-        for ticket in state["tickets"].values():
+        for ticket in self._each(state["tickets"].values()):
             if ticket["status"] != "closed":
                 counts[ticket["category"]] = counts.get(ticket["category"], 0) + 1
         return counts
@@ -1982,11 +2035,16 @@ class _Member(Environment):
             self._check_out()
             return plain.invoke(self, tool, args)
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
+    def call(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        expired: Callable[[], bool] | None = None,
+    ) -> Any:
         plain = self._plain
         with self._family.lock:
             self._check_out()
-            return plain.call(self, tool, args)
+            return plain.call(self, tool, args, expired)
 
 
 _MEMBER_CLASSES: Final[dict[type[Environment], type[_Member]]] = {}
