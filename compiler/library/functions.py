@@ -513,7 +513,7 @@ FUNCTIONS: dict[str, Function] = {
         Function("values", "values(m)", _map_part(1), lower_values),
         Function("copy", "copy(xs)", check_copy, lower_copy),
         Function("unique", "unique(xs)", _list_to_list, _wrapped("list(dict.fromkeys({args}))")),
-        Function("matches", 'matches(s, "[a-z]+")', check_pattern_call, lower_pattern_call),
+        Function("matches", 'matches(s, "[a-z]+")', check_pattern_call, lower_pattern_call, runtime=("matches",)),
         Function("stable_hash", "stable_hash(s)", sig(("str",), "int"), helper, runtime=("stable_hash",)),
         Function("type_of", "type_of(j)", sig(("json",), "str"), helper, runtime=("type_of",)),
         Function("as_number", "as_number(j)", _view(ts.JSON, ts.optional(ts.NUMBER)), helper, runtime=("as_number",)),
@@ -535,7 +535,7 @@ FUNCTIONS: dict[str, Function] = {
         ),
         Function("parse_json", "parse_json(s)", _view(ts.STR, ts.optional(ts.JSON)), helper, runtime=("parse_json",)),
         Function("valid_regex", "valid_regex(s)", sig(("str",), "bool"), helper, runtime=("valid_regex",)),
-        Function("search", 'search(s, "a")', check_pattern_call, lower_pattern_call),
+        Function("search", 'search(s, "a")', check_pattern_call, lower_pattern_call, runtime=("search",)),
         Function("ord", 'ord("a")', check_ord, python),
         Function("chr", "chr(97)", check_chr, python),
         Function(
