@@ -324,9 +324,9 @@ MODULE_NAMES: Final = _by_kind(
         "constant": (
             "DEFAULT_STATE INTERNAL_ERROR Kind LOAD_OPTIONS RECORD_FIELDS SCENARIOS SCENARIO_STATES "
             "STATE_ALIASES STATE_KINDS TIMEOUT_MESSAGE TOOL_SPECS UNION_TAGS UNSET WORLD _ABSENT_FIELD "
-            "_AS_IS _DATA _INT_KEY _Item _MAX_BUILT _MAX_DRAWS _MEMBER_CLASSES _MISSING _REGEX_CACHE "
-            "_REGEX_ESCAPES _REGEX_MAX_CACHED _REGEX_MAX_PROGRAM _REGEX_MAX_REPEAT _REGEX_MAX_STATES _Record "
-            "_SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES"
+            "_AS_IS _DATA _INT_KEY _Item _MAX_DRAWS _MEMBER_CLASSES _MISSING _REGEX_CACHE _REGEX_ESCAPES "
+            "_REGEX_MAX_CACHED _REGEX_MAX_PROGRAM _REGEX_MAX_REPEAT _REGEX_MAX_STATES _Record _SCALARS "
+            "_SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES"
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_is _as_list _as_map _as_number "
@@ -351,12 +351,12 @@ MODULE_NAMES: Final = _by_kind(
 MODULE_ALWAYS: Final = frozenset(
     "Any AuditEntry Callable DEFAULT_STATE DomainError Environment Final INTERNAL_ERROR Kind LOAD_OPTIONS "
     "Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError State TIMEOUT_MESSAGE "
-    "TOOL_SPECS ToolSpec TypedDict _Family _INT_KEY _MAX_BUILT _MEMBER_CLASSES _MISSING _Member "
-    "_PrivateStateNeeded _Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TICKS "
-    "_TYPE_NAMES _UndoLog _check_limits _checked_out _conform_key _conform_pairs _conform_record "
-    "_copy_AuditEntry _field _invalid _join _member_class _old _redo_entry _scenario_state _show _undo_entry "
-    "_valid_moment _with_new_value annotations cast check_arguments check_load_options conform copy_json "
-    "copy_state dataclass dt json math re state_to_json threading to_json weakref".split()
+    "TOOL_SPECS ToolSpec TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded "
+    "_Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES _UndoLog "
+    "_check_limits _checked_out _conform_key _conform_pairs _conform_record _copy_AuditEntry _field _invalid "
+    "_join _member_class _old _redo_entry _scenario_state _show _undo_entry _valid_moment _with_new_value "
+    "annotations cast check_arguments check_load_options conform copy_json copy_state dataclass dt json math "
+    "re state_to_json threading to_json weakref".split()
 )
 MODULE_BUILTINS: Final = frozenset(
     "AssertionError BaseException Exception IndexError RecursionError RuntimeError ValueError abs all any "
@@ -365,21 +365,21 @@ MODULE_BUILTINS: Final = frozenset(
 )
 MEMBERS: Final = _by_kind(
     {
-        "attribute": "_expired _rng _rng_at _state _ticks _undo",
+        "attribute": "_call_clock _rng _rng_at _state _steps_left _undo",
         "method": (
-            "__init__ _advance_clock _audit _call_until _charge _each _each_charged _load_scenario _next_id "
-            "_on_load _random_below _random_choice _random_float _random_int _run _uniform call fork invoke "
-            "restore saved_state snapshot state state_json view"
+            "__init__ _advance_clock _audit _call_with_clock _count_each _count_each_one _count_steps "
+            "_load_scenario _next_id _on_load _random_below _random_choice _random_float _random_int _run "
+            "_uniform call fork invoke restore saved_state snapshot state state_json view"
         ),
     }
 )
 MEMBERS_ALWAYS: Final = frozenset(
-    "__init__ _call_until _charge _expired _load_scenario _run _state _ticks _undo call fork invoke restore "
-    "saved_state snapshot state state_json view".split()
+    "__init__ _call_clock _call_with_clock _count_steps _load_scenario _run _state _steps_left _undo call "
+    "fork invoke restore saved_state snapshot state state_json view".split()
 )
 CLASS_SCOPE: Final = frozenset(
     "Any Callable Collection Environment Iterable Iterator Mapping State ToolSpec UNSET _Item _TICKS "
-    "_expired _ticks bool dict float int list set str tuple".split()
+    "_call_clock _steps_left bool dict float int list set str tuple".split()
 )
 SUBCLASS_MEMBERS: Final = frozenset("trace".split())
 BODY_NAMES: Final = frozenset(

@@ -409,13 +409,13 @@ def _environment_method(em: Emitter, call: ir.Call) -> tuple[str, str]:
 
 
 def lower_range(em: Emitter, call: ir.Call) -> tuple[str, str]:
-    """`range(n)` as a list; in a tool or helper built through `self._each`, so a huge `n`
+    """`range(n)` as a list; in a tool or helper built through `self._count_each`, so a huge `n`
     is counted against the call's time limit as it is built."""
     args = ", ".join(em.expr(a) for a in call.args)
     if em.scope.kind == "test":
         return f"list(range({args}))", "postfix"
     em.scope.helpers.add("each")
-    return f"list(self._each(range({args})))", "postfix"
+    return f"list(self._count_each(range({args})))", "postfix"
 
 
 def lower_values(em: Emitter, call: ir.Call) -> tuple[str, str]:
@@ -428,11 +428,11 @@ def lower_copy(em: Emitter, call: ir.Call) -> tuple[str, str]:
 
 def lower_pattern_call(em: Emitter, call: ir.Call) -> tuple[str, str]:
     """`_matches`/`_search` of the runtime; in a tool or helper the matcher's work is
-    charged to the call's step budget (`self._charge`), so a call past its time limit stops."""
+    charged to the call's step budget (`self._count_steps`), so a call past its time limit stops."""
     em.scope.helpers.add(_name(call))
     args = [em.expr(a) for a in call.args]
     if em.scope.kind != "test":
-        args.append("self._charge")
+        args.append("self._count_steps")
     return f"{em.scope.module_prefix}_{_name(call)}({', '.join(args)})", "postfix"
 
 

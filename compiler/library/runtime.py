@@ -76,7 +76,7 @@ def _days_between(start: str, end: str) -> int:
 def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
     """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
     valid regular expression of the subset matches nothing. `charge` is the call's step
-    budget (`Environment._charge`), told of the work as it is done."""
+    budget (`Environment._count_steps`), told of the work as it is done."""
     found = _regex(pattern, False)
     return found is not None and _regex_run(found, text, charge)
 

@@ -421,7 +421,7 @@ class _Builder:
         names = ", ".join(f"`{name}`" for name in tool.recursion)
         what = f"helper {names}" if len(tool.recursion) == 1 else f"helpers {names}"
         return [
-            "self._charge(1)",  # each call is a step of the call's time limit (branching recursion)
+            "self._count_steps(1)",  # each call is a step of the call's time limit (branching recursion)
             f"if {DEPTH} >= {HELPER_DEPTH}:",
             f"    raise RuntimeError({py_str(f'{what} recursed past {HELPER_DEPTH} nested calls')})",
         ]

@@ -301,7 +301,7 @@ class Emitter:
         return f"{self.expr(e.left, prec)} {op} {self.expr(e.right, prec + 1)}", prec
 
     def _repeat(self, e: ir.Binary) -> str | None:
-        """`s * n`, `xs * n` (or `n * s`) as `self._repeat(s, n)`: the length it builds is
+        """`s * n`, `xs * n` (or `n * s`) as `self._count_repeat(s, n)`: the length it builds is
         charged to the call and bounded (a huge `n` would hold the process in C)."""
         kinds = [ts.strip_optional(side.ty or ts.ANY).name for side in (e.left, e.right)]
         if kinds[1] in ("str", "list") and kinds[0] == "int":
@@ -311,7 +311,7 @@ class Emitter:
         else:
             return None
         self.scope.helpers.add("repeat")
-        return f"self._repeat({self.expr(items)}, {self.expr(times)})"
+        return f"self._count_repeat({self.expr(items)}, {self.expr(times)})"
 
     def _power(self, e: ir.Binary) -> tuple[str, int]:
         """`a ** b`, typed as the analysis typed it and as mypy sees it. An int to a literal
@@ -498,7 +498,7 @@ class Emitter:
         return text
 
     def charged(self, text: str, e: ir.Expr) -> str:
-        """What a loop or comprehension of a tool or helper goes over, through `self._each`,
+        """What a loop or comprehension of a tool or helper goes over, through `self._count_each`,
         which counts its items against the call's time limit (docs/serving.md); `text` is
         `e` as `iterable` wrote it. Tests and scoring run no such limit."""
         if self.scope.kind == "test":
@@ -506,7 +506,7 @@ class Emitter:
         if idioms.is_builtin_call(e, "reversed") and text.startswith("reversed("):
             text = f"{self.operand(e.args[0], 'postfix')}[::-1]"  # a list, which has a length
         self.scope.helpers.add("each")
-        return f"self._each({text})"
+        return f"self._count_each({text})"
 
     def mentions_enum(self, ty: ir.TypeRef) -> bool:
         return ty.name in self.enums or any(self.mentions_enum(a) for a in ty.args)

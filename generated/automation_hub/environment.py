@@ -216,10 +216,8 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
 TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; nothing was changed."
 """The domain error `timeout`: a call given a clock (`Environment.call`'s `expired`) whose
 time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
-steps (`Environment._charge`) and look at the clock every `_TICKS` of them."""
+steps (`Environment._count_steps`) and look at the clock every `_TICKS` of them."""
 _TICKS: Final = 1000
-_MAX_BUILT: Final = 10_000_000
-"""The longest text or list `s * n` may build in one call."""
 _Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation
@@ -2478,7 +2476,7 @@ def _format_like(moment: dt.datetime, template: str) -> str:
 def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
     """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
     valid regular expression of the subset matches nothing. `charge` is the call's step
-    budget (`Environment._charge`), told of the work as it is done."""
+    budget (`Environment._count_steps`), told of the work as it is done."""
     found = _regex(pattern, False)
     return found is not None and _regex_run(found, text, charge)
 
@@ -2933,7 +2931,7 @@ class Environment:
         Given `expired` (the harness's clock: true once the call's time is up), a call
         still running then stops: the domain error `timeout`, nothing changed."""
         if expired is not None:
-            return self._call_until(tool, args, expired)
+            return self._call_with_clock(tool, args, expired)
         try:
             spec = TOOL_SPECS.get(tool) if type(tool) is str else None
             if spec is not None:  # the common case: the tool's own caller
@@ -2948,40 +2946,40 @@ class Environment:
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
-    def _call_until(
+    def _call_with_clock(
         self, tool: str, args: Mapping[str, Any] | None, expired: Callable[[], bool]
     ) -> Any:
-        self._expired = expired
-        self._ticks = 0  # the clock is read at the first step
+        self._call_clock = expired
+        self._steps_left = 0  # the clock is read at the first step
         try:
             return self.call(tool, args)
         finally:
-            self._expired = None
+            self._call_clock = None
 
-    _ticks = _TICKS
+    _steps_left = _TICKS
     """Steps left before the clock is read again."""
-    _expired: Callable[[], bool] | None = None
+    _call_clock: Callable[[], bool] | None = None
     """The running call's clock (`call`'s `expired`); none outside such a call."""
 
-    def _charge(self, steps: int) -> None:
+    def _count_steps(self, steps: int) -> None:
         """Count a call's work; every `_TICKS` steps, stop it if its time is up."""
-        self._ticks -= steps
-        if self._ticks < 0:
-            self._ticks = _TICKS
-            if self._expired is not None and self._expired():
+        self._steps_left -= steps
+        if self._steps_left < 0:
+            self._steps_left = _TICKS
+            if self._call_clock is not None and self._call_clock():
                 raise DomainError("timeout", TIMEOUT_MESSAGE)
 
-    def _each(self, items: Collection[_Item]) -> Iterable[_Item]:
+    def _count_each(self, items: Collection[_Item]) -> Iterable[_Item]:
         """What a loop or comprehension goes over: the items themselves, their number
         charged up front, or for more than `_TICKS` items one charged at a time."""
         if len(items) <= _TICKS:
-            self._charge(len(items))
+            self._count_steps(len(items))
             return items
-        return self._each_charged(items)
+        return self._count_each_one(items)
 
-    def _each_charged(self, items: Iterable[_Item]) -> Iterator[_Item]:
+    def _count_each_one(self, items: Iterable[_Item]) -> Iterator[_Item]:
         for item in items:
-            self._charge(1)
+            self._count_steps(1)
             yield item
 
     def connect_source(self, source_id: str, name: str, category: SourceCategory) -> Source:
@@ -3020,7 +3018,7 @@ class Environment:
         return sorted(
             [
                 s
-                for s in self._each(state["sources"].values())
+                for s in self._count_each(state["sources"].values())
                 if category is None or s["category"] == category
             ],
             key=lambda s: s["id"],
@@ -3050,7 +3048,13 @@ class Environment:
         self._undo.tool = "create_automation"
         try:
             if (
-                len([r for r in self._each(state["automations"].values()) if r["name"] == name])
+                len(
+                    [
+                        r
+                        for r in self._count_each(state["automations"].values())
+                        if r["name"] == name
+                    ]
+                )
                 != 0
             ):
                 raise DomainError(
@@ -3060,7 +3064,7 @@ class Environment:
                     field="name",
                     current=[
                         r["id"]
-                        for r in self._each(state["automations"].values())
+                        for r in self._count_each(state["automations"].values())
                         if r["name"] == name
                     ],
                 )
@@ -3107,7 +3111,7 @@ class Environment:
         return sorted(
             [
                 r
-                for r in self._each(state["automations"].values())
+                for r in self._count_each(state["automations"].values())
                 if (enabled is None or r["enabled"] == enabled)
                 and (trigger is None or r["trigger"] == trigger)
                 and (
@@ -3174,7 +3178,7 @@ class Environment:
                     len(
                         [
                             r
-                            for r in self._each(state["automations"].values())
+                            for r in self._count_each(state["automations"].values())
                             if r["name"] == name and r["id"] != automation_id
                         ]
                     )
@@ -3342,7 +3346,9 @@ class Environment:
             self._undo.save(source, "events_seen")
             source["events_seen"] += 1
             result: Injection = {"event": event, "evaluations": [], "actions": []}
-            for rule in self._each(sorted(state["automations"].values(), key=lambda r: r["id"])):
+            for rule in self._count_each(
+                sorted(state["automations"].values(), key=lambda r: r["id"])
+            ):
                 if (
                     rule["enabled"]
                     and rule["trigger"] == event_type
@@ -3363,7 +3369,7 @@ class Environment:
                         rule["fire_count"] += 1
                         self._undo.save(rule, "last_fired_at")
                         rule["last_fired_at"] = state["clock"]
-                        for i in self._each(range(len(rule["actions"]))):
+                        for i in self._count_each(range(len(rule["actions"]))):
                             action = rule["actions"][i]
                             dispatched: ActionRecord = {
                                 "id": state["next_action_id"],
@@ -3411,7 +3417,7 @@ class Environment:
         state = self._state
         found: list[Event] = [
             e
-            for e in self._each(state["events"])
+            for e in self._count_each(state["events"])
             if (source_id is None or e["source_id"] == source_id)
             and (event_type is None or e["type"] == event_type)
             and (category is None or e["category"] == category)
@@ -3438,7 +3444,7 @@ class Environment:
         state = self._state
         found: list[ActionRecord] = [
             a
-            for a in self._each(state["action_log"])
+            for a in self._count_each(state["action_log"])
             if (automation_id is None or a["rule_id"] == automation_id)
             and (event_id is None or a["event_id"] == event_id)
             and (action_type is None or a["type"] == action_type)
@@ -3457,14 +3463,18 @@ class Environment:
                 "automation_id": r["id"],
                 "name": r["name"],
                 "enabled": r["enabled"],
-                "matched": len([e for e in self._each(state["events"]) if r["id"] in e["matched"]]),
-                "fired": len([e for e in self._each(state["events"]) if r["id"] in e["fired"]]),
+                "matched": len(
+                    [e for e in self._count_each(state["events"]) if r["id"] in e["matched"]]
+                ),
+                "fired": len(
+                    [e for e in self._count_each(state["events"]) if r["id"] in e["fired"]]
+                ),
                 "actions": len(
-                    [a for a in self._each(state["action_log"]) if a["rule_id"] == r["id"]]
+                    [a for a in self._count_each(state["action_log"]) if a["rule_id"] == r["id"]]
                 ),
                 "last_fired_at": r["last_fired_at"],
             }
-            for r in self._each(sorted(state["automations"].values(), key=lambda r: r["id"]))
+            for r in self._count_each(sorted(state["automations"].values(), key=lambda r: r["id"]))
             if enabled is None or r["enabled"] == enabled
         ]
 
@@ -3497,8 +3507,8 @@ class Environment:
     def _all_event_types(self) -> list[str]:
         """Helper `all_event_types`."""
         found: list[str] = []
-        for types in self._each(WORLD["event_types"].values()):
-            for t in self._each(types):
+        for types in self._count_each(WORLD["event_types"].values()):
+            for t in self._count_each(types):
                 if t not in found:
                     found.append(t)
         return sorted(found)
@@ -3537,7 +3547,7 @@ class Environment:
             raise DomainError(
                 "invalid_argument", "the condition needs a payload field", field="condition.field"
             )
-        if len([p for p in self._each(condition["field"].split(".")) if len(p) == 0]) != 0:
+        if len([p for p in self._count_each(condition["field"].split(".")) if len(p) == 0]) != 0:
             raise DomainError(
                 "invalid_argument",
                 f"bad field path {condition['field']}",
@@ -3571,9 +3581,9 @@ class Environment:
 
     def _check_actions(self, actions: list[Action]) -> None:
         """Every action carries the parameters its type requires, not blank."""
-        for i in self._each(range(len(actions))):
+        for i in self._count_each(range(len(actions))):
             action = actions[i]
-            for name in self._each(WORLD["action_params"][action["type"]]):
+            for name in self._count_each(WORLD["action_params"][action["type"]]):
                 if not (name in action["params"] and len(action["params"][name].strip()) > 0):
                     raise DomainError(
                         "invalid_argument",
@@ -3585,7 +3595,7 @@ class Environment:
     def _has_path(self, payload: dict[str, Any], path: str) -> bool:
         """Helper `has_path`."""
         current: Any = payload
-        for part in self._each(path.split(".")):
+        for part in self._count_each(path.split(".")):
             obj = _as_map(current)
             if obj is None:
                 return False
@@ -3597,7 +3607,7 @@ class Environment:
     def _value_at(self, payload: dict[str, Any], path: str) -> Any:
         """The value at a path `has_path` accepted."""
         current: Any = payload
-        for part in self._each(path.split(".")):
+        for part in self._count_each(path.split(".")):
             obj = _as_map(current)
             if obj is not None and part in obj:
                 current = obj[part]
@@ -3666,21 +3676,21 @@ class Environment:
                 "satisfied": False,
                 "reason": f"the pattern {wanted} is not a valid regular expression",
             }
-        return {"satisfied": _search(text, wanted, self._charge), "reason": said}
+        return {"satisfied": _search(text, wanted, self._count_steps), "reason": said}
 
     def _render_params(
         self, params: dict[str, str], event: Event, rule: Automation
     ) -> dict[str, str]:
         """Fill {placeholders}; unknown ones stay as written."""
         out: dict[str, str] = {}
-        for name, template in self._each(params.items()):
+        for name, template in self._count_each(params.items()):
             text = (
                 template.replace("{event.type}", event["type"])
                 .replace("{event.source}", event["source_id"])
                 .replace("{event.id}", str(event["id"]))
                 .replace("{rule.name}", rule["name"])
             )
-            for key, value in self._each(event["payload"].items()):
+            for key, value in self._count_each(event["payload"].items()):
                 shown = self._scalar_text(value)
                 if shown is not None:
                     text = text.replace("{" + key + "}", shown)
@@ -3824,6 +3834,8 @@ class _Member(Environment):
         plain = self._plain
         with self._family.lock:
             self._check_out()
+            if expired is None:  # a harness's subclass may take (tool, args) only
+                return plain.call(self, tool, args)
             return plain.call(self, tool, args, expired)
 
 

@@ -264,10 +264,8 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
 TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; nothing was changed."
 """The domain error `timeout`: a call given a clock (`Environment.call`'s `expired`) whose
 time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
-steps (`Environment._charge`) and look at the clock every `_TICKS` of them."""
+steps (`Environment._count_steps`) and look at the clock every `_TICKS` of them."""
 _TICKS: Final = 1000
-_MAX_BUILT: Final = 10_000_000
-"""The longest text or list `s * n` may build in one call."""
 _Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation
@@ -3209,7 +3207,7 @@ class _Regex:
 def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
     """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
     valid regular expression of the subset matches nothing. `charge` is the call's step
-    budget (`Environment._charge`), told of the work as it is done."""
+    budget (`Environment._count_steps`), told of the work as it is done."""
     found = _regex(pattern, False)
     return found is not None and _regex_run(found, text, charge)
 
@@ -3632,7 +3630,7 @@ class Environment:
         Given `expired` (the harness's clock: true once the call's time is up), a call
         still running then stops: the domain error `timeout`, nothing changed."""
         if expired is not None:
-            return self._call_until(tool, args, expired)
+            return self._call_with_clock(tool, args, expired)
         try:
             spec = TOOL_SPECS.get(tool) if type(tool) is str else None
             if spec is not None:  # the common case: the tool's own caller
@@ -3647,40 +3645,40 @@ class Environment:
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
-    def _call_until(
+    def _call_with_clock(
         self, tool: str, args: Mapping[str, Any] | None, expired: Callable[[], bool]
     ) -> Any:
-        self._expired = expired
-        self._ticks = 0  # the clock is read at the first step
+        self._call_clock = expired
+        self._steps_left = 0  # the clock is read at the first step
         try:
             return self.call(tool, args)
         finally:
-            self._expired = None
+            self._call_clock = None
 
-    _ticks = _TICKS
+    _steps_left = _TICKS
     """Steps left before the clock is read again."""
-    _expired: Callable[[], bool] | None = None
+    _call_clock: Callable[[], bool] | None = None
     """The running call's clock (`call`'s `expired`); none outside such a call."""
 
-    def _charge(self, steps: int) -> None:
+    def _count_steps(self, steps: int) -> None:
         """Count a call's work; every `_TICKS` steps, stop it if its time is up."""
-        self._ticks -= steps
-        if self._ticks < 0:
-            self._ticks = _TICKS
-            if self._expired is not None and self._expired():
+        self._steps_left -= steps
+        if self._steps_left < 0:
+            self._steps_left = _TICKS
+            if self._call_clock is not None and self._call_clock():
                 raise DomainError("timeout", TIMEOUT_MESSAGE)
 
-    def _each(self, items: Collection[_Item]) -> Iterable[_Item]:
+    def _count_each(self, items: Collection[_Item]) -> Iterable[_Item]:
         """What a loop or comprehension goes over: the items themselves, their number
         charged up front, or for more than `_TICKS` items one charged at a time."""
         if len(items) <= _TICKS:
-            self._charge(len(items))
+            self._count_steps(len(items))
             return items
-        return self._each_charged(items)
+        return self._count_each_one(items)
 
-    def _each_charged(self, items: Iterable[_Item]) -> Iterator[_Item]:
+    def _count_each_one(self, items: Iterable[_Item]) -> Iterator[_Item]:
         for item in items:
-            self._charge(1)
+            self._count_steps(1)
             yield item
 
     def register_runner(
@@ -3734,9 +3732,9 @@ class Environment:
                     field="status",
                     current=worker["holding"],
                 )
-            for pipeline in self._each(state["pipelines"].values()):
+            for pipeline in self._count_each(state["pipelines"].values()):
                 if pipeline["status"] == "pending" or pipeline["status"] == "running":
-                    for stage in self._each(pipeline["stages"]):
+                    for stage in self._count_each(pipeline["stages"]):
                         if stage["status"] == "pending" and stage["worker_id"] == worker_id:
                             self._undo.save(stage, "worker_id")
                             stage["worker_id"] = None
@@ -3760,7 +3758,7 @@ class Environment:
         state = self._state
         found: list[Runner] = [
             w
-            for w in self._each(state["runners"].values())
+            for w in self._count_each(state["runners"].values())
             if (role is None or w["role"] == role)
             and (capability is None or capability in w["capabilities"])
             and (status is None or w["status"] == status)
@@ -3790,7 +3788,7 @@ class Environment:
                 "name": name,
                 "mode": mode,
                 "status": "pending",
-                "stages": [self._stage_from_spec(s) for s in self._each(stages)],
+                "stages": [self._stage_from_spec(s) for s in self._count_each(stages)],
                 "waves": 0,
                 "completions": 0,
                 "created_at": state["clock"],
@@ -3925,7 +3923,7 @@ class Environment:
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
             executed: list[StageRun] = []
-            for pass_no in self._each(range(len(pipeline["stages"]) + 1)):
+            for pass_no in self._count_each(range(len(pipeline["stages"]) + 1)):
                 if pipeline["status"] == "pending" or pipeline["status"] == "running":
                     ran = (
                         self._run_sequential_pass(pipeline)
@@ -3936,7 +3934,7 @@ class Environment:
                     if len(ran) == 0 or pass_no == len(pipeline["stages"]):
                         break
             waiting: dict[str, str] = {}
-            for stage in self._each(pipeline["stages"]):
+            for stage in self._count_each(pipeline["stages"]):
                 if stage["status"] == "pending" and stage["retries"] == 0:
                     reason = self._blocker(pipeline, stage)
                     if pipeline["status"] == "failed":
@@ -3957,7 +3955,7 @@ class Environment:
                 "executed": executed,
                 "waiting": waiting,
                 "awaiting_retry": [
-                    s["id"] for s in self._each(pipeline["stages"]) if self._awaits_retry(s)
+                    s["id"] for s in self._count_each(pipeline["stages"]) if self._awaits_retry(s)
                 ],
             }
         except BaseException:
@@ -3983,7 +3981,9 @@ class Environment:
                     field="status",
                     current=stage["status"],
                     allowed=[
-                        s["id"] for s in self._each(pipeline["stages"]) if self._awaits_retry(s)
+                        s["id"]
+                        for s in self._count_each(pipeline["stages"])
+                        if self._awaits_retry(s)
                     ],
                 )
             worker_id = stage["worker_id"]
@@ -4022,7 +4022,7 @@ class Environment:
                     current=pipeline["status"],
                 )
             done = sorted(
-                [s for s in self._each(pipeline["stages"]) if s["status"] == "completed"],
+                [s for s in self._count_each(pipeline["stages"]) if s["status"] == "completed"],
                 key=lambda s: s["completed_seq"],
                 reverse=True,
             )
@@ -4035,7 +4035,7 @@ class Environment:
                     current=pipeline["status"],
                 )
             undone: list[Compensation] = []
-            for stage in self._each(done):
+            for stage in self._count_each(done):
                 step: Compensation = {
                     "seq": len(state["compensation_log"]) + 1,
                     "pipeline_id": pipeline_id,
@@ -4057,7 +4057,7 @@ class Environment:
             self._audit(
                 "rollback",
                 f"pipeline {pipeline_id}",
-                ", ".join([c["stage_id"] for c in self._each(undone)]),
+                ", ".join([c["stage_id"] for c in self._count_each(undone)]),
             )
             return undone
         except BaseException:
@@ -4082,7 +4082,7 @@ class Environment:
         return sorted(
             [
                 p
-                for p in self._each(state["pipelines"].values())
+                for p in self._count_each(state["pipelines"].values())
                 if (status is None or p["status"] == status) and (mode is None or p["mode"] == mode)
             ],
             key=lambda p: p["id"],
@@ -4098,7 +4098,7 @@ class Environment:
         state = self._state
         return [
             r
-            for r in self._each(state["run_log"])
+            for r in self._count_each(state["run_log"])
             if (pipeline_id is None or r["pipeline_id"] == pipeline_id)
             and (stage_id is None or r["stage_id"] == stage_id)
             and (outcome is None or r["outcome"] == outcome)
@@ -4109,7 +4109,7 @@ class Environment:
         state = self._state
         return [
             c
-            for c in self._each(state["compensation_log"])
+            for c in self._count_each(state["compensation_log"])
             if pipeline_id is None or c["pipeline_id"] == pipeline_id
         ]
 
@@ -4161,7 +4161,7 @@ class Environment:
         state = self._state
         return [
             m
-            for m in self._each(state["messages"])
+            for m in self._count_each(state["messages"])
             if (recipient is None or m["recipient"] == recipient)
             and (sender is None or m["sender"] == sender)
             and (pipeline_id is None or m["pipeline_id"] == pipeline_id)
@@ -4200,7 +4200,7 @@ class Environment:
                 )
             specs = [_copy_StageSpec(a) for a in WORLD["pipeline_templates"][template]]
             if auto_assign:
-                for spec in self._each(specs):
+                for spec in self._count_each(specs):
                     spec["worker_id"] = self._first_capable(spec["requires"])
             self._check_stage_specs(specs)
             pipeline: Pipeline = {
@@ -4208,7 +4208,7 @@ class Environment:
                 "name": f"{template} pipeline for {short}",
                 "mode": mode,
                 "status": "pending",
-                "stages": [self._stage_from_spec(s) for s in self._each(specs)],
+                "stages": [self._stage_from_spec(s) for s in self._count_each(specs)],
                 "waves": 0,
                 "completions": 0,
                 "created_at": state["clock"],
@@ -4233,7 +4233,7 @@ class Environment:
         return sorted(
             [
                 p
-                for p in self._each(state["pipelines"].values())
+                for p in self._count_each(state["pipelines"].values())
                 if state["pipeline_commits"].get(p["id"], "") == short
             ],
             key=lambda p: p["id"],
@@ -4267,7 +4267,7 @@ class Environment:
 
     def _find_stage(self, pipeline: Pipeline, stage_id: str) -> Stage:
         """Helper `find_stage`."""
-        for stage in self._each(pipeline["stages"]):
+        for stage in self._count_each(pipeline["stages"]):
             if stage["id"] == stage_id:
                 return stage
         raise DomainError(
@@ -4275,7 +4275,7 @@ class Environment:
             f"pipeline {pipeline['id']} has no stage {stage_id}",
             entity=f"pipeline {pipeline['id']}",
             field="stage_id",
-            allowed=[s["id"] for s in self._each(pipeline["stages"])],
+            allowed=[s["id"] for s in self._count_each(pipeline["stages"])],
         )
 
     def _joined(self, items: list[str]) -> str:
@@ -4292,7 +4292,7 @@ class Environment:
         return sorted(
             [
                 w["id"]
-                for w in self._each(state["runners"].values())
+                for w in self._count_each(state["runners"].values())
                 if requires is None or requires in w["capabilities"]
             ]
         )
@@ -4305,7 +4305,7 @@ class Environment:
         """Helper `unmet_dependencies`."""
         return [
             d
-            for d in self._each(stage["depends_on"])
+            for d in self._count_each(stage["depends_on"])
             if not self._is_done(self._find_stage(pipeline, d))
         ]
 
@@ -4364,7 +4364,7 @@ class Environment:
         """Free every worker bound to a stage of this pipeline."""
         state = self._state
         prefix = f"{pipeline['id']}/"
-        for worker in self._each(state["runners"].values()):
+        for worker in self._count_each(state["runners"].values()):
             held = worker["holding"]
             if held is not None and held.startswith(prefix):
                 self._undo.save(worker, "status")
@@ -4376,7 +4376,7 @@ class Environment:
         """Helper `finish_if_done`."""
         state = self._state
         open_stages: list[str] = [
-            s["id"] for s in self._each(pipeline["stages"]) if not self._is_done(s)
+            s["id"] for s in self._count_each(pipeline["stages"]) if not self._is_done(s)
         ]
         if pipeline["status"] == "running" and len(open_stages) == 0:
             self._undo.save(pipeline, "status")
@@ -4473,7 +4473,7 @@ class Environment:
         an abort failure halts the pass. Stages awaiting a retry are left alone.
         """
         ran: list[StageRun] = []
-        for stage in self._each(pipeline["stages"]):
+        for stage in self._count_each(pipeline["stages"]):
             if pipeline["status"] == "failed":
                 break
             if stage["retries"] == 0 and self._blocker(pipeline, stage) == "":
@@ -4488,7 +4488,7 @@ class Environment:
         state = self._state
         wave: list[Stage] = []
         taken: list[str] = []
-        for stage in self._each(pipeline["stages"]):
+        for stage in self._count_each(pipeline["stages"]):
             worker_id = stage["worker_id"]
             if (
                 stage["retries"] == 0
@@ -4503,13 +4503,13 @@ class Environment:
             return ran
         self._undo.save(pipeline, "waves")
         pipeline["waves"] += 1
-        for stage in self._each(wave):
+        for stage in self._count_each(wave):
             worker = state["runners"][taken[wave.index(stage)]]
             self._undo.save(worker, "status")
             worker["status"] = "busy"
             self._undo.save(worker, "holding")
             worker["holding"] = self._stage_key(pipeline, stage)
-        for stage in self._each(wave):
+        for stage in self._count_each(wave):
             ran.append(self._execute(pipeline, stage, pipeline["waves"]))
         if pipeline["status"] == "failed":
             self._release_workers(pipeline)
@@ -4542,9 +4542,9 @@ class Environment:
         """Stage ids unique and well-formed, dependencies known and acyclic, counters in
         range, assigned workers registered and capable.
         """
-        ids: list[str] = [s["id"] for s in self._each(specs)]
-        for spec in self._each(specs):
-            if not _matches(spec["id"], WORLD["stage_id_pattern"], self._charge):
+        ids: list[str] = [s["id"] for s in self._count_each(specs)]
+        for spec in self._count_each(specs):
+            if not _matches(spec["id"], WORLD["stage_id_pattern"], self._count_steps):
                 raise DomainError(
                     "invalid_argument",
                     f"stage id {spec['id']} must match {WORLD['stage_id_pattern']}",
@@ -4569,7 +4569,7 @@ class Environment:
                     field="stages",
                     current=spec["depends_on"],
                 )
-            unknown: list[str] = [d for d in self._each(spec["depends_on"]) if d not in ids]
+            unknown: list[str] = [d for d in self._count_each(spec["depends_on"]) if d not in ids]
             if len(unknown) != 0:
                 raise DomainError(
                     "invalid_argument",
@@ -4605,16 +4605,16 @@ class Environment:
                         allowed=self._eligible_workers(needed),
                     )
         resolved: list[str] = []
-        for pass_no in self._each(range(len(specs))):
+        for pass_no in self._count_each(range(len(specs))):
             if len(resolved) < pass_no:
                 break
-            for spec in self._each(specs):
+            for spec in self._count_each(specs):
                 open_deps: list[str] = [
-                    d for d in self._each(spec["depends_on"]) if d not in resolved
+                    d for d in self._count_each(spec["depends_on"]) if d not in resolved
                 ]
                 if spec["id"] not in resolved and len(open_deps) == 0:
                     resolved.append(spec["id"])
-        cyclic: list[str] = [i for i in self._each(ids) if i not in resolved]
+        cyclic: list[str] = [i for i in self._count_each(ids) if i not in resolved]
         if len(cyclic) != 0:
             raise DomainError(
                 "invalid_argument",
@@ -4636,15 +4636,15 @@ class Environment:
                 "output": s["output"],
                 "last_error": s["last_error"],
             }
-            for s in self._each(pipeline["stages"])
+            for s in self._count_each(pipeline["stages"])
         ]
         outputs: dict[str, str] = {}
-        for s in self._each(pipeline["stages"]):
+        for s in self._count_each(pipeline["stages"]):
             out = s["output"]
             if out is not None:
                 outputs[s["id"]] = out
         done = sorted(
-            [s for s in self._each(pipeline["stages"]) if s["status"] == "completed"],
+            [s for s in self._count_each(pipeline["stages"]) if s["status"] == "completed"],
             key=lambda s: s["completed_seq"],
         )
         return {
@@ -4652,19 +4652,23 @@ class Environment:
             "status": pipeline["status"],
             "stages": stages,
             "outputs": outputs,
-            "completed": [s["id"] for s in self._each(done)],
+            "completed": [s["id"] for s in self._count_each(done)],
             "skipped": [
-                s["id"] for s in self._each(pipeline["stages"]) if s["status"] == "skipped"
+                s["id"] for s in self._count_each(pipeline["stages"]) if s["status"] == "skipped"
             ],
-            "failed": [s["id"] for s in self._each(pipeline["stages"]) if s["status"] == "failed"],
+            "failed": [
+                s["id"] for s in self._count_each(pipeline["stages"]) if s["status"] == "failed"
+            ],
             "pending": [
-                s["id"] for s in self._each(pipeline["stages"]) if s["status"] == "pending"
+                s["id"] for s in self._count_each(pipeline["stages"]) if s["status"] == "pending"
             ],
             "awaiting_retry": [
-                s["id"] for s in self._each(pipeline["stages"]) if self._awaits_retry(s)
+                s["id"] for s in self._count_each(pipeline["stages"]) if self._awaits_retry(s)
             ],
             "compensated": [
-                s["id"] for s in self._each(pipeline["stages"]) if s["status"] == "compensated"
+                s["id"]
+                for s in self._count_each(pipeline["stages"])
+                if s["status"] == "compensated"
             ],
         }
 
@@ -4808,6 +4812,8 @@ class _Member(Environment):
         plain = self._plain
         with self._family.lock:
             self._check_out()
+            if expired is None:  # a harness's subclass may take (tool, args) only
+                return plain.call(self, tool, args)
             return plain.call(self, tool, args, expired)
 
 

@@ -190,10 +190,8 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
 TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; nothing was changed."
 """The domain error `timeout`: a call given a clock (`Environment.call`'s `expired`) whose
 time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
-steps (`Environment._charge`) and look at the clock every `_TICKS` of them."""
+steps (`Environment._count_steps`) and look at the clock every `_TICKS` of them."""
 _TICKS: Final = 1000
-_MAX_BUILT: Final = 10_000_000
-"""The longest text or list `s * n` may build in one call."""
 _Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation
@@ -1492,7 +1490,7 @@ class _Regex:
 def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
     """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
     valid regular expression of the subset matches nothing. `charge` is the call's step
-    budget (`Environment._charge`), told of the work as it is done."""
+    budget (`Environment._count_steps`), told of the work as it is done."""
     found = _regex(pattern, False)
     return found is not None and _regex_run(found, text, charge)
 
@@ -1915,7 +1913,7 @@ class Environment:
         Given `expired` (the harness's clock: true once the call's time is up), a call
         still running then stops: the domain error `timeout`, nothing changed."""
         if expired is not None:
-            return self._call_until(tool, args, expired)
+            return self._call_with_clock(tool, args, expired)
         try:
             spec = TOOL_SPECS.get(tool) if type(tool) is str else None
             if spec is not None:  # the common case: the tool's own caller
@@ -1930,40 +1928,40 @@ class Environment:
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
-    def _call_until(
+    def _call_with_clock(
         self, tool: str, args: Mapping[str, Any] | None, expired: Callable[[], bool]
     ) -> Any:
-        self._expired = expired
-        self._ticks = 0  # the clock is read at the first step
+        self._call_clock = expired
+        self._steps_left = 0  # the clock is read at the first step
         try:
             return self.call(tool, args)
         finally:
-            self._expired = None
+            self._call_clock = None
 
-    _ticks = _TICKS
+    _steps_left = _TICKS
     """Steps left before the clock is read again."""
-    _expired: Callable[[], bool] | None = None
+    _call_clock: Callable[[], bool] | None = None
     """The running call's clock (`call`'s `expired`); none outside such a call."""
 
-    def _charge(self, steps: int) -> None:
+    def _count_steps(self, steps: int) -> None:
         """Count a call's work; every `_TICKS` steps, stop it if its time is up."""
-        self._ticks -= steps
-        if self._ticks < 0:
-            self._ticks = _TICKS
-            if self._expired is not None and self._expired():
+        self._steps_left -= steps
+        if self._steps_left < 0:
+            self._steps_left = _TICKS
+            if self._call_clock is not None and self._call_clock():
                 raise DomainError("timeout", TIMEOUT_MESSAGE)
 
-    def _each(self, items: Collection[_Item]) -> Iterable[_Item]:
+    def _count_each(self, items: Collection[_Item]) -> Iterable[_Item]:
         """What a loop or comprehension goes over: the items themselves, their number
         charged up front, or for more than `_TICKS` items one charged at a time."""
         if len(items) <= _TICKS:
-            self._charge(len(items))
+            self._count_steps(len(items))
             return items
-        return self._each_charged(items)
+        return self._count_each_one(items)
 
-    def _each_charged(self, items: Iterable[_Item]) -> Iterator[_Item]:
+    def _count_each_one(self, items: Iterable[_Item]) -> Iterator[_Item]:
         for item in items:
-            self._charge(1)
+            self._count_steps(1)
             yield item
 
     def ls(self, path: str = "", recursive: bool = False) -> list[Entry]:
@@ -1983,16 +1981,16 @@ class Environment:
         if not self._is_dir(folder):
             self._missing(folder, "path")
         paths: list[str] = []
-        for p in self._each(self._below(folder)):
+        for p in self._count_each(self._below(folder)):
             rest = p[len(folder) + 1 :] if folder != "" else p
             names = rest.split("/")
             upto = len(names) if recursive else 1
-            for depth in self._each(range(1, upto + 1)):
+            for depth in self._count_each(range(1, upto + 1)):
                 part = "/".join(names[:depth])
                 entry = folder + "/" + part if folder != "" else part
                 if entry not in paths:
                     paths.append(entry)
-        return [self._entry_of(p) for p in self._each(sorted(paths))]
+        return [self._entry_of(p) for p in self._count_each(sorted(paths))]
 
     def read(self, path: str, start_line: int = 1, max_lines: int | None = None) -> FileContent:
         """A file's text with its type, size and line count. Without `max_lines` from line 1
@@ -2049,7 +2047,7 @@ class Environment:
         scope = self._checked(path, "path") if path != "" else ""
         if scope != "" and scope not in state["files"] and not self._is_dir(scope):
             self._missing(scope, "path")
-        if regex and not _matches("", "(?:" + query + ")|", self._charge):
+        if regex and not _matches("", "(?:" + query + ")|", self._count_steps):
             raise DomainError(
                 "invalid_argument",
                 f'query "{query}" is not a valid regular expression',
@@ -2060,19 +2058,19 @@ class Environment:
         needle = query if case_sensitive else query.lower()
         candidates = [scope] if scope in state["files"] else self._below(scope)
         hits: list[SearchHit] = []
-        for p in self._each(candidates):
+        for p in self._count_each(candidates):
             if target != "content":
                 hay = p if case_sensitive else p.lower()
-                if regex and _matches(p, pattern, self._charge) or not regex and needle in hay:
+                if regex and _matches(p, pattern, self._count_steps) or not regex and needle in hay:
                     hits.append({"path": p, "line": 0, "text": p})
             if target != "names":
                 lines = state["files"][p]["content"].split("\n")
-                for number in self._each(range(1, len(lines) + 1)):
+                for number in self._count_each(range(1, len(lines) + 1)):
                     line = lines[number - 1]
                     text = line if case_sensitive else line.lower()
                     if (
                         regex
-                        and _matches(line, pattern, self._charge)
+                        and _matches(line, pattern, self._count_steps)
                         or not regex
                         and needle in text
                     ):
@@ -2211,13 +2209,13 @@ class Environment:
             self._require_parent_folders(to_path, "destination")
             sources = self._below(from_path) if moving_dir else [from_path]
             moves: list[Moved] = []
-            for old in self._each(sources):
+            for old in self._count_each(sources):
                 new_path = to_path + old[len(from_path) :]
                 self._checked(new_path, "destination")
                 self._guard_write(old, "source")
                 self._guard_write(new_path, "destination")
                 moves.append({"source": old, "destination": new_path})
-            for m in self._each(moves):
+            for m in self._count_each(moves):
                 self._undo.save(state["files"], m["destination"])
                 state["files"][m["destination"]] = state["files"][m["source"]]
                 self._undo.save_map(state["files"])
@@ -2249,9 +2247,9 @@ class Environment:
                     field="recursive",
                     current=len(doomed),
                 )
-            for p in self._each(doomed):
+            for p in self._count_each(doomed):
                 self._guard_write(p, "path")
-            for p in self._each(doomed):
+            for p in self._count_each(doomed):
                 self._undo.save_map(state["files"])
                 del state["files"][p]
             self._audit("delete", target, f"{len(doomed)} files")
@@ -2275,26 +2273,32 @@ class Environment:
                 f'"{target}" is a {self._type_of_file(target)} file, not CSV',
                 field="path",
                 current=target,
-                allowed=[p for p in self._each(state["files"]) if self._type_of_file(p) == "csv"],
+                allowed=[
+                    p for p in self._count_each(state["files"]) if self._type_of_file(p) == "csv"
+                ],
             )
         lines: list[str] = [
-            line.strip() for line in self._each(f["content"].split("\n")) if line.strip() != ""
+            line.strip()
+            for line in self._count_each(f["content"].split("\n"))
+            if line.strip() != ""
         ]
         if len(lines) <= 0:
             raise DomainError(
                 "invalid_state", f'"{target}" is empty', entity="path", field="path", current=target
             )
         columns = lines[0].split(",")
-        rows: list[list[str]] = [line.split(",") for line in self._each(lines[1:])]
+        rows: list[list[str]] = [line.split(",") for line in self._count_each(lines[1:])]
         return {
             "path": target,
             "columns": columns,
             "rows": rows[:max_rows],
             "total_rows": len(rows),
             "ragged_rows": [
-                i + 1 for i in self._each(range(len(rows))) if len(rows[i]) != len(columns)
+                i + 1 for i in self._count_each(range(len(rows))) if len(rows[i]) != len(columns)
             ],
-            "rows_with_blanks": [i + 1 for i in self._each(range(len(rows))) if "" in rows[i]],
+            "rows_with_blanks": [
+                i + 1 for i in self._count_each(range(len(rows))) if "" in rows[i]
+            ],
         }
 
     def _segment_rule(self, name: str) -> str:
@@ -2305,11 +2309,11 @@ class Environment:
             return "parent segment"
         if name == ".":
             return "dot segment"
-        if _matches(name, "\\.+", self._charge):
+        if _matches(name, "\\.+", self._count_steps):
             return "dot name"
         if name.strip() != name:
             return "surrounding whitespace"
-        if _matches(name, "(?i)(con|prn|aux|nul|com[1-9]|lpt[1-9])(\\..*)?", self._charge):
+        if _matches(name, "(?i)(con|prn|aux|nul|com[1-9]|lpt[1-9])(\\..*)?", self._count_steps):
             return "reserved name"
         if len(name) > WORLD["limits"]["max_name_length"]:
             return "name too long"
@@ -2326,15 +2330,15 @@ class Environment:
         if _matches(
             path,
             "(?s).*[\\x00-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff].*",
-            self._charge,
+            self._count_steps,
         ):
             return "control character"
-        if path.startswith(("/", "~")) or _matches(path, "[A-Za-z]:.*", self._charge):
+        if path.startswith(("/", "~")) or _matches(path, "[A-Za-z]:.*", self._count_steps):
             return "absolute"
-        if _matches(path, '.*[\\\\:*?"<>|].*', self._charge):
+        if _matches(path, '.*[\\\\:*?"<>|].*', self._count_steps):
             return "reserved character"
         names = path.split("/")
-        for name in self._each(names):
+        for name in self._count_each(names):
             broken = self._segment_rule(name)
             if broken != "":
                 return broken
@@ -2405,7 +2409,7 @@ class Environment:
         state = self._state
         if folder == "":
             return sorted(state["files"])
-        return sorted([p for p in self._each(state["files"]) if p.startswith(folder + "/")])
+        return sorted([p for p in self._count_each(state["files"]) if p.startswith(folder + "/")])
 
     def _is_dir(self, path: str) -> bool:
         """Helper `is_dir`."""
@@ -2422,7 +2426,7 @@ class Environment:
         folder = self._parent_of(path)
         start = folder if self._is_dir(folder) else ""
         found: list[str] = []
-        for p in self._each(self._below(start)):
+        for p in self._count_each(self._below(start)):
             rest = p[len(start) + 1 :] if start != "" else p
             first = rest.split("/")[0]
             entry = start + "/" + first if start != "" else first
@@ -2461,7 +2465,7 @@ class Environment:
         """No folder on the way to `path` may be a file."""
         state = self._state
         names = path.split("/")
-        for depth in self._each(range(1, len(names))):
+        for depth in self._count_each(range(1, len(names))):
             folder = "/".join(names[:depth])
             if folder in state["files"]:
                 raise DomainError(
@@ -2474,7 +2478,7 @@ class Environment:
 
     def _guard_write(self, path: str, field: str) -> None:
         """hr/ and policy/ are exports and policies: readable, never changed here."""
-        for folder in self._each(WORLD["read_only"]):
+        for folder in self._count_each(WORLD["read_only"]):
             if not (path != folder and not path.startswith(folder + "/")):
                 raise DomainError(
                     "forbidden",
@@ -2662,6 +2666,8 @@ class _Member(Environment):
         plain = self._plain
         with self._family.lock:
             self._check_out()
+            if expired is None:  # a harness's subclass may take (tool, args) only
+                return plain.call(self, tool, args)
             return plain.call(self, tool, args, expired)
 
 

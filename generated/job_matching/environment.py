@@ -191,10 +191,8 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
 TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; nothing was changed."
 """The domain error `timeout`: a call given a clock (`Environment.call`'s `expired`) whose
 time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
-steps (`Environment._charge`) and look at the clock every `_TICKS` of them."""
+steps (`Environment._count_steps`) and look at the clock every `_TICKS` of them."""
 _TICKS: Final = 1000
-_MAX_BUILT: Final = 10_000_000
-"""The longest text or list `s * n` may build in one call."""
 _Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation
@@ -2314,7 +2312,7 @@ def _as_text(value: Any) -> str | None:
 def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
     """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
     valid regular expression of the subset matches nothing. `charge` is the call's step
-    budget (`Environment._charge`), told of the work as it is done."""
+    budget (`Environment._count_steps`), told of the work as it is done."""
     found = _regex(pattern, False)
     return found is not None and _regex_run(found, text, charge)
 
@@ -2752,7 +2750,7 @@ class Environment:
         Given `expired` (the harness's clock: true once the call's time is up), a call
         still running then stops: the domain error `timeout`, nothing changed."""
         if expired is not None:
-            return self._call_until(tool, args, expired)
+            return self._call_with_clock(tool, args, expired)
         try:
             spec = TOOL_SPECS.get(tool) if type(tool) is str else None
             if spec is not None:  # the common case: the tool's own caller
@@ -2767,40 +2765,40 @@ class Environment:
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
-    def _call_until(
+    def _call_with_clock(
         self, tool: str, args: Mapping[str, Any] | None, expired: Callable[[], bool]
     ) -> Any:
-        self._expired = expired
-        self._ticks = 0  # the clock is read at the first step
+        self._call_clock = expired
+        self._steps_left = 0  # the clock is read at the first step
         try:
             return self.call(tool, args)
         finally:
-            self._expired = None
+            self._call_clock = None
 
-    _ticks = _TICKS
+    _steps_left = _TICKS
     """Steps left before the clock is read again."""
-    _expired: Callable[[], bool] | None = None
+    _call_clock: Callable[[], bool] | None = None
     """The running call's clock (`call`'s `expired`); none outside such a call."""
 
-    def _charge(self, steps: int) -> None:
+    def _count_steps(self, steps: int) -> None:
         """Count a call's work; every `_TICKS` steps, stop it if its time is up."""
-        self._ticks -= steps
-        if self._ticks < 0:
-            self._ticks = _TICKS
-            if self._expired is not None and self._expired():
+        self._steps_left -= steps
+        if self._steps_left < 0:
+            self._steps_left = _TICKS
+            if self._call_clock is not None and self._call_clock():
                 raise DomainError("timeout", TIMEOUT_MESSAGE)
 
-    def _each(self, items: Collection[_Item]) -> Iterable[_Item]:
+    def _count_each(self, items: Collection[_Item]) -> Iterable[_Item]:
         """What a loop or comprehension goes over: the items themselves, their number
         charged up front, or for more than `_TICKS` items one charged at a time."""
         if len(items) <= _TICKS:
-            self._charge(len(items))
+            self._count_steps(len(items))
             return items
-        return self._each_charged(items)
+        return self._count_each_one(items)
 
-    def _each_charged(self, items: Iterable[_Item]) -> Iterator[_Item]:
+    def _count_each_one(self, items: Iterable[_Item]) -> Iterator[_Item]:
         for item in items:
-            self._charge(1)
+            self._count_steps(1)
             yield item
 
     def create_pool(
@@ -2820,7 +2818,7 @@ class Environment:
                     field="pool_id",
                     allowed=sorted(state["pools"]),
                 )
-            for attribute, weight in self._each(criteria.items()):
+            for attribute, weight in self._count_each(criteria.items()):
                 if len(attribute) <= 0:
                     raise DomainError(
                         "invalid_argument", "criterion names must not be empty", field="criteria"
@@ -2940,15 +2938,15 @@ class Environment:
             if supply_id is not None:
                 self._find_candidate(pool, "supply", supply_id, "supply_id")
             pairs: list[ScoredPair] = []
-            for s in self._each(pool["supply"].values()):
-                for d in self._each(pool["demand"].values()):
+            for s in self._count_each(pool["supply"].values()):
+                for d in self._count_each(pool["demand"].values()):
                     if (supply_id is None or s["id"] == supply_id) and (
                         demand_id is None or d["id"] == demand_id
                     ):
                         pairs.append(self._score_pair(pool, s, d))
             top = self._ranked(pairs)[: pool["top_k"]]
             result: list[Match] = []
-            for p in self._each(top):
+            for p in self._count_each(top):
                 known = self._pair_match(pool_id, p["supply_id"], p["demand_id"])
                 if known is not None:
                     result.append(known)
@@ -2992,7 +2990,7 @@ class Environment:
         found = sorted(
             [
                 m
-                for m in self._each(state["match_records"].values())
+                for m in self._count_each(state["match_records"].values())
                 if m["pool_id"] == pool_id and (status is None or m["status"] == status)
             ],
             key=lambda m: m["id"],
@@ -3044,7 +3042,7 @@ class Environment:
             self._find_pool(pool_id)
         found: list[Match] = [
             m
-            for m in self._each(state["match_records"].values())
+            for m in self._count_each(state["match_records"].values())
             if (pool_id is None or m["pool_id"] == pool_id)
             and (status is None or m["status"] == status)
             and (supply_id is None or m["supply_id"] == supply_id)
@@ -3149,7 +3147,7 @@ class Environment:
     def _pair_match(self, pool_id: str, supply_id: str, demand_id: str) -> Match | None:
         """Helper `pair_match`."""
         state = self._state
-        for m in self._each(state["match_records"].values()):
+        for m in self._count_each(state["match_records"].values()):
             if (
                 m["pool_id"] == pool_id
                 and m["supply_id"] == supply_id
@@ -3165,14 +3163,14 @@ class Environment:
 
     def _check_attributes(self, attributes: dict[str, Any]) -> None:
         """Attribute values must be numbers, texts, booleans, or lists of those."""
-        for name, value in self._each(attributes.items()):
+        for name, value in self._count_each(attributes.items()):
             if len(name) <= 0:
                 raise DomainError(
                     "invalid_argument", "attribute names must not be empty", field="attributes"
                 )
             items = _as_list(value)
             if items is not None:
-                nested: list[Any] = [i for i in self._each(items) if not self._is_scalar(i)]
+                nested: list[Any] = [i for i in self._count_each(items) if not self._is_scalar(i)]
                 if len(nested) != 0:
                     raise DomainError(
                         "invalid_argument",
@@ -3221,11 +3219,11 @@ class Environment:
         """|A & B| / |A | B| over the distinct items (texts ignore case); two empty lists
         are identical (1).
         """
-        xs = list(dict.fromkeys([self._item_key(i) for i in self._each(a)]))
-        ys = list(dict.fromkeys([self._item_key(i) for i in self._each(b)]))
+        xs = list(dict.fromkeys([self._item_key(i) for i in self._count_each(a)]))
+        ys = list(dict.fromkeys([self._item_key(i) for i in self._count_each(b)]))
         if len(xs) == 0 and len(ys) == 0:
             return 1.0
-        common = len([x for x in self._each(xs) if bool(x in ys)])
+        common = len([x for x in self._count_each(xs) if bool(x in ys)])
         return common / (len(xs) + len(ys) - common)
 
     def _attribute_score(
@@ -3283,10 +3281,10 @@ class Environment:
         """Weighted sum of the per-criterion similarities, normalised to 0-100 (2 decimals)."""
         breakdown: list[AttributeScore] = [
             self._attribute_score(name, pool["criteria"][name], supply, demand)
-            for name in self._each(sorted(pool["criteria"]))
+            for name in self._count_each(sorted(pool["criteria"]))
         ]
         total = sum(pool["criteria"].values())
-        weighted = sum([s["weight"] * s["similarity"] for s in self._each(breakdown)])
+        weighted = sum([s["weight"] * s["similarity"] for s in self._count_each(breakdown)])
         score = round(100.0 * weighted / total, 2) if total > 0.0 else 0.0
         return {
             "supply_id": supply["id"],
@@ -3506,6 +3504,8 @@ class _Member(Environment):
         plain = self._plain
         with self._family.lock:
             self._check_out()
+            if expired is None:  # a harness's subclass may take (tool, args) only
+                return plain.call(self, tool, args)
             return plain.call(self, tool, args, expired)
 
 

@@ -259,10 +259,8 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
 TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; nothing was changed."
 """The domain error `timeout`: a call given a clock (`Environment.call`'s `expired`) whose
 time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
-steps (`Environment._charge`) and look at the clock every `_TICKS` of them."""
+steps (`Environment._count_steps`) and look at the clock every `_TICKS` of them."""
 _TICKS: Final = 1000
-_MAX_BUILT: Final = 10_000_000
-"""The longest text or list `s * n` may build in one call."""
 _Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation
@@ -2459,7 +2457,7 @@ def _as_text(value: Any) -> str | None:
 def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
     """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
     valid regular expression of the subset matches nothing. `charge` is the call's step
-    budget (`Environment._charge`), told of the work as it is done."""
+    budget (`Environment._count_steps`), told of the work as it is done."""
     found = _regex(pattern, False)
     return found is not None and _regex_run(found, text, charge)
 
@@ -2897,7 +2895,7 @@ class Environment:
         Given `expired` (the harness's clock: true once the call's time is up), a call
         still running then stops: the domain error `timeout`, nothing changed."""
         if expired is not None:
-            return self._call_until(tool, args, expired)
+            return self._call_with_clock(tool, args, expired)
         try:
             spec = TOOL_SPECS.get(tool) if type(tool) is str else None
             if spec is not None:  # the common case: the tool's own caller
@@ -2912,40 +2910,40 @@ class Environment:
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
-    def _call_until(
+    def _call_with_clock(
         self, tool: str, args: Mapping[str, Any] | None, expired: Callable[[], bool]
     ) -> Any:
-        self._expired = expired
-        self._ticks = 0  # the clock is read at the first step
+        self._call_clock = expired
+        self._steps_left = 0  # the clock is read at the first step
         try:
             return self.call(tool, args)
         finally:
-            self._expired = None
+            self._call_clock = None
 
-    _ticks = _TICKS
+    _steps_left = _TICKS
     """Steps left before the clock is read again."""
-    _expired: Callable[[], bool] | None = None
+    _call_clock: Callable[[], bool] | None = None
     """The running call's clock (`call`'s `expired`); none outside such a call."""
 
-    def _charge(self, steps: int) -> None:
+    def _count_steps(self, steps: int) -> None:
         """Count a call's work; every `_TICKS` steps, stop it if its time is up."""
-        self._ticks -= steps
-        if self._ticks < 0:
-            self._ticks = _TICKS
-            if self._expired is not None and self._expired():
+        self._steps_left -= steps
+        if self._steps_left < 0:
+            self._steps_left = _TICKS
+            if self._call_clock is not None and self._call_clock():
                 raise DomainError("timeout", TIMEOUT_MESSAGE)
 
-    def _each(self, items: Collection[_Item]) -> Iterable[_Item]:
+    def _count_each(self, items: Collection[_Item]) -> Iterable[_Item]:
         """What a loop or comprehension goes over: the items themselves, their number
         charged up front, or for more than `_TICKS` items one charged at a time."""
         if len(items) <= _TICKS:
-            self._charge(len(items))
+            self._count_steps(len(items))
             return items
-        return self._each_charged(items)
+        return self._count_each_one(items)
 
-    def _each_charged(self, items: Iterable[_Item]) -> Iterator[_Item]:
+    def _count_each_one(self, items: Iterable[_Item]) -> Iterator[_Item]:
         for item in items:
-            self._charge(1)
+            self._count_steps(1)
             yield item
 
     def create_machine(self, machine_id: str, name: str, description: str = "") -> Machine:
@@ -3006,7 +3004,9 @@ class Environment:
                     field="name",
                     allowed=self._state_names(machine),
                 )
-            blank: list[str] = [a for a in self._each(on_enter + on_exit) if len(a.strip()) == 0]
+            blank: list[str] = [
+                a for a in self._count_each(on_enter + on_exit) if len(a.strip()) == 0
+            ]
             if len(blank) != 0:
                 raise DomainError(
                     "invalid_argument", "hook actions must not be empty labels", field="on_enter"
@@ -3048,7 +3048,7 @@ class Environment:
             self._find_state(machine, source, "source")
             self._find_state(machine, target, "target")
             self._check_guards(guards)
-            for t in self._each(machine["transitions"]):
+            for t in self._count_each(machine["transitions"]):
                 if (
                     t["source"] == source
                     and t["target"] == target
@@ -3117,7 +3117,7 @@ class Environment:
         machine = self._find_machine(machine_id)
         return [
             t
-            for t in self._each(machine["transitions"])
+            for t in self._count_each(machine["transitions"])
             if (source is None or t["source"] == source)
             and (target is None or t["target"] == target)
             and (trigger is None or t["trigger"] == trigger)
@@ -3144,7 +3144,7 @@ class Environment:
                     "give fields to set in changes or to delete in remove",
                     field="changes",
                 )
-            for field in self._each(remove):
+            for field in self._count_each(remove):
                 if field not in entity["data"]:
                     raise DomainError(
                         "not_found",
@@ -3153,10 +3153,10 @@ class Environment:
                         field="remove",
                         allowed=sorted(entity["data"]),
                     )
-            for field in self._each(remove):
+            for field in self._count_each(remove):
                 self._undo.save_map(entity["data"])
                 del entity["data"][field]
-            for field, value in self._each(changes.items()):
+            for field, value in self._count_each(changes.items()):
                 if len(field) <= 0:
                     raise DomainError(
                         "invalid_argument", "data field names must not be empty", field="changes"
@@ -3168,7 +3168,7 @@ class Environment:
             self._audit(
                 "update_data",
                 f"{WORLD['entity_noun']} {loan_id}",
-                ", ".join(sorted(changes) + [f"-{f}" for f in self._each(remove)]),
+                ", ".join(sorted(changes) + [f"-{f}" for f in self._count_each(remove)]),
             )
             return entity
         except BaseException:
@@ -3193,7 +3193,9 @@ class Environment:
             self._find_state(machine, target, "target")
             source = entity["state"]
             edges: list[Transition] = [
-                t for t in self._each(self._outgoing(machine, source)) if t["target"] == target
+                t
+                for t in self._count_each(self._outgoing(machine, source))
+                if t["target"] == target
             ]
             if len(edges) == 0:
                 options = self._reachable_targets(entity)
@@ -3213,7 +3215,7 @@ class Environment:
                     "message": f"no transition from {source} to {target}; reachable from {source}: {listed}",
                 }
             failures: list[GuardFailure] = []
-            for edge in self._each(edges):
+            for edge in self._count_each(edges):
                 failed = self._guard_failures(edge["guards"], entity["data"], edge["id"])
                 if len(failed) == 0:
                     ran = self._run_hooks(
@@ -3268,7 +3270,7 @@ class Environment:
             reasons = "; ".join(
                 [
                     f"transition {f['transition_id']}: {f['field']} {f['op']} ({f['reason']})"
-                    for f in self._each(failures)
+                    for f in self._count_each(failures)
                 ]
             )
             return {
@@ -3300,7 +3302,7 @@ class Environment:
         if entity["completed"]:
             return []
         found: list[AvailableTarget] = []
-        for edge in self._each(self._outgoing(machine, entity["state"])):
+        for edge in self._count_each(self._outgoing(machine, entity["state"])):
             if trigger is None or edge["trigger"] == trigger:
                 failed = self._guard_failures(edge["guards"], entity["data"], edge["id"])
                 found.append(
@@ -3334,7 +3336,7 @@ class Environment:
             self._find_machine(machine_id)
         found: list[Loan] = [
             e
-            for e in self._each(state["loans"].values())
+            for e in self._count_each(state["loans"].values())
             if (machine_id is None or e["machine_id"] == machine_id)
             and (in_state is None or e["state"] == in_state)
             and (completed is None or e["completed"] == completed)
@@ -3355,7 +3357,7 @@ class Environment:
         state = self._state
         return [
             m
-            for m in self._each(state["move_log"])
+            for m in self._count_each(state["move_log"])
             if (loan_id is None or m["entity_id"] == loan_id)
             and (machine_id is None or m["machine_id"] == machine_id)
             and (target is None or m["target"] == target)
@@ -3369,7 +3371,7 @@ class Environment:
         state = self._state
         return [
             h
-            for h in self._each(state["hook_log"])
+            for h in self._count_each(state["hook_log"])
             if (loan_id is None or h["entity_id"] == loan_id)
             and (phase is None or h["phase"] == phase)
             and (action is None or h["action"] == action)
@@ -3456,7 +3458,7 @@ class Environment:
             required = (
                 WORLD["products"][code]["required_documents"] if code in WORLD["products"] else []
             )
-            missing: list[str] = [d for d in self._each(required) if d not in have]
+            missing: list[str] = [d for d in self._count_each(required) if d not in have]
             self._undo.save(loan["data"], "documents")
             loan["data"]["documents"] = have
             self._undo.save(loan["data"], "documents_complete")
@@ -3545,11 +3547,11 @@ class Environment:
 
     def _state_names(self, machine: Machine) -> list[str]:
         """Helper `state_names`."""
-        return [s["name"] for s in self._each(machine["states"])]
+        return [s["name"] for s in self._count_each(machine["states"])]
 
     def _find_state(self, machine: Machine, name: str, param: str) -> StateDef:
         """Helper `find_state`."""
-        for s in self._each(machine["states"]):
+        for s in self._count_each(machine["states"]):
             if s["name"] == name:
                 return s
         raise DomainError(
@@ -3562,13 +3564,13 @@ class Environment:
 
     def _initial_states(self, machine: Machine) -> list[str]:
         """Helper `initial_states`."""
-        return [s["name"] for s in self._each(machine["states"]) if s["initial"]]
+        return [s["name"] for s in self._count_each(machine["states"]) if s["initial"]]
 
     def _check_guards(self, guards: dict[str, dict[str, Any]]) -> None:
         """Guards are validated when an edge is declared: known operators, list operands for
         `in`/`not_in`, text operands for `matches`, at least one condition per field.
         """
-        for field, conditions in self._each(guards.items()):
+        for field, conditions in self._count_each(guards.items()):
             if len(field) <= 0:
                 raise DomainError(
                     "invalid_argument", "a guard field name must not be empty", field="guards"
@@ -3580,7 +3582,7 @@ class Environment:
                     field="guards",
                     allowed=WORLD["guard_operators"],
                 )
-            for op, operand in self._each(conditions.items()):
+            for op, operand in self._count_each(conditions.items()):
                 if op not in WORLD["guard_operators"]:
                     raise DomainError(
                         "invalid_argument",
@@ -3652,12 +3654,14 @@ class Environment:
             options = _as_list(expected)
             if options is None:
                 return False
-            hits: list[Any] = [o for o in self._each(options) if self._same_value(actual, o)]
+            hits: list[Any] = [o for o in self._count_each(options) if self._same_value(actual, o)]
             return len(hits) > 0 if op == "in" else len(hits) == 0
         if op == "contains":
             items = _as_list(actual)
             if items is not None:
-                found: list[Any] = [i for i in self._each(items) if self._same_value(i, expected)]
+                found: list[Any] = [
+                    i for i in self._count_each(items) if self._same_value(i, expected)
+                ]
                 return len(found) > 0
             text = _as_text(actual)
             part = _as_text(expected)
@@ -3668,7 +3672,7 @@ class Environment:
             return (
                 subject is not None
                 and pattern is not None
-                and _matches(subject, pattern, self._charge)
+                and _matches(subject, pattern, self._count_steps)
             )
         return False
 
@@ -3680,9 +3684,9 @@ class Environment:
         missing from the data fails every condition on it (fail closed). Pure.
         """
         failures: list[GuardFailure] = []
-        for field in self._each(sorted(guards)):
+        for field in self._count_each(sorted(guards)):
             conditions = guards[field]
-            for op in self._each(sorted(conditions)):
+            for op in self._count_each(sorted(conditions)):
                 if field not in data:
                     failures.append(
                         {
@@ -3722,7 +3726,7 @@ class Environment:
 
     def _outgoing(self, machine: Machine, source: str) -> list[Transition]:
         """Helper `outgoing`."""
-        return [t for t in self._each(machine["transitions"]) if t["source"] == source]
+        return [t for t in self._count_each(machine["transitions"]) if t["source"] == source]
 
     def _reachable_targets(self, entity: Loan) -> list[str]:
         """Helper `reachable_targets`."""
@@ -3732,7 +3736,7 @@ class Environment:
             dict.fromkeys(
                 [
                     t["target"]
-                    for t in self._each(
+                    for t in self._count_each(
                         self._outgoing(self._find_machine(entity["machine_id"]), entity["state"])
                     )
                 ]
@@ -3744,7 +3748,7 @@ class Environment:
         state = self._state
         ran: list[HookRun] = []
         actions = state_def["on_exit"] if phase == "on_exit" else state_def["on_enter"]
-        for action in self._each(actions):
+        for action in self._count_each(actions):
             run: HookRun = {
                 "seq": len(state["hook_log"]) + 1,
                 "entity_id": entity["id"],
@@ -3853,7 +3857,7 @@ class Environment:
         items = _as_list(raw)
         if items is None:
             return found
-        for item in self._each(items):
+        for item in self._count_each(items):
             name = _as_text(item)
             if name is not None:
                 found.append(name)
@@ -3992,6 +3996,8 @@ class _Member(Environment):
         plain = self._plain
         with self._family.lock:
             self._check_out()
+            if expired is None:  # a harness's subclass may take (tool, args) only
+                return plain.call(self, tool, args)
             return plain.call(self, tool, args, expired)
 
 

@@ -287,10 +287,8 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
 TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; nothing was changed."
 """The domain error `timeout`: a call given a clock (`Environment.call`'s `expired`) whose
 time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
-steps (`Environment._charge`) and look at the clock every `_TICKS` of them."""
+steps (`Environment._count_steps`) and look at the clock every `_TICKS` of them."""
 _TICKS: Final = 1000
-_MAX_BUILT: Final = 10_000_000
-"""The longest text or list `s * n` may build in one call."""
 _Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation
@@ -2996,7 +2994,7 @@ class _Regex:
 def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
     """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
     valid regular expression of the subset matches nothing. `charge` is the call's step
-    budget (`Environment._charge`), told of the work as it is done."""
+    budget (`Environment._count_steps`), told of the work as it is done."""
     found = _regex(pattern, False)
     return found is not None and _regex_run(found, text, charge)
 
@@ -3433,7 +3431,7 @@ class Environment:
         Given `expired` (the harness's clock: true once the call's time is up), a call
         still running then stops: the domain error `timeout`, nothing changed."""
         if expired is not None:
-            return self._call_until(tool, args, expired)
+            return self._call_with_clock(tool, args, expired)
         try:
             spec = TOOL_SPECS.get(tool) if type(tool) is str else None
             if spec is not None:  # the common case: the tool's own caller
@@ -3448,40 +3446,40 @@ class Environment:
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
 
-    def _call_until(
+    def _call_with_clock(
         self, tool: str, args: Mapping[str, Any] | None, expired: Callable[[], bool]
     ) -> Any:
-        self._expired = expired
-        self._ticks = 0  # the clock is read at the first step
+        self._call_clock = expired
+        self._steps_left = 0  # the clock is read at the first step
         try:
             return self.call(tool, args)
         finally:
-            self._expired = None
+            self._call_clock = None
 
-    _ticks = _TICKS
+    _steps_left = _TICKS
     """Steps left before the clock is read again."""
-    _expired: Callable[[], bool] | None = None
+    _call_clock: Callable[[], bool] | None = None
     """The running call's clock (`call`'s `expired`); none outside such a call."""
 
-    def _charge(self, steps: int) -> None:
+    def _count_steps(self, steps: int) -> None:
         """Count a call's work; every `_TICKS` steps, stop it if its time is up."""
-        self._ticks -= steps
-        if self._ticks < 0:
-            self._ticks = _TICKS
-            if self._expired is not None and self._expired():
+        self._steps_left -= steps
+        if self._steps_left < 0:
+            self._steps_left = _TICKS
+            if self._call_clock is not None and self._call_clock():
                 raise DomainError("timeout", TIMEOUT_MESSAGE)
 
-    def _each(self, items: Collection[_Item]) -> Iterable[_Item]:
+    def _count_each(self, items: Collection[_Item]) -> Iterable[_Item]:
         """What a loop or comprehension goes over: the items themselves, their number
         charged up front, or for more than `_TICKS` items one charged at a time."""
         if len(items) <= _TICKS:
-            self._charge(len(items))
+            self._count_steps(len(items))
             return items
-        return self._each_charged(items)
+        return self._count_each_one(items)
 
-    def _each_charged(self, items: Iterable[_Item]) -> Iterator[_Item]:
+    def _count_each_one(self, items: Iterable[_Item]) -> Iterator[_Item]:
         for item in items:
-            self._charge(1)
+            self._count_steps(1)
             yield item
 
     def open_conversation(
@@ -3560,7 +3558,8 @@ class Environment:
             persona: Persona = {
                 "intent": config["intent"],
                 "intent_keywords": [
-                    k.lower() for k in self._each(self._unique_items(config["intent_keywords"]))
+                    k.lower()
+                    for k in self._count_each(self._unique_items(config["intent_keywords"]))
                 ],
                 "hint": config["hint"],
                 "confidence": self._clamp(config["confidence"], 0.0, 1.0),
@@ -3628,7 +3627,7 @@ class Environment:
             persona["confidence"] = self._clamp(
                 persona["confidence"] + found["confidence_delta"], 0.0, 1.0
             )
-            for item in self._each(found["resolved_items"]):
+            for item in self._count_each(found["resolved_items"]):
                 self._undo.save_list(persona["outstanding"])
                 _remove_first(persona["outstanding"], item)
                 self._undo.save_length(persona["confirmed"])
@@ -3666,14 +3665,14 @@ class Environment:
                 bank = WORLD["unsure_replies"]
             reply = self._fill(self._pick(bank, text, turn), persona)
             context = state["case_fields"][conversation_id]
-            for key, value in self._each(self._derived_context(persona).items()):
+            for key, value in self._count_each(self._derived_context(persona).items()):
                 self._undo.save(context, key)
                 context[key] = value
             if len(found["resolved_items"]) > 0:
                 self._undo.save(context, "last_resolved")
                 context["last_resolved"] = found["resolved_items"][len(found["resolved_items"]) - 1]
             changed: dict[str, str] = {}
-            for key, value in self._each(context.items()):
+            for key, value in self._count_each(context.items()):
                 if before.get(key) != value:
                     changed[key] = value
             history = state["transcripts"][conversation_id]
@@ -3734,7 +3733,7 @@ class Environment:
         self._find_conversation(conversation_id)
         found: list[Message] = [
             m
-            for m in self._each(state["transcripts"][conversation_id])
+            for m in self._count_each(state["transcripts"][conversation_id])
             if role is None or m["role"] == role
         ]
         if last is not None and last < len(found):
@@ -3806,8 +3805,8 @@ class Environment:
         path = state["trajectories"][conversation_id]
         start = path[0] if len(path) > 0 else self._point(0, persona, [])
         lowest = min(path, key=lambda p: p["valence"]) if len(path) > 0 else start
-        improving = len([p for p in self._each(path) if p["trend"] == "improving"])
-        deteriorating = len([p for p in self._each(path) if p["trend"] == "deteriorating"])
+        improving = len([p for p in self._count_each(path) if p["trend"] == "improving"])
+        deteriorating = len([p for p in self._count_each(path) if p["trend"] == "deteriorating"])
         overall: Trend = self._trend_of(start["valence"], persona["valence"])
         outcome = "in progress"
         if session["status"] == "resolved":
@@ -3837,8 +3836,8 @@ class Environment:
             "patience": persona["patience"],
             "confirmed": list(persona["confirmed"]),
             "outstanding_count": len(persona["outstanding"]),
-            "confidence_path": [p["confidence"] for p in self._each(path)],
-            "mood_path": [p["mood"] for p in self._each(path)],
+            "confidence_path": [p["confidence"] for p in self._count_each(path)],
+            "mood_path": [p["mood"] for p in self._count_each(path)],
             "analysis": analysis,
         }
 
@@ -3910,7 +3909,7 @@ class Environment:
         return sorted(
             [
                 s
-                for s in self._each(state["conversations"].values())
+                for s in self._count_each(state["conversations"].values())
                 if status is None or s["status"] == status
             ],
             key=lambda s: s["id"],
@@ -3924,7 +3923,7 @@ class Environment:
         """A customer's orders, in id order."""
         state = self._state
         return sorted(
-            [o for o in self._each(state["orders"].values()) if o["customer"] == customer],
+            [o for o in self._count_each(state["orders"].values()) if o["customer"] == customer],
             key=lambda o: o["id"],
         )
 
@@ -3946,7 +3945,7 @@ class Environment:
                     field="order_id",
                     allowed=[
                         o["id"]
-                        for o in self._each(state["orders"].values())
+                        for o in self._count_each(state["orders"].values())
                         if o["customer"] == conversation["customer"]
                     ],
                 )
@@ -4062,7 +4061,7 @@ class Environment:
 
     def _any_phrase(self, text: str, phrases: list[str]) -> bool:
         """Helper `any_phrase`."""
-        return len([p for p in self._each(phrases) if p in text]) > 0
+        return len([p for p in self._count_each(phrases) if p in text]) > 0
 
     def _mood_of(self, valence: float) -> Mood:
         """Helper `mood_of`."""
@@ -4128,7 +4127,7 @@ class Environment:
         if self._any_phrase(said, WORLD["resolution_phrases"]):
             result["signals"].append("resolution")
             result["resolved_items"] = [
-                item for item in self._each(persona["outstanding"]) if item.lower() in said
+                item for item in self._count_each(persona["outstanding"]) if item.lower() in said
             ]
             result["valence_delta"] += WORLD["tuning"]["resolve_lift"] * len(
                 result["resolved_items"]
@@ -4177,11 +4176,11 @@ class Environment:
     def _unique_items(self, items: list[str]) -> list[str]:
         """Item names trimmed, without blanks or case-insensitive repeats."""
         out: list[str] = []
-        for raw in self._each(items):
+        for raw in self._count_each(items):
             item = " ".join(raw.split())
             if (
                 len(item) > 0
-                and len([o for o in self._each(out) if o.lower() == item.lower()]) == 0
+                and len([o for o in self._count_each(out) if o.lower() == item.lower()]) == 0
             ):
                 out.append(item)
         return out
@@ -4332,6 +4331,8 @@ class _Member(Environment):
         plain = self._plain
         with self._family.lock:
             self._check_out()
+            if expired is None:  # a harness's subclass may take (tool, args) only
+                return plain.call(self, tool, args)
             return plain.call(self, tool, args, expired)
 
 
