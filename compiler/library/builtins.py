@@ -323,10 +323,10 @@ MODULE_NAMES: Final = _by_kind(
         ),
         "constant": (
             "DEFAULT_STATE INTERNAL_ERROR Kind LOAD_OPTIONS RECORD_FIELDS SCENARIOS SCENARIO_STATES "
-            "STATE_ALIASES STATE_KINDS TIMEOUT_MESSAGE TOOL_SPECS UNION_TAGS UNSET WORLD _ABSENT_FIELD "
-            "_AS_IS _DATA _INT_KEY _Item _MAX_DRAWS _MEMBER_CLASSES _MISSING _REGEX_CACHE _REGEX_ESCAPES "
-            "_REGEX_MAX_CACHED _REGEX_MAX_PROGRAM _REGEX_MAX_REPEAT _REGEX_MAX_STATES _Record _SCALARS "
-            "_SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES"
+            "STATE_ALIASES STATE_KINDS STEPS_COUNTED TIMEOUT_MESSAGE TOOL_SPECS UNION_TAGS UNSET WORLD "
+            "_ABSENT_FIELD _AS_IS _DATA _INT_KEY _Item _MAX_DRAWS _MEMBER_CLASSES _MISSING _REGEX_CACHE "
+            "_REGEX_ESCAPES _REGEX_MAX_CACHED _REGEX_MAX_PROGRAM _REGEX_MAX_REPEAT _REGEX_MAX_STATES _Record "
+            "_SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES"
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_is _as_list _as_map _as_number "
@@ -350,13 +350,13 @@ MODULE_NAMES: Final = _by_kind(
 )
 MODULE_ALWAYS: Final = frozenset(
     "Any AuditEntry Callable DEFAULT_STATE DomainError Environment Final INTERNAL_ERROR Kind LOAD_OPTIONS "
-    "Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError State TIMEOUT_MESSAGE "
-    "TOOL_SPECS ToolSpec TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded "
-    "_Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES _UndoLog "
-    "_check_limits _checked_out _conform_key _conform_pairs _conform_record _copy_AuditEntry _field _invalid "
-    "_join _member_class _old _redo_entry _scenario_state _show _undo_entry _valid_moment _with_new_value "
-    "annotations cast check_arguments check_load_options conform copy_json copy_state dataclass dt json math "
-    "re state_to_json threading to_json weakref".split()
+    "Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS STEPS_COUNTED ScenarioError State "
+    "TIMEOUT_MESSAGE TOOL_SPECS ToolSpec TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member "
+    "_PrivateStateNeeded _Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TICKS "
+    "_TYPE_NAMES _UndoLog _check_limits _checked_out _conform_key _conform_pairs _conform_record "
+    "_copy_AuditEntry _field _invalid _join _member_class _old _redo_entry _scenario_state _show _undo_entry "
+    "_valid_moment _with_new_value annotations cast check_arguments check_load_options conform copy_json "
+    "copy_state dataclass dt json math re state_to_json threading to_json weakref".split()
 )
 MODULE_BUILTINS: Final = frozenset(
     "AssertionError BaseException Exception IndexError RecursionError RuntimeError ValueError abs all any "
@@ -401,8 +401,8 @@ TEST_MODULE_NAMES: Final = frozenset(
 )
 OTHER_MODULE_NAMES: Final = frozenset(
     "Any DEFAULT_STATE DomainError Environment Episode EpisodeError Mapping Path SCENARIOS SESSION_ID "
-    "ScenarioError SessionError SessionStore State TOOL_SPECS __all__ _check_id _write_atomically "
-    "annotations json open_environment os re score tempfile threading".split()
+    "STEPS_COUNTED ScenarioError SessionError SessionStore State TOOL_SPECS __all__ _check_id "
+    "_write_atomically annotations json open_environment os re score tempfile threading".split()
 )
 PATTERNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "record": (

@@ -234,6 +234,9 @@ class _Builder:
             "runtime_helpers": runtime_helpers.sources(used),
             "uses_audit": any("self._audit(" in body for body in bodies.values()),
             "rng_python": bi.RANDOM_SEED in {f.name for f in env.state},
+            "steps_counted": not any(
+                body.escape is not None for body in [*env.tools, *env.fns, *([env.on_load] if env.on_load else [])]
+            ),
             **self._load_context(),
             "on_load": on_load,
         }

@@ -24,10 +24,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import re
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -48,6 +50,9 @@ MAX_TURNS = 32
 """Calls per session started from a scenario (a task's own `max_turns` wins)."""
 CALL_WORKERS = 32
 """Threads running tool calls; a call past its time limit keeps one until it returns."""
+INLINE_SLICE = 0.002
+"""Seconds a call runs on the event loop before it moves to a worker thread (rolled back
+and run again there): a cheap call costs no thread hop, a long one stalls no session."""
 CALL_GRACE = 1.0
 """Seconds a call is waited for past its time limit before its session is given up. A
 generated body stops itself at the limit (the domain error `timeout`: loops, comprehensions,
@@ -255,6 +260,9 @@ class Session:
     the session has no journal; `"timeout": true` on a call stopped at its time limit)."""
     journaled: bool = True
     """Whether calls get a result digest: a journal replay compares them."""
+    forked: bool = False
+    """Whether it shares state containers with a fork (one lock for them all, which a call
+    on the event loop must never wait for)."""
     ended: str | None = None
     broken: str | None = None
     last_active: float = 0.0
@@ -272,6 +280,14 @@ class Session:
     @property
     def turns(self) -> int:
         return len(self.history)
+
+    @functools.cached_property
+    def steps_counted(self) -> bool:
+        """Whether every environment's bodies count their steps (no python body, and the
+        class is the generated one, not a harness's subclass), so a call can be stopped,
+        or moved off the event loop, wherever it is."""
+        modules = (sys.modules.get(type(env).__module__) for env in self.envs.values())
+        return all(getattr(module, "STEPS_COUNTED", False) is True for module in modules)
 
     def observation(self) -> dict[str, Any]:
         """What the agent sees at the start: the prompt and its tools."""
@@ -523,10 +539,12 @@ class SessionManager:
                     owner="http",
                     history=list(source.history),
                     journaled=source.journaled,
+                    forked=True,
                     ended=source.ended,
                     broken=source.broken,
                     seed_effect=source.seed_effect,
                 )
+                source.forked = True
                 self._journal_start(copy, copy.history)
         except BaseException:
             with self._lock:
@@ -652,8 +670,13 @@ class SessionManager:
     async def acall(self, episode_id: str, tool: str, arguments: Any, timeout: float | None = None) -> Outcome:
         """The same from the event loop, which stays free while the call runs; `timeout`
         can shorten the server's limit for one call, never lengthen it. The call stops
-        itself at the limit; one still running `CALL_GRACE` later gives its session up."""
+        itself at the limit; one still running `CALL_GRACE` later gives its session up.
+        A call first runs on the loop itself (`inline`); one that takes longer than
+        `INLINE_SLICE` goes to a worker thread."""
         limit = min((t for t in (timeout, self.limits.call_timeout) if t is not None), default=None)
+        done = self.inline(episode_id, tool, arguments)
+        if done is not None:
+            return done
         session, future = self.submit(episode_id, tool, arguments, limit)
         try:
             running = asyncio.wrap_future(future)
@@ -670,6 +693,26 @@ class SessionManager:
                 overdue.cancel()
         finally:
             self._done(session)
+
+    def inline(self, episode_id: str, tool: str, arguments: Any) -> Outcome | None:
+        """Run a call right here (on the event loop) if it can be moved away: its bodies
+        count their steps, it has no journal to fsync and its session is free. Past
+        `INLINE_SLICE` the package rolls it back (`MoveToWorker`): None, as for a call
+        that cannot run here; the caller then runs it on a worker thread."""
+        session = self.get(episode_id)
+        session.check_open()
+        if session.log is not None or session.forked or not session.steps_counted:
+            return None
+        if not session.lock.acquire(blocking=False):
+            return None
+        try:
+            outcome = session.run(tool, arguments, _inline_clock(time.monotonic() + INLINE_SLICE))
+        except MoveToWorker:
+            return None
+        finally:
+            session.lock.release()
+        session.last_active = time.monotonic()
+        return outcome
 
     def abandon(self, session: Session, seconds: float | None) -> Outcome:
         """A call past its time limit: Python cannot stop the thread, so the session is
@@ -837,6 +880,20 @@ def _retire(session: Session, *, delete: bool) -> None:
         session.abandoned = True
         if session.log is not None:
             session.log.delete() if delete else session.log.close()
+
+
+class MoveToWorker(BaseException):
+    """A call on the event loop took its slice: the package rolls it back (a BaseException
+    passes through `Environment.call`), and it runs again on a worker thread."""
+
+
+def _inline_clock(deadline: float) -> Callable[[], bool]:
+    def expired() -> bool:
+        if time.monotonic() > deadline:
+            raise MoveToWorker
+        return False
+
+    return expired
 
 
 def expiry(limit: float | None) -> Callable[[], bool] | None:

@@ -90,6 +90,9 @@ TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; noth
 time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
 steps (`Environment._count_steps`) and look at the clock every `_TICKS` of them."""
 _TICKS: Final = 1000
+STEPS_COUNTED: Final = True
+"""Whether every body counts its steps (there is no python body, which counts none): a
+call given a clock then stops wherever its time runs out."""
 _Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation

@@ -4,6 +4,7 @@
 from .environment import (
     DEFAULT_STATE,
     SCENARIOS,
+    STEPS_COUNTED,
     TOOL_SPECS,
     DomainError,
     Environment,
@@ -17,6 +18,7 @@ from .sessions import SessionError, SessionStore
 __all__ = [
     "DEFAULT_STATE",
     "SCENARIOS",
+    "STEPS_COUNTED",
     "TOOL_SPECS",
     "DomainError",
     "Environment",
