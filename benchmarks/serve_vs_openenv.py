@@ -140,10 +140,18 @@ def openenv_server() -> Iterator[tuple[str, int]]:
 
 
 @contextmanager
-def envc_server() -> Iterator[tuple[str, int]]:
-    command = [sys.executable, "-c", "from compiler.cli import main; main()", "serve", str(PACKAGE)]
+def envc_server(root: Path = ROOT) -> Iterator[tuple[str, int]]:
+    """`envc serve` of the checkout at `root` (this one, or another to compare with)."""
+    command = [
+        sys.executable,
+        "-c",
+        "from compiler.cli import main; main()",
+        "serve",
+        str(root / PACKAGE.relative_to(ROOT)),
+    ]
     command += ["--port", "0", "--max-sessions", "1024"]
-    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    environment = {**os.environ, "PYTHONPATH": str(root)}
+    process = subprocess.Popen(command, cwd=root, stderr=subprocess.PIPE, text=True, env=environment)
     assert process.stderr is not None
     url = None
     for line in process.stderr:
@@ -232,6 +240,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--client-processes", type=int, default=2)
+    parser.add_argument(
+        "--envc-root", type=Path, default=ROOT, help="the checkout whose envc serves (default: this one)"
+    )
     parser.add_argument("--serve-openenv", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.serve_openenv is not None:
@@ -245,7 +256,7 @@ def main() -> None:
     print(header + f"  {'envc CPU µs/step':>16}  {'OpenEnv CPU µs/step':>19}  {'ratio':>5}")
     for clients in options.clients:
         processes = max(1, min(options.client_processes, clients))
-        with envc_server() as (url, pid):
+        with envc_server(options.envc_root.resolve()) as (url, pid):
             envc = measure(url, pid, clients, processes, options.seconds)
         with openenv_server() as (url, pid):
             openenv = measure(url, pid, clients, processes, options.seconds)

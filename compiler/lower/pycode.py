@@ -501,7 +501,7 @@ class Emitter:
         """What a loop or comprehension of a tool or helper goes over, through `self._count_each`,
         which counts its items against the call's time limit (docs/serving.md); `text` is
         `e` as `iterable` wrote it. Tests and scoring run no such limit."""
-        if self.scope.kind == "test":
+        if self.scope.kind == "test" or _few_items(e):
             return text
         if idioms.is_builtin_call(e, "reversed") and text.startswith("reversed("):
             text = f"{self.operand(e.args[0], 'postfix')}[::-1]"  # a list, which has a length
@@ -613,6 +613,17 @@ def _is_view_call(e: ir.Expr) -> bool:
         and e.func.id in ("keys", "values", "unique")
         and len(e.args) == 1
     )
+
+
+def _few_items(e: ir.Expr) -> bool:
+    """A literal list or map, or `range` of a literal: what a loop over it does is bounded
+    by the spec's text (counted by the caller's own loop, if any)."""
+    if isinstance(e, (ir.ListLit, ir.MapLit)):
+        return True
+    if idioms.is_builtin_call(e, "range") and not e.kwargs:
+        bounds = [idioms.const_int(a) for a in e.args]
+        return bool(bounds) and all(b is not None for b in bounds) and max(b or 0 for b in bounds) <= 1000
+    return False
 
 
 def _empty_literal(e: ir.Expr) -> bool:

@@ -3475,10 +3475,13 @@ class Environment:
     def _count_each(self, items: Collection[_Item]) -> Iterable[_Item]:
         """What a loop or comprehension goes over: the items themselves, their number
         charged up front, or for more than `_TICKS` items one charged at a time."""
-        if len(items) <= _TICKS:
-            self._count_steps(len(items))
-            return items
-        return self._count_each_one(items)
+        size = len(items)
+        if size > _TICKS:
+            return self._count_each_one(items)
+        self._steps_left -= size  # `_count_steps`, inline: this runs for every loop
+        if self._steps_left < 0:
+            self._count_steps(0)
+        return items
 
     def _count_each_one(self, items: Iterable[_Item]) -> Iterator[_Item]:
         for item in items:
