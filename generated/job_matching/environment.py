@@ -2264,7 +2264,7 @@ class _Regex:
     program positions (characters to read, the end, or anchors not yet known to hold);
     `rows[i]` maps a character to the next state, filled in as texts need it."""
 
-    __slots__ = ("accept", "index", "program", "rows", "search", "sets", "start")
+    __slots__ = ("accept", "index", "program", "rows", "search", "sets", "settled", "start")
 
     def __init__(self, program: list[tuple[Any, ...]], search: bool) -> None:
         self.program = program
@@ -2274,6 +2274,8 @@ class _Regex:
         self.rows: list[dict[str, int]] = []
         self.accept: list[bool] = []
         self.index: dict[frozenset[int], int] = {}
+        self.settled: dict[tuple[int, bool, bool, bool], int] = {}
+        """(state, begin, end, endz) -> the state where those anchors hold (`_regex_settle`)."""
         self.state(frozenset())  # 0: no thread left
 
     def state(self, threads: frozenset[int]) -> int:
@@ -2283,7 +2285,7 @@ class _Regex:
         if found is not None:
             return found
         if len(self.sets) >= _REGEX_MAX_STATES:
-            self.sets, self.rows, self.accept, self.index = [], [], [], {}
+            self.sets, self.rows, self.accept, self.index, self.settled = [], [], [], {}, {}
             self.state(frozenset())
         self.index[threads] = len(self.sets)
         self.sets.append(threads)
@@ -2598,23 +2600,24 @@ def _regex_run(compiled: _Regex, text: str, charge: Callable[[int], None] | None
     # Anchors hold only at the start and near the end: elsewhere one table lookup a character.
     last = size - 1 if size > 0 and text[-1] == "\n" else size  # `$` holds here and at the end
     state = _regex_settle(compiled, compiled.state(compiled.start), True, last == 0, size == 0)
+    rows, accept, search = compiled.rows, compiled.accept, compiled.search
     for position, char in enumerate(text):
         if position == last and position > 0:
             state = _regex_settle(compiled, state, False, True, False)
-        if compiled.search and compiled.accept[state]:
+            rows, accept = compiled.rows, compiled.accept
+        if search and accept[state]:
             return True
-        row = compiled.rows[state]
-        following = row.get(char)
+        following = rows[state].get(char)
         if following is None:
             threads, cost = _regex_step(compiled, state, char)
             if charge is not None:
                 charge(cost)
-            tables = compiled.rows
             following = compiled.state(threads)
-            if tables is compiled.rows:  # not started afresh: keep the transition
-                row[char] = following
+            if rows is compiled.rows:  # not started afresh: keep the transition
+                rows[state][char] = following
+            rows, accept = compiled.rows, compiled.accept
         state = following
-        if state == 0:
+        if not state:
             return False
     if size > 0:
         state = _regex_settle(compiled, state, False, True, True)
@@ -2631,10 +2634,18 @@ def _regex_sequence(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
 
 
 def _regex_settle(compiled: _Regex, state: int, begin: bool, end: bool, endz: bool) -> int:
-    """`state` where more anchors are known to hold: the start, or the end of the text."""
-    return compiled.state(
-        _regex_closure(compiled.program, compiled.sets[state], begin, end, endz)[0]
-    )
+    """`state` where more anchors are known to hold: the start, or the end of the text
+    (kept, as transitions are: every text settles at its start and end)."""
+    key = (state, begin, end, endz)
+    found = compiled.settled.get(key)
+    if found is None:
+        settled = compiled.settled
+        found = compiled.state(
+            _regex_closure(compiled.program, compiled.sets[state], begin, end, endz)[0]
+        )
+        if settled is compiled.settled:  # not started afresh meanwhile
+            settled[key] = found
+    return found
 
 
 def _regex_step(compiled: _Regex, state: int, char: str) -> tuple[frozenset[int], int]:

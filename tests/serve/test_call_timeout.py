@@ -167,7 +167,7 @@ def test_a_stopped_call_is_journaled_and_not_run_again_on_restart(
     live.stop()
     started = time.perf_counter()
     again = serve(limits=LIMITS, use=slow_catalog, data_dir=tmp_path)
-    assert time.perf_counter() - started < LIMIT, "the stopped call was not run again"
+    assert time.perf_counter() - started < 10 * LIMIT, "the stopped call was not run again (it would take hours)"
     with again.client() as client:
         assert step(client, episode, "bump", {})["observation"]["result"] == 2
         info = client.get(f"/sessions/{episode}").json()
