@@ -130,7 +130,11 @@ CODES: dict[str, tuple[str, str]] = {
     "E3016": ("unknown method", "see the language reference for the methods of each type"),
     "E3017": ("break or continue outside a loop", "use them only inside `for`"),
     "E3018": ("expression statement has no effect", "a statement must be a call that changes something"),
-    "E3019": ("invalid regular expression", "fix the pattern"),
+    "E3019": (
+        "invalid regular expression",
+        "fix the pattern: Python's `re` must take it, within the linear-time subset of language.md §15"
+        " (no backreferences, lookarounds, `\\b` or scoped flags)",
+    ),
     "E3020": ("cannot infer the type of an empty literal", "give the type: `let xs: list[int] = []`"),
     "E3022": ("loop variable reassigned", "bind a new local with `let` instead"),
     "E3023": (

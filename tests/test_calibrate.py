@@ -145,7 +145,7 @@ def test_a_run_with_an_internal_error_is_unscorable_not_a_failure(
 ) -> None:
     package = library["ticketing"].package
     internal = package.environment.INTERNAL_ERROR
-    monkeypatch.setattr(package.Environment, "call", lambda self, tool, args=None: internal)
+    monkeypatch.setattr(package.Environment, "call", lambda self, tool, args=None, expired=None: internal)
     single = [t for t in task_set if t["envs"] == ["ticketing"]][:3]
     result = calibrate.calibrate(single, library, calibrate.POLICIES["gold"], k=2)
     assert result.unscorable == single and not (result.kept or result.too_easy or result.review)

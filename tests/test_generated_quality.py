@@ -472,17 +472,17 @@ def test_idioms_are_said_as_ruff_asks(idioms: tuple[ir.Environment, dict[str, st
         "y = min(y, hi)",  # PLR1730
         "z = max(1, y)",  # FURB136
         "first_key = next(iter(m))",  # RUF015
-        'first_name = next(e["name"] for e in state["entries"].values())',
+        'first_name = next(e["name"] for e in self._count_each(state["entries"].values()))',
         'last = next(reversed(state["names"]))',
         'high = max(reversed(state["entries"].values()), key=lambda e: e["score"])',  # FURB192
         "m.pop(key, None)",  # RUF051
         "t = t.removeprefix(p)",  # FURB188
-        "for n, w in enumerate(words, start=1):",  # SIM113
-        "for i, w in enumerate(words):",
-        "for k in range(2):",  # PIE808
+        "for n, w in enumerate(self._count_each(words), start=1):",  # SIM113
+        "for i, w in enumerate(self._count_each(words)):",
+        "for k in range(2):",  # PIE808 (a range of literals is not counted)
         "out.extend(counts)",  # PERF102, then PERF402
-        "for v in counts.values():",
-        "for k_value in counts.values():",  # PLC0206
+        "for v in self._count_each(counts.values()):",
+        "for k_value in self._count_each(counts.values()):",  # PLC0206
         'parts = ["a", "b", "c"]',  # SIM905
         'joined = f"{a!s}-x-{parts[0]}"',  # FLY002, RUF010
         '"zero\\u200bwidth",',  # PLE2515

@@ -277,7 +277,7 @@ def test_an_internal_error_of_the_environment_is_unscorable(
 ) -> None:
     package = envs["ticketing"].package
     internal = package.environment.INTERNAL_ERROR
-    monkeypatch.setattr(package.Environment, "call", lambda self, tool, args=None: internal)
+    monkeypatch.setattr(package.Environment, "call", lambda self, tool, args=None, expired=None: internal)
     [row] = run_model(task_rows[:1], envs, endpoint, "gold")
     assert (row["ended"], row["scorable"], row["reward"], row["turns"]) == ("env_error", False, None, 1)
     assert row["results"] == [internal]

@@ -320,13 +320,14 @@ MODULE_NAMES: Final = _by_kind(
     {
         "class": (
             "AuditEntry DomainError Environment Family FamilyFailed Param ScenarioError State ToolSpec World "
-            "_Family _Member _PrivateStateNeeded _RecordingLog _UndoLog"
+            "_Family _Member _PrivateStateNeeded _RecordingLog _Regex _UndoLog"
         ),
         "constant": (
             "DEFAULT_STATE FAMILIES INTERNAL_ERROR Kind LOAD_OPTIONS RECORD_FIELDS SCENARIOS SCENARIO_STATES "
-            "STATE_ALIASES STATE_KINDS TOOL_SPECS UNION_TAGS UNSET WORLD _ABSENT_FIELD _DATA _INT_KEY "
-            "_MAX_DRAWS _MEMBER_CLASSES _MISSING _Record _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES "
-            "_TYPE_NAMES"
+            "STATE_ALIASES STATE_KINDS STEPS_COUNTED TIMEOUT_MESSAGE TOOL_SPECS UNION_TAGS UNSET WORLD "
+            "_ABSENT_FIELD _DATA _INT_KEY _Item _MAX_DRAWS _MEMBER_CLASSES _MISSING _REGEX_CACHE "
+            "_REGEX_ESCAPES _REGEX_MAX_CACHED _REGEX_MAX_PROGRAM _REGEX_MAX_REPEAT _REGEX_MAX_STATES _Record "
+            "_SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES"
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_list _as_map _as_number _as_session "
@@ -334,24 +335,30 @@ MODULE_NAMES: Final = _by_kind(
             "_conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between _format_like "
             "_from_data _invalid _join _json_key _matches _member_class _moment _old _pair_order "
             "_parse_datetime _parse_int _parse_json _parse_number _plan_0 _read_data _redo_entry "
-            "_refuse_constant _remove_first _restore_draws _scenario_state _search _seconds_between "
-            "_seed_draws _show _solution_call _solve_0 _stable_hash _type_of _undo_entry _valid_moment "
-            "_valid_regex _weekday _with_new_value check_arguments check_load_options conform copy_json "
-            "copy_state state_to_json to_json"
+            "_refuse_constant _regex _regex_alternation _regex_atom _regex_class _regex_closure _regex_emit "
+            "_regex_emit_repeat _regex_escape _regex_group _regex_holds _regex_program _regex_repeats "
+            "_regex_run _regex_sequence _regex_settle _regex_step _remove_first _restore_draws "
+            "_scenario_state _search _seconds_between _seed_draws _show _solution_call _solve_0 _stable_hash "
+            "_type_of _undo_entry _valid_moment _valid_regex _weekday _with_new_value check_arguments "
+            "check_load_options conform copy_json copy_state state_to_json to_json"
         ),
-        "import": "Any Callable Final Literal Mapping NotRequired Path TypedDict _field annotations cast dataclass",
+        "import": (
+            "Any Callable Collection Final Iterable Iterator Literal Mapping NotRequired Path TypeVar "
+            "TypedDict _field annotations cast dataclass"
+        ),
         "module": "dt json math random re threading weakref",
     }
 )
 MODULE_ALWAYS: Final = frozenset(
     "Any AuditEntry Callable DEFAULT_STATE DomainError Environment FAMILIES Family FamilyFailed Final "
     "INTERNAL_ERROR Kind LOAD_OPTIONS Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS "
-    "ScenarioError State TOOL_SPECS ToolSpec TypedDict _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member "
-    "_PrivateStateNeeded _Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES "
-    "_TYPE_NAMES _UndoLog _check_limits _checked_out _conform_key _conform_pairs _conform_record "
-    "_copy_AuditEntry _field _invalid _join _member_class _old _redo_entry _scenario_state _show _undo_entry "
-    "_valid_moment _with_new_value annotations cast check_arguments check_load_options conform copy_json "
-    "copy_state dataclass dt json math re state_to_json threading to_json weakref".split()
+    "STEPS_COUNTED ScenarioError State TIMEOUT_MESSAGE TOOL_SPECS ToolSpec TypedDict _Family _INT_KEY "
+    "_MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded _Record _RecordingLog _SCALARS _SIMPLE_TYPES "
+    "_SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES _UndoLog _check_limits _checked_out _conform_key "
+    "_conform_pairs _conform_record _copy_AuditEntry _field _invalid _join _member_class _old _redo_entry "
+    "_scenario_state _show _undo_entry _valid_moment _with_new_value annotations cast check_arguments "
+    "check_load_options conform copy_json copy_state dataclass dt json math re state_to_json threading "
+    "to_json weakref".split()
 )
 MODULE_BUILTINS: Final = frozenset(
     "AssertionError BaseException Exception IndexError RecursionError RuntimeError ValueError abs all any "
@@ -360,20 +367,21 @@ MODULE_BUILTINS: Final = frozenset(
 )
 MEMBERS: Final = _by_kind(
     {
-        "attribute": "_rng _rng_at _state _undo",
+        "attribute": "_call_clock _rng _rng_at _state _steps_left _undo",
         "method": (
-            "__init__ _advance_clock _audit _load_scenario _next_id _on_load _random_below _random_choice "
-            "_random_float _random_int _run _uniform call fork invoke restore saved_state snapshot state "
-            "state_json view"
+            "__init__ _advance_clock _audit _call_with_clock _count_each _count_each_one _count_steps "
+            "_load_scenario _next_id _on_load _random_below _random_choice _random_float _random_int _run "
+            "_uniform call fork invoke restore saved_state snapshot state state_json view"
         ),
     }
 )
 MEMBERS_ALWAYS: Final = frozenset(
-    "__init__ _load_scenario _run _state _undo call fork invoke restore saved_state snapshot state "
-    "state_json view".split()
+    "__init__ _call_clock _call_with_clock _count_steps _load_scenario _run _state _steps_left _undo call "
+    "fork invoke restore saved_state snapshot state state_json view".split()
 )
 CLASS_SCOPE: Final = frozenset(
-    "Any Environment Mapping State ToolSpec UNSET bool dict float int list set str tuple".split()
+    "Any Callable Collection Environment Iterable Iterator Mapping State ToolSpec UNSET _Item _TICKS "
+    "_call_clock _steps_left bool dict float int list set str tuple".split()
 )
 SUBCLASS_MEMBERS: Final = frozenset("trace".split())
 BODY_NAMES: Final = frozenset(
@@ -381,7 +389,7 @@ BODY_NAMES: Final = frozenset(
     "_add_seconds _as_bool _as_list _as_map _as_number _as_text _days_between _depth _json_key _matches "
     "_parse_datetime _parse_int _parse_json _parse_number _remove_first _search _seconds_between "
     "_stable_hash _type_of _valid_regex _weekday abs all any bool cast chr dict env environment expect_error "
-    "float int json key_1 len list max min ord range re reversed round self set sorted state str sum".split()
+    "float int json key_1 len list max min ord range reversed round self set sorted state str sum".split()
 )
 TEST_MODULE_NAMES: Final = frozenset(
     "Any BAD_ARGUMENTS Callable DomainError Environment FAMILIES FamilyFailed INTERNAL_ERROR Mapping Path "
@@ -395,8 +403,8 @@ TEST_MODULE_NAMES: Final = frozenset(
 )
 OTHER_MODULE_NAMES: Final = frozenset(
     "Any DEFAULT_STATE DomainError Environment Episode EpisodeError FAMILIES Family FamilyFailed Mapping "
-    "Path SCENARIOS SESSION_ID ScenarioError SessionError SessionStore State TOOL_SPECS __all__ _check_id "
-    "_write_atomically annotations json open_environment os re score tempfile threading".split()
+    "Path SCENARIOS SESSION_ID STEPS_COUNTED ScenarioError SessionError SessionStore State TOOL_SPECS "
+    "__all__ _check_id _write_atomically annotations json open_environment os re score tempfile threading".split()
 )
 PATTERNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "record": (

@@ -7,11 +7,11 @@ the emitter (`ports.Emitter`) and returns Python source with its precedence leve
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from compiler import ir
 from compiler.ir import typesys as ts
+from compiler.library import runtime
 from compiler.library import state as bi
 from compiler.library.entry import Effect, Function, Lowering, TypeRule
 from compiler.library.ports import Checker, Emitter
@@ -190,17 +190,18 @@ def _map_part(index: int) -> TypeRule:
     return check
 
 
-def check_matches(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
-    c.positional(call, "matches", [ts.STR, ts.STR], 2)
+def check_pattern_call(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    """`matches(text, pattern)`, `search(text, pattern)`. A literal pattern is checked now
+    (E3019: invalid, or outside the linear-time subset the runtime's matcher takes); one
+    computed at run time that is not valid simply matches nothing."""
+    name = _name(call)
+    c.positional(call, name, [ts.STR, ts.STR], 2)
     if len(call.args) == 2:
         pattern = call.args[1]
-        # A literal pattern is checked now; one computed at run time that is not a
-        # valid regular expression simply matches nothing.
         if isinstance(pattern, ir.Const) and isinstance(pattern.value, str):
-            try:
-                re.compile(pattern.value)
-            except re.error as exc:
-                c.error("E3019", f"invalid pattern: {exc}", pattern)
+            problem = runtime._regex_problem(pattern.value)
+            if problem is not None:
+                c.error("E3019", f"invalid pattern: {problem}", pattern)
     return ts.BOOL
 
 
@@ -407,6 +408,16 @@ def _environment_method(em: Emitter, call: ir.Call) -> tuple[str, str]:
     return f"self._{_name(call)}({', '.join(em.expr(a) for a in call.args)})", "postfix"
 
 
+def lower_range(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    """`range(n)` as a list; in a tool or helper built through `self._count_each`, so a huge `n`
+    is counted against the call's time limit as it is built."""
+    args = ", ".join(em.expr(a) for a in call.args)
+    if em.scope.kind == "test":
+        return f"list(range({args}))", "postfix"
+    em.scope.helpers.add("each")
+    return f"list(self._count_each(range({args})))", "postfix"
+
+
 def lower_values(em: Emitter, call: ir.Call) -> tuple[str, str]:
     return f"list({em.operand(call.args[0], 'postfix')}.values())", "postfix"
 
@@ -415,12 +426,14 @@ def lower_copy(em: Emitter, call: ir.Call) -> tuple[str, str]:
     return em.copy_of(call.args[0], call.args[0].ty or ts.ANY), "postfix"
 
 
-def lower_matches(em: Emitter, call: ir.Call) -> tuple[str, str]:
-    text, pattern = call.args
-    if isinstance(pattern, ir.Const) and em.scope.kind != "test":  # generated tests do not import re
-        return f"re.fullmatch({em.expr(pattern)}, {em.expr(text)}) is not None", "compare"
-    em.scope.helpers.add("matches")
-    return _runtime_helper(em, call)
+def lower_pattern_call(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    """`_matches`/`_search` of the runtime; in a tool or helper the matcher's work is
+    charged to the call's step budget (`self._count_steps`), so a call past its time limit stops."""
+    em.scope.helpers.add(_name(call))
+    args = [em.expr(a) for a in call.args]
+    if em.scope.kind != "test":
+        args.append("self._count_steps")
+    return f"{em.scope.module_prefix}_{_name(call)}({', '.join(args)})", "postfix"
 
 
 def lower_now(em: Emitter, call: ir.Call) -> tuple[str, str]:
@@ -493,14 +506,14 @@ FUNCTIONS: dict[str, Function] = {
         Function("str", "str(3)", check_str, python),
         Function("int", "int(2.5)", check_int, python),
         Function("float", "float(2)", check_float, python),
-        Function("range", "range(3)", check_range, _wrapped("list(range({args}))")),
+        Function("range", "range(3)", check_range, lower_range),
         Function("any", "any([x > 1 for x in xs])", check_any_all, iterating),
         Function("all", "all([x > 1 for x in xs])", check_any_all, iterating),
         Function("keys", "keys(m)", _map_part(0), _wrapped("list({args})")),
         Function("values", "values(m)", _map_part(1), lower_values),
         Function("copy", "copy(xs)", check_copy, lower_copy),
         Function("unique", "unique(xs)", _list_to_list, _wrapped("list(dict.fromkeys({args}))")),
-        Function("matches", 'matches(s, "[a-z]+")', check_matches, lower_matches),
+        Function("matches", 'matches(s, "[a-z]+")', check_pattern_call, lower_pattern_call, runtime=("matches",)),
         Function("stable_hash", "stable_hash(s)", sig(("str",), "int"), helper, runtime=("stable_hash",)),
         Function("type_of", "type_of(j)", sig(("json",), "str"), helper, runtime=("type_of",)),
         Function("as_number", "as_number(j)", _view(ts.JSON, ts.optional(ts.NUMBER)), helper, runtime=("as_number",)),
@@ -522,7 +535,7 @@ FUNCTIONS: dict[str, Function] = {
         ),
         Function("parse_json", "parse_json(s)", _view(ts.STR, ts.optional(ts.JSON)), helper, runtime=("parse_json",)),
         Function("valid_regex", "valid_regex(s)", sig(("str",), "bool"), helper, runtime=("valid_regex",)),
-        Function("search", 'search(s, "a")', sig(("str", "str"), "bool"), helper, runtime=("search",)),
+        Function("search", 'search(s, "a")', check_pattern_call, lower_pattern_call, runtime=("search",)),
         Function("ord", 'ord("a")', check_ord, python),
         Function("chr", "chr(97)", check_chr, python),
         Function(

@@ -14,18 +14,27 @@ RUNTIME_FILE = Path(__file__).with_name("runtime.py")
 
 @functools.cache
 def _runtime_functions() -> dict[str, tuple[str, frozenset[str]]]:
-    """Helper name (without `_`) -> (source, names of the helpers it calls)."""
+    """Helper name (without `_`) -> (source, names of the helpers it uses). Helpers are the
+    module's functions, classes and annotated constants (`_REGEX_CACHE: ... = {}`)."""
     text = RUNTIME_FILE.read_text(encoding="utf-8")
     tree = ast.parse(text)
-    defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    nodes = {name: node for node in tree.body if (name := _defined_name(node)) is not None}
     functions: dict[str, tuple[str, frozenset[str]]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            source = ast.get_source_segment(text, node)
-            assert source is not None
-            called = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in defined} - {node.name}
-            functions[node.name[1:]] = (source, frozenset(name[1:] for name in called))
+    for name, node in nodes.items():
+        source = ast.get_source_segment(text, node)
+        assert source is not None
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in nodes} - {name}
+        functions[name[1:]] = (source, frozenset(other[1:] for other in used))
     return functions
+
+
+def _defined_name(node: ast.stmt) -> str | None:
+    """The `_name` a top-level statement of runtime.py defines, if it is a helper."""
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id.startswith("_"):
+        return node.target.id
+    return None
 
 
 def runtime_names() -> frozenset[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -72,12 +73,12 @@ def _days_between(start: str, end: str) -> int:
     return (_moment(end).date() - _moment(start).date()).days
 
 
-def _matches(text: str, pattern: str) -> bool:
-    """Whole-string match; a pattern that is not a valid regular expression matches nothing."""
-    try:
-        return re.fullmatch(pattern, text) is not None
-    except re.error:
-        return False
+def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
+    """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
+    valid regular expression of the subset matches nothing. `charge` is the call's step
+    budget (`Environment._count_steps`), told of the work as it is done."""
+    found = _regex(pattern, False)
+    return found is not None and _regex_run(found, text, charge)
 
 
 def _stable_hash(text: str) -> int:
@@ -128,19 +129,15 @@ def _as_map(value: Any) -> dict[str, Any] | None:
 
 
 def _valid_regex(pattern: str) -> bool:
-    try:
-        re.compile(pattern)
-    except re.error:
-        return False
-    return True
+    """Whether `matches` and `search` take the pattern: valid for Python's `re` and within
+    the linear-time subset (`_regex_problem`)."""
+    return _regex(pattern, False) is not None
 
 
-def _search(text: str, pattern: str) -> bool:
-    """Whether the pattern occurs anywhere; an invalid pattern occurs nowhere."""
-    try:
-        return re.search(pattern, text) is not None
-    except re.error:
-        return False
+def _search(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
+    """Whether the pattern occurs anywhere, in linear time; an invalid pattern occurs nowhere."""
+    found = _regex(pattern, True)
+    return found is not None and _regex_run(found, text, charge)
 
 
 def _parse_int(text: str) -> int | None:
@@ -189,3 +186,387 @@ def _parse_datetime(text: str, template: str) -> str | None:
     except ValueError:
         return None
     return moment.replace(tzinfo=None).isoformat(timespec="seconds")
+
+
+# --------------------------------------------------------------------------- regular expressions
+# `matches`, `search` and `valid_regex` (and tool parameters' `pattern` rules) run on this
+# matcher, not on `re`'s backtracking one: a pattern is parsed to a Thompson NFA and the
+# NFA run as a lazily built DFA (each state a set of NFA positions), so a text costs time
+# linear in its length whatever the pattern (RE2's guarantee: `(a+)+$` on 10,000 `a`s and
+# a `!` answers in milliseconds). The subset is what that allows, with Python's meaning:
+# literals and escapes, `.`, classes with ranges and `\d \w \s` (and `\D \W \S`), the
+# anchors `^ $ \A \Z`, groups (plain, `(?:…)`, `(?P<name>…)`), `|`, and `* + ? {m} {m,}
+# {m,n}` (lazy forms too). Backreferences, lookarounds, `\b`, inline flags, conditionals
+# and possessive repeats are refused: such a pattern is not valid here.
+
+_REGEX_MAX_REPEAT: int = 1000
+"""The largest count a `{m,n}` repeat may give (RE2's limit)."""
+_REGEX_MAX_PROGRAM: int = 20_000
+"""The most NFA instructions a pattern may expand to (repeats are copies)."""
+_REGEX_MAX_STATES: int = 4096
+"""DFA states a pattern keeps before its table is started afresh (memory stays bounded)."""
+_REGEX_MAX_CACHED: int = 512
+"""Patterns kept compiled; past that the cache is emptied."""
+_REGEX_CACHE: dict[tuple[str, bool], _Regex | None] = {}
+_REGEX_ESCAPES: dict[str, str] = {"a": "\a", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+class _Regex:
+    """One pattern's program and the DFA built from it so far. A DFA state is a set of
+    program positions (characters to read, the end, or anchors not yet known to hold);
+    `rows[i]` maps a character to the next state, filled in as texts need it."""
+
+    __slots__ = ("accept", "index", "program", "rows", "search", "sets", "settled", "start")
+
+    def __init__(self, program: list[tuple[Any, ...]], search: bool) -> None:
+        self.program = program
+        self.search = search
+        self.start = _regex_closure(program, [0], True, False, False)[0]
+        self.sets: list[frozenset[int]] = []
+        self.rows: list[dict[str, int]] = []
+        self.accept: list[bool] = []
+        self.index: dict[frozenset[int], int] = {}
+        self.settled: dict[tuple[int, bool, bool, bool], int] = {}
+        """(state, begin, end, endz) -> the state where those anchors hold (`_regex_settle`)."""
+        self.state(frozenset())  # 0: no thread left
+
+    def state(self, threads: frozenset[int]) -> int:
+        """The number of a DFA state, made when new; a full table is emptied first (the
+        caller must then not store a transition from a state it numbered before)."""
+        found = self.index.get(threads)
+        if found is not None:
+            return found
+        if len(self.sets) >= _REGEX_MAX_STATES:
+            self.sets, self.rows, self.accept, self.index, self.settled = [], [], [], {}, {}
+            self.state(frozenset())
+        self.index[threads] = len(self.sets)
+        self.sets.append(threads)
+        self.rows.append({})
+        self.accept.append(len(self.program) - 1 in threads)
+        return len(self.sets) - 1
+
+
+def _regex(pattern: str, search: bool) -> _Regex | None:
+    """The compiled pattern (`search`: with a leading `.*` of any character), or None when
+    it is not valid (`_regex_problem`); kept for the next call."""
+    key = (pattern, search)
+    if key in _REGEX_CACHE:
+        return _REGEX_CACHE[key]
+    if len(_REGEX_CACHE) >= _REGEX_MAX_CACHED:
+        _REGEX_CACHE.clear()
+    try:
+        found: _Regex | None = _Regex(_regex_program(pattern, search), search)
+    except (ValueError, re.error, RecursionError):
+        found = None
+    _REGEX_CACHE[key] = found
+    return found
+
+
+def _regex_problem(pattern: str) -> str | None:
+    """Why the pattern is not valid (Python's `re` refuses it, or it is outside the
+    linear-time subset), or None. The compiler reports it for a literal pattern (E3019)."""
+    try:
+        _regex_program(pattern, False)
+    except re.error as error:
+        return str(error)
+    except ValueError as error:
+        return str(error)
+    except RecursionError:
+        return "the pattern nests too deeply"
+    return None
+
+
+def _regex_program(pattern: str, search: bool) -> list[tuple[Any, ...]]:
+    """The NFA program: `("char", class)`, `("split", a, b)`, `("jmp", a)`, `("at", kind)`,
+    and `("match",)` last. Valid for `re` first, so only the subset is this parser's to
+    check."""
+    re.compile(pattern)
+    flags = re.match(r"(?:\(\?[is]+\))*", pattern)
+    assert flags is not None
+    node, end = _regex_alternation(pattern, flags.end())
+    if end != len(pattern):  # `re` accepted it, so this is an unbalanced `)`
+        raise ValueError(f"unbalanced parenthesis at position {end}")
+    program: list[tuple[Any, ...]] = []
+    if search:  # any text before the match: `(?s:.)*`
+        program += [("split", 1, 3), ("char", (True, (), ""), False), ("jmp", 0)]
+    start = len(program)
+    _regex_emit(node, program)
+    program.append(("match",))
+    fold, dotall = "i" in flags[0], "s" in flags[0]
+    for pc in range(start, len(program)):
+        if program[pc][0] == "char":  # `.` under `(?s)` takes a newline too; `(?i)` ignores case
+            rule = (True, (), "") if dotall and program[pc][1][2] == "." else program[pc][1]
+            program[pc] = ("char", rule, fold)
+    return program
+
+
+def _regex_alternation(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    branches = []
+    node, at = _regex_sequence(pattern, at)
+    branches.append(node)
+    while at < len(pattern) and pattern[at] == "|":
+        node, at = _regex_sequence(pattern, at + 1)
+        branches.append(node)
+    return (branches[0] if len(branches) == 1 else ("alt", tuple(branches))), at
+
+
+def _regex_sequence(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    items: list[tuple[Any, ...]] = []
+    while at < len(pattern) and pattern[at] not in "|)":
+        item, at = _regex_atom(pattern, at)
+        item, at = _regex_repeats(pattern, at, item)
+        items.append(item)
+    return ("cat", tuple(items)), at
+
+
+def _regex_atom(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    char = pattern[at]
+    if char == "(":
+        return _regex_group(pattern, at + 1)
+    if char == "[":
+        return _regex_class(pattern, at + 1)
+    if char == ".":
+        return ("char", (True, ((10, 10),), ".")), at + 1  # kind `.`: no class, a mark for `(?s)`
+    if char == "^":
+        return ("at", "begin"), at + 1
+    if char == "$":
+        return ("at", "end"), at + 1
+    if char == "\\":
+        anchors = {"A": "begin", "Z": "endz"}
+        if pattern[at + 1] in anchors:
+            return ("at", anchors[pattern[at + 1]]), at + 2
+        item, at = _regex_escape(pattern, at + 1, False)
+        return ("char", item), at
+    return ("char", (False, ((ord(char), ord(char)),), "")), at + 1
+
+
+def _regex_group(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    """After `(`: a plain, non-capturing or named group; other `(?` forms are refused."""
+    if pattern.startswith("?:", at):
+        at += 2
+    elif pattern.startswith("?P<", at):
+        at = pattern.index(">", at) + 1
+    elif pattern.startswith("?", at):
+        what = "a backreference" if pattern.startswith("?P=", at) else "a lookaround"
+        if not pattern.startswith(("?=", "?!", "?<=", "?<!", "?P="), at):
+            what = "a flag other than a leading (?i) or (?s), a comment, conditional or atomic group"
+        raise ValueError(f"{what} at position {at - 1} is outside the linear-time subset")
+    node, at = _regex_alternation(pattern, at)
+    return node, at + 1  # past `)`
+
+
+def _regex_class(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    """After `[`: ranges and class escapes up to the closing `]` (a `]` first is literal)."""
+    negated = pattern[at] == "^"
+    at += negated
+    ranges: list[tuple[int, int]] = []
+    kinds = ""
+    first = at
+    while pattern[at] != "]" or at == first:
+        if pattern[at] == "\\":
+            item, at = _regex_escape(pattern, at + 1, True)
+        else:
+            item, at = (False, ((ord(pattern[at]), ord(pattern[at])),), ""), at + 1
+        if pattern[at] == "-" and pattern[at + 1] != "]" and not item[2]:  # a range (`re` checked its ends)
+            if pattern[at + 1] == "\\":
+                upper, at = _regex_escape(pattern, at + 2, True)
+            else:
+                upper, at = (False, ((ord(pattern[at + 1]), ord(pattern[at + 1])),), ""), at + 2
+            item = (False, ((item[1][0][0], upper[1][0][1]),), "")
+        ranges += item[1]
+        kinds += item[2]
+    return ("char", (negated, tuple(ranges), kinds)), at + 1
+
+
+def _regex_escape(pattern: str, at: int, in_class: bool) -> tuple[tuple[bool, tuple[tuple[int, int], ...], str], int]:
+    """After `\\`: a character class `(negated, ranges, kinds)` and where it ends."""
+    char = pattern[at]
+    if char in "dDwWsS":
+        return (False, (), char), at + 1
+    if char in "xuU":
+        size = {"x": 2, "u": 4, "U": 8}[char]
+        code = int(pattern[at + 1 : at + 1 + size], 16)
+        return (False, ((code, code),), ""), at + 1 + size
+    if char == "b" and in_class:
+        return (False, ((8, 8),), ""), at + 1
+    if char == "0" or (char in "1234567" and in_class):  # octal: up to three digits
+        digits = char
+        while len(digits) < 3 and at + len(digits) < len(pattern) and pattern[at + len(digits)] in "01234567":
+            digits += pattern[at + len(digits)]
+        return (False, ((int(digits, 8), int(digits, 8)),), ""), at + len(digits)
+    if char.isdigit() or char in "bBN":
+        what = "a backreference" if char.isdigit() else "a word boundary" if char in "bB" else "a named character"
+        raise ValueError(f"{what} at position {at - 1} is outside the linear-time subset")
+    code = ord(_REGEX_ESCAPES.get(char, char))
+    return (False, ((code, code),), ""), at + 1
+
+
+def _regex_repeats(pattern: str, at: int, item: tuple[Any, ...]) -> tuple[tuple[Any, ...], int]:
+    """The repeat after an atom, if any (`re` already refused a repeat of a repeat)."""
+    if at >= len(pattern) or pattern[at] not in "*+?{":
+        return item, at
+    low, high, end = {"*": (0, -1, at + 1), "+": (1, -1, at + 1), "?": (0, 1, at + 1)}.get(pattern[at], (0, 0, 0))
+    if pattern[at] == "{":
+        bounds = re.match(r"\{([0-9]*)(,?)([0-9]*)\}", pattern[at:])
+        if bounds is None or pattern.startswith("{}", at):
+            return item, at  # a literal `{`: the next atom reads it
+        low = int(bounds[1] or 0)
+        high = int(bounds[3]) if bounds[3] else (-1 if bounds[2] else low)
+        end = at + bounds.end()
+        if max(low, high) > _REGEX_MAX_REPEAT:
+            raise ValueError(f"a repeat count over {_REGEX_MAX_REPEAT} at position {at}")
+    if end < len(pattern) and pattern[end] == "?":
+        end += 1  # lazy: the same yes or no
+    elif end < len(pattern) and pattern[end] == "+":
+        raise ValueError(f"a possessive repeat at position {end} is outside the linear-time subset")
+    return ("repeat", item, low, high), end
+
+
+def _regex_emit(node: tuple[Any, ...], program: list[tuple[Any, ...]]) -> None:
+    """Append the instructions of `node` (Thompson's construction)."""
+    if len(program) > _REGEX_MAX_PROGRAM:
+        raise ValueError(f"the pattern expands to more than {_REGEX_MAX_PROGRAM} steps")
+    kind = node[0]
+    if kind == "cat":
+        for item in node[1]:
+            _regex_emit(item, program)
+    elif kind == "alt":
+        jumps = []
+        for branch in node[1][:-1]:
+            split = len(program)
+            program.append(("split", split + 1, -1))
+            _regex_emit(branch, program)
+            jumps.append(len(program))
+            program.append(("jmp", -1))
+            program[split] = ("split", split + 1, len(program))
+        _regex_emit(node[1][-1], program)
+        for jump in jumps:
+            program[jump] = ("jmp", len(program))
+    elif kind == "repeat":
+        _regex_emit_repeat(node[1], node[2], node[3], program)
+    else:  # "char", "at"
+        program.append(node)
+
+
+def _regex_emit_repeat(item: tuple[Any, ...], low: int, high: int, program: list[tuple[Any, ...]]) -> None:
+    for _ in range(low):
+        _regex_emit(item, program)
+    if high == -1:  # L: split(L+1, out); item; jmp L
+        loop = len(program)
+        program.append(("split", loop + 1, -1))
+        _regex_emit(item, program)
+        program.append(("jmp", loop))
+        program[loop] = ("split", loop + 1, len(program))
+        return
+    splits = []
+    for _ in range(high - low):
+        splits.append(len(program))
+        program.append(("split", len(program) + 1, -1))
+        _regex_emit(item, program)
+    for split in splits:
+        program[split] = ("split", split + 1, len(program))
+
+
+def _regex_closure(
+    program: list[tuple[Any, ...]], pcs: Any, begin: bool, end: bool, endz: bool
+) -> tuple[frozenset[int], int]:
+    """The threads at `pcs` after the jumps, splits and anchors that hold here (`begin`:
+    at the start; `end`: where `$` holds; `endz`: at the very end), and the instructions
+    visited. An anchor that does not hold stays, in case it holds after all once the
+    position is known better (the start or the end of the text)."""
+    seen: set[int] = set()
+    kept: list[int] = []
+    stack = list(pcs)
+    while stack:
+        pc = stack.pop()
+        if pc in seen:
+            continue
+        seen.add(pc)
+        op = program[pc]
+        if op[0] == "jmp":
+            stack.append(op[1])
+        elif op[0] == "split":
+            stack += (op[2], op[1])
+        elif op[0] == "at" and (begin if op[1] == "begin" else end if op[1] == "end" else endz):
+            stack.append(pc + 1)
+        else:
+            kept.append(pc)
+    return frozenset(kept), len(seen)
+
+
+def _regex_holds(rule: tuple[bool, tuple[tuple[int, int], ...], str], char: str, fold: bool) -> bool:
+    """Whether a character class takes `char` (`\\d \\w \\s` as Python's `re` reads them in
+    text; `fold`: under `(?i)`, or its lower or upper case)."""
+    negated, ranges, kinds = rule
+    variants = {char, char.lower(), char.upper()} if fold else (char,)
+    found = any(low <= ord(each) <= high for each in variants if len(each) == 1 for low, high in ranges)
+    for kind in kinds:
+        if found:
+            break
+        if kind == ".":
+            continue
+        if kind in "dD":
+            found = char.isdecimal() == (kind == "d")
+        elif kind in "wW":
+            found = (char.isalnum() or char == "_") == (kind == "w")
+        else:
+            found = char.isspace() == (kind == "s")
+    return found != negated
+
+
+def _regex_step(compiled: _Regex, state: int, char: str) -> tuple[frozenset[int], int]:
+    """The threads after reading `char` in `state` (anchors inside the text do not hold)."""
+    program = compiled.program
+    moved = [
+        pc + 1
+        for pc in compiled.sets[state]
+        if program[pc][0] == "char" and _regex_holds(program[pc][1], char, program[pc][2])
+    ]
+    threads, cost = _regex_closure(program, moved, False, False, False)
+    return threads, cost + len(compiled.sets[state])
+
+
+def _regex_settle(compiled: _Regex, state: int, begin: bool, end: bool, endz: bool) -> int:
+    """`state` where more anchors are known to hold: the start, or the end of the text
+    (kept, as transitions are: every text settles at its start and end)."""
+    key = (state, begin, end, endz)
+    found = compiled.settled.get(key)
+    if found is None:
+        settled = compiled.settled
+        found = compiled.state(_regex_closure(compiled.program, compiled.sets[state], begin, end, endz)[0])
+        if settled is compiled.settled:  # not started afresh meanwhile
+            settled[key] = found
+    return found
+
+
+def _regex_run(compiled: _Regex, text: str, charge: Callable[[int], None] | None) -> bool:
+    """Whether the program reaches its end over the whole text (a search program reads any
+    text before its pattern, and stops at the first match)."""
+    if charge is not None:
+        charge(len(text))
+    size = len(text)
+    # Anchors hold only at the start and near the end: elsewhere one table lookup a character.
+    last = size - 1 if size > 0 and text[-1] == "\n" else size  # `$` holds here and at the end
+    state = _regex_settle(compiled, compiled.state(compiled.start), True, last == 0, size == 0)
+    rows, accept, search = compiled.rows, compiled.accept, compiled.search
+    for position, char in enumerate(text):
+        if position == last and position > 0:
+            state = _regex_settle(compiled, state, False, True, False)
+            rows, accept = compiled.rows, compiled.accept
+        if search and accept[state]:
+            return True
+        following = rows[state].get(char)
+        if following is None:
+            threads, cost = _regex_step(compiled, state, char)
+            if charge is not None:
+                charge(cost)
+            following = compiled.state(threads)
+            if rows is compiled.rows:  # not started afresh: keep the transition
+                rows[state][char] = following
+            rows, accept = compiled.rows, compiled.accept
+        state = following
+        if not state:
+            return False
+    if size > 0:
+        state = _regex_settle(compiled, state, False, True, True)
+    return compiled.accept[state]

@@ -162,6 +162,8 @@ class _Builder:
             }
         families = lower_families(env, self.tables, self.kind)
         self.helpers |= families.helpers
+        if any(c.kind == "pattern" for tool in env.tools for param in tool.params for c in param.constraints):
+            self.helpers.add("matches")  # `pattern` rules run on the runtime's matcher
         used = self.helpers.union(*(s.helpers for s in self._test_scopes))
         helpers = used | set(runtime_helpers.needed(used))
         state_fields: list[dict[str, Any]] = [
@@ -238,6 +240,9 @@ class _Builder:
             "families": families.entries,
             "family_seeds": families.seeds,
             "rng_python": bi.RANDOM_SEED in {f.name for f in env.state},
+            "steps_counted": not any(
+                body.escape is not None for body in [*env.tools, *env.fns, *([env.on_load] if env.on_load else [])]
+            ),
             **self._load_context(),
             "on_load": on_load,
         }
@@ -425,6 +430,7 @@ class _Builder:
         names = ", ".join(f"`{name}`" for name in tool.recursion)
         what = f"helper {names}" if len(tool.recursion) == 1 else f"helpers {names}"
         return [
+            "self._count_steps(1)",  # each call is a step of the call's time limit (branching recursion)
             f"if {DEPTH} >= {HELPER_DEPTH}:",
             f"    raise RuntimeError({py_str(f'{what} recursed past {HELPER_DEPTH} nested calls')})",
         ]

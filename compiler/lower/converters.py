@@ -357,7 +357,7 @@ def _plain_test(var: str, param: ir.Param, enums: dict[str, ir.EnumDecl]) -> str
             "max": f" and {var} <= {bound}",
             "min_length": f" and len({var}) >= {bound}",
             "max_length": f" and len({var}) <= {bound}",
-            "pattern": f" and re.fullmatch({bound}, {var}) is not None",
+            "pattern": f" and _matches({var}, {bound})",
         }.get(kind, " and False")
     return f"({var} is None or ({test}))" if optional else test
 

@@ -293,8 +293,25 @@ class Emitter:
             return text, prec
         if op == "**":
             return self._power(e)
+        if op == "*" and self.scope.kind != "test":
+            repeated = self._repeat(e)
+            if repeated is not None:
+                return repeated, _PREC["postfix"]
         prec = _PREC[op]
         return f"{self.expr(e.left, prec)} {op} {self.expr(e.right, prec + 1)}", prec
+
+    def _repeat(self, e: ir.Binary) -> str | None:
+        """`s * n`, `xs * n` (or `n * s`) as `self._count_repeat(s, n)`: the length it builds is
+        charged to the call and bounded (a huge `n` would hold the process in C)."""
+        kinds = [ts.strip_optional(side.ty or ts.ANY).name for side in (e.left, e.right)]
+        if kinds[1] in ("str", "list") and kinds[0] == "int":
+            items, times = e.right, e.left
+        elif kinds[0] in ("str", "list") and kinds[1] == "int":
+            items, times = e.left, e.right
+        else:
+            return None
+        self.scope.helpers.add("repeat")
+        return f"self._count_repeat({self.expr(items)}, {self.expr(times)})"
 
     def _power(self, e: ir.Binary) -> tuple[str, int]:
         """`a ** b`, typed as the analysis typed it and as mypy sees it. An int to a literal
@@ -419,7 +436,7 @@ class Emitter:
         if e.value is None and e.cond is None and isinstance(e.elt, ir.Name) and e.targets == [e.elt.id]:
             return f"list({self.iterable(e.iter, 1)})", _PREC["postfix"]  # [x for x in xs]
         head = self.expr(e.elt) if e.value is None else f"{self.expr(e.elt)}: {self.expr(e.value)}"
-        loop = f"for {', '.join(e.targets)} in {self.iterable(e.iter, len(e.targets))}"
+        loop = f"for {', '.join(e.targets)} in {self.charged(self.iterable(e.iter, len(e.targets)), e.iter)}"
         cond = f" if {self.expr(e.cond, _PREC['or'])}" if e.cond is not None else ""
         body = f"{head} {loop}{cond}"
         return ("[" + body + "]") if e.value is None else ("{" + body + "}"), _PREC["atom"]
@@ -479,6 +496,17 @@ class Emitter:
         ):
             return self.iter_builtin(e)
         return text
+
+    def charged(self, text: str, e: ir.Expr) -> str:
+        """What a loop or comprehension of a tool or helper goes over, through `self._count_each`,
+        which counts its items against the call's time limit (docs/serving.md); `text` is
+        `e` as `iterable` wrote it. Tests and scoring run no such limit."""
+        if self.scope.kind == "test" or _few_items(e):
+            return text
+        if idioms.is_builtin_call(e, "reversed") and text.startswith("reversed("):
+            text = f"{self.operand(e.args[0], 'postfix')}[::-1]"  # a list, which has a length
+        self.scope.helpers.add("each")
+        return f"self._count_each({text})"
 
     def mentions_enum(self, ty: ir.TypeRef) -> bool:
         return ty.name in self.enums or any(self.mentions_enum(a) for a in ty.args)
@@ -587,6 +615,17 @@ def _is_view_call(e: ir.Expr) -> bool:
         and e.func.id in ("keys", "values", "unique")
         and len(e.args) == 1
     )
+
+
+def _few_items(e: ir.Expr) -> bool:
+    """A literal list or map, or `range` of a literal: what a loop over it does is bounded
+    by the spec's text (counted by the caller's own loop, if any)."""
+    if isinstance(e, (ir.ListLit, ir.MapLit)):
+        return True
+    if idioms.is_builtin_call(e, "range") and not e.kwargs:
+        bounds = [idioms.const_int(a) for a in e.args]
+        return bool(bounds) and all(b is not None for b in bounds) and max(b or 0 for b in bounds) <= 1000
+    return False
 
 
 def _empty_literal(e: ir.Expr) -> bool:

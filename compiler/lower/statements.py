@@ -336,6 +336,7 @@ class StatementEmitter(Emitter):
             copied = idioms.copying_loop(lines, names[0])
             if copied is not None:  # `for x in xs: out.append(x)` is `out.extend(xs)` (PERF402)
                 return [f"{pad}{copied}.extend({iterable})"]
+        iterable = self.charged(iterable, s.iter)
         target = ", ".join(names)
         if counter is not None:
             # `n = 0` and `n += 1` in the loop: enumerate (ruff's SIM113). n starts at 1 when

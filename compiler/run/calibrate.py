@@ -113,10 +113,11 @@ class Episode:
             return (env, own) if env in self.envs else None
         return self.task["envs"][0], tool
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
+    def call(self, tool: str, args: Mapping[str, Any] | None = None, limit: float | None = None) -> Any:
         """Call a tool: its JSON result or JSON error. Past `max_turns` a call is refused;
         past `timeout_s`, or of a tool the task does not offer, it is refused and takes a
-        turn."""
+        turn. A call still running `limit` seconds on, or at `timeout_s`, is stopped by
+        the package (the domain error `timeout`, nothing changed)."""
         if self.turns >= self.max_turns:
             return turn_error("turn_limit", f"the task allows {self.max_turns} calls")
         if time.monotonic() > self.deadline:
@@ -124,7 +125,8 @@ class Episode:
         elif (target := self.resolve(tool)) is None:
             result = turn_error("not_found", f"there is no tool `{tool}`")
         else:
-            result = self.sessions[target[0]].call(target[1], dict(args or {}))
+            stop = self.deadline if limit is None else min(self.deadline, time.monotonic() + limit)
+            result = self.sessions[target[0]].call(target[1], dict(args or {}), lambda: time.monotonic() > stop)
         self.transcript.append({"tool": tool, "args": dict(args or {}), "result": result})
         return result
 

@@ -44,6 +44,12 @@ from compiler.run import calibrate, scale
 from compiler.run.calibrate import Ending
 from compiler.synth import sample
 
+CALL_TIMEOUT = 10.0
+"""Seconds one tool call may run (as `envc serve`'s default `--call-timeout`); the package
+stops it then, or at the rollout's `timeout_s` if sooner: the domain error `timeout`, the
+call changed nothing and the rollout goes on (a call the agent made run long is its own
+doing, not an infrastructure failure)."""
+
 SCHEMA = "envc.rollout/1"
 """The `schema` of every trajectory row (docs/serving.md#envc-rollout)."""
 SEED_RANGE = 2**31
@@ -241,7 +247,7 @@ def run_call(episode: calibrate.Episode, call: ToolCall, transcript: Transcript)
         return Ending("invalid_call", problem, True)
     started = time.monotonic()
     try:
-        result = episode.call(call.name, arguments)
+        result = episode.call(call.name, arguments, CALL_TIMEOUT)
     except Exception as exc:  # the package's call never raises; anything that does is its bug
         return Ending("env_error", f"the environment raised {type(exc).__name__}: {exc}", False)
     finally:

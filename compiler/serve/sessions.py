@@ -9,8 +9,10 @@ compiler/run/calibrate.py's `Episode`, whose rules it keeps: the first environme
 scores, `initial_state` is `{"scenario", "changes"}` per environment). The outcomes a
 trainer must tell apart are the generated `Episode`'s (docs/serving.md): a domain error is
 an observation; an invalid call or reaching `max_turns` ends the episode unsuccessfully;
-an internal error of an environment, or a call past the per-call time limit, *breaks* the
-session: an infrastructure failure, `scorable: false`, never reward 0.
+an internal error of an environment, or a call that runs on past the per-call time limit,
+*breaks* the session: an infrastructure failure, `scorable: false`, never reward 0. A
+generated body stops itself at the limit instead: the domain error `timeout`, nothing
+changed, the episode goes on (only a python body, which counts no steps, runs on).
 
 Who may reach a session (docs/serving.md#threat-model): the trainer makes sessions and
 names them by episode id; the agent's channel names a session only by its `handle`, an
@@ -29,13 +31,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import re
 import secrets
+import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -44,6 +48,7 @@ from typing import Any
 
 from compiler.build import packages
 from compiler.serve import journal
+from compiler.serve.call_clock import CALL_GRACE, INLINE_SLICE, MoveToWorker, expiry, inline_clock
 from compiler.serve.catalog import Catalog, CatalogError, ServedEnv
 from compiler.synth import sample
 
@@ -277,7 +282,13 @@ class Session:
     """The token the agent's channel names this session by (None: no agent reaches it by
     name, as a WebSocket's own session). Unguessable, minted by the server."""
     history: list[dict[str, Any]] = field(default_factory=list)
-    """The calls so far, as journaled: `{"tool", "arguments", "digest"}`."""
+    """The calls so far, as journaled: `{"tool", "arguments", "digest"}` (no digest when
+    the session has no journal; `"timeout": true` on a call stopped at its time limit)."""
+    journaled: bool = True
+    """Whether calls get a result digest: a journal replay compares them."""
+    forked: bool = False
+    """Whether it shares state containers with a fork (one lock for them all, which a call
+    on the event loop must never wait for)."""
     ended: str | None = None
     broken: str | None = None
     last_active: float = 0.0
@@ -296,6 +307,14 @@ class Session:
     def turns(self) -> int:
         return len(self.history)
 
+    @functools.cached_property
+    def steps_counted(self) -> bool:
+        """Whether every environment's bodies count their steps (no python body, and the
+        class is the generated one, not a harness's subclass), so a call can be stopped,
+        or moved off the event loop, wherever it is."""
+        modules = (sys.modules.get(type(env).__module__) for env in self.envs.values())
+        return all(getattr(module, "STEPS_COUNTED", False) is True for module in modules)
+
     def observation(self) -> dict[str, Any]:
         """What the agent sees at the start: the prompt and its tools."""
         prompt = str(self.task.get("prompt", "")) if self.task is not None else ""
@@ -311,8 +330,9 @@ class Session:
         if self.ended is not None:
             raise EpisodeOver(f"the episode is over ({self.ended}): reset or close it", ended=self.ended)
 
-    def run(self, tool: str, arguments: Any) -> Outcome:
-        """One call, under the session's lock; the caller journals it."""
+    def run(self, tool: str, arguments: Any, expired: Callable[[], bool] | None = None) -> Outcome:
+        """One call, under the session's lock; the caller journals it. `expired` is the
+        call's clock: the package stops a call still running when it says so (`timeout`)."""
         self.check_open()
         target = self.routes.get(tool) if isinstance(tool, str) else None
         parsed = _arguments(arguments)
@@ -322,7 +342,7 @@ class Session:
                 tool, arguments, {"error": {"kind": "invalid_call", "message": problem}}, "invalid_call"
             )
         env, own = target
-        result = self.envs[env].call(own, parsed)
+        result = self.envs[env].call(own, parsed) if expired is None else self.envs[env].call(own, parsed, expired)
         kind = error_kind(result)
         if kind == "internal":
             self.broken = f"environment `{env}` failed in `{own}` (internal error)"
@@ -330,8 +350,22 @@ class Session:
         ended = "turn_limit" if self.turns + 1 >= self.max_turns else None
         return self._record(tool, parsed, result, ended, domain_error=kind is not None)
 
+    def replay_stopped(self, record: Mapping[str, Any]) -> None:
+        """A journaled call that was stopped at its time limit: it changed nothing, and is
+        not run again (with no limit it would run on, to some other end)."""
+        self.check_open()
+        entry = {"tool": record["tool"], "arguments": record["arguments"], "digest": record.get("digest")}
+        self.history.append({**entry, "timeout": True})
+        if self.turns >= self.max_turns:
+            self.ended = "turn_limit"
+
     def _record(self, tool: Any, arguments: Any, result: Any, ended: str | None, domain_error: bool = False) -> Outcome:
-        self.history.append({"tool": tool, "arguments": arguments, "digest": result_digest(result)})
+        entry = {"tool": tool, "arguments": arguments}
+        if self.journaled:  # a digest costs a JSON encoding and a hash: only a replay needs it
+            entry["digest"] = result_digest(result)
+        if domain_error and error_kind(result) == "timeout":
+            entry["timeout"] = True
+        self.history.append(entry)
         if ended is not None and ended != "infrastructure":
             self.ended = ended
         return Outcome(
@@ -513,6 +547,7 @@ class SessionManager:
         try:
             session = build_session(self.catalog, episode_id, start, owner)
             session.handle = handle
+            session.journaled = self.data_dir is not None
             self._journal_start(session, [])
         except BaseException:
             self._unreserve(owner)
@@ -541,10 +576,13 @@ class SessionManager:
                     owner=TRAINER,
                     handle=new_handle(),
                     history=list(source.history),
+                    journaled=source.journaled,
+                    forked=True,
                     ended=source.ended,
                     broken=source.broken,
                     seed_effect=source.seed_effect,
                 )
+                source.forked = True
                 self._journal_start(copy, copy.history)
         except BaseException:
             self._unreserve(TRAINER)
@@ -664,39 +702,74 @@ class SessionManager:
 
     # ------------------------------------------------------------------ calls
 
-    def submit(self, episode_id: str, tool: str, arguments: Any) -> tuple[Session, Future[Outcome]]:
+    def submit(
+        self, episode_id: str, tool: str, arguments: Any, limit: float | None = None
+    ) -> tuple[Session, Future[Outcome]]:
         """Start a call on a worker thread (its journal record is fsynced before the
-        future completes)."""
+        future completes); the package stops it `limit` seconds from now."""
         session = self.get(episode_id)
         session.check_open()
         with self._lock:
             session.busy += 1
-        return session, self._executor.submit(self._run_and_journal, session, tool, arguments)
+        return session, self._executor.submit(self._run_and_journal, session, tool, arguments, expiry(limit))
 
     def call(self, episode_id: str, tool: str, arguments: Any) -> Outcome:
-        """A call, waiting at most `call_timeout` seconds (blocking; for threads)."""
-        session, future = self.submit(episode_id, tool, arguments)
+        """A call, stopped at `call_timeout` seconds (blocking; for threads)."""
+        limit = self.limits.call_timeout
+        session, future = self.submit(episode_id, tool, arguments, limit)
         try:
-            return future.result(timeout=self.limits.call_timeout)
+            return future.result(timeout=None if limit is None else limit + CALL_GRACE)
         except FutureTimeout:
-            return self.abandon(session, self.limits.call_timeout)
+            return self.abandon(session, limit)
         finally:
             self._done(session)
 
     async def acall(self, episode_id: str, tool: str, arguments: Any, timeout: float | None = None) -> Outcome:
         """The same from the event loop, which stays free while the call runs; `timeout`
-        can shorten the server's limit for one call, never lengthen it."""
-        session, future = self.submit(episode_id, tool, arguments)
+        can shorten the server's limit for one call, never lengthen it. The call stops
+        itself at the limit; one still running `CALL_GRACE` later gives its session up.
+        A call first runs on the loop itself (`inline`); one that takes longer than
+        `INLINE_SLICE` goes to a worker thread."""
         limit = min((t for t in (timeout, self.limits.call_timeout) if t is not None), default=None)
+        done = self.inline(episode_id, tool, arguments)
+        if done is not None:
+            return done
+        session, future = self.submit(episode_id, tool, arguments, limit)
         try:
             running = asyncio.wrap_future(future)
-            done, _ = await asyncio.wait({running}, timeout=limit)
-            if not done:
-                running.add_done_callback(_ignore_outcome)
-                return self.abandon(session, limit)
-            return running.result()
+            if limit is None:
+                return await running
+            overdue = asyncio.get_running_loop().call_later(limit + CALL_GRACE, running.cancel)
+            try:
+                return await running
+            except asyncio.CancelledError:
+                if overdue.when() <= asyncio.get_running_loop().time():  # our own timer gave up on it
+                    return self.abandon(session, limit)
+                raise  # the client went away
+            finally:
+                overdue.cancel()
         finally:
             self._done(session)
+
+    def inline(self, episode_id: str, tool: str, arguments: Any) -> Outcome | None:
+        """Run a call right here (on the event loop) if it can be moved away: its bodies
+        count their steps, it has no journal to fsync and its session is free. Past
+        `INLINE_SLICE` the package rolls it back (`MoveToWorker`): None, as for a call
+        that cannot run here; the caller then runs it on a worker thread."""
+        session = self.get(episode_id)
+        session.check_open()
+        if session.log is not None or session.forked or not session.steps_counted:
+            return None
+        if not session.lock.acquire(blocking=False):
+            return None
+        try:
+            outcome = session.run(tool, arguments, inline_clock(time.monotonic() + INLINE_SLICE))
+        except MoveToWorker:
+            return None
+        finally:
+            session.lock.release()
+        session.last_active = time.monotonic()
+        return outcome
 
     def abandon(self, session: Session, seconds: float | None) -> Outcome:
         """A call past its time limit: Python cannot stop the thread, so the session is
@@ -729,9 +802,11 @@ class SessionManager:
             for entry in env.entries
         ]
 
-    def _run_and_journal(self, session: Session, tool: str, arguments: Any) -> Outcome:
+    def _run_and_journal(
+        self, session: Session, tool: str, arguments: Any, expired: Callable[[], bool] | None
+    ) -> Outcome:
         with session.lock:
-            outcome = session.run(tool, arguments)
+            outcome = session.run(tool, arguments, expired)
             with session.journal_lock:
                 if session.log is None or session.abandoned:
                     return outcome
@@ -846,6 +921,8 @@ class SessionManager:
         for number, record in enumerate(rest, 2):
             if record["op"] == "broken":
                 session.broken = str(record["reason"])
+            elif record["op"] == "call" and record.get("timeout") is True:
+                session.replay_stopped(record)
             elif record["op"] == "call":
                 self._replay_call(session, record, f"{path}:{number}")
             else:
@@ -887,12 +964,6 @@ def _restored_handle(first: Mapping[str, Any], owner: str) -> str | None:
         return None
     handle = first.get("handle")
     return str(handle) if handle else new_handle()
-
-
-def _ignore_outcome(running: asyncio.Future[Outcome]) -> None:
-    """Retrieve what an abandoned call ended with (it was reported as a timeout)."""
-    if not running.cancelled():
-        running.exception()
 
 
 def new_episode_id() -> str:

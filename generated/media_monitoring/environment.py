@@ -22,11 +22,11 @@ import math
 import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from pathlib import Path
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -244,6 +244,16 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
     }
 }
 """What an agent sees when a tool fails for a reason that is not its fault."""
+
+TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; nothing was changed."
+"""The domain error `timeout`: a call given a clock (`Environment.call`'s `expired`) whose
+time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
+steps (`Environment._count_steps`) and look at the clock every `_TICKS` of them."""
+_TICKS: Final = 1000
+STEPS_COUNTED: Final = True
+"""Whether every body counts its steps (there is no python body, which counts none): a
+call given a clock then stops wherever its time runs out."""
+_Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation
 
@@ -686,7 +696,7 @@ def _check_limits(param: Param, value: Any) -> None:
             or (limit == "max" and value > bound)
             or (limit in ("min_length", "min_items") and len(value) < bound)
             or (limit in ("max_length", "max_items") and len(value) > bound)
-            or (limit == "pattern" and re.fullmatch(bound, value) is None)
+            or (limit == "pattern" and not _matches(value, bound))
         )
         if broken:
             rule = limit.replace("_", " ")
@@ -2657,6 +2667,54 @@ class _Family:
         self.applied = delta
 
 
+_REGEX_CACHE: dict[tuple[str, bool], _Regex | None] = {}
+
+_REGEX_ESCAPES: dict[str, str] = {"a": "\a", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+_REGEX_MAX_CACHED: int = 512
+
+_REGEX_MAX_PROGRAM: int = 20_000
+
+_REGEX_MAX_REPEAT: int = 1000
+
+_REGEX_MAX_STATES: int = 4096
+
+
+class _Regex:
+    """One pattern's program and the DFA built from it so far. A DFA state is a set of
+    program positions (characters to read, the end, or anchors not yet known to hold);
+    `rows[i]` maps a character to the next state, filled in as texts need it."""
+
+    __slots__ = ("accept", "index", "program", "rows", "search", "sets", "settled", "start")
+
+    def __init__(self, program: list[tuple[Any, ...]], search: bool) -> None:
+        self.program = program
+        self.search = search
+        self.start = _regex_closure(program, [0], True, False, False)[0]
+        self.sets: list[frozenset[int]] = []
+        self.rows: list[dict[str, int]] = []
+        self.accept: list[bool] = []
+        self.index: dict[frozenset[int], int] = {}
+        self.settled: dict[tuple[int, bool, bool, bool], int] = {}
+        """(state, begin, end, endz) -> the state where those anchors hold (`_regex_settle`)."""
+        self.state(frozenset())  # 0: no thread left
+
+    def state(self, threads: frozenset[int]) -> int:
+        """The number of a DFA state, made when new; a full table is emptied first (the
+        caller must then not store a transition from a state it numbered before)."""
+        found = self.index.get(threads)
+        if found is not None:
+            return found
+        if len(self.sets) >= _REGEX_MAX_STATES:
+            self.sets, self.rows, self.accept, self.index, self.settled = [], [], [], {}, {}
+            self.state(frozenset())
+        self.index[threads] = len(self.sets)
+        self.sets.append(threads)
+        self.rows.append({})
+        self.accept.append(len(self.program) - 1 in threads)
+        return len(self.sets) - 1
+
+
 def _as_bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
@@ -2679,6 +2737,352 @@ def _as_number(value: Any) -> float | None:
 
 def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
+    """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
+    valid regular expression of the subset matches nothing. `charge` is the call's step
+    budget (`Environment._count_steps`), told of the work as it is done."""
+    found = _regex(pattern, False)
+    return found is not None and _regex_run(found, text, charge)
+
+
+def _regex(pattern: str, search: bool) -> _Regex | None:
+    """The compiled pattern (`search`: with a leading `.*` of any character), or None when
+    it is not valid (`_regex_problem`); kept for the next call."""
+    key = (pattern, search)
+    if key in _REGEX_CACHE:
+        return _REGEX_CACHE[key]
+    if len(_REGEX_CACHE) >= _REGEX_MAX_CACHED:
+        _REGEX_CACHE.clear()
+    try:
+        found: _Regex | None = _Regex(_regex_program(pattern, search), search)
+    except (ValueError, re.error, RecursionError):
+        found = None
+    _REGEX_CACHE[key] = found
+    return found
+
+
+def _regex_alternation(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    branches = []
+    node, at = _regex_sequence(pattern, at)
+    branches.append(node)
+    while at < len(pattern) and pattern[at] == "|":
+        node, at = _regex_sequence(pattern, at + 1)
+        branches.append(node)
+    return (branches[0] if len(branches) == 1 else ("alt", tuple(branches))), at
+
+
+def _regex_atom(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    char = pattern[at]
+    if char == "(":
+        return _regex_group(pattern, at + 1)
+    if char == "[":
+        return _regex_class(pattern, at + 1)
+    if char == ".":
+        return ("char", (True, ((10, 10),), ".")), at + 1  # kind `.`: no class, a mark for `(?s)`
+    if char == "^":
+        return ("at", "begin"), at + 1
+    if char == "$":
+        return ("at", "end"), at + 1
+    if char == "\\":
+        anchors = {"A": "begin", "Z": "endz"}
+        if pattern[at + 1] in anchors:
+            return ("at", anchors[pattern[at + 1]]), at + 2
+        item, at = _regex_escape(pattern, at + 1, False)
+        return ("char", item), at
+    return ("char", (False, ((ord(char), ord(char)),), "")), at + 1
+
+
+def _regex_class(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    """After `[`: ranges and class escapes up to the closing `]` (a `]` first is literal)."""
+    negated = pattern[at] == "^"
+    at += negated
+    ranges: list[tuple[int, int]] = []
+    kinds = ""
+    first = at
+    while pattern[at] != "]" or at == first:
+        if pattern[at] == "\\":
+            item, at = _regex_escape(pattern, at + 1, True)
+        else:
+            item, at = (False, ((ord(pattern[at]), ord(pattern[at])),), ""), at + 1
+        if (
+            pattern[at] == "-" and pattern[at + 1] != "]" and not item[2]
+        ):  # a range (`re` checked its ends)
+            if pattern[at + 1] == "\\":
+                upper, at = _regex_escape(pattern, at + 2, True)
+            else:
+                upper, at = (False, ((ord(pattern[at + 1]), ord(pattern[at + 1])),), ""), at + 2
+            item = (False, ((item[1][0][0], upper[1][0][1]),), "")
+        ranges += item[1]
+        kinds += item[2]
+    return ("char", (negated, tuple(ranges), kinds)), at + 1
+
+
+def _regex_closure(
+    program: list[tuple[Any, ...]], pcs: Any, begin: bool, end: bool, endz: bool
+) -> tuple[frozenset[int], int]:
+    """The threads at `pcs` after the jumps, splits and anchors that hold here (`begin`:
+    at the start; `end`: where `$` holds; `endz`: at the very end), and the instructions
+    visited. An anchor that does not hold stays, in case it holds after all once the
+    position is known better (the start or the end of the text)."""
+    seen: set[int] = set()
+    kept: list[int] = []
+    stack = list(pcs)
+    while stack:
+        pc = stack.pop()
+        if pc in seen:
+            continue
+        seen.add(pc)
+        op = program[pc]
+        if op[0] == "jmp":
+            stack.append(op[1])
+        elif op[0] == "split":
+            stack += (op[2], op[1])
+        elif op[0] == "at" and (begin if op[1] == "begin" else end if op[1] == "end" else endz):
+            stack.append(pc + 1)
+        else:
+            kept.append(pc)
+    return frozenset(kept), len(seen)
+
+
+def _regex_emit(node: tuple[Any, ...], program: list[tuple[Any, ...]]) -> None:
+    """Append the instructions of `node` (Thompson's construction)."""
+    if len(program) > _REGEX_MAX_PROGRAM:
+        raise ValueError(f"the pattern expands to more than {_REGEX_MAX_PROGRAM} steps")
+    kind = node[0]
+    if kind == "cat":
+        for item in node[1]:
+            _regex_emit(item, program)
+    elif kind == "alt":
+        jumps = []
+        for branch in node[1][:-1]:
+            split = len(program)
+            program.append(("split", split + 1, -1))
+            _regex_emit(branch, program)
+            jumps.append(len(program))
+            program.append(("jmp", -1))
+            program[split] = ("split", split + 1, len(program))
+        _regex_emit(node[1][-1], program)
+        for jump in jumps:
+            program[jump] = ("jmp", len(program))
+    elif kind == "repeat":
+        _regex_emit_repeat(node[1], node[2], node[3], program)
+    else:  # "char", "at"
+        program.append(node)
+
+
+def _regex_emit_repeat(
+    item: tuple[Any, ...], low: int, high: int, program: list[tuple[Any, ...]]
+) -> None:
+    for _ in range(low):
+        _regex_emit(item, program)
+    if high == -1:  # L: split(L+1, out); item; jmp L
+        loop = len(program)
+        program.append(("split", loop + 1, -1))
+        _regex_emit(item, program)
+        program.append(("jmp", loop))
+        program[loop] = ("split", loop + 1, len(program))
+        return
+    splits = []
+    for _ in range(high - low):
+        splits.append(len(program))
+        program.append(("split", len(program) + 1, -1))
+        _regex_emit(item, program)
+    for split in splits:
+        program[split] = ("split", split + 1, len(program))
+
+
+def _regex_escape(
+    pattern: str, at: int, in_class: bool
+) -> tuple[tuple[bool, tuple[tuple[int, int], ...], str], int]:
+    """After `\\`: a character class `(negated, ranges, kinds)` and where it ends."""
+    char = pattern[at]
+    if char in "dDwWsS":
+        return (False, (), char), at + 1
+    if char in "xuU":
+        size = {"x": 2, "u": 4, "U": 8}[char]
+        code = int(pattern[at + 1 : at + 1 + size], 16)
+        return (False, ((code, code),), ""), at + 1 + size
+    if char == "b" and in_class:
+        return (False, ((8, 8),), ""), at + 1
+    if char == "0" or (char in "1234567" and in_class):  # octal: up to three digits
+        digits = char
+        while (
+            len(digits) < 3
+            and at + len(digits) < len(pattern)
+            and pattern[at + len(digits)] in "01234567"
+        ):
+            digits += pattern[at + len(digits)]
+        return (False, ((int(digits, 8), int(digits, 8)),), ""), at + len(digits)
+    if char.isdigit() or char in "bBN":
+        what = (
+            "a backreference"
+            if char.isdigit()
+            else "a word boundary"
+            if char in "bB"
+            else "a named character"
+        )
+        raise ValueError(f"{what} at position {at - 1} is outside the linear-time subset")
+    code = ord(_REGEX_ESCAPES.get(char, char))
+    return (False, ((code, code),), ""), at + 1
+
+
+def _regex_group(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    """After `(`: a plain, non-capturing or named group; other `(?` forms are refused."""
+    if pattern.startswith("?:", at):
+        at += 2
+    elif pattern.startswith("?P<", at):
+        at = pattern.index(">", at) + 1
+    elif pattern.startswith("?", at):
+        what = "a backreference" if pattern.startswith("?P=", at) else "a lookaround"
+        if not pattern.startswith(("?=", "?!", "?<=", "?<!", "?P="), at):
+            what = (
+                "a flag other than a leading (?i) or (?s), a comment, conditional or atomic group"
+            )
+        raise ValueError(f"{what} at position {at - 1} is outside the linear-time subset")
+    node, at = _regex_alternation(pattern, at)
+    return node, at + 1
+
+
+def _regex_holds(
+    rule: tuple[bool, tuple[tuple[int, int], ...], str], char: str, fold: bool
+) -> bool:
+    """Whether a character class takes `char` (`\\d \\w \\s` as Python's `re` reads them in
+    text; `fold`: under `(?i)`, or its lower or upper case)."""
+    negated, ranges, kinds = rule
+    variants = {char, char.lower(), char.upper()} if fold else (char,)
+    found = any(
+        low <= ord(each) <= high for each in variants if len(each) == 1 for low, high in ranges
+    )
+    for kind in kinds:
+        if found:
+            break
+        if kind == ".":
+            continue
+        if kind in "dD":
+            found = char.isdecimal() == (kind == "d")
+        elif kind in "wW":
+            found = (char.isalnum() or char == "_") == (kind == "w")
+        else:
+            found = char.isspace() == (kind == "s")
+    return found != negated
+
+
+def _regex_program(pattern: str, search: bool) -> list[tuple[Any, ...]]:
+    """The NFA program: `("char", class)`, `("split", a, b)`, `("jmp", a)`, `("at", kind)`,
+    and `("match",)` last. Valid for `re` first, so only the subset is this parser's to
+    check."""
+    re.compile(pattern)
+    flags = re.match(r"(?:\(\?[is]+\))*", pattern)
+    assert flags is not None
+    node, end = _regex_alternation(pattern, flags.end())
+    if end != len(pattern):  # `re` accepted it, so this is an unbalanced `)`
+        raise ValueError(f"unbalanced parenthesis at position {end}")
+    program: list[tuple[Any, ...]] = []
+    if search:  # any text before the match: `(?s:.)*`
+        program += [("split", 1, 3), ("char", (True, (), ""), False), ("jmp", 0)]
+    start = len(program)
+    _regex_emit(node, program)
+    program.append(("match",))
+    fold, dotall = "i" in flags[0], "s" in flags[0]
+    for pc in range(start, len(program)):
+        if program[pc][0] == "char":  # `.` under `(?s)` takes a newline too; `(?i)` ignores case
+            rule = (True, (), "") if dotall and program[pc][1][2] == "." else program[pc][1]
+            program[pc] = ("char", rule, fold)
+    return program
+
+
+def _regex_repeats(pattern: str, at: int, item: tuple[Any, ...]) -> tuple[tuple[Any, ...], int]:
+    """The repeat after an atom, if any (`re` already refused a repeat of a repeat)."""
+    if at >= len(pattern) or pattern[at] not in "*+?{":
+        return item, at
+    low, high, end = {"*": (0, -1, at + 1), "+": (1, -1, at + 1), "?": (0, 1, at + 1)}.get(
+        pattern[at], (0, 0, 0)
+    )
+    if pattern[at] == "{":
+        bounds = re.match(r"\{([0-9]*)(,?)([0-9]*)\}", pattern[at:])
+        if bounds is None or pattern.startswith("{}", at):
+            return item, at  # a literal `{`: the next atom reads it
+        low = int(bounds[1] or 0)
+        high = int(bounds[3]) if bounds[3] else (-1 if bounds[2] else low)
+        end = at + bounds.end()
+        if max(low, high) > _REGEX_MAX_REPEAT:
+            raise ValueError(f"a repeat count over {_REGEX_MAX_REPEAT} at position {at}")
+    if end < len(pattern) and pattern[end] == "?":
+        end += 1  # lazy: the same yes or no
+    elif end < len(pattern) and pattern[end] == "+":
+        raise ValueError(f"a possessive repeat at position {end} is outside the linear-time subset")
+    return ("repeat", item, low, high), end
+
+
+def _regex_run(compiled: _Regex, text: str, charge: Callable[[int], None] | None) -> bool:
+    """Whether the program reaches its end over the whole text (a search program reads any
+    text before its pattern, and stops at the first match)."""
+    if charge is not None:
+        charge(len(text))
+    size = len(text)
+    # Anchors hold only at the start and near the end: elsewhere one table lookup a character.
+    last = size - 1 if size > 0 and text[-1] == "\n" else size  # `$` holds here and at the end
+    state = _regex_settle(compiled, compiled.state(compiled.start), True, last == 0, size == 0)
+    rows, accept, search = compiled.rows, compiled.accept, compiled.search
+    for position, char in enumerate(text):
+        if position == last and position > 0:
+            state = _regex_settle(compiled, state, False, True, False)
+            rows, accept = compiled.rows, compiled.accept
+        if search and accept[state]:
+            return True
+        following = rows[state].get(char)
+        if following is None:
+            threads, cost = _regex_step(compiled, state, char)
+            if charge is not None:
+                charge(cost)
+            following = compiled.state(threads)
+            if rows is compiled.rows:  # not started afresh: keep the transition
+                rows[state][char] = following
+            rows, accept = compiled.rows, compiled.accept
+        state = following
+        if not state:
+            return False
+    if size > 0:
+        state = _regex_settle(compiled, state, False, True, True)
+    return compiled.accept[state]
+
+
+def _regex_sequence(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    items: list[tuple[Any, ...]] = []
+    while at < len(pattern) and pattern[at] not in "|)":
+        item, at = _regex_atom(pattern, at)
+        item, at = _regex_repeats(pattern, at, item)
+        items.append(item)
+    return ("cat", tuple(items)), at
+
+
+def _regex_settle(compiled: _Regex, state: int, begin: bool, end: bool, endz: bool) -> int:
+    """`state` where more anchors are known to hold: the start, or the end of the text
+    (kept, as transitions are: every text settles at its start and end)."""
+    key = (state, begin, end, endz)
+    found = compiled.settled.get(key)
+    if found is None:
+        settled = compiled.settled
+        found = compiled.state(
+            _regex_closure(compiled.program, compiled.sets[state], begin, end, endz)[0]
+        )
+        if settled is compiled.settled:  # not started afresh meanwhile
+            settled[key] = found
+    return found
+
+
+def _regex_step(compiled: _Regex, state: int, char: str) -> tuple[frozenset[int], int]:
+    """The threads after reading `char` in `state` (anchors inside the text do not hold)."""
+    program = compiled.program
+    moved = [
+        pc + 1
+        for pc in compiled.sets[state]
+        if program[pc][0] == "char" and _regex_holds(program[pc][1], char, program[pc][2])
+    ]
+    threads, cost = _regex_closure(program, moved, False, False, False)
+    return threads, cost + len(compiled.sets[state])
 
 
 def _type_of(value: Any) -> str:
@@ -2775,8 +3179,17 @@ class Environment:
             )
         return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
-        """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
+    def call(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        expired: Callable[[], bool] | None = None,
+    ) -> Any:
+        """Run a tool for an agent: a JSON result, or a JSON error; never an exception.
+        Given `expired` (the harness's clock: true once the call's time is up), a call
+        still running then stops: the domain error `timeout`, nothing changed."""
+        if expired is not None:
+            return self._call_with_clock(tool, args, expired)
         try:
             spec = TOOL_SPECS.get(tool) if type(tool) is str else None
             if spec is not None:  # the common case: the tool's own caller
@@ -2790,6 +3203,45 @@ class Environment:
             if not isinstance(error, Exception):
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
+
+    def _call_with_clock(
+        self, tool: str, args: Mapping[str, Any] | None, expired: Callable[[], bool]
+    ) -> Any:
+        self._call_clock = expired
+        self._steps_left = 0  # the clock is read at the first step
+        try:
+            return self.call(tool, args)
+        finally:
+            self._call_clock = None
+
+    _steps_left = _TICKS
+    """Steps left before the clock is read again."""
+    _call_clock: Callable[[], bool] | None = None
+    """The running call's clock (`call`'s `expired`); none outside such a call."""
+
+    def _count_steps(self, steps: int) -> None:
+        """Count a call's work; every `_TICKS` steps, stop it if its time is up."""
+        self._steps_left -= steps
+        if self._steps_left < 0:
+            self._steps_left = _TICKS
+            if self._call_clock is not None and self._call_clock():
+                raise DomainError("timeout", TIMEOUT_MESSAGE)
+
+    def _count_each(self, items: Collection[_Item]) -> Iterable[_Item]:
+        """What a loop or comprehension goes over: the items themselves, their number
+        charged up front, or for more than `_TICKS` items one charged at a time."""
+        size = len(items)
+        if size > _TICKS:
+            return self._count_each_one(items)
+        self._steps_left -= size  # `_count_steps`, inline: this runs for every loop
+        if self._steps_left < 0:
+            self._count_steps(0)
+        return items
+
+    def _count_each_one(self, items: Iterable[_Item]) -> Iterator[_Item]:
+        for item in items:
+            self._count_steps(1)
+            yield item
 
     def register_feed(
         self, feed_id: str, name: str, format: InputFormat, tags: list[str] | None = None
@@ -2823,7 +3275,11 @@ class Environment:
         """Registered sources in id order, optionally of one format."""
         state = self._state
         return sorted(
-            [s for s in state["feeds"].values() if format is None or s["format"] == format],
+            [
+                s
+                for s in self._count_each(state["feeds"].values())
+                if format is None or s["format"] == format
+            ],
             key=lambda s: s["id"],
         )
 
@@ -2900,7 +3356,7 @@ class Environment:
             queued = sorted(
                 [
                     j
-                    for j in state["jobs"].values()
+                    for j in self._count_each(state["jobs"].values())
                     if j["status"] == "queued" and (feed_id is None or j["source_id"] == feed_id)
                 ],
                 key=lambda j: j["id"],
@@ -2912,10 +3368,14 @@ class Environment:
                     entity="queue",
                     field="status",
                     allowed=sorted(
-                        [j["id"] for j in state["jobs"].values() if j["status"] == "queued"]
+                        [
+                            j["id"]
+                            for j in self._count_each(state["jobs"].values())
+                            if j["status"] == "queued"
+                        ]
                     ),
                 )
-            for job in queued:
+            for job in self._count_each(queued):
                 self._run_job(job)
                 self._audit("process", f"job {job['id']}", f"{job['status']}")
             return queued
@@ -2940,7 +3400,7 @@ class Environment:
         return sorted(
             [
                 j
-                for j in state["jobs"].values()
+                for j in self._count_each(state["jobs"].values())
                 if (status is None or j["status"] == status)
                 and (job_type is None or j["job_type"] == job_type)
                 and (feed_id is None or j["source_id"] == feed_id)
@@ -2964,8 +3424,8 @@ class Environment:
         state = self._state
         self._undo.tool = "build_digest"
         try:
-            key_fields = list(dict.fromkeys([k.strip() for k in dedup_keys]))
-            if len([k for k in key_fields if len(k) == 0]) != 0:
+            key_fields = list(dict.fromkeys([k.strip() for k in self._count_each(dedup_keys)]))
+            if len([k for k in self._count_each(key_fields) if len(k) == 0]) != 0:
                 raise DomainError(
                     "invalid_argument",
                     "dedup key names must not be empty",
@@ -2974,7 +3434,7 @@ class Environment:
                 )
             chosen: list[int] = []
             if job_ids is None:
-                for job_id in sorted(state["jobs"]):
+                for job_id in self._count_each(sorted(state["jobs"])):
                     if state["jobs"][job_id]["status"] == "completed":
                         chosen.append(job_id)
                 if len(chosen) <= 0:
@@ -2984,7 +3444,11 @@ class Environment:
                         entity="jobs",
                         field="status",
                         allowed=sorted(
-                            [j["id"] for j in state["jobs"].values() if j["status"] == "queued"]
+                            [
+                                j["id"]
+                                for j in self._count_each(state["jobs"].values())
+                                if j["status"] == "queued"
+                            ]
                         ),
                     )
             else:
@@ -2994,7 +3458,7 @@ class Environment:
                         "job_ids is empty; leave it out to use every completed job",
                         field="job_ids",
                     )
-                for job_id in list(dict.fromkeys(sorted(job_ids))):
+                for job_id in self._count_each(list(dict.fromkeys(sorted(job_ids)))):
                     job = self._find_job(job_id)
                     if job["status"] != "completed":
                         raise DomainError(
@@ -3018,8 +3482,8 @@ class Environment:
                 "created_at": state["clock"],
             }
             index: dict[str, int] = {}
-            for job_id in chosen:
-                for item in state["jobs"][job_id]["results"]:
+            for job_id in self._count_each(chosen):
+                for item in self._count_each(state["jobs"][job_id]["results"]):
                     agg["input_count"] += 1
                     key = self._dedup_key(item, key_fields, normalization)
                     if key is None:
@@ -3041,7 +3505,7 @@ class Environment:
                             entry["sources"].append(item["source_id"])
                         if item["job_id"] not in entry["jobs"]:
                             entry["jobs"].append(item["job_id"])
-                        for name, value in item["fields"].items():
+                        for name, value in self._count_each(item["fields"].items()):
                             if name not in entry["fields"]:
                                 entry["fields"][name] = value
                     else:
@@ -3130,7 +3594,10 @@ class Environment:
             name = self._collapse(brand)
             if len(name) < 2:
                 raise DomainError("invalid_argument", "the brand name is blank", field="brand")
-            if len([b for b in state["watchlist"] if b.lower() == name.lower()]) != 0:
+            if (
+                len([b for b in self._count_each(state["watchlist"]) if b.lower() == name.lower()])
+                != 0
+            ):
                 raise DomainError(
                     "already_exists",
                     f"{name} is already watched",
@@ -3161,18 +3628,20 @@ class Environment:
                 entity="watchlist",
             )
         shares: list[VoiceShare] = []
-        for brand in state["watchlist"]:
-            hits: list[Merged] = [e for e in digest["items"] if self._mentions_brand(e, brand)]
+        for brand in self._count_each(state["watchlist"]):
+            hits: list[Merged] = [
+                e for e in self._count_each(digest["items"]) if self._mentions_brand(e, brand)
+            ]
             shares.append(
                 {
                     "brand": brand,
                     "entries": len(hits),
-                    "mentions": sum([e["mentions"] for e in hits]),
+                    "mentions": sum([e["mentions"] for e in self._count_each(hits)]),
                     "share_percent": 0.0,
                 }
             )
-        total = sum([s["mentions"] for s in shares])
-        for share in shares:
+        total = sum([s["mentions"] for s in self._count_each(shares)])
+        for share in self._count_each(shares):
             share["share_percent"] = (
                 round(100.0 * share["mentions"] / total, 1) if total > 0 else 0.0
             )
@@ -3244,7 +3713,7 @@ class Environment:
 
     def _strip_punctuation(self, text: str) -> str:
         """Helper `strip_punctuation`."""
-        return "".join([c for c in text if c not in WORLD["punctuation"]])
+        return "".join([c for c in self._count_each(text) if c not in WORLD["punctuation"]])
 
     def _collapse(self, text: str) -> str:
         """Collapse runs of whitespace to one space and trim the ends."""
@@ -3253,7 +3722,7 @@ class Environment:
     def _normalise(self, text: str, steps: list[Normalization]) -> str:
         """Apply the normalisation steps in the order given."""
         out = text
-        for step in steps:
+        for step in self._count_each(steps):
             if step == "lowercase":
                 out = out.lower()
             elif step == "strip":
@@ -3433,13 +3902,13 @@ class Environment:
         units: list[Unit] = []
         if "speech" in obj:
             speech = self._list_of(obj["speech"], "payload.speech")
-            for i in range(len(speech)):
+            for i in self._count_each(range(len(speech))):
                 units.append(
                     self._speech_unit(len(units), speech[i], f"payload.speech[{i}]", "speech")
                 )
         if "frames" in obj:
             frames = self._list_of(obj["frames"], "payload.frames")
-            for i in range(len(frames)):
+            for i in self._count_each(range(len(frames))):
                 units.append(self._caption_unit(len(units), frames[i], f"payload.frames[{i}]"))
         return {
             "format": format,
@@ -3453,16 +3922,16 @@ class Environment:
     def _table_unit(self, index: int, columns: list[str], cells: list[str]) -> Unit:
         """Helper `table_unit`."""
         attrs: dict[str, str] = {}
-        for i in range(len(columns)):
+        for i in self._count_each(range(len(columns))):
             attrs[columns[i]] = cells[i]
         return {"index": index, "text": " | ".join(cells), "attrs": attrs}
 
     def _parse_columns(self, names: list[str], where: str) -> list[str]:
         """Helper `parse_columns`."""
-        columns: list[str] = [c.strip() for c in names]
+        columns: list[str] = [c.strip() for c in self._count_each(names)]
         if len(columns) <= 0:
             raise DomainError("invalid_argument", "a table needs at least one column", field=where)
-        if len([c for c in columns if len(c) == 0]) != 0:
+        if len([c for c in self._count_each(columns) if len(c) == 0]) != 0:
             raise DomainError(
                 "invalid_argument", "column names must not be empty", field=where, current=columns
             )
@@ -3482,14 +3951,14 @@ class Environment:
         if kind == "str":
             lines: list[str] = [
                 line
-                for line in self._text_of(payload, "payload").split("\n")
+                for line in self._count_each(self._text_of(payload, "payload").split("\n"))
                 if len(line.strip()) > 0
             ]
             if len(lines) <= 0:
                 raise DomainError("invalid_argument", "the CSV text is empty", field="payload")
             columns = self._parse_columns(lines[0].split(","), "payload")
-            for i in range(1, len(lines)):
-                cells: list[str] = [c.strip() for c in lines[i].split(",")]
+            for i in self._count_each(range(1, len(lines))):
+                cells: list[str] = [c.strip() for c in self._count_each(lines[i].split(","))]
                 if len(cells) != len(columns):
                     raise DomainError(
                         "invalid_argument",
@@ -3509,11 +3978,14 @@ class Environment:
                 )
             names = self._list_of(obj["columns"], "payload.columns")
             columns = self._parse_columns(
-                [self._text_of(names[i], f"payload.columns[{i}]") for i in range(len(names))],
+                [
+                    self._text_of(names[i], f"payload.columns[{i}]")
+                    for i in self._count_each(range(len(names)))
+                ],
                 "payload.columns",
             )
             rows = self._list_of(obj["rows"], "payload.rows")
-            for i in range(len(rows)):
+            for i in self._count_each(range(len(rows))):
                 row = self._list_of(rows[i], f"payload.rows[{i}]")
                 if len(row) != len(columns):
                     raise DomainError(
@@ -3528,20 +4000,20 @@ class Environment:
                         columns,
                         [
                             self._cell_text(row[j], f"payload.rows[{i}][{j}]")
-                            for j in range(len(row))
+                            for j in self._count_each(range(len(row)))
                         ],
                     )
                 )
         else:
             rows = self._list_of(payload, "payload")
-            for i in range(len(rows)):
+            for i in self._count_each(range(len(rows))):
                 entry = self._object_of(rows[i], f"payload[{i}]")
-                for name in entry:
+                for name in self._count_each(entry):
                     if name not in columns:
                         columns.append(name)
             if len(rows) > 0:
                 columns = self._parse_columns(columns, "payload")
-            for i in range(len(rows)):
+            for i in self._count_each(range(len(rows))):
                 entry = self._object_of(rows[i], f"payload[{i}]")
                 units.append(
                     self._table_unit(
@@ -3549,7 +4021,7 @@ class Environment:
                         columns,
                         [
                             self._cell_text(entry[c], f"payload[{i}].{c}") if c in entry else ""
-                            for c in columns
+                            for c in self._count_each(columns)
                         ],
                     )
                 )
@@ -3605,7 +4077,7 @@ class Environment:
             dict.fromkeys(
                 [
                     w
-                    for w in self._words(job["parsed"]["units"][0]["text"])
+                    for w in self._count_each(self._words(job["parsed"]["units"][0]["text"]))
                     if w not in WORLD["stopwords"]
                 ]
             )
@@ -3613,21 +4085,24 @@ class Environment:
         if len(terms) == 0:
             return {"items": [], "failure": "the query has no search terms besides stop words"}
         hits: list[Hit] = []
-        for doc in WORLD["corpus"]:
+        for doc in self._count_each(WORLD["corpus"]):
             text = self._words(doc["title"] + " " + doc["body"] + " " + " ".join(doc["entities"]))
-            if len([t for t in terms if t not in text]) == 0:
-                hits.append({"doc": doc, "score": sum([text.count(t) for t in terms])})
+            if len([t for t in self._count_each(terms) if t not in text]) == 0:
+                hits.append(
+                    {"doc": doc, "score": sum([text.count(t) for t in self._count_each(terms)])}
+                )
         ranked = sorted(hits, key=lambda h: h["score"], reverse=True)[: WORLD["search_limit"]]
         return {
             "items": [
-                self._document_item(job, i + 1, ranked[i]["doc"]) for i in range(len(ranked))
+                self._document_item(job, i + 1, ranked[i]["doc"])
+                for i in self._count_each(range(len(ranked)))
             ],
             "failure": None,
         }
 
     def _run_fetch(self, job: Job) -> Outcome:
         """Fetch one document by its exact URL."""
-        for doc in WORLD["corpus"]:
+        for doc in self._count_each(WORLD["corpus"]):
             if doc["url"] == job["parsed"]["uri"]:
                 return {"items": [self._document_item(job, 1, doc)], "failure": None}
         return {"items": [], "failure": f"no document at {job['parsed']['uri']}"}
@@ -3637,12 +4112,12 @@ class Environment:
         if job["parsed"]["duration_s"] <= 0.0:
             return {"items": [], "failure": "the recording is empty (duration 0)"}
         items: list[Item] = []
-        for unit in job["parsed"]["units"]:
+        for unit in self._count_each(job["parsed"]["units"]):
             if len(unit["text"]) > 0:
                 fields: dict[str, str] = {"text": unit["text"], "uri": job["parsed"]["uri"]}
                 if len(job["parsed"]["title"]) > 0:
                     fields["title"] = job["parsed"]["title"]
-                for name, value in unit["attrs"].items():
+                for name, value in self._count_each(unit["attrs"].items()):
                     fields[name] = value
                 items.append(
                     {
@@ -3668,7 +4143,7 @@ class Environment:
                     "seq": u["index"] + 1,
                     "fields": dict(u["attrs"]),
                 }
-                for u in job["parsed"]["units"]
+                for u in self._count_each(job["parsed"]["units"])
             ],
             "failure": None,
         }
@@ -3703,7 +4178,7 @@ class Environment:
     ) -> str | None:
         """The normalised composite key, or None when a key field is missing or blank."""
         parts: list[str] = []
-        for name in key_fields:
+        for name in self._count_each(key_fields):
             if name not in item["fields"]:
                 return None
             part = self._normalise(item["fields"][name], steps)
@@ -3724,7 +4199,7 @@ class Environment:
     def _json_text(self, text: str) -> str:
         """A JSON string literal (there is no JSON encoder built-in)."""
         out = '"'
-        for c in text:
+        for c in self._count_each(text):
             if c == '"' or c == "\\":
                 out += "\\" + c
             elif c == "\n":
@@ -3744,14 +4219,14 @@ class Environment:
 
     def _json_strings(self, items: list[str]) -> str:
         """Helper `json_strings`."""
-        return "[" + ", ".join([self._json_text(s) for s in items]) + "]"
+        return "[" + ", ".join([self._json_text(s) for s in self._count_each(items)]) + "]"
 
     def _shown_fields(self, entry: Merged, only: list[str] | None) -> list[str]:
         """Helper `shown_fields`."""
         names = sorted(entry["fields"])
         if only is None:
             return names
-        return [n for n in only if n in entry["fields"]]
+        return [n for n in self._count_each(only) if n in entry["fields"]]
 
     def _render_markdown(self, agg: Digest, title: str, only: list[str] | None) -> str:
         """Helper `render_markdown`."""
@@ -3768,10 +4243,10 @@ class Environment:
             + f" merged on {key_names}_",
         ]
         n = 0
-        for n, entry in enumerate(agg["items"], start=1):
+        for n, entry in enumerate(self._count_each(agg["items"]), start=1):
             lines.append("")
             lines.append(f"## {n}. {self._label_of(entry, agg['dedup_keys'])}")
-            for name in self._shown_fields(entry, only):
+            for name in self._count_each(self._shown_fields(entry, only)):
                 lines.append(f"- **{name}**: {entry['fields'][name]}")
             seen_in = ", ".join(entry["sources"])
             lines.append(
@@ -3782,10 +4257,10 @@ class Environment:
     def _render_bullets(self, agg: Digest, title: str, only: list[str] | None) -> str:
         """Helper `render_bullets`."""
         lines: list[str] = [f"{title}:"]
-        for entry in agg["items"]:
+        for entry in self._count_each(agg["items"]):
             extra: list[str] = [
                 f"{name}: {entry['fields'][name]}"
-                for name in self._shown_fields(entry, only)
+                for name in self._count_each(self._shown_fields(entry, only))
                 if name not in agg["dedup_keys"]
             ]
             detail = "" if len(extra) == 0 else " — " + "; ".join(extra)
@@ -3798,12 +4273,12 @@ class Environment:
     def _render_json(self, agg: Digest, title: str, only: list[str] | None) -> str:
         """Helper `render_json`."""
         entries: list[str] = []
-        for entry in agg["items"]:
+        for entry in self._count_each(agg["items"]):
             pairs: list[str] = [
                 self._json_text(name) + ": " + self._json_text(entry["fields"][name])
-                for name in self._shown_fields(entry, only)
+                for name in self._count_each(self._shown_fields(entry, only))
             ]
-            jobs_text = "[" + ", ".join([str(j) for j in entry["jobs"]]) + "]"
+            jobs_text = "[" + ", ".join([str(j) for j in self._count_each(entry["jobs"])]) + "]"
             entries.append(
                 "{"
                 + '"key": '
@@ -3839,11 +4314,11 @@ class Environment:
         """A DOT digraph: one box per source, one ellipse per entry, an edge per sighting."""
         lines: list[str] = [f"digraph {self._dot_text(title)} " + "{", "  rankdir=LR;"]
         seen: list[str] = []
-        for entry in agg["items"]:
-            for source in entry["sources"]:
+        for entry in self._count_each(agg["items"]):
+            for source in self._count_each(entry["sources"]):
                 if source not in seen:
                     seen.append(source)
-        for source in sorted(seen):
+        for source in self._count_each(sorted(seen)):
             lines.append(
                 "  "
                 + self._dot_text("source:" + source)
@@ -3852,7 +4327,7 @@ class Environment:
                 + "];"
             )
         n = 0
-        for n, entry in enumerate(agg["items"], start=1):
+        for n, entry in enumerate(self._count_each(agg["items"]), start=1):
             lines.append(
                 "  "
                 + self._dot_text(f"item:{n}")
@@ -3861,8 +4336,8 @@ class Environment:
                 + "];"
             )
         n = 0
-        for n, entry in enumerate(agg["items"], start=1):
-            for source in entry["sources"]:
+        for n, entry in enumerate(self._count_each(agg["items"]), start=1):
+            for source in self._count_each(entry["sources"]):
                 lines.append(
                     "  "
                     + self._dot_text("source:" + source)
@@ -3876,7 +4351,9 @@ class Environment:
     def _mentions_brand(self, entry: Merged, brand: str) -> bool:
         """Helper `mentions_brand`."""
         needle = brand.lower()
-        return len([v for v in entry["fields"].values() if needle in v.lower()]) > 0
+        return (
+            len([v for v in self._count_each(entry["fields"].values()) if needle in v.lower()]) > 0
+        )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
         log = self._state["audit_log"]
@@ -4025,11 +4502,18 @@ class _Member(Environment):
             self._check_out()
             return plain.invoke(self, tool, args)
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
+    def call(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        expired: Callable[[], bool] | None = None,
+    ) -> Any:
         plain = self._plain
         with self._family.lock:
             self._check_out()
-            return plain.call(self, tool, args)
+            if expired is None:  # a harness's subclass may take (tool, args) only
+                return plain.call(self, tool, args)
+            return plain.call(self, tool, args, expired)
 
 
 _MEMBER_CLASSES: Final[dict[type[Environment], type[_Member]]] = {}

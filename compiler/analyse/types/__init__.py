@@ -7,8 +7,6 @@ walk of a tool's or helper's body also calls the effects pass's hooks
 
 from __future__ import annotations
 
-import re
-
 from compiler import ir
 from compiler.analyse import effects
 from compiler.analyse.constants import const_value
@@ -16,6 +14,7 @@ from compiler.analyse.context import Analysis
 from compiler.analyse.types.statements import StatementChecker
 from compiler.ir import typesys as ts
 from compiler.ir.tree import construct, walk
+from compiler.library import runtime
 
 
 def run(a: Analysis) -> None:
@@ -101,10 +100,9 @@ class TypeChecker(StatementChecker):
         expected = ts.STR if constraint.kind == "pattern" else (base if constraint.kind in ("min", "max") else ts.INT)
         ok, value = const_value(self.a, constraint.value, expected, self.file, f"{param.name} {constraint.kind}")
         if ok and constraint.kind == "pattern":
-            try:
-                re.compile(str(value))
-            except re.error as exc:
-                self.error("E3019", f"invalid pattern: {exc}", constraint.value)
+            problem = runtime._regex_problem(str(value))  # the matcher `_check_limits` runs
+            if problem is not None:
+                self.error("E3019", f"invalid pattern: {problem}", constraint.value)
 
 
 _CONSTRAINED = {
