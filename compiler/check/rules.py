@@ -91,7 +91,7 @@ MODULE_NAMES: dict[str, frozenset[str] | None] = {
     "typing": frozenset(
         {"Any", "Final", "Literal", "NotRequired", "Required", "TypedDict", "cast", "TYPE_CHECKING", "ClassVar"}
         | {"Callable", "Iterable", "Iterator", "Mapping", "Sequence", "Optional", "Union", "Never", "NoReturn"}
-        | {"Protocol", "TypeAlias", "TypeGuard"}
+        | {"Protocol", "TypeAlias", "TypeGuard", "TypeVar", "Generic"}
     ),
     "threading": frozenset({"Lock", "RLock"}),
     "weakref": frozenset({"WeakSet", "ref"}),

@@ -3988,7 +3988,7 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
         paused_others = sorted(
             [
                 r["id"]
-                for r in state["automations"].values()
+                for r in self._count_each(state["automations"].values())
                 if not r["enabled"] and r["id"] != automation_id
             ]
         )
@@ -3999,7 +3999,10 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
         else:
             self._undo.save(state["automations"][automation_id], "source_filter")
             state["automations"][automation_id]["source_filter"] = cast(
-                "str", self._random_choice(sorted([s for s in state["sources"] if s != system]))
+                "str",
+                self._random_choice(
+                    sorted([s for s in self._count_each(state["sources"]) if s != system])
+                ),
             )
         _values: dict[str, Any] = {
             "automation_id": to_json(automation_id),

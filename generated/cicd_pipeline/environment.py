@@ -4954,7 +4954,13 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
         pipeline_id = cast(
             "str",
             self._random_choice(
-                sorted([p["id"] for p in state["pipelines"].values() if p["status"] == "pending"])
+                sorted(
+                    [
+                        p["id"]
+                        for p in self._count_each(state["pipelines"].values())
+                        if p["status"] == "pending"
+                    ]
+                )
             ),
         )
         commit = state["pipeline_commits"][pipeline_id]
@@ -4963,12 +4969,12 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
             self._random_choice(
                 [
                     s["id"]
-                    for s in state["pipelines"][pipeline_id]["stages"]
+                    for s in self._count_each(state["pipelines"][pipeline_id]["stages"])
                     if s["worker_id"] is not None
                 ]
             ),
         )
-        for stage in state["pipelines"][pipeline_id]["stages"]:
+        for stage in self._count_each(state["pipelines"][pipeline_id]["stages"]):
             if stage["id"] == stage_id:
                 self._undo.save(stage, "worker_id")
                 stage["worker_id"] = None
@@ -5000,11 +5006,11 @@ def _solve_0(
     state = self._state
     try:
         pipeline_id = conform(_values.get("pipeline_id"), ("str",), "pipeline_id")
-        for stage in state["pipelines"][pipeline_id]["stages"]:
+        for stage in self._count_each(state["pipelines"][pipeline_id]["stages"]):
             if stage["worker_id"] is None:
                 capable: list[str] = [
                     w
-                    for w in self._eligible_workers(stage["requires"])
+                    for w in self._count_each(self._eligible_workers(stage["requires"]))
                     if state["runners"][w]["status"] == "idle"
                 ]
                 _solution_call(
@@ -5015,7 +5021,7 @@ def _solve_0(
                 )
         _solution_call(self, _calls, "run_pipeline", {"pipeline_id": pipeline_id})
         for _attempt in range(6):
-            for stage in state["pipelines"][pipeline_id]["stages"]:
+            for stage in self._count_each(state["pipelines"][pipeline_id]["stages"]):
                 if (
                     self._awaits_retry(stage)
                     and state["pipelines"][pipeline_id]["status"] == "running"

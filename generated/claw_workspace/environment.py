@@ -1582,6 +1582,12 @@ def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = Non
     return found is not None and _regex_run(found, text, charge)
 
 
+def _parse_int(text: str) -> int | None:
+    """Decimal digits with an optional sign, else None."""
+    stripped = text.strip()
+    return int(stripped) if re.fullmatch(r"[-+]?[0-9]{1,18}", stripped) else None
+
+
 def _regex(pattern: str, search: bool) -> _Regex | None:
     """The compiled pattern (`search`: with a leading `.*` of any character), or None when
     it is not valid (`_regex_problem`); kept for the next call."""
@@ -1918,12 +1924,6 @@ def _regex_step(compiled: _Regex, state: int, char: str) -> tuple[frozenset[int]
     ]
     threads, cost = _regex_closure(program, moved, False, False, False)
     return threads, cost + len(compiled.sets[state])
-
-
-def _parse_int(text: str) -> int | None:
-    """Decimal digits with an optional sign, else None."""
-    stripped = text.strip()
-    return int(stripped) if re.fullmatch(r"[-+]?[0-9]{1,18}", stripped) else None
 
 
 # --------------------------------------------------------------------------- environment
@@ -2641,7 +2641,7 @@ class Environment:
     def _shuffled(self, items: list[str]) -> list[str]:
         """The items in a random order (Fisher-Yates on the seeded generator)."""
         out = list(items)
-        for i in reversed(list(range(1, len(out)))):
+        for i in self._count_each(list(self._count_each(range(1, len(out))))[::-1]):
             j = self._random_int(0, i)
             held = out[i]
             out[i] = out[j]
@@ -2654,11 +2654,11 @@ class Environment:
         """
         base = self._random_int(1, 8) * 1000 + self._random_int(1, 8) * 10
         everyone: list[str] = []
-        for first in WORLD["first_names"]:
-            for last in WORLD["last_names"]:
+        for first in self._count_each(WORLD["first_names"]):
+            for last in self._count_each(WORLD["last_names"]):
                 everyone.append(f"{first} {last}")
         staff: list[StaffMember] = []
-        for name in self._shuffled(everyone)[:count]:
+        for name in self._count_each(self._shuffled(everyone)[:count]):
             role = cast("str", self._random_choice(sorted(WORLD["role_teams"])))
             roll = self._random_int(1, 10)
             status = "active" if roll <= 8 else "on_leave" if roll == 9 else "terminated"
@@ -2680,7 +2680,7 @@ class Environment:
     def _draw_weights(self) -> dict[str, list[int]]:
         """Each role's unit weight and defect penalty."""
         weights: dict[str, list[int]] = {}
-        for role in sorted(WORLD["role_teams"]):
+        for role in self._count_each(sorted(WORLD["role_teams"])):
             weights[role] = [self._random_int(1, 4), self._random_int(2, 6)]
         return weights
 
@@ -2701,9 +2701,9 @@ class Environment:
         a second line for another employee that disagrees on the role, and a third
         employee's line with the role left blank.
         """
-        picked = self._shuffled([s["employee_id"] for s in staff])
+        picked = self._shuffled([s["employee_id"] for s in self._count_each(staff)])
         lines: list[str] = []
-        for s in staff:
+        for s in self._count_each(staff):
             lines.append(
                 self._roster_line(
                     {
@@ -2718,10 +2718,10 @@ class Environment:
                 if s["employee_id"] == picked[2]
                 else self._roster_line(s)
             )
-        for s in staff:
+        for s in self._count_each(staff):
             if s["employee_id"] == picked[0]:
                 lines.append(self._roster_line(s))
-        for s in staff:
+        for s in self._count_each(staff):
             if s["employee_id"] == picked[1]:
                 lines.append(
                     self._roster_line(
@@ -2742,10 +2742,10 @@ class Environment:
         row, a row of the previous month, a row with units in words, one with negative
         units and one of an employee id nobody has.
         """
-        ids: list[str] = [s["employee_id"] for s in staff]
+        ids: list[str] = [s["employee_id"] for s in self._count_each(staff)]
         rows: list[str] = []
-        for s in staff:
-            for _n in range(self._random_int(1, 3)):
+        for s in self._count_each(staff):
+            for _n in self._count_each(range(self._random_int(1, 3))):
                 rows.append(
                     f"{month}-{self._random_int(1, 28):02},{s['employee_id']},{self._random_int(5, 300)},{self._random_int(0, 5)},ok"
                 )
@@ -2769,7 +2769,10 @@ class Environment:
     def _rules_text(self, title: str, note: str, weights: dict[str, list[int]]) -> str:
         """A scoring policy: who is scored, which ledger rows count, and each role's weights."""
         table = "".join(
-            [f"| {role} | {weights[role][0]} | {weights[role][1]} |\n" for role in sorted(weights)]
+            [
+                f"| {role} | {weights[role][0]} | {weights[role][1]} |\n"
+                for role in self._count_each(sorted(weights))
+            ]
         )
         policy = "## Who is scored\n- Every employee whose roster status is `active`.\n- A roster line with an empty field is incomplete: leave that employee out.\n- An employee_id on several roster lines that disagree is inconsistent: leave that employee out. Identical repeated lines count as one.\n\n## Which ledger rows count\n- Only rows dated inside the month being scored, whose status is `ok`.\n- units and defects must both be whole numbers of 0 or more; skip any other row.\n\n## Score\nscore = units x unit weight - defects x defect penalty, summed over the employee's counted rows, with the weights of the employee's role:\n\n| role | unit weight | defect penalty |\n|------|-------------|----------------|"
         header = f"# Monthly performance scoring ({title})\n\n{note}\n\nApplies to the monthly report reports/scores_YYYY-MM.csv.\n\n"
@@ -2793,10 +2796,10 @@ class Environment:
         staff = self._draw_staff(self._random_int(6, 9))
         weights = self._draw_weights()
         stale_weights: dict[str, list[int]] = {
-            role: [weights[role][0] + 1, weights[role][1] - 1] for role in weights
+            role: [weights[role][0] + 1, weights[role][1] - 1] for role in self._count_each(weights)
         }
         ledger = self._noisy_ledger(staff, month, previous)
-        stale: list[str] = [self._roster_line(s) for s in staff[: len(staff) - 1]]
+        stale: list[str] = [self._roster_line(s) for s in self._count_each(staff[: len(staff) - 1])]
         first = staff[0]
         stale[0] = self._roster_line(
             {
@@ -2840,7 +2843,9 @@ class Environment:
         }
         self._undo.save(state["files"], f"{site}/ledger/output_{previous}.csv")
         state["files"][f"{site}/ledger/output_{previous}.csv"] = {
-            "content": self._ledger_text([row.replace(month, previous) for row in ledger[:4]]),
+            "content": self._ledger_text(
+                [row.replace(month, previous) for row in self._count_each(ledger[:4])]
+            ),
             "version": 1,
             "modified_at": "2025-04-01T08:00:00",
         }
@@ -2863,15 +2868,22 @@ class Environment:
         self._undo.save(state["files"], f"{site}/reports/scores_{previous}.csv")
         state["files"][f"{site}/reports/scores_{previous}.csv"] = {
             "content": "employee_id,score\n"
-            + "".join([f"{s['employee_id']},{self._random_int(0, 900)}\n" for s in staff[:3]]),
+            + "".join(
+                [
+                    f"{s['employee_id']},{self._random_int(0, 900)}\n"
+                    for s in self._count_each(staff[:3])
+                ]
+            ),
             "version": 1,
             "modified_at": "2025-04-01T08:00:00",
         }
 
     def _csv_rows(self, text: str) -> list[list[str]]:
         """The data rows of CSV text split as csv_preview splits them (blank lines dropped, no header)."""
-        lines: list[str] = [line.strip() for line in text.split("\n") if line.strip() != ""]
-        return [line.split(",") for line in lines[1:]]
+        lines: list[str] = [
+            line.strip() for line in self._count_each(text.split("\n")) if line.strip() != ""
+        ]
+        return [line.split(",") for line in self._count_each(lines[1:])]
 
     def _whole_number(self, text: str) -> int:
         """A whole number of 0 or more written in digits, or -1 for anything else ("two", "-5", "12.5", "")."""
@@ -2883,10 +2895,12 @@ class Environment:
     def _rule_weights(self, rules: str) -> dict[str, list[int]]:
         """The unit weight and defect penalty of each role, from the `| role | w | p |` rows of a rules file."""
         weights: dict[str, list[int]] = {}
-        for line in rules.split("\n"):
+        for line in self._count_each(rules.split("\n")):
             text = line.strip()
             if len(text) > 1 and text.startswith("|") and text.endswith("|"):
-                cells: list[str] = [c.strip() for c in text[1 : len(text) - 1].split("|")]
+                cells: list[str] = [
+                    c.strip() for c in self._count_each(text[1 : len(text) - 1].split("|"))
+                ]
                 if (
                     len(cells) == 3
                     and self._whole_number(cells[1]) >= 0
@@ -2902,14 +2916,14 @@ class Environment:
         (an identical repeat counts once), with no empty field, in a role the rules weigh.
         """
         lines: dict[str, list[str]] = {}
-        for row in roster:
+        for row in self._count_each(roster):
             text = ",".join(row)
             if row[0] not in lines:
                 lines[row[0]] = []
             if text not in lines[row[0]]:
                 lines[row[0]].append(text)
         scored: dict[str, str] = {}
-        for employee, variants in lines.items():
+        for employee, variants in self._count_each(lines.items()):
             fields = variants[0].split(",")
             if (
                 len(variants) == 1
@@ -2931,9 +2945,9 @@ class Environment:
         weights = self._rule_weights(rules)
         scored = self._scored_roles(roster, weights)
         totals: dict[str, int] = {}
-        for employee in scored:
+        for employee in self._count_each(scored):
             totals[employee] = 0
-        for row in ledger:
+        for row in self._count_each(ledger):
             if (
                 len(row) == 5
                 and row[0].startswith(month + "-")
@@ -2946,7 +2960,10 @@ class Environment:
                     w = weights[scored[row[1]]]
                     totals[row[1]] += units * w[0] - defects * w[1]
         return "employee_id,score\n" + "".join(
-            [f"{employee},{max(0, totals[employee])}\n" for employee in sorted(totals)]
+            [
+                f"{employee},{max(0, totals[employee])}\n"
+                for employee in self._count_each(sorted(totals))
+            ]
         )
 
     def _malformed(self, line: str, fault: int) -> str:
@@ -2966,7 +2983,11 @@ class Environment:
         """A report line read as `employee_id,score`: a semicolon taken for the comma, spaces
         and empty cells dropped, a whole score written without decimals.
         """
-        cells: list[str] = [c.strip() for c in line.replace(";", ",").split(",") if c.strip() != ""]
+        cells: list[str] = [
+            c.strip()
+            for c in self._count_each(line.replace(";", ",").split(","))
+            if c.strip() != ""
+        ]
         if len(cells) != 2:
             return line
         score = cells[1][: len(cells[1]) - 2] if cells[1].endswith(".0") else cells[1]
@@ -2974,8 +2995,15 @@ class Environment:
 
     def _repaired_report(self, text: str) -> str:
         """A score report with every data line repaired (`repaired_line`), blank lines dropped."""
-        lines: list[str] = [line for line in text.split("\n") if line.strip() != ""]
-        return "\n".join([lines[0]] + [self._repaired_line(line) for line in lines[1:]]) + "\n"
+        lines: list[str] = [
+            line for line in self._count_each(text.split("\n")) if line.strip() != ""
+        ]
+        return (
+            "\n".join(
+                [lines[0]] + [self._repaired_line(line) for line in self._count_each(lines[1:])]
+            )
+            + "\n"
+        )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
         log = self._state["audit_log"]
@@ -3243,12 +3271,21 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
             self._csv_rows(state["files"][ledger_path]["content"]),
             month,
         )
-        rows: list[str] = [f"\n{line}\n" for line in answer.split("\n")[1:] if line != ""]
+        rows: list[str] = [
+            f"\n{line}\n" for line in self._count_each(answer.split("\n")[1:]) if line != ""
+        ]
         left_out: list[str] = [
             f"\n{e},"
-            for e in list(
-                dict.fromkeys(
-                    [row[0] for row in self._csv_rows(state["files"][roster_path]["content"])]
+            for e in self._count_each(
+                list(
+                    dict.fromkeys(
+                        [
+                            row[0]
+                            for row in self._count_each(
+                                self._csv_rows(state["files"][roster_path]["content"])
+                            )
+                        ]
+                    )
                 )
             )
             if f"\n{e}," not in answer
@@ -3330,9 +3367,9 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
             raise FamilyFailed("`require report_path not in files` failed")
         lines: list[str] = [
             f"{s['employee_id']},{self._random_int(0, 900)}"
-            for s in self._draw_staff(self._random_int(5, 8))
+            for s in self._count_each(self._draw_staff(self._random_int(5, 8)))
         ]
-        fixed = "employee_id,score\n" + "".join([line + "\n" for line in lines])
+        fixed = "employee_id,score\n" + "".join([line + "\n" for line in self._count_each(lines)])
         broken_at = self._random_int(0, len(lines) - 1)
         line_number = broken_at + 2
         good_line = lines[broken_at]

@@ -22,10 +22,10 @@ import math
 import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -256,6 +256,16 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
     }
 }
 """What an agent sees when a tool fails for a reason that is not its fault."""
+
+TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; nothing was changed."
+"""The domain error `timeout`: a call given a clock (`Environment.call`'s `expired`) whose
+time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
+steps (`Environment._count_steps`) and look at the clock every `_TICKS` of them."""
+_TICKS: Final = 1000
+STEPS_COUNTED: Final = True
+"""Whether every body counts its steps (there is no python body, which counts none): a
+call given a clock then stops wherever its time runs out."""
+_Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation
 
@@ -639,7 +649,7 @@ def _check_limits(param: Param, value: Any) -> None:
             or (limit == "max" and value > bound)
             or (limit in ("min_length", "min_items") and len(value) < bound)
             or (limit in ("max_length", "max_items") and len(value) > bound)
-            or (limit == "pattern" and re.fullmatch(bound, value) is None)
+            or (limit == "pattern" and not _matches(value, bound))
         )
         if broken:
             rule = limit.replace("_", " ")
@@ -1738,7 +1748,7 @@ def _call_0(env: Environment, args: Any) -> Any:
             len(args) == 2 + ("description" in args)
             and type(v0) is str
             and v0.isascii()
-            and re.fullmatch("[a-z][a-z0-9_]{0,39}", v0) is not None
+            and _matches(v0, "[a-z][a-z0-9_]{0,39}")
             and type(v1) is str
             and v1.isascii()
             and len(v1) >= 1
@@ -1922,7 +1932,7 @@ def _call_14(env: Environment, args: Any) -> Any:
             len(args) == 3 + ("term_months" in args) + ("start_state" in args)
             and type(v0) is str
             and v0.isascii()
-            and re.fullmatch("[a-z][a-z0-9_]{0,29}", v0) is not None
+            and _matches(v0, "[a-z][a-z0-9_]{0,29}")
             and type(v1) is str
             and v1.isascii()
             and type(v2) is float
@@ -2414,6 +2424,54 @@ class _Family:
         self.applied = delta
 
 
+_REGEX_CACHE: dict[tuple[str, bool], _Regex | None] = {}
+
+_REGEX_ESCAPES: dict[str, str] = {"a": "\a", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+_REGEX_MAX_CACHED: int = 512
+
+_REGEX_MAX_PROGRAM: int = 20_000
+
+_REGEX_MAX_REPEAT: int = 1000
+
+_REGEX_MAX_STATES: int = 4096
+
+
+class _Regex:
+    """One pattern's program and the DFA built from it so far. A DFA state is a set of
+    program positions (characters to read, the end, or anchors not yet known to hold);
+    `rows[i]` maps a character to the next state, filled in as texts need it."""
+
+    __slots__ = ("accept", "index", "program", "rows", "search", "sets", "settled", "start")
+
+    def __init__(self, program: list[tuple[Any, ...]], search: bool) -> None:
+        self.program = program
+        self.search = search
+        self.start = _regex_closure(program, [0], True, False, False)[0]
+        self.sets: list[frozenset[int]] = []
+        self.rows: list[dict[str, int]] = []
+        self.accept: list[bool] = []
+        self.index: dict[frozenset[int], int] = {}
+        self.settled: dict[tuple[int, bool, bool, bool], int] = {}
+        """(state, begin, end, endz) -> the state where those anchors hold (`_regex_settle`)."""
+        self.state(frozenset())  # 0: no thread left
+
+    def state(self, threads: frozenset[int]) -> int:
+        """The number of a DFA state, made when new; a full table is emptied first (the
+        caller must then not store a transition from a state it numbered before)."""
+        found = self.index.get(threads)
+        if found is not None:
+            return found
+        if len(self.sets) >= _REGEX_MAX_STATES:
+            self.sets, self.rows, self.accept, self.index, self.settled = [], [], [], {}, {}
+            self.state(frozenset())
+        self.index[threads] = len(self.sets)
+        self.sets.append(threads)
+        self.rows.append({})
+        self.accept.append(len(self.program) - 1 in threads)
+        return len(self.sets) - 1
+
+
 def _add_hours(text: str, hours: int) -> str:
     return _format_like(_moment(text) + dt.timedelta(hours=hours), text)
 
@@ -2441,17 +2499,355 @@ def _format_like(moment: dt.datetime, template: str) -> str:
     )
 
 
-def _matches(text: str, pattern: str) -> bool:
-    """Whole-string match; a pattern that is not a valid regular expression matches nothing."""
-    try:
-        return re.fullmatch(pattern, text) is not None
-    except re.error:
-        return False
+def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
+    """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
+    valid regular expression of the subset matches nothing. `charge` is the call's step
+    budget (`Environment._count_steps`), told of the work as it is done."""
+    found = _regex(pattern, False)
+    return found is not None and _regex_run(found, text, charge)
 
 
 def _moment(text: str) -> dt.datetime:
     """An ISO-8601 date or datetime as a datetime (dates at midnight)."""
     return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
+
+
+def _regex(pattern: str, search: bool) -> _Regex | None:
+    """The compiled pattern (`search`: with a leading `.*` of any character), or None when
+    it is not valid (`_regex_problem`); kept for the next call."""
+    key = (pattern, search)
+    if key in _REGEX_CACHE:
+        return _REGEX_CACHE[key]
+    if len(_REGEX_CACHE) >= _REGEX_MAX_CACHED:
+        _REGEX_CACHE.clear()
+    try:
+        found: _Regex | None = _Regex(_regex_program(pattern, search), search)
+    except (ValueError, re.error, RecursionError):
+        found = None
+    _REGEX_CACHE[key] = found
+    return found
+
+
+def _regex_alternation(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    branches = []
+    node, at = _regex_sequence(pattern, at)
+    branches.append(node)
+    while at < len(pattern) and pattern[at] == "|":
+        node, at = _regex_sequence(pattern, at + 1)
+        branches.append(node)
+    return (branches[0] if len(branches) == 1 else ("alt", tuple(branches))), at
+
+
+def _regex_atom(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    char = pattern[at]
+    if char == "(":
+        return _regex_group(pattern, at + 1)
+    if char == "[":
+        return _regex_class(pattern, at + 1)
+    if char == ".":
+        return ("char", (True, ((10, 10),), ".")), at + 1  # kind `.`: no class, a mark for `(?s)`
+    if char == "^":
+        return ("at", "begin"), at + 1
+    if char == "$":
+        return ("at", "end"), at + 1
+    if char == "\\":
+        anchors = {"A": "begin", "Z": "endz"}
+        if pattern[at + 1] in anchors:
+            return ("at", anchors[pattern[at + 1]]), at + 2
+        item, at = _regex_escape(pattern, at + 1, False)
+        return ("char", item), at
+    return ("char", (False, ((ord(char), ord(char)),), "")), at + 1
+
+
+def _regex_class(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    """After `[`: ranges and class escapes up to the closing `]` (a `]` first is literal)."""
+    negated = pattern[at] == "^"
+    at += negated
+    ranges: list[tuple[int, int]] = []
+    kinds = ""
+    first = at
+    while pattern[at] != "]" or at == first:
+        if pattern[at] == "\\":
+            item, at = _regex_escape(pattern, at + 1, True)
+        else:
+            item, at = (False, ((ord(pattern[at]), ord(pattern[at])),), ""), at + 1
+        if (
+            pattern[at] == "-" and pattern[at + 1] != "]" and not item[2]
+        ):  # a range (`re` checked its ends)
+            if pattern[at + 1] == "\\":
+                upper, at = _regex_escape(pattern, at + 2, True)
+            else:
+                upper, at = (False, ((ord(pattern[at + 1]), ord(pattern[at + 1])),), ""), at + 2
+            item = (False, ((item[1][0][0], upper[1][0][1]),), "")
+        ranges += item[1]
+        kinds += item[2]
+    return ("char", (negated, tuple(ranges), kinds)), at + 1
+
+
+def _regex_closure(
+    program: list[tuple[Any, ...]], pcs: Any, begin: bool, end: bool, endz: bool
+) -> tuple[frozenset[int], int]:
+    """The threads at `pcs` after the jumps, splits and anchors that hold here (`begin`:
+    at the start; `end`: where `$` holds; `endz`: at the very end), and the instructions
+    visited. An anchor that does not hold stays, in case it holds after all once the
+    position is known better (the start or the end of the text)."""
+    seen: set[int] = set()
+    kept: list[int] = []
+    stack = list(pcs)
+    while stack:
+        pc = stack.pop()
+        if pc in seen:
+            continue
+        seen.add(pc)
+        op = program[pc]
+        if op[0] == "jmp":
+            stack.append(op[1])
+        elif op[0] == "split":
+            stack += (op[2], op[1])
+        elif op[0] == "at" and (begin if op[1] == "begin" else end if op[1] == "end" else endz):
+            stack.append(pc + 1)
+        else:
+            kept.append(pc)
+    return frozenset(kept), len(seen)
+
+
+def _regex_emit(node: tuple[Any, ...], program: list[tuple[Any, ...]]) -> None:
+    """Append the instructions of `node` (Thompson's construction)."""
+    if len(program) > _REGEX_MAX_PROGRAM:
+        raise ValueError(f"the pattern expands to more than {_REGEX_MAX_PROGRAM} steps")
+    kind = node[0]
+    if kind == "cat":
+        for item in node[1]:
+            _regex_emit(item, program)
+    elif kind == "alt":
+        jumps = []
+        for branch in node[1][:-1]:
+            split = len(program)
+            program.append(("split", split + 1, -1))
+            _regex_emit(branch, program)
+            jumps.append(len(program))
+            program.append(("jmp", -1))
+            program[split] = ("split", split + 1, len(program))
+        _regex_emit(node[1][-1], program)
+        for jump in jumps:
+            program[jump] = ("jmp", len(program))
+    elif kind == "repeat":
+        _regex_emit_repeat(node[1], node[2], node[3], program)
+    else:  # "char", "at"
+        program.append(node)
+
+
+def _regex_emit_repeat(
+    item: tuple[Any, ...], low: int, high: int, program: list[tuple[Any, ...]]
+) -> None:
+    for _ in range(low):
+        _regex_emit(item, program)
+    if high == -1:  # L: split(L+1, out); item; jmp L
+        loop = len(program)
+        program.append(("split", loop + 1, -1))
+        _regex_emit(item, program)
+        program.append(("jmp", loop))
+        program[loop] = ("split", loop + 1, len(program))
+        return
+    splits = []
+    for _ in range(high - low):
+        splits.append(len(program))
+        program.append(("split", len(program) + 1, -1))
+        _regex_emit(item, program)
+    for split in splits:
+        program[split] = ("split", split + 1, len(program))
+
+
+def _regex_escape(
+    pattern: str, at: int, in_class: bool
+) -> tuple[tuple[bool, tuple[tuple[int, int], ...], str], int]:
+    """After `\\`: a character class `(negated, ranges, kinds)` and where it ends."""
+    char = pattern[at]
+    if char in "dDwWsS":
+        return (False, (), char), at + 1
+    if char in "xuU":
+        size = {"x": 2, "u": 4, "U": 8}[char]
+        code = int(pattern[at + 1 : at + 1 + size], 16)
+        return (False, ((code, code),), ""), at + 1 + size
+    if char == "b" and in_class:
+        return (False, ((8, 8),), ""), at + 1
+    if char == "0" or (char in "1234567" and in_class):  # octal: up to three digits
+        digits = char
+        while (
+            len(digits) < 3
+            and at + len(digits) < len(pattern)
+            and pattern[at + len(digits)] in "01234567"
+        ):
+            digits += pattern[at + len(digits)]
+        return (False, ((int(digits, 8), int(digits, 8)),), ""), at + len(digits)
+    if char.isdigit() or char in "bBN":
+        what = (
+            "a backreference"
+            if char.isdigit()
+            else "a word boundary"
+            if char in "bB"
+            else "a named character"
+        )
+        raise ValueError(f"{what} at position {at - 1} is outside the linear-time subset")
+    code = ord(_REGEX_ESCAPES.get(char, char))
+    return (False, ((code, code),), ""), at + 1
+
+
+def _regex_group(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    """After `(`: a plain, non-capturing or named group; other `(?` forms are refused."""
+    if pattern.startswith("?:", at):
+        at += 2
+    elif pattern.startswith("?P<", at):
+        at = pattern.index(">", at) + 1
+    elif pattern.startswith("?", at):
+        what = "a backreference" if pattern.startswith("?P=", at) else "a lookaround"
+        if not pattern.startswith(("?=", "?!", "?<=", "?<!", "?P="), at):
+            what = (
+                "a flag other than a leading (?i) or (?s), a comment, conditional or atomic group"
+            )
+        raise ValueError(f"{what} at position {at - 1} is outside the linear-time subset")
+    node, at = _regex_alternation(pattern, at)
+    return node, at + 1
+
+
+def _regex_holds(
+    rule: tuple[bool, tuple[tuple[int, int], ...], str], char: str, fold: bool
+) -> bool:
+    """Whether a character class takes `char` (`\\d \\w \\s` as Python's `re` reads them in
+    text; `fold`: under `(?i)`, or its lower or upper case)."""
+    negated, ranges, kinds = rule
+    variants = {char, char.lower(), char.upper()} if fold else (char,)
+    found = any(
+        low <= ord(each) <= high for each in variants if len(each) == 1 for low, high in ranges
+    )
+    for kind in kinds:
+        if found:
+            break
+        if kind == ".":
+            continue
+        if kind in "dD":
+            found = char.isdecimal() == (kind == "d")
+        elif kind in "wW":
+            found = (char.isalnum() or char == "_") == (kind == "w")
+        else:
+            found = char.isspace() == (kind == "s")
+    return found != negated
+
+
+def _regex_program(pattern: str, search: bool) -> list[tuple[Any, ...]]:
+    """The NFA program: `("char", class)`, `("split", a, b)`, `("jmp", a)`, `("at", kind)`,
+    and `("match",)` last. Valid for `re` first, so only the subset is this parser's to
+    check."""
+    re.compile(pattern)
+    flags = re.match(r"(?:\(\?[is]+\))*", pattern)
+    assert flags is not None
+    node, end = _regex_alternation(pattern, flags.end())
+    if end != len(pattern):  # `re` accepted it, so this is an unbalanced `)`
+        raise ValueError(f"unbalanced parenthesis at position {end}")
+    program: list[tuple[Any, ...]] = []
+    if search:  # any text before the match: `(?s:.)*`
+        program += [("split", 1, 3), ("char", (True, (), ""), False), ("jmp", 0)]
+    start = len(program)
+    _regex_emit(node, program)
+    program.append(("match",))
+    fold, dotall = "i" in flags[0], "s" in flags[0]
+    for pc in range(start, len(program)):
+        if program[pc][0] == "char":  # `.` under `(?s)` takes a newline too; `(?i)` ignores case
+            rule = (True, (), "") if dotall and program[pc][1][2] == "." else program[pc][1]
+            program[pc] = ("char", rule, fold)
+    return program
+
+
+def _regex_repeats(pattern: str, at: int, item: tuple[Any, ...]) -> tuple[tuple[Any, ...], int]:
+    """The repeat after an atom, if any (`re` already refused a repeat of a repeat)."""
+    if at >= len(pattern) or pattern[at] not in "*+?{":
+        return item, at
+    low, high, end = {"*": (0, -1, at + 1), "+": (1, -1, at + 1), "?": (0, 1, at + 1)}.get(
+        pattern[at], (0, 0, 0)
+    )
+    if pattern[at] == "{":
+        bounds = re.match(r"\{([0-9]*)(,?)([0-9]*)\}", pattern[at:])
+        if bounds is None or pattern.startswith("{}", at):
+            return item, at  # a literal `{`: the next atom reads it
+        low = int(bounds[1] or 0)
+        high = int(bounds[3]) if bounds[3] else (-1 if bounds[2] else low)
+        end = at + bounds.end()
+        if max(low, high) > _REGEX_MAX_REPEAT:
+            raise ValueError(f"a repeat count over {_REGEX_MAX_REPEAT} at position {at}")
+    if end < len(pattern) and pattern[end] == "?":
+        end += 1  # lazy: the same yes or no
+    elif end < len(pattern) and pattern[end] == "+":
+        raise ValueError(f"a possessive repeat at position {end} is outside the linear-time subset")
+    return ("repeat", item, low, high), end
+
+
+def _regex_run(compiled: _Regex, text: str, charge: Callable[[int], None] | None) -> bool:
+    """Whether the program reaches its end over the whole text (a search program reads any
+    text before its pattern, and stops at the first match)."""
+    if charge is not None:
+        charge(len(text))
+    size = len(text)
+    # Anchors hold only at the start and near the end: elsewhere one table lookup a character.
+    last = size - 1 if size > 0 and text[-1] == "\n" else size  # `$` holds here and at the end
+    state = _regex_settle(compiled, compiled.state(compiled.start), True, last == 0, size == 0)
+    rows, accept, search = compiled.rows, compiled.accept, compiled.search
+    for position, char in enumerate(text):
+        if position == last and position > 0:
+            state = _regex_settle(compiled, state, False, True, False)
+            rows, accept = compiled.rows, compiled.accept
+        if search and accept[state]:
+            return True
+        following = rows[state].get(char)
+        if following is None:
+            threads, cost = _regex_step(compiled, state, char)
+            if charge is not None:
+                charge(cost)
+            following = compiled.state(threads)
+            if rows is compiled.rows:  # not started afresh: keep the transition
+                rows[state][char] = following
+            rows, accept = compiled.rows, compiled.accept
+        state = following
+        if not state:
+            return False
+    if size > 0:
+        state = _regex_settle(compiled, state, False, True, True)
+    return compiled.accept[state]
+
+
+def _regex_sequence(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    items: list[tuple[Any, ...]] = []
+    while at < len(pattern) and pattern[at] not in "|)":
+        item, at = _regex_atom(pattern, at)
+        item, at = _regex_repeats(pattern, at, item)
+        items.append(item)
+    return ("cat", tuple(items)), at
+
+
+def _regex_settle(compiled: _Regex, state: int, begin: bool, end: bool, endz: bool) -> int:
+    """`state` where more anchors are known to hold: the start, or the end of the text
+    (kept, as transitions are: every text settles at its start and end)."""
+    key = (state, begin, end, endz)
+    found = compiled.settled.get(key)
+    if found is None:
+        settled = compiled.settled
+        found = compiled.state(
+            _regex_closure(compiled.program, compiled.sets[state], begin, end, endz)[0]
+        )
+        if settled is compiled.settled:  # not started afresh meanwhile
+            settled[key] = found
+    return found
+
+
+def _regex_step(compiled: _Regex, state: int, char: str) -> tuple[frozenset[int], int]:
+    """The threads after reading `char` in `state` (anchors inside the text do not hold)."""
+    program = compiled.program
+    moved = [
+        pc + 1
+        for pc in compiled.sets[state]
+        if program[pc][0] == "char" and _regex_holds(program[pc][1], char, program[pc][2])
+    ]
+    threads, cost = _regex_closure(program, moved, False, False, False)
+    return threads, cost + len(compiled.sets[state])
 
 
 def _type_of(value: Any) -> str:
@@ -2548,8 +2944,17 @@ class Environment:
             )
         return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
-        """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
+    def call(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        expired: Callable[[], bool] | None = None,
+    ) -> Any:
+        """Run a tool for an agent: a JSON result, or a JSON error; never an exception.
+        Given `expired` (the harness's clock: true once the call's time is up), a call
+        still running then stops: the domain error `timeout`, nothing changed."""
+        if expired is not None:
+            return self._call_with_clock(tool, args, expired)
         try:
             spec = TOOL_SPECS.get(tool) if type(tool) is str else None
             if spec is not None:  # the common case: the tool's own caller
@@ -2563,6 +2968,45 @@ class Environment:
             if not isinstance(error, Exception):
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
+
+    def _call_with_clock(
+        self, tool: str, args: Mapping[str, Any] | None, expired: Callable[[], bool]
+    ) -> Any:
+        self._call_clock = expired
+        self._steps_left = 0  # the clock is read at the first step
+        try:
+            return self.call(tool, args)
+        finally:
+            self._call_clock = None
+
+    _steps_left = _TICKS
+    """Steps left before the clock is read again."""
+    _call_clock: Callable[[], bool] | None = None
+    """The running call's clock (`call`'s `expired`); none outside such a call."""
+
+    def _count_steps(self, steps: int) -> None:
+        """Count a call's work; every `_TICKS` steps, stop it if its time is up."""
+        self._steps_left -= steps
+        if self._steps_left < 0:
+            self._steps_left = _TICKS
+            if self._call_clock is not None and self._call_clock():
+                raise DomainError("timeout", TIMEOUT_MESSAGE)
+
+    def _count_each(self, items: Collection[_Item]) -> Iterable[_Item]:
+        """What a loop or comprehension goes over: the items themselves, their number
+        charged up front, or for more than `_TICKS` items one charged at a time."""
+        size = len(items)
+        if size > _TICKS:
+            return self._count_each_one(items)
+        self._steps_left -= size  # `_count_steps`, inline: this runs for every loop
+        if self._steps_left < 0:
+            self._count_steps(0)
+        return items
+
+    def _count_each_one(self, items: Iterable[_Item]) -> Iterator[_Item]:
+        for item in items:
+            self._count_steps(1)
+            yield item
 
     def create_machine(self, machine_id: str, name: str, description: str = "") -> Machine:
         """Declare an empty machine; add states and transitions next."""
@@ -2622,7 +3066,9 @@ class Environment:
                     field="name",
                     allowed=self._state_names(machine),
                 )
-            blank: list[str] = [a for a in on_enter + on_exit if len(a.strip()) == 0]
+            blank: list[str] = [
+                a for a in self._count_each(on_enter + on_exit) if len(a.strip()) == 0
+            ]
             if len(blank) != 0:
                 raise DomainError(
                     "invalid_argument", "hook actions must not be empty labels", field="on_enter"
@@ -2664,7 +3110,7 @@ class Environment:
             self._find_state(machine, source, "source")
             self._find_state(machine, target, "target")
             self._check_guards(guards)
-            for t in machine["transitions"]:
+            for t in self._count_each(machine["transitions"]):
                 if (
                     t["source"] == source
                     and t["target"] == target
@@ -2733,7 +3179,7 @@ class Environment:
         machine = self._find_machine(machine_id)
         return [
             t
-            for t in machine["transitions"]
+            for t in self._count_each(machine["transitions"])
             if (source is None or t["source"] == source)
             and (target is None or t["target"] == target)
             and (trigger is None or t["trigger"] == trigger)
@@ -2760,7 +3206,7 @@ class Environment:
                     "give fields to set in changes or to delete in remove",
                     field="changes",
                 )
-            for field in remove:
+            for field in self._count_each(remove):
                 if field not in entity["data"]:
                     raise DomainError(
                         "not_found",
@@ -2769,10 +3215,10 @@ class Environment:
                         field="remove",
                         allowed=sorted(entity["data"]),
                     )
-            for field in remove:
+            for field in self._count_each(remove):
                 self._undo.save_map(entity["data"])
                 del entity["data"][field]
-            for field, value in changes.items():
+            for field, value in self._count_each(changes.items()):
                 if len(field) <= 0:
                     raise DomainError(
                         "invalid_argument", "data field names must not be empty", field="changes"
@@ -2784,7 +3230,7 @@ class Environment:
             self._audit(
                 "update_data",
                 f"{WORLD['entity_noun']} {loan_id}",
-                ", ".join(sorted(changes) + [f"-{f}" for f in remove]),
+                ", ".join(sorted(changes) + [f"-{f}" for f in self._count_each(remove)]),
             )
             return entity
         except BaseException:
@@ -2809,7 +3255,9 @@ class Environment:
             self._find_state(machine, target, "target")
             source = entity["state"]
             edges: list[Transition] = [
-                t for t in self._outgoing(machine, source) if t["target"] == target
+                t
+                for t in self._count_each(self._outgoing(machine, source))
+                if t["target"] == target
             ]
             if len(edges) == 0:
                 options = self._reachable_targets(entity)
@@ -2829,7 +3277,7 @@ class Environment:
                     "message": f"no transition from {source} to {target}; reachable from {source}: {listed}",
                 }
             failures: list[GuardFailure] = []
-            for edge in edges:
+            for edge in self._count_each(edges):
                 failed = self._guard_failures(edge["guards"], entity["data"], edge["id"])
                 if len(failed) == 0:
                     ran = self._run_hooks(
@@ -2884,7 +3332,7 @@ class Environment:
             reasons = "; ".join(
                 [
                     f"transition {f['transition_id']}: {f['field']} {f['op']} ({f['reason']})"
-                    for f in failures
+                    for f in self._count_each(failures)
                 ]
             )
             return {
@@ -2916,7 +3364,7 @@ class Environment:
         if entity["completed"]:
             return []
         found: list[AvailableTarget] = []
-        for edge in self._outgoing(machine, entity["state"]):
+        for edge in self._count_each(self._outgoing(machine, entity["state"])):
             if trigger is None or edge["trigger"] == trigger:
                 failed = self._guard_failures(edge["guards"], entity["data"], edge["id"])
                 found.append(
@@ -2950,7 +3398,7 @@ class Environment:
             self._find_machine(machine_id)
         found: list[Loan] = [
             e
-            for e in state["loans"].values()
+            for e in self._count_each(state["loans"].values())
             if (machine_id is None or e["machine_id"] == machine_id)
             and (in_state is None or e["state"] == in_state)
             and (completed is None or e["completed"] == completed)
@@ -2971,7 +3419,7 @@ class Environment:
         state = self._state
         return [
             m
-            for m in state["move_log"]
+            for m in self._count_each(state["move_log"])
             if (loan_id is None or m["entity_id"] == loan_id)
             and (machine_id is None or m["machine_id"] == machine_id)
             and (target is None or m["target"] == target)
@@ -2985,7 +3433,7 @@ class Environment:
         state = self._state
         return [
             h
-            for h in state["hook_log"]
+            for h in self._count_each(state["hook_log"])
             if (loan_id is None or h["entity_id"] == loan_id)
             and (phase is None or h["phase"] == phase)
             and (action is None or h["action"] == action)
@@ -3072,7 +3520,7 @@ class Environment:
             required = (
                 WORLD["products"][code]["required_documents"] if code in WORLD["products"] else []
             )
-            missing: list[str] = [d for d in required if d not in have]
+            missing: list[str] = [d for d in self._count_each(required) if d not in have]
             self._undo.save(loan["data"], "documents")
             loan["data"]["documents"] = have
             self._undo.save(loan["data"], "documents_complete")
@@ -3161,11 +3609,11 @@ class Environment:
 
     def _state_names(self, machine: Machine) -> list[str]:
         """Helper `state_names`."""
-        return [s["name"] for s in machine["states"]]
+        return [s["name"] for s in self._count_each(machine["states"])]
 
     def _find_state(self, machine: Machine, name: str, param: str) -> StateDef:
         """Helper `find_state`."""
-        for s in machine["states"]:
+        for s in self._count_each(machine["states"]):
             if s["name"] == name:
                 return s
         raise DomainError(
@@ -3178,13 +3626,13 @@ class Environment:
 
     def _initial_states(self, machine: Machine) -> list[str]:
         """Helper `initial_states`."""
-        return [s["name"] for s in machine["states"] if s["initial"]]
+        return [s["name"] for s in self._count_each(machine["states"]) if s["initial"]]
 
     def _check_guards(self, guards: dict[str, dict[str, Any]]) -> None:
         """Guards are validated when an edge is declared: known operators, list operands for
         `in`/`not_in`, text operands for `matches`, at least one condition per field.
         """
-        for field, conditions in guards.items():
+        for field, conditions in self._count_each(guards.items()):
             if len(field) <= 0:
                 raise DomainError(
                     "invalid_argument", "a guard field name must not be empty", field="guards"
@@ -3196,7 +3644,7 @@ class Environment:
                     field="guards",
                     allowed=WORLD["guard_operators"],
                 )
-            for op, operand in conditions.items():
+            for op, operand in self._count_each(conditions.items()):
                 if op not in WORLD["guard_operators"]:
                     raise DomainError(
                         "invalid_argument",
@@ -3268,12 +3716,14 @@ class Environment:
             options = _as_list(expected)
             if options is None:
                 return False
-            hits: list[Any] = [o for o in options if self._same_value(actual, o)]
+            hits: list[Any] = [o for o in self._count_each(options) if self._same_value(actual, o)]
             return len(hits) > 0 if op == "in" else len(hits) == 0
         if op == "contains":
             items = _as_list(actual)
             if items is not None:
-                found: list[Any] = [i for i in items if self._same_value(i, expected)]
+                found: list[Any] = [
+                    i for i in self._count_each(items) if self._same_value(i, expected)
+                ]
                 return len(found) > 0
             text = _as_text(actual)
             part = _as_text(expected)
@@ -3281,7 +3731,11 @@ class Environment:
         if op == "matches":
             subject = _as_text(actual)
             pattern = _as_text(expected)
-            return subject is not None and pattern is not None and _matches(subject, pattern)
+            return (
+                subject is not None
+                and pattern is not None
+                and _matches(subject, pattern, self._count_steps)
+            )
         return False
 
     def _guard_failures(
@@ -3292,9 +3746,9 @@ class Environment:
         missing from the data fails every condition on it (fail closed). Pure.
         """
         failures: list[GuardFailure] = []
-        for field in sorted(guards):
+        for field in self._count_each(sorted(guards)):
             conditions = guards[field]
-            for op in sorted(conditions):
+            for op in self._count_each(sorted(conditions)):
                 if field not in data:
                     failures.append(
                         {
@@ -3334,7 +3788,7 @@ class Environment:
 
     def _outgoing(self, machine: Machine, source: str) -> list[Transition]:
         """Helper `outgoing`."""
-        return [t for t in machine["transitions"] if t["source"] == source]
+        return [t for t in self._count_each(machine["transitions"]) if t["source"] == source]
 
     def _reachable_targets(self, entity: Loan) -> list[str]:
         """Helper `reachable_targets`."""
@@ -3344,8 +3798,8 @@ class Environment:
             dict.fromkeys(
                 [
                     t["target"]
-                    for t in self._outgoing(
-                        self._find_machine(entity["machine_id"]), entity["state"]
+                    for t in self._count_each(
+                        self._outgoing(self._find_machine(entity["machine_id"]), entity["state"])
                     )
                 ]
             )
@@ -3356,7 +3810,7 @@ class Environment:
         state = self._state
         ran: list[HookRun] = []
         actions = state_def["on_exit"] if phase == "on_exit" else state_def["on_enter"]
-        for action in actions:
+        for action in self._count_each(actions):
             run: HookRun = {
                 "seq": len(state["hook_log"]) + 1,
                 "entity_id": entity["id"],
@@ -3465,7 +3919,7 @@ class Environment:
         items = _as_list(raw)
         if items is None:
             return found
-        for item in items:
+        for item in self._count_each(items):
             name = _as_text(item)
             if name is not None:
                 found.append(name)
@@ -3680,11 +4134,18 @@ class _Member(Environment):
             self._check_out()
             return plain.invoke(self, tool, args)
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
+    def call(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        expired: Callable[[], bool] | None = None,
+    ) -> Any:
         plain = self._plain
         with self._family.lock:
             self._check_out()
-            return plain.call(self, tool, args)
+            if expired is None:  # a harness's subclass may take (tool, args) only
+                return plain.call(self, tool, args)
+            return plain.call(self, tool, args, expired)
 
 
 _MEMBER_CLASSES: Final[dict[type[Environment], type[_Member]]] = {}
@@ -3797,7 +4258,7 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
             len(
                 [
                     l
-                    for l in state["loans"].values()
+                    for l in self._count_each(state["loans"].values())
                     if self._text_field(l, "applicant") == applicant
                     and self._text_field(l, "product") == product
                 ]
@@ -3908,7 +4369,7 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
             sum(
                 [
                     self._amount_of(l)
-                    for l in state["loans"].values()
+                    for l in self._count_each(state["loans"].values())
                     if l["id"] != loan_id
                     and self._text_field(l, "applicant") == applicant
                     and l["state"] != "declined"

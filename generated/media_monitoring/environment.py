@@ -760,49 +760,12 @@ def _read_data(name: str) -> Any:
     return json.loads((_DATA / name).read_text(encoding="utf-8"))
 
 
-def _from_data(value: Any, kind: Kind) -> Any:
-    """A value of a data file as the state holds it. envc checked it against its type
-    when it wrote the file (record defaults filled in), so this converts only what JSON
-    cannot say, and leaves alone the parts that need nothing: int map keys (JSON keys are
-    strings), sets (lists), `map[json, ...]` ([key, value] pairs)."""
-    if value is None or _as_is(kind):
-        return value
-    tag = kind[0]
-    if tag == "optional":
-        return _from_data(value, kind[1])
-    if tag == "list":
-        return [_from_data(item, kind[1]) for item in value]
-    if tag == "set":
-        return set(value)  # of str, int or enum members: nothing inside to convert
-    if tag == "map":
-        pairs = value if isinstance(value, list) else value.items()
-        if kind[1][0] == "int":
-            return {int(key): _from_data(item, kind[2]) for key, item in pairs}
-        return {key: _from_data(item, kind[2]) for key, item in pairs}
-    return {
-        field: _from_data(value[field], field_kind)
-        for field, field_kind, _, _ in RECORD_FIELDS[kind[1]]
-    }
-
-
-_AS_IS: Final[dict[Kind, bool]] = {}
-"""Per kind: whether JSON holds its values exactly as the state does (`_as_is`)."""
-
-
-def _as_is(kind: Kind) -> bool:
-    known = _AS_IS.get(kind)
-    if known is None:
-        tag = kind[0]
-        if tag in ("set", "map"):
-            known = False
-        elif tag in ("list", "optional"):
-            known = _as_is(kind[1])
-        elif tag == "record":  # no record holds itself (E3023): this ends
-            known = all(_as_is(field_kind) for _, field_kind, _, _ in RECORD_FIELDS[kind[1]])
-        else:
-            known = True
-        _AS_IS[kind] = known
-    return known
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
 
 
 DEFAULT_STATE: Final[State] = {
@@ -878,7 +841,9 @@ WORLD: Final[World] = {
         "latest",
     ],
     "punctuation": ".,;:!?'\"()[]{}<>-_/\\|*#",
-    "corpus": _from_data(_read_data("world/corpus.json"), ("list", ("record", "Article"))),
+    "corpus": _from_data(
+        _read_data("world/corpus.json"), ("list", ("record", "Article")), "corpus"
+    ),
 }
 
 SCENARIOS: Final[dict[str, dict[str, Any]]] = {
@@ -4622,17 +4587,17 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
             "print": "newswire",
         }
         channels = channel_names[tag]
-        for job_id in sorted(state["jobs"]):
+        for job_id in self._count_each(sorted(state["jobs"])):
             if self._random_float() < 0.4:
                 self._run_job(state["jobs"][job_id])
         ids = sorted(
             [
                 j["id"]
-                for j in state["jobs"].values()
+                for j in self._count_each(state["jobs"].values())
                 if tag in state["feeds"][j["source_id"]]["tags"]
             ]
         )
-        if len([i for i in ids if state["jobs"][i]["status"] == "queued"]) < 1:
+        if len([i for i in self._count_each(ids) if state["jobs"][i]["status"] == "queued"]) < 1:
             raise FamilyFailed(
                 "`require len([i for i in ids if jobs[i].status == JobStatus.queued]) >= 1` failed"
             )
@@ -4696,7 +4661,7 @@ def _solve_0(
             "format",
         )
         title = conform(_values.get("title"), ("str",), "title")
-        for job_id in ids:
+        for job_id in self._count_each(ids):
             if state["jobs"][job_id]["status"] == "queued":
                 _solution_call(self, _calls, "process_job", {"job_id": job_id})
         _solution_call(self, _calls, "build_digest", {"dedup_keys": ["title"], "job_ids": ids})
@@ -4725,20 +4690,20 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
             "social_export": "The social listening export came in corrupted this weekend and will be pulled again",
         }
         reason = reasons[feed_id]
-        for job_id in sorted(state["jobs"]):
+        for job_id in self._count_each(sorted(state["jobs"])):
             if self._random_float() < 0.3:
                 self._run_job(state["jobs"][job_id])
         ids = sorted(
             [
                 j["id"]
-                for j in state["jobs"].values()
+                for j in self._count_each(state["jobs"].values())
                 if j["source_id"] != feed_id and j["status"] == "queued"
             ]
         )
         held = len(
             [
                 j
-                for j in state["jobs"].values()
+                for j in self._count_each(state["jobs"].values())
                 if j["source_id"] == feed_id and j["status"] == "queued"
             ]
         )
@@ -4771,7 +4736,7 @@ def _solve_1(
     _calls: list[tuple[str, dict[str, Any], Any]] = []
     try:
         ids = conform(_values.get("ids"), ("list", ("int",)), "ids")
-        for job_id in ids:
+        for job_id in self._count_each(ids):
             _solution_call(self, _calls, "process_job", {"job_id": job_id})
     except (DomainError, FamilyFailed) as _error:
         raise FamilyFailed("family `hold_back_one_feed`: " + str(_error)) from None

@@ -4476,7 +4476,7 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
                 sorted(
                     [
                         c["id"]
-                        for c in state["conversations"].values()
+                        for c in self._count_each(state["conversations"].values())
                         if c["status"] == "active"
                         and "order_id" in state["case_fields"][c["id"]]
                         and state["orders"][state["case_fields"][c["id"]]["order_id"]]["status"]
@@ -4495,7 +4495,7 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
             len(
                 [
                     o
-                    for o in state["orders"].values()
+                    for o in self._count_each(state["orders"].values())
                     if o["customer"] == customer and o["item"].lower() == item
                 ]
             )

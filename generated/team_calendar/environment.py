@@ -18,10 +18,10 @@ import math
 import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -133,6 +133,16 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
     }
 }
 """What an agent sees when a tool fails for a reason that is not its fault."""
+
+TIMEOUT_MESSAGE: Final = "The call ran past its time limit and was stopped; nothing was changed."
+"""The domain error `timeout`: a call given a clock (`Environment.call`'s `expired`) whose
+time ran out. Loops, comprehensions, recursive helpers and the pattern matcher count their
+steps (`Environment._count_steps`) and look at the clock every `_TICKS` of them."""
+_TICKS: Final = 1000
+STEPS_COUNTED: Final = True
+"""Whether every body counts its steps (there is no python body, which counts none): a
+call given a clock then stops wherever its time runs out."""
+_Item = TypeVar("_Item")
 
 # --------------------------------------------------------------------------- validation
 
@@ -432,7 +442,7 @@ def _check_limits(param: Param, value: Any) -> None:
             or (limit == "max" and value > bound)
             or (limit in ("min_length", "min_items") and len(value) < bound)
             or (limit in ("max_length", "max_items") and len(value) > bound)
-            or (limit == "pattern" and re.fullmatch(bound, value) is None)
+            or (limit == "pattern" and not _matches(value, bound))
         )
         if broken:
             rule = limit.replace("_", " ")
@@ -1385,6 +1395,54 @@ class _Family:
         self.applied = delta
 
 
+_REGEX_CACHE: dict[tuple[str, bool], _Regex | None] = {}
+
+_REGEX_ESCAPES: dict[str, str] = {"a": "\a", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+_REGEX_MAX_CACHED: int = 512
+
+_REGEX_MAX_PROGRAM: int = 20_000
+
+_REGEX_MAX_REPEAT: int = 1000
+
+_REGEX_MAX_STATES: int = 4096
+
+
+class _Regex:
+    """One pattern's program and the DFA built from it so far. A DFA state is a set of
+    program positions (characters to read, the end, or anchors not yet known to hold);
+    `rows[i]` maps a character to the next state, filled in as texts need it."""
+
+    __slots__ = ("accept", "index", "program", "rows", "search", "sets", "settled", "start")
+
+    def __init__(self, program: list[tuple[Any, ...]], search: bool) -> None:
+        self.program = program
+        self.search = search
+        self.start = _regex_closure(program, [0], True, False, False)[0]
+        self.sets: list[frozenset[int]] = []
+        self.rows: list[dict[str, int]] = []
+        self.accept: list[bool] = []
+        self.index: dict[frozenset[int], int] = {}
+        self.settled: dict[tuple[int, bool, bool, bool], int] = {}
+        """(state, begin, end, endz) -> the state where those anchors hold (`_regex_settle`)."""
+        self.state(frozenset())  # 0: no thread left
+
+    def state(self, threads: frozenset[int]) -> int:
+        """The number of a DFA state, made when new; a full table is emptied first (the
+        caller must then not store a transition from a state it numbered before)."""
+        found = self.index.get(threads)
+        if found is not None:
+            return found
+        if len(self.sets) >= _REGEX_MAX_STATES:
+            self.sets, self.rows, self.accept, self.index, self.settled = [], [], [], {}, {}
+            self.state(frozenset())
+        self.index[threads] = len(self.sets)
+        self.sets.append(threads)
+        self.rows.append({})
+        self.accept.append(len(self.program) - 1 in threads)
+        return len(self.sets) - 1
+
+
 def _add_hours(text: str, hours: int) -> str:
     return _format_like(_moment(text) + dt.timedelta(hours=hours), text)
 
@@ -1400,9 +1458,355 @@ def _format_like(moment: dt.datetime, template: str) -> str:
     )
 
 
+def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
+    """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
+    valid regular expression of the subset matches nothing. `charge` is the call's step
+    budget (`Environment._count_steps`), told of the work as it is done."""
+    found = _regex(pattern, False)
+    return found is not None and _regex_run(found, text, charge)
+
+
 def _moment(text: str) -> dt.datetime:
     """An ISO-8601 date or datetime as a datetime (dates at midnight)."""
     return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
+
+
+def _regex(pattern: str, search: bool) -> _Regex | None:
+    """The compiled pattern (`search`: with a leading `.*` of any character), or None when
+    it is not valid (`_regex_problem`); kept for the next call."""
+    key = (pattern, search)
+    if key in _REGEX_CACHE:
+        return _REGEX_CACHE[key]
+    if len(_REGEX_CACHE) >= _REGEX_MAX_CACHED:
+        _REGEX_CACHE.clear()
+    try:
+        found: _Regex | None = _Regex(_regex_program(pattern, search), search)
+    except (ValueError, re.error, RecursionError):
+        found = None
+    _REGEX_CACHE[key] = found
+    return found
+
+
+def _regex_alternation(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    branches = []
+    node, at = _regex_sequence(pattern, at)
+    branches.append(node)
+    while at < len(pattern) and pattern[at] == "|":
+        node, at = _regex_sequence(pattern, at + 1)
+        branches.append(node)
+    return (branches[0] if len(branches) == 1 else ("alt", tuple(branches))), at
+
+
+def _regex_atom(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    char = pattern[at]
+    if char == "(":
+        return _regex_group(pattern, at + 1)
+    if char == "[":
+        return _regex_class(pattern, at + 1)
+    if char == ".":
+        return ("char", (True, ((10, 10),), ".")), at + 1  # kind `.`: no class, a mark for `(?s)`
+    if char == "^":
+        return ("at", "begin"), at + 1
+    if char == "$":
+        return ("at", "end"), at + 1
+    if char == "\\":
+        anchors = {"A": "begin", "Z": "endz"}
+        if pattern[at + 1] in anchors:
+            return ("at", anchors[pattern[at + 1]]), at + 2
+        item, at = _regex_escape(pattern, at + 1, False)
+        return ("char", item), at
+    return ("char", (False, ((ord(char), ord(char)),), "")), at + 1
+
+
+def _regex_class(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    """After `[`: ranges and class escapes up to the closing `]` (a `]` first is literal)."""
+    negated = pattern[at] == "^"
+    at += negated
+    ranges: list[tuple[int, int]] = []
+    kinds = ""
+    first = at
+    while pattern[at] != "]" or at == first:
+        if pattern[at] == "\\":
+            item, at = _regex_escape(pattern, at + 1, True)
+        else:
+            item, at = (False, ((ord(pattern[at]), ord(pattern[at])),), ""), at + 1
+        if (
+            pattern[at] == "-" and pattern[at + 1] != "]" and not item[2]
+        ):  # a range (`re` checked its ends)
+            if pattern[at + 1] == "\\":
+                upper, at = _regex_escape(pattern, at + 2, True)
+            else:
+                upper, at = (False, ((ord(pattern[at + 1]), ord(pattern[at + 1])),), ""), at + 2
+            item = (False, ((item[1][0][0], upper[1][0][1]),), "")
+        ranges += item[1]
+        kinds += item[2]
+    return ("char", (negated, tuple(ranges), kinds)), at + 1
+
+
+def _regex_closure(
+    program: list[tuple[Any, ...]], pcs: Any, begin: bool, end: bool, endz: bool
+) -> tuple[frozenset[int], int]:
+    """The threads at `pcs` after the jumps, splits and anchors that hold here (`begin`:
+    at the start; `end`: where `$` holds; `endz`: at the very end), and the instructions
+    visited. An anchor that does not hold stays, in case it holds after all once the
+    position is known better (the start or the end of the text)."""
+    seen: set[int] = set()
+    kept: list[int] = []
+    stack = list(pcs)
+    while stack:
+        pc = stack.pop()
+        if pc in seen:
+            continue
+        seen.add(pc)
+        op = program[pc]
+        if op[0] == "jmp":
+            stack.append(op[1])
+        elif op[0] == "split":
+            stack += (op[2], op[1])
+        elif op[0] == "at" and (begin if op[1] == "begin" else end if op[1] == "end" else endz):
+            stack.append(pc + 1)
+        else:
+            kept.append(pc)
+    return frozenset(kept), len(seen)
+
+
+def _regex_emit(node: tuple[Any, ...], program: list[tuple[Any, ...]]) -> None:
+    """Append the instructions of `node` (Thompson's construction)."""
+    if len(program) > _REGEX_MAX_PROGRAM:
+        raise ValueError(f"the pattern expands to more than {_REGEX_MAX_PROGRAM} steps")
+    kind = node[0]
+    if kind == "cat":
+        for item in node[1]:
+            _regex_emit(item, program)
+    elif kind == "alt":
+        jumps = []
+        for branch in node[1][:-1]:
+            split = len(program)
+            program.append(("split", split + 1, -1))
+            _regex_emit(branch, program)
+            jumps.append(len(program))
+            program.append(("jmp", -1))
+            program[split] = ("split", split + 1, len(program))
+        _regex_emit(node[1][-1], program)
+        for jump in jumps:
+            program[jump] = ("jmp", len(program))
+    elif kind == "repeat":
+        _regex_emit_repeat(node[1], node[2], node[3], program)
+    else:  # "char", "at"
+        program.append(node)
+
+
+def _regex_emit_repeat(
+    item: tuple[Any, ...], low: int, high: int, program: list[tuple[Any, ...]]
+) -> None:
+    for _ in range(low):
+        _regex_emit(item, program)
+    if high == -1:  # L: split(L+1, out); item; jmp L
+        loop = len(program)
+        program.append(("split", loop + 1, -1))
+        _regex_emit(item, program)
+        program.append(("jmp", loop))
+        program[loop] = ("split", loop + 1, len(program))
+        return
+    splits = []
+    for _ in range(high - low):
+        splits.append(len(program))
+        program.append(("split", len(program) + 1, -1))
+        _regex_emit(item, program)
+    for split in splits:
+        program[split] = ("split", split + 1, len(program))
+
+
+def _regex_escape(
+    pattern: str, at: int, in_class: bool
+) -> tuple[tuple[bool, tuple[tuple[int, int], ...], str], int]:
+    """After `\\`: a character class `(negated, ranges, kinds)` and where it ends."""
+    char = pattern[at]
+    if char in "dDwWsS":
+        return (False, (), char), at + 1
+    if char in "xuU":
+        size = {"x": 2, "u": 4, "U": 8}[char]
+        code = int(pattern[at + 1 : at + 1 + size], 16)
+        return (False, ((code, code),), ""), at + 1 + size
+    if char == "b" and in_class:
+        return (False, ((8, 8),), ""), at + 1
+    if char == "0" or (char in "1234567" and in_class):  # octal: up to three digits
+        digits = char
+        while (
+            len(digits) < 3
+            and at + len(digits) < len(pattern)
+            and pattern[at + len(digits)] in "01234567"
+        ):
+            digits += pattern[at + len(digits)]
+        return (False, ((int(digits, 8), int(digits, 8)),), ""), at + len(digits)
+    if char.isdigit() or char in "bBN":
+        what = (
+            "a backreference"
+            if char.isdigit()
+            else "a word boundary"
+            if char in "bB"
+            else "a named character"
+        )
+        raise ValueError(f"{what} at position {at - 1} is outside the linear-time subset")
+    code = ord(_REGEX_ESCAPES.get(char, char))
+    return (False, ((code, code),), ""), at + 1
+
+
+def _regex_group(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    """After `(`: a plain, non-capturing or named group; other `(?` forms are refused."""
+    if pattern.startswith("?:", at):
+        at += 2
+    elif pattern.startswith("?P<", at):
+        at = pattern.index(">", at) + 1
+    elif pattern.startswith("?", at):
+        what = "a backreference" if pattern.startswith("?P=", at) else "a lookaround"
+        if not pattern.startswith(("?=", "?!", "?<=", "?<!", "?P="), at):
+            what = (
+                "a flag other than a leading (?i) or (?s), a comment, conditional or atomic group"
+            )
+        raise ValueError(f"{what} at position {at - 1} is outside the linear-time subset")
+    node, at = _regex_alternation(pattern, at)
+    return node, at + 1
+
+
+def _regex_holds(
+    rule: tuple[bool, tuple[tuple[int, int], ...], str], char: str, fold: bool
+) -> bool:
+    """Whether a character class takes `char` (`\\d \\w \\s` as Python's `re` reads them in
+    text; `fold`: under `(?i)`, or its lower or upper case)."""
+    negated, ranges, kinds = rule
+    variants = {char, char.lower(), char.upper()} if fold else (char,)
+    found = any(
+        low <= ord(each) <= high for each in variants if len(each) == 1 for low, high in ranges
+    )
+    for kind in kinds:
+        if found:
+            break
+        if kind == ".":
+            continue
+        if kind in "dD":
+            found = char.isdecimal() == (kind == "d")
+        elif kind in "wW":
+            found = (char.isalnum() or char == "_") == (kind == "w")
+        else:
+            found = char.isspace() == (kind == "s")
+    return found != negated
+
+
+def _regex_program(pattern: str, search: bool) -> list[tuple[Any, ...]]:
+    """The NFA program: `("char", class)`, `("split", a, b)`, `("jmp", a)`, `("at", kind)`,
+    and `("match",)` last. Valid for `re` first, so only the subset is this parser's to
+    check."""
+    re.compile(pattern)
+    flags = re.match(r"(?:\(\?[is]+\))*", pattern)
+    assert flags is not None
+    node, end = _regex_alternation(pattern, flags.end())
+    if end != len(pattern):  # `re` accepted it, so this is an unbalanced `)`
+        raise ValueError(f"unbalanced parenthesis at position {end}")
+    program: list[tuple[Any, ...]] = []
+    if search:  # any text before the match: `(?s:.)*`
+        program += [("split", 1, 3), ("char", (True, (), ""), False), ("jmp", 0)]
+    start = len(program)
+    _regex_emit(node, program)
+    program.append(("match",))
+    fold, dotall = "i" in flags[0], "s" in flags[0]
+    for pc in range(start, len(program)):
+        if program[pc][0] == "char":  # `.` under `(?s)` takes a newline too; `(?i)` ignores case
+            rule = (True, (), "") if dotall and program[pc][1][2] == "." else program[pc][1]
+            program[pc] = ("char", rule, fold)
+    return program
+
+
+def _regex_repeats(pattern: str, at: int, item: tuple[Any, ...]) -> tuple[tuple[Any, ...], int]:
+    """The repeat after an atom, if any (`re` already refused a repeat of a repeat)."""
+    if at >= len(pattern) or pattern[at] not in "*+?{":
+        return item, at
+    low, high, end = {"*": (0, -1, at + 1), "+": (1, -1, at + 1), "?": (0, 1, at + 1)}.get(
+        pattern[at], (0, 0, 0)
+    )
+    if pattern[at] == "{":
+        bounds = re.match(r"\{([0-9]*)(,?)([0-9]*)\}", pattern[at:])
+        if bounds is None or pattern.startswith("{}", at):
+            return item, at  # a literal `{`: the next atom reads it
+        low = int(bounds[1] or 0)
+        high = int(bounds[3]) if bounds[3] else (-1 if bounds[2] else low)
+        end = at + bounds.end()
+        if max(low, high) > _REGEX_MAX_REPEAT:
+            raise ValueError(f"a repeat count over {_REGEX_MAX_REPEAT} at position {at}")
+    if end < len(pattern) and pattern[end] == "?":
+        end += 1  # lazy: the same yes or no
+    elif end < len(pattern) and pattern[end] == "+":
+        raise ValueError(f"a possessive repeat at position {end} is outside the linear-time subset")
+    return ("repeat", item, low, high), end
+
+
+def _regex_run(compiled: _Regex, text: str, charge: Callable[[int], None] | None) -> bool:
+    """Whether the program reaches its end over the whole text (a search program reads any
+    text before its pattern, and stops at the first match)."""
+    if charge is not None:
+        charge(len(text))
+    size = len(text)
+    # Anchors hold only at the start and near the end: elsewhere one table lookup a character.
+    last = size - 1 if size > 0 and text[-1] == "\n" else size  # `$` holds here and at the end
+    state = _regex_settle(compiled, compiled.state(compiled.start), True, last == 0, size == 0)
+    rows, accept, search = compiled.rows, compiled.accept, compiled.search
+    for position, char in enumerate(text):
+        if position == last and position > 0:
+            state = _regex_settle(compiled, state, False, True, False)
+            rows, accept = compiled.rows, compiled.accept
+        if search and accept[state]:
+            return True
+        following = rows[state].get(char)
+        if following is None:
+            threads, cost = _regex_step(compiled, state, char)
+            if charge is not None:
+                charge(cost)
+            following = compiled.state(threads)
+            if rows is compiled.rows:  # not started afresh: keep the transition
+                rows[state][char] = following
+            rows, accept = compiled.rows, compiled.accept
+        state = following
+        if not state:
+            return False
+    if size > 0:
+        state = _regex_settle(compiled, state, False, True, True)
+    return compiled.accept[state]
+
+
+def _regex_sequence(pattern: str, at: int) -> tuple[tuple[Any, ...], int]:
+    items: list[tuple[Any, ...]] = []
+    while at < len(pattern) and pattern[at] not in "|)":
+        item, at = _regex_atom(pattern, at)
+        item, at = _regex_repeats(pattern, at, item)
+        items.append(item)
+    return ("cat", tuple(items)), at
+
+
+def _regex_settle(compiled: _Regex, state: int, begin: bool, end: bool, endz: bool) -> int:
+    """`state` where more anchors are known to hold: the start, or the end of the text
+    (kept, as transitions are: every text settles at its start and end)."""
+    key = (state, begin, end, endz)
+    found = compiled.settled.get(key)
+    if found is None:
+        settled = compiled.settled
+        found = compiled.state(
+            _regex_closure(compiled.program, compiled.sets[state], begin, end, endz)[0]
+        )
+        if settled is compiled.settled:  # not started afresh meanwhile
+            settled[key] = found
+    return found
+
+
+def _regex_step(compiled: _Regex, state: int, char: str) -> tuple[frozenset[int], int]:
+    """The threads after reading `char` in `state` (anchors inside the text do not hold)."""
+    program = compiled.program
+    moved = [
+        pc + 1
+        for pc in compiled.sets[state]
+        if program[pc][0] == "char" and _regex_holds(program[pc][1], char, program[pc][2])
+    ]
+    threads, cost = _regex_closure(program, moved, False, False, False)
+    return threads, cost + len(compiled.sets[state])
 
 
 def _seconds_between(start: str, end: str) -> int:
@@ -1488,8 +1892,17 @@ class Environment:
             )
         return spec, getattr(self, tool)(**check_arguments(spec, {} if args is None else args))
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
-        """Run a tool for an agent: a JSON result, or a JSON error; never an exception."""
+    def call(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        expired: Callable[[], bool] | None = None,
+    ) -> Any:
+        """Run a tool for an agent: a JSON result, or a JSON error; never an exception.
+        Given `expired` (the harness's clock: true once the call's time is up), a call
+        still running then stops: the domain error `timeout`, nothing changed."""
+        if expired is not None:
+            return self._call_with_clock(tool, args, expired)
         try:
             spec = TOOL_SPECS.get(tool) if type(tool) is str else None
             if spec is not None:  # the common case: the tool's own caller
@@ -1503,6 +1916,45 @@ class Environment:
             if not isinstance(error, Exception):
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
+
+    def _call_with_clock(
+        self, tool: str, args: Mapping[str, Any] | None, expired: Callable[[], bool]
+    ) -> Any:
+        self._call_clock = expired
+        self._steps_left = 0  # the clock is read at the first step
+        try:
+            return self.call(tool, args)
+        finally:
+            self._call_clock = None
+
+    _steps_left = _TICKS
+    """Steps left before the clock is read again."""
+    _call_clock: Callable[[], bool] | None = None
+    """The running call's clock (`call`'s `expired`); none outside such a call."""
+
+    def _count_steps(self, steps: int) -> None:
+        """Count a call's work; every `_TICKS` steps, stop it if its time is up."""
+        self._steps_left -= steps
+        if self._steps_left < 0:
+            self._steps_left = _TICKS
+            if self._call_clock is not None and self._call_clock():
+                raise DomainError("timeout", TIMEOUT_MESSAGE)
+
+    def _count_each(self, items: Collection[_Item]) -> Iterable[_Item]:
+        """What a loop or comprehension goes over: the items themselves, their number
+        charged up front, or for more than `_TICKS` items one charged at a time."""
+        size = len(items)
+        if size > _TICKS:
+            return self._count_each_one(items)
+        self._steps_left -= size  # `_count_steps`, inline: this runs for every loop
+        if self._steps_left < 0:
+            self._count_steps(0)
+        return items
+
+    def _count_each_one(self, items: Iterable[_Item]) -> Iterator[_Item]:
+        for item in items:
+            self._count_steps(1)
+            yield item
 
     def create_calendar(
         self,
@@ -1621,11 +2073,11 @@ class Environment:
         if calendar_id is not None:
             self._find_calendar(calendar_id)
         found: list[Conflict] = []
-        for event in sorted(state["events"], key=lambda e: e["id"]):
+        for event in self._count_each(sorted(state["events"], key=lambda e: e["id"])):
             if event["status"] != "cancelled" and (
                 calendar_id is None or event["calendar_id"] == calendar_id
             ):
-                for other in self._clashes(event):
+                for other in self._count_each(self._clashes(event)):
                     if other["id"] > event["id"]:
                         found.append(
                             {
@@ -1683,7 +2135,9 @@ class Environment:
                 event["status"] = "cancelled"
             elif strategy == "override":
                 blocking: list[int] = [
-                    o["id"] for o in self._clashes(event) if o["priority"] >= event["priority"]
+                    o["id"]
+                    for o in self._count_each(self._clashes(event))
+                    if o["priority"] >= event["priority"]
                 ]
                 if len(blocking) != 0:
                     raise DomainError(
@@ -1694,7 +2148,7 @@ class Environment:
                         current=event["priority"],
                         allowed=blocking,
                     )
-                for other in self._clashes(event):
+                for other in self._count_each(self._clashes(event)):
                     self._undo.save(other, "status")
                     other["status"] = "cancelled"
             else:
@@ -1743,7 +2197,7 @@ class Environment:
         state = self._state
         found: list[Event] = [
             e
-            for e in state["events"]
+            for e in self._count_each(state["events"])
             if (calendar_id is None or e["calendar_id"] == calendar_id)
             and (status is None or e["status"] == status)
             and (date_prefix is None or e["start"].startswith(date_prefix))
@@ -1761,7 +2215,7 @@ class Environment:
         busy = sorted(
             [
                 e
-                for e in state["events"]
+                for e in self._count_each(state["events"])
                 if e["calendar_id"] == calendar_id
                 and e["status"] != "cancelled"
                 and self._overlaps(e["start"], e["end"], window_start, window_end)
@@ -1770,7 +2224,7 @@ class Environment:
         )
         slots: list[FreeSlot] = []
         cursor = window_start
-        for event in busy:
+        for event in self._count_each(busy):
             if event["start"] > cursor:
                 gap = _seconds_between(cursor, event["start"]) // 60
                 if gap >= min_minutes:
@@ -1787,7 +2241,7 @@ class Environment:
         state = self._state
         found: list[Event] = [
             e
-            for e in state["events"]
+            for e in self._count_each(state["events"])
             if attendee in e["attendees"]
             and e["status"] != "cancelled"
             and e["start"].startswith(day)
@@ -1824,7 +2278,7 @@ class Environment:
                 )
             taken: list[int] = [
                 e["id"]
-                for e in state["events"]
+                for e in self._count_each(state["events"])
                 if e["calendar_id"] == room
                 and e["status"] != "cancelled"
                 and self._overlaps(start, end, e["start"], e["end"])
@@ -1878,7 +2332,7 @@ class Environment:
     def _find_event(self, event_id: int) -> Event:
         """Helper `find_event`."""
         state = self._state
-        for event in state["events"]:
+        for event in self._count_each(state["events"]):
             if event["id"] == event_id:
                 return event
         raise DomainError(
@@ -1886,7 +2340,7 @@ class Environment:
             f"event {event_id} does not exist",
             entity="event",
             field="event_id",
-            allowed=[e["id"] for e in state["events"]],
+            allowed=[e["id"] for e in self._count_each(state["events"])],
         )
 
     def _issue_id(self) -> int:
@@ -1895,7 +2349,10 @@ class Environment:
         issued = (
             state["next_event_id"]
             if len(state["events"]) == 0
-            else max(state["next_event_id"], max([e["id"] for e in state["events"]]) + 1)
+            else max(
+                state["next_event_id"],
+                max([e["id"] for e in self._count_each(state["events"])]) + 1,
+            )
         )
         self._undo.save(state, "next_event_id")
         state["next_event_id"] = issued + 1
@@ -1906,7 +2363,7 @@ class Environment:
         state = self._state
         return [
             o
-            for o in state["events"]
+            for o in self._count_each(state["events"])
             if o["id"] != event["id"]
             and o["calendar_id"] == event["calendar_id"]
             and o["status"] != "cancelled"
@@ -1916,7 +2373,7 @@ class Environment:
     def _refresh_conflicts(self, calendar_id: str) -> None:
         """Eager detection: every live event of the calendar is conflicted iff it overlaps another."""
         state = self._state
-        for event in state["events"]:
+        for event in self._count_each(state["events"]):
             if event["calendar_id"] == calendar_id and event["status"] != "cancelled":
                 self._undo.save(event, "status")
                 event["status"] = "conflicted" if len(self._clashes(event)) > 0 else "scheduled"
@@ -1949,7 +2406,7 @@ class Environment:
             len(
                 [
                     e
-                    for e in state["events"]
+                    for e in self._count_each(state["events"])
                     if e["calendar_id"] == room
                     and e["status"] != "cancelled"
                     and self._overlaps(start, end, e["start"], e["end"])
@@ -2081,11 +2538,18 @@ class _Member(Environment):
             self._check_out()
             return plain.invoke(self, tool, args)
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
+    def call(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        expired: Callable[[], bool] | None = None,
+    ) -> Any:
         plain = self._plain
         with self._family.lock:
             self._check_out()
-            return plain.call(self, tool, args)
+            if expired is None:  # a harness's subclass may take (tool, args) only
+                return plain.call(self, tool, args)
+            return plain.call(self, tool, args, expired)
 
 
 _MEMBER_CLASSES: Final[dict[type[Environment], type[_Member]]] = {}
@@ -2232,7 +2696,7 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
                 [["alice", "bob"], ["carol", "dev"], ["alice", "carol", "dev"], ["bob", "dev"]]
             ),
         )
-        who = self._spoken_list([state["calendars"][p]["owner"] for p in people])
+        who = self._spoken_list([state["calendars"][p]["owner"] for p in self._count_each(people)])
         time = f"{self._two_digits(hour)}:00"
         until = f"{self._two_digits(hour)}:45"
         _values: dict[str, Any] = {
@@ -2348,14 +2812,14 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
         owner = state["calendars"][person]["owner"]
         cleared: list[int] = [
             e["id"]
-            for e in state["events"]
+            for e in self._count_each(state["events"])
             if e["calendar_id"] == person
             and e["start"].startswith(day)
             and e["status"] != "cancelled"
         ]
         spared: list[int] = [
             e["id"]
-            for e in state["events"]
+            for e in self._count_each(state["events"])
             if e["status"] != "cancelled"
             and not (e["calendar_id"] == person and e["start"].startswith(day))
         ]
@@ -2396,7 +2860,7 @@ def _solve_1(
     try:
         person = conform(_values.get("person"), ("str",), "person")
         day = conform(_values.get("day"), ("date",), "day")
-        for e in state["events"]:
+        for e in self._count_each(state["events"]):
             if (
                 e["calendar_id"] == person
                 and e["start"].startswith(day)

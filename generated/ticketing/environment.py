@@ -2251,7 +2251,7 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
         }
         handed: list[int] = [
             t["id"]
-            for t in state["tickets"].values()
+            for t in self._count_each(state["tickets"].values())
             if t["category"] == category and t["status"] == "open" and t["assignee"] is None
         ]
         if len(handed) < 2:
@@ -2303,7 +2303,7 @@ def _solve_0(
             "category",
         )
         agent = conform(_values.get("agent"), ("str",), "agent")
-        for t in state["tickets"].values():
+        for t in self._count_each(state["tickets"].values()):
             if t["category"] == category and t["status"] == "open" and t["assignee"] is None:
                 _solution_call(
                     self, _calls, "assign_ticket", {"ticket_id": t["id"], "assignee": agent}
@@ -2325,12 +2325,12 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
             self._random_choice(
                 [
                     t
-                    for t in state["tickets"].values()
+                    for t in self._count_each(state["tickets"].values())
                     if self._rank(t["status"]) < 2
                     and len(
                         [
                             o
-                            for o in state["tickets"].values()
+                            for o in self._count_each(state["tickets"].values())
                             if o["created_by"] == t["created_by"] and o["title"] == t["title"]
                         ]
                     )

@@ -406,6 +406,10 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
 def test_scenario_loads_and_round_trips(scenario: str | None) -> None:
     env = Environment(scenario)
     assert Environment(env.state()).state_json() == env.state_json()
+    # The live values too, which JSON cannot tell apart: int map keys from "1", sets.
+    assert Environment(env.saved_state()).view() == env.view(), (
+        "a reloaded state holds other Python values"
+    )
 
 
 @pytest.mark.parametrize(("tool", "case", "args"), BAD_ARGUMENTS)
