@@ -21,7 +21,7 @@ from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.library import builtins as bi
 from compiler.library import helpers as runtime_helpers
-from compiler.lower import schema
+from compiler.lower import agent_limits, schema
 from compiler.lower import trl_env as trl_adapter
 from compiler.lower.converters import (
     JsonConverters,
@@ -233,6 +233,7 @@ class _Builder:
             "uses_audit": any("self._audit(" in body for body in bodies.values()),
             "rng_python": bi.RANDOM_SEED in {f.name for f in env.state},
             **self._load_context(),
+            **agent_limits.context(),
             "on_load": on_load,
         }
         skeleton = self.render("environment.py.jinja", context)

@@ -282,6 +282,7 @@ class ServeApp:
                 "active_sessions": self.manager.count(),
                 "max_sessions": self.manager.limits.max_sessions,
                 "recovery": self.manager.recovery,
+                "quarantined": self.manager.quarantined,
             }
         )
 

@@ -22,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import re
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -153,6 +154,12 @@ class Limits:
     """Seconds without a request after which a session is closed."""
     call_timeout: float | None = 10.0
     """Seconds one tool call may take before the session is reported broken."""
+    session_bytes: int | None = 32 * 2**20
+    """Bytes of one session's call records (its history, held in memory and journaled):
+    a call that would pass it is refused, `quota`, and not run."""
+    state_bytes: int | None = 16 * 2**20
+    """Bytes of arguments the calls that change one session's state may bring into it
+    (a cheap bound on how far the agent can grow the state): past it, `quota`."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +200,11 @@ class Start:
         )
 
 
+Commit = Callable[[dict[str, Any], bytes, bool], None]
+"""The last step of a call (`Session.run`): its record, the record's journal bytes, and
+whether it changed state."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What one call gave: the tool's JSON result (or JSON error) and how the episode
@@ -210,7 +222,41 @@ class Outcome:
 def result_digest(result: Any) -> str:
     """A short digest of a call's result, journaled so a replay that diverges is caught."""
     text = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return text_digest(text)
+
+
+def text_digest(text: str) -> str:
+    """`result_digest` of a result whose canonical JSON text (the package's `result_text`) is known."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+class QuotaExceeded(Exception):
+    """A call that would take its session past `session_bytes` or `state_bytes`: rolled
+    back, answered as the error `quota`, neither counted nor journaled."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": {"kind": "quota", "message": str(self)}}
+
+
+def call_record(tool: Any, arguments: Any, digest: str) -> tuple[dict[str, Any], bytes]:
+    """A call as history and the journal keep it, and its journal bytes. Arguments that
+    JSON cannot carry (the package refused them, so the call changed nothing) are kept as
+    `null`, with `refused: true`: a replay takes such a call as given instead of running it."""
+    record = {"tool": tool, "arguments": arguments, "digest": digest}
+    try:
+        return record, journal.encode({"op": "call", **record})
+    except (ValueError, RecursionError):  # a lone surrogate, NaN, nesting: never applied
+        record = {"tool": tool, "arguments": None, "digest": digest, "refused": True}
+        return record, journal.encode({"op": "call", **record})
+
+
+def tool_label(tool: Any) -> str:
+    """A tool name the agent sent, as an invalid call names it and the journal keeps it:
+    text that encodes (a lone surrogate is escaped), at most 200 characters."""
+    text = tool if isinstance(tool, str) else repr(tool)
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text[:200]
 
 
 def error_kind(result: Any) -> str | None:
@@ -258,6 +304,10 @@ class Session:
     or replaced; whatever a call still running does later is not journaled."""
     log: journal.Journal | None = None
     seed_effect: dict[str, str] = field(default_factory=dict)
+    recorded_bytes: int = 0
+    """Journal bytes of the calls so far (`Limits.session_bytes`)."""
+    written_bytes: int = 0
+    """Argument bytes of the calls so far that changed state (`Limits.state_bytes`)."""
 
     @property
     def turns(self) -> int:
@@ -278,27 +328,51 @@ class Session:
         if self.ended is not None:
             raise EpisodeOver(f"the episode is over ({self.ended}): reset or close it", ended=self.ended)
 
-    def run(self, tool: str, arguments: Any) -> Outcome:
-        """One call, under the session's lock; the caller journals it."""
+    def run(self, tool: str, arguments: Any, commit: Commit | None = None) -> Outcome:
+        """One call, under the session's lock. `commit(record, data, writes)` (journal it,
+        check the quotas) runs before the call's changes stand; if it raises, the call is
+        rolled back and the exception propagates, the history unchanged."""
         self.check_open()
         target = self.routes.get(tool) if isinstance(tool, str) else None
         parsed = _arguments(arguments)
         if target is None or parsed is None:
-            problem = f"there is no tool {tool!r}" if target is None else "the arguments are not a JSON object"
-            return self._record(
-                tool, arguments, {"error": {"kind": "invalid_call", "message": problem}}, "invalid_call"
-            )
+            label = tool_label(tool)
+            problem = f"there is no tool {label!r}" if target is None else "the arguments are not a JSON object"
+            result = {"error": {"kind": "invalid_call", "message": problem}}
+            record, data = call_record(label, None, result_digest(result))  # replayed, None is invalid too
+            if commit is not None:
+                commit(record, data, False)
+            return self._record(record, result, "invalid_call")
         env, own = target
-        result = self.envs[env].call(own, parsed)
+        kept: list[tuple[dict[str, Any], bytes]] = []
+
+        def keep(result: Any, text: str) -> None:
+            record, data = call_record(tool, parsed, text_digest(text))
+            if commit is not None:
+                commit(record, data, own in self.served[env].writers and error_kind(result) is None)
+            kept.append((record, data))
+
+        result, _ = self.envs[env].call_and_commit(own, parsed, keep)
+        record = kept[0][0]
         kind = error_kind(result)
         if kind == "internal":
             self.broken = f"environment `{env}` failed in `{own}` (internal error)"
-            return self._record(tool, parsed, result, "infrastructure")
+            return self._record(record, result, "infrastructure")
         ended = "turn_limit" if self.turns + 1 >= self.max_turns else None
-        return self._record(tool, parsed, result, ended, domain_error=kind is not None)
+        return self._record(record, result, ended, domain_error=kind is not None)
 
-    def _record(self, tool: Any, arguments: Any, result: Any, ended: str | None, domain_error: bool = False) -> Outcome:
-        self.history.append({"tool": tool, "arguments": arguments, "digest": result_digest(result)})
+    def replay(self, record: Mapping[str, Any]) -> None:
+        """A journaled call again: run it, unless it was refused for arguments JSON cannot
+        carry (it changed nothing; its outcome is taken as journaled)."""
+        if not record.get("refused"):
+            self.run(record["tool"], record["arguments"])
+            return
+        self.check_open()
+        kept = {"tool": record["tool"], "arguments": None, "digest": record["digest"], "refused": True}
+        self._record(kept, None, "turn_limit" if self.turns + 1 >= self.max_turns else None)
+
+    def _record(self, record: dict[str, Any], result: Any, ended: str | None, domain_error: bool = False) -> Outcome:
+        self.history.append(record)
         if ended is not None and ended != "infrastructure":
             self.ended = ended
         return Outcome(
@@ -447,6 +521,8 @@ class SessionManager:
         self._executor = ThreadPoolExecutor(max_workers=CALL_WORKERS, thread_name_prefix="envc-call")
         self.recovery: list[str] = []
         """What restoring the data directory found (torn tails cut off), for /health."""
+        self.quarantined: dict[str, str] = {}
+        """Episode id -> why its journal could not be replayed (moved to `quarantine/`)."""
         self._directory_lock: journal.DirectoryLock | None = None
         if data_dir is not None:
             data_dir.mkdir(parents=True, exist_ok=True)
@@ -667,21 +743,41 @@ class SessionManager:
 
     def _run_and_journal(self, session: Session, tool: str, arguments: Any) -> Outcome:
         with session.lock:
-            outcome = session.run(tool, arguments)
-            with session.journal_lock:
-                if session.log is None or session.abandoned:
-                    return outcome
-                try:
-                    session.log.append({"op": "call", **session.history[-1]})
-                    if outcome.infrastructure_error is not None:
+            try:
+                outcome = session.run(tool, arguments, functools.partial(self._commit, session))
+            except QuotaExceeded as exc:  # rolled back: the episode goes on
+                return Outcome(result=exc.to_json(), turns=session.turns, domain_error=True)
+            except OSError as exc:  # rolled back, and cut off the journal: neither holds the call
+                return self._journal_failed(session, exc)
+            if outcome.infrastructure_error is not None:
+                with session.journal_lock, contextlib.suppress(OSError):  # a replay finds it broken again
+                    if session.log is not None and not session.abandoned:
                         session.log.append({"op": "broken", "reason": outcome.infrastructure_error})
-                except OSError as exc:  # not durable, so not acknowledged: the session cannot go on
-                    return self._journal_failed(session, exc)
             return outcome
+
+    def _commit(self, session: Session, record: dict[str, Any], data: bytes, writes: bool) -> None:
+        """The last step of a call before its changes stand (Session.run's `commit`): the
+        quotas, then the journal record, durable. Raising rolls the call back."""
+        limits = self.limits
+        if limits.session_bytes is not None and session.recorded_bytes + len(data) > limits.session_bytes:
+            raise QuotaExceeded(
+                f"this call would take the session past its quota of {limits.session_bytes} bytes of calls "
+                f"({session.recorded_bytes} used, the call {len(data)}): nothing was changed"
+            )
+        if writes and limits.state_bytes is not None and session.written_bytes + len(data) > limits.state_bytes:
+            raise QuotaExceeded(
+                f"this call would bring the session's state past its quota of {limits.state_bytes} bytes "
+                f"written ({session.written_bytes} used, the call {len(data)}): nothing was changed"
+            )
+        with session.journal_lock:
+            if session.log is not None and not session.abandoned:
+                session.log.write(data)
+        session.recorded_bytes += len(data)
+        session.written_bytes += len(data) if writes else 0
 
     @staticmethod
     def _journal_failed(session: Session, exc: OSError) -> Outcome:
-        session.broken = f"the journal could not be written ({exc.strerror or exc}): the call is not durable"
+        session.broken = f"the journal could not be written ({exc.strerror or exc}): the call was not made"
         session.abandoned = True
         return Outcome(
             result={"error": {"kind": "infrastructure", "message": session.broken}},
@@ -737,19 +833,37 @@ class SessionManager:
             raise JournalUnavailable(f"cannot journal session {session.episode_id}: {exc.strerror or exc}") from None
 
     def _restore(self, data_dir: Path) -> None:
-        """Every journal in the directory replayed; a journal that cannot be trusted
-        raises JournalError and nothing is served (never half a session)."""
+        """Every journal in the directory replayed. A journal that cannot be trusted is
+        quarantined (moved to `quarantine/`, reported in `recovery` and `quarantined`):
+        never half a session, and never the other sessions down with it."""
         restored: dict[str, Session] = {}
         for path in journal.journal_paths(data_dir):
-            recovered = journal.recover(path)
-            if recovered.torn_tail:
+            episode_id = path.name.removesuffix(journal.SUFFIX)
+            try:
+                recovered = journal.recover(path)
+                restored[episode_id] = self._replay(recovered)
+            except journal.JournalError as exc:
+                self._quarantine(path, str(exc))
+                continue
+            if recovered.tail == "torn":
                 self.recovery.append(f"{path.name}: cut off a torn last record (a call that was never acknowledged)")
-            restored[path.name.removesuffix(journal.SUFFIX)] = self._replay(recovered)
+            elif recovered.tail == "unended":
+                self.recovery.append(
+                    f"{path.name}: the last record lacked only its line end and is whole, so it was kept "
+                    "(it may have been acknowledged)"
+                )
         if len(restored) > self.limits.max_sessions:
             raise journal.JournalError(
                 f"{data_dir} holds {len(restored)} sessions, more than --max-sessions {self.limits.max_sessions}"
             )
         self._sessions = restored
+
+    def _quarantine(self, path: Path, reason: str) -> None:
+        """Set a journal that cannot be replayed aside, and say so."""
+        episode_id = path.name.removesuffix(journal.SUFFIX)
+        where = journal.quarantine(path)
+        self.quarantined[episode_id] = reason
+        self.recovery.append(f"{path.name}: quarantined to {where}, its session is not served: {reason}")
 
     def _replay(self, recovered: journal.Recovered) -> Session:
         path = recovered.path
@@ -781,7 +895,7 @@ class SessionManager:
     @staticmethod
     def _replay_call(session: Session, record: Mapping[str, Any], where: str) -> None:
         try:
-            session.run(record["tool"], record["arguments"])
+            session.replay(record)
         except EpisodeOver as exc:
             raise journal.JournalError(f"{where}: a call journaled after the episode ended: {exc}") from None
         if session.history[-1]["digest"] != record["digest"]:

@@ -244,6 +244,30 @@ INTERNAL_ERROR: Final[dict[str, Any]] = {
 }
 """What an agent sees when a tool fails for a reason that is not its fault."""
 
+UNWRITABLE_RESULT: Final[dict[str, Any]] = {
+    "error": {
+        "kind": "invalid_argument",
+        "message": "The call's result cannot be written as JSON (a number too large, or not finite); nothing was changed.",
+    }
+}
+"""What `call_and_commit` answers when these arguments made a result JSON cannot hold."""
+
+
+def result_text(result: Any) -> str:
+    """The canonical JSON text of a call's result (keys sorted, UTF-8 ready): what the
+    harnesses digest and send. ValueError when JSON cannot hold it (NaN, an infinity, an
+    integer with too many digits, nesting past the interpreter's limit, a lone surrogate)."""
+    try:
+        text = json.dumps(
+            result, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except RecursionError:
+        raise ValueError("the result is nested too deeply") from None
+    if not text.isascii() and _SURROGATE.search(text):
+        raise ValueError("the result holds a lone surrogate")
+    return text
+
+
 # --------------------------------------------------------------------------- validation
 
 Kind = tuple[Any, ...]
@@ -508,13 +532,68 @@ def _invalid(where: str, kind: Kind, value: Any) -> DomainError:
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
+MAX_DEPTH: Final = 64
+"""Lists and objects nested in one `json` value of an argument, at most."""
+MAX_INT: Final = 2**63 - 1
+"""The largest magnitude of an integer argument: what a 64-bit peer reads back."""
+
 
 def _show(value: Any) -> str:
     try:
         text = json.dumps(value, default=repr)
     except (RecursionError, ValueError):
-        return f"a {type(value).__name__} nested too deeply to show"
+        return f"a {type(value).__name__} too large or too deeply nested to show"
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _text(name: Any) -> str:
+    """A name the agent sent, as an error message may quote it: escaped where it holds a
+    lone surrogate (the message must stay text)."""
+    text = str(name)
+    return text if text.isascii() or not _SURROGATE.search(text) else json.dumps(text)[1:-1]
+
+
+def _refuse(where: str, what: str) -> DomainError:
+    return DomainError("invalid_argument", f"`{where}` {what}", field=where)
+
+
+def check_json(value: Any, where: str, depth: int = 0) -> None:
+    """Refuse a value an agent sent that JSON peers cannot carry or read back the same:
+    nesting past MAX_DEPTH, an integer past MAX_INT, NaN or an infinity, text with a lone
+    surrogate, a key that is not text. The one check of agent JSON (`conform` applies it
+    to every `json` part of an argument, and the same rules to typed parts), so such a
+    value is an `invalid_argument` before a tool runs, in every harness."""
+    kind = type(value)
+    if kind is str:
+        if not value.isascii() and _SURROGATE.search(value):
+            raise _refuse(where, "holds a lone surrogate, which is not text")
+    elif kind is int:
+        if not -MAX_INT <= value <= MAX_INT:
+            raise _refuse(where, f"holds an integer beyond ±{MAX_INT}")
+    elif kind is float:
+        if not math.isfinite(value):
+            raise _refuse(where, "holds NaN or an infinity, which JSON cannot hold")
+    elif value is None or kind is bool:
+        return
+    elif isinstance(value, (list, tuple, Mapping)):
+        if depth >= MAX_DEPTH:
+            raise _refuse(where, f"nests lists and objects deeper than {MAX_DEPTH} levels")
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise _refuse(where, f"has the key {_show(key)}: keys are text")
+                check_json(key, where, depth)
+                check_json(item, where, depth + 1)
+        else:
+            for item in value:
+                check_json(item, where, depth + 1)
+    else:
+        raise _refuse(where, f"holds a {kind.__name__}, which is not JSON")
+
+
+def _check_int(value: int, where: str) -> None:
+    if not -MAX_INT <= value <= MAX_INT:
+        raise _refuse(where, f"must be an integer between -{MAX_INT} and {MAX_INT}")
 
 
 def conform(value: Any, kind: Kind, where: str) -> Any:
@@ -523,6 +602,7 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
     if tag == "optional":
         return None if value is None else conform(value, kind[1], where)
     if tag == "json":
+        check_json(value, where)
         return copy_json(value)  # detached: the caller's object never ends up in state
     if tag in ("str", "enum", "datetime", "date", "time"):
         if not isinstance(value, str):
@@ -541,13 +621,18 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
     if tag == "int":
         if type(value) is not int:
             raise _invalid(where, kind, value)
+        _check_int(value, where)
         return value
     if tag == "float":
-        if type(value) not in (int, float) or not math.isfinite(value):
+        if type(value) is int:
+            _check_int(value, where)
+        elif type(value) is not float or not math.isfinite(value):
             raise _invalid(where, kind, value)
         return float(value)
     if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
-        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
+        if type(value) is int:
+            _check_int(value, where)
+        elif type(value) is not float or not math.isfinite(value):
             raise _invalid(where, kind, value)
         return value
     if tag == "bool":
@@ -588,7 +673,9 @@ _INT_KEY: Final = re.compile(r"-?[0-9]+")
 
 def _conform_key(key: Any, kind: Kind, where: str) -> Any:
     if kind[0] == "int" and isinstance(key, str) and _INT_KEY.fullmatch(key):
-        return int(key)
+        if len(key) > 20:  # past MAX_INT, and past what int() converts in time
+            raise _refuse(f"{where} key", f"must be an integer between -{MAX_INT} and {MAX_INT}")
+        return conform(int(key), kind, f"{where} key")
     if kind[0] == "json":  # kept as given: "1" and 1 are different keys
         if type(key) not in (str, int):
             raise DomainError(
@@ -596,6 +683,7 @@ def _conform_key(key: Any, kind: Kind, where: str) -> Any:
                 f"`{where}` key must be a string or an integer, got {_show(key)}",
                 field=where,
             )
+        check_json(key, f"{where} key")
         return key
     return conform(key, kind, f"{where} key")
 
@@ -626,8 +714,8 @@ def _conform_record(value: Any, name: str, where: str) -> dict[str, Any]:
         if key not in known:
             raise DomainError(
                 "invalid_argument",
-                f"`{where}` has no field `{key}`",
-                field=f"{where}.{key}",
+                f"`{where}` has no field `{_text(key)}`",
+                field=f"{where}.{_text(key)}",
                 allowed=sorted(known),
             )
     result: dict[str, Any] = {}
@@ -670,9 +758,10 @@ class ToolSpec:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
 
 
-_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
+_SIMPLE_TYPES: Final[dict[str, type]] = {"bool": bool}
 """Kinds whose check is just the value's type (str also must not hold a lone surrogate,
-so it stays on the full path): a plain int or bool argument skips `conform`."""
+and int must stay within MAX_INT, so they stay on the full path): a bool argument skips
+`conform`."""
 
 
 def _check_limits(param: Param, value: Any) -> None:
@@ -711,8 +800,8 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
         allowed = [p.name for p in spec.params]
         raise DomainError(
             "invalid_argument",
-            f"`{spec.name}` has no parameter `{key}`",
-            field=str(key),
+            f"`{spec.name}` has no parameter `{_text(key)}`",
+            field=_text(key),
             allowed=allowed,
         )
     kwargs: dict[str, Any] = {}
@@ -722,7 +811,7 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
             tag = param.kind[0]
             if tag == "str" and type(value) is str and value.isascii():
                 pass  # ASCII text holds no lone surrogate: the commonest case skips `conform`
-            elif _SIMPLE_TYPES.get(tag) is not type(value):  # an int or a bool costs one lookup
+            elif _SIMPLE_TYPES.get(tag) is not type(value):  # a bool costs one lookup
                 value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
@@ -2085,7 +2174,7 @@ def _call_3(env: Environment, args: Any) -> Any:
     """`Environment.call` of `process_job`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("job_id")
-        if len(args) == 1 and type(v0) is int:
+        if len(args) == 1 and type(v0) is int and -MAX_INT <= v0 <= MAX_INT:
             return _json_Job(env.process_job(v0))
     return _json_Job(env.process_job(**check_arguments(TOOL_SPECS["process_job"], args)))
 
@@ -2103,7 +2192,7 @@ def _call_5(env: Environment, args: Any) -> Any:
     """`Environment.call` of `get_job`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("job_id")
-        if len(args) == 1 and type(v0) is int:
+        if len(args) == 1 and type(v0) is int and -MAX_INT <= v0 <= MAX_INT:
             return _json_Job(env.get_job(v0))
     return _json_Job(env.get_job(**check_arguments(TOOL_SPECS["get_job"], args)))
 
@@ -2137,7 +2226,7 @@ def _call_8(env: Environment, args: Any) -> Any:
     """`Environment.call` of `get_digest`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("digest_id")
-        if len(args) == 1 and type(v0) is int:
+        if len(args) == 1 and type(v0) is int and -MAX_INT <= v0 <= MAX_INT:
             return _json_Digest(env.get_digest(v0))
     return _json_Digest(env.get_digest(**check_arguments(TOOL_SPECS["get_digest"], args)))
 
@@ -2151,7 +2240,7 @@ def _call_10(env: Environment, args: Any) -> Any:
     """`Environment.call` of `get_brief`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("brief_id")
-        if len(args) == 1 and type(v0) is int:
+        if len(args) == 1 and type(v0) is int and -MAX_INT <= v0 <= MAX_INT:
             return dict(env.get_brief(v0))
     return dict(env.get_brief(**check_arguments(TOOL_SPECS["get_brief"], args)))
 
@@ -2169,7 +2258,7 @@ def _call_12(env: Environment, args: Any) -> Any:
     """`Environment.call` of `share_of_voice`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("digest_id")
-        if len(args) == 1 and type(v0) is int:
+        if len(args) == 1 and type(v0) is int and -MAX_INT <= v0 <= MAX_INT:
             return _json_list_VoiceShare(env.share_of_voice(v0))
     return _json_list_VoiceShare(
         env.share_of_voice(**check_arguments(TOOL_SPECS["share_of_voice"], args))
@@ -2525,6 +2614,25 @@ class _UndoLog:
             _undo_entry(entry)
         self._entries.clear()
 
+    def hold(self) -> None:
+        """Keep the next call's changes open past its end, until `release`."""
+        self.finish = _keep_open
+
+    def release(self, keep: bool) -> None:
+        """End a held call: keep its changes, or undo them."""
+        if not keep:
+            self.rollback()
+        self.finish = self._ender()
+        self.finish()
+
+    def _ender(self) -> Callable[[], None]:
+        """What ends a call when none is held."""
+        return self._entries.clear
+
+
+def _keep_open() -> None:
+    """The end of a held call's tool: its journal stays for `_UndoLog.release`."""
+
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
     """Put back what one journal entry saved: the value before the change."""
@@ -2608,6 +2716,9 @@ class _RecordingLog(_UndoLog):
         super().__init__()
         self.delta = delta
         self.finish = self._record
+
+    def _ender(self) -> Callable[[], None]:
+        return self._record
 
     def _record(self) -> None:
         """The end of a call: what it changed (nothing after a rollback) joins the delta."""
@@ -2785,6 +2896,37 @@ class Environment:
             if not isinstance(error, Exception):
                 raise  # KeyboardInterrupt, SystemExit: for the harness, not the agent
             return copy_json(INTERNAL_ERROR)  # a failure of the tool, rolled back already
+
+    def call_and_commit(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        commit: Callable[[Any, str], None] | None = None,
+    ) -> tuple[Any, str]:
+        """`call` for a harness that answers an agent: the result and its JSON text
+        (`result_text`), the call's changes standing only once both are done. A result
+        JSON cannot hold is answered with `UNWRITABLE_RESULT`, the call rolled back; then
+        `commit(result, text)` runs (journal it, check a quota...), and if it raises, the
+        call is rolled back and the exception propagates: a failed call changes nothing."""
+        undo = self._undo
+        undo.hold()
+        kept = False
+        try:
+            result = self.call(tool, args)
+            try:
+                text = result_text(result)
+            except (ValueError, TypeError) as error:  # TypeError: not JSON at all, the tool's fault
+                self._undo.rollback()
+                result = copy_json(
+                    UNWRITABLE_RESULT if isinstance(error, ValueError) else INTERNAL_ERROR
+                )
+                text = result_text(result)
+            if commit is not None:
+                commit(result, text)
+            kept = True
+            return result, text
+        finally:
+            self._undo.release(kept)  # `self._undo`: a fork may have left its family meanwhile
 
     def register_feed(
         self, feed_id: str, name: str, format: InputFormat, tags: list[str] | None = None
@@ -3934,7 +4076,10 @@ class _Member(Environment):
         self._family.members.discard(self)
         object.__setattr__(self, "__class__", self._plain)
         del self._family, self._delta
+        held = self._undo.finish is _keep_open  # left in the middle of a held call: still held
         self._undo = _UndoLog()
+        if held:
+            self._undo.hold()
 
     def _load_scenario(self, scenario: str | Mapping[str, Any]) -> None:
         fresh = Environment(scenario)  # a bad scenario raises here, leaving the family alone
@@ -4002,6 +4147,17 @@ class _Member(Environment):
         with self._family.lock:
             self._check_out()
             return plain.call(self, tool, args)
+
+    def call_and_commit(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        commit: Callable[[Any, str], None] | None = None,
+    ) -> tuple[Any, str]:
+        plain = self._plain
+        with self._family.lock:  # held to the commit: no other member checks out meanwhile
+            self._check_out()
+            return plain.call_and_commit(self, tool, args, commit)
 
 
 _MEMBER_CLASSES: Final[dict[type[Environment], type[_Member]]] = {}
