@@ -14,6 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
+from hostile import arguments
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from websockets.sync.client import connect
 
@@ -235,3 +238,37 @@ def test_one_bad_journal_among_ten_leaves_nine_served_and_reports_it(tmp_path: P
         server.process.send_signal(signal.SIGTERM)
         server.process.wait(timeout=10)
     assert (tmp_path / journal.QUARANTINE / f"s4{journal.SUFFIX}").exists()
+
+
+# --------------------------------------------------------------------------- the property, served
+
+
+def test_hostile_arguments_through_the_server_never_break_a_session(serve: ServerFactory, catalog: Catalog) -> None:
+    live = serve()
+    tools = {
+        entry["name"]: [p for p in entry["parameters"]["properties"]] for entry in catalog.envs["ticketing"].entries
+    }
+    opened = iter(range(10**6))
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        tool = data.draw(st.sampled_from(sorted(tools)), label="tool")
+        args = data.draw(arguments(tools[tool]), label="arguments")
+        episode = f"p{next(opened)}"
+        with live.client() as client:
+            body = {"env": "ticketing", "scenario": "busy_queue", "episode_id": episode}
+            client.post("/reset", json=body).raise_for_status()
+            before = client.get(f"/sessions/{episode}").json()["states"]
+            try:
+                observation = step(client, episode, tool, args)
+            except ValueError:  # an int past what Python writes as JSON text: not sendable
+                return
+            finally:
+                after = client.get(f"/sessions/{episode}").json()
+                client.delete(f"/sessions/{episode}")
+            assert observation["infrastructure_error"] is None and after["broken"] is None
+            if observation["domain_error"] or observation["ended"] == "invalid_call":
+                assert after["states"] == before, f"a refused `{tool}` changed the state"
+
+    check()
