@@ -12,10 +12,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hostile import arguments
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from hostile import arguments
 
 GENERATED = Path(__file__).resolve().parent.parent / "generated"
 PACKAGES = sorted(path.name for path in GENERATED.iterdir() if (path / "environment.py").exists())
