@@ -232,10 +232,15 @@ def text_digest(text: str) -> str:
 
 class QuotaExceeded(Exception):
     """A call that would take its session past `session_bytes` or `state_bytes`: rolled
-    back, answered as the error `quota`, neither counted nor journaled."""
+    back, answered as the domain error `limit_exceeded` (docs/errors.md), neither counted
+    nor journaled."""
+
+    def __init__(self, message: str, quota: str, current: int, limit: int) -> None:
+        super().__init__(message)
+        self.details = {"field": quota, "current": current, "limit": limit}
 
     def to_json(self) -> dict[str, Any]:
-        return {"error": {"kind": "quota", "message": str(self)}}
+        return {"error": {"kind": "limit_exceeded", "message": str(self), **self.details}}
 
 
 def call_record(tool: Any, arguments: Any, digest: str) -> tuple[dict[str, Any], bytes]:
@@ -762,12 +767,18 @@ class SessionManager:
         if limits.session_bytes is not None and session.recorded_bytes + len(data) > limits.session_bytes:
             raise QuotaExceeded(
                 f"this call would take the session past its quota of {limits.session_bytes} bytes of calls "
-                f"({session.recorded_bytes} used, the call {len(data)}): nothing was changed"
+                f"({session.recorded_bytes} used, the call {len(data)}): nothing was changed",
+                "session_bytes",
+                session.recorded_bytes,
+                limits.session_bytes,
             )
         if writes and limits.state_bytes is not None and session.written_bytes + len(data) > limits.state_bytes:
             raise QuotaExceeded(
                 f"this call would bring the session's state past its quota of {limits.state_bytes} bytes "
-                f"written ({session.written_bytes} used, the call {len(data)}): nothing was changed"
+                f"written ({session.written_bytes} used, the call {len(data)}): nothing was changed",
+                "state_bytes",
+                session.written_bytes,
+                limits.state_bytes,
             )
         with session.journal_lock:
             if session.log is not None and not session.abandoned:

@@ -183,13 +183,14 @@ def test_the_session_quota_refuses_a_call_and_changes_nothing(tmp_path: Path, ca
     manager.create(Start(envs=("ticketing",), scenario="busy_queue"), "s")
     manager.call("s", "login", {"username": "alice", "password": "alice-pass"})
     outcomes = [manager.call("s", "create_ticket", {"title": "t", "description": "x" * 900}) for _ in range(6)]
-    refused = [o for o in outcomes if o.result.get("error", {}).get("kind") == "quota"]
+    refused = [o for o in outcomes if o.result.get("error", {}).get("kind") == "limit_exceeded"]
     assert refused and outcomes[0].domain_error is False
     kept = len(outcomes) - len(refused)
     state = manager.state("s")
     assert state["turns"] == 1 + kept, "a refused call is not a turn"
     assert len(state["states"]["ticketing"]["tickets"]) == 3 + kept, "nor a change"
     assert "quota of 4000 bytes" in refused[0].result["error"]["message"]
+    assert refused[0].result["error"]["field"] == "session_bytes" and refused[0].result["error"]["limit"] == 4000
     assert manager.get("s").recorded_bytes <= 4000
     small = manager.call("s", "whoami", {})
     assert small.domain_error is False, "the episode goes on"
@@ -204,10 +205,10 @@ def test_the_state_quota_counts_only_calls_that_change_state(catalog: Catalog) -
     for _ in range(40):  # reads do not count
         assert manager.call("s", "get_ticket", {"ticket_id": 1}).domain_error is False
     kinds = [
-        manager.call("s", "create_ticket", {"title": "t", "description": "x" * 1000}).result.get("id", "quota")
+        manager.call("s", "create_ticket", {"title": "t", "description": "x" * 1000}).result.get("id", "refused")
         for _ in range(4)
     ]
-    assert kinds[:2] != ["quota", "quota"] and kinds[-1] == "quota"
+    assert kinds[:2] != ["refused", "refused"] and kinds[-1] == "refused"
     manager.close_all()
 
 
