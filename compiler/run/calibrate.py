@@ -124,7 +124,7 @@ class Episode:
         elif (target := self.resolve(tool)) is None:
             result = turn_error("not_found", f"there is no tool `{tool}`")
         else:
-            result = self.sessions[target[0]].call(target[1], dict(args or {}))
+            result, _ = self.sessions[target[0]].call_and_commit(target[1], dict(args or {}))
         self.transcript.append({"tool": tool, "args": dict(args or {}), "result": result})
         return result
 

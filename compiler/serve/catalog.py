@@ -118,6 +118,8 @@ def load_env(folder: Path) -> ServedEnv:
         package = packages.import_package(folder, f"_envc_serve_{name}_{digest[:12]}")
     except packages.PackageError as exc:
         raise CatalogError(str(exc)) from None
+    if not hasattr(package.Environment, "call_and_commit"):  # calls could not be rolled back after the tool
+        raise CatalogError(f"{folder} was compiled by an older envc: run `envc compile` to serve it")
     return ServedEnv(
         name=name,
         folder=folder,
