@@ -156,10 +156,10 @@ class Limits:
     """Seconds one tool call may take before the session is reported broken."""
     session_bytes: int | None = 32 * 2**20
     """Bytes of one session's call records (its history, held in memory and journaled):
-    a call that would pass it is refused, `quota`, and not run."""
+    a call that would pass it is rolled back and answered `limit_exceeded`."""
     state_bytes: int | None = 16 * 2**20
-    """Bytes of arguments the calls that change one session's state may bring into it
-    (a cheap bound on how far the agent can grow the state): past it, `quota`."""
+    """Bytes of the call records of the calls that changed one session's state (a cheap
+    bound on how far the agent can grow the state): past it, `limit_exceeded`."""
 
 
 @dataclass(frozen=True)
@@ -347,14 +347,18 @@ class Session:
             record, data = call_record(label, None, result_digest(result))  # replayed, None is invalid too
             if commit is not None:
                 commit(record, data, False)
+            self.recorded_bytes += len(data)
             return self._record(record, result, "invalid_call")
         env, own = target
         kept: list[tuple[dict[str, Any], bytes]] = []
 
         def keep(result: Any, text: str) -> None:
             record, data = call_record(tool, parsed, text_digest(text))
+            writes = own in self.served[env].writers and error_kind(result) is None
             if commit is not None:
-                commit(record, data, own in self.served[env].writers and error_kind(result) is None)
+                commit(record, data, writes)
+            self.recorded_bytes += len(data)
+            self.written_bytes += len(data) if writes else 0
             kept.append((record, data))
 
         result, _ = self.envs[env].call_and_commit(own, parsed, keep)
@@ -373,7 +377,9 @@ class Session:
             self.run(record["tool"], record["arguments"])
             return
         self.check_open()
-        kept = {"tool": record["tool"], "arguments": None, "digest": record["digest"], "refused": True}
+        kept, data = call_record(record["tool"], None, str(record["digest"]))
+        kept["refused"] = True
+        self.recorded_bytes += len(data)
         self._record(kept, None, "turn_limit" if self.turns + 1 >= self.max_turns else None)
 
     def _record(self, record: dict[str, Any], result: Any, ended: str | None, domain_error: bool = False) -> Outcome:
@@ -580,6 +586,8 @@ class SessionManager:
                     ended=source.ended,
                     broken=source.broken,
                     seed_effect=source.seed_effect,
+                    recorded_bytes=source.recorded_bytes,  # the copied history counts against the quota
+                    written_bytes=source.written_bytes,
                 )
                 self._journal_start(copy, copy.history)
         except BaseException:
@@ -783,8 +791,6 @@ class SessionManager:
         with session.journal_lock:
             if session.log is not None and not session.abandoned:
                 session.log.write(data)
-        session.recorded_bytes += len(data)
-        session.written_bytes += len(data) if writes else 0
 
     @staticmethod
     def _journal_failed(session: Session, exc: OSError) -> Outcome:

@@ -194,7 +194,13 @@ def test_the_session_quota_refuses_a_call_and_changes_nothing(tmp_path: Path, ca
     assert manager.get("s").recorded_bytes <= 4000
     small = manager.call("s", "whoami", {})
     assert small.domain_error is False, "the episode goes on"
+    used = manager.get("s").recorded_bytes
+    assert manager.fork("s", "t").recorded_bytes == used, "a fork's copied history counts"
+    manager.close("t")
     manager.close_all()
+    restored = SessionManager(catalog, Limits(max_sessions=4, session_bytes=4000), tmp_path)
+    assert restored.get("s").recorded_bytes == used, "a restart keeps what the quota counted"
+    restored.close_all()
     assert sum(len(line) for line in (tmp_path / "s.jsonl").read_bytes().splitlines()[1:]) < 4000
 
 
