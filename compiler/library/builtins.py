@@ -324,8 +324,8 @@ MODULE_NAMES: Final = _by_kind(
         "constant": (
             "DEFAULT_STATE INTERNAL_ERROR Kind LOAD_OPTIONS MAX_DEPTH MAX_INT RECORD_FIELDS SCENARIOS "
             "SCENARIO_STATES STATE_ALIASES STATE_KINDS TOOL_SPECS UNION_TAGS UNSET UNWRITABLE_RESULT WORLD "
-            "_ABSENT_FIELD _AS_IS _DATA _INT_KEY _MAX_DRAWS _MEMBER_CLASSES _MISSING _Record _SCALARS "
-            "_SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES"
+            "_ABSENT_FIELD _AS_IS _DATA _INT_KEY _MAX_DRAWS _MEMBER_CLASSES _MISSING _RESULT_JSON _Record "
+            "_SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES"
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_is _as_list _as_map _as_number "
@@ -345,12 +345,12 @@ MODULE_ALWAYS: Final = frozenset(
     "Any AuditEntry Callable DEFAULT_STATE DomainError Environment Final INTERNAL_ERROR Kind LOAD_OPTIONS "
     "MAX_DEPTH MAX_INT Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError State "
     "TOOL_SPECS ToolSpec TypedDict UNWRITABLE_RESULT _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member "
-    "_PrivateStateNeeded _Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES "
-    "_TYPE_NAMES _UndoLog _check_int _check_limits _checked_out _conform_key _conform_pairs _conform_record "
-    "_copy_AuditEntry _field _invalid _join _keep_open _member_class _old _redo_entry _refuse "
-    "_scenario_state _show _text _undo_entry _valid_moment _with_new_value annotations cast check_arguments "
-    "check_json check_load_options conform copy_json copy_state dataclass dt json math re result_text "
-    "state_to_json threading to_json weakref".split()
+    "_PrivateStateNeeded _RESULT_JSON _Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE "
+    "_TEMPORAL_SHAPES _TYPE_NAMES _UndoLog _check_int _check_limits _checked_out _conform_key _conform_pairs "
+    "_conform_record _copy_AuditEntry _field _invalid _join _keep_open _member_class _old _redo_entry "
+    "_refuse _scenario_state _show _text _undo_entry _valid_moment _with_new_value annotations cast "
+    "check_arguments check_json check_load_options conform copy_json copy_state dataclass dt json math re "
+    "result_text state_to_json threading to_json weakref".split()
 )
 MODULE_BUILTINS: Final = frozenset(
     "AssertionError BaseException Exception IndexError RecursionError RuntimeError TypeError ValueError abs "

@@ -51,10 +51,13 @@ class Recovered:
         return self.tail == "torn"
 
 
+_RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""Made once: `json.dumps` with options builds an encoder on every call."""
+
+
 def encode(record: dict[str, Any]) -> bytes:
     """One record's line; ValueError for what JSON cannot carry (NaN, a lone surrogate)."""
-    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    data = text.encode("utf-8")
+    data = _RECORD_JSON.encode(record).encode("utf-8")
     return b"%08x %s\n" % (zlib.crc32(data), data)
 
 

@@ -247,14 +247,18 @@ UNWRITABLE_RESULT: Final[dict[str, Any]] = {
 """What `call_and_commit` answers when these arguments made a result JSON cannot hold."""
 
 
+_RESULT_JSON: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+"""Made once: `json.dumps` with options builds an encoder on every call."""
+
+
 def result_text(result: Any) -> str:
     """The canonical JSON text of a call's result (keys sorted, UTF-8 ready): what the
     harnesses digest and send. ValueError when JSON cannot hold it (NaN, an infinity, an
     integer with too many digits, nesting past the interpreter's limit, a lone surrogate)."""
     try:
-        text = json.dumps(
-            result, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        text = _RESULT_JSON.encode(result)
     except RecursionError:
         raise ValueError("the result is nested too deeply") from None
     if not text.isascii() and _SURROGATE.search(text):
