@@ -69,7 +69,18 @@ FORBIDDEN_ATTRIBUTES = {
     ("random", "choice"),
     ("uuid", "uuid4"),
 }
-INFRASTRUCTURE_METHODS = {"call", "call_and_commit", "invoke", "view", "state", "saved_state", "state_json", "snapshot", "restore", "fork"}
+INFRASTRUCTURE_METHODS = {
+    "call",
+    "call_and_commit",
+    "invoke",
+    "view",
+    "state",
+    "saved_state",
+    "state_json",
+    "snapshot",
+    "restore",
+    "fork",
+}
 
 
 def ast_rules(package: Package) -> list[Finding]:

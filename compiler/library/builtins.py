@@ -325,14 +325,14 @@ MODULE_NAMES: Final = _by_kind(
             "DEFAULT_STATE INTERNAL_ERROR Kind LOAD_OPTIONS MAX_DEPTH MAX_INT RECORD_FIELDS SCENARIOS "
             "SCENARIO_STATES STATE_ALIASES STATE_KINDS TOOL_SPECS UNION_TAGS UNSET UNWRITABLE_RESULT WORLD "
             "_ABSENT_FIELD _AS_IS _DATA _INT_KEY _MAX_DRAWS _MEMBER_CLASSES _MISSING _RESULT_JSON _Record "
-            "_SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES"
+            "_SCALARS _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES"
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_is _as_list _as_map _as_number "
-            "_as_text _call_0 _call_1 _call_2 _call_3 _call_4 _check_int _check_limits _checked_out "
-            "_conform_key _conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between "
-            "_format_like _from_data _invalid _join _json_key _keep_open _matches _member_class _moment _old "
-            "_pair_order _parse_datetime _parse_int _parse_json _parse_number _read_data _redo_entry _refuse "
+            "_as_text _call_0 _call_1 _call_2 _call_3 _call_4 _check_limits _checked_out _conform_key "
+            "_conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between _format_like "
+            "_from_data _invalid _join _json_key _keep_open _matches _member_class _moment _old _pair_order "
+            "_parse_datetime _parse_int _parse_json _parse_number _read_data _redo_entry _refuse "
             "_refuse_constant _remove_first _scenario_state _search _seconds_between _show _stable_hash "
             "_text _type_of _undo_entry _valid_moment _valid_regex _weekday _with_new_value check_arguments "
             "check_json check_load_options conform copy_json copy_state result_text state_to_json to_json"
@@ -345,17 +345,17 @@ MODULE_ALWAYS: Final = frozenset(
     "Any AuditEntry Callable DEFAULT_STATE DomainError Environment Final INTERNAL_ERROR Kind LOAD_OPTIONS "
     "MAX_DEPTH MAX_INT Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS ScenarioError State "
     "TOOL_SPECS ToolSpec TypedDict UNWRITABLE_RESULT _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member "
-    "_PrivateStateNeeded _RESULT_JSON _Record _RecordingLog _SCALARS _SIMPLE_TYPES _SURROGATE "
-    "_TEMPORAL_SHAPES _TYPE_NAMES _UndoLog _check_int _check_limits _checked_out _conform_key _conform_pairs "
-    "_conform_record _copy_AuditEntry _field _invalid _join _keep_open _member_class _old _redo_entry "
-    "_refuse _scenario_state _show _text _undo_entry _valid_moment _with_new_value annotations cast "
-    "check_arguments check_json check_load_options conform copy_json copy_state dataclass dt json math re "
-    "result_text state_to_json threading to_json weakref".split()
+    "_PrivateStateNeeded _RESULT_JSON _Record _RecordingLog _SCALARS _SURROGATE _TEMPORAL_SHAPES _TYPE_NAMES "
+    "_UndoLog _check_limits _checked_out _conform_key _conform_pairs _conform_record _copy_AuditEntry _field "
+    "_invalid _join _keep_open _member_class _old _redo_entry _refuse _scenario_state _show _text "
+    "_undo_entry _valid_moment _with_new_value annotations cast check_arguments check_json "
+    "check_load_options conform copy_json copy_state dataclass dt json math re result_text state_to_json "
+    "threading to_json weakref".split()
 )
 MODULE_BUILTINS: Final = frozenset(
-    "AssertionError BaseException Exception IndexError RecursionError RuntimeError TypeError ValueError abs "
-    "all any bool chr dict enumerate float frozenset getattr int isinstance len list map max min next object "
-    "ord range repr reversed round set sorted str sum super tuple type zip".split()
+    "AssertionError BaseException Exception IndexError OverflowError RecursionError RuntimeError TypeError "
+    "ValueError abs all any bool chr dict enumerate float frozenset getattr int isinstance len list map max "
+    "min next object ord range repr reversed round set sorted str sum super tuple type zip".split()
 )
 MEMBERS: Final = _by_kind(
     {

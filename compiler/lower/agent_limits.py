@@ -1,15 +1,18 @@
 """The limits of the JSON an agent may send a generated package: written into every
-environment.py (`MAX_DEPTH`, `MAX_INT`), where `check_json` and `conform` refuse what
-passes them as `invalid_argument` before a tool runs (docs/generated-package.md)."""
+environment.py (`MAX_DEPTH`, `MAX_INT`), where `check_json` refuses what passes them as
+`invalid_argument` before a tool runs (docs/generated-package.md#agent-json-limits)."""
 
 from __future__ import annotations
 
 MAX_DEPTH = 64
-"""Lists and objects nested in one `json` value of an argument, at most."""
-MAX_INT = 2**63 - 1
-"""The largest magnitude of an integer argument: what a 64-bit peer reads back."""
+"""Lists and objects nested in one argument, at most."""
+MAX_INT_DIGITS = 300
+"""Integer arguments have at most this many digits (about a float's range): room for a
+tool's arithmetic, where an integer of thousands of digits soon passes the 4,300 digits
+Python writes as text, and the call could not be answered."""
+MAX_INT = 10**MAX_INT_DIGITS - 1
 
 
 def context() -> dict[str, str]:
     """The limits as the template writes them."""
-    return {"max_depth": str(MAX_DEPTH), "max_int": "2**63 - 1" if MAX_INT == 2**63 - 1 else str(MAX_INT)}
+    return {"max_depth": str(MAX_DEPTH), "max_int": f"10**{MAX_INT_DIGITS} - 1"}

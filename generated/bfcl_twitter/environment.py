@@ -203,9 +203,9 @@ def _invalid(where: str, kind: Kind, value: Any) -> DomainError:
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 MAX_DEPTH: Final = 64
-"""Lists and objects nested in one `json` value of an argument, at most."""
-MAX_INT: Final = 2**63 - 1
-"""The largest magnitude of an integer argument: what a 64-bit peer reads back."""
+"""Lists and objects nested in one argument, at most."""
+MAX_INT: Final = 10**300 - 1
+"""The largest magnitude of an integer argument (300 digits, about a float's range)."""
 
 
 def _show(value: Any) -> str:
@@ -230,22 +230,23 @@ def _refuse(where: str, what: str) -> DomainError:
 def check_json(value: Any, where: str, depth: int = 0) -> None:
     """Refuse a value an agent sent that JSON peers cannot carry or read back the same:
     nesting past MAX_DEPTH, an integer past MAX_INT, NaN or an infinity, text with a lone
-    surrogate, a key that is not text. The one check of agent JSON (`conform` applies it
-    to every `json` part of an argument, and the same rules to typed parts), so such a
-    value is an `invalid_argument` before a tool runs, in every harness."""
+    surrogate, a key that is not text. The one check of agent JSON: `check_arguments`
+    runs it on every argument before its type is checked (`conform`), so such a value is
+    an `invalid_argument` before a tool runs, in every harness. Scenarios and saved
+    states are the trainer's, not the agent's: they are not held to it."""
     kind = type(value)
     if kind is str:
         if not value.isascii() and _SURROGATE.search(value):
             raise _refuse(where, "holds a lone surrogate, which is not text")
     elif kind is int:
         if not -MAX_INT <= value <= MAX_INT:
-            raise _refuse(where, f"holds an integer beyond ±{MAX_INT}")
+            raise _refuse(where, f"holds an integer of more than {len(str(MAX_INT))} digits")
     elif kind is float:
         if not math.isfinite(value):
             raise _refuse(where, "holds NaN or an infinity, which JSON cannot hold")
     elif value is None or kind is bool:
         return
-    elif isinstance(value, (list, tuple, Mapping)):
+    elif isinstance(value, (list, tuple, set, frozenset, Mapping)):  # a Python caller's sets too
         if depth >= MAX_DEPTH:
             raise _refuse(where, f"nests lists and objects deeper than {MAX_DEPTH} levels")
         if isinstance(value, Mapping):
@@ -261,18 +262,12 @@ def check_json(value: Any, where: str, depth: int = 0) -> None:
         raise _refuse(where, f"holds a {kind.__name__}, which is not JSON")
 
 
-def _check_int(value: int, where: str) -> None:
-    if not -MAX_INT <= value <= MAX_INT:
-        raise _refuse(where, f"must be an integer between -{MAX_INT} and {MAX_INT}")
-
-
 def conform(value: Any, kind: Kind, where: str) -> Any:
     """Check a JSON value against a kind; return it normalised (or raise DomainError)."""
     tag = kind[0]
     if tag == "optional":
         return None if value is None else conform(value, kind[1], where)
     if tag == "json":
-        check_json(value, where)
         return copy_json(value)  # detached: the caller's object never ends up in state
     if tag in ("str", "enum", "datetime", "date", "time"):
         if not isinstance(value, str):
@@ -291,18 +286,16 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
     if tag == "int":
         if type(value) is not int:
             raise _invalid(where, kind, value)
-        _check_int(value, where)
         return value
     if tag == "float":
-        if type(value) is int:
-            _check_int(value, where)
-        elif type(value) is not float or not math.isfinite(value):
+        if type(value) not in (int, float) or (type(value) is float and not math.isfinite(value)):
             raise _invalid(where, kind, value)
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int past the floats
+            raise _invalid(where, kind, value) from None
     if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
-        if type(value) is int:
-            _check_int(value, where)
-        elif type(value) is not float or not math.isfinite(value):
+        if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
             raise _invalid(where, kind, value)
         return value
     if tag == "bool":
@@ -343,9 +336,9 @@ _INT_KEY: Final = re.compile(r"-?[0-9]+")
 
 def _conform_key(key: Any, kind: Kind, where: str) -> Any:
     if kind[0] == "int" and isinstance(key, str) and _INT_KEY.fullmatch(key):
-        if len(key) > 20:  # past MAX_INT, and past what int() converts in time
-            raise _refuse(f"{where} key", f"must be an integer between -{MAX_INT} and {MAX_INT}")
-        return conform(int(key), kind, f"{where} key")
+        if len(key) > 4000:  # past what int() converts
+            raise _refuse(f"{where} key", "is an integer of more than 4000 digits")
+        return int(key)
     if kind[0] == "json":  # kept as given: "1" and 1 are different keys
         if type(key) not in (str, int):
             raise DomainError(
@@ -353,7 +346,6 @@ def _conform_key(key: Any, kind: Kind, where: str) -> Any:
                 f"`{where}` key must be a string or an integer, got {_show(key)}",
                 field=where,
             )
-        check_json(key, f"{where} key")
         return key
     return conform(key, kind, f"{where} key")
 
@@ -428,12 +420,6 @@ class ToolSpec:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
 
 
-_SIMPLE_TYPES: Final[dict[str, type]] = {"bool": bool}
-"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
-and int must stay within MAX_INT, so they stay on the full path): a bool argument skips
-`conform`."""
-
-
 def _check_limits(param: Param, value: Any) -> None:
     for limit, bound in param.limits:
         if value is None:
@@ -480,8 +466,9 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
         if value is not _MISSING:
             tag = param.kind[0]
             if tag == "str" and type(value) is str and value.isascii():
-                pass  # ASCII text holds no lone surrogate: the commonest case skips `conform`
-            elif _SIMPLE_TYPES.get(tag) is not type(value):  # a bool costs one lookup
+                pass  # ASCII text holds no lone surrogate: the commonest case skips both checks
+            elif tag != "bool" or type(value) is not bool:
+                check_json(value, param.name)  # the limits of agent JSON, before the type
                 value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
