@@ -1,6 +1,7 @@
 """Property: random hostile arguments (tests/hostile.py) over every tool of every shipped
-package never give an infrastructure error, always give a result JSON can carry, and
-never change state when refused."""
+package never give an infrastructure error, always give a result JSON can carry, are
+refused before the tool runs (never by `call_and_commit`'s net for results JSON cannot
+hold), and never change state when refused."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def test_hostile_arguments_are_refused_before_the_tool_runs(name: str) -> None:
         assert json.loads(text.encode("utf-8")) == json.loads(json.dumps(result, allow_nan=False))
         if refused(result):
             assert result["error"]["kind"] != "internal", result
+            assert result != module.environment.UNWRITABLE_RESULT, "refused after the tool ran, not before"
             assert env.saved_state() == before, f"a refused `{tool}` changed the state"
 
     check()

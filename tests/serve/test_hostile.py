@@ -88,6 +88,7 @@ def test_hostile_json_over_http_is_refused_and_changes_nothing(
             assert observation["infrastructure_error"] is None and observation["ended"] is None
             assert observation["domain_error"] is True
             assert observation["result"]["error"]["kind"] == "invalid_argument", observation
+            assert "cannot be written" not in observation["result"]["error"]["message"], "decided before the tool"
             assert client.get("/sessions/h").json()["states"] == before, "a refused call changed the state"
         after = step(client, "h", "edit_ticket", {"ticket_id": 1, "updates": {"issue": "fixed"}})
         assert after["domain_error"] is False
