@@ -40,8 +40,11 @@ def nested(levels: int) -> Any:
 
 
 def leaves() -> st.SearchStrategy[Any]:
+    special = st.sampled_from(SPECIAL)
     return st.one_of(
-        st.sampled_from(SPECIAL),
+        special,
+        special,
+        special,
         st.text(max_size=12),
         st.integers(),
         st.floats(),
@@ -59,12 +62,14 @@ def values() -> st.SearchStrategy[Any]:
         lambda children: st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=4),
         max_leaves=12,
     )
-    return st.one_of(tree, st.integers(min_value=50, max_value=700).map(nested))
+    return st.one_of(leaves(), tree, st.integers(min_value=50, max_value=700).map(nested))
 
 
 def arguments(params: list[str]) -> st.SearchStrategy[Any]:
     """Arguments for a tool with these parameter names: mostly an object of some of them
-    (and now and then a name it does not have), sometimes not an object at all."""
-    names = st.sampled_from(params + ["\ud800", "nope"]) if params else st.sampled_from(["\ud800", "nope"])
-    objects = st.dictionaries(names, values(), max_size=len(params) + 1)
-    return st.one_of(objects, objects, objects, values())
+    (now and then with a name it does not have), sometimes not an object at all."""
+    whole = st.fixed_dictionaries({name: values() for name in params})
+    some = st.fixed_dictionaries({}, optional={name: values() for name in params})
+    stray = st.dictionaries(st.sampled_from(["\ud800", "nope"]), values(), min_size=1, max_size=1)
+    mixed = st.builds(lambda known, other: {**known, **other}, whole, stray)
+    return st.one_of(whole, whole, whole, some, mixed, values())
