@@ -185,3 +185,40 @@ def test_random_play_never_crashes(ticketing: tuple[SampleEnv, ModuleType], task
                 break
         else:
             assert 0.0 <= episode.step(None)[1] <= 1.0
+
+
+def test_hostile_arguments_are_domain_errors_and_the_episode_scores(
+    ticketing: tuple[SampleEnv, ModuleType], task: dict[str, Any]
+) -> None:
+    _, package = ticketing
+    episode = package.Episode()
+    episode.reset(task=task)
+    before = episode.state()
+    deep: Any = []
+    for _ in range(600):
+        deep = [deep]
+    for arguments in [
+        {"title": "\ud800"},
+        {"title": "t", "priority": float("nan")},
+        {"title": deep},
+        '{"ticket_id": 1' + "0" * 4000 + "}",
+    ]:
+        name = "get_ticket" if isinstance(arguments, str) else "create_ticket"
+        observation, reward, terminated, truncated, info = episode.step({"name": name, "arguments": arguments})
+        assert (reward, terminated, truncated, info["domain_error"]) == (0.0, False, False, True), observation
+        assert observation["error"]["kind"] == "invalid_argument"
+        assert episode.state() == before
+    for call in task["gold_calls"]:
+        episode.step({"name": call["tool"], "arguments": call["args"]})
+    _, reward, terminated, _, info = episode.step(None)
+    assert (reward, terminated, info["scorable"]) == (1.0, True, True)
+
+
+def test_json_text_nested_past_the_parser_is_an_invalid_call(
+    ticketing: tuple[SampleEnv, ModuleType], task: dict[str, Any]
+) -> None:
+    _, package = ticketing
+    episode = package.Episode()
+    episode.reset(task=task)
+    _, reward, terminated, _, info = episode.step({"name": "whoami", "arguments": "[" * 100_000})
+    assert (reward, terminated, info["ended"], info["scorable"]) == (0.0, True, "invalid_call", True)

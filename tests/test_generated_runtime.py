@@ -99,13 +99,17 @@ HOSTILE: list[tuple[str, str, Any, str, str | None]] = [
     ("ticketing", "create_ticket", {"title": "t", "priority": float("inf")}, INVALID, "priority"),
     ("ticketing", "create_ticket", {"title": "t", "priority": float("-inf")}, INVALID, "priority"),
     ("ticketing", "list_tickets", {"limit": 10**40}, INVALID, "limit"),
-    # huge strings against length limits; a huge id is simply not there
+    # huge strings against length limits; a huge id is simply not there, one past MAX_INT refused
     ("ticketing", "create_ticket", {"title": "x" * 1_000_000}, INVALID, "title"),
     ("ticketing", "login", {"username": "", "password": "p"}, INVALID, "username"),
     ("ticketing", "get_ticket", {"ticket_id": 10**30}, "not_found", "ticket_id"),
+    ("ticketing", "get_ticket", {"ticket_id": 10**4000}, INVALID, "ticket_id"),
+    ("ticketing", "get_ticket", {"ticket_id": -(10**300)}, INVALID, "ticket_id"),
+    ("ticketing", "login", {"username": "\ud800", "password": "p"}, INVALID, "username"),
+    ("ticketing", "get_ticket", {"\ud800": 1}, INVALID, "\\ud800"),
     # deeply nested junk (as deep as json.loads will hand over)
     ("ticketing", "create_ticket", {"title": nested(900)}, INVALID, "title"),
-    ("team_calendar", "schedule_event", schedule(attendees=[nested(500)]), INVALID, "attendees[0]"),
+    ("team_calendar", "schedule_event", schedule(attendees=[nested(500)]), INVALID, "attendees"),  # past MAX_DEPTH
     # wrong types inside containers, containers of the wrong kind
     ("team_calendar", "schedule_event", schedule(attendees=["ok", 7]), INVALID, "attendees[1]"),
     ("team_calendar", "schedule_event", schedule(attendees="alice"), INVALID, "attendees"),

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,6 +32,20 @@ SECRET = "sk-rollout-test-secret-0123456789"
 
 
 # --------------------------------------------------------------------------- the endpoint
+
+
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+HOSTILE_REPLIES: list[tuple[str, str]] = [
+    ("login", '{"username": "\ud800", "password": "p"}'),  # a lone surrogate in the arguments' text
+    ("get_ticket", '{"ticket_id": ' + deep(600) + "}"),  # parses; nested past MAX_DEPTH
+    ("get_ticket", '{"ticket_id": NaN}'),  # not JSON
+    ("get_ticket", '{"ticket_id": 1' + "0" * 4000 + "}"),  # parses; past MAX_INT
+    ("", ""),  # no call: a text reply with a lone surrogate
+]
+"""The `hostile` script's first reply, per task (by the task's position)."""
 
 
 class ScriptedEndpoint:
@@ -102,11 +118,18 @@ class ScriptedEndpoint:
             call = ("get_ticket", json.dumps({"ticket_id": 987654})) if done == 0 else (gold + [None])[done - 1]  # type: ignore[list-item]
         elif script == "loop":
             call = ("whoami", "{}")
+        elif script == "hostile":  # per task: what a hostile model may write; then it stops
+            index = list(self.by_prompt).index(messages[0]["content"])
+            call = HOSTILE_REPLIES[index % len(HOSTILE_REPLIES)] if done == 0 else None
+            if call is not None and call[0] == "":  # a text reply holding a lone surrogate
+                call = None
         elif script in ("bad-json", "unknown-tool", "array-args"):
             call = {"bad-json": ("whoami", '{"oops"'), "unknown-tool": ("launch_rockets", "{}")}.get(
                 script, ("whoami", "[1, 2]")
             )
         message: dict[str, Any] = {"role": "assistant", "content": "All done." if call is None else None}
+        if script == "hostile" and call is None and done == 0:
+            message["content"] = "All done \ud800."
         if call is not None:
             name, arguments = call
             message["tool_calls"] = [
@@ -421,3 +444,67 @@ def test_calibrate_command_with_the_model_policy(task_dir: Path, endpoint: Scrip
     assert baseline.exit_code == 0 and json.loads((task_dir / "calibration.json").read_text())["too_easy"] == 5
     for run_result in (result, crashed, mixed, baseline):
         assert "Traceback" not in run_result.stderr and SECRET not in run_result.stderr
+
+
+# --------------------------------------------------------------------------- hostile replies, dead endpoints
+
+
+def test_hostile_replies_are_calls_of_their_own_trajectory_and_every_trajectory_is_written(
+    task_dir: Path, endpoint: ScriptedEndpoint, task_rows: list[dict[str, Any]]
+) -> None:
+    out = task_dir / "hostile.jsonl"
+    result = run("rollout", task_dir, SPEC, "--model", "hostile", "--base-url", endpoint.url, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    data = out.read_bytes()
+    data.decode("utf-8")  # strict UTF-8: a lone surrogate is written escaped
+    rows = {row["task_id"]: row for row in map(json.loads, data.splitlines())}
+    by_task = [rows[task["id"]] for task in task_rows]
+    assert len(rows) == 5 and all(row["scorable"] for row in by_task)
+    surrogate, nested, nan, huge, text = by_task
+    assert (surrogate["ended"], surrogate["reward"]) == ("invalid_call", 0.0)
+    assert "lone surrogate" in surrogate["reason"]
+    assert surrogate["messages"][-1]["tool_calls"][0]["function"]["arguments"] == HOSTILE_REPLIES[0][1]
+    assert (nan["ended"], nan["reward"]) == ("invalid_call", 0.0) and "not valid JSON" in nan["reason"]
+    for row in (nested, huge):  # parsed, then refused by the package before the tool ran: the agent goes on
+        assert row["ended"] == "done" and row["results"][0]["error"]["kind"] == "invalid_argument"
+    assert nested["results"][0]["error"]["field"] == huge["results"][0]["error"]["field"] == "ticket_id"
+    assert text["ended"] == "done" and text["messages"][-1]["content"] == "All done \ud800."
+
+
+def test_trajectories_are_on_disk_as_they_finish(
+    tmp_path: Path,
+    task_rows: list[dict[str, Any]],
+    envs: dict[str, SampleEnv],
+    endpoint: ScriptedEndpoint,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    log = rollout.TrajectoryLog(tmp_path / "t.jsonl")
+    finished = rollout.run_job
+
+    def crash_on_the_third(envs: Any, job: rollout.RolloutJob) -> dict[str, Any]:
+        if job.task["id"] == task_rows[2]["id"]:
+            raise KeyboardInterrupt  # the run stops here
+        return finished(envs, job)
+
+    monkeypatch.setattr(rollout, "run_job", crash_on_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        rollout.rollout(task_rows, envs, config_for(endpoint, "gold"), 1, sink=log)
+    log.close()
+    lines = (tmp_path / "t.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["task_id"] for line in lines] == [t["id"] for t in task_rows[:2]]
+
+
+def test_a_dead_endpoint_stops_the_run_early_with_a_clear_error(task_dir: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    started = time.monotonic()
+    result = run("rollout", task_dir, SPEC, "--model", "gold", "--base-url", dead, "-k", "4", "--concurrency", "2")
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 2
+    assert "the endpoint cannot be reached" in result.stderr and "refused the connection" in result.stderr
+    assert elapsed < 10, f"{elapsed:.1f} s before the first report"
+    rows = [json.loads(x) for x in (task_dir / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 20 and {r["ended"] for r in rows} == {"endpoint_error"}
+    assert sum("not tried" in r["reason"] for r in rows) >= 16, "after the first failures, no rollout waits"

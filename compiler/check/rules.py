@@ -77,7 +77,7 @@ FORBIDDEN_ATTRIBUTES = {
 }
 MODULE_NAMES: dict[str, frozenset[str] | None] = {
     "__future__": frozenset({"annotations"}),
-    "json": frozenset({"dumps", "loads", "JSONDecodeError"}),
+    "json": frozenset({"dumps", "loads", "JSONDecodeError", "JSONEncoder"}),
     "math": None,
     "re": frozenset(
         {"compile", "search", "match", "fullmatch", "sub", "subn", "split", "findall", "finditer", "escape"}
@@ -117,7 +117,18 @@ frame's globals and builtins without a dunder."""
 REFLECTION_CALLS = frozenset({"getattr", "hasattr"})
 """Attribute access by a computed name: the template uses it on its own objects; a tool or
 helper names its attributes."""
-INFRASTRUCTURE_METHODS = {"call", "invoke", "view", "state", "saved_state", "state_json", "snapshot", "restore", "fork"}
+INFRASTRUCTURE_METHODS = {
+    "call",
+    "call_and_commit",
+    "invoke",
+    "view",
+    "state",
+    "saved_state",
+    "state_json",
+    "snapshot",
+    "restore",
+    "fork",
+}
 
 
 def ast_rules(package: Package) -> list[Finding]:

@@ -133,11 +133,17 @@ def rollout_command(
         jobs = concurrency or config.concurrency
         executor = executor_for(prepared.envs, ray_address, jobs, prepared.weights)
         progress = ProgressLine("rollout", len(rows) * runs, "rollouts")
+        log = None if ray_address else rollout.TrajectoryLog(target, timings=not no_timings)
         try:
             calibrate.check_tasks(rows, prepared.envs, str(path))
-            trajectories = rollout.rollout(rows, prepared.envs, config, runs, seed, executor, progress)
+            trajectories = rollout.rollout(rows, prepared.envs, config, runs, seed, executor, progress, log)
         except (calibrate.CalibrationError, scale.ScaleError) as exc:
             fail("rollout", str(exc))
+        except OSError as exc:  # the log file: the rows written so far stay
+            fail("rollout", f"cannot write {target}: {exc.strerror or exc}")
+        finally:
+            if log is not None:
+                log.close()
     write_or_exit(target, rollout.to_jsonl(trajectories, timings=not no_timings), "rollout")
     report(rollout.summary(trajectories), trajectories, target)
 
@@ -158,5 +164,10 @@ def report(data: dict[str, Any], trajectories: list[dict[str, Any]], target: Pat
             f"e.g. {first['task_id']} sample {first['sample']}: {first['ended']}: {first['reason']}",
             err=True,
         )
+    unreachable = [
+        row for row in trajectories if row["ended"] == "endpoint_error" and "refused the connection" in row["reason"]
+    ]
+    if unreachable and not data["scorable"]:
+        click.echo(f"envc rollout: error: the endpoint cannot be reached: {unreachable[0]['reason']}", err=True)
     if trajectories and not data["scorable"]:
         sys.exit(EXIT_USAGE)

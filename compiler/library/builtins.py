@@ -323,24 +323,25 @@ MODULE_NAMES: Final = _by_kind(
             "_Family _Member _PrivateStateNeeded _RecordingLog _Regex _UndoLog"
         ),
         "constant": (
-            "DEFAULT_STATE FAMILIES INTERNAL_ERROR Kind LOAD_OPTIONS RECORD_FIELDS SCENARIOS SCENARIO_STATES "
-            "STATE_ALIASES STATE_KINDS STEPS_COUNTED TIMEOUT_MESSAGE TOOL_SPECS UNION_TAGS UNSET WORLD "
-            "_ABSENT_FIELD _DATA _INT_KEY _Item _MAX_DRAWS _MEMBER_CLASSES _MISSING _REGEX_CACHE "
-            "_REGEX_ESCAPES _REGEX_MAX_CACHED _REGEX_MAX_PROGRAM _REGEX_MAX_REPEAT _REGEX_MAX_STATES _Record "
-            "_SCALARS _SIMPLE_TYPES _SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES"
+            "DEFAULT_STATE FAMILIES INTERNAL_ERROR Kind LOAD_OPTIONS MAX_DEPTH MAX_INT RECORD_FIELDS "
+            "SCENARIOS SCENARIO_STATES STATE_ALIASES STATE_KINDS STEPS_COUNTED TIMEOUT_MESSAGE TOOL_SPECS "
+            "UNION_TAGS UNSET UNWRITABLE_RESULT WORLD _ABSENT_FIELD _DATA _INT_KEY _Item _MAX_DRAWS "
+            "_MEMBER_CLASSES _MISSING _REGEX_CACHE _REGEX_ESCAPES _REGEX_MAX_CACHED _REGEX_MAX_PROGRAM "
+            "_REGEX_MAX_REPEAT _REGEX_MAX_STATES _RESULT_JSON _Record _SCALARS _SURROGATE _TEMPORAL_SHAPES "
+            "_TICKS _TYPE_NAMES"
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_list _as_map _as_number _as_session "
             "_as_text _call_0 _call_1 _call_2 _call_3 _call_4 _check_limits _checked_out _conform_key "
             "_conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between _format_like "
-            "_from_data _invalid _join _json_key _matches _member_class _moment _old _pair_order "
-            "_parse_datetime _parse_int _parse_json _parse_number _plan_0 _read_data _redo_entry "
+            "_from_data _invalid _join _json_key _keep_open _matches _member_class _moment _old _pair_order "
+            "_parse_datetime _parse_int _parse_json _parse_number _plan_0 _read_data _redo_entry _refuse "
             "_refuse_constant _regex _regex_alternation _regex_atom _regex_class _regex_closure _regex_emit "
             "_regex_emit_repeat _regex_escape _regex_group _regex_holds _regex_program _regex_repeats "
             "_regex_run _regex_sequence _regex_settle _regex_step _remove_first _restore_draws "
             "_scenario_state _search _seconds_between _seed_draws _show _solution_call _solve_0 _stable_hash "
-            "_type_of _undo_entry _valid_moment _valid_regex _weekday _with_new_value check_arguments "
-            "check_load_options conform copy_json copy_state state_to_json to_json"
+            "_text _type_of _undo_entry _valid_moment _valid_regex _weekday _with_new_value check_arguments "
+            "check_json check_load_options conform copy_json copy_state result_text state_to_json to_json"
         ),
         "import": (
             "Any Callable Collection Final Iterable Iterator Literal Mapping NotRequired Path TypeVar "
@@ -351,19 +352,19 @@ MODULE_NAMES: Final = _by_kind(
 )
 MODULE_ALWAYS: Final = frozenset(
     "Any AuditEntry Callable DEFAULT_STATE DomainError Environment FAMILIES Family FamilyFailed Final "
-    "INTERNAL_ERROR Kind LOAD_OPTIONS Mapping Param RECORD_FIELDS SCENARIOS SCENARIO_STATES STATE_KINDS "
-    "STEPS_COUNTED ScenarioError State TIMEOUT_MESSAGE TOOL_SPECS ToolSpec TypedDict _Family _INT_KEY "
-    "_MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded _Record _RecordingLog _SCALARS _SIMPLE_TYPES "
-    "_SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES _UndoLog _check_limits _checked_out _conform_key "
-    "_conform_pairs _conform_record _copy_AuditEntry _field _invalid _join _member_class _old _redo_entry "
-    "_scenario_state _show _undo_entry _valid_moment _with_new_value annotations cast check_arguments "
-    "check_load_options conform copy_json copy_state dataclass dt json math re state_to_json threading "
-    "to_json weakref".split()
+    "INTERNAL_ERROR Kind LOAD_OPTIONS MAX_DEPTH MAX_INT Mapping Param RECORD_FIELDS SCENARIOS "
+    "SCENARIO_STATES STATE_KINDS STEPS_COUNTED ScenarioError State TIMEOUT_MESSAGE TOOL_SPECS ToolSpec "
+    "TypedDict UNWRITABLE_RESULT _Family _INT_KEY _MEMBER_CLASSES _MISSING _Member _PrivateStateNeeded "
+    "_RESULT_JSON _Record _RecordingLog _SCALARS _SURROGATE _TEMPORAL_SHAPES _TICKS _TYPE_NAMES _UndoLog "
+    "_check_limits _checked_out _conform_key _conform_pairs _conform_record _copy_AuditEntry _field _invalid "
+    "_join _keep_open _member_class _old _redo_entry _refuse _scenario_state _show _text _undo_entry "
+    "_valid_moment _with_new_value annotations cast check_arguments check_json check_load_options conform "
+    "copy_json copy_state dataclass dt json math re result_text state_to_json threading to_json weakref".split()
 )
 MODULE_BUILTINS: Final = frozenset(
-    "AssertionError BaseException Exception IndexError RecursionError RuntimeError ValueError abs all any "
-    "bool chr dict enumerate float frozenset getattr int isinstance len list map max min next object ord "
-    "range repr reversed round set sorted str sum super tuple type zip".split()
+    "AssertionError BaseException Exception IndexError OverflowError RecursionError RuntimeError TypeError "
+    "ValueError abs all any bool chr dict enumerate float frozenset getattr int isinstance len list map max "
+    "min next object ord range repr reversed round set sorted str sum super tuple type zip".split()
 )
 MEMBERS: Final = _by_kind(
     {
@@ -371,13 +372,13 @@ MEMBERS: Final = _by_kind(
         "method": (
             "__init__ _advance_clock _audit _call_with_clock _count_each _count_each_one _count_steps "
             "_load_scenario _next_id _on_load _random_below _random_choice _random_float _random_int _run "
-            "_uniform call fork invoke restore saved_state snapshot state state_json view"
+            "_uniform call call_and_commit fork invoke restore saved_state snapshot state state_json view"
         ),
     }
 )
 MEMBERS_ALWAYS: Final = frozenset(
     "__init__ _call_clock _call_with_clock _count_steps _load_scenario _run _state _steps_left _undo call "
-    "fork invoke restore saved_state snapshot state state_json view".split()
+    "call_and_commit fork invoke restore saved_state snapshot state state_json view".split()
 )
 CLASS_SCOPE: Final = frozenset(
     "Any Callable Collection Environment Iterable Iterator Mapping State ToolSpec UNSET _Item _TICKS "

@@ -21,7 +21,7 @@ from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.library import builtins as bi
 from compiler.library import helpers as runtime_helpers
-from compiler.lower import schema
+from compiler.lower import agent_limits, schema
 from compiler.lower import trl_env as trl_adapter
 from compiler.lower.converters import (
     JsonConverters,
@@ -244,6 +244,7 @@ class _Builder:
                 body.escape is not None for body in [*env.tools, *env.fns, *([env.on_load] if env.on_load else [])]
             ),
             **self._load_context(),
+            **agent_limits.context(),
             "on_load": on_load,
         }
         skeleton = self.render("environment.py.jinja", context)

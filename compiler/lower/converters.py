@@ -12,6 +12,7 @@ from typing import Any
 from compiler import ir
 from compiler.ir import typesys as ts
 from compiler.lower import schema
+from compiler.lower.agent_limits import MAX_INT
 from compiler.lower.literals import py_str, py_value
 from compiler.lower.pytypes import TypeNames
 
@@ -346,6 +347,7 @@ def _plain_test(var: str, param: ir.Param, enums: dict[str, ir.EnumDecl]) -> str
         test = f"type({var}) is {_PLAIN_TYPES[base.name]}"
         test += f" and {var}.isascii()" if base.name == "str" else ""
         test += f" and math.isfinite({var})" if base.name == "float" else ""
+        test += f" and -MAX_INT <= {var} <= MAX_INT" if base.name == "int" and not _bounded(limits) else ""
     else:
         return None
     for kind, value in limits.items():
@@ -360,6 +362,14 @@ def _plain_test(var: str, param: ir.Param, enums: dict[str, ir.EnumDecl]) -> str
             "pattern": f" and _matches({var}, {bound})",
         }.get(kind, " and False")
     return f"({var} is None or ({test}))" if optional else test
+
+
+def _bounded(limits: dict[str, Any]) -> bool:
+    """Whether an int parameter's own `min` and `max` keep it within MAX_INT (the
+    generated module's magnitude limit for agent integers), so the fast path needs no
+    test of its own for it."""
+    low, high = limits.get("min"), limits.get("max")
+    return all(type(bound) is int and abs(bound) <= MAX_INT for bound in (low, high))
 
 
 def _literal_bound(value: Any) -> str | None:

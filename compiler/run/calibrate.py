@@ -126,7 +126,9 @@ class Episode:
             result = turn_error("not_found", f"there is no tool `{tool}`")
         else:
             stop = self.deadline if limit is None else min(self.deadline, time.monotonic() + limit)
-            result = self.sessions[target[0]].call(target[1], dict(args or {}), lambda: time.monotonic() > stop)
+            result, _ = self.sessions[target[0]].call_and_commit(
+                target[1], dict(args or {}), None, lambda: time.monotonic() > stop
+            )
         self.transcript.append({"tool": tool, "args": dict(args or {}), "result": result})
         return result
 

@@ -28,13 +28,17 @@ give the same trajectories; only `timings` differ, and they are kept in their ow
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import os
 import random
+import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from compiler.llm.config import LLMConfig
@@ -85,13 +89,34 @@ class OutOfTime(ProviderError):
         super().__init__("timeout", message, None, tries)
 
 
+UNREACHABLE_TRIES = 3
+"""Connection attempts to an endpoint that refuses connections before a rollout gives
+up, UNREACHABLE_DELAY seconds apart: a dead endpoint is reported in about a second, not
+after the whole retry policy meant for a busy one."""
+UNREACHABLE_DELAY = 0.5
+
+
+class Unreachable(ProviderError):
+    """The endpoint refused the connection (nothing listens there, or no route)."""
+
+    def __init__(self, message: str, tries: int = 1) -> None:
+        super().__init__("connection", message, None, tries)
+
+
 class ToolChat(OpenAIProvider):
     """`OpenAIProvider`'s client and retry policy, for requests that carry tools and
-    replies that carry tool calls. A request waits no longer than the rollout has left."""
+    replies that carry tool calls. A request waits no longer than the rollout has left.
+    Once the endpoint refused connections before ever answering, every later rollout of
+    the run fails at once (`unreachable`), so a dead endpoint stops the run early."""
+
+    answered = False
+    unreachable: str | None = None
 
     def reply(self, payload: Mapping[str, Any], deadline: float) -> Reply:
         """The model's next message; raises ProviderError after the retries, OutOfTime
-        when the rollout's deadline passes first."""
+        when the rollout's deadline passes first, Unreachable for a dead endpoint."""
+        if self.unreachable is not None and not self.answered:
+            raise Unreachable(f"not tried: {self.unreachable}")
         failed = 0
         while True:
             left = deadline - time.monotonic()
@@ -99,7 +124,15 @@ class ToolChat(OpenAIProvider):
                 raise OutOfTime("the rollout's time ran out before the model replied", failed + 1)
             bounded = left < self.config.timeout
             try:
-                return dataclasses.replace(self._reply_once(payload, min(left, self.config.timeout)), tries=failed + 1)
+                reply = dataclasses.replace(self._reply_once(payload, min(left, self.config.timeout)), tries=failed + 1)
+                self.answered = True
+                return reply
+            except Unreachable as exc:
+                failed += 1
+                if failed >= UNREACHABLE_TRIES or time.monotonic() + UNREACHABLE_DELAY >= deadline:
+                    self.unreachable = f"{exc} (after {failed} tries)"
+                    raise Unreachable(self.unreachable, failed) from None
+                self.sleep(UNREACHABLE_DELAY)
             except ProviderError as exc:
                 failed += 1
                 if exc.kind == "timeout" and bounded:
@@ -113,8 +146,26 @@ class ToolChat(OpenAIProvider):
 
     def _reply_once(self, payload: Mapping[str, Any], timeout: float) -> Reply:
         client = self._client_once()
-        with self.openai_errors(timeout):
-            return parse_reply(client.chat.completions.create(**payload, timeout=timeout))
+        try:
+            with self.openai_errors(timeout):
+                return parse_reply(client.chat.completions.create(**payload, timeout=timeout))
+        except ProviderError as exc:
+            if exc.kind == "connection" and _refused(exc):
+                raise Unreachable(f"the endpoint refused the connection ({exc})") from None
+            raise
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether a connection error began as a refused connection (httpx's ConnectError,
+    which the openai client wraps), not as a connection dropped mid-reply."""
+    seen: BaseException | None = error
+    for _ in range(4):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None:
+            return False
+        if type(seen).__name__ == "ConnectError" or isinstance(seen, ConnectionRefusedError):
+            return True
+    return False
 
 
 def parse_reply(response: Any) -> Reply:
@@ -199,13 +250,23 @@ def arguments_of(call: ToolCall) -> tuple[dict[str, Any] | None, str]:
         return None, f"a `{call.type}` tool call, not a function call"
     if not isinstance(call.arguments, str):
         return None, f"the arguments of `{call.name}` are not JSON text"
+    if not call.arguments.isascii() and _SURROGATE.search(call.arguments):
+        return None, f"the arguments of `{call.name}` hold a lone surrogate, which is not text"
     try:
-        value = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError as exc:
+        value = json.loads(call.arguments, parse_constant=_no_constant) if call.arguments.strip() else {}
+    except (ValueError, RecursionError) as exc:
         return None, f"the arguments of `{call.name}` are not valid JSON: {exc}"
     if not isinstance(value, dict):
         return None, f"the arguments of `{call.name}` are a JSON {type(value).__name__}, not an object"
     return value, ""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are Python's extensions, not JSON: text holding them is refused."""
+    raise ValueError(f"`{name}` is not JSON")
 
 
 def play(
@@ -241,7 +302,8 @@ def run_call(episode: calibrate.Episode, call: ToolCall, transcript: Transcript)
     if time.monotonic() > episode.deadline:
         return Ending("timeout", "the rollout's time ran out before a call", False)
     if call.name not in episode.tools:
-        return Ending("invalid_call", f"there is no tool `{call.name}` among the task's tools", True)
+        name = call.name.encode("utf-8", "backslashreplace").decode("utf-8")[:200]
+        return Ending("invalid_call", f"there is no tool `{name}` among the task's tools", True)
     arguments, problem = arguments_of(call)
     if arguments is None:
         return Ending("invalid_call", problem, True)
@@ -261,7 +323,12 @@ def run_call(episode: calibrate.Episode, call: ToolCall, transcript: Transcript)
 
 
 def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """Sorted, compact JSON text. Text a model wrote may hold a lone surrogate, which
+    UTF-8 cannot carry: such a value is written with `\\u` escapes (it reads back the same)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    if not text.isascii() and _SURROGATE.search(text):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return text
 
 
 # =========================================================================== jobs
@@ -335,13 +402,51 @@ def rollout(
     seed: int | None = None,
     executor: scale.Executor | None = None,
     progress: scale.Progress | None = None,
+    sink: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """k rollouts per task, rows in the tasks' order then by sample index."""
+    """k rollouts per task, rows in the tasks' order then by sample index. `sink`, on a
+    local run, is given each row as soon as its rollout finishes (from its thread)."""
     if k < 1:
         raise calibrate.CalibrationError("k must be at least 1")
     calibrate.check_tasks(tasks, envs)
     jobs = [RolloutJob(dict(task), index, config, seed) for task in tasks for index in range(k)]
-    return (executor or scale.LocalExecutor(envs)).map(run_job, jobs, progress)
+    run = run_job if sink is None else functools.partial(_run_into, sink)
+    return (executor or scale.LocalExecutor(envs)).map(run, jobs, progress)
+
+
+def _run_into(
+    sink: Callable[[dict[str, Any]], None], envs: Mapping[str, sample.SampleEnv], job: RolloutJob
+) -> dict[str, Any]:
+    row = run_job(envs, job)
+    sink(row)
+    return row
+
+
+class TrajectoryLog:
+    """Trajectories appended to a file as their rollouts finish, one whole line per
+    write and flushed, so a run that stops (a crash, Ctrl-C) keeps every finished one.
+    The file is created at the first row, in finishing order; the command then writes
+    the final file, in the tasks' order, over it."""
+
+    def __init__(self, path: Path, timings: bool = True) -> None:
+        self.path = path
+        self.timings = timings
+        self._lock = threading.Lock()
+        self._fd = -1
+
+    def __call__(self, row: Mapping[str, Any]) -> None:
+        data = to_jsonl([row], self.timings).encode("utf-8")
+        with self._lock:
+            if self._fd < 0:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+            os.write(self._fd, data)  # O_APPEND: one write is one whole line
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
 
 def to_jsonl(rows: Sequence[Mapping[str, Any]], timings: bool = True) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,11 @@ class ServedEnv:
     @property
     def tool_names(self) -> frozenset[str]:
         return frozenset(str(entry["name"]) for entry in self.entries)
+
+    @functools.cached_property
+    def writers(self) -> frozenset[str]:
+        """The tools that may change state (tools.json's `modifies_state`)."""
+        return frozenset(str(entry["name"]) for entry in self.entries if entry.get("modifies_state"))
 
     @property
     def scenarios(self) -> tuple[str, ...]:
@@ -115,6 +121,8 @@ def load_env(folder: Path) -> ServedEnv:
         package = packages.import_package(folder, f"_envc_serve_{name}_{digest[:12]}")
     except packages.PackageError as exc:
         raise CatalogError(str(exc)) from None
+    if not hasattr(package.Environment, "call_and_commit"):  # calls could not be rolled back after the tool
+        raise CatalogError(f"{folder} was compiled by an older envc: run `envc compile` to serve it")
     return ServedEnv(
         name=name,
         folder=folder,

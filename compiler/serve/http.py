@@ -106,7 +106,10 @@ class ToolCall(_Strict):
 
     type: Literal["call_tool"] = "call_tool"
     tool_name: str = Field(min_length=1)
-    arguments: dict[str, Any] | str = Field(default_factory=dict, description="An object, or JSON text of one")
+    arguments: Any = Field(
+        default_factory=dict,
+        description="An object, or JSON text of one; anything else is an invalid call (the episode ends, reward 0)",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -327,6 +330,7 @@ class ServeApp:
                 "agent_sessions": self.manager.count("agent"),
                 "max_agent_sessions": limits.max_agent_sessions,
                 "recovery": self.manager.recovery,
+                "quarantined": self.manager.quarantined,
             }
         )
 

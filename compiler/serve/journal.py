@@ -18,6 +18,7 @@ Reading back tells apart the two ways a file can be damaged:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -40,12 +41,23 @@ class Recovered:
 
     path: Path
     records: list[dict[str, Any]]
-    torn_tail: bool
+    tail: str = ""
+    """"" (the file ended with a whole record), `torn` (a cut-off last record, removed:
+    never acknowledged, since a record is synced whole before its call is answered), or
+    `unended` (a whole last record without its line end: kept, and the line ended)."""
+
+    @property
+    def torn_tail(self) -> bool:
+        return self.tail == "torn"
+
+
+_RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""Made once: `json.dumps` with options builds an encoder on every call."""
 
 
 def encode(record: dict[str, Any]) -> bytes:
-    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    data = text.encode("utf-8")
+    """One record's line; ValueError for what JSON cannot carry (NaN, a lone surrogate)."""
+    data = _RECORD_JSON.encode(record).encode("utf-8")
     return b"%08x %s\n" % (zlib.crc32(data), data)
 
 
@@ -98,11 +110,22 @@ class Journal:
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record and make it durable before returning."""
-        data = encode(record)
-        written = os.write(self._fd, data)
-        if written != len(data):  # a full disk: never leave half a record to be replayed
-            raise OSError(f"{self.path}: short write ({written} of {len(data)} bytes)")
-        _sync_data(self._fd)
+        self.write(encode(record))
+
+    def write(self, data: bytes) -> None:
+        """Write one encoded record and make it durable before returning. If that fails,
+        the file is cut back to where it ended (the record is not in it, as the failed
+        call is not in the session) and the OSError propagates."""
+        end = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):  # a full disk: never leave half a record to be replayed
+                raise OSError(f"{self.path}: short write ({written} of {len(data)} bytes)")
+            _sync_data(self._fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, end)
+            raise
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -146,15 +169,50 @@ def recover(path: Path) -> Recovered:
     good = 0
     for number, line in enumerate(_lines(data), 1):
         if not line.endswith(b"\n"):
+            whole = _whole_record(line, f"{path}:{number}")
+            if whole is not None:
+                records.append(whole)
+                _end_line(path)
+                return Recovered(path, records, tail="unended")
             if not records:
                 raise JournalError(f"{path}:1: the start record is incomplete")
             _truncate(path, good)
-            return Recovered(path, records, torn_tail=True)
+            return Recovered(path, records, tail="torn")
         records.append(decode(line, f"{path}:{number}"))
         good += len(line)
     if not records:
         raise JournalError(f"{path}: empty journal (no start record)")
-    return Recovered(path, records, torn_tail=False)
+    return Recovered(path, records)
+
+
+def _whole_record(line: bytes, where: str) -> dict[str, Any] | None:
+    """The record of a last line that lacks only its line end, or None if it is cut off."""
+    try:
+        return decode(line, where)
+    except JournalError:
+        return None
+
+
+def _end_line(path: Path) -> None:
+    with path.open("ab") as file:
+        file.write(b"\n")
+        file.flush()
+        os.fsync(file.fileno())
+
+
+QUARANTINE = "quarantine"
+"""The folder of a data directory where journals that cannot be replayed are set aside."""
+
+
+def quarantine(path: Path) -> Path:
+    """Move a journal that cannot be replayed out of the way (kept for a person to read,
+    never replayed again); where it went."""
+    folder = path.parent / QUARANTINE
+    folder.mkdir(exist_ok=True)
+    target = folder / path.name
+    os.replace(path, target)
+    _fsync_directory(path.parent)
+    return target
 
 
 def journal_paths(directory: Path) -> list[Path]:

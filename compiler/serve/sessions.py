@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import json
 import re
 import secrets
@@ -50,6 +49,23 @@ from compiler.build import packages
 from compiler.serve import journal
 from compiler.serve.call_clock import CALL_GRACE, INLINE_SLICE, MoveToWorker, expiry, inline_clock
 from compiler.serve.catalog import Catalog, CatalogError, ServedEnv
+from compiler.serve.records import QuotaExceeded as QuotaExceeded
+from compiler.serve.records import call_record as call_record
+from compiler.serve.records import error_kind as error_kind
+from compiler.serve.records import result_digest as result_digest
+from compiler.serve.records import text_digest as text_digest
+from compiler.serve.records import tool_label as tool_label
+from compiler.serve.session_errors import TASK_CHOICES as TASK_CHOICES
+from compiler.serve.session_errors import CapacityFull as CapacityFull
+from compiler.serve.session_errors import EpisodeOver as EpisodeOver
+from compiler.serve.session_errors import JournalUnavailable as JournalUnavailable
+from compiler.serve.session_errors import NotScorable as NotScorable
+from compiler.serve.session_errors import SessionError as SessionError
+from compiler.serve.session_errors import SessionTaken as SessionTaken
+from compiler.serve.session_errors import TrainerOnly as TrainerOnly
+from compiler.serve.session_errors import UnknownSession as UnknownSession
+from compiler.serve.session_errors import UnknownTask as UnknownTask
+from compiler.serve.session_errors import unknown_task as unknown_task
 from compiler.synth import sample
 
 EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -62,113 +78,6 @@ TRAINER = "trainer"
 """The owner of sessions the trainer makes (POST /sessions, forks, in-process `create`)."""
 AGENT_OWNERS = frozenset({"http", "ws"})
 """Owners of sessions the agent's channel opens: HTTP /reset, and a WebSocket's `reset`."""
-
-
-class SessionError(ValueError):
-    """A request the sessions cannot honour; `status` is the HTTP status it maps to."""
-
-    status = 400
-
-    def __init__(self, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.details = details
-
-    @property
-    def kind(self) -> str:
-        return "bad_request"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"error": {"kind": self.kind, "message": str(self), **self.details}}
-
-
-class UnknownSession(SessionError):
-    status = 404
-
-    @property
-    def kind(self) -> str:
-        return "unknown_session"
-
-
-class UnknownTask(SessionError):
-    """A task id the served task sets do not hold (not a session: the request named no episode)."""
-
-    status = 404
-
-    @property
-    def kind(self) -> str:
-        return "unknown_task"
-
-
-TASK_CHOICES = 10
-"""An unknown-task error lists at most this many served task ids."""
-
-
-def unknown_task(catalog: Catalog, task_id: str) -> UnknownTask:
-    """The error for `task_id`: it names the id, how many tasks are served and some of their
-    ids (the rest are the `id`s of the task sets the server was started with)."""
-    served = sorted(catalog.tasks)
-    shown = served[:TASK_CHOICES]
-    where = "the `id` of each line of the tasks.jsonl files given to `envc serve`"
-    if not served:
-        message = f"no task `{task_id}` is served: this server was started without a task set"
-    elif len(served) <= TASK_CHOICES:
-        message = f"no task `{task_id}` is served; the served tasks are {', '.join(shown)}"
-    else:
-        message = f"no task `{task_id}` is served; {len(served)} tasks are, among them {', '.join(shown)} ({where})"
-    return UnknownTask(message, task_id=task_id, served_tasks=len(served), choices=shown)
-
-
-class SessionTaken(SessionError):
-    status = 409
-
-    @property
-    def kind(self) -> str:
-        return "session_exists"
-
-
-class EpisodeOver(SessionError):
-    status = 409
-
-    @property
-    def kind(self) -> str:
-        return "episode_over"
-
-
-class TrainerOnly(SessionError):
-    """Something only the trainer decides, asked for on the agent's channel: a task of its
-    own, a turn or time limit, an episode id (to restart, replace or reach a session)."""
-
-    status = 403
-
-    @property
-    def kind(self) -> str:
-        return "trainer_only"
-
-
-class CapacityFull(SessionError):
-    status = 503
-
-    @property
-    def kind(self) -> str:
-        return "capacity"
-
-
-class JournalUnavailable(SessionError):
-    """The data directory cannot take a new journal (disk full, out of file handles)."""
-
-    status = 503
-
-    @property
-    def kind(self) -> str:
-        return "journal_unavailable"
-
-
-class NotScorable(SessionError):
-    status = 409
-
-    @property
-    def kind(self) -> str:
-        return "no_task"
 
 
 @dataclass(frozen=True)
@@ -188,6 +97,13 @@ class Limits:
     def limit_of(self, pool: str) -> int:
         """The limit of a pool (`trainer`, or the agent channel's: `agent`, `http`, `ws`)."""
         return self.max_sessions if pool == TRAINER else self.max_agent_sessions
+
+    session_bytes: int | None = 32 * 2**20
+    """Bytes of one session's call records (its history, held in memory and journaled):
+    a call that would pass it is rolled back and answered `limit_exceeded`."""
+    state_bytes: int | None = 16 * 2**20
+    """Bytes of the call records of the calls that changed one session's state (a cheap
+    bound on how far the agent can grow the state): past it, `limit_exceeded`."""
 
 
 @dataclass(frozen=True)
@@ -228,6 +144,11 @@ class Start:
         )
 
 
+Commit = Callable[[dict[str, Any], bytes, bool], None]
+"""The last step of a call (`Session.run`): its record, the record's journal bytes, and
+whether it changed state."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What one call gave: the tool's JSON result (or JSON error) and how the episode
@@ -240,22 +161,6 @@ class Outcome:
     """None while the episode goes on; `invalid_call`, `turn_limit` or `infrastructure`."""
     domain_error: bool = False
     infrastructure_error: str | None = None
-
-
-def result_digest(result: Any) -> str:
-    """A short digest of a call's result, journaled so a replay that diverges is caught."""
-    text = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def error_kind(result: Any) -> str | None:
-    """The kind of a package's JSON error, or None for a result."""
-    if isinstance(result, dict) and set(result) == {"error"} and isinstance(result["error"], dict):
-        return str(result["error"].get("kind"))
-    return None
-
-
-# =========================================================================== one session
 
 
 @dataclass
@@ -302,6 +207,10 @@ class Session:
     or replaced; whatever a call still running does later is not journaled."""
     log: journal.Journal | None = None
     seed_effect: dict[str, str] = field(default_factory=dict)
+    recorded_bytes: int = 0
+    """Journal bytes of the calls so far (`Limits.session_bytes`)."""
+    written_bytes: int = 0
+    """Argument bytes of the calls so far that changed state (`Limits.state_bytes`)."""
 
     @property
     def turns(self) -> int:
@@ -330,42 +239,68 @@ class Session:
         if self.ended is not None:
             raise EpisodeOver(f"the episode is over ({self.ended}): reset or close it", ended=self.ended)
 
-    def run(self, tool: str, arguments: Any, expired: Callable[[], bool] | None = None) -> Outcome:
-        """One call, under the session's lock; the caller journals it. `expired` is the
+    def run(
+        self, tool: str, arguments: Any, commit: Commit | None = None, expired: Callable[[], bool] | None = None
+    ) -> Outcome:
+        """One call, under the session's lock. `commit(record, data, writes)` (journal it,
+        check the quotas) runs before the call's changes stand; if it raises, the call is
+        rolled back and the exception propagates, the history unchanged. `expired` is the
         call's clock: the package stops a call still running when it says so (`timeout`)."""
         self.check_open()
         target = self.routes.get(tool) if isinstance(tool, str) else None
         parsed = _arguments(arguments)
         if target is None or parsed is None:
-            problem = f"there is no tool {tool!r}" if target is None else "the arguments are not a JSON object"
-            return self._record(
-                tool, arguments, {"error": {"kind": "invalid_call", "message": problem}}, "invalid_call"
-            )
+            label = tool_label(tool)
+            problem = f"there is no tool {label!r}" if target is None else "the arguments are not a JSON object"
+            result = {"error": {"kind": "invalid_call", "message": problem}}
+            record, data = call_record(label, None, result_digest(result))  # replayed, None is invalid too
+            if commit is not None:
+                commit(record, data, False)
+            self.recorded_bytes += len(data)
+            return self._record(record, result, "invalid_call")
         env, own = target
-        result = self.envs[env].call(own, parsed) if expired is None else self.envs[env].call(own, parsed, expired)
+        kept: list[tuple[dict[str, Any], bytes]] = []
+
+        def keep(result: Any, text: str) -> None:
+            record, data = call_record(tool, parsed, text_digest(text), stopped=error_kind(result) == "timeout")
+            writes = own in self.served[env].writers and error_kind(result) is None
+            if commit is not None:
+                commit(record, data, writes)
+            self.recorded_bytes += len(data)
+            self.written_bytes += len(data) if writes else 0
+            kept.append((record, data))
+
+        result, _ = self.envs[env].call_and_commit(own, parsed, keep, expired)
+        record = kept[0][0]
         kind = error_kind(result)
         if kind == "internal":
             self.broken = f"environment `{env}` failed in `{own}` (internal error)"
-            return self._record(tool, parsed, result, "infrastructure")
+            return self._record(record, result, "infrastructure")
         ended = "turn_limit" if self.turns + 1 >= self.max_turns else None
-        return self._record(tool, parsed, result, ended, domain_error=kind is not None)
+        return self._record(record, result, ended, domain_error=kind is not None)
 
     def replay_stopped(self, record: Mapping[str, Any]) -> None:
         """A journaled call that was stopped at its time limit: it changed nothing, and is
         not run again (with no limit it would run on, to some other end)."""
         self.check_open()
-        entry = {"tool": record["tool"], "arguments": record["arguments"], "digest": record.get("digest")}
-        self.history.append({**entry, "timeout": True})
-        if self.turns >= self.max_turns:
-            self.ended = "turn_limit"
+        kept, data = call_record(record["tool"], record["arguments"], str(record["digest"]), stopped=True)
+        self.recorded_bytes += len(data)
+        self._record(kept, None, "turn_limit" if self.turns + 1 >= self.max_turns else None)
 
-    def _record(self, tool: Any, arguments: Any, result: Any, ended: str | None, domain_error: bool = False) -> Outcome:
-        entry = {"tool": tool, "arguments": arguments}
-        if self.journaled:  # a digest costs a JSON encoding and a hash: only a replay needs it
-            entry["digest"] = result_digest(result)
-        if domain_error and error_kind(result) == "timeout":
-            entry["timeout"] = True
-        self.history.append(entry)
+    def replay(self, record: Mapping[str, Any]) -> None:
+        """A journaled call again: run it, unless it was refused for arguments JSON cannot
+        carry (it changed nothing; its outcome is taken as journaled)."""
+        if not record.get("refused"):
+            self.run(record["tool"], record["arguments"])
+            return
+        self.check_open()
+        kept, data = call_record(record["tool"], None, str(record["digest"]))
+        kept["refused"] = True
+        self.recorded_bytes += len(data)
+        self._record(kept, None, "turn_limit" if self.turns + 1 >= self.max_turns else None)
+
+    def _record(self, record: dict[str, Any], result: Any, ended: str | None, domain_error: bool = False) -> Outcome:
+        self.history.append(record)
         if ended is not None and ended != "infrastructure":
             self.ended = ended
         return Outcome(
@@ -518,6 +453,8 @@ class SessionManager:
         self._executor = ThreadPoolExecutor(max_workers=CALL_WORKERS, thread_name_prefix="envc-call")
         self.recovery: list[str] = []
         """What restoring the data directory found (torn tails cut off), for /health."""
+        self.quarantined: dict[str, str] = {}
+        """Episode id -> why its journal could not be replayed (moved to `quarantine/`)."""
         self._directory_lock: journal.DirectoryLock | None = None
         if data_dir is not None:
             data_dir.mkdir(parents=True, exist_ok=True)
@@ -581,6 +518,8 @@ class SessionManager:
                     ended=source.ended,
                     broken=source.broken,
                     seed_effect=source.seed_effect,
+                    recorded_bytes=source.recorded_bytes,  # the copied history counts against the quota
+                    written_bytes=source.written_bytes,
                 )
                 source.forked = True
                 self._journal_start(copy, copy.history)
@@ -763,9 +702,12 @@ class SessionManager:
         if not session.lock.acquire(blocking=False):
             return None
         try:
-            outcome = session.run(tool, arguments, inline_clock(time.monotonic() + INLINE_SLICE))
+            commit = functools.partial(self._commit, session)
+            outcome = session.run(tool, arguments, commit, inline_clock(time.monotonic() + INLINE_SLICE))
         except MoveToWorker:
             return None
+        except QuotaExceeded as exc:  # rolled back: the episode goes on
+            outcome = Outcome(result=exc.to_json(), turns=session.turns, domain_error=True)
         finally:
             session.lock.release()
         session.last_active = time.monotonic()
@@ -806,21 +748,45 @@ class SessionManager:
         self, session: Session, tool: str, arguments: Any, expired: Callable[[], bool] | None
     ) -> Outcome:
         with session.lock:
-            outcome = session.run(tool, arguments, expired)
-            with session.journal_lock:
-                if session.log is None or session.abandoned:
-                    return outcome
-                try:
-                    session.log.append({"op": "call", **session.history[-1]})
-                    if outcome.infrastructure_error is not None:
+            try:
+                outcome = session.run(tool, arguments, functools.partial(self._commit, session), expired)
+            except QuotaExceeded as exc:  # rolled back: the episode goes on
+                return Outcome(result=exc.to_json(), turns=session.turns, domain_error=True)
+            except OSError as exc:  # rolled back, and cut off the journal: neither holds the call
+                return self._journal_failed(session, exc)
+            if outcome.infrastructure_error is not None:
+                with session.journal_lock, contextlib.suppress(OSError):  # a replay finds it broken again
+                    if session.log is not None and not session.abandoned:
                         session.log.append({"op": "broken", "reason": outcome.infrastructure_error})
-                except OSError as exc:  # not durable, so not acknowledged: the session cannot go on
-                    return self._journal_failed(session, exc)
             return outcome
+
+    def _commit(self, session: Session, record: dict[str, Any], data: bytes, writes: bool) -> None:
+        """The last step of a call before its changes stand (Session.run's `commit`): the
+        quotas, then the journal record, durable. Raising rolls the call back."""
+        limits = self.limits
+        if limits.session_bytes is not None and session.recorded_bytes + len(data) > limits.session_bytes:
+            raise QuotaExceeded(
+                f"this call would take the session past its quota of {limits.session_bytes} bytes of calls "
+                f"({session.recorded_bytes} used, the call {len(data)}): nothing was changed",
+                "session_bytes",
+                session.recorded_bytes,
+                limits.session_bytes,
+            )
+        if writes and limits.state_bytes is not None and session.written_bytes + len(data) > limits.state_bytes:
+            raise QuotaExceeded(
+                f"this call would bring the session's state past its quota of {limits.state_bytes} bytes "
+                f"written ({session.written_bytes} used, the call {len(data)}): nothing was changed",
+                "state_bytes",
+                session.written_bytes,
+                limits.state_bytes,
+            )
+        with session.journal_lock:
+            if session.log is not None and not session.abandoned:
+                session.log.write(data)
 
     @staticmethod
     def _journal_failed(session: Session, exc: OSError) -> Outcome:
-        session.broken = f"the journal could not be written ({exc.strerror or exc}): the call is not durable"
+        session.broken = f"the journal could not be written ({exc.strerror or exc}): the call was not made"
         session.abandoned = True
         return Outcome(
             result={"error": {"kind": "infrastructure", "message": session.broken}},
@@ -886,20 +852,38 @@ class SessionManager:
             raise JournalUnavailable(f"cannot journal session {session.episode_id}: {exc.strerror or exc}") from None
 
     def _restore(self, data_dir: Path) -> None:
-        """Every journal in the directory replayed; a journal that cannot be trusted
-        raises JournalError and nothing is served (never half a session)."""
+        """Every journal in the directory replayed. A journal that cannot be trusted is
+        quarantined (moved to `quarantine/`, reported in `recovery` and `quarantined`):
+        never half a session, and never the other sessions down with it."""
         restored: dict[str, Session] = {}
         for path in journal.journal_paths(data_dir):
-            recovered = journal.recover(path)
-            if recovered.torn_tail:
+            episode_id = path.name.removesuffix(journal.SUFFIX)
+            try:
+                recovered = journal.recover(path)
+                restored[episode_id] = self._replay(recovered)
+            except journal.JournalError as exc:
+                self._quarantine(path, str(exc))
+                continue
+            if recovered.tail == "torn":
                 self.recovery.append(f"{path.name}: cut off a torn last record (a call that was never acknowledged)")
-            restored[path.name.removesuffix(journal.SUFFIX)] = self._replay(recovered)
+            elif recovered.tail == "unended":
+                self.recovery.append(
+                    f"{path.name}: the last record lacked only its line end and is whole, so it was kept "
+                    "(it may have been acknowledged)"
+                )
         for pool, flag in ((TRAINER, "--max-sessions"), ("agent", "--max-agent-sessions")):
             held, limit = sum(1 for s in restored.values() if _pool(s.owner) == pool), self.limits.limit_of(pool)
             if held > limit:
                 raise journal.JournalError(f"{data_dir} holds {held} {pool} sessions, more than {flag} {limit}")
         self._sessions = restored
         self._handles = {s.handle: s.episode_id for s in restored.values() if s.handle is not None}
+
+    def _quarantine(self, path: Path, reason: str) -> None:
+        """Set a journal that cannot be replayed aside, and say so."""
+        episode_id = path.name.removesuffix(journal.SUFFIX)
+        where = journal.quarantine(path)
+        self.quarantined[episode_id] = reason
+        self.recovery.append(f"{path.name}: quarantined to {where}, its session is not served: {reason}")
 
     def _replay(self, recovered: journal.Recovered) -> Session:
         path = recovered.path
@@ -934,7 +918,7 @@ class SessionManager:
     @staticmethod
     def _replay_call(session: Session, record: Mapping[str, Any], where: str) -> None:
         try:
-            session.run(record["tool"], record["arguments"])
+            session.replay(record)
         except EpisodeOver as exc:
             raise journal.JournalError(f"{where}: a call journaled after the episode ended: {exc}") from None
         if session.history[-1]["digest"] != record["digest"]:

@@ -244,7 +244,7 @@ class EnvcTool(BaseTool):  # type: ignore[misc]  # VERL ships no type informatio
             if not isinstance(parameters, dict):
                 result: Any = {"error": {"kind": "invalid_argument", "message": "the arguments are not a JSON object"}}
             else:
-                result = self._session(trajectory, checked).call(self.tool, parameters)
+                result, _ = self._session(trajectory, checked).call_and_commit(self.tool, parameters)
             if is_internal(result):
                 trajectory.failure = f"{self.env}.{self.tool}: {result['error'].get('message', '')}"
         metrics = {

@@ -272,6 +272,35 @@ STEPS_COUNTED: Final = True
 call given a clock then stops wherever its time runs out."""
 _Item = TypeVar("_Item")
 
+
+UNWRITABLE_RESULT: Final[dict[str, Any]] = {
+    "error": {
+        "kind": "invalid_argument",
+        "message": "The call's result cannot be written as JSON (a number too large, or not finite); nothing was changed.",
+    }
+}
+"""What `call_and_commit` answers when these arguments made a result JSON cannot hold."""
+
+
+_RESULT_JSON: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+"""Made once: `json.dumps` with options builds an encoder on every call."""
+
+
+def result_text(result: Any) -> str:
+    """The canonical JSON text of a call's result (keys sorted, UTF-8 ready): what the
+    harnesses digest and send. ValueError when JSON cannot hold it (NaN, an infinity, an
+    integer with too many digits, nesting past the interpreter's limit, a lone surrogate)."""
+    try:
+        text = _RESULT_JSON.encode(result)
+    except RecursionError:
+        raise ValueError("the result is nested too deeply") from None
+    if not text.isascii() and _SURROGATE.search(text):
+        raise ValueError("the result holds a lone surrogate")
+    return text
+
+
 # --------------------------------------------------------------------------- validation
 
 Kind = tuple[Any, ...]
@@ -601,13 +630,64 @@ def _invalid(where: str, kind: Kind, value: Any) -> DomainError:
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
+MAX_DEPTH: Final = 64
+"""Lists and objects nested in one argument, at most."""
+MAX_INT: Final = 10**300 - 1
+"""The largest magnitude of an integer argument (300 digits, about a float's range)."""
+
 
 def _show(value: Any) -> str:
     try:
         text = json.dumps(value, default=repr)
     except (RecursionError, ValueError):
-        return f"a {type(value).__name__} nested too deeply to show"
+        return f"a {type(value).__name__} too large or too deeply nested to show"
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _text(name: Any) -> str:
+    """A name the agent sent, as an error message may quote it: escaped where it holds a
+    lone surrogate (the message must stay text)."""
+    text = str(name)
+    return text if text.isascii() or not _SURROGATE.search(text) else json.dumps(text)[1:-1]
+
+
+def _refuse(where: str, what: str) -> DomainError:
+    return DomainError("invalid_argument", f"`{where}` {what}", field=where)
+
+
+def check_json(value: Any, where: str, depth: int = 0) -> None:
+    """Refuse a value an agent sent that JSON peers cannot carry or read back the same:
+    nesting past MAX_DEPTH, an integer past MAX_INT, NaN or an infinity, text with a lone
+    surrogate, a key that is not text. The one check of agent JSON: `check_arguments`
+    runs it on every argument before its type is checked (`conform`), so such a value is
+    an `invalid_argument` before a tool runs, in every harness. Scenarios and saved
+    states are the trainer's, not the agent's: they are not held to it."""
+    kind = type(value)
+    if kind is str:
+        if not value.isascii() and _SURROGATE.search(value):
+            raise _refuse(where, "holds a lone surrogate, which is not text")
+    elif kind is int:
+        if not -MAX_INT <= value <= MAX_INT:
+            raise _refuse(where, f"holds an integer of more than {len(str(MAX_INT))} digits")
+    elif kind is float:
+        if not math.isfinite(value):
+            raise _refuse(where, "holds NaN or an infinity, which JSON cannot hold")
+    elif value is None or kind is bool:
+        return
+    elif isinstance(value, (list, tuple, set, frozenset, Mapping)):  # a Python caller's sets too
+        if depth >= MAX_DEPTH:
+            raise _refuse(where, f"nests lists and objects deeper than {MAX_DEPTH} levels")
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise _refuse(where, f"has the key {_show(key)}: keys are text")
+                check_json(key, where, depth)
+                check_json(item, where, depth + 1)
+        else:
+            for item in value:
+                check_json(item, where, depth + 1)
+    else:
+        raise _refuse(where, f"holds a {kind.__name__}, which is not JSON")
 
 
 def conform(value: Any, kind: Kind, where: str) -> Any:
@@ -636,9 +716,12 @@ def conform(value: Any, kind: Kind, where: str) -> Any:
             raise _invalid(where, kind, value)
         return value
     if tag == "float":
-        if type(value) not in (int, float) or not math.isfinite(value):
+        if type(value) not in (int, float) or (type(value) is float and not math.isfinite(value)):
             raise _invalid(where, kind, value)
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int past the floats
+            raise _invalid(where, kind, value) from None
     if tag == "number":  # kept as given: 500 stays 500, 2.5 stays 2.5
         if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
             raise _invalid(where, kind, value)
@@ -681,6 +764,8 @@ _INT_KEY: Final = re.compile(r"-?[0-9]+")
 
 def _conform_key(key: Any, kind: Kind, where: str) -> Any:
     if kind[0] == "int" and isinstance(key, str) and _INT_KEY.fullmatch(key):
+        if len(key) > 4000:  # past what int() converts
+            raise _refuse(f"{where} key", "is an integer of more than 4000 digits")
         return int(key)
     if kind[0] == "json":  # kept as given: "1" and 1 are different keys
         if type(key) not in (str, int):
@@ -719,8 +804,8 @@ def _conform_record(value: Any, name: str, where: str) -> dict[str, Any]:
         if key not in known:
             raise DomainError(
                 "invalid_argument",
-                f"`{where}` has no field `{key}`",
-                field=f"{where}.{key}",
+                f"`{where}` has no field `{_text(key)}`",
+                field=f"{where}.{_text(key)}",
                 allowed=sorted(known),
             )
     result: dict[str, Any] = {}
@@ -763,11 +848,6 @@ class ToolSpec:
         object.__setattr__(self, "names", frozenset(param.name for param in self.params))
 
 
-_SIMPLE_TYPES: Final[dict[str, type]] = {"int": int, "bool": bool}
-"""Kinds whose check is just the value's type (str also must not hold a lone surrogate,
-so it stays on the full path): a plain int or bool argument skips `conform`."""
-
-
 def _check_limits(param: Param, value: Any) -> None:
     for limit, bound in param.limits:
         if value is None:
@@ -804,8 +884,8 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
         allowed = [p.name for p in spec.params]
         raise DomainError(
             "invalid_argument",
-            f"`{spec.name}` has no parameter `{key}`",
-            field=str(key),
+            f"`{spec.name}` has no parameter `{_text(key)}`",
+            field=_text(key),
             allowed=allowed,
         )
     kwargs: dict[str, Any] = {}
@@ -814,8 +894,9 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
         if value is not _MISSING:
             tag = param.kind[0]
             if tag == "str" and type(value) is str and value.isascii():
-                pass  # ASCII text holds no lone surrogate: the commonest case skips `conform`
-            elif _SIMPLE_TYPES.get(tag) is not type(value):  # an int or a bool costs one lookup
+                pass  # ASCII text holds no lone surrogate: the commonest case skips both checks
+            elif tag != "bool" or type(value) is not bool:
+                check_json(value, param.name)  # the limits of agent JSON, before the type
                 value = conform(value, param.kind, param.name)
             if param.limits:
                 _check_limits(param, value)
@@ -3039,6 +3120,25 @@ class _UndoLog:
             _undo_entry(entry)
         self._entries.clear()
 
+    def hold(self) -> None:
+        """Keep the next call's changes open past its end, until `release`."""
+        self.finish = _keep_open
+
+    def release(self, keep: bool) -> None:
+        """End a held call: keep its changes, or undo them."""
+        if not keep:
+            self.rollback()
+        self.finish = self._ender()
+        self.finish()
+
+    def _ender(self) -> Callable[[], None]:
+        """What ends a call when none is held."""
+        return self._entries.clear
+
+
+def _keep_open() -> None:
+    """The end of a held call's tool: its journal stays for `_UndoLog.release`."""
+
 
 def _undo_entry(entry: tuple[Any, ...]) -> None:
     """Put back what one journal entry saved: the value before the change."""
@@ -3122,6 +3222,9 @@ class _RecordingLog(_UndoLog):
         super().__init__()
         self.delta = delta
         self.finish = self._record
+
+    def _ender(self) -> Callable[[], None]:
+        return self._record
 
     def _record(self) -> None:
         """The end of a call: what it changed (nothing after a rollback) joins the delta."""
@@ -3702,6 +3805,39 @@ class Environment:
         for item in items:
             self._count_steps(1)
             yield item
+
+    def call_and_commit(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        commit: Callable[[Any, str], None] | None = None,
+        expired: Callable[[], bool] | None = None,
+    ) -> tuple[Any, str]:
+        """`call` for a harness that answers an agent: the result and its JSON text
+        (`result_text`), the call's changes standing only once both are done. A result
+        JSON cannot hold is answered with `UNWRITABLE_RESULT`, the call rolled back; then
+        `commit(result, text)` runs (journal it, check a quota...), and if it raises, the
+        call is rolled back and the exception propagates: a failed call changes nothing.
+        `expired` is `call`'s clock."""
+        undo = self._undo
+        undo.hold()
+        kept = False
+        try:
+            result = self.call(tool, args, expired)
+            try:
+                text = result_text(result)
+            except (ValueError, TypeError) as error:  # TypeError: not JSON at all, the tool's fault
+                self._undo.rollback()
+                result = copy_json(
+                    UNWRITABLE_RESULT if isinstance(error, ValueError) else INTERNAL_ERROR
+                )
+                text = result_text(result)
+            if commit is not None:
+                commit(result, text)
+            kept = True
+            return result, text
+        finally:
+            self._undo.release(kept)  # `self._undo`: a fork may have left its family meanwhile
 
     def register_runner(
         self, worker_id: str, role: str, capabilities: list[str] | None = None
@@ -4775,7 +4911,10 @@ class _Member(Environment):
         self._family.members.discard(self)
         object.__setattr__(self, "__class__", self._plain)
         del self._family, self._delta
+        held = self._undo.finish is _keep_open  # left in the middle of a held call: still held
         self._undo = _UndoLog()
+        if held:
+            self._undo.hold()
 
     def _load_scenario(self, scenario: str | Mapping[str, Any]) -> None:
         fresh = Environment(scenario)  # a bad scenario raises here, leaving the family alone
@@ -4850,6 +4989,18 @@ class _Member(Environment):
             if expired is None:  # a harness's subclass may take (tool, args) only
                 return plain.call(self, tool, args)
             return plain.call(self, tool, args, expired)
+
+    def call_and_commit(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        commit: Callable[[Any, str], None] | None = None,
+        expired: Callable[[], bool] | None = None,
+    ) -> tuple[Any, str]:
+        plain = self._plain
+        with self._family.lock:  # held to the commit: no other member checks out meanwhile
+            self._check_out()
+            return plain.call_and_commit(self, tool, args, commit, expired)
 
 
 _MEMBER_CLASSES: Final[dict[type[Environment], type[_Member]]] = {}

@@ -131,7 +131,9 @@ class Episode:
         name, arguments, problem = _parse_call(call)
         if problem:
             return self._end("invalid_call", {"error": problem})
-        result = env.call(name, arguments)
+        result, _ = env.call_and_commit(
+            name, arguments
+        )  # a result JSON cannot hold: refused, rolled back
         error = (
             result.get("error") if isinstance(result, dict) and set(result) == {"error"} else None
         )
@@ -185,7 +187,7 @@ def _parse_call(call: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             return "", {}, "the arguments are not valid JSON"
     if not isinstance(name, str) or name not in TOOL_SPECS:
         return "", {}, f"there is no tool {name!r}"

@@ -269,3 +269,16 @@ def test_a_trajectory_whose_start_cannot_open_is_not_kept(
 
     run(rollout())
     assert verl.REGISTRY.counts() == (0, 0)
+
+
+def test_hostile_arguments_are_domain_errors_and_the_rollout_scores(
+    tools: dict[str, Any], lifecycle_task: dict[str, Any]
+) -> None:
+    row = export.verl_row(lifecycle_task, 0)
+    for hostile in ("\ud800", float("nan"), 10**4000, [[[[]]]]):
+        response, _, metrics = call_tool(tools, row, "step", {"amount": hostile}, "rollout-h")
+        assert json.loads(response.text)["error"]["kind"] == "invalid_argument"
+        assert metrics == {"domain_error": True, "infrastructure_error": False}
+    for _ in range(2):
+        call_tool(tools, row, "step", {"amount": 1}, "rollout-h")
+    assert run(tools["score"].calc_reward("rollout-h")) == 1.0, "the refused calls changed nothing"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from compiler.serve import journal
 from compiler.serve.catalog import Catalog
 from compiler.serve.sessions import JournalUnavailable, Limits, SessionManager, Start
 
-from .conftest import GENERATED, TICKETING, envc_command, spawn_serve
+from .conftest import GENERATED, TICKETING, spawn_serve
 
 
 def gold_task(catalog: Catalog) -> dict[str, Any]:
@@ -114,6 +113,17 @@ def test_a_torn_tail_is_cut_off_and_reported(tmp_path: Path, catalog: Catalog) -
     manager.close_all()
 
 
+def assert_quarantined(catalog: Catalog, data: Path, episode_id: str, message: str) -> SessionManager:
+    """The manager restarted on `data` serves the other sessions and sets `episode_id` aside."""
+    manager = SessionManager(catalog, Limits(max_sessions=4), data)
+    assert episode_id not in manager.ids()
+    assert message in manager.quarantined[episode_id]
+    assert not (data / f"{episode_id}{journal.SUFFIX}").exists()
+    assert (data / journal.QUARANTINE / f"{episode_id}{journal.SUFFIX}").exists(), "kept for a person to read"
+    assert any(note.startswith(f"{episode_id}{journal.SUFFIX}: quarantined") for note in manager.recovery)
+    return manager
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
@@ -123,38 +133,53 @@ def test_a_torn_tail_is_cut_off_and_reported(tmp_path: Path, catalog: Catalog) -
     ],
     ids=["a changed record", "a foreign line", "a missing start"],
 )
-def test_a_corrupt_journal_is_refused_whole(tmp_path: Path, catalog: Catalog, damage: Any, message: str) -> None:
-    manager_with_calls(catalog, tmp_path)
+def test_a_corrupt_journal_is_quarantined_whole(tmp_path: Path, catalog: Catalog, damage: Any, message: str) -> None:
+    state = manager_with_calls(catalog, tmp_path)
     path = tmp_path / f"s{journal.SUFFIX}"
+    (tmp_path / f"t{journal.SUFFIX}").write_bytes(path.read_bytes())  # a good twin
     path.write_bytes(b"".join(damage(path.read_bytes().splitlines(keepends=True))))
-    with pytest.raises(journal.JournalError, match=message) as caught:
-        SessionManager(catalog, Limits(max_sessions=4), tmp_path)
-    assert str(path) in str(caught.value)
+    manager = assert_quarantined(catalog, tmp_path, "s", message)
+    assert str(path) in manager.quarantined["s"]
+    assert {**manager.state("t"), "episode_id": "s"} == state, "the good session is served as it was"
+    manager.close_all()
 
 
-def test_a_replay_that_diverges_is_refused(tmp_path: Path, catalog: Catalog) -> None:
+def test_a_replay_that_diverges_is_quarantined(tmp_path: Path, catalog: Catalog) -> None:
     manager_with_calls(catalog, tmp_path)
     path = tmp_path / f"s{journal.SUFFIX}"
     lines = path.read_bytes().splitlines(keepends=True)
     record = journal.decode(lines[2], "test")
     lines[2] = journal.encode({**record, "arguments": {"ticket_id": 3}})  # well-formed, but not what was acknowledged
     path.write_bytes(b"".join(lines))
-    with pytest.raises(journal.JournalError, match=r":3: replaying the call gave a different result"):
-        SessionManager(catalog, Limits(max_sessions=4), tmp_path)
+    assert_quarantined(catalog, tmp_path, "s", ":3: replaying the call gave a different result").close_all()
 
 
-def test_envc_serve_exits_1_naming_the_corrupt_journal(tmp_path: Path, catalog: Catalog) -> None:
+def test_a_whole_last_record_without_its_line_end_is_kept_and_reported(tmp_path: Path, catalog: Catalog) -> None:
+    manager_with_calls(catalog, tmp_path)
+    path = tmp_path / f"s{journal.SUFFIX}"
+    path.write_bytes(path.read_bytes()[:-1])  # the last acknowledged call, cut by its line end only
+    manager = SessionManager(catalog, Limits(max_sessions=4), tmp_path)
+    assert manager.state("s")["turns"] == 2, "the acknowledged call is kept"
+    assert manager.recovery == [
+        f"s{journal.SUFFIX}: the last record lacked only its line end and is whole, so it was kept "
+        "(it may have been acknowledged)"
+    ]
+    assert path.read_bytes().endswith(b"\n")
+    manager.close_all()
+
+
+def test_envc_serve_starts_and_reports_the_quarantined_journal(tmp_path: Path, catalog: Catalog) -> None:
     manager_with_calls(catalog, tmp_path)
     path = tmp_path / f"s{journal.SUFFIX}"
     path.write_bytes(path.read_bytes().replace(b"get_ticket", b"get_tickex"))
-    done = subprocess.run(
-        [*envc_command(), "serve", str(TICKETING), "--data-dir", str(tmp_path), "--port", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 1
-    assert f"{path}:3: checksum mismatch" in done.stderr and "Traceback" not in done.stderr
+    server = spawn_serve(str(TICKETING), "--data-dir", str(tmp_path))
+    try:
+        health = httpx.get(f"{server.url}/health", timeout=10).json()
+        assert f"{path}:3: checksum mismatch" in health["quarantined"]["s"]
+        assert any("quarantined" in note for note in health["recovery"])
+    finally:
+        server.process.send_signal(signal.SIGTERM)
+        server.process.wait(timeout=10)
 
 
 def test_broken_and_forked_sessions_replay(tmp_path: Path, catalog: Catalog) -> None:
@@ -184,12 +209,11 @@ def test_a_data_directory_that_cannot_take_a_journal_refuses_the_session(tmp_pat
     assert manager.count() == 0, "the refused session holds no slot"
 
 
-def test_a_journal_of_a_rebuilt_environment_is_refused(tmp_path: Path, catalog: Catalog) -> None:
+def test_a_journal_of_a_rebuilt_environment_is_quarantined(tmp_path: Path, catalog: Catalog) -> None:
     manager_with_calls(catalog, tmp_path)
     rebuilt = dataclasses.replace(catalog.envs["ticketing"], digest="0" * 64)
     other = Catalog(envs={**catalog.envs, "ticketing": rebuilt}, tasks=catalog.tasks)
-    with pytest.raises(journal.JournalError, match="`ticketing` was rebuilt since"):
-        SessionManager(other, Limits(max_sessions=4), tmp_path)
+    assert_quarantined(other, tmp_path, "s", "`ticketing` was rebuilt since").close_all()
 
 
 def test_a_call_whose_record_cannot_be_written_is_not_acknowledged(
@@ -198,10 +222,10 @@ def test_a_call_whose_record_cannot_be_written_is_not_acknowledged(
     manager = SessionManager(catalog, Limits(max_sessions=4), tmp_path)
     manager.create(Start(envs=("ticketing",), scenario="help_desk_monday"), "s")
 
-    def full_disk(self: journal.Journal, record: dict[str, Any]) -> None:
+    def full_disk(self: journal.Journal, data: bytes) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(journal.Journal, "append", full_disk)
+    monkeypatch.setattr(journal.Journal, "write", full_disk)
     outcome = manager.call("s", "whoami", {})
     assert outcome.ended == "infrastructure" and "No space left on device" in (outcome.infrastructure_error or "")
     assert manager.score("s")["scorable"] is False

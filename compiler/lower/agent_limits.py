@@ -1,0 +1,18 @@
+"""The limits of the JSON an agent may send a generated package: written into every
+environment.py (`MAX_DEPTH`, `MAX_INT`), where `check_json` refuses what passes them as
+`invalid_argument` before a tool runs (docs/generated-package.md#agent-json-limits)."""
+
+from __future__ import annotations
+
+MAX_DEPTH = 64
+"""Lists and objects nested in one argument, at most."""
+MAX_INT_DIGITS = 300
+"""Integer arguments have at most this many digits (about a float's range): room for a
+tool's arithmetic, where an integer of thousands of digits soon passes the 4,300 digits
+Python writes as text, and the call could not be answered."""
+MAX_INT = 10**MAX_INT_DIGITS - 1
+
+
+def context() -> dict[str, str]:
+    """The limits as the template writes them."""
+    return {"max_depth": str(MAX_DEPTH), "max_int": f"10**{MAX_INT_DIGITS} - 1"}
