@@ -9,8 +9,10 @@ always there (`next: Node` in `Node`) has no finite value and is refused (`E3023
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from compiler import ir
+from compiler.ir import typesys as ts
 
 DEPTH_LIMIT = 100
 """How deeply the JSON form of a state field or argument holding a recursive record may
@@ -89,3 +91,17 @@ def reachable_records(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]) -> s
             found.add(name)
             stack.extend(edges.get(name, ()))
     return found
+
+
+def schema_defs(
+    types: Iterable[ir.TypeRef],
+    enums: Mapping[str, ir.EnumDecl],
+    records: Mapping[str, ir.RecordDecl],
+    recursive: frozenset[str],
+) -> dict[str, Any]:
+    """The `$defs` a schema of `types` needs: one per recursive record they may hold,
+    each with the others as `$ref`s (an inlined recursive schema would never end)."""
+    needed: set[str] = set()
+    for ty in types:
+        needed |= reachable_records(ty, records) & recursive
+    return {name: ts.record_schema(records[name], enums, records, recursive) for name in sorted(needed)}
