@@ -35,9 +35,7 @@ def _mentioned(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl]) -> set[str]
 
 def _edges(records: Mapping[str, ir.RecordDecl]) -> dict[str, set[str]]:
     """Each record's records: those its fields mention, and a union's members."""
-    return {
-        name: set(r.members).union(*(_mentioned(f.type, records) for f in r.fields)) for name, r in records.items()
-    }
+    return {name: set(r.members).union(*(_mentioned(f.type, records) for f in r.fields)) for name, r in records.items()}
 
 
 def _endless_edges(records: Mapping[str, ir.RecordDecl]) -> dict[str, set[str]]:

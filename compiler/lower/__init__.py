@@ -12,8 +12,8 @@ import functools
 import json
 import keyword
 import re
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import jinja2

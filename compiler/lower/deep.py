@@ -28,5 +28,5 @@ def depth_check(fields: Sequence[str]) -> list[str]:
     """The `finally` line of a write tool that writes these fields, before `finish`."""
     if not fields:
         return []
-    values = ", ".join(f'{py_str(name)}: self._state[{py_str(name)}]' for name in fields)
+    values = ", ".join(f"{py_str(name)}: self._state[{py_str(name)}]" for name in fields)
     return [f"    _refuse_deep(self._undo, {{{values}}})"]
