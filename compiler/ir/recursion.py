@@ -73,6 +73,26 @@ def endless_records(records: Mapping[str, ir.RecordDecl]) -> list[str]:
     return [name for name in records if _on_cycle(name, edges)]
 
 
+def nesting(value: Any, limit: int) -> int:
+    """How deeply lists and objects nest in a JSON-like value (1 for a flat one), found
+    with an explicit stack and given up just past `limit`, so any depth is safe."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            items: Iterable[Any] = item.values()
+        elif isinstance(item, (list, tuple)):
+            items = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > limit:
+            break
+        stack.extend((child, depth + 1) for child in items)
+    return deepest
+
+
 def holds_recursive(ty: ir.TypeRef, records: Mapping[str, ir.RecordDecl], recursive: frozenset[str]) -> bool:
     """Whether values of `ty` may hold a recursive record (and so need the depth bound)."""
     return bool(reachable_records(ty, records) & recursive)

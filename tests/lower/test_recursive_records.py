@@ -78,6 +78,25 @@ def test_the_fixture_analyses_cleanly() -> None:
     assert mv.writes == ["root"] and "cwd" in mv.reads
 
 
+def chain_text(levels: int) -> str:
+    """JSON text of `chain(levels)`, written without recursion (json.dumps would recurse)."""
+    head = "".join(f'{{"kind": "dir", "name": "d{i}", "children": {{"d{i + 1}": ' for i in range(levels - 1))
+    return head + f'{{"kind": "dir", "name": "d{levels - 1}", "children": {{}}}}' + "}}" * (levels - 1)
+
+
+@pytest.mark.parametrize(("levels", "expected"), [(40, []), (60, ["E3001"]), (LEVELS, ["E0003"])])
+def test_a_state_file_is_held_to_the_bound(tmp_path: Path, levels: int, expected: list[str]) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "root.json").write_text('{"name": "", "children": {"d0": ' + chain_text(levels) + "}}")
+    spec = SPEC.read_text(encoding="utf-8")
+    start = spec.index("    root: Dir = ")
+    spec = spec[:start] + '    root: Dir from "data/root.json"\n' + spec[spec.index("\n", start) + 1 :]
+    (tmp_path / "tree.envspec").write_text(spec, encoding="utf-8")
+    diagnostics = analyse_file(tmp_path / "tree.envspec").diagnostics
+    assert [d.code for d in diagnostics] == expected
+    assert all("deeper than" in d.message or "recursion" in d.message for d in diagnostics)
+
+
 # --------------------------------------------------------------------------- schemas
 
 
