@@ -160,6 +160,9 @@ def test_building_ten_thousand_levels_stops_at_the_bound(package: ModuleType) ->
     assert env.call("find", {"name": f"d{depth - 1}"}) == []  # below the current directory only
     env.call("cd", {"name": ".."})
     assert env.call("find", {"name": f"d{depth - 1}"}) == [f"/d{depth - 1}"]
+    for _ in range(depth):
+        env.call("cd", {"name": ".."})
+    assert env.call("bytes", {"name": "d0"}) == env.call("du", {"name": "d0"}) == 0  # a recursive helper, 49 deep
 
 
 def test_a_deep_argument_or_scenario_is_refused_before_anything_recurses(package: ModuleType) -> None:
