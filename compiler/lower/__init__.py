@@ -174,7 +174,12 @@ class _Builder:
                 "type": self.types.py(f.type),
                 "copier": copy_expr(f'state["{f.name}"]', f.type, self.records),
                 "exporter": json_expr(
-                    f'state["{f.name}"]', f.type, self.records, absent_converter=self.converters.record_converter
+                    f'state["{f.name}"]',
+                    f.type,
+                    self.records,
+                    # a recursive record cannot be written out in place: its converter, named
+                    record_converter=self.converters.record_converter if f.name in self.deep_fields else None,
+                    absent_converter=self.converters.record_converter,
                 ),
                 "private": bi.is_private(f.name),
             }

@@ -153,8 +153,9 @@ class Samples:
             return "09:00:00"
         if name in ("json", "any"):
             return {}
-        if name == "list":
-            return [self.value(ty.args[0])] * int(constraints.get("min_items", 0))
+        if name == "list":  # an item only when one is asked for: a recursive record holds lists of itself
+            count = int(constraints.get("min_items", 0))
+            return [self.value(ty.args[0])] * count if count else []
         if name == "map":
             return {}
         if name in self.enums:

@@ -186,3 +186,38 @@ def test_copying_a_directory_into_itself_is_refused(package: ModuleType) -> None
     assert env.call("ls", {}) == ["a.txt", "b.txt"]
     env.call("cd", {"name": ".."})
     assert env.call("du", {}) == 19
+
+
+# --------------------------------------------------------------------------- records holding themselves
+
+THREADS = Path(__file__).resolve().parents[1] / "fixtures" / "recursive" / "threads.envspec"
+
+
+def thread(levels: int) -> dict[str, Any]:
+    """A comment with one reply, which has one reply, ... `levels` comments deep."""
+    top: dict[str, Any] = {"author": "a", "text": "0", "replies": []}
+    node = top
+    for i in range(1, levels):
+        child: dict[str, Any] = {"author": "a", "text": str(i), "replies": []}
+        node["replies"].append(child)
+        node = child
+    return top
+
+
+def test_records_holding_themselves_in_lists_and_optionals(tmp_path: Path) -> None:
+    """A record holding itself directly (no union): its converters are named functions
+    calling themselves, its sample arguments end, and it passes full QC."""
+    files = lowered_files(THREADS)
+    result = analyse_file(THREADS)
+    assert result.environment is not None
+    checked = check_packages([Package(env=result.environment, name="threads", files=files)], dynamic=True)
+    assert checked["threads"].static_ok and checked["threads"].dynamic_ok and checked["threads"].tests_failed == 0
+    with imported_package(files, tmp_path, "threads", "environment") as threads:
+        env = threads.Environment()
+        assert env.call("post", {"comment": thread(LEVELS)})["error"]["kind"] == "invalid_argument"
+        assert env.call("post", {"comment": thread(DEPTH_LIMIT // 2 - 5)}) == 1
+        replies = env.call("replies", {"index": 0})
+        assert replies[0]["text"] == "1"
+        assert threads.Environment(env.saved_state()).state_json() == env.state_json()
+        with pytest.raises(threads.ScenarioError, match="deeper than"):
+            threads.Environment({"threads": [thread(LEVELS)]})
