@@ -1,6 +1,6 @@
 """Types as declarations write them (fields, parameters, results, `let` annotations):
 checked and resolved to their canonical, position-free form; records that contain
-themselves refused. The symbols pass resolves the declared ones; the load step and the
+themselves with no end refused. The symbols pass resolves the declared ones; the load step and the
 types pass resolve the ones they meet (load options, `let x: T`)."""
 
 from __future__ import annotations
