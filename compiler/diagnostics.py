@@ -138,8 +138,8 @@ CODES: dict[str, tuple[str, str]] = {
     "E3020": ("cannot infer the type of an empty literal", "give the type: `let xs: list[int] = []`"),
     "E3022": ("loop variable reassigned", "bind a new local with `let` instead"),
     "E3023": (
-        "recursive record",
-        "a record cannot contain itself, directly or through other records; refer by id instead",
+        "record with no finite value",
+        "a record may contain itself only through a list, a map, an optional or an absent-able field (`next: optional[Node]`)",
     ),
     "E3024": (
         "invalid date/time format",

@@ -352,7 +352,7 @@ def test_union_declarations_are_checked() -> None:
     assert [d.code for d in analyse_source(wrong_tag, "u.envspec").diagnostics] == ["E3001"]
     error_tag = base + 'union P by error:\n    Cash = "cash"\n'
     assert [d.code for d in analyse_source(error_tag, "u.envspec").diagnostics] == ["E2014"]
-    cycle = base + 'record Box:\n    inner: list[P]\n\nunion P by source:\n    Box = "box"\n    Cash = "cash"\n'
+    cycle = base + 'record Box:\n    inner: P\n\nunion P by source:\n    Box = "box"\n    Cash = "cash"\n'
     assert {d.code for d in analyse_source(cycle, "u.envspec").diagnostics} == {"E3023"}
 
 

@@ -11,6 +11,7 @@ from compiler.analyse.context import Analysis, set_field
 from compiler.diagnostics import did_you_mean
 from compiler.front.load import DataFile, data_file_key
 from compiler.ir import typesys as ts
+from compiler.ir.recursion import DEPTH_LIMIT, holds_recursive, nesting, recursive_records
 
 
 def run(a: Analysis) -> None:
@@ -21,13 +22,27 @@ def data_checker(a: Analysis) -> ts.DataChecker:
     return ts.DataChecker(a.enums, a.records, a.record_defaults)
 
 
+def checked_data(a: Analysis, raw: Any, expected: ir.TypeRef, where: str, problems: list[str]) -> Any:
+    """`raw` checked against `expected`; a value holding a recursive record is first held
+    to the depth bound (by an explicit stack), since the checker and the generated
+    package recurse on it."""
+    if holds_recursive(expected, a.records, recursive_records(a.records)):
+        depth = nesting(raw, DEPTH_LIMIT)
+        if depth > DEPTH_LIMIT:
+            problems.append(
+                f"{where}: nests lists and objects deeper than {DEPTH_LIMIT} levels, the bound of a value holding a recursive record"
+            )
+            return raw
+    return data_checker(a).check(raw, expected, where, problems)
+
+
 def const_value(a: Analysis, expr: ir.Expr, expected: ir.TypeRef, file: str, where: str) -> tuple[bool, Any]:
     """Evaluate a literal expression and check it against `expected`."""
     ok, raw = literal(a, expr, expected, file)
     if not ok:
         return False, None
     problems: list[str] = []
-    value = data_checker(a).check(raw, expected, where, problems)
+    value = checked_data(a, raw, expected, where, problems)
     for problem in problems[:5]:
         a.error("E3001", problem, expr, file)
     set_field(expr, "ty", expected)
@@ -190,7 +205,7 @@ def file_value(
     if not found:
         return False, None
     problems: list[str] = []
-    value = data_checker(a).check(data, expected, where or source, problems)
+    value = checked_data(a, data, expected, where or source, problems)
     for problem in problems[:5]:
         a.error("E3001", f"in {what} `{source}`: {problem}" if where else problem, node, file)
     return not problems, value
@@ -225,7 +240,7 @@ def load_scenario_file(a: Analysis, scenario: ir.ScenarioDecl) -> None:
             )
             continue
         problems: list[str] = []
-        values[name] = data_checker(a).check(raw, target.type, key, problems)
+        values[name] = checked_data(a, raw, target.type, key, problems)
         for problem in problems[:5]:
             a.error("E3001", f"in {what} `{scenario.source}`: {problem}", scenario, scenario.file)
     a.scenario_values[scenario.name] = values

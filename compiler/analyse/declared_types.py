@@ -1,6 +1,6 @@
 """Types as declarations write them (fields, parameters, results, `let` annotations):
 checked and resolved to their canonical, position-free form; records that contain
-themselves refused. The symbols pass resolves the declared ones; the load step and the
+themselves with no end refused. The symbols pass resolves the declared ones; the load step and the
 types pass resolve the ones they meet (load options, `let x: T`)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from compiler import ir
 from compiler.analyse.context import Analysis, set_field
 from compiler.diagnostics import did_you_mean
 from compiler.ir import typesys as ts
+from compiler.ir.recursion import endless_records
 
 ARITY = {"list": 1, "map": 2, "set": 1, "optional": 1}
 """The generic types, and how many type arguments each takes."""
@@ -67,25 +68,8 @@ def resolve_declared_types(a: Analysis) -> None:
 
 
 def check_record_cycles(a: Analysis) -> None:
-    """Values are trees (JSON), so no record may contain itself."""
-
-    def mentioned(ty: ir.TypeRef) -> set[str]:
-        found = {ty.name} if ty.name in a.records else set()
-        for arg in ty.args:
-            found |= mentioned(arg)
-        return found
-
-    edges = {  # a union holds its members
-        name: set(r.members).union(*(mentioned(f.type) for f in r.fields)) for name, r in a.records.items()
-    }
-    for start, record in a.records.items():
-        seen: set[str] = set()
-        stack = list(edges[start])
-        while stack:
-            name = stack.pop()
-            if name == start:
-                a.error("E3023", f"record {start} contains itself", record, record.file or a.module.path)
-                break
-            if name not in seen:
-                seen.add(name)
-                stack.extend(edges.get(name, ()))
+    """Values are finite trees: a record may hold itself through a container, an
+    optional or an absent-able field, never through fields that are always there."""
+    for name in endless_records(a.records):
+        record = a.records[name]
+        a.error("E3023", f"record {name} contains itself with no end", record, record.file or a.module.path)

@@ -107,7 +107,7 @@ def _read_data_file(base: Path, source: str) -> DataFile:
         return DataFile(json.loads((base / relative).read_text(encoding="utf-8")), source=source)
     except OSError as exc:
         return DataFile(problem="unreadable", source=source, detail=str(exc.strerror or exc))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nested past Python's limit
         return DataFile(problem="not_json", source=source, detail=str(exc))
 
 

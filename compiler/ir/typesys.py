@@ -237,10 +237,16 @@ def element_types(iterable: ir.TypeRef, count: int) -> list[ir.TypeRef] | None:
 
 
 def json_schema(
-    ty: ir.TypeRef, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl]
+    ty: ir.TypeRef,
+    enums: Mapping[str, ir.EnumDecl],
+    records: Mapping[str, ir.RecordDecl],
+    refs: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """JSON Schema (draft 2020-12) of a type; records inline, closed to extra keys."""
+    """JSON Schema (draft 2020-12) of a type; records inline, closed to extra keys, except
+    the records in `refs` (recursive ones), which are `{"$ref": "#/$defs/NAME"}`."""
     name = ty.name
+    if name in refs:
+        return {"$ref": f"#/$defs/{name}"}
     if name == "str":
         return {"type": "string"}
     if name == "int":
@@ -262,11 +268,11 @@ def json_schema(
     if name == "None":
         return {"type": "null"}
     if name == "list":
-        return {"type": "array", "items": json_schema(ty.args[0], enums, records)}
+        return {"type": "array", "items": json_schema(ty.args[0], enums, records, refs)}
     if name == "set":
-        return {"type": "array", "items": json_schema(ty.args[0], enums, records), "uniqueItems": True}
+        return {"type": "array", "items": json_schema(ty.args[0], enums, records, refs), "uniqueItems": True}
     if name == "map" and ty.args[0].name == "json":
-        value_schema = json_schema(ty.args[1], enums, records)
+        value_schema = json_schema(ty.args[1], enums, records, refs)
         pair = {
             "type": "array",
             "prefixItems": [{"type": ["string", "integer"]}, value_schema],
@@ -276,7 +282,10 @@ def json_schema(
         # An object (string keys) as data arrives, or [key, value] pairs as envc writes it.
         return {"anyOf": [{"type": "object", "additionalProperties": value_schema}, {"type": "array", "items": pair}]}
     if name == "map":
-        schema: dict[str, Any] = {"type": "object", "additionalProperties": json_schema(ty.args[1], enums, records)}
+        schema: dict[str, Any] = {
+            "type": "object",
+            "additionalProperties": json_schema(ty.args[1], enums, records, refs),
+        }
         key = ty.args[0]
         if key.name == "int":
             schema["propertyNames"] = {"pattern": "^-?[0-9]+$"}
@@ -284,41 +293,58 @@ def json_schema(
             schema["propertyNames"] = {"enum": list(enums[key.name].members)}
         return schema
     if name == "optional":
-        return {"anyOf": [json_schema(ty.args[0], enums, records), {"type": "null"}]}
+        return {"anyOf": [json_schema(ty.args[0], enums, records, refs), {"type": "null"}]}
     if name in enums:
         return {"type": "string", "enum": list(enums[name].members)}
     if name in records and records[name].is_union:
-        return _union_schema(records[name], enums, records)
+        return _union_schema(records[name], enums, records, refs)
     if name in records:
-        record = records[name]
-        return {
-            "type": "object",
-            "properties": {f.name: _field_schema(f, enums, records) for f in record.fields},
-            "required": [f.name for f in record.fields if required_field(f)],
-            "additionalProperties": False,
-        }
+        return record_schema(records[name], enums, records, refs)
     return {}
 
 
+def record_schema(
+    record: ir.RecordDecl,
+    enums: Mapping[str, ir.EnumDecl],
+    records: Mapping[str, ir.RecordDecl],
+    refs: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """A record's own schema (a union's is `anyOf` its members'), never a `$ref`."""
+    if record.is_union:
+        return _union_schema(record, enums, records, refs)
+    return {
+        "type": "object",
+        "properties": {f.name: _field_schema(f, enums, records, refs) for f in record.fields},
+        "required": [f.name for f in record.fields if required_field(f)],
+        "additionalProperties": False,
+    }
+
+
 def _field_schema(
-    field_: ir.Field_, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl]
+    field_: ir.Field_,
+    enums: Mapping[str, ir.EnumDecl],
+    records: Mapping[str, ir.RecordDecl],
+    refs: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """A record field's schema; a union member's tag has its one value (an `enum` of one,
     which every JSON Schema subset that function-calling APIs take understands)."""
     if field_.tag:
         return {"type": "string", "enum": [field_.tag]}
-    return json_schema(field_.type, enums, records)
+    return json_schema(field_.type, enums, records, refs)
 
 
 def _union_schema(
-    union: ir.RecordDecl, enums: Mapping[str, ir.EnumDecl], records: Mapping[str, ir.RecordDecl]
+    union: ir.RecordDecl,
+    enums: Mapping[str, ir.EnumDecl],
+    records: Mapping[str, ir.RecordDecl],
+    refs: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """`anyOf` the members, each with its tag required (`anyOf`, not `oneOf`: the tags
     already make the members exclusive, and `anyOf` is what function-calling APIs accept)."""
     options = []
     for member in union.members:
         if member in records:
-            schema = json_schema(t(member), enums, records)
+            schema = record_schema(records[member], enums, records, refs)
             schema["required"] = [union.tag, *(name for name in schema["required"] if name != union.tag)]
             options.append(schema)
     return {"anyOf": options}

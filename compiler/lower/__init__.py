@@ -12,6 +12,7 @@ import functools
 import json
 import keyword
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import jinja2
 
 from compiler import ir
 from compiler.ir import typesys as ts
+from compiler.ir.recursion import DEPTH_LIMIT, recursive_records
 from compiler.library import builtins as bi
 from compiler.library import helpers as runtime_helpers
 from compiler.lower import agent_limits, schema
@@ -33,6 +35,7 @@ from compiler.lower.converters import (
     tool_caller,
     union_copier,
 )
+from compiler.lower.deep import deep_state_fields, depth_check
 from compiler.lower.errors import LoweringError
 from compiler.lower.families import lower_families
 from compiler.lower.formatting import format_python_files
@@ -127,6 +130,7 @@ class _Builder:
         self.tables = EnvTables.of(env)
         self.enums, self.records, self.types = self.tables.enums, self.tables.records, self.tables.types
         self.converters = JsonConverters(self.records, self.types)
+        self.deep_fields = deep_state_fields(self.env, self.records)
         self.helpers: set[str] = set()
         self._test_scopes: list[Scope] = []
 
@@ -172,7 +176,12 @@ class _Builder:
                 "type": self.types.py(f.type),
                 "copier": copy_expr(f'state["{f.name}"]', f.type, self.records),
                 "exporter": json_expr(
-                    f'state["{f.name}"]', f.type, self.records, absent_converter=self.converters.record_converter
+                    f'state["{f.name}"]',
+                    f.type,
+                    self.records,
+                    # a recursive record cannot be written out in place: its converter, named
+                    record_converter=self.converters.record_converter if f.name in self.deep_fields else None,
+                    absent_converter=self.converters.record_converter,
                 ),
                 "private": bi.is_private(f.name),
             }
@@ -229,6 +238,8 @@ class _Builder:
             "reads_data": _reads_files(env),
             "record_fields": self._record_fields(),
             "uses_absent": any(f.absent for r in env.records for f in r.fields),
+            "recursive": bool(recursive_records(self.records)),
+            "depth_limit": DEPTH_LIMIT,
             "unions": self._union_tags(),
             "state_kinds": "{" + ", ".join(f"{py_str(f.name)}: {self.kind(f.type)}" for f in env.state) + "}",
             "tools": tools,
@@ -483,7 +494,12 @@ class _Builder:
         if kind != "tool":  # a helper runs inside its caller's journaled call
             return "\n".join([*saves, text]) + "\n"
         indented = "\n".join("    " + line if line.strip() else line for line in text.splitlines())
-        return "\n".join(journaled(tool.name, ["    " + s for s in saves] + [indented])) + "\n"
+        body = journaled(tool.name, ["    " + s for s in saves] + [indented], self._deep_writes(tool))
+        return "\n".join(body) + "\n"
+
+    def _deep_writes(self, tool: ir.ToolDecl) -> list[str]:
+        """The fields holding recursive records this tool writes: checked for depth."""
+        return [name for name in tool.writes if name in self.deep_fields]
 
     def _callable_body(self, tool: ir.ToolDecl, kind: str) -> str:
         if tool.escape is not None:
@@ -508,7 +524,7 @@ class _Builder:
             self._depth_guard(tool) + self._default_prologue(tool) + (["state = self._state"] if uses_state else [])
         )
         if kind == "tool" and tool.writes:
-            body = [*prologue, *journaled(tool.name, ["    " + line for line in lines])]
+            body = [*prologue, *journaled(tool.name, ["    " + line for line in lines], self._deep_writes(tool))]
         elif lines == ["pass"] and not prologue:
             return ""  # the docstring is body enough (ruff's PIE790)
         else:
@@ -678,11 +694,12 @@ def _option_default(option: ir.Field_) -> Any:
     return const_json(option.default)
 
 
-def journaled(tool: str, body: list[str]) -> list[str]:
+def journaled(tool: str, body: list[str], deep: Sequence[str] = ()) -> list[str]:
     """A write tool's body (indented one level) inside its undo journal: a failure
     anywhere rolls the call back, and the journal ends the call either way. A `try`
     rather than a `with` block: a `with` costs three Python calls on every call, where
-    a call that succeeds here makes one call in C (`finish`, a bound `list.clear`)."""
+    a call that succeeds here makes one call in C (`finish`, a bound `list.clear`). A tool
+    writing `deep` fields (holding recursive records) checks their depth before `finish`."""
     return [
         f"self._undo.tool = {py_str(tool)}",
         "try:",
@@ -691,6 +708,7 @@ def journaled(tool: str, body: list[str]) -> list[str]:
         "    self._undo.rollback()",
         "    raise",
         "finally:",
+        *depth_check(deep),
         "    self._undo.finish()",
     ]
 

@@ -189,6 +189,7 @@ class JsonConverters:
         if record is not None and has_absent(record) and not flat_record(record, self.records):
             return self._absent_record(self.records[ty.name])
         if ty.name in self.records and not flat_record(self.records[ty.name], self.records):
+            name = self._new_name(ty)  # named first: a recursive record's fields call it
             fields = self.records[ty.name].fields
             value = (
                 "{"
@@ -197,17 +198,22 @@ class JsonConverters:
             )
         else:
             value = self._json("value", ty, 0)
-        call = re.fullmatch(r"(\w+)\(value\)", value)
-        if call is not None:  # `dict(value)`, `list(value)`, `sorted(value)`: that function
-            self._names[ts.show(ty)] = call.group(1)
-            return call.group(1)
+            call = re.fullmatch(r"(\w+)\(value\)", value)
+            if call is not None:  # `dict(value)`, `list(value)`, `sorted(value)`: that function
+                self._names[ts.show(ty)] = call.group(1)
+                return call.group(1)
+            name = self._new_name(ty)
+        self.functions[name] = (
+            f"def {name}(value: {self.types.py(ty)}) -> {_json_annotation(ty, self.types)}:\n    return {value}\n"
+        )
+        return name
+
+    def _new_name(self, ty: ir.TypeRef) -> str:
+        """A fresh converter name for `ty` (`_json_list_Ticket`), registered at once."""
         name = "_json_" + _type_slug(ty)
         while name in self.functions or name in self._names.values() or name == "_json_key":  # `A_B` vs `A, B`
             name += "_"
         self._names[ts.show(ty)] = name
-        self.functions[name] = (
-            f"def {name}(value: {self.types.py(ty)}) -> {_json_annotation(ty, self.types)}:\n    return {value}\n"
-        )
         return name
 
     def _absent_record(self, record: ir.RecordDecl) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from compiler import ir
 from compiler.ir import typesys as ts
+from compiler.ir.recursion import recursive_records, schema_defs
 from compiler.library import builtins as bi
 from compiler.lower.literals import const_json
 
@@ -37,8 +38,13 @@ def param_default(param: ir.Param, tool: bool = True) -> tuple[bool, Any]:
     return False, None
 
 
-def param_schema(param: ir.Param, enums: dict[str, ir.EnumDecl], records: dict[str, ir.RecordDecl]) -> dict[str, Any]:
-    schema = ts.json_schema(param.type, enums, records)
+def param_schema(
+    param: ir.Param,
+    enums: dict[str, ir.EnumDecl],
+    records: dict[str, ir.RecordDecl],
+    recursive: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    schema = ts.json_schema(param.type, enums, records, recursive)
     target = schema
     if "anyOf" in schema:
         target = schema["anyOf"][0]
@@ -56,23 +62,35 @@ def param_schema(param: ir.Param, enums: dict[str, ir.EnumDecl], records: dict[s
 def tool_schema(tool: ir.ToolDecl, env: ir.Environment) -> dict[str, Any]:
     enums = {e.name: e for e in env.enums}
     records = {r.name: r for r in env.records}
+    recursive = recursive_records(records)
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {p.name: param_schema(p, enums, records, recursive) for p in tool.params},
+        "required": [p.name for p in tool.params if not param_default(p)[0]],
+        "additionalProperties": False,
+    }
+    with_defs(parameters, schema_defs([p.type for p in tool.params], enums, records, recursive))
+    returns = ts.json_schema(tool.returns, enums, records, recursive)
+    with_defs(returns, schema_defs([tool.returns], enums, records, recursive))
     return {
         "name": tool.name,
         "description": tool.doc,
-        "parameters": {
-            "type": "object",
-            "properties": {p.name: param_schema(p, enums, records) for p in tool.params},
-            "required": [p.name for p in tool.params if not param_default(p)[0]],
-            "additionalProperties": False,
-        },
+        "parameters": parameters,
         "required": [p.name for p in tool.params if not param_default(p)[0]],
-        "returns": ts.json_schema(tool.returns, enums, records),
+        "returns": returns,
         "side_effect": tool.side_effect,
         "modifies_state": bool(tool.writes),
         "state_fields_affected": [w for w in tool.writes if not bi.is_private(w)],  # private: not shown
         "reads": [r for r in tool.reads if not bi.is_private(r)],
         "errors": list(tool.errors),
     }
+
+
+def with_defs(schema: dict[str, Any], defs: dict[str, Any]) -> None:
+    """Give a root schema the `$defs` its `$ref`s point at; a schema without recursive
+    records is left exactly as it was."""
+    if defs:
+        schema["$defs"] = defs
 
 
 def tools_document(env: ir.Environment, spec: str) -> dict[str, Any]:
@@ -135,8 +153,9 @@ class Samples:
             return "09:00:00"
         if name in ("json", "any"):
             return {}
-        if name == "list":
-            return [self.value(ty.args[0])] * int(constraints.get("min_items", 0))
+        if name == "list":  # an item only when one is asked for: a recursive record holds lists of itself
+            count = int(constraints.get("min_items", 0))
+            return [self.value(ty.args[0])] * count if count else []
         if name == "map":
             return {}
         if name in self.enums:
