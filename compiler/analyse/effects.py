@@ -296,6 +296,9 @@ class BodyEffects:
         "touched",
         "held",
         "exact",
+        "loops",
+        "growth",
+        "reported",
     )
 
     def __init__(
@@ -320,9 +323,21 @@ class BodyEffects:
         body is known to have checked cleanly (`_checked`)."""
         self.exact = True
         """False once the type checker's walk went another way than `EffectWalker` would
-        (a comparison chain with a literal before a link's other operand)."""
+        (a comparison chain with a literal before a link's other operand), or a loop's body
+        made a local of an enclosing scope alias more (its body must be walked again)."""
+        self.loops: list[int] = []
+        """The depth of `scopes` at each enclosing loop's own scope, innermost last."""
+        self.growth = 0
+        """How often a loop's body made a local bound outside that loop alias more: the
+        loop's earlier statements may have changed it, unseen, on the next iteration."""
+        self.reported: set[tuple[str, str, int]] = set()
+        """Diagnostics given already, so that a loop's body walked again repeats none."""
 
     def error(self, code: str, message: str, node: ir.Node | None, hint: str = "") -> None:
+        key = (code, message, id(node))
+        if key in self.reported:
+            return
+        self.reported.add(key)
         if self.held is not None:
             self.held.append((code, message, node, hint))
         else:
@@ -343,7 +358,18 @@ class BodyEffects:
         self.scopes.append({})
 
     def leave(self) -> None:
+        if self.loops and self.loops[-1] == len(self.scopes):
+            self.loops.pop()
         self.scopes.pop()
+
+    def bound_outside_loop(self, name: str) -> bool:
+        """Whether a local was bound outside the innermost enclosing loop."""
+        if not self.loops:
+            return False
+        for depth in range(len(self.scopes), 0, -1):
+            if name in self.scopes[depth - 1]:
+                return depth < self.loops[-1]
+        return False
 
     # ------------------------------------------------------------------ hooks: the body
     def begin(self) -> None:
@@ -391,8 +417,11 @@ class BodyEffects:
         if isinstance(stmt.target, ir.Name) and stmt.target.ref in ("local", "param"):
             alias = self.lookup(stmt.target.id)
             if alias is not None:
-                alias.roots |= self.roots(stmt.value)
-                alias.outer |= self.outer(stmt.value)
+                roots, outer = alias.roots | self.roots(stmt.value), alias.outer | self.outer(stmt.value)
+                if (roots, outer) != (alias.roots, alias.outer) and self.bound_outside_loop(stmt.target.id):
+                    self.growth += 1  # what the loop did before this, next time round, was unseen
+                    self.exact = False
+                alias.roots, alias.outer = roots, outer
 
     def returned(self, stmt: ir.Return) -> None:
         """After the value of a `return` (what a helper returns may alias its arguments;
@@ -420,6 +449,7 @@ class BodyEffects:
         that are containers are parts of it)."""
         roots = self.roots(iterable)
         self.enter()
+        self.loops.append(len(self.scopes))
         iter_type = ts.strip_optional(iterable.ty or ts.ANY)
         types = ts.element_types(iter_type, len(targets)) or [ts.ANY] * len(targets)
         for name, ty in zip(targets, types):
@@ -588,9 +618,9 @@ class BodyEffects:
             func = expr.func
             if isinstance(func, ir.Name) and func.ref == "fn":
                 return self._call_roots(expr) if roots is None else roots
-            if isinstance(func, ir.Name) and func.id in ("min", "max", "random_choice") and expr.args:
+            if isinstance(func, ir.Name) and func.ref == "builtin" and _shares_argument(func.id) and expr.args:
                 if len(expr.args) == 1:
-                    return self.roots(expr.args[0])
+                    return self.roots(expr.args[0])  # an item of a list, or the value itself
                 return set().union(*(self.outer(arg) for arg in expr.args))
             if isinstance(func, ir.Attr) and func.name in ("get", "pop"):
                 return self.roots(func.obj)
@@ -718,9 +748,19 @@ class EffectWalker(BodyEffects):
 
     def stmt_for(self, stmt: ir.For) -> None:
         self.expr(stmt.iter)
-        self.loop_start(stmt.targets, stmt.iter)
-        self.block(stmt.body)
-        self.leave()
+        self.loop_body(lambda: self.loop_start(stmt.targets, stmt.iter), stmt.body)
+
+    def loop_body(self, start: Callable[[], None], body: Sequence[ir.Stmt]) -> None:
+        """A loop's body, walked again while a walk makes a local bound outside it alias
+        more (what is changed through that local before the assignment may, on the next
+        iteration, be state): the alias sets only grow, so this ends."""
+        while True:
+            before = self.growth
+            start()
+            self.block(body)
+            self.leave()
+            if self.growth == before:
+                return
 
     def walk_target(self, expr: ir.Expr) -> None:
         """An assigned place: a name or `state.field` has nothing in it to walk."""
@@ -804,6 +844,11 @@ _EXPR_WALKS: dict[type, Any] = {
     ir.Binary: EffectWalker.expr_binary,
 }
 """`EffectWalker.expr` by the expression's class; any other walks its parts."""
+
+
+def _shares_argument(name: str) -> bool:
+    entry = library.FUNCTIONS.get(name)
+    return entry is not None and entry.shares_argument
 
 
 def _argument_for(call: ir.Call, fn: ir.FnDecl, index: int) -> ir.Expr | None:
