@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 
 from compiler import ir
+from compiler.analyse.lookups import unchecked_lookups
 from compiler.ir import typesys as ts
 from compiler.library import builtins as bi
 from compiler.library import helpers as runtime_helpers
@@ -483,7 +484,8 @@ class _Builder:
             return self._escape_body(tool, kind)
         tool = self.tables.python_names.renamed(tool)
         recursion = frozenset(tool.recursion if isinstance(tool, ir.FnDecl) else ())
-        scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)}, recursion=recursion)
+        unchecked = frozenset(id(lookup) for lookup in unchecked_lookups(tool))
+        scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)}, recursion=recursion, unchecked=unchecked)
         emitter = StatementEmitter(self.env, scope, self.tables)
         for param in tool.params:
             scope.annotated.add(param.name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiler import ir, library
+from compiler.analyse.lookups import entity_of
 from compiler.ir import typesys as ts
 from compiler.lower import idioms
 from compiler.lower.converters import copy_expr
@@ -74,6 +75,7 @@ class Scope:
     names: set[str] = field(default_factory=set)  # every name the callable uses, so new ones are fresh
     bare_return: bool = False  # every return gives None: `return`, not `return None` (ruff's RET501)
     recursion: frozenset[str] = frozenset()  # a recursive helper's call cycle: its calls pass `_depth + 1`
+    unchecked: frozenset[int] = frozenset()  # ids of lookups on an agent's key no guard covers
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,20 @@ class Emitter:
             if shortcut is not None:
                 return shortcut, _PREC["postfix"]
         index = self.key(e.index, e.obj.ty, self.expr(e.index))
+        if id(e) in self.scope.unchecked:
+            return self._checked_lookup(e, obj, index), _PREC["ternary"]
         return f"{obj}[{index}]", _PREC["postfix"]
+
+    def _checked_lookup(self, e: ir.Index, obj: str, index: str) -> str:
+        """A lookup on a key the agent chose that no guard covers: a missing key or
+        position is a `not_found` domain error naming the map or list and the key."""
+        self.scope.helpers.add("not_found")
+        param = e.index.id if isinstance(e.index, ir.Name) and e.index.ref == "param" else ""
+        entity, named = py_str(entity_of(e.obj), self.quote), py_str(param, self.quote)
+        failure = f"{self.scope.module_prefix}_not_found({entity}, {index}, {named})"
+        base = ts.strip_optional(e.obj.ty).name if e.obj.ty is not None else ""
+        test = f"-len({obj}) <= {index} < len({obj})" if base == "list" else f"{index} in {obj}"
+        return f"{obj}[{index}] if {test} else {failure}"
 
     def key(self, key: ir.Expr, container: ir.TypeRef | None, text: str) -> str:
         """A key of a map[json, V] that is a json value is checked to be a str or an int
