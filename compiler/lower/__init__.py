@@ -12,6 +12,7 @@ import functools
 import json
 import keyword
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -530,6 +531,9 @@ class _Builder:
             "bad_arguments": "["
             + ", ".join(f"({py_str(t)}, {py_str(label)}, {py_value(args)})" for t, label, args in bad)
             + "]",
+            "missing_keys": _cases_text(
+                (tool.name, label, args) for tool in env.tools for label, args in samples.missing_key_cases(tool)
+            ),
             "error_kinds": "{" + ", ".join(py_str(k) for k in bi.ERROR_KINDS) + "}",
             "uses_environment_module": any(s.helpers for s in self._test_scopes),
         }
@@ -671,6 +675,11 @@ def _option_default(option: ir.Field_) -> Any:
     """A load option's default as JSON (the analyser refuses an option without one)."""
     assert option.default is not None
     return const_json(option.default)
+
+
+def _cases_text(cases: Iterable[tuple[str, str, dict[str, Any]]]) -> str:
+    """(tool, label, arguments) cases as a Python list literal; "" for none."""
+    return ", ".join(f"({py_str(t)}, {py_str(label)}, {py_value(args)})" for t, label, args in cases)
 
 
 def journaled(tool: str, body: list[str]) -> list[str]:
