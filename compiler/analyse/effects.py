@@ -327,9 +327,9 @@ class BodyEffects:
         made a local of an enclosing scope alias more (its body must be walked again)."""
         self.loops: list[int] = []
         """The depth of `scopes` at each enclosing loop's own scope, innermost last."""
-        self.growth = 0
-        """How often a loop's body made a local bound outside that loop alias more: the
-        loop's earlier statements may have changed it, unseen, on the next iteration."""
+        self.growth: list[int] = []
+        """The scope depth of each local a loop's body made alias more, bound outside that
+        loop: the loop's earlier statements may have changed it, unseen, on the next round."""
         self.reported: set[tuple[str, str, int]] = set()
         """Diagnostics given already, so that a loop's body walked again repeats none."""
 
@@ -362,14 +362,14 @@ class BodyEffects:
             self.loops.pop()
         self.scopes.pop()
 
-    def bound_outside_loop(self, name: str) -> bool:
-        """Whether a local was bound outside the innermost enclosing loop."""
+    def bound_outside_loop(self, name: str) -> int | None:
+        """The scope depth of a local bound outside the innermost enclosing loop."""
         if not self.loops:
-            return False
+            return None
         for depth in range(len(self.scopes), 0, -1):
             if name in self.scopes[depth - 1]:
-                return depth < self.loops[-1]
-        return False
+                return depth if depth < self.loops[-1] else None
+        return None
 
     # ------------------------------------------------------------------ hooks: the body
     def begin(self) -> None:
@@ -418,8 +418,9 @@ class BodyEffects:
             alias = self.lookup(stmt.target.id)
             if alias is not None:
                 roots, outer = alias.roots | self.roots(stmt.value), alias.outer | self.outer(stmt.value)
-                if (roots, outer) != (alias.roots, alias.outer) and self.bound_outside_loop(stmt.target.id):
-                    self.growth += 1  # what the loop did before this, next time round, was unseen
+                depth = self.bound_outside_loop(stmt.target.id)
+                if (roots, outer) != (alias.roots, alias.outer) and depth is not None:
+                    self.growth.append(depth)  # what the loop did before this, next time round, was unseen
                     self.exact = False
                 alias.roots, alias.outer = roots, outer
 
@@ -755,11 +756,12 @@ class EffectWalker(BodyEffects):
         more (what is changed through that local before the assignment may, on the next
         iteration, be state): the alias sets only grow, so this ends."""
         while True:
-            before = self.growth
+            before = len(self.growth)
             start()
+            depth = self.loops[-1]
             self.block(body)
             self.leave()
-            if self.growth == before:
+            if all(bound >= depth for bound in self.growth[before:]):
                 return
 
     def walk_target(self, expr: ir.Expr) -> None:

@@ -248,7 +248,8 @@ class Emitter:
         entity, named = py_str(entity_of(e.obj), self.quote), py_str(param, self.quote)
         failure = f"{self.scope.module_prefix}_not_found({entity}, {index}, {named})"
         base = ts.strip_optional(e.obj.ty).name if e.obj.ty is not None else ""
-        test = f"-len({obj}) <= {index} < len({obj})" if base == "list" else f"{index} in {obj}"
+        key = self.key(e.index, e.obj.ty, self.expr(e.index, _PREC["compare"] + 1))
+        test = f"-len({obj}) <= {key} < len({obj})" if base == "list" else f"{key} in {obj}"
         return f"{obj}[{index}] if {test} else {failure}"
 
     def key(self, key: ir.Expr, container: ir.TypeRef | None, text: str) -> str:
@@ -569,7 +570,12 @@ class Emitter:
 
     def copy_of(self, e: ir.Expr, ty: ir.TypeRef) -> str:
         self.scope.helpers.add("copy")
-        return copy_expr(self.expr(e, _PREC["postfix"]), ty, self.records)
+        text = self.expr(e, _PREC["postfix"])
+        copied = copy_expr(text, ty, self.records)
+        wrapped = f"({text})"
+        if text.startswith("(") and copied.endswith(wrapped) and copied.count(text) == 1:
+            return copied[: -len(wrapped)] + f"({self.expr(e)})"  # `dict(a if c else b)`, not `dict((...))`
+        return copied
 
     def _builtin(self, e: ir.Call, name: str) -> tuple[str, int]:
         entry = library.FUNCTIONS[name]
