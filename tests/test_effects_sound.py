@@ -217,7 +217,7 @@ def _check_tool(module: Any, tool: str, changed: str, writes: list[str], spec: s
 
 
 @settings(
-    max_examples=12,
+    max_examples=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     phases=[Phase.explicit, Phase.reuse, Phase.generate],  # a failure names its spec; shrinking recompiles for minutes
