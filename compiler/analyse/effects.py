@@ -297,6 +297,7 @@ class BodyEffects:
         "held",
         "exact",
         "loops",
+        "lambdas",
         "growth",
         "reported",
     )
@@ -327,6 +328,8 @@ class BodyEffects:
         made a local of an enclosing scope alias more (its body must be walked again)."""
         self.loops: list[int] = []
         """The depth of `scopes` at each enclosing loop's own scope, innermost last."""
+        self.lambdas: list[int] = []
+        """The depth of `scopes` at each enclosing lambda's own scope."""
         self.growth: list[int] = []
         """The scope depth of each local a loop's body made alias more, bound outside that
         loop: the loop's earlier statements may have changed it, unseen, on the next round."""
@@ -360,6 +363,8 @@ class BodyEffects:
     def leave(self) -> None:
         if self.loops and self.loops[-1] == len(self.scopes):
             self.loops.pop()
+        if self.lambdas and self.lambdas[-1] == len(self.scopes):
+            self.lambdas.pop()
         self.scopes.pop()
 
     def bound_outside_loop(self, name: str) -> int | None:
@@ -457,7 +462,10 @@ class BodyEffects:
             self.bind(name, roots if ts.is_container(ty, self.a.records) else set())
 
     def lambda_start(self, params: Sequence[str]) -> None:
+        """A lambda's parameters alias what the call hands it, which is not followed: a
+        change made through them is refused (`method_call`)."""
         self.enter()
+        self.lambdas.append(len(self.scopes))
         for name in params:
             self.bind(name, set())
 
@@ -516,6 +524,8 @@ class BodyEffects:
         """After the receiver of a method call, before its arguments."""
         receiver = ts.strip_optional(func.ty or ts.ANY).name
         entry = library.method("str" if receiver in ts.TEMPORAL else receiver, func.name)
+        if entry is not None and entry.mutates and self.lambdas:
+            self.error("E4013", f"`{func.name}` changes a value inside a lambda", expr)
         if entry is not None and entry.mutates:
             self.touched = False
             if isinstance(func.obj, ir.Name):
