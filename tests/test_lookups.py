@@ -66,3 +66,39 @@ def test_the_guard_is_seen_and_the_errors_are_listed() -> None:
     guarded = source[source.index("def guarded") : source.index("def guarded") + 600]
     assert "_not_found" not in guarded
     assert "not_found" in errors["book_room"] and "not_found" in errors["floor_rooms"]
+
+
+PLACES = """environment counters:
+    title "Counters"
+
+state:
+    counts: map[str, int] = {"a": 1}
+    slots: list[int] = [0, 0]
+
+tool bump(name: str) -> int:
+    counts[name] += 1
+    return counts[name]
+
+tool forget(name: str) -> None:
+    del counts[name]
+
+tool fill(slot: int, value: int) -> None:
+    slots[slot] = value
+
+tool add(name: str) -> None:
+    counts[name] = 0
+"""
+
+
+def test_places_that_need_their_key_are_checked_before_the_change() -> None:
+    result = analyse_source(PLACES, "counters.envspec")
+    assert result.environment is not None, [d.message for d in result.diagnostics]
+    env = environment_module(lower(result.environment, "counters.envspec")["environment.py"], "counters").Environment()
+    before = env.state_json()
+    for tool, args in (("bump", {"name": "zz"}), ("forget", {"name": "zz"}), ("fill", {"slot": 5, "value": 1})):
+        assert env.call(tool, args)["error"]["kind"] == "not_found", tool
+    assert env.state_json() == before
+    assert env.call("bump", {"name": "a"}) == 2
+    assert env.call("add", {"name": "zz"}) is None  # a plain assignment to a map adds the key
+    assert env.call("fill", {"slot": 1, "value": 7}) is None
+    assert env.state()["slots"] == [0, 7]

@@ -55,7 +55,9 @@ def _calls_any(a: Analysis, callable_: ir.ToolDecl, helpers: set[str]) -> bool:
 
 
 def unchecked_lookups(callable_: ir.ToolDecl) -> list[ir.Index]:
-    """The lookups of a tool's or helper's body on an agent's key that no guard covers."""
+    """The lookups of a tool's or helper's body on an agent's key that no guard covers:
+    reads, and the places a `del`, an augmented assignment or (for a list) an assignment
+    needs to be there already."""
     if callable_.escape is not None:
         return []
     body = callable_.body
@@ -124,11 +126,24 @@ def _map_of_keys(expr: ir.Expr) -> ir.Expr:
 
 
 def _lookups(body: list[ir.Stmt]) -> Iterator[ir.Index]:
-    """Every lookup that reads: not the place an assignment sets or a `del` removes."""
-    places = {id(node.target) for node in walk(body) if isinstance(node, (ir.Assign, ir.Delete))}
+    """Every lookup that needs its key: not the place a plain assignment to a map sets."""
+    new_keys = {id(node.target) for node in walk(body) if isinstance(node, ir.Assign) and _adds_key(node)}
     for node in walk(body):
-        if isinstance(node, ir.Index) and id(node) not in places:
+        if isinstance(node, ir.Index) and id(node) not in new_keys:
             yield node
+
+
+def _adds_key(assign: ir.Assign) -> bool:
+    """`m[k] = v` sets a key whether or not it is there (a list position must be)."""
+    target = assign.target
+    base = ts.strip_optional(target.obj.ty).name if isinstance(target, ir.Index) and target.obj.ty else ""
+    return assign.op == "=" and base == "map"
+
+
+def is_place(stmt: ir.Stmt, index: ir.Index) -> bool:
+    """Whether the lookup is the place the statement assigns or deletes (so the check is a
+    statement of its own before it, not an expression)."""
+    return isinstance(stmt, (ir.Assign, ir.Delete)) and stmt.target is index
 
 
 def _mentions(expr: ir.Expr | None, names: Iterable[str]) -> bool:
