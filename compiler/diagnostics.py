@@ -171,6 +171,10 @@ CODES: dict[str, tuple[str, str]] = {
         "use next_id(...) and random_int(...); they keep id_counters and rng_state",
     ),
     "E4008": ("declared read never happens", "remove the field from `reads`"),
+    "E4013": (
+        "a lambda changes something",
+        "a lambda is a key function: change the values in a `for` loop before or after the call",
+    ),
     "E5001": ("test step is not a tool call", 'a test step calls a tool: `create_ticket(title="x")`'),
     "E5002": ("scenario must come first", "put `scenario NAME` before the first call"),
     "E5003": ("task is incomplete", "a task needs `request`, a `solution` ending in a write tool, and `verify`"),

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler import ir
-from compiler.analyse import constants, effects, families, sources, symbols, tests_tasks, types
+from compiler.analyse import constants, effects, families, lookups, sources, symbols, tests_tasks, types
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.front.load import Loaded, data_file_key, load_file, load_source, prototypes_dir
@@ -137,6 +137,7 @@ def run_passes(a: Analysis) -> ir.Environment | None:
     sources.run(a)
     types.run(a)
     summaries = effects.run(a)
+    lookups.run(a)
     sources.unsourced_parameters(a)
     tests_tasks.run(a, summaries)
     families.run(a, summaries)

@@ -296,6 +296,10 @@ class BodyEffects:
         "touched",
         "held",
         "exact",
+        "loops",
+        "lambdas",
+        "growth",
+        "reported",
     )
 
     def __init__(
@@ -320,9 +324,23 @@ class BodyEffects:
         body is known to have checked cleanly (`_checked`)."""
         self.exact = True
         """False once the type checker's walk went another way than `EffectWalker` would
-        (a comparison chain with a literal before a link's other operand)."""
+        (a comparison chain with a literal before a link's other operand), or a loop's body
+        made a local of an enclosing scope alias more (its body must be walked again)."""
+        self.loops: list[int] = []
+        """The depth of `scopes` at each enclosing loop's own scope, innermost last."""
+        self.lambdas: list[int] = []
+        """The depth of `scopes` at each enclosing lambda's own scope."""
+        self.growth: list[int] = []
+        """The scope depth of each local a loop's body made alias more, bound outside that
+        loop: the loop's earlier statements may have changed it, unseen, on the next round."""
+        self.reported: set[tuple[str, str, int]] = set()
+        """Diagnostics given already, so that a loop's body walked again repeats none."""
 
     def error(self, code: str, message: str, node: ir.Node | None, hint: str = "") -> None:
+        key = (code, message, id(node))
+        if key in self.reported:
+            return
+        self.reported.add(key)
         if self.held is not None:
             self.held.append((code, message, node, hint))
         else:
@@ -343,7 +361,20 @@ class BodyEffects:
         self.scopes.append({})
 
     def leave(self) -> None:
+        if self.loops and self.loops[-1] == len(self.scopes):
+            self.loops.pop()
+        if self.lambdas and self.lambdas[-1] == len(self.scopes):
+            self.lambdas.pop()
         self.scopes.pop()
+
+    def bound_outside_loop(self, name: str) -> int | None:
+        """The scope depth of a local bound outside the innermost enclosing loop."""
+        if not self.loops:
+            return None
+        for depth in range(len(self.scopes), 0, -1):
+            if name in self.scopes[depth - 1]:
+                return depth if depth < self.loops[-1] else None
+        return None
 
     # ------------------------------------------------------------------ hooks: the body
     def begin(self) -> None:
@@ -391,8 +422,12 @@ class BodyEffects:
         if isinstance(stmt.target, ir.Name) and stmt.target.ref in ("local", "param"):
             alias = self.lookup(stmt.target.id)
             if alias is not None:
-                alias.roots |= self.roots(stmt.value)
-                alias.outer |= self.outer(stmt.value)
+                roots, outer = alias.roots | self.roots(stmt.value), alias.outer | self.outer(stmt.value)
+                depth = self.bound_outside_loop(stmt.target.id)
+                if (roots, outer) != (alias.roots, alias.outer) and depth is not None:
+                    self.growth.append(depth)  # what the loop did before this, next time round, was unseen
+                    self.exact = False
+                alias.roots, alias.outer = roots, outer
 
     def returned(self, stmt: ir.Return) -> None:
         """After the value of a `return` (what a helper returns may alias its arguments;
@@ -420,13 +455,17 @@ class BodyEffects:
         that are containers are parts of it)."""
         roots = self.roots(iterable)
         self.enter()
+        self.loops.append(len(self.scopes))
         iter_type = ts.strip_optional(iterable.ty or ts.ANY)
         types = ts.element_types(iter_type, len(targets)) or [ts.ANY] * len(targets)
         for name, ty in zip(targets, types):
             self.bind(name, roots if ts.is_container(ty, self.a.records) else set())
 
     def lambda_start(self, params: Sequence[str]) -> None:
+        """A lambda's parameters alias what the call hands it, which is not followed: a
+        change made through them is refused (`method_call`)."""
         self.enter()
+        self.lambdas.append(len(self.scopes))
         for name in params:
             self.bind(name, set())
 
@@ -485,6 +524,8 @@ class BodyEffects:
         """After the receiver of a method call, before its arguments."""
         receiver = ts.strip_optional(func.ty or ts.ANY).name
         entry = library.method("str" if receiver in ts.TEMPORAL else receiver, func.name)
+        if entry is not None and entry.mutates and self.lambdas:
+            self.error("E4013", f"`{func.name}` changes a value inside a lambda", expr)
         if entry is not None and entry.mutates:
             self.touched = False
             if isinstance(func.obj, ir.Name):
@@ -588,9 +629,9 @@ class BodyEffects:
             func = expr.func
             if isinstance(func, ir.Name) and func.ref == "fn":
                 return self._call_roots(expr) if roots is None else roots
-            if isinstance(func, ir.Name) and func.id in ("min", "max", "random_choice") and expr.args:
+            if isinstance(func, ir.Name) and func.ref == "builtin" and _shares_argument(func.id) and expr.args:
                 if len(expr.args) == 1:
-                    return self.roots(expr.args[0])
+                    return self.roots(expr.args[0])  # an item of a list, or the value itself
                 return set().union(*(self.outer(arg) for arg in expr.args))
             if isinstance(func, ir.Attr) and func.name in ("get", "pop"):
                 return self.roots(func.obj)
@@ -718,9 +759,20 @@ class EffectWalker(BodyEffects):
 
     def stmt_for(self, stmt: ir.For) -> None:
         self.expr(stmt.iter)
-        self.loop_start(stmt.targets, stmt.iter)
-        self.block(stmt.body)
-        self.leave()
+        self.loop_body(lambda: self.loop_start(stmt.targets, stmt.iter), stmt.body)
+
+    def loop_body(self, start: Callable[[], None], body: Sequence[ir.Stmt]) -> None:
+        """A loop's body, walked again while a walk makes a local bound outside it alias
+        more (what is changed through that local before the assignment may, on the next
+        iteration, be state): the alias sets only grow, so this ends."""
+        while True:
+            before = len(self.growth)
+            start()
+            depth = self.loops[-1]
+            self.block(body)
+            self.leave()
+            if all(bound >= depth for bound in self.growth[before:]):
+                return
 
     def walk_target(self, expr: ir.Expr) -> None:
         """An assigned place: a name or `state.field` has nothing in it to walk."""
@@ -804,6 +856,11 @@ _EXPR_WALKS: dict[type, Any] = {
     ir.Binary: EffectWalker.expr_binary,
 }
 """`EffectWalker.expr` by the expression's class; any other walks its parts."""
+
+
+def _shares_argument(name: str) -> bool:
+    entry = library.FUNCTIONS.get(name)
+    return entry is not None and entry.shares_argument
 
 
 def _argument_for(call: ir.Call, fn: ir.FnDecl, index: int) -> ir.Expr | None:

@@ -332,20 +332,21 @@ MODULE_NAMES: Final = _by_kind(
         ),
         "function": (
             "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_list _as_map _as_number _as_session "
-            "_as_text _call_0 _call_1 _call_2 _call_3 _call_4 _check_limits _checked_out _conform_key "
-            "_conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between _format_like "
-            "_from_data _invalid _join _json_key _keep_open _matches _member_class _moment _old _pair_order "
-            "_parse_datetime _parse_int _parse_json _parse_number _plan_0 _read_data _redo_entry _refuse "
-            "_refuse_constant _regex _regex_alternation _regex_atom _regex_class _regex_closure _regex_emit "
-            "_regex_emit_repeat _regex_escape _regex_group _regex_holds _regex_program _regex_repeats "
-            "_regex_run _regex_sequence _regex_settle _regex_step _remove_first _restore_draws "
-            "_scenario_state _search _seconds_between _seed_draws _show _solution_call _solve_0 _stable_hash "
-            "_text _type_of _undo_entry _valid_moment _valid_regex _weekday _with_new_value check_arguments "
-            "check_json check_load_options conform copy_json copy_state result_text state_to_json to_json"
+            "_as_text _call_0 _call_1 _call_2 _call_3 _call_4 _call_5 _check_limits _checked_out "
+            "_conform_key _conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between "
+            "_format_like _from_data _invalid _join _json_key _keep_open _matches _member_class _moment "
+            "_not_found _old _pair_order _parse_datetime _parse_int _parse_json _parse_number _plan_0 "
+            "_read_data _redo_entry _refuse _refuse_constant _regex _regex_alternation _regex_atom "
+            "_regex_class _regex_closure _regex_emit _regex_emit_repeat _regex_escape _regex_group "
+            "_regex_holds _regex_program _regex_repeats _regex_run _regex_sequence _regex_settle _regex_step "
+            "_remove_first _restore_draws _scenario_state _search _seconds_between _seed_draws _show "
+            "_solution_call _solve_0 _stable_hash _text _type_of _undo_entry _valid_moment _valid_regex "
+            "_weekday _with_new_value check_arguments check_json check_load_options conform copy_json "
+            "copy_state result_text state_to_json to_json"
         ),
         "import": (
-            "Any Callable Collection Final Iterable Iterator Literal Mapping NotRequired Path TypeVar "
-            "TypedDict _field annotations cast dataclass"
+            "Any Callable Collection Final Iterable Iterator Literal Mapping NoReturn NotRequired Path "
+            "TypeVar TypedDict _field annotations cast dataclass"
         ),
         "module": "dt json math random re threading weakref",
     }
@@ -388,19 +389,20 @@ SUBCLASS_MEMBERS: Final = frozenset("trace".split())
 BODY_NAMES: Final = frozenset(
     "Any BaseException DomainError Recorder RuntimeError UNSET WORLD _add_days _add_hours _add_minutes "
     "_add_seconds _as_bool _as_list _as_map _as_number _as_text _days_between _depth _json_key _matches "
-    "_parse_datetime _parse_int _parse_json _parse_number _remove_first _search _seconds_between "
+    "_not_found _parse_datetime _parse_int _parse_json _parse_number _remove_first _search _seconds_between "
     "_stable_hash _type_of _valid_regex _weekday abs all any bool cast chr dict env environment expect_error "
     "float int json key_1 len list max min ord range reversed round self set sorted state str sum".split()
 )
 TEST_MODULE_NAMES: Final = frozenset(
-    "Any BAD_ARGUMENTS Callable DomainError Environment FAMILIES FamilyFailed INTERNAL_ERROR Mapping Path "
-    "Recorder SAMPLE_ARGUMENTS SCENARIOS SCENARIO_NAMES SPEC_RUNS SessionStore TOOL_SPECS WRITE_CALLS _Fault "
-    "_Journal _arm _traces annotations cast copy_json environment expect_error pytest "
+    "Any BAD_ARGUMENTS Callable DomainError Environment FAMILIES FamilyFailed INTERNAL_ERROR MISSING_KEYS "
+    "Mapping Path Recorder SAMPLE_ARGUMENTS SCENARIOS SCENARIO_NAMES SPEC_RUNS SessionStore TOOL_SPECS "
+    "WRITE_CALLS _Fault _Journal _arm _traces annotations cast copy_json environment expect_error pytest "
     "test_a_failure_at_any_point_of_a_call_changes_nothing test_bad_arguments_are_refused "
-    "test_calls_keep_to_their_effects test_forks_keep_apart test_one_store_serves_many_threads "
-    "test_same_calls_give_the_same_trace test_scenario_loads_and_round_trips "
-    "test_session_store_keeps_sessions_apart test_sessions_on_threads_do_not_interfere "
-    "test_snapshot_and_restore test_unknown_tool_is_refused threading to_json".split()
+    "test_calls_keep_to_their_effects test_forks_keep_apart test_missing_keys_are_domain_errors "
+    "test_one_store_serves_many_threads test_same_calls_give_the_same_trace "
+    "test_scenario_loads_and_round_trips test_session_store_keeps_sessions_apart "
+    "test_sessions_on_threads_do_not_interfere test_snapshot_and_restore test_unknown_tool_is_refused "
+    "threading to_json".split()
 )
 OTHER_MODULE_NAMES: Final = frozenset(
     "Any DEFAULT_STATE DomainError Environment Episode EpisodeError FAMILIES Family FamilyFailed Mapping "

@@ -47,6 +47,9 @@ class Function:
     """Module-level helpers of `compiler/library/runtime.py` the lowering calls (without `_`)."""
     methods: tuple[str, ...] = ()
     """Methods of the generated Environment class the lowering calls (the template emits them)."""
+    shares_argument: bool = False
+    """The result may be an argument, or a part of one, itself rather than a new value
+    (`as_map(j)` is `j`): changing the result changes what the argument is part of."""
 
 
 @dataclass(frozen=True)

@@ -496,8 +496,8 @@ FUNCTIONS: dict[str, Function] = {
     f.name: f
     for f in [
         Function("len", "len(xs)", check_len, python),
-        Function("min", "min(xs)", check_min_max, iterating),
-        Function("max", "max(xs)", check_min_max, iterating),
+        Function("min", "min(xs)", check_min_max, iterating, shares_argument=True),
+        Function("max", "max(xs)", check_min_max, iterating, shares_argument=True),
         Function("sum", "sum(xs)", check_sum, iterating),
         Function("sorted", "sorted(xs)", check_sorted, iterating),
         Function("reversed", "reversed(xs)", _list_to_list, _wrapped("list(reversed({args}))")),
@@ -520,7 +520,12 @@ FUNCTIONS: dict[str, Function] = {
         Function("as_text", "as_text(j)", _view(ts.JSON, ts.optional(ts.STR)), helper, runtime=("as_text",)),
         Function("as_bool", "as_bool(j)", _view(ts.JSON, ts.optional(ts.BOOL)), helper, runtime=("as_bool",)),
         Function(
-            "as_list", "as_list(j)", _view(ts.JSON, ts.optional(ts.list_of(ts.JSON))), helper, runtime=("as_list",)
+            "as_list",
+            "as_list(j)",
+            _view(ts.JSON, ts.optional(ts.list_of(ts.JSON))),
+            helper,
+            runtime=("as_list",),
+            shares_argument=True,
         ),
         Function(
             "as_map",
@@ -528,6 +533,7 @@ FUNCTIONS: dict[str, Function] = {
             _view(ts.JSON, ts.optional(ts.map_of(ts.STR, ts.JSON))),
             helper,
             runtime=("as_map",),
+            shares_argument=True,
         ),
         Function("parse_int", "parse_int(s)", _view(ts.STR, ts.optional(ts.INT)), helper, runtime=("parse_int",)),
         Function(
@@ -597,6 +603,7 @@ FUNCTIONS: dict[str, Function] = {
             check_random_choice,
             lower_random_choice,
             _RANDOM,
+            shares_argument=True,
             methods=("random_choice",),
         ),
         Function("random_float", "random_float()", sig((), "float"), method, _RANDOM, methods=("random_float",)),

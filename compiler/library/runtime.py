@@ -15,7 +15,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     # Defined by every generated environment module (templates/environment.py.jinja).
@@ -47,6 +47,13 @@ def _json_key(key: Any) -> Any:
     if type(key) not in (str, int):
         raise DomainError("invalid_argument", f"a key must be a string or an integer, got {_show(key)}")
     return key
+
+
+def _not_found(entity: str, key: Any, field: str) -> NoReturn:
+    """A lookup on a key or position the agent chose that the map or list lacks: a domain
+    error the agent can act on, not a crash (docs/language.md §17)."""
+    fields = {"field": field} if field else {}
+    raise DomainError("not_found", f"{entity} has no entry {_show(key)}", entity=entity, key=key, **fields)
 
 
 def _add_seconds(text: str, seconds: int) -> str:

@@ -12,13 +12,14 @@ import functools
 import json
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from compiler import ir
+from compiler.analyse.lookups import unchecked_lookups
 from compiler.ir import typesys as ts
 from compiler.ir.recursion import DEPTH_LIMIT, recursive_records
 from compiler.library import builtins as bi
@@ -506,7 +507,8 @@ class _Builder:
             return self._escape_body(tool, kind)
         tool = self.tables.python_names.renamed(tool)
         recursion = frozenset(tool.recursion if isinstance(tool, ir.FnDecl) else ())
-        scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)}, recursion=recursion)
+        unchecked = frozenset(id(lookup) for lookup in unchecked_lookups(tool))
+        scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)}, recursion=recursion, unchecked=unchecked)
         emitter = StatementEmitter(self.env, scope, self.tables)
         for param in tool.params:
             scope.annotated.add(param.name)
@@ -551,6 +553,9 @@ class _Builder:
             "bad_arguments": "["
             + ", ".join(f"({py_str(t)}, {py_str(label)}, {py_value(args)})" for t, label, args in bad)
             + "]",
+            "missing_keys": _cases_text(
+                (tool.name, label, args) for tool in env.tools for label, args in samples.missing_key_cases(tool)
+            ),
             "error_kinds": "{" + ", ".join(py_str(k) for k in bi.ERROR_KINDS) + "}",
             "uses_environment_module": any(s.helpers for s in self._test_scopes),
         }
@@ -692,6 +697,11 @@ def _option_default(option: ir.Field_) -> Any:
     """A load option's default as JSON (the analyser refuses an option without one)."""
     assert option.default is not None
     return const_json(option.default)
+
+
+def _cases_text(cases: Iterable[tuple[str, str, dict[str, Any]]]) -> str:
+    """(tool, label, arguments) cases as a Python list literal; "" for none."""
+    return ", ".join(f"({py_str(t)}, {py_str(label)}, {py_value(args)})" for t, label, args in cases)
 
 
 def journaled(tool: str, body: list[str], deep: Sequence[str] = ()) -> list[str]:

@@ -196,6 +196,10 @@ tool quux_get(quux_key: int) -> optional[QuuxFlat]:
     reads quux_items
     return quux_items.get(quux_key)
 
+tool quux_look(quux_key: int) -> QuuxFlat:
+    """A lookup on the agent's key with no guard: a not_found error when missing."""
+    return quux_items[quux_key]
+
 tool quux_types(quux_f: float, quux_b: bool, quux_s: set[str], quux_d: map[str, float], quux_t: datetime, quux_o: optional[date] = None) -> map[str, bool]:
     """Every type in a signature."""
     reads nothing

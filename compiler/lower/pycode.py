@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiler import ir, library
+from compiler.analyse.lookups import entity_of
 from compiler.ir import typesys as ts
 from compiler.lower import idioms
 from compiler.lower.converters import copy_expr
@@ -74,6 +75,8 @@ class Scope:
     names: set[str] = field(default_factory=set)  # every name the callable uses, so new ones are fresh
     bare_return: bool = False  # every return gives None: `return`, not `return None` (ruff's RET501)
     recursion: frozenset[str] = frozenset()  # a recursive helper's call cycle: its calls pass `_depth + 1`
+    unchecked: frozenset[int] = frozenset()  # ids of lookups on an agent's key no guard covers
+    places: set[int] = field(default_factory=set)  # ids of those an assignment or `del` acts on, checked before
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,39 @@ class Emitter:
             if shortcut is not None:
                 return shortcut, _PREC["postfix"]
         index = self.key(e.index, e.obj.ty, self.expr(e.index))
+        if id(e) in self.scope.unchecked and id(e) not in self.scope.places:
+            return self._checked_lookup(e, obj, index), _PREC["ternary"]
         return f"{obj}[{index}]", _PREC["postfix"]
+
+    def _checked_lookup(self, e: ir.Index, obj: str, index: str) -> str:
+        """A lookup on a key the agent chose that no guard covers: a missing key or
+        position is a `not_found` domain error naming the map or list and the key."""
+        test, _, failure = self.lookup_check(e, obj, index)
+        return f"{obj}[{index}] if {test} else {failure}"
+
+    def lookup_check(self, e: ir.Index, obj: str, index: str) -> tuple[str, str, str]:
+        """(the test that the key or position is there, its negation, the call failing
+        with not_found)."""
+        self.scope.helpers.add("not_found")
+        param = e.index.id if isinstance(e.index, ir.Name) and e.index.ref == "param" else ""
+        entity, named = py_str(entity_of(e.obj), self.quote), py_str(param, self.quote)
+        failure = f"{self.scope.module_prefix}_not_found({entity}, {index}, {named})"
+        base = ts.strip_optional(e.obj.ty).name if e.obj.ty is not None else ""
+        key = self.key(e.index, e.obj.ty, self.expr(e.index, _PREC["compare"] + 1))
+        if base == "list":
+            test = f"-len({obj}) <= {key} < len({obj})"
+            return test, f"not ({test})", failure
+        return f"{key} in {obj}", f"{key} not in {obj}", failure
+
+    def place_check(self, target: ir.Expr, pad: str) -> list[str]:
+        """Before a `del` or an assignment whose place needs its key there already: the
+        not_found check, as a statement, where the key is the agent's and unchecked."""
+        if not isinstance(target, ir.Index) or id(target) not in self.scope.unchecked:
+            return []
+        obj = self.expr(target.obj, _PREC["postfix"])
+        index = self.key(target.index, target.obj.ty, self.expr(target.index))
+        _, missing, failure = self.lookup_check(target, obj, index)
+        return [f"{pad}if {missing}:", f"{pad}    {failure}"]
 
     def key(self, key: ir.Expr, container: ir.TypeRef | None, text: str) -> str:
         """A key of a map[json, V] that is a json value is checked to be a str or an int
@@ -582,7 +617,12 @@ class Emitter:
 
     def copy_of(self, e: ir.Expr, ty: ir.TypeRef) -> str:
         self.scope.helpers.add("copy")
-        return copy_expr(self.expr(e, _PREC["postfix"]), ty, self.records)
+        text = self.expr(e, _PREC["postfix"])
+        copied = copy_expr(text, ty, self.records)
+        wrapped = f"({text})"
+        if text.startswith("(") and copied.endswith(wrapped) and copied.count(text) == 1:
+            return copied[: -len(wrapped)] + f"({self.expr(e)})"  # `dict(a if c else b)`, not `dict((...))`
+        return copied
 
     def _builtin(self, e: ir.Call, name: str) -> tuple[str, int]:
         entry = library.FUNCTIONS[name]

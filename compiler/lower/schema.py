@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from compiler import ir
+from compiler.analyse.sources import key_parameters
 from compiler.ir import typesys as ts
 from compiler.ir.recursion import recursive_records, schema_defs
 from compiler.library import builtins as bi
@@ -193,6 +194,28 @@ class Samples:
             for label, value in _constraint_violations(param):
                 cases.append((f"{param.name} {label}", {**base, param.name: value}))
         return cases
+
+    def missing_key_cases(self, tool: ir.ToolDecl) -> list[tuple[str, dict[str, Any]]]:
+        """(label, arguments) with one parameter the body uses as a key set to a key or
+        position no state holds: the call may succeed (a new key) or be refused, but as a
+        domain error, never a crash (docs/language.md §17)."""
+        base = self.valid_args(tool)
+        helpers = {fn.name: fn for fn in self.env.fns}
+        cases: list[tuple[str, dict[str, Any]]] = []
+        for param in tool.params:
+            if param.name not in key_parameters(tool, helpers):
+                continue
+            for value in _MISSING_KEYS.get(ts.strip_optional(param.type).name, ()):
+                cases.append((f"{param.name} = {value!r}, a key no state has", {**base, param.name: value}))
+        return cases
+
+
+_MISSING_KEYS: dict[str, tuple[Any, ...]] = {
+    "int": (987654321, -987654321),
+    "number": (987654321,),
+    "str": ("__no_such_key__",),
+}
+"""Keys and positions of each key type that no state holds."""
 
 
 def _sample_string(constraints: dict[str, Any]) -> str:

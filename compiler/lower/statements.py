@@ -102,7 +102,8 @@ class StatementEmitter(Emitter):
         return value.ty is not None and self.types.py(declared) != self.types.py(value.ty)
 
     def _s_assign(self, s: ir.Assign, pad: str, indent: int) -> list[str]:
-        lines = self._journal_calls(s.value, pad)
+        self.scope.places.add(id(s.target))
+        lines = [*self.place_check(s.target, pad), *self._journal_calls(s.value, pad)]
         target = s.target
         if s.touches_state:
             if isinstance(target, (ir.Index, ir.Attr)) and not is_state_attr(target):
@@ -156,7 +157,8 @@ class StatementEmitter(Emitter):
         return [f"{pad}raise {self._error(s.error)}"]
 
     def _s_delete(self, s: ir.Delete, pad: str, indent: int) -> list[str]:
-        lines = []
+        self.scope.places.add(id(s.target))
+        lines = self.place_check(s.target, pad)
         assert isinstance(s.target, (ir.Index, ir.Attr))
         container = self.operand(s.target.obj, "postfix")
         if isinstance(s.target, ir.Attr):  # a record field that may be absent; if it is, nothing

@@ -120,9 +120,10 @@ def test_runtime_helpers_named_by_entries_exist() -> None:
 
 def test_every_runtime_helper_is_reachable() -> None:
     """No dead helper: each is named by an entry, called by another helper, or used by
-    the emitter itself (map keys that are json values; `json_dumps` in generated tests,
-    which do not import json), or the compiler's check of literal patterns (E3019)."""
-    named = {h for f in library.FUNCTIONS.values() for h in f.runtime} | {"json_key", "json_dumps"}
+    the emitter itself (map keys that are json values; lookups on the agent's keys;
+    `matches` and `json_dumps` in generated tests, which do not import re or json)."""
+    named = {h for f in library.FUNCTIONS.values() for h in f.runtime}
+    named |= {"matches", "json_key", "json_dumps", "not_found"}
     named |= {h for m in library.METHODS.values() for h in m.runtime}
     named.add("regex_problem")  # the compiler's own check of literal patterns (E3019)
     assert set(helpers.needed(named)) == helpers.runtime_names()
