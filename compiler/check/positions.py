@@ -11,6 +11,7 @@ from dataclasses import replace
 from compiler import ir
 from compiler.check.package import CheckResult, Finding, Package
 from compiler.diagnostics import Diagnostic
+from compiler.library import builtins as bi
 
 
 def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
@@ -28,7 +29,7 @@ def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
             if method == f"test_task_{task.name}":
                 return task.file, task.line, task.col
     for decl in [*env.tools, *env.fns]:
-        if method in (decl.name, f"_{decl.name}", f"run_{decl.name}", f"test_{decl.name}"):
+        if method in (decl.name, bi.helper_method(decl.name), f"run_{decl.name}", f"test_{decl.name}"):
             return decl.file, decl.line, decl.col
     for test in env.tests:
         if method in (f"run_{test.name}", f"test_{test.name}"):

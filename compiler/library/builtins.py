@@ -141,11 +141,35 @@ def reserved_reason(name: str, role: str) -> str | None:
         return f"`{name}` starts a block line of tools and helpers"
     if name in TYPE_NAMES and role in ("record", "enum"):
         return f"`{name}` is a type name of the language"
-    if name in FUNCTIONS and role in ("record", "enum", "helper", "variable"):
-        return f"`{name}` is a built-in function of the body language"
+    if role == "helper" and name in FUNCTIONS:  # it shadows the built-in (E2042), under another method name
+        return _helper_landing_reason(name)
     if role == "variable":
         return _variable_reason(name)
     return _landing_reason(name, role)
+
+
+SHADOWING_ROLES = frozenset({"record", "helper"})
+"""Declarations a body calls by name. One named like a built-in function takes its place
+in every body of the spec, with a warning (E2042), so that adding a built-in to the
+language never breaks a spec that already used the name. An enum, a `let` or a parameter
+so named is a value, not a call: calls still reach the built-in, without a warning."""
+
+
+def shadows_builtin(name: str, role: str) -> bool:
+    """Whether a declaration of this kind (`ROLES`) called `name` hides a built-in function."""
+    return name in FUNCTIONS and role in SHADOWING_ROLES
+
+
+def helper_method(name: str) -> str:
+    """The method of `Environment` a helper becomes: `_NAME`, or `_fn_NAME` when it shadows a
+    built-in function, whose `_NAME` may be the built-in's own (`_uniform`, `_audit`)."""
+    return f"_fn_{name}" if name in FUNCTIONS else f"_{name}"
+
+
+def _helper_landing_reason(name: str) -> str | None:
+    python = helper_method(name)
+    why = _taken(python, "class")
+    return None if why is None else f"a helper `{name}` becomes `{python}`, and {why}"
 
 
 BODY_WORDS = frozenset(

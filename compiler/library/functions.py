@@ -504,6 +504,7 @@ FUNCTIONS: dict[str, Function] = {
         Function("stable_hash", "stable_hash(s)", sig(("str",), "int"), helper, runtime=("stable_hash",)),
         Function("type_of", "type_of(j)", sig(("json",), "str"), helper, runtime=("type_of",)),
         Function("as_number", "as_number(j)", _view(ts.JSON, ts.optional(ts.NUMBER)), helper, runtime=("as_number",)),
+        Function("as_float", "as_float(j)", _view(ts.JSON, ts.optional(ts.FLOAT)), helper, runtime=("as_float",)),
         Function("as_text", "as_text(j)", _view(ts.JSON, ts.optional(ts.STR)), helper, runtime=("as_text",)),
         Function("as_bool", "as_bool(j)", _view(ts.JSON, ts.optional(ts.BOOL)), helper, runtime=("as_bool",)),
         Function(

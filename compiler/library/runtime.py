@@ -111,6 +111,14 @@ def _as_number(value: Any) -> float | None:
     return None
 
 
+def _as_float(value: Any) -> float | None:
+    """A number as a float (what `as_number` gave before it kept ints as ints), or None
+    for anything else (bools are not numbers)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
 def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 

@@ -144,10 +144,11 @@ class _Builder:
             tools.append({**context, "caller": tool_caller(len(tools), tool, self.enums, context["result"])})
         fns = []
         for fn in env.fns:
-            bodies[f"_{fn.name}"] = self._callable_body(fn, "fn")
+            bodies[bi.helper_method(fn.name)] = self._callable_body(fn, "fn")
             fns.append(
                 {
                     "name": fn.name,
+                    "method": bi.helper_method(fn.name),
                     "signature": self._signature(fn),
                     "returns": self.types.py(fn.returns),
                     "doc": block_docstring(fn.doc or f"Helper `{fn.name}`."),
