@@ -16,7 +16,9 @@ from compiler.check.package import Package
 from compiler.lower import lower
 
 COMPAT = Path(__file__).resolve().parent / "compat"
-ROWS = re.findall(r"^\| (\w+) \| .* \| (no|yes: [\w, ]+) \|$", (COMPAT / "SOURCES.md").read_text(encoding="utf-8"), re.M)
+ROWS = re.findall(
+    r"^\| (\w+) \| .* \| (no|yes: [\w, ]+) \|$", (COMPAT / "SOURCES.md").read_text(encoding="utf-8"), re.M
+)
 NEEDS_FIX = {name: rewrites.removeprefix("yes: ").split(", ") for name, rewrites in ROWS if rewrites != "no"}
 
 
