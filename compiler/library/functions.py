@@ -15,6 +15,7 @@ from compiler.ir import typesys as ts
 from compiler.library import state as bi
 from compiler.library.entry import Effect, Function, Lowering, TypeRule
 from compiler.library.ports import Checker, Emitter
+from compiler.library.text import TEXT_FUNCTIONS
 
 Expected = ir.TypeRef | None
 
@@ -165,8 +166,23 @@ def check_float(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
 
 
 def check_range(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
-    c.positional(call, "range", [ts.INT, ts.INT], 1)
+    c.positional(call, "range", [ts.INT, ts.INT, ts.INT], 1)
+    step = call.args[2] if len(call.args) == 3 else None
+    if step is not None and _literal_int(step) == 0:
+        c.error(
+            "E3006", "`range` with a step of 0 never ends", step, hint="give a step other than 0: `range(10, 0, -1)`"
+        )
     return ts.list_of(ts.INT)
+
+
+def _literal_int(expr: ir.Expr) -> int | None:
+    """The value of an int literal, or of a minus sign on one; None for anything else."""
+    if isinstance(expr, ir.Const) and isinstance(expr.value, int) and not isinstance(expr.value, bool):
+        return expr.value
+    if isinstance(expr, ir.Unary) and expr.op == "-":
+        inner = _literal_int(expr.operand)
+        return None if inner is None else -inner
+    return None
 
 
 def check_any_all(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
@@ -276,6 +292,13 @@ JSON_DUMPS_OPTIONS: dict[str, ir.TypeRef] = {
 }
 """The named arguments of `json_dumps` and their types: those of Python's `json.dumps`
 that keep its output JSON text (separators stay json.dumps's own defaults)."""
+
+
+def check_repr(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "repr")
+    if holds_set(ty, c.records):
+        c.error("E3004", f"`repr` of {ts.show(ty)}: a set has no fixed order", call, hint="list it first: `sorted(s)`")
+    return ts.STR
 
 
 def check_json_dumps(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
@@ -532,6 +555,8 @@ FUNCTIONS: dict[str, Function] = {
             check_json_dumps,
             lower_json_dumps,
         ),
+        Function("repr", "repr(x)", check_repr, python),
+        *TEXT_FUNCTIONS,
         Function("now", "now()", sig((), "datetime"), lower_now, effect=_CLOCK),
         Function("today", "today()", sig((), "date"), lower_today, effect=_CLOCK),
         Function(
