@@ -27,7 +27,7 @@ def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
             method = tool
         for task in env.tasks:
             if method == f"test_task_{task.name}":
-                return task.file, task.line, task.col
+                return _task_position(task, finding)
     for decl in [*env.tools, *env.fns]:
         if method in (decl.name, bi.helper_method(decl.name), f"run_{decl.name}", f"test_{decl.name}"):
             return decl.file, decl.line, decl.col
@@ -36,6 +36,14 @@ def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
             step = _failed_step(text, test, finding.line) if finding.line else None
             return (test.file, step.line, step.col) if step is not None else (test.file, test.line, test.col)
     return env.path, env.header.line or 1, env.header.col or 1
+
+
+def _task_position(task: ir.TaskDecl, finding: Finding) -> tuple[str, int, int]:
+    """A task's failing verify at its first `verify` condition (the message says when it
+    ran and against which state), anything else at the task's header."""
+    if "verify ran against" in finding.message and task.verify:
+        return task.file, task.verify[0].line, task.verify[0].col
+    return task.file, task.line, task.col
 
 
 def _failed_step(text: str, test: ir.TestDecl, line: int) -> ir.TestStmt | None:

@@ -580,6 +580,7 @@ class _Builder:
             "solution": [emitter.expr(step) for step in task.solution],
             "verify": verify,
             "unsolved": unsolved,
+            "start": f"the start state of scenario `{task.scenario}`" if task.scenario else "the default start state",
         }
 
     # ------------------------------------------------------------------ README
