@@ -99,11 +99,37 @@ def at_failed_step(package: Package, finding: Finding) -> Finding:
     return replace(finding, line=inside[-1]) if inside else finding
 
 
+def python_body_of(package: Package, finding: Finding) -> ir.ToolDecl | None:
+    """The tool or helper with a `python` body whose generated method holds a static
+    finding: the body is the spec author's code, not envc's."""
+    if finding.tool == "pytest" or not finding.line:
+        return None
+    method = _enclosing_function(package.files.get(finding.file, ""), finding.line)
+    for decl in [*package.env.tools, *package.env.fns]:
+        if decl.escape is not None and decl.escape.kind == "python":
+            if method in (decl.name, bi.helper_method(decl.name)):
+                return decl
+    return None
+
+
+def _in_python_body(diagnostic: Diagnostic, decl: ir.ToolDecl, finding: Finding) -> Diagnostic:
+    """A finding in an author's `python` body: at its `python` line, said to be the author's."""
+    assert decl.escape is not None
+    message = f"{finding.tool}, in the `python` body of `{decl.name}`: {finding.message}"
+    hint = (
+        f"this is the `python` body you wrote for `{decl.name}`, not code envc generated: "
+        "it must pass the same ruff and mypy --strict checks; fix the body"
+    )
+    return replace(diagnostic, message=message, line=decl.escape.line, col=decl.escape.col, hint=hint)
+
+
 def to_diagnostics(package: Package, result: CheckResult) -> list[Diagnostic]:
     diagnostics = []
     for finding in (at_failed_step(package, found) for found in result.findings):
         path, line, col = spec_position(package, finding)
         code = {"pytest": "E6002", "timeout": "E6004"}.get(finding.tool, "E6001")
         where = f"{package.name}/{finding.file}:{finding.line}" if finding.line else f"{package.name}/{finding.file}"
-        diagnostics.append(Diagnostic(code, f"{finding.tool}: {where}: {finding.message}", path, line, col))
+        diagnostic = Diagnostic(code, f"{finding.tool}: {where}: {finding.message}", path, line, col)
+        body = python_body_of(package, finding) if code == "E6001" else None
+        diagnostics.append(_in_python_body(diagnostic, body, finding) if body is not None else diagnostic)
     return diagnostics

@@ -50,3 +50,20 @@ def test_a_verify_that_fails_after_the_solution_says_so() -> None:
     [found] = _diagnostics(SPEC.replace('verify "Emma" in books', 'verify "Zola" in books'))
     assert found.startswith("19 E6002"), found
     assert "verify ran against the state after the solution's calls, and does not hold" in found
+
+
+def test_a_mypy_error_in_a_python_body_points_at_the_body_and_says_it_is_the_authors() -> None:
+    text = SPEC.replace(
+        "tool add(title: str) -> int:\n    books.append(title)\n    return len(books)\n",
+        "tool add(title: str) -> int:\n    reads books\n    writes books\n"
+        "    python \"return str(len(self._state['books']))\"\n",
+    ).split("task add_emma")[0]
+    result = analyse_source(text, "shelf.envspec")
+    assert result.environment is not None, result.diagnostics
+    package = Package(env=result.environment, name="shelf", files=lower(result.environment, "shelf.envspec"))
+    checked = check_packages([package], dynamic=False)["shelf"]
+    [found] = [d for d in to_diagnostics(package, checked) if "mypy" in d.message]
+    assert (found.code, found.line, found.col) == ("E6001", 13, 5)
+    assert found.message.startswith("mypy, in the `python` body of `add`: ")
+    assert "the `python` body you wrote for `add`, not code envc generated" in found.hint
+    assert "report this" not in found.effective_hint()
