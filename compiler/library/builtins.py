@@ -358,9 +358,9 @@ MODULE_NAMES: Final = _by_kind(
             "_checked_out _conform_key _conform_pairs _conform_record _conform_union _copy_AuditEntry "
             "_days_between _format_datetime _format_like _from_data _invalid _join _json_key _matches "
             "_member_class _moment _old _pair_order _parse_datetime _parse_int _parse_json _parse_number "
-            "_plan_0 _read_data _redo_entry _refuse_constant _remove_first _restore_draws _scenario_state "
-            "_search _seconds_between _seed_draws _show _solution_call _solve_0 _stable_hash _type_of "
-            "_undo_entry _valid_moment _valid_regex _weekday _with_new_value check_arguments "
+            "_plan_0 _read_data _redo_entry _refuse_constant _remove_first _repr _restore_draws "
+            "_scenario_state _search _seconds_between _seed_draws _show _solution_call _solve_0 _stable_hash "
+            "_type_of _undo_entry _valid_moment _valid_regex _weekday _with_new_value check_arguments "
             "check_load_options conform copy_json copy_state state_to_json to_json"
         ),
         "import": "Any Callable Final Literal Mapping NotRequired Path TypedDict _field annotations cast dataclass",
@@ -404,9 +404,9 @@ BODY_NAMES: Final = frozenset(
     "Any BaseException DomainError Recorder RuntimeError UNSET WORLD _add_days _add_hours _add_minutes "
     "_add_seconds _as_bool _as_float _as_list _as_map _as_number _as_text _days_between _depth "
     "_format_datetime _json_key _matches _parse_datetime _parse_int _parse_json _parse_number _remove_first "
-    "_search _seconds_between _stable_hash _type_of _valid_regex _weekday abs all any bool cast chr dict env "
-    "environment expect_error float int json key_1 len list max min ord range re repr reversed round self "
-    "set sorted state str sum".split()
+    "_repr _search _seconds_between _stable_hash _type_of _valid_regex _weekday abs all any bool cast chr "
+    "dict env environment expect_error float int json key_1 len list max min ord range re reversed round "
+    "self set sorted state str sum".split()
 )
 TEST_MODULE_NAMES: Final = frozenset(
     "Any BAD_ARGUMENTS Callable DomainError Environment FAMILIES FamilyFailed INTERNAL_ERROR Mapping Path "

@@ -555,7 +555,7 @@ FUNCTIONS: dict[str, Function] = {
             check_json_dumps,
             lower_json_dumps,
         ),
-        Function("repr", "repr(xs)", check_repr, python),
+        Function("repr", "repr(xs)", check_repr, helper, runtime=("repr",)),
         *TEXT_FUNCTIONS,
         Function("now", "now()", sig((), "datetime"), lower_now, effect=_CLOCK),
         Function("today", "today()", sig((), "date"), lower_today, effect=_CLOCK),

@@ -148,6 +148,11 @@ def _format_datetime(text: str, template: str) -> str:
     return re.sub(r"%(.)", lambda found: fields.get(found[1], found[0]), template, flags=re.DOTALL)
 
 
+def _repr(value: Any) -> str:
+    """Python's `repr`, under a name of its own: a spec's local may be called `repr`."""
+    return repr(value)
+
+
 def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
