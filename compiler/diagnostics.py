@@ -106,6 +106,10 @@ CODES: dict[str, tuple[str, str]] = {
         "invalid family line",
         "`kind` is lookup, bulk, branch, compute or symptom; `reward` binary or partial; `weight` a positive number",
     ),
+    "E2042": (
+        "declaration shadows a built-in function (a warning)",
+        "in this spec the name calls your declaration; rename it to reach the built-in again",
+    ),
     "E3001": ("type mismatch", "convert the value or change the declared type"),
     "E3002": ("wrong number of type arguments", "list[T], set[T], map[K, V] and optional[T] take exactly these"),
     "E3003": (

@@ -514,7 +514,7 @@ def test_invisible_characters_are_escaped_and_mean_the_same() -> None:
 
 def test_a_default_rule_finding_fails_qc_at_its_tool() -> None:
     """A `python` body that hides every failure: ruff's default BLE001 (not in envc's own
-    selection) fails the package, reported at the tool."""
+    selection) fails the package, reported at the tool's `python` line as the author's."""
     spec = (
         'environment blind:\n    title "Blind"\n\nstate:\n    hits: int = 0\n\n'
         'tool count() -> int:\n    """How many hits, hiding any failure."""\n    reads hits\n    writes nothing\n'
@@ -526,7 +526,9 @@ def test_a_default_rule_finding_fails_qc_at_its_tool() -> None:
     assert not result.static_ok
     tool = env.tools[0]
     diagnostics = to_diagnostics(Package(env=env, name="blind", files=files), result)
-    assert [(d.code, d.line) for d in diagnostics] == [("E6001", tool.line)]
+    assert tool.escape is not None
+    assert [(d.code, d.line) for d in diagnostics] == [("E6001", tool.escape.line)]
+    assert "the `python` body you wrote for `count`" in diagnostics[0].hint
 
 
 # --------------------------------------------------------------------------- one converter per type

@@ -341,8 +341,9 @@ def _spec_body(role: str, names: list[str]) -> str:
     elif role == "helper":
         parts += [f"fn {n}(probe_a: int) -> int:\n    return probe_a\n" for n in names]
         calls = ", ".join(f"{n}(1)" for n in names)  # a list, not a chain of `+` (E1008 nests)
+        # No built-in around the calls: a helper may take a built-in's name (`sum`, E2042).
         parts.append(
-            f"tool probe_t() -> int:\n    return sum([{calls}])\n"
+            f"tool probe_t() -> int:\n    let probe_all = [{calls}]\n    return probe_all[0]\n"
             if names
             else "tool probe_t() -> int:\n    return 0\n"
         )

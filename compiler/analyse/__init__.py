@@ -26,6 +26,7 @@ from pathlib import Path
 
 from compiler import ir
 from compiler.analyse import constants, effects, families, lookups, sources, symbols, tests_tasks, types
+from compiler.analyse.allow import drop_allowed
 from compiler.analyse.context import Analysis
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.front.load import Loaded, data_file_key, load_file, load_source, prototypes_dir
@@ -77,7 +78,7 @@ def analyse_loaded(loaded: Loaded, recover: bool = True) -> AnalysisResult:
         environment = None
     if has_errors(diagnostics):
         environment = None
-    return AnalysisResult(environment, module, _sorted(diagnostics), loaded.sources)
+    return AnalysisResult(environment, module, _sorted(drop_allowed(diagnostics, loaded.sources)), loaded.sources)
 
 
 PARSER_CODES = frozenset({"E2001", "E2017", "E3006"})

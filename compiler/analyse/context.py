@@ -69,6 +69,11 @@ class Analysis:
         line, col, end_line, end_col = (node.line, node.col, node.end_line, node.end_col) if node else (1, 1, 0, 0)
         self.diags.append(Diagnostic(code, message, file, line, col, end_line, end_col, hint=hint))
 
+    def warning(self, code: str, message: str, node: ir.Node, file: str, hint: str = "") -> None:
+        """A diagnostic that does not stop the spec from compiling (E2024, E2039, E2042)."""
+        line, col, end_line, end_col = node.line, node.col, node.end_line, node.end_col
+        self.diags.append(Diagnostic(code, message, file, line, col, end_line, end_col, hint=hint, severity="warning"))
+
     def name_span(self, node: ir.Node, name: str, file: str) -> ir.Node:
         """The span of `name` where `node` (a `let`, a loop, a declaration) introduces it:
         the first whole-word occurrence on the node's line from its column, so an

@@ -640,7 +640,7 @@ class BodyEffects:
     def _call_roots(self, call: ir.Call) -> set[str]:
         func = call.func
         if isinstance(func, ir.Name):
-            if func.id == "copy":
+            if func.id == "copy" and func.ref != "fn":
                 return set()
             if func.ref == "fn":
                 summary = self.summaries.get(func.id, _NOTHING)

@@ -95,6 +95,14 @@ class _Names:
             self.a.error("E2014", reason, self.a.name_span(node, name, file), file, hint="choose another name")
             return False
         self.taken[name] = what
+        if bi.shadows_builtin(name, _ROLES[what]):
+            self.a.warning(
+                "E2042",
+                f"{_ROLES[what]} `{name}` shadows the built-in function `{name}`: "
+                f"in this spec `{name}(…)` calls the {_ROLES[what]}",
+                self.a.name_span(node, name, file),
+                file,
+            )
         return True
 
 
@@ -222,6 +230,7 @@ def builtins_called(a: Analysis, builtins: frozenset[str]) -> set[str]:
     of every body was a third of this pass on a 5,000-line spec (the effects pass walks
     only the helpers'). A module whose texts are not all at hand (given as IR) is walked."""
     decls: list[ir.ToolDecl | ir.FnDecl | ir.OnLoadDecl] = [*a.module.tools, *a.module.fns, *a.module.on_load]
+    builtins = builtins - {fn.name for fn in a.module.fns}  # a helper shadowing one is not it (E2042)
     if all(decl.file in a.sources for decl in [*decls, *a.module.families]):
         builtins = frozenset(name for name in builtins if any(name in text for text in a.sources.values()))
     found: set[str] = set()

@@ -11,6 +11,7 @@ from dataclasses import replace
 from compiler import ir
 from compiler.check.package import CheckResult, Finding, Package
 from compiler.diagnostics import Diagnostic
+from compiler.library import builtins as bi
 
 
 def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
@@ -26,15 +27,23 @@ def spec_position(package: Package, finding: Finding) -> tuple[str, int, int]:
             method = tool
         for task in env.tasks:
             if method == f"test_task_{task.name}":
-                return task.file, task.line, task.col
+                return _task_position(task, finding)
     for decl in [*env.tools, *env.fns]:
-        if method in (decl.name, f"_{decl.name}", f"run_{decl.name}", f"test_{decl.name}"):
+        if method in (decl.name, bi.helper_method(decl.name), f"run_{decl.name}", f"test_{decl.name}"):
             return decl.file, decl.line, decl.col
     for test in env.tests:
         if method in (f"run_{test.name}", f"test_{test.name}"):
             step = _failed_step(text, test, finding.line) if finding.line else None
             return (test.file, step.line, step.col) if step is not None else (test.file, test.line, test.col)
     return env.path, env.header.line or 1, env.header.col or 1
+
+
+def _task_position(task: ir.TaskDecl, finding: Finding) -> tuple[str, int, int]:
+    """A task's failing verify at its first `verify` condition (the message says when it
+    ran and against which state), anything else at the task's header."""
+    if "verify ran against" in finding.message and task.verify:
+        return task.file, task.verify[0].line, task.verify[0].col
+    return task.file, task.line, task.col
 
 
 def _failed_step(text: str, test: ir.TestDecl, line: int) -> ir.TestStmt | None:
@@ -90,11 +99,37 @@ def at_failed_step(package: Package, finding: Finding) -> Finding:
     return replace(finding, line=inside[-1]) if inside else finding
 
 
+def python_body_of(package: Package, finding: Finding) -> ir.ToolDecl | None:
+    """The tool or helper with a `python` body whose generated method holds a static
+    finding: the body is the spec author's code, not envc's."""
+    if finding.tool == "pytest" or not finding.line:
+        return None
+    method = _enclosing_function(package.files.get(finding.file, ""), finding.line)
+    for decl in [*package.env.tools, *package.env.fns]:
+        if decl.escape is not None and decl.escape.kind == "python":
+            if method in (decl.name, bi.helper_method(decl.name)):
+                return decl
+    return None
+
+
+def _in_python_body(diagnostic: Diagnostic, decl: ir.ToolDecl, finding: Finding) -> Diagnostic:
+    """A finding in an author's `python` body: at its `python` line, said to be the author's."""
+    assert decl.escape is not None
+    message = f"{finding.tool}, in the `python` body of `{decl.name}`: {finding.message}"
+    hint = (
+        f"this is the `python` body you wrote for `{decl.name}`, not code envc generated: "
+        "it must pass the same ruff and mypy --strict checks; fix the body"
+    )
+    return replace(diagnostic, message=message, line=decl.escape.line, col=decl.escape.col, hint=hint)
+
+
 def to_diagnostics(package: Package, result: CheckResult) -> list[Diagnostic]:
     diagnostics = []
     for finding in (at_failed_step(package, found) for found in result.findings):
         path, line, col = spec_position(package, finding)
         code = {"pytest": "E6002", "timeout": "E6004"}.get(finding.tool, "E6001")
         where = f"{package.name}/{finding.file}:{finding.line}" if finding.line else f"{package.name}/{finding.file}"
-        diagnostics.append(Diagnostic(code, f"{finding.tool}: {where}: {finding.message}", path, line, col))
+        diagnostic = Diagnostic(code, f"{finding.tool}: {where}: {finding.message}", path, line, col)
+        body = python_body_of(package, finding) if code == "E6001" else None
+        diagnostics.append(_in_python_body(diagnostic, body, finding) if body is not None else diagnostic)
     return diagnostics

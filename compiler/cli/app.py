@@ -20,7 +20,7 @@ from typing import NoReturn
 
 import click
 
-from compiler.cli import graph, llm, spec, tasks
+from compiler.cli import fix, graph, llm, spec, tasks
 from compiler.cli.common import EXIT_INTERNAL
 
 
@@ -149,6 +149,7 @@ def cli() -> None:
 for command in (
     spec.check,
     spec.fmt_command,
+    fix.fix_command,
     spec.compile_command,
     spec.new_command,
     llm.lock_command,
@@ -162,7 +163,7 @@ for command in (
     cli.add_command(command)
 
 
-QUICK_EXIT_COMMANDS = frozenset({"check", "compile", "fmt", "graph", "new"})
+QUICK_EXIT_COMMANDS = frozenset({"check", "compile", "fix", "fmt", "graph", "new"})
 """Commands that are done when they return: no threads, servers, Ray or model sessions
 are left for exit handlers, every file is written and closed. Their process ends at
 once instead of Python tearing down its modules and the objects they hold (what mypy

@@ -73,13 +73,16 @@ def check(ctx: click.Context, files: tuple[Path, ...], fmt: str, emit_ir: bool, 
         for found, texts in parallel.map_in_workers(_check_one, paths, _jobs(jobs), _lost_worker):
             diagnostics.extend(found)
             sources.update(texts)
-    # With --emit-ir stdout carries only the IR, so diagnostics move to stderr.
+    # With --emit-ir stdout carries only the IR, so diagnostics move to stderr. The text
+    # summary follows the diagnostics on their stream, so `2>&1` never splits a line; with
+    # --format json stdout holds only the JSON, and the summary goes to stderr.
     if fmt == "json":
         click.echo(to_json(diagnostics), err=emit_ir)
+        click.echo(_summary(len(paths), diagnostics), err=True)
     else:
         for diagnostic in diagnostics:
             print_diagnostic(diagnostic, sources.get(diagnostic.path), err=emit_ir)
-        click.echo(_summary(len(paths), diagnostics), err=True)
+        click.echo(_summary(len(paths), diagnostics), err=emit_ir)
     if environment_json:
         click.echo(environment_json)
     ctx.exit(exit_code(diagnostics))

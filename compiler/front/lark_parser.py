@@ -27,6 +27,7 @@ from compiler.diagnostics import Diagnostic
 from compiler.front.grammar import MAX_NESTING, MAX_SYNTAX_ERRORS, grammar_text
 from compiler.front.lark_builders import Collector, Span, SpanTuple, ToIR
 from compiler.front.recovery import decl_starts
+from compiler.front.syntax_hints import indentation_hint, keyword_hint
 
 
 class NestingTooDeep(Exception):
@@ -359,7 +360,14 @@ def try_parse(text: str, path: str, collector: Collector) -> Diagnostic | None:
     except BadDedent as exc:
         line = exc.token.end_line or exc.token.line or 1
         indent = len(str(exc.token).rsplit("\n", 1)[1])
-        return Diagnostic("E1004", "dedent does not match any outer indentation level", path, line, indent + 1)
+        return Diagnostic(
+            "E1004",
+            "dedent does not match any outer indentation level",
+            path,
+            line,
+            indent + 1,
+            hint=indentation_hint(text, line),
+        )
     except RecursionError:
         return Diagnostic("E1008", "nesting too deep to parse", path, 1, 1)
     return None
@@ -462,13 +470,26 @@ def _syntax_diagnostic(exc: UnexpectedInput, path: str, text: str) -> Diagnostic
         line, col = token.line or 1, token.column or 1
         if token.type == "_INDENT":
             line = token.end_line or line
+            hint = indentation_hint(text, line)
             return Diagnostic(
-                "E1004", "unexpected indentation", path, line, len(str(token)) + 1, hint=f"expected {expected}"
+                "E1004",
+                "unexpected indentation",
+                path,
+                line,
+                len(str(token)) + 1,
+                hint=f"{hint}; expected {expected}" if hint else f"expected {expected}",
             )
         if token.type == "_DEDENT":
             return Diagnostic("E1003", f"block ends too early; expected {expected}", path, line, col)
         if token.type == "_NL":
-            return Diagnostic("E1002", f"line ends too early; expected {expected}", path, line, col)
+            return Diagnostic(
+                "E1002",
+                f"line ends too early; expected {expected}",
+                path,
+                line,
+                col,
+                hint=keyword_hint(text, line, col),
+            )
         shown = str(token) if len(str(token)) <= 30 else str(token)[:30] + "…"
         return Diagnostic(
             "E1002",
@@ -478,6 +499,7 @@ def _syntax_diagnostic(exc: UnexpectedInput, path: str, text: str) -> Diagnostic
             col,
             token.end_line or line,
             token.end_column or col,
+            hint=keyword_hint(text, line, col),
         )
     return Diagnostic("E1002", "syntax error", path, getattr(exc, "line", 1), getattr(exc, "column", 1))
 

@@ -15,6 +15,7 @@ from compiler.library import runtime
 from compiler.library import state as bi
 from compiler.library.entry import Effect, Function, Lowering, TypeRule
 from compiler.library.ports import Checker, Emitter
+from compiler.library.text import TEXT_FUNCTIONS
 
 Expected = ir.TypeRef | None
 
@@ -165,8 +166,23 @@ def check_float(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
 
 
 def check_range(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
-    c.positional(call, "range", [ts.INT, ts.INT], 1)
+    c.positional(call, "range", [ts.INT, ts.INT, ts.INT], 1)
+    step = call.args[2] if len(call.args) == 3 else None
+    if step is not None and _literal_int(step) == 0:
+        c.error(
+            "E3006", "`range` with a step of 0 never ends", step, hint="give a step other than 0: `range(10, 0, -1)`"
+        )
     return ts.list_of(ts.INT)
+
+
+def _literal_int(expr: ir.Expr) -> int | None:
+    """The value of an int literal, or of a minus sign on one; None for anything else."""
+    if isinstance(expr, ir.Const) and isinstance(expr.value, int) and not isinstance(expr.value, bool):
+        return expr.value
+    if isinstance(expr, ir.Unary) and expr.op == "-":
+        inner = _literal_int(expr.operand)
+        return None if inner is None else -inner
+    return None
 
 
 def check_any_all(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
@@ -277,6 +293,13 @@ JSON_DUMPS_OPTIONS: dict[str, ir.TypeRef] = {
 }
 """The named arguments of `json_dumps` and their types: those of Python's `json.dumps`
 that keep its output JSON text (separators stay json.dumps's own defaults)."""
+
+
+def check_repr(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    ty = c.one_arg(call, "repr")
+    if holds_set(ty, c.records):
+        c.error("E3004", f"`repr` of {ts.show(ty)}: a set has no fixed order", call, hint="list it first: `sorted(s)`")
+    return ts.STR
 
 
 def check_json_dumps(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
@@ -517,6 +540,7 @@ FUNCTIONS: dict[str, Function] = {
         Function("stable_hash", "stable_hash(s)", sig(("str",), "int"), helper, runtime=("stable_hash",)),
         Function("type_of", "type_of(j)", sig(("json",), "str"), helper, runtime=("type_of",)),
         Function("as_number", "as_number(j)", _view(ts.JSON, ts.optional(ts.NUMBER)), helper, runtime=("as_number",)),
+        Function("as_float", "as_float(j)", _view(ts.JSON, ts.optional(ts.FLOAT)), helper, runtime=("as_float",)),
         Function("as_text", "as_text(j)", _view(ts.JSON, ts.optional(ts.STR)), helper, runtime=("as_text",)),
         Function("as_bool", "as_bool(j)", _view(ts.JSON, ts.optional(ts.BOOL)), helper, runtime=("as_bool",)),
         Function(
@@ -550,6 +574,8 @@ FUNCTIONS: dict[str, Function] = {
             check_json_dumps,
             lower_json_dumps,
         ),
+        Function("repr", "repr(xs)", check_repr, helper, runtime=("repr",)),
+        *TEXT_FUNCTIONS,
         Function("now", "now()", sig((), "datetime"), lower_now, effect=_CLOCK),
         Function("today", "today()", sig((), "date"), lower_today, effect=_CLOCK),
         Function(

@@ -76,7 +76,10 @@ def lower_map_pop(em: Emitter, call: ir.Call, func: ir.Attr, obj: str, args: lis
 _TEXT = [
     Method("str", "lower", _fixed([], S, 0)),
     Method("str", "upper", _fixed([], S, 0)),
-    Method("str", "strip", _fixed([], S, 0)),
+    Method("str", "strip", _fixed([S], S, 0)),
+    Method("str", "lstrip", _fixed([S], S, 0)),
+    Method("str", "rstrip", _fixed([S], S, 0)),
+    Method("str", "splitlines", _fixed([], ts.list_of(S), 0)),
     Method("str", "title", _fixed([], S, 0)),
     Method("str", "startswith", _fixed([S], B, 1)),
     Method("str", "endswith", _fixed([S], B, 1)),

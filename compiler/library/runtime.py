@@ -119,6 +119,48 @@ def _as_number(value: Any) -> float | None:
     return None
 
 
+def _as_float(value: Any) -> float | None:
+    """A number as a float (what `as_number` gave before it kept ints as ints), or None
+    for anything else (bools are not numbers)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _format_datetime(text: str, template: str) -> str:
+    """An ISO date or datetime written by a strftime-like format: Python's strftime in the
+    C locale for the directives envc takes (`%Y` always four digits), and any other
+    `%x` left as written, so the result depends on no locale or platform."""
+    moment = _moment(text)
+    days = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+    months = ("January", "February", "March", "April", "May", "June", "July", "August")
+    months_after = ("September", "October", "November", "December")
+    hour12 = moment.hour % 12 or 12
+    fields = {
+        "Y": f"{moment.year:04d}",
+        "y": f"{moment.year % 100:02d}",
+        "m": f"{moment.month:02d}",
+        "d": f"{moment.day:02d}",
+        "H": f"{moment.hour:02d}",
+        "I": f"{hour12:02d}",
+        "M": f"{moment.minute:02d}",
+        "S": f"{moment.second:02d}",
+        "p": "AM" if moment.hour < 12 else "PM",
+        "j": f"{moment.timetuple().tm_yday:03d}",
+        "a": days[moment.weekday()][:3],
+        "A": days[moment.weekday()],
+        "b": (months + months_after)[moment.month - 1][:3],
+        "B": (months + months_after)[moment.month - 1],
+        "%": "%",
+    }
+    return re.sub(r"%(.)", lambda found: fields.get(found[1], found[0]), template, flags=re.DOTALL)
+
+
+def _repr(value: Any) -> str:
+    """Python's `repr`, under a name of its own: a spec's local may be called `repr`."""
+    return repr(value)
+
+
 def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 

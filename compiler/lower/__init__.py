@@ -149,10 +149,11 @@ class _Builder:
             tools.append({**context, "caller": tool_caller(len(tools), tool, self.enums, context["result"])})
         fns = []
         for fn in env.fns:
-            bodies[f"_{fn.name}"] = self._callable_body(fn, "fn")
+            bodies[bi.helper_method(fn.name)] = self._callable_body(fn, "fn")
             fns.append(
                 {
                     "name": fn.name,
+                    "method": bi.helper_method(fn.name),
                     "signature": self._signature(fn),
                     "returns": self.types.py(fn.returns),
                     "doc": block_docstring(fn.doc or f"Helper `{fn.name}`."),
@@ -607,6 +608,7 @@ class _Builder:
             "solution": [emitter.expr(step) for step in task.solution],
             "verify": verify,
             "unsolved": unsolved,
+            "start": f"the start state of scenario `{task.scenario}`" if task.scenario else "the default start state",
         }
 
     # ------------------------------------------------------------------ README

@@ -176,6 +176,7 @@ tool quux_put(quux_key: int min 0 max 99, quux_label: str = "" max_length 20 pat
     let quux_gaps = seconds_between(now(), quux_when) + days_between(today(), quux_day) + weekday(today())
     let quux_more = json_dumps(quux_list, indent=2, sort_keys=True, ensure_ascii=False) + chr(ord("a")) + str(random_float() + uniform(1, 2.5))
     let quux_parsed_at = parse_datetime("31/01/2025 09:30", "%d/%m/%Y %H:%M")
+    let quux_texts = "a".lstrip("b") + "a".rstrip() + "a".strip("a") + repr(quux_list) + format_datetime(now(), "%Y") + str(utf8_len("a") + len("a".splitlines()) + len(range(3, 0, -1))) + str(as_float(quux_extra) is None)
     for quux_i in range(2):
         if quux_i == 0:
             continue

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from compiler import ir, library
 from compiler.analyse.lookups import entity_of
 from compiler.ir import typesys as ts
+from compiler.library import builtins as bi
 from compiler.lower import idioms
 from compiler.lower.converters import copy_expr
 from compiler.lower.literals import const_json, py_str, typed_literal
@@ -527,6 +528,7 @@ class Emitter:
         if (
             isinstance(e, ir.Call)
             and isinstance(e.func, ir.Name)
+            and e.func.ref == "builtin"
             and e.func.id in ("range", "reversed", "keys", "values")
         ):
             return self.iter_builtin(e)
@@ -577,7 +579,7 @@ class Emitter:
             args = self.args(e)
             if func.id in self.scope.recursion:
                 args += f"{', ' if args else ''}{DEPTH}={DEPTH} + 1"
-            return f"{owner}._{func.id}({args})", _PREC["postfix"]
+            return f"{owner}.{bi.helper_method(func.id)}({args})", _PREC["postfix"]
         if func.ref == "tool":
             return self._tool_call(e), _PREC["postfix"]
         return self._builtin(e, func.id)

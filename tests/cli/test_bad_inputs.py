@@ -72,6 +72,7 @@ SPEC = str(TICKETING)
 CASES: dict[str, Case] = {
     "check": Case(lambda p, d: ["check", str(p)], not_utf8_spec),
     "fmt": Case(lambda p, d: ["fmt", str(p)], not_utf8_spec),
+    "fix": Case(lambda p, d: ["fix", str(p)], not_utf8_spec),
     "compile": Case(lambda p, d: ["compile", "-o", str(d / "out"), str(p)], not_utf8_spec),
     "graph": Case(lambda p, d: ["graph", str(p), "-o", str(d / "graph.json")], not_utf8_spec),
     "lock": Case(lambda p, d: ["lock", str(p)], not_utf8_spec),

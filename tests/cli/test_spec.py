@@ -9,15 +9,17 @@ process); a few run `python -m compiler.cli` in a subprocess to cover the entry 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-from .conftest import DIAGNOSTIC_HEAD, MALFORMED, TICKETING, run, run_subprocess
+from .conftest import DIAGNOSTIC_HEAD, MALFORMED, ROOT, TICKETING, run, run_subprocess
 
 
 def test_check_shipped_spec_subprocess() -> None:
     proc = run_subprocess("check", "specs/ticketing.envspec")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "checked 1 file: 0 errors" in proc.stderr
+    assert proc.stdout.endswith("checked 1 file: 0 errors\n")
     assert "Traceback" not in proc.stderr
 
 
@@ -28,7 +30,25 @@ def test_check_malformed_spec_subprocess(malformed: Path) -> None:
     assert match is not None, proc.stdout
     assert (match["path"], match["line"], match["col"], match["code"]) == (str(malformed), "5", "9", "E1002")
     assert "^" in proc.stdout  # caret excerpt
-    assert "checked 1 file: 1 error" in proc.stderr
+    assert proc.stdout.endswith("checked 1 file: 1 error\n")  # after the diagnostics, on their stream
+
+
+def test_check_summary_follows_the_diagnostics_under_2_and_1(malformed: Path) -> None:
+    """With stdout and stderr on one pipe (`2>&1`), the summary is the last line, whole:
+    it is written on the diagnostics' own stream, so the two never interleave."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "compiler.cli", "check", str(malformed), str(TICKETING)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "checked 2 files: 1 error", proc.stdout
+    assert lines[0].startswith(f"{malformed}:5:9 - error E1002"), proc.stdout
+    assert sum("checked" in line for line in lines) == 1
 
 
 def test_check_missing_file_subprocess(tmp_path: Path) -> None:
@@ -81,7 +101,7 @@ def test_check_directory_checks_every_spec(tmp_path: Path, malformed: Path) -> N
     (tmp_path / "sub" / "good.envspec").write_text(TICKETING.read_text(encoding="utf-8"), encoding="utf-8")
     result = run("check", tmp_path)
     assert result.exit_code == 1
-    assert "checked 2 files: 1 error" in result.stderr
+    assert "checked 2 files: 1 error" in result.stdout
     assert str(malformed) in result.stdout
 
 

@@ -487,7 +487,7 @@ class ExpressionChecker(BodyScopes):
         if obj_type.name == "json":
             self.expr(expr.index, None)
             return ts.JSON
-        if obj_type.name in ("list", "str"):
+        if obj_type.name in ("list", "str", *ts.TEMPORAL):  # dates and times are ISO text (§7)
             self.expect_assignable(self.expr(expr.index, ts.INT), ts.INT, expr.index)
             return obj_type.args[0] if obj_type.name == "list" else ts.STR
         if obj_type.name == "map":
@@ -507,6 +507,8 @@ class ExpressionChecker(BodyScopes):
                 self.expect_assignable(self.expr(bound, ts.INT), ts.INT, bound)
         if obj_type.name in ("list", "str", "any"):
             return obj_type
+        if obj_type.name in ts.TEMPORAL:  # ISO text (§7): a part of it is text, not a date
+            return ts.STR
         self.error("E3004", f"cannot slice {ts.show(obj_type)}", expr)
         return ts.ANY
 
