@@ -141,11 +141,35 @@ def reserved_reason(name: str, role: str) -> str | None:
         return f"`{name}` starts a block line of tools and helpers"
     if name in TYPE_NAMES and role in ("record", "enum"):
         return f"`{name}` is a type name of the language"
-    if name in FUNCTIONS and role in ("record", "enum", "helper", "variable"):
-        return f"`{name}` is a built-in function of the body language"
+    if role == "helper" and name in FUNCTIONS:  # it shadows the built-in (E2042), under another method name
+        return _helper_landing_reason(name)
     if role == "variable":
         return _variable_reason(name)
     return _landing_reason(name, role)
+
+
+SHADOWING_ROLES = frozenset({"record", "helper"})
+"""Declarations a body calls by name. One named like a built-in function takes its place
+in every body of the spec, with a warning (E2042), so that adding a built-in to the
+language never breaks a spec that already used the name. An enum, a `let` or a parameter
+so named is a value, not a call: calls still reach the built-in, without a warning."""
+
+
+def shadows_builtin(name: str, role: str) -> bool:
+    """Whether a declaration of this kind (`ROLES`) called `name` hides a built-in function."""
+    return name in FUNCTIONS and role in SHADOWING_ROLES
+
+
+def helper_method(name: str) -> str:
+    """The method of `Environment` a helper becomes: `_NAME`, or `_fn_NAME` when it shadows a
+    built-in function, whose `_NAME` may be the built-in's own (`_uniform`, `_audit`)."""
+    return f"_fn_{name}" if name in FUNCTIONS else f"_{name}"
+
+
+def _helper_landing_reason(name: str) -> str | None:
+    python = helper_method(name)
+    why = _taken(python, "class")
+    return None if why is None else f"a helper `{name}` becomes `{python}`, and {why}"
 
 
 BODY_WORDS = frozenset(
@@ -331,18 +355,18 @@ MODULE_NAMES: Final = _by_kind(
             "_TICKS _TYPE_NAMES"
         ),
         "function": (
-            "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_list _as_map _as_number _as_session "
-            "_as_text _call_0 _call_1 _call_2 _call_3 _call_4 _call_5 _check_limits _checked_out "
+            "_add_days _add_hours _add_minutes _add_seconds _as_bool _as_float _as_list _as_map _as_number "
+            "_as_session _as_text _call_0 _call_1 _call_2 _call_3 _call_4 _call_5 _check_limits _checked_out "
             "_conform_key _conform_pairs _conform_record _conform_union _copy_AuditEntry _days_between "
-            "_format_like _from_data _invalid _join _json_key _keep_open _matches _member_class _moment "
-            "_not_found _old _pair_order _parse_datetime _parse_int _parse_json _parse_number _plan_0 "
-            "_read_data _redo_entry _refuse _refuse_constant _regex _regex_alternation _regex_atom "
-            "_regex_class _regex_closure _regex_emit _regex_emit_repeat _regex_escape _regex_group "
-            "_regex_holds _regex_program _regex_repeats _regex_run _regex_sequence _regex_settle _regex_step "
-            "_remove_first _restore_draws _scenario_state _search _seconds_between _seed_draws _show "
-            "_solution_call _solve_0 _stable_hash _text _type_of _undo_entry _valid_moment _valid_regex "
-            "_weekday _with_new_value check_arguments check_json check_load_options conform copy_json "
-            "copy_state result_text state_to_json to_json"
+            "_format_datetime _format_like _from_data _invalid _join _json_key _keep_open _matches "
+            "_member_class _moment _not_found _old _pair_order _parse_datetime _parse_int _parse_json "
+            "_parse_number _plan_0 _read_data _redo_entry _refuse _refuse_constant _regex _regex_alternation "
+            "_regex_atom _regex_class _regex_closure _regex_emit _regex_emit_repeat _regex_escape "
+            "_regex_group _regex_holds _regex_program _regex_repeats _regex_run _regex_sequence "
+            "_regex_settle _regex_step _remove_first _repr _restore_draws _scenario_state _search "
+            "_seconds_between _seed_draws _show _solution_call _solve_0 _stable_hash _text _type_of "
+            "_undo_entry _valid_moment _valid_regex _weekday _with_new_value check_arguments check_json "
+            "check_load_options conform copy_json copy_state result_text state_to_json to_json"
         ),
         "import": (
             "Any Callable Collection Final Iterable Iterator Literal Mapping NoReturn NotRequired Path "
@@ -388,10 +412,11 @@ CLASS_SCOPE: Final = frozenset(
 SUBCLASS_MEMBERS: Final = frozenset("trace".split())
 BODY_NAMES: Final = frozenset(
     "Any BaseException DomainError Recorder RuntimeError UNSET WORLD _add_days _add_hours _add_minutes "
-    "_add_seconds _as_bool _as_list _as_map _as_number _as_text _days_between _depth _json_key _matches "
-    "_not_found _parse_datetime _parse_int _parse_json _parse_number _remove_first _search _seconds_between "
-    "_stable_hash _type_of _valid_regex _weekday abs all any bool cast chr dict env environment expect_error "
-    "float int json key_1 len list max min ord range reversed round self set sorted state str sum".split()
+    "_add_seconds _as_bool _as_float _as_list _as_map _as_number _as_text _days_between _depth "
+    "_format_datetime _json_key _matches _not_found _parse_datetime _parse_int _parse_json _parse_number "
+    "_remove_first _repr _search _seconds_between _stable_hash _type_of _valid_regex _weekday abs all any "
+    "bool cast chr dict env environment expect_error float int json key_1 len list max min ord range "
+    "reversed round self set sorted state str sum".split()
 )
 TEST_MODULE_NAMES: Final = frozenset(
     "Any BAD_ARGUMENTS Callable DomainError Environment FAMILIES FamilyFailed INTERNAL_ERROR MISSING_KEYS "
