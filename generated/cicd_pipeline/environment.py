@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, TypeVar, cast
+from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -3325,6 +3325,15 @@ def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = Non
     return found is not None and _regex_run(found, text, charge)
 
 
+def _not_found(entity: str, key: Any, field: str) -> NoReturn:
+    """A lookup on a key or position the agent chose that the map or list lacks: a domain
+    error the agent can act on, not a crash (docs/language.md §17)."""
+    fields = {"field": field} if field else {}
+    raise DomainError(
+        "not_found", f"{entity} has no entry {_show(key)}", entity=entity, key=key, **fields
+    )
+
+
 def _regex(pattern: str, search: bool) -> _Regex | None:
     """The compiled pattern (`search`: with a leading `.*` of any character), or None when
     it is not valid (`_regex_problem`); kept for the next call."""
@@ -3896,6 +3905,8 @@ class Environment:
                         if stage["status"] == "pending" and stage["worker_id"] == worker_id:
                             self._undo.save(stage, "worker_id")
                             stage["worker_id"] = None
+            if worker_id not in state["runners"]:
+                _not_found("runners", worker_id, "worker_id")
             self._undo.save_map(state["runners"])
             del state["runners"][worker_id]
             self._audit("deregister_worker", f"worker {worker_id}", "")
@@ -4662,7 +4673,26 @@ class Environment:
         self._undo.save(pipeline, "waves")
         pipeline["waves"] += 1
         for stage in self._count_each(wave):
-            worker = state["runners"][taken[wave.index(stage)]]
+            worker = (
+                state["runners"][
+                    taken[wave.index(stage)]
+                    if -len(taken) <= wave.index(stage) < len(taken)
+                    else _not_found("taken", wave.index(stage), "")
+                ]
+                if (
+                    taken[wave.index(stage)]
+                    if -len(taken) <= wave.index(stage) < len(taken)
+                    else _not_found("taken", wave.index(stage), "")
+                )
+                in state["runners"]
+                else _not_found(
+                    "runners",
+                    taken[wave.index(stage)]
+                    if -len(taken) <= wave.index(stage) < len(taken)
+                    else _not_found("taken", wave.index(stage), ""),
+                    "",
+                )
+            )
             self._undo.save(worker, "status")
             worker["status"] = "busy"
             self._undo.save(worker, "holding")

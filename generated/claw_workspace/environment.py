@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, TypeVar, cast
+from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -1686,6 +1686,15 @@ def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = Non
     return found is not None and _regex_run(found, text, charge)
 
 
+def _not_found(entity: str, key: Any, field: str) -> NoReturn:
+    """A lookup on a key or position the agent chose that the map or list lacks: a domain
+    error the agent can act on, not a crash (docs/language.md §17)."""
+    fields = {"field": field} if field else {}
+    raise DomainError(
+        "not_found", f"{entity} has no entry {_show(key)}", entity=entity, key=key, **fields
+    )
+
+
 def _parse_int(text: str) -> int | None:
     """Decimal digits with an optional sign, else None."""
     stripped = text.strip()
@@ -2306,7 +2315,9 @@ class Environment:
                 if regex and _matches(p, pattern, self._count_steps) or not regex and needle in hay:
                     hits.append({"path": p, "line": 0, "text": p})
             if target != "names":
-                lines = state["files"][p]["content"].split("\n")
+                lines = (state["files"][p] if p in state["files"] else _not_found("files", p, ""))[
+                    "content"
+                ].split("\n")
                 for number in self._count_each(range(1, len(lines) + 1)):
                     line = lines[number - 1]
                     text = line if case_sensitive else line.lower()
@@ -2492,6 +2503,8 @@ class Environment:
             for p in self._count_each(doomed):
                 self._guard_write(p, "path")
             for p in self._count_each(doomed):
+                if p not in state["files"]:
+                    _not_found("files", p, "")
                 self._undo.save_map(state["files"])
                 del state["files"][p]
             self._audit("delete", target, f"{len(doomed)} files")
@@ -2746,7 +2759,7 @@ class Environment:
     def _result_of(self, path: str, created: bool) -> WriteResult:
         """Helper `result_of`."""
         state = self._state
-        f = state["files"][path]
+        f = state["files"][path] if path in state["files"] else _not_found("files", path, "path")
         return {
             "path": path,
             "file_type": self._type_of_file(path),
@@ -2907,7 +2920,7 @@ class Environment:
         """A scoring policy: who is scored, which ledger rows count, and each role's weights."""
         table = "".join(
             [
-                f"| {role} | {weights[role][0]} | {weights[role][1]} |\n"
+                f"| {role} | {(weights[role] if role in weights else _not_found('weights', role, ''))[0]} | {(weights[role] if role in weights else _not_found('weights', role, ''))[1]} |\n"
                 for role in self._count_each(sorted(weights))
             ]
         )
@@ -3094,11 +3107,17 @@ class Environment:
                 units = self._whole_number(row[2])
                 defects = self._whole_number(row[3])
                 if units >= 0 and defects >= 0:
-                    w = weights[scored[row[1]]]
+                    w = (
+                        weights[scored[row[1]]]
+                        if scored[row[1]] in weights
+                        else _not_found("weights", scored[row[1]], "")
+                    )
+                    if row[1] not in totals:
+                        _not_found("totals", row[1], "")
                     totals[row[1]] += units * w[0] - defects * w[1]
         return "employee_id,score\n" + "".join(
             [
-                f"{employee},{max(0, totals[employee])}\n"
+                f"{employee},{max(0, totals[employee] if employee in totals else _not_found('totals', employee, ''))}\n"
                 for employee in self._count_each(sorted(totals))
             ]
         )

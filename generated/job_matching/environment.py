@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, TypeVar, cast
+from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -2448,6 +2448,15 @@ def _moment(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
 
 
+def _not_found(entity: str, key: Any, field: str) -> NoReturn:
+    """A lookup on a key or position the agent chose that the map or list lacks: a domain
+    error the agent can act on, not a crash (docs/language.md §17)."""
+    fields = {"field": field} if field else {}
+    raise DomainError(
+        "not_found", f"{entity} has no entry {_show(key)}", entity=entity, key=key, **fields
+    )
+
+
 def _regex(pattern: str, search: bool) -> _Regex | None:
     """The compiled pattern (`search`: with a leading `.*` of any character), or None when
     it is not valid (`_regex_problem`); kept for the next call."""
@@ -3300,7 +3309,7 @@ class Environment:
         if candidate_id not in members:
             raise DomainError(
                 "not_found",
-                f"pool {pool['id']} has no {WORLD['candidate_noun'][side]} {candidate_id}",
+                f"pool {pool['id']} has no {(WORLD['candidate_noun'][side] if side in WORLD['candidate_noun'] else _not_found('candidate_noun', side, 'side'))} {candidate_id}",
                 entity=f"pool {pool['id']}",
                 field=param,
                 allowed=sorted(members),
@@ -3456,7 +3465,14 @@ class Environment:
     def _score_pair(self, pool: HiringPool, supply: PoolMember, demand: PoolMember) -> ScoredPair:
         """Weighted sum of the per-criterion similarities, normalised to 0-100 (2 decimals)."""
         breakdown: list[AttributeScore] = [
-            self._attribute_score(name, pool["criteria"][name], supply, demand)
+            self._attribute_score(
+                name,
+                pool["criteria"][name]
+                if name in pool["criteria"]
+                else _not_found("criteria", name, ""),
+                supply,
+                demand,
+            )
             for name in self._count_each(sorted(pool["criteria"]))
         ]
         total = sum(pool["criteria"].values())
@@ -3485,7 +3501,7 @@ class Environment:
         if candidate_id in members:
             raise DomainError(
                 "already_exists",
-                f"{WORLD['candidate_noun'][side]} {candidate_id} is already in pool {pool_id}",
+                f"{(WORLD['candidate_noun'][side] if side in WORLD['candidate_noun'] else _not_found('candidate_noun', side, 'side'))} {candidate_id} is already in pool {pool_id}",
                 entity=f"pool {pool_id}",
                 field="candidate_id",
                 allowed=sorted(members),
@@ -3553,7 +3569,15 @@ class Environment:
         """
         state = self._state
         pool = self._find_pool(pool_id)
-        scored = self._score_pair(pool, pool["supply"][supply_id], pool["demand"][demand_id])
+        scored = self._score_pair(
+            pool,
+            pool["supply"][supply_id]
+            if supply_id in pool["supply"]
+            else _not_found("supply", supply_id, "supply_id"),
+            pool["demand"][demand_id]
+            if demand_id in pool["demand"]
+            else _not_found("demand", demand_id, "demand_id"),
+        )
         m: Match = {
             "id": state["next_match_id"],
             "pool_id": pool_id,

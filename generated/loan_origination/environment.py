@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, TypeVar, cast
+from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -2628,6 +2628,15 @@ def _moment(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
 
 
+def _not_found(entity: str, key: Any, field: str) -> NoReturn:
+    """A lookup on a key or position the agent chose that the map or list lacks: a domain
+    error the agent can act on, not a crash (docs/language.md §17)."""
+    fields = {"field": field} if field else {}
+    raise DomainError(
+        "not_found", f"{entity} has no entry {_show(key)}", entity=entity, key=key, **fields
+    )
+
+
 def _regex(pattern: str, search: bool) -> _Regex | None:
     """The compiled pattern (`search`: with a leading `.*` of any character), or None when
     it is not valid (`_regex_problem`); kept for the next call."""
@@ -3896,7 +3905,7 @@ class Environment:
         """
         failures: list[GuardFailure] = []
         for field in self._count_each(sorted(guards)):
-            conditions = guards[field]
+            conditions = guards[field] if field in guards else _not_found("guards", field, "")
             for op in self._count_each(sorted(conditions)):
                 if field not in data:
                     failures.append(
@@ -3904,18 +3913,26 @@ class Environment:
                             "transition_id": transition_id,
                             "field": field,
                             "op": op,
-                            "expected": conditions[op],
+                            "expected": conditions[op]
+                            if op in conditions
+                            else _not_found("conditions", op, ""),
                             "actual": None,
                             "reason": "missing field",
                         }
                     )
-                elif not self._condition_holds(data[field], op, conditions[op]):
+                elif not self._condition_holds(
+                    data[field],
+                    op,
+                    conditions[op] if op in conditions else _not_found("conditions", op, ""),
+                ):
                     failures.append(
                         {
                             "transition_id": transition_id,
                             "field": field,
                             "op": op,
-                            "expected": conditions[op],
+                            "expected": conditions[op]
+                            if op in conditions
+                            else _not_found("conditions", op, ""),
                             "actual": data[field],
                             "reason": "not satisfied",
                         }
@@ -4116,7 +4133,13 @@ class Environment:
             "product": product,
             "amount": amount,
             "term_months": term_months,
-            "documents": WORLD["products"][product]["required_documents"] if reviewed else [],
+            "documents": (
+                WORLD["products"][product]
+                if product in WORLD["products"]
+                else _not_found("products", product, "product")
+            )["required_documents"]
+            if reviewed
+            else [],
             "documents_complete": reviewed,
         }
         if len(history) > 3 and applicant in WORLD["credit_bureau"]:

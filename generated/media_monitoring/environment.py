@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from pathlib import Path
-from typing import Any, Final, Literal, TypedDict, TypeVar, cast
+from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -2815,6 +2815,15 @@ def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = Non
     return found is not None and _regex_run(found, text, charge)
 
 
+def _not_found(entity: str, key: Any, field: str) -> NoReturn:
+    """A lookup on a key or position the agent chose that the map or list lacks: a domain
+    error the agent can act on, not a crash (docs/language.md §17)."""
+    fields = {"field": field} if field else {}
+    raise DomainError(
+        "not_found", f"{entity} has no entry {_show(key)}", entity=entity, key=key, **fields
+    )
+
+
 def _regex(pattern: str, search: bool) -> _Regex | None:
     """The compiled pattern (`search`: with a leading `.*` of any character), or None when
     it is not valid (`_regex_problem`); kept for the next call."""
@@ -3536,7 +3545,11 @@ class Environment:
             chosen: list[int] = []
             if job_ids is None:
                 for job_id in self._count_each(sorted(state["jobs"])):
-                    if state["jobs"][job_id]["status"] == "completed":
+                    if (
+                        state["jobs"][job_id]
+                        if job_id in state["jobs"]
+                        else _not_found("jobs", job_id, "")
+                    )["status"] == "completed":
                         chosen.append(job_id)
                 if len(chosen) <= 0:
                     raise DomainError(
@@ -3584,7 +3597,13 @@ class Environment:
             }
             index: dict[str, int] = {}
             for job_id in self._count_each(chosen):
-                for item in self._count_each(state["jobs"][job_id]["results"]):
+                for item in self._count_each(
+                    (
+                        state["jobs"][job_id]
+                        if job_id in state["jobs"]
+                        else _not_found("jobs", job_id, "")
+                    )["results"]
+                ):
                     agg["input_count"] += 1
                     key = self._dedup_key(item, key_fields, normalization)
                     if key is None:
@@ -4024,7 +4043,9 @@ class Environment:
         """Helper `table_unit`."""
         attrs: dict[str, str] = {}
         for i in self._count_each(range(len(columns))):
-            attrs[columns[i]] = cells[i]
+            attrs[columns[i]] = (
+                cells[i] if -len(cells) <= i < len(cells) else _not_found("cells", i, "")
+            )
         return {"index": index, "text": " | ".join(cells), "attrs": attrs}
 
     def _parse_columns(self, names: list[str], where: str) -> list[str]:
@@ -4147,7 +4168,11 @@ class Environment:
         """The type tag: from the format table, except that a text input that is a URL is a fetch."""
         if parsed["format"] == "text" and len(parsed["uri"]) > 0:
             return "fetch"
-        return WORLD["job_types"][parsed["format"]]
+        return (
+            WORLD["job_types"][parsed["format"]]
+            if parsed["format"] in WORLD["job_types"]
+            else _not_found("job_types", parsed["format"], "")
+        )
 
     def _words(self, text: str) -> list[str]:
         """Helper `words`."""
@@ -4270,7 +4295,11 @@ class Environment:
         self._undo.save(job, "status")
         job["status"] = "completed" if outcome["failure"] is None else "failed"
         self._undo.save(job, "processor")
-        job["processor"] = WORLD["processors"][job["job_type"]]
+        job["processor"] = (
+            WORLD["processors"][job["job_type"]]
+            if job["job_type"] in WORLD["processors"]
+            else _not_found("processors", job["job_type"], "")
+        )
         self._undo.save(job, "processed_at")
         job["processed_at"] = state["clock"]
 
@@ -4348,7 +4377,9 @@ class Environment:
             lines.append("")
             lines.append(f"## {n}. {self._label_of(entry, agg['dedup_keys'])}")
             for name in self._count_each(self._shown_fields(entry, only)):
-                lines.append(f"- **{name}**: {entry['fields'][name]}")
+                lines.append(
+                    f"- **{name}**: {(entry['fields'][name] if name in entry['fields'] else _not_found('fields', name, ''))}"
+                )
             seen_in = ", ".join(entry["sources"])
             lines.append(
                 f"- _sources_: {seen_in} (" + self._plural(entry["mentions"], "mention") + ")"
@@ -4360,7 +4391,7 @@ class Environment:
         lines: list[str] = [f"{title}:"]
         for entry in self._count_each(agg["items"]):
             extra: list[str] = [
-                f"{name}: {entry['fields'][name]}"
+                f"{name}: {(entry['fields'][name] if name in entry['fields'] else _not_found('fields', name, ''))}"
                 for name in self._count_each(self._shown_fields(entry, only))
                 if name not in agg["dedup_keys"]
             ]
@@ -4376,7 +4407,13 @@ class Environment:
         entries: list[str] = []
         for entry in self._count_each(agg["items"]):
             pairs: list[str] = [
-                self._json_text(name) + ": " + self._json_text(entry["fields"][name])
+                self._json_text(name)
+                + ": "
+                + self._json_text(
+                    entry["fields"][name]
+                    if name in entry["fields"]
+                    else _not_found("fields", name, "")
+                )
                 for name in self._count_each(self._shown_fields(entry, only))
             ]
             jobs_text = "[" + ", ".join([str(j) for j in self._count_each(entry["jobs"])]) + "]"

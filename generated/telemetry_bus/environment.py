@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, TypeVar, cast
+from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -2824,6 +2824,15 @@ def _moment(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
 
 
+def _not_found(entity: str, key: Any, field: str) -> NoReturn:
+    """A lookup on a key or position the agent chose that the map or list lacks: a domain
+    error the agent can act on, not a crash (docs/language.md §17)."""
+    fields = {"field": field} if field else {}
+    raise DomainError(
+        "not_found", f"{entity} has no entry {_show(key)}", entity=entity, key=key, **fields
+    )
+
+
 def _regex(pattern: str, search: bool) -> _Regex | None:
     """The compiled pattern (`search`: with a leading `.*` of any character), or None when
     it is not valid (`_regex_problem`); kept for the next call."""
@@ -3676,7 +3685,11 @@ class Environment:
         self._check_fields(target, filter, "filter")
         picked: list[Reading] = []
         for event_id in self._count_each(target["history"][from_offset:]):
-            event = state["events"][event_id]
+            event = (
+                state["events"][event_id]
+                if event_id in state["events"]
+                else _not_found("events", event_id, "")
+            )
             if (
                 min_priority is None or self._rank(event["priority"]) >= self._rank(min_priority)
             ) and self._filter_matches(filter, event["payload"]):
@@ -3750,7 +3763,11 @@ class Environment:
         self._find_device(device)
         target = self._find_stream(stream)
         for reading_id in self._count_each(target["history"][::-1]):
-            reading = state["events"][reading_id]
+            reading = (
+                state["events"][reading_id]
+                if reading_id in state["events"]
+                else _not_found("events", reading_id, "")
+            )
             who = reading["payload"].get("device")
             if who is not None and _as_text(who) == device:
                 return _copy_Reading(reading)

@@ -190,10 +190,13 @@ def test_task_greet_catherine() -> None:
     env = Recorder("alice_logged_in")
     state: Any = env.view()
     assert state["inbox"][len(state["inbox"]) - 1] != {"USR003": "Meeting at 3pm"}, (
-        "the task is already solved before any call"
+        "verify ran against the start state of scenario `alice_logged_in`, before the solution, and already holds: "
+        "the task is solved before any call"
     )
     env.invoke("send_message", {"receiver_id": "USR003", "message": "Meeting at 3pm"})
-    assert state["inbox"][len(state["inbox"]) - 1] == {"USR003": "Meeting at 3pm"}
+    assert state["inbox"][len(state["inbox"]) - 1] == {"USR003": "Meeting at 3pm"}, (
+        "verify ran against the state after the solution's calls, and does not hold"
+    )
 
 
 def test_task_welcome_eve() -> None:
@@ -204,14 +207,17 @@ def test_task_welcome_eve() -> None:
         state["user_map"].get("Eve") == "USR005"
         and len(state["inbox"]) == 1
         and state["message_count"] == 1
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `empty_inbox`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("add_contact", {"user_name": "Eve"})
     env.invoke("send_message", {"receiver_id": "USR005", "message": "Welcome aboard"})
     assert (
         state["user_map"].get("Eve") == "USR005"
         and len(state["inbox"]) == 1
         and state["message_count"] == 1
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 # --------------------------------------------------------------------------- invariants
@@ -282,6 +288,44 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    ("get_user_id", "user = '__no_such_key__', a key no state has", {"user": "__no_such_key__"}),
+    (
+        "message_login",
+        "user_id = '__no_such_key__', a key no state has",
+        {"user_id": "__no_such_key__"},
+    ),
+    (
+        "send_message",
+        "receiver_id = '__no_such_key__', a key no state has",
+        {"receiver_id": "__no_such_key__", "message": "sample"},
+    ),
+    (
+        "add_contact",
+        "user_name = '__no_such_key__', a key no state has",
+        {"user_name": "__no_such_key__"},
+    ),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:

@@ -308,10 +308,13 @@ def test_task_close_string_id_ticket() -> None:
     env = Recorder("bfcl_string_id")
     state: Any = env.view()
     assert bool(state["ticket_queue"][0]["status"] != "Closed"), (
-        "the task is already solved before any call"
+        "verify ran against the start state of scenario `bfcl_string_id`, before the solution, and already holds: "
+        "the task is solved before any call"
     )
     env.invoke("close_ticket", {"ticket_id": "ticket_001"})
-    assert bool(state["ticket_queue"][0]["status"] == "Closed")
+    assert bool(state["ticket_queue"][0]["status"] == "Closed"), (
+        "verify ran against the state after the solution's calls, and does not hold"
+    )
 
 
 def test_task_log_and_resolve() -> None:
@@ -324,14 +327,17 @@ def test_task_log_and_resolve() -> None:
             bool(state["ticket_queue"][0]["status"] == "Resolved")
             and bool(state["ticket_queue"][0]["created_by"] == "mthompson")
         )
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the default start state, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("ticket_login", {"username": "mthompson", "password": "securePass123"})
     env.invoke("create_ticket", {"title": "Urgent Flight Issue", "priority": 4})
     env.invoke("resolve_ticket", {"ticket_id": 1, "resolution": "Rebooked"})
     assert len(state["ticket_queue"]) == 1 and (
         bool(state["ticket_queue"][0]["status"] == "Resolved")
         and bool(state["ticket_queue"][0]["created_by"] == "mthompson")
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 # --------------------------------------------------------------------------- invariants

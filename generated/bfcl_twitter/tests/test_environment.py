@@ -295,13 +295,16 @@ def test_task_follow_and_comment() -> None:
     assert not (
         "budget_team" in state["following_list"]
         and (1 in state["comments"] and len(state["comments"][1]) == 1)
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `bfcl_analyst`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("authenticate_twitter", {"username": "analyst_pro", "password": "Kj8#mP9$vL2"})
     env.invoke("follow_user", {"username_to_follow": "budget_team"})
     env.invoke("comment", {"tweet_id": 1, "comment_content": "Report attached"})
     assert "budget_team" in state["following_list"] and (
         1 in state["comments"] and len(state["comments"][1]) == 1
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_task_share_update() -> None:
@@ -315,7 +318,10 @@ def test_task_share_update() -> None:
             and bool(state["tweets"][2]["mentions"] == ["@travel_guru"])
         )
         and state["retweets"] == {"fitness_reader": [2]}
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `bfcl_fitness`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke(
         "post_tweet", {"content": "Off to Rome!", "tags": ["#Travel"], "mentions": ["@travel_guru"]}
     )
@@ -324,7 +330,9 @@ def test_task_share_update() -> None:
         2 in state["tweets"]
         and bool(state["tweets"][2]["content"] == "Off to Rome!")
         and bool(state["tweets"][2]["mentions"] == ["@travel_guru"])
-    ) and state["retweets"] == {"fitness_reader": [2]}
+    ) and state["retweets"] == {"fitness_reader": [2]}, (
+        "verify ran against the state after the solution's calls, and does not hold"
+    )
 
 
 # --------------------------------------------------------------------------- invariants
@@ -457,6 +465,79 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "authenticate_twitter",
+        "username = '__no_such_key__', a key no state has",
+        {"username": "__no_such_key__", "password": "sample"},
+    ),
+    (
+        "authenticate_twitter",
+        "password = '__no_such_key__', a key no state has",
+        {"username": "sample", "password": "__no_such_key__"},
+    ),
+    ("retweet", "tweet_id = 987654321, a key no state has", {"tweet_id": 987654321}),
+    ("retweet", "tweet_id = -987654321, a key no state has", {"tweet_id": -987654321}),
+    (
+        "comment",
+        "tweet_id = 987654321, a key no state has",
+        {"tweet_id": 987654321, "comment_content": "sample"},
+    ),
+    (
+        "comment",
+        "tweet_id = -987654321, a key no state has",
+        {"tweet_id": -987654321, "comment_content": "sample"},
+    ),
+    (
+        "mention",
+        "tweet_id = 987654321, a key no state has",
+        {"tweet_id": 987654321, "mentioned_usernames": []},
+    ),
+    (
+        "mention",
+        "tweet_id = -987654321, a key no state has",
+        {"tweet_id": -987654321, "mentioned_usernames": []},
+    ),
+    (
+        "follow_user",
+        "username_to_follow = '__no_such_key__', a key no state has",
+        {"username_to_follow": "__no_such_key__"},
+    ),
+    (
+        "unfollow_user",
+        "username_to_unfollow = '__no_such_key__', a key no state has",
+        {"username_to_unfollow": "__no_such_key__"},
+    ),
+    ("get_tweet", "tweet_id = 987654321, a key no state has", {"tweet_id": 987654321}),
+    ("get_tweet", "tweet_id = -987654321, a key no state has", {"tweet_id": -987654321}),
+    ("get_tweet_comments", "tweet_id = 987654321, a key no state has", {"tweet_id": 987654321}),
+    ("get_tweet_comments", "tweet_id = -987654321, a key no state has", {"tweet_id": -987654321}),
+    (
+        "get_user_stats",
+        "username = '__no_such_key__', a key no state has",
+        {"username": "__no_such_key__"},
+    ),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:

@@ -444,14 +444,17 @@ def test_task_ship_commit_a1b2c3d() -> None:
     assert not (
         state["pipelines"]["standard-a1b2c3d"]["status"] == "completed"
         and state["pipelines"]["standard-a1b2c3d"]["stages"][6]["status"] == "completed"
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `main_branch`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("run_pipeline", {"pipeline_id": "standard-a1b2c3d"})
     env.invoke("retry_stage", {"pipeline_id": "standard-a1b2c3d", "stage_id": "integration_tests"})
     env.invoke("run_pipeline", {"pipeline_id": "standard-a1b2c3d"})
     assert (
         state["pipelines"]["standard-a1b2c3d"]["status"] == "completed"
         and state["pipelines"]["standard-a1b2c3d"]["stages"][6]["status"] == "completed"
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_task_roll_back_release() -> None:
@@ -463,14 +466,17 @@ def test_task_roll_back_release() -> None:
         and [c["action"] for c in state["compensation_log"]]
         == ["restore_db_snapshot", "discard_test_report", "delete_image"]
         and state["runners"]["deployer"]["status"] == "idle"
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `release_day`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("rollback_pipeline", {"pipeline_id": "release-9f8e7d6"})
     assert (
         state["pipelines"]["release-9f8e7d6"]["status"] == "rolled_back"
         and [c["action"] for c in state["compensation_log"]]
         == ["restore_db_snapshot", "discard_test_report", "delete_image"]
         and state["runners"]["deployer"]["status"] == "idle"
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_family_stalled_pipeline() -> None:
@@ -910,6 +916,164 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "register_runner",
+        "worker_id = '__no_such_key__', a key no state has",
+        {"worker_id": "__no_such_key__", "role": "sample"},
+    ),
+    (
+        "deregister_runner",
+        "worker_id = '__no_such_key__', a key no state has",
+        {"worker_id": "__no_such_key__"},
+    ),
+    ("list_runners", "role = '__no_such_key__', a key no state has", {"role": "__no_such_key__"}),
+    (
+        "list_runners",
+        "capability = '__no_such_key__', a key no state has",
+        {"capability": "__no_such_key__"},
+    ),
+    (
+        "create_pipeline",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {
+            "pipeline_id": "__no_such_key__",
+            "name": "sample",
+            "mode": "sequential",
+            "stages": [{"id": "sample", "action": "sample"}],
+        },
+    ),
+    (
+        "assign_stage",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "__no_such_key__", "stage_id": "sample", "worker_id": "sample"},
+    ),
+    (
+        "assign_stage",
+        "stage_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "sample", "stage_id": "__no_such_key__", "worker_id": "sample"},
+    ),
+    (
+        "assign_stage",
+        "worker_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "sample", "stage_id": "sample", "worker_id": "__no_such_key__"},
+    ),
+    (
+        "execute_stage",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "__no_such_key__", "stage_id": "sample"},
+    ),
+    (
+        "execute_stage",
+        "stage_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "sample", "stage_id": "__no_such_key__"},
+    ),
+    (
+        "run_pipeline",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "__no_such_key__"},
+    ),
+    (
+        "retry_stage",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "__no_such_key__", "stage_id": "sample"},
+    ),
+    (
+        "retry_stage",
+        "stage_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "sample", "stage_id": "__no_such_key__"},
+    ),
+    (
+        "rollback_pipeline",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "__no_such_key__"},
+    ),
+    (
+        "collect_results",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "__no_such_key__"},
+    ),
+    (
+        "get_pipeline",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "__no_such_key__"},
+    ),
+    (
+        "list_stage_runs",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "__no_such_key__"},
+    ),
+    (
+        "list_stage_runs",
+        "stage_id = '__no_such_key__', a key no state has",
+        {"stage_id": "__no_such_key__"},
+    ),
+    (
+        "list_compensations",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "__no_such_key__"},
+    ),
+    (
+        "send_message",
+        "sender = '__no_such_key__', a key no state has",
+        {"sender": "__no_such_key__", "recipient": "sample", "body": "sample"},
+    ),
+    (
+        "send_message",
+        "recipient = '__no_such_key__', a key no state has",
+        {"sender": "sample", "recipient": "__no_such_key__", "body": "sample"},
+    ),
+    (
+        "send_message",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {
+            "sender": "sample",
+            "recipient": "sample",
+            "body": "sample",
+            "pipeline_id": "__no_such_key__",
+        },
+    ),
+    (
+        "list_messages",
+        "recipient = '__no_such_key__', a key no state has",
+        {"recipient": "__no_such_key__"},
+    ),
+    (
+        "list_messages",
+        "sender = '__no_such_key__', a key no state has",
+        {"sender": "__no_such_key__"},
+    ),
+    (
+        "list_messages",
+        "pipeline_id = '__no_such_key__', a key no state has",
+        {"pipeline_id": "__no_such_key__"},
+    ),
+    (
+        "trigger_build",
+        "template = '__no_such_key__', a key no state has",
+        {"commit": "sample", "template": "__no_such_key__"},
+    ),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:

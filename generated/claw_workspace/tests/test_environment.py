@@ -882,7 +882,10 @@ def test_task_march_scores_report() -> None:
             "reports/scores_2025-02.csv" in state["files"]
             and state["files"]["reports/scores_2025-02.csv"]["version"] == 1
         )
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `march_close`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("ls", {"recursive": True})
     env.invoke("read", {"path": "policy/scoring_rules.md"})
     env.invoke("csv_preview", {"path": "hr/employee_roster.csv", "max_rows": 50})
@@ -924,7 +927,7 @@ def test_task_march_scores_report() -> None:
             "reports/scores_2025-02.csv" in state["files"]
             and state["files"]["reports/scores_2025-02.csv"]["version"] == 1
         )
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_task_bruno_handover() -> None:
@@ -940,7 +943,10 @@ def test_task_bruno_handover() -> None:
         and "drafts/scores_2025-03_draft.csv" not in state["files"]
         and len([p for p in state["files"] if p.startswith("tmp/")]) == 0
         and len(state["files"]) == 13
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `handover_cleanup`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("ls", {"path": "drafts"})
     env.invoke(
         "move",
@@ -959,7 +965,7 @@ def test_task_bruno_handover() -> None:
         and "drafts/scores_2025-03_draft.csv" not in state["files"]
         and len([p for p in state["files"] if p.startswith("tmp/")]) == 0
         and len(state["files"]) == 13
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_task_add_missing_ledger_row() -> None:
@@ -994,7 +1000,10 @@ def test_task_add_missing_ledger_row() -> None:
             "ops/ledger/output_2025-02.csv" in state["files"]
             and state["files"]["ops/ledger/output_2025-02.csv"]["version"] == 1
         )
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `march_close`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("ls", {"path": "ops/ledger"})
     env.invoke(
         "append", {"path": "ops/ledger/output_2025-03.csv", "content": "2025-03-31,E1009,45,0,ok\n"}
@@ -1027,7 +1036,7 @@ def test_task_add_missing_ledger_row() -> None:
             "ops/ledger/output_2025-02.csv" in state["files"]
             and state["files"]["ops/ledger/output_2025-02.csv"]["version"] == 1
         )
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_family_monthly_scores() -> None:

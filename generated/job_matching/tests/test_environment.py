@@ -643,7 +643,10 @@ def test_task_hire_backend_engineer() -> None:
             ]
         )
         == 0
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `spring_hiring`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("run_shortlist", {"pool_id": "engineering", "demand_id": "j-backend"})
     env.invoke("accept_match", {"match_id": 1, "on_behalf_of": "demand"})
     env.invoke("reject_match", {"match_id": 2, "on_behalf_of": "demand"})
@@ -663,7 +666,7 @@ def test_task_hire_backend_engineer() -> None:
             ]
         )
         == 0
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_family_out_of_the_running() -> None:
@@ -1104,6 +1107,149 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "create_pool",
+        "pool_id = '__no_such_key__', a key no state has",
+        {"pool_id": "__no_such_key__", "name": "sample", "criteria": {}},
+    ),
+    (
+        "add_applicant",
+        "pool_id = '__no_such_key__', a key no state has",
+        {"pool_id": "__no_such_key__", "candidate_id": "sample", "name": "sample"},
+    ),
+    (
+        "add_applicant",
+        "candidate_id = '__no_such_key__', a key no state has",
+        {"pool_id": "sample", "candidate_id": "__no_such_key__", "name": "sample"},
+    ),
+    (
+        "add_opening",
+        "pool_id = '__no_such_key__', a key no state has",
+        {"pool_id": "__no_such_key__", "candidate_id": "sample", "name": "sample"},
+    ),
+    (
+        "add_opening",
+        "candidate_id = '__no_such_key__', a key no state has",
+        {"pool_id": "sample", "candidate_id": "__no_such_key__", "name": "sample"},
+    ),
+    ("get_pool", "pool_id = '__no_such_key__', a key no state has", {"pool_id": "__no_such_key__"}),
+    (
+        "list_pool_members",
+        "pool_id = '__no_such_key__', a key no state has",
+        {"pool_id": "__no_such_key__"},
+    ),
+    (
+        "score_fit",
+        "pool_id = '__no_such_key__', a key no state has",
+        {"pool_id": "__no_such_key__", "supply_id": "sample", "demand_id": "sample"},
+    ),
+    (
+        "score_fit",
+        "supply_id = '__no_such_key__', a key no state has",
+        {"pool_id": "sample", "supply_id": "__no_such_key__", "demand_id": "sample"},
+    ),
+    (
+        "score_fit",
+        "demand_id = '__no_such_key__', a key no state has",
+        {"pool_id": "sample", "supply_id": "sample", "demand_id": "__no_such_key__"},
+    ),
+    (
+        "run_shortlist",
+        "pool_id = '__no_such_key__', a key no state has",
+        {"pool_id": "__no_such_key__"},
+    ),
+    (
+        "run_shortlist",
+        "demand_id = '__no_such_key__', a key no state has",
+        {"pool_id": "sample", "demand_id": "__no_such_key__"},
+    ),
+    (
+        "run_shortlist",
+        "supply_id = '__no_such_key__', a key no state has",
+        {"pool_id": "sample", "supply_id": "__no_such_key__"},
+    ),
+    (
+        "rerank_matches",
+        "pool_id = '__no_such_key__', a key no state has",
+        {"pool_id": "__no_such_key__"},
+    ),
+    (
+        "accept_match",
+        "match_id = 987654321, a key no state has",
+        {"match_id": 987654321, "on_behalf_of": "supply"},
+    ),
+    (
+        "accept_match",
+        "match_id = -987654321, a key no state has",
+        {"match_id": -987654321, "on_behalf_of": "supply"},
+    ),
+    (
+        "reject_match",
+        "match_id = 987654321, a key no state has",
+        {"match_id": 987654321, "on_behalf_of": "supply"},
+    ),
+    (
+        "reject_match",
+        "match_id = -987654321, a key no state has",
+        {"match_id": -987654321, "on_behalf_of": "supply"},
+    ),
+    (
+        "list_matches",
+        "pool_id = '__no_such_key__', a key no state has",
+        {"pool_id": "__no_such_key__"},
+    ),
+    (
+        "list_matches",
+        "supply_id = '__no_such_key__', a key no state has",
+        {"supply_id": "__no_such_key__"},
+    ),
+    (
+        "list_matches",
+        "demand_id = '__no_such_key__', a key no state has",
+        {"demand_id": "__no_such_key__"},
+    ),
+    (
+        "import_resume",
+        "pool_id = '__no_such_key__', a key no state has",
+        {"pool_id": "__no_such_key__", "resume_id": "sample"},
+    ),
+    (
+        "import_resume",
+        "resume_id = '__no_such_key__', a key no state has",
+        {"pool_id": "sample", "resume_id": "__no_such_key__"},
+    ),
+    (
+        "post_opening",
+        "pool_id = '__no_such_key__', a key no state has",
+        {"pool_id": "__no_such_key__", "job_code": "sample"},
+    ),
+    (
+        "post_opening",
+        "job_code = '__no_such_key__', a key no state has",
+        {"pool_id": "sample", "job_code": "__no_such_key__"},
+    ),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:

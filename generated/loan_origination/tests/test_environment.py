@@ -642,7 +642,10 @@ def test_task_decide_bos_auto_loan() -> None:
         state["loans"][2]["state"] == "declined"
         and state["loans"][2]["completed"]
         and bool(state["loans"][2]["data"]["credit_score"] == 610)
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `monday_pipeline`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("receive_document", {"loan_id": 2, "document": "payslip"})
     env.invoke("receive_document", {"loan_id": 2, "document": "vehicle_invoice"})
     env.invoke("move_loan", {"loan_id": 2, "target": "underwriting"})
@@ -652,7 +655,7 @@ def test_task_decide_bos_auto_loan() -> None:
         state["loans"][2]["state"] == "declined"
         and state["loans"][2]["completed"]
         and bool(state["loans"][2]["data"]["credit_score"] == 610)
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_task_fund_eves_loan() -> None:
@@ -660,7 +663,8 @@ def test_task_fund_eves_loan() -> None:
     env = Recorder("monday_pipeline")
     state: Any = env.view()
     assert not (state["loans"][5]["state"] == "funded" and state["loans"][5]["completed"]), (
-        "the task is already solved before any call"
+        "verify ran against the start state of scenario `monday_pipeline`, before the solution, and already holds: "
+        "the task is solved before any call"
     )
     env.invoke(
         "update_loan_data",
@@ -670,7 +674,9 @@ def test_task_fund_eves_loan() -> None:
         },
     )
     env.invoke("move_loan", {"loan_id": 5, "target": "funded"})
-    assert state["loans"][5]["state"] == "funded" and state["loans"][5]["completed"]
+    assert state["loans"][5]["state"] == "funded" and state["loans"][5]["completed"], (
+        "verify ran against the state after the solution's calls, and does not hold"
+    )
 
 
 def test_family_decide_in_underwriting() -> None:
@@ -1038,6 +1044,171 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "create_machine",
+        "machine_id = '__no_such_key__', a key no state has",
+        {"machine_id": "__no_such_key__", "name": "sample"},
+    ),
+    (
+        "add_state",
+        "machine_id = '__no_such_key__', a key no state has",
+        {"machine_id": "__no_such_key__", "name": "sample"},
+    ),
+    (
+        "add_state",
+        "name = '__no_such_key__', a key no state has",
+        {"machine_id": "sample", "name": "__no_such_key__"},
+    ),
+    (
+        "add_transition",
+        "machine_id = '__no_such_key__', a key no state has",
+        {"machine_id": "__no_such_key__", "source": "sample", "target": "sample"},
+    ),
+    (
+        "add_transition",
+        "source = '__no_such_key__', a key no state has",
+        {"machine_id": "sample", "source": "__no_such_key__", "target": "sample"},
+    ),
+    (
+        "add_transition",
+        "target = '__no_such_key__', a key no state has",
+        {"machine_id": "sample", "source": "sample", "target": "__no_such_key__"},
+    ),
+    (
+        "add_transition",
+        "trigger = '__no_such_key__', a key no state has",
+        {
+            "machine_id": "sample",
+            "source": "sample",
+            "target": "sample",
+            "trigger": "__no_such_key__",
+        },
+    ),
+    (
+        "get_machine",
+        "machine_id = '__no_such_key__', a key no state has",
+        {"machine_id": "__no_such_key__"},
+    ),
+    (
+        "list_transitions",
+        "machine_id = '__no_such_key__', a key no state has",
+        {"machine_id": "__no_such_key__"},
+    ),
+    (
+        "list_transitions",
+        "source = '__no_such_key__', a key no state has",
+        {"machine_id": "sample", "source": "__no_such_key__"},
+    ),
+    (
+        "list_transitions",
+        "target = '__no_such_key__', a key no state has",
+        {"machine_id": "sample", "target": "__no_such_key__"},
+    ),
+    (
+        "list_transitions",
+        "trigger = '__no_such_key__', a key no state has",
+        {"machine_id": "sample", "trigger": "__no_such_key__"},
+    ),
+    ("update_loan_data", "loan_id = 987654321, a key no state has", {"loan_id": 987654321}),
+    ("update_loan_data", "loan_id = -987654321, a key no state has", {"loan_id": -987654321}),
+    (
+        "move_loan",
+        "loan_id = 987654321, a key no state has",
+        {"loan_id": 987654321, "target": "sample"},
+    ),
+    (
+        "move_loan",
+        "loan_id = -987654321, a key no state has",
+        {"loan_id": -987654321, "target": "sample"},
+    ),
+    (
+        "move_loan",
+        "target = '__no_such_key__', a key no state has",
+        {"loan_id": 1, "target": "__no_such_key__"},
+    ),
+    ("available_moves", "loan_id = 987654321, a key no state has", {"loan_id": 987654321}),
+    ("available_moves", "loan_id = -987654321, a key no state has", {"loan_id": -987654321}),
+    (
+        "available_moves",
+        "trigger = '__no_such_key__', a key no state has",
+        {"loan_id": 1, "trigger": "__no_such_key__"},
+    ),
+    ("get_loan", "loan_id = 987654321, a key no state has", {"loan_id": 987654321}),
+    ("get_loan", "loan_id = -987654321, a key no state has", {"loan_id": -987654321}),
+    (
+        "list_loans",
+        "machine_id = '__no_such_key__', a key no state has",
+        {"machine_id": "__no_such_key__"},
+    ),
+    (
+        "list_loans",
+        "in_state = '__no_such_key__', a key no state has",
+        {"in_state": "__no_such_key__"},
+    ),
+    ("list_moves", "loan_id = 987654321, a key no state has", {"loan_id": 987654321}),
+    ("list_moves", "loan_id = -987654321, a key no state has", {"loan_id": -987654321}),
+    (
+        "list_moves",
+        "machine_id = '__no_such_key__', a key no state has",
+        {"machine_id": "__no_such_key__"},
+    ),
+    ("list_moves", "target = '__no_such_key__', a key no state has", {"target": "__no_such_key__"}),
+    (
+        "list_moves",
+        "trigger = '__no_such_key__', a key no state has",
+        {"trigger": "__no_such_key__"},
+    ),
+    ("list_hook_runs", "loan_id = 987654321, a key no state has", {"loan_id": 987654321}),
+    ("list_hook_runs", "loan_id = -987654321, a key no state has", {"loan_id": -987654321}),
+    (
+        "list_hook_runs",
+        "action = '__no_such_key__', a key no state has",
+        {"action": "__no_such_key__"},
+    ),
+    (
+        "submit_application",
+        "product = '__no_such_key__', a key no state has",
+        {"applicant": "sample", "product": "__no_such_key__", "amount": 0.01},
+    ),
+    (
+        "receive_document",
+        "loan_id = 987654321, a key no state has",
+        {"loan_id": 987654321, "document": "sample"},
+    ),
+    (
+        "receive_document",
+        "loan_id = -987654321, a key no state has",
+        {"loan_id": -987654321, "document": "sample"},
+    ),
+    (
+        "receive_document",
+        "document = '__no_such_key__', a key no state has",
+        {"loan_id": 1, "document": "__no_such_key__"},
+    ),
+    ("pull_credit_report", "loan_id = 987654321, a key no state has", {"loan_id": 987654321}),
+    ("pull_credit_report", "loan_id = -987654321, a key no state has", {"loan_id": -987654321}),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:

@@ -909,7 +909,10 @@ def test_task_morning_brief() -> None:
         and state["briefs"][1]["content"].startswith(
             "# Northwind Air morning brief\n\n_5 items from 5 jobs; 6 duplicates merged on title_"
         )
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `morning_sweep`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("process_queue", {})
     env.invoke(
         "build_digest",
@@ -936,7 +939,7 @@ def test_task_morning_brief() -> None:
         and state["briefs"][1]["content"].startswith(
             "# Northwind Air morning brief\n\n_5 items from 5 jobs; 6 duplicates merged on title_"
         )
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_task_competitor_graph() -> None:
@@ -951,7 +954,10 @@ def test_task_competitor_graph() -> None:
             and state["briefs"][1]["aggregate_id"] == 1
         )
         and state["briefs"][1]["content"].startswith('digraph "Weekend coverage map" {')
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `digest_ready`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("watch_brand", {"brand": "Skylark Group"})
     env.invoke("publish", {"digest_id": 1, "format": "graph", "title": "Weekend coverage map"})
     assert (
@@ -962,7 +968,7 @@ def test_task_competitor_graph() -> None:
             and state["briefs"][1]["aggregate_id"] == 1
         )
         and state["briefs"][1]["content"].startswith('digraph "Weekend coverage map" {')
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_family_channel_digest() -> None:
@@ -1195,6 +1201,68 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "register_feed",
+        "feed_id = '__no_such_key__', a key no state has",
+        {"feed_id": "__no_such_key__", "name": "sample", "format": "text"},
+    ),
+    (
+        "ingest",
+        "feed_id = '__no_such_key__', a key no state has",
+        {"feed_id": "__no_such_key__", "payload": {}},
+    ),
+    ("process_job", "job_id = 987654321, a key no state has", {"job_id": 987654321}),
+    ("process_job", "job_id = -987654321, a key no state has", {"job_id": -987654321}),
+    (
+        "process_queue",
+        "feed_id = '__no_such_key__', a key no state has",
+        {"feed_id": "__no_such_key__"},
+    ),
+    ("get_job", "job_id = 987654321, a key no state has", {"job_id": 987654321}),
+    ("get_job", "job_id = -987654321, a key no state has", {"job_id": -987654321}),
+    (
+        "list_jobs",
+        "feed_id = '__no_such_key__', a key no state has",
+        {"feed_id": "__no_such_key__"},
+    ),
+    ("get_digest", "digest_id = 987654321, a key no state has", {"digest_id": 987654321}),
+    ("get_digest", "digest_id = -987654321, a key no state has", {"digest_id": -987654321}),
+    (
+        "publish",
+        "digest_id = 987654321, a key no state has",
+        {"digest_id": 987654321, "format": "markdown"},
+    ),
+    (
+        "publish",
+        "digest_id = -987654321, a key no state has",
+        {"digest_id": -987654321, "format": "markdown"},
+    ),
+    ("get_brief", "brief_id = 987654321, a key no state has", {"brief_id": 987654321}),
+    ("get_brief", "brief_id = -987654321, a key no state has", {"brief_id": -987654321}),
+    ("share_of_voice", "digest_id = 987654321, a key no state has", {"digest_id": 987654321}),
+    ("share_of_voice", "digest_id = -987654321, a key no state has", {"digest_id": -987654321}),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:

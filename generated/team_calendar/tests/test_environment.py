@@ -420,11 +420,14 @@ def test_task_resolve_monday_clash() -> None:
     state: Any = env.view()
     assert not (
         state["events"][1]["status"] == "scheduled" and state["events"][2]["status"] == "cancelled"
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `team_week`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("resolve_conflict", {"event_id": 2, "strategy": "override"})
     assert (
         state["events"][1]["status"] == "scheduled" and state["events"][2]["status"] == "cancelled"
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_task_book_retro_room() -> None:
@@ -442,7 +445,10 @@ def test_task_book_retro_room() -> None:
             ]
         )
         != 1
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `quiet_friday`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke(
         "book_room",
         {
@@ -464,7 +470,7 @@ def test_task_book_retro_room() -> None:
             ]
         )
         == 1
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_family_room_b_or_else_room_a() -> None:
@@ -938,6 +944,90 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "create_calendar",
+        "calendar_id = '__no_such_key__', a key no state has",
+        {"calendar_id": "__no_such_key__", "owner": "sample"},
+    ),
+    (
+        "create_calendar",
+        "timezone = '__no_such_key__', a key no state has",
+        {"calendar_id": "sample", "owner": "sample", "timezone": "__no_such_key__"},
+    ),
+    (
+        "schedule_event",
+        "calendar_id = '__no_such_key__', a key no state has",
+        {
+            "calendar_id": "__no_such_key__",
+            "title": "sample",
+            "start": "2025-03-03T08:00:00",
+            "end": "2025-03-03T08:00:00",
+        },
+    ),
+    ("cancel_event", "event_id = 987654321, a key no state has", {"event_id": 987654321}),
+    ("cancel_event", "event_id = -987654321, a key no state has", {"event_id": -987654321}),
+    (
+        "list_conflicts",
+        "calendar_id = '__no_such_key__', a key no state has",
+        {"calendar_id": "__no_such_key__"},
+    ),
+    (
+        "resolve_conflict",
+        "event_id = 987654321, a key no state has",
+        {"event_id": 987654321, "strategy": "reschedule"},
+    ),
+    (
+        "resolve_conflict",
+        "event_id = -987654321, a key no state has",
+        {"event_id": -987654321, "strategy": "reschedule"},
+    ),
+    (
+        "list_events",
+        "calendar_id = '__no_such_key__', a key no state has",
+        {"calendar_id": "__no_such_key__"},
+    ),
+    (
+        "find_availability",
+        "calendar_id = '__no_such_key__', a key no state has",
+        {"calendar_id": "__no_such_key__", "day": "2025-03-03"},
+    ),
+    (
+        "attendee_agenda",
+        "attendee = '__no_such_key__', a key no state has",
+        {"attendee": "__no_such_key__", "day": "2025-03-03"},
+    ),
+    (
+        "book_room",
+        "room = '__no_such_key__', a key no state has",
+        {
+            "room": "__no_such_key__",
+            "title": "sample",
+            "start": "2025-03-03T08:00:00",
+            "end": "2025-03-03T08:00:00",
+        },
+    ),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:

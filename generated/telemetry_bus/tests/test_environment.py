@@ -1310,7 +1310,10 @@ def test_task_ack_cold_chain_criticals() -> None:
             and state["subscriptions"][4]["pending"] == [7]
         )
         and len(state["events"]) == 9
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `cold_chain_incident`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("list_subscriptions", {"consumer": "cold-chain-monitor"})
     env.invoke("pending_events", {"subscription_id": 1})
     env.invoke("acknowledge", {"subscription_id": 1, "event_ids": [4, 6]})
@@ -1323,7 +1326,7 @@ def test_task_ack_cold_chain_criticals() -> None:
             and state["subscriptions"][4]["pending"] == [7]
         )
         and len(state["events"]) == 9
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_task_subscribe_freezer_audit() -> None:
@@ -1345,7 +1348,10 @@ def test_task_subscribe_freezer_audit() -> None:
         )
         == 1
         and len(state["subscriptions"]) == 5
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `night_shift`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("list_streams", {})
     env.invoke(
         "subscribe",
@@ -1372,7 +1378,7 @@ def test_task_subscribe_freezer_audit() -> None:
         )
         == 1
         and len(state["subscriptions"]) == 5
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_task_report_door_left_open() -> None:
@@ -1401,7 +1407,10 @@ def test_task_report_door_left_open() -> None:
         == [True]
         and state["events"][state["streams"]["sensor.temperature"]["history"][3]]["priority"]
         == "critical"
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `night_shift`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("list_devices", {"site": "warehouse-3", "kind": "temperature"})
     env.invoke(
         "ingest",
@@ -1438,7 +1447,7 @@ def test_task_report_door_left_open() -> None:
         == [True]
         and state["events"][state["streams"]["sensor.temperature"]["history"][3]]["priority"]
         == "critical"
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_family_warmest_cold_room() -> None:
@@ -2928,6 +2937,126 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "create_stream",
+        "name = '__no_such_key__', a key no state has",
+        {"name": "__no_such_key__", "schema": {}},
+    ),
+    (
+        "subscribe",
+        "stream = '__no_such_key__', a key no state has",
+        {"stream": "__no_such_key__", "consumer": "sample"},
+    ),
+    (
+        "subscribe",
+        "consumer = '__no_such_key__', a key no state has",
+        {"stream": "sample", "consumer": "__no_such_key__"},
+    ),
+    (
+        "change_filter",
+        "subscription_id = 987654321, a key no state has",
+        {"subscription_id": 987654321, "filter": {}},
+    ),
+    (
+        "change_filter",
+        "subscription_id = -987654321, a key no state has",
+        {"subscription_id": -987654321, "filter": {}},
+    ),
+    (
+        "unsubscribe",
+        "subscription_id = 987654321, a key no state has",
+        {"subscription_id": 987654321},
+    ),
+    (
+        "unsubscribe",
+        "subscription_id = -987654321, a key no state has",
+        {"subscription_id": -987654321},
+    ),
+    (
+        "list_subscriptions",
+        "stream = '__no_such_key__', a key no state has",
+        {"stream": "__no_such_key__"},
+    ),
+    (
+        "list_subscriptions",
+        "consumer = '__no_such_key__', a key no state has",
+        {"consumer": "__no_such_key__"},
+    ),
+    (
+        "ingest",
+        "stream = '__no_such_key__', a key no state has",
+        {"stream": "__no_such_key__", "payload": {}},
+    ),
+    ("poll", "subscription_id = 987654321, a key no state has", {"subscription_id": 987654321}),
+    ("poll", "subscription_id = -987654321, a key no state has", {"subscription_id": -987654321}),
+    (
+        "acknowledge",
+        "subscription_id = 987654321, a key no state has",
+        {"subscription_id": 987654321, "event_ids": [1]},
+    ),
+    (
+        "acknowledge",
+        "subscription_id = -987654321, a key no state has",
+        {"subscription_id": -987654321, "event_ids": [1]},
+    ),
+    (
+        "pending_events",
+        "subscription_id = 987654321, a key no state has",
+        {"subscription_id": 987654321},
+    ),
+    (
+        "pending_events",
+        "subscription_id = -987654321, a key no state has",
+        {"subscription_id": -987654321},
+    ),
+    (
+        "stream_history",
+        "stream = '__no_such_key__', a key no state has",
+        {"stream": "__no_such_key__"},
+    ),
+    (
+        "raise_alert",
+        "device = '__no_such_key__', a key no state has",
+        {"device": "__no_such_key__", "message": "sample"},
+    ),
+    ("list_devices", "site = '__no_such_key__', a key no state has", {"site": "__no_such_key__"}),
+    (
+        "lagging_consumers",
+        "stream = '__no_such_key__', a key no state has",
+        {"stream": "__no_such_key__"},
+    ),
+    (
+        "latest_reading",
+        "device = '__no_such_key__', a key no state has",
+        {"device": "__no_such_key__", "stream": "sample"},
+    ),
+    (
+        "latest_reading",
+        "stream = '__no_such_key__', a key no state has",
+        {"device": "sample", "stream": "__no_such_key__"},
+    ),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:

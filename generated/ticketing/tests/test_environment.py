@@ -246,12 +246,15 @@ def test_task_close_vpn_ticket() -> None:
     state: Any = env.view()
     assert not (
         state["tickets"][2]["status"] == "closed" and state["tickets"][2]["resolution"] is not None
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `help_desk_monday`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("resolve_ticket", {"ticket_id": 2, "resolution": "Replaced the VPN concentrator"})
     env.invoke("close_ticket", {"ticket_id": 2})
     assert (
         state["tickets"][2]["status"] == "closed" and state["tickets"][2]["resolution"] is not None
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_family_new_category_owner() -> None:
@@ -448,6 +451,89 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "login",
+        "username = '__no_such_key__', a key no state has",
+        {"username": "__no_such_key__", "password": "sample"},
+    ),
+    (
+        "login",
+        "password = '__no_such_key__', a key no state has",
+        {"username": "sample", "password": "__no_such_key__"},
+    ),
+    ("get_ticket", "ticket_id = 987654321, a key no state has", {"ticket_id": 987654321}),
+    ("get_ticket", "ticket_id = -987654321, a key no state has", {"ticket_id": -987654321}),
+    ("update_ticket", "ticket_id = 987654321, a key no state has", {"ticket_id": 987654321}),
+    ("update_ticket", "ticket_id = -987654321, a key no state has", {"ticket_id": -987654321}),
+    (
+        "assign_ticket",
+        "ticket_id = 987654321, a key no state has",
+        {"ticket_id": 987654321, "assignee": "sample"},
+    ),
+    (
+        "assign_ticket",
+        "ticket_id = -987654321, a key no state has",
+        {"ticket_id": -987654321, "assignee": "sample"},
+    ),
+    (
+        "assign_ticket",
+        "assignee = '__no_such_key__', a key no state has",
+        {"ticket_id": 1, "assignee": "__no_such_key__"},
+    ),
+    (
+        "set_status",
+        "ticket_id = 987654321, a key no state has",
+        {"ticket_id": 987654321, "status": "open"},
+    ),
+    (
+        "set_status",
+        "ticket_id = -987654321, a key no state has",
+        {"ticket_id": -987654321, "status": "open"},
+    ),
+    (
+        "resolve_ticket",
+        "ticket_id = 987654321, a key no state has",
+        {"ticket_id": 987654321, "resolution": "sample"},
+    ),
+    (
+        "resolve_ticket",
+        "ticket_id = -987654321, a key no state has",
+        {"ticket_id": -987654321, "resolution": "sample"},
+    ),
+    ("close_ticket", "ticket_id = 987654321, a key no state has", {"ticket_id": 987654321}),
+    ("close_ticket", "ticket_id = -987654321, a key no state has", {"ticket_id": -987654321}),
+    (
+        "categorize_ticket",
+        "ticket_id = 987654321, a key no state has",
+        {"ticket_id": 987654321, "category": "hardware"},
+    ),
+    (
+        "categorize_ticket",
+        "ticket_id = -987654321, a key no state has",
+        {"ticket_id": -987654321, "category": "hardware"},
+    ),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:
