@@ -543,6 +543,8 @@ class Emitter:
         if idioms.is_builtin_call(e, "reversed") and text.startswith("reversed("):
             text = f"{self.operand(e.args[0], 'postfix')}[::-1]"  # a list, which has a length
         self.scope.helpers.add("each")
+        if text.startswith("(") and text.endswith(")") and _one_group(text):
+            text = text[1:-1]  # an argument needs no parentheses of its own (ruff UP034)
         return f"self._count_each({text})"
 
     def mentions_enum(self, ty: ir.TypeRef) -> bool:
@@ -657,6 +659,17 @@ def _is_view_call(e: ir.Expr) -> bool:
         and e.func.id in ("keys", "values", "unique")
         and len(e.args) == 1
     )
+
+
+def _one_group(text: str) -> bool:
+    """Whether `(...)` is one parenthesised group (not `(a) + (b)`): the first
+    parenthesis closes at the end."""
+    depth = 0
+    for index, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0:
+            return index == len(text) - 1
+    return False
 
 
 def _few_items(e: ir.Expr) -> bool:

@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, TypeVar, cast
+from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -2599,6 +2599,15 @@ def _moment(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
 
 
+def _not_found(entity: str, key: Any, field: str) -> NoReturn:
+    """A lookup on a key or position the agent chose that the map or list lacks: a domain
+    error the agent can act on, not a crash (docs/language.md §17)."""
+    fields = {"field": field} if field else {}
+    raise DomainError(
+        "not_found", f"{entity} has no entry {_show(key)}", entity=entity, key=key, **fields
+    )
+
+
 def _regex(pattern: str, search: bool) -> _Regex | None:
     """The compiled pattern (`search`: with a leading `.*` of any character), or None when
     it is not valid (`_regex_problem`); kept for the next call."""
@@ -3188,7 +3197,11 @@ class Environment:
         """The taxonomy: the event types each source category emits."""
         if category is None:
             return WORLD["event_types"]
-        return {category: WORLD["event_types"][category]}
+        return {
+            category: WORLD["event_types"][category]
+            if category in WORLD["event_types"]
+            else _not_found("event_types", category, "category")
+        }
 
     def create_automation(
         self,
@@ -3439,6 +3452,8 @@ class Environment:
         self._undo.tool = "delete_automation"
         try:
             rule = self._find_automation(automation_id)
+            if automation_id not in state["automations"]:
+                _not_found("automations", automation_id, "automation_id")
             self._undo.save_map(state["automations"])
             del state["automations"][automation_id]
             self._audit("delete_rule", f"{WORLD['rule_noun']} {automation_id}", rule["name"])
@@ -3472,13 +3487,19 @@ class Environment:
         self._undo.tool = "inject_event"
         try:
             source = self._find_source(source_id)
-            if event_type not in WORLD["event_types"][source["category"]]:
+            if event_type not in (
+                WORLD["event_types"][source["category"]]
+                if source["category"] in WORLD["event_types"]
+                else _not_found("event_types", source["category"], "")
+            ):
                 raise DomainError(
                     "invalid_argument",
                     f"source {source_id} ({source['category']}) does not emit {event_type}",
                     field="event_type",
                     current=event_type,
-                    allowed=WORLD["event_types"][source["category"]],
+                    allowed=WORLD["event_types"][source["category"]]
+                    if source["category"] in WORLD["event_types"]
+                    else _not_found("event_types", source["category"], ""),
                 )
             body = _as_map(payload)
             if body is None:
@@ -3682,13 +3703,19 @@ class Environment:
             )
         if source_filter is not None:
             source = self._find_source(source_filter)
-            if trigger not in WORLD["event_types"][source["category"]]:
+            if trigger not in (
+                WORLD["event_types"][source["category"]]
+                if source["category"] in WORLD["event_types"]
+                else _not_found("event_types", source["category"], "")
+            ):
                 raise DomainError(
                     "invalid_argument",
                     f"source {source_filter} ({source['category']}) never emits {trigger}",
                     field="trigger",
                     current=trigger,
-                    allowed=WORLD["event_types"][source["category"]],
+                    allowed=WORLD["event_types"][source["category"]]
+                    if source["category"] in WORLD["event_types"]
+                    else _not_found("event_types", source["category"], ""),
                 )
 
     def _is_number_op(self, op: Operator) -> bool:
@@ -3741,13 +3768,19 @@ class Environment:
         """Every action carries the parameters its type requires, not blank."""
         for i in self._count_each(range(len(actions))):
             action = actions[i]
-            for name in self._count_each(WORLD["action_params"][action["type"]]):
+            for name in self._count_each(
+                WORLD["action_params"][action["type"]]
+                if action["type"] in WORLD["action_params"]
+                else _not_found("action_params", action["type"], "")
+            ):
                 if not (name in action["params"] and len(action["params"][name].strip()) > 0):
                     raise DomainError(
                         "invalid_argument",
                         f"a {action['type']} action needs the parameter {name}",
                         field=f"actions[{i}].params.{name}",
-                        allowed=WORLD["action_params"][action["type"]],
+                        allowed=WORLD["action_params"][action["type"]]
+                        if action["type"] in WORLD["action_params"]
+                        else _not_found("action_params", action["type"], ""),
                     )
 
     def _has_path(self, payload: dict[str, Any], path: str) -> bool:

@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, TypeVar, cast
+from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -3112,6 +3112,15 @@ def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = Non
     return found is not None and _regex_run(found, text, charge)
 
 
+def _not_found(entity: str, key: Any, field: str) -> NoReturn:
+    """A lookup on a key or position the agent chose that the map or list lacks: a domain
+    error the agent can act on, not a crash (docs/language.md §17)."""
+    fields = {"field": field} if field else {}
+    raise DomainError(
+        "not_found", f"{entity} has no entry {_show(key)}", entity=entity, key=key, **fields
+    )
+
+
 def _regex(pattern: str, search: bool) -> _Regex | None:
     """The compiled pattern (`search`: with a leading `.*` of any character), or None when
     it is not valid (`_regex_problem`); kept for the next call."""
@@ -3775,12 +3784,20 @@ class Environment:
         try:
             session = self._find_conversation(conversation_id)
             self._require_active(session)
-            persona = state["personas"][conversation_id]
+            persona = (
+                state["personas"][conversation_id]
+                if conversation_id in state["personas"]
+                else _not_found("personas", conversation_id, "conversation_id")
+            )
             turn = session["turns"] + 1
             found = self._analyse(persona, text)
             confidence_before = persona["confidence"]
             valence_before = persona["valence"]
-            before = dict(state["case_fields"][conversation_id])
+            before = dict(
+                state["case_fields"][conversation_id]
+                if conversation_id in state["case_fields"]
+                else _not_found("case_fields", conversation_id, "conversation_id")
+            )
             self._undo.save(persona, "confidence")
             persona["confidence"] = self._clamp(
                 persona["confidence"] + found["confidence_delta"], 0.0, 1.0
@@ -3822,7 +3839,11 @@ class Environment:
             elif len(persona["outstanding"]) == 0:
                 bank = WORLD["unsure_replies"]
             reply = self._fill(self._pick(bank, text, turn), persona)
-            context = state["case_fields"][conversation_id]
+            context = (
+                state["case_fields"][conversation_id]
+                if conversation_id in state["case_fields"]
+                else _not_found("case_fields", conversation_id, "conversation_id")
+            )
             for key, value in self._count_each(self._derived_context(persona).items()):
                 self._undo.save(context, key)
                 context[key] = value
@@ -3833,7 +3854,11 @@ class Environment:
             for key, value in self._count_each(context.items()):
                 if before.get(key) != value:
                     changed[key] = value
-            history = state["transcripts"][conversation_id]
+            history = (
+                state["transcripts"][conversation_id]
+                if conversation_id in state["transcripts"]
+                else _not_found("transcripts", conversation_id, "conversation_id")
+            )
             self._undo.save_length(history)
             history.append(
                 {"turn": turn, "role": "agent", "text": text, "at": state["clock"], "mood": None}
@@ -3848,10 +3873,16 @@ class Environment:
                     "mood": self._mood_of(persona["valence"]),
                 }
             )
-            self._undo.save_length(state["trajectories"][conversation_id])
-            state["trajectories"][conversation_id].append(
-                self._point(turn, persona, found["signals"])
+            self._undo.save_length(
+                state["trajectories"][conversation_id]
+                if conversation_id in state["trajectories"]
+                else _not_found("trajectories", conversation_id, "conversation_id")
             )
+            (
+                state["trajectories"][conversation_id]
+                if conversation_id in state["trajectories"]
+                else _not_found("trajectories", conversation_id, "conversation_id")
+            ).append(self._point(turn, persona, found["signals"]))
             self._undo.save(session, "turns")
             session["turns"] = turn
             self._undo.save(session, "updated_at")
@@ -3891,7 +3922,11 @@ class Environment:
         self._find_conversation(conversation_id)
         found: list[Message] = [
             m
-            for m in self._count_each(state["transcripts"][conversation_id])
+            for m in self._count_each(
+                state["transcripts"][conversation_id]
+                if conversation_id in state["transcripts"]
+                else _not_found("transcripts", conversation_id, "conversation_id")
+            )
             if role is None or m["role"] == role
         ]
         if last is not None and last < len(found):
@@ -3902,7 +3937,11 @@ class Environment:
         """The session's context variables."""
         state = self._state
         self._find_conversation(conversation_id)
-        return state["case_fields"][conversation_id]
+        return (
+            state["case_fields"][conversation_id]
+            if conversation_id in state["case_fields"]
+            else _not_found("case_fields", conversation_id, "conversation_id")
+        )
 
     def set_case_field(
         self, conversation_id: str, key: str, value: str | None = None
@@ -3915,7 +3954,11 @@ class Environment:
         try:
             session = self._find_conversation(conversation_id)
             self._require_open(session, "change its context")
-            context = state["case_fields"][conversation_id]
+            context = (
+                state["case_fields"][conversation_id]
+                if conversation_id in state["case_fields"]
+                else _not_found("case_fields", conversation_id, "conversation_id")
+            )
             previous = context.get(key)
             if value is None:
                 if key not in context:
@@ -3931,8 +3974,16 @@ class Environment:
             else:
                 self._undo.save(context, key)
                 context[key] = value
-            self._undo.save_length(state["transcripts"][conversation_id])
-            state["transcripts"][conversation_id].append(
+            self._undo.save_length(
+                state["transcripts"][conversation_id]
+                if conversation_id in state["transcripts"]
+                else _not_found("transcripts", conversation_id, "conversation_id")
+            )
+            (
+                state["transcripts"][conversation_id]
+                if conversation_id in state["transcripts"]
+                else _not_found("transcripts", conversation_id, "conversation_id")
+            ).append(
                 {
                     "turn": session["turns"],
                     "role": "system",
@@ -3959,8 +4010,16 @@ class Environment:
         """
         state = self._state
         session = self._find_conversation(conversation_id)
-        persona = state["personas"][conversation_id]
-        path = state["trajectories"][conversation_id]
+        persona = (
+            state["personas"][conversation_id]
+            if conversation_id in state["personas"]
+            else _not_found("personas", conversation_id, "conversation_id")
+        )
+        path = (
+            state["trajectories"][conversation_id]
+            if conversation_id in state["trajectories"]
+            else _not_found("trajectories", conversation_id, "conversation_id")
+        )
         start = path[0] if len(path) > 0 else self._point(0, persona, [])
         lowest = min(path, key=lambda p: p["valence"]) if len(path) > 0 else start
         improving = len([p for p in self._count_each(path) if p["trend"] == "improving"])
@@ -4012,8 +4071,16 @@ class Environment:
             session["escalation_reason"] = reason
             self._undo.save(session, "updated_at")
             session["updated_at"] = state["clock"]
-            self._undo.save_length(state["transcripts"][conversation_id])
-            state["transcripts"][conversation_id].append(
+            self._undo.save_length(
+                state["transcripts"][conversation_id]
+                if conversation_id in state["transcripts"]
+                else _not_found("transcripts", conversation_id, "conversation_id")
+            )
+            (
+                state["transcripts"][conversation_id]
+                if conversation_id in state["transcripts"]
+                else _not_found("transcripts", conversation_id, "conversation_id")
+            ).append(
                 {
                     "turn": session["turns"],
                     "role": "system",
@@ -4043,8 +4110,16 @@ class Environment:
             session["closing_note"] = note
             self._undo.save(session, "updated_at")
             session["updated_at"] = state["clock"]
-            self._undo.save_length(state["transcripts"][conversation_id])
-            state["transcripts"][conversation_id].append(
+            self._undo.save_length(
+                state["transcripts"][conversation_id]
+                if conversation_id in state["transcripts"]
+                else _not_found("transcripts", conversation_id, "conversation_id")
+            )
+            (
+                state["transcripts"][conversation_id]
+                if conversation_id in state["transcripts"]
+                else _not_found("transcripts", conversation_id, "conversation_id")
+            ).append(
                 {
                     "turn": session["turns"],
                     "role": "system",
@@ -4145,10 +4220,29 @@ class Environment:
             state["next_refund_id"] += 1
             self._undo.save(order, "status")
             order["status"] = "refunded"
-            self._undo.save(state["case_fields"][conversation_id], "refund_id")
-            state["case_fields"][conversation_id]["refund_id"] = str(refund["id"])
-            self._undo.save_length(state["transcripts"][conversation_id])
-            state["transcripts"][conversation_id].append(
+            self._undo.save(
+                (
+                    state["case_fields"][conversation_id]
+                    if conversation_id in state["case_fields"]
+                    else _not_found("case_fields", conversation_id, "conversation_id")
+                ),
+                "refund_id",
+            )
+            (
+                state["case_fields"][conversation_id]
+                if conversation_id in state["case_fields"]
+                else _not_found("case_fields", conversation_id, "conversation_id")
+            )["refund_id"] = str(refund["id"])
+            self._undo.save_length(
+                state["transcripts"][conversation_id]
+                if conversation_id in state["transcripts"]
+                else _not_found("transcripts", conversation_id, "conversation_id")
+            )
+            (
+                state["transcripts"][conversation_id]
+                if conversation_id in state["transcripts"]
+                else _not_found("transcripts", conversation_id, "conversation_id")
+            ).append(
                 {
                     "turn": conversation["turns"],
                     "role": "system",

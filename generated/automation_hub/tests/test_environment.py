@@ -1100,7 +1100,10 @@ def test_task_page_on_critical_alerts() -> None:
             and state["action_log"][0]["params"]["message"] == "DiskFull is critical"
         )
         and state["action_log"][1]["params"]["title"] == "Investigate DiskFull"
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `office_hub`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke(
         "create_automation",
         {
@@ -1148,7 +1151,7 @@ def test_task_page_on_critical_alerts() -> None:
             and state["action_log"][0]["params"]["message"] == "DiskFull is critical"
         )
         and state["action_log"][1]["params"]["title"] == "Investigate DiskFull"
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_task_quiet_the_door_alarm() -> None:
@@ -1162,13 +1165,16 @@ def test_task_quiet_the_door_alarm() -> None:
             and not state["automations"][4]["enabled"]
             and len(state["automations"]) == 3
         )
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `overnight_log`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("pause_automation", {"automation_id": 2})
     assert not state["automations"][2]["enabled"] and (
         state["automations"][1]["enabled"]
         and not state["automations"][4]["enabled"]
         and len(state["automations"]) == 3
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_family_quiet_automation() -> None:
@@ -1485,6 +1491,160 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "connect_source",
+        "source_id = '__no_such_key__', a key no state has",
+        {"source_id": "__no_such_key__", "name": "sample", "category": "email"},
+    ),
+    (
+        "create_automation",
+        "name = '__no_such_key__', a key no state has",
+        {"name": "__no_such_key__", "trigger": "sample", "actions": [{"type": "notify"}]},
+    ),
+    (
+        "create_automation",
+        "trigger = '__no_such_key__', a key no state has",
+        {"name": "sample", "trigger": "__no_such_key__", "actions": [{"type": "notify"}]},
+    ),
+    (
+        "create_automation",
+        "source_filter = '__no_such_key__', a key no state has",
+        {
+            "name": "sample",
+            "trigger": "sample",
+            "actions": [{"type": "notify"}],
+            "source_filter": "__no_such_key__",
+        },
+    ),
+    (
+        "get_automation",
+        "automation_id = 987654321, a key no state has",
+        {"automation_id": 987654321},
+    ),
+    (
+        "get_automation",
+        "automation_id = -987654321, a key no state has",
+        {"automation_id": -987654321},
+    ),
+    (
+        "list_automations",
+        "trigger = '__no_such_key__', a key no state has",
+        {"trigger": "__no_such_key__"},
+    ),
+    (
+        "list_automations",
+        "source_id = '__no_such_key__', a key no state has",
+        {"source_id": "__no_such_key__"},
+    ),
+    (
+        "update_automation",
+        "automation_id = 987654321, a key no state has",
+        {"automation_id": 987654321},
+    ),
+    (
+        "update_automation",
+        "automation_id = -987654321, a key no state has",
+        {"automation_id": -987654321},
+    ),
+    (
+        "update_automation",
+        "name = '__no_such_key__', a key no state has",
+        {"automation_id": 1, "name": "__no_such_key__"},
+    ),
+    (
+        "resume_automation",
+        "automation_id = 987654321, a key no state has",
+        {"automation_id": 987654321},
+    ),
+    (
+        "resume_automation",
+        "automation_id = -987654321, a key no state has",
+        {"automation_id": -987654321},
+    ),
+    (
+        "pause_automation",
+        "automation_id = 987654321, a key no state has",
+        {"automation_id": 987654321},
+    ),
+    (
+        "pause_automation",
+        "automation_id = -987654321, a key no state has",
+        {"automation_id": -987654321},
+    ),
+    (
+        "delete_automation",
+        "automation_id = 987654321, a key no state has",
+        {"automation_id": 987654321},
+    ),
+    (
+        "delete_automation",
+        "automation_id = -987654321, a key no state has",
+        {"automation_id": -987654321},
+    ),
+    (
+        "inject_event",
+        "source_id = '__no_such_key__', a key no state has",
+        {"source_id": "__no_such_key__", "event_type": "sample", "payload": {}},
+    ),
+    (
+        "inject_event",
+        "event_type = '__no_such_key__', a key no state has",
+        {"source_id": "sample", "event_type": "__no_such_key__", "payload": {}},
+    ),
+    (
+        "search_event_log",
+        "source_id = '__no_such_key__', a key no state has",
+        {"source_id": "__no_such_key__"},
+    ),
+    (
+        "search_event_log",
+        "event_type = '__no_such_key__', a key no state has",
+        {"event_type": "__no_such_key__"},
+    ),
+    (
+        "search_event_log",
+        "automation_id = 987654321, a key no state has",
+        {"automation_id": 987654321},
+    ),
+    (
+        "search_event_log",
+        "automation_id = -987654321, a key no state has",
+        {"automation_id": -987654321},
+    ),
+    (
+        "search_action_log",
+        "automation_id = 987654321, a key no state has",
+        {"automation_id": 987654321},
+    ),
+    (
+        "search_action_log",
+        "automation_id = -987654321, a key no state has",
+        {"automation_id": -987654321},
+    ),
+    ("search_action_log", "event_id = 987654321, a key no state has", {"event_id": 987654321}),
+    ("search_action_log", "event_id = -987654321, a key no state has", {"event_id": -987654321}),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:

@@ -721,7 +721,10 @@ def test_task_refund_cracked_kettle() -> None:
         )
         and state["conversations"]["c-1042"]["status"] == "resolved"
         and state["personas"]["c-1042"]["confirmed"] == ["refund", "return label"]
-    ), "the task is already solved before any call"
+    ), (
+        "verify ran against the start state of scenario `kettle_refund`, before the solution, and already holds: "
+        "the task is solved before any call"
+    )
     env.invoke("issue_refund", {"conversation_id": "c-1042", "order_id": "A-1042", "amount": 49.99})
     env.invoke(
         "reply_to_customer",
@@ -743,7 +746,7 @@ def test_task_refund_cracked_kettle() -> None:
         )
         and state["conversations"]["c-1042"]["status"] == "resolved"
         and state["personas"]["c-1042"]["confirmed"] == ["refund", "return label"]
-    )
+    ), "verify ran against the state after the solution's calls, and does not hold"
 
 
 def test_family_refund_in_their_chat() -> None:
@@ -1099,6 +1102,98 @@ def test_bad_arguments_are_refused(tool: str, case: str, args: dict[str, Any]) -
     result = env.call(tool, args)
     assert result["error"]["kind"] == "invalid_argument", f"{case}: {result}"
     assert env.state_json() == before
+
+
+MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "open_conversation",
+        "conversation_id = '__no_such_key__', a key no state has",
+        {"conversation_id": "__no_such_key__", "customer": "sample"},
+    ),
+    (
+        "open_conversation",
+        "profile = '__no_such_key__', a key no state has",
+        {"conversation_id": "sample", "customer": "sample", "profile": "__no_such_key__"},
+    ),
+    (
+        "reply_to_customer",
+        "conversation_id = '__no_such_key__', a key no state has",
+        {"conversation_id": "__no_such_key__", "text": "sample"},
+    ),
+    (
+        "get_transcript",
+        "conversation_id = '__no_such_key__', a key no state has",
+        {"conversation_id": "__no_such_key__"},
+    ),
+    (
+        "get_case_fields",
+        "conversation_id = '__no_such_key__', a key no state has",
+        {"conversation_id": "__no_such_key__"},
+    ),
+    (
+        "set_case_field",
+        "conversation_id = '__no_such_key__', a key no state has",
+        {"conversation_id": "__no_such_key__", "key": "sample"},
+    ),
+    (
+        "set_case_field",
+        "key = '__no_such_key__', a key no state has",
+        {"conversation_id": "sample", "key": "__no_such_key__"},
+    ),
+    (
+        "summarize_conversation",
+        "conversation_id = '__no_such_key__', a key no state has",
+        {"conversation_id": "__no_such_key__"},
+    ),
+    (
+        "escalate_to_tier2",
+        "conversation_id = '__no_such_key__', a key no state has",
+        {"conversation_id": "__no_such_key__", "reason": "sample"},
+    ),
+    (
+        "close_conversation",
+        "conversation_id = '__no_such_key__', a key no state has",
+        {"conversation_id": "__no_such_key__"},
+    ),
+    (
+        "lookup_order",
+        "order_id = '__no_such_key__', a key no state has",
+        {"order_id": "__no_such_key__"},
+    ),
+    (
+        "orders_of",
+        "customer = '__no_such_key__', a key no state has",
+        {"customer": "__no_such_key__"},
+    ),
+    (
+        "issue_refund",
+        "conversation_id = '__no_such_key__', a key no state has",
+        {"conversation_id": "__no_such_key__", "order_id": "sample", "amount": 0.01},
+    ),
+    (
+        "issue_refund",
+        "order_id = '__no_such_key__', a key no state has",
+        {"conversation_id": "sample", "order_id": "__no_such_key__", "amount": 0.01},
+    ),
+]
+"""(tool, which key, arguments): a parameter used as a key given one no state holds."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+@pytest.mark.parametrize(("tool", "case", "args"), MISSING_KEYS)
+def test_missing_keys_are_domain_errors(
+    tool: str, case: str, args: dict[str, Any], scenario: str | None
+) -> None:
+    """A key the agent made up is a new key or a domain error, never an internal one."""
+    env = Environment(scenario)
+    before = env.state_json()
+    result = env.call(tool, args)
+    error = result.get("error") if isinstance(result, dict) else None
+    if (
+        isinstance(error, dict) and "kind" in error
+    ):  # a refusal (not a result holding an "error" text)
+        assert error["kind"] != "internal", f"{case}: {result}"
+        assert env.state_json() == before
 
 
 def test_unknown_tool_is_refused() -> None:
