@@ -38,10 +38,12 @@ def slow_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
     return load_catalog([out / "slow_body", GENERATED / "automation_hub"], GENERATED)
 
 
-def start(client: httpx.Client, env: str, scenario: str) -> str:
-    response = client.post("/reset", json={"env": env, "scenario": scenario, "max_turns": 1000})
-    assert response.status_code == 200, response.text
-    return str(response.json()["observation"]["episode_id"])
+def start(client: httpx.Client, env: str, scenario: str) -> tuple[str, str]:
+    """A session the trainer opens (POST /sessions: a turn limit is the trainer's): its
+    episode id and the handle the agent's /step plays it by."""
+    response = client.post("/sessions", json={"env": env, "scenario": scenario, "max_turns": 1000})
+    assert response.status_code == 201, response.text
+    return str(response.json()["info"]["episode_id"]), str(response.json()["handle"])
 
 
 def step(client: httpx.Client, episode: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -100,8 +102,8 @@ def test_a_long_body_is_stopped_at_the_limit_while_others_are_served(
 ) -> None:
     live = serve(limits=LIMITS, use=slow_catalog)
     with live.client() as client:
-        probe = start(client, "slow_body", "fresh")
-        other = start(client, "slow_body", "fresh")
+        _, probe = start(client, "slow_body", "fresh")
+        _, other = start(client, "slow_body", "fresh")
         with Neighbour(live.url, other) as neighbour:
             time.sleep(0.05)
             started = time.perf_counter()
@@ -123,7 +125,7 @@ def test_a_long_body_is_stopped_at_the_limit_while_others_are_served(
 def test_a_huge_repetition_is_refused_at_once(serve: ServerFactory, slow_catalog: Catalog) -> None:
     live = serve(limits=LIMITS, use=slow_catalog)
     with live.client() as client:
-        episode = start(client, "slow_body", "fresh")
+        _, episode = start(client, "slow_body", "fresh")
         started = time.perf_counter()
         result = step(client, episode, "repeat", {"times": 10**12})["observation"]["result"]
         assert result["error"]["kind"] == "limit_exceeded" and time.perf_counter() - started < LIMIT
@@ -135,8 +137,8 @@ def test_the_redos_probe_answers_at_once_through_automation_hub(serve: ServerFac
     `re` would hold the interpreter for minutes; the runtime's matcher answers in ms."""
     live = serve(limits=LIMITS, use=slow_catalog)
     with live.client() as client:
-        hub = start(client, "automation_hub", "office_hub")
-        other = start(client, "slow_body", "fresh")
+        _, hub = start(client, "automation_hub", "office_hub")
+        _, other = start(client, "slow_body", "fresh")
         condition = {"field": "subject", "op": "regex", "value": "(a+)+$"}
         made = step(client, hub, "create_automation", {**PROBE, "condition": condition, "actions": PROBE_ACTIONS})
         assert "error" not in made["observation"]["result"], made
@@ -162,14 +164,14 @@ def test_a_stopped_call_is_journaled_and_not_run_again_on_restart(
 ) -> None:
     live = serve(limits=LIMITS, use=slow_catalog, data_dir=tmp_path)
     with live.client() as client:
-        episode = start(client, "slow_body", "fresh")
-        assert step(client, episode, "bump", {})["observation"]["result"] == 1
-        assert step(client, episode, "spin", {"rounds": 10**12})["observation"]["result"]["error"]["kind"] == "timeout"
+        episode, handle = start(client, "slow_body", "fresh")
+        assert step(client, handle, "bump", {})["observation"]["result"] == 1
+        assert step(client, handle, "spin", {"rounds": 10**12})["observation"]["result"]["error"]["kind"] == "timeout"
     live.stop()
     started = time.perf_counter()
     again = serve(limits=LIMITS, use=slow_catalog, data_dir=tmp_path)
     assert time.perf_counter() - started < 10 * LIMIT, "the stopped call was not run again (it would take hours)"
     with again.client() as client:
-        assert step(client, episode, "bump", {})["observation"]["result"] == 2
+        assert step(client, handle, "bump", {})["observation"]["result"] == 2, "the handle survives the restart"
         info = client.get(f"/sessions/{episode}").json()
         assert info["turns"] == 3

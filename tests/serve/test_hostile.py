@@ -77,20 +77,20 @@ def test_hostile_json_over_http_is_refused_and_changes_nothing(
     hostile = HOSTILE_JSON[name]
     live = serve(use=bfcl, data_dir=tmp_path)
     with live.client() as client:
-        client.post("/reset", json={"env": "bfcl_ticket", "scenario": "it_help_desk", "episode_id": "h"})
+        _, handle = live.open_session(client, env="bfcl_ticket", scenario="it_help_desk", episode_id="h")
         before = client.get("/sessions/h").json()["states"]
         for tool, arguments in [
             ("get_ticket", {"ticket_id": hostile}),
             ("edit_ticket", {"ticket_id": 1, "updates": {"issue": hostile}}),
             ("edit_ticket", {"ticket_id": 1, "updates": hostile}),
         ]:
-            observation = step(client, "h", tool, arguments)
+            observation = step(client, handle, tool, arguments)
             assert observation["infrastructure_error"] is None and observation["ended"] is None
             assert observation["domain_error"] is True
             assert observation["result"]["error"]["kind"] == "invalid_argument", observation
             assert "cannot be written" not in observation["result"]["error"]["message"], "decided before the tool"
             assert client.get("/sessions/h").json()["states"] == before, "a refused call changed the state"
-        after = step(client, "h", "edit_ticket", {"ticket_id": 1, "updates": {"issue": "fixed"}})
+        after = step(client, handle, "edit_ticket", {"ticket_id": 1, "updates": {"issue": "fixed"}})
         assert after["domain_error"] is False
         served = client.get("/sessions/h").json()
     live.stop()
@@ -122,9 +122,9 @@ def test_hostile_calls_over_ws_keep_the_socket_and_the_episode_scored(serve: Ser
     assert scored["scorable"] is True and scored["reward"] == 1.0, scored
 
 
-async def mcp_hostile(url: str, episode: str) -> list[Any]:
+async def mcp_hostile(url: str, handle: str) -> list[Any]:
     async with Client(f"{url}/mcp/") as client:
-        meta = {EPISODE_META_KEY: episode}
+        meta = {EPISODE_META_KEY: handle}
         return [
             await client.call_tool(
                 "ticketing__get_ticket", {"ticket_id": deep(100)}, meta=meta
@@ -137,9 +137,9 @@ async def mcp_hostile(url: str, episode: str) -> list[Any]:
 def test_hostile_calls_over_mcp_are_refused_results(serve: ServerFactory) -> None:
     live = serve(mcp=True)
     with live.client() as client:
-        client.post("/reset", json={"env": "ticketing", "scenario": "help_desk_monday", "episode_id": "m"})
+        _, handle = live.open_session(client, env="ticketing", scenario="help_desk_monday", episode_id="m")
         before = client.get("/sessions/m").json()["states"]
-        results = asyncio.run(mcp_hostile(live.url, "m"))
+        results = asyncio.run(mcp_hostile(live.url, handle))
         for result in results:
             assert result.is_error is True
             assert result.structured_content["error"]["kind"] == "invalid_argument"
@@ -239,8 +239,12 @@ def test_one_bad_journal_among_ten_leaves_nine_served_and_reports_it(tmp_path: P
             assert served == [f"s{n}" for n in range(10) if n != 4]
             health = client.get("/health").json()
             assert list(health["quarantined"]) == ["s4"] and "checksum mismatch" in health["quarantined"]["s4"]
-            assert client.get("/sessions/s3").json()["turns"] == 2
-            assert client.post("/step", json={"episode_id": "s3", "action": {"tool_name": "whoami"}}).status_code == 200
+            s3 = client.get("/sessions/s3").json()
+            assert s3["turns"] == 2
+            handle = s3["handle"]  # the trainer's session keeps its journaled handle
+            assert (
+                client.post("/step", json={"episode_id": handle, "action": {"tool_name": "whoami"}}).status_code == 200
+            )
             assert client.get("/sessions/s4").status_code == 404
     finally:
         server.process.send_signal(signal.SIGTERM)
@@ -265,11 +269,10 @@ def test_hostile_arguments_through_the_server_never_break_a_session(serve: Serve
         args = data.draw(arguments(tools[tool]), label="arguments")
         episode = f"p{next(opened)}"
         with live.client() as client:
-            body = {"env": "ticketing", "scenario": "busy_queue", "episode_id": episode}
-            client.post("/reset", json=body).raise_for_status()
+            _, handle = live.open_session(client, env="ticketing", scenario="busy_queue", episode_id=episode)
             before = client.get(f"/sessions/{episode}").json()["states"]
             try:
-                observation = step(client, episode, tool, args)
+                observation = step(client, handle, tool, args)
             except ValueError:  # an int past what Python writes as JSON text: not sendable
                 return
             finally:
