@@ -112,7 +112,11 @@ def test_the_turn_limit_truncates(ticketing: tuple[SampleEnv, ModuleType], task:
 
 def test_seed_reseeds_or_says_it_has_no_effect(tmp_path: Path, ticketing: tuple[SampleEnv, ModuleType]) -> None:
     _, package = ticketing
-    assert package.Episode().reset(scenario=None, seed=5)[1]["seed_effect"].startswith("none")
+    # ticketing's task families draw random values, so the spec keeps rng_state: a seed reseeds it
+    assert package.Episode().reset(scenario=None, seed=5)[1]["seed_effect"] == "reseeded"
+    _, counter = _package(tmp_path, text=COUNTER, name="counter")
+    assert counter.Episode().reset(seed=5)[1]["seed_effect"] == "none: this environment draws no random numbers"
+    assert "seed_effect" not in counter.Episode().reset()[1]
     _, dice = _package(tmp_path, text=DICE, name="dice")
     rolls = []
     for seed in (1, 1, 2):
@@ -132,6 +136,18 @@ def test_a_tool_may_be_called_step_or_score(tmp_path: Path) -> None:
     episode.close()
     with pytest.raises(package.EpisodeError):
         episode.step({"name": "step", "arguments": {"n": 1}})
+
+
+COUNTER = """environment counter:
+    title "Counter"
+
+state:
+    position: int = 0
+
+tool step(n: int) -> int:
+    position += n
+    return position
+"""
 
 
 DICE = """environment dice:

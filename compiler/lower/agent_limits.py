@@ -4,8 +4,12 @@ environment.py (`MAX_DEPTH`, `MAX_INT`), where `check_json` refuses what passes 
 
 from __future__ import annotations
 
-MAX_DEPTH = 64
-"""Lists and objects nested in one argument, at most."""
+from compiler.ir.recursion import DEPTH_LIMIT
+
+MAX_DEPTH = DEPTH_LIMIT
+"""Lists and objects nested in one argument, at most: the bound of a value holding a
+recursive record (compiler/ir/recursion.py), so every value a state field may hold can
+also be passed as an argument, and nothing deeper reaches a tool."""
 MAX_INT_DIGITS = 300
 """Integer arguments have at most this many digits (about a float's range): room for a
 tool's arithmetic, where an integer of thousands of digits soon passes the 4,300 digits

@@ -559,7 +559,7 @@ def _invalid(where: str, kind: Kind, value: Any) -> DomainError:
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
-MAX_DEPTH: Final = 64
+MAX_DEPTH: Final = 100
 """Lists and objects nested in one argument, at most."""
 MAX_INT: Final = 10**300 - 1
 """The largest magnitude of an integer argument (300 digits, about a float's range)."""

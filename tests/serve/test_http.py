@@ -13,7 +13,7 @@ import pytest
 from compiler.serve.catalog import Catalog, load_catalog
 from compiler.serve.sessions import TASK_CHOICES, Limits
 
-from .conftest import GENERATED, TICKETING, ServerFactory
+from .conftest import GENERATED, ServerFactory
 
 
 def first_task(catalog: Catalog, envs: int = 1) -> dict[str, Any]:
@@ -64,7 +64,8 @@ def test_gold_calls_of_a_task_score_one_on_the_trainer_channel(serve: ServerFact
             assert payload["observation"]["infrastructure_error"] is None
         state = client.get("/state", params={"episode_id": episode}).json()
         assert state["episode_id"] == episode and state["step_count"] == len(task["gold_calls"])
-        assert state["seed_effect"] == {"ticketing": "reseeded"}, "its task families draw random values (rng_state)"
+        # ticketing's task families draw random values, so it keeps rng_state: the seed reseeds it
+        assert state["seed_effect"] == {"ticketing": "reseeded"}
         score = client.post(f"/sessions/{episode}/score").json()
         assert score["scorable"] is True and score["reward"] == 1.0
         assert client.delete(f"/sessions/{episode}").json() == {"closed": episode}
@@ -342,14 +343,17 @@ def test_a_body_past_the_limit_is_refused_unread(serve: ServerFactory) -> None:
 
 
 def test_the_reset_says_what_the_seed_did(serve: ServerFactory) -> None:
-    """ticketing keeps an `rng_state` (its task families draw random values); bfcl_ticket
-    draws none."""
-    served = load_catalog([TICKETING, GENERATED / "bfcl_ticket"], GENERATED)
-    with serve(use=served).client() as client:
-        assert reset(client, env="ticketing", seed=11)["seed_effect"] == {"ticketing": "reseeded"}
+    """An environment with random state (ticketing's task families draw random values) is
+    reseeded; one that draws no random numbers (bfcl_ticket) says the seed had no effect."""
+    with serve().client() as client:
+        observation = reset(client, env="ticketing", seed=11)
+        assert observation["seed_effect"] == {"ticketing": "reseeded"}
+        assert reset(client, env="ticketing")["seed_effect"] == {"ticketing": "no seed given"}
+    plain = load_catalog([GENERATED / "bfcl_ticket"])
+    with serve(use=plain).client() as client:
         observation = reset(client, env="bfcl_ticket", seed=11)
         assert observation["seed_effect"] == {"bfcl_ticket": "none: this environment draws no random numbers"}
-        assert reset(client, env="ticketing")["seed_effect"] == {"ticketing": "no seed given"}
+        assert reset(client, env="bfcl_ticket")["seed_effect"] == {"bfcl_ticket": "no seed given"}
 
 
 def test_the_agents_state_route_shows_no_environment_state(serve: ServerFactory, catalog: Catalog) -> None:
