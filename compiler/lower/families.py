@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from compiler import ir
-from compiler.ir.tree import walk
 from compiler.lower.literals import py_str
 from compiler.lower.pycode import EnvTables, Scope
+from compiler.lower.pynames import names_in
 from compiler.lower.statements import StatementEmitter
 
 PLAN = "_plan_{}"
@@ -47,22 +47,8 @@ def lower_families(env: ir.Environment, tables: EnvTables, kind: Callable[[ir.Ty
     return lowered
 
 
-def _names(stmts: list[ir.Stmt]) -> set[str]:
-    names: set[str] = set()
-    for node in walk(stmts):
-        if isinstance(node, ir.Name):
-            names.add(node.id)
-        elif isinstance(node, ir.Let):
-            names.add(node.name)
-        elif isinstance(node, (ir.For, ir.Comprehension)):
-            names.update(node.targets)
-        elif isinstance(node, ir.Lambda):
-            names.update(node.params)
-    return names
-
-
 def _emitter(env: ir.Environment, tables: EnvTables, kind: str, stmts: list[ir.Stmt]) -> StatementEmitter:
-    scope = Scope(kind=kind, names={"self", "state", *_names(stmts)})
+    scope = Scope(kind=kind, names={"self", "state", *names_in(stmts)})
     return StatementEmitter(env, scope, tables)
 
 
@@ -115,7 +101,7 @@ def _solve_function(
     emitter = _emitter(env, tables, "solution", family.solution)
     lines = emitter.block(family.solution, 2)
     helpers |= emitter.scope.helpers
-    used = _names(family.solution)
+    used = names_in(family.solution)
     bindings = []
     for let in family.plan:
         if isinstance(let, ir.Let) and let.name in used:

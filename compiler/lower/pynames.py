@@ -61,8 +61,13 @@ class PythonNames:
 
 def names_of(tool: ir.ToolDecl) -> set[str]:
     """Every name a tool or helper uses: its parameters, locals, loop and lambda names."""
-    names = {param.name for param in tool.params}
-    for node in walk(tool.body):
+    return {param.name for param in tool.params} | names_in(tool.body)
+
+
+def names_in(body: list[ir.Stmt]) -> set[str]:
+    """Every name a body uses: the names it reads, its locals, loop and lambda names."""
+    names: set[str] = set()
+    for node in walk(body):
         if isinstance(node, ir.Name):
             names.add(node.id)
         elif isinstance(node, ir.Let):
