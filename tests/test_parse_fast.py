@@ -380,6 +380,7 @@ NEW_CONSTRUCTS = [
     "    let x = [values for values in intent]\n    field = noun\n    return f(refer=before).field\n",
     "record values:\n    field: int\n    before?: list[noun]\n",
     'record R:\n    "doc"\n    noun: int\n    refer: int\n',
+    "tool t() -> int:\n    for a, b, c in zip(x, y, z):\n        n += a\n    return [a for a, b, c, d in zip(p, q, r, s) if b]\n",
 ]
 """Well-formed uses of the constructs added since the first fast parser (aliases, absent
 record fields, state and scenario files, unions, `on load:`, `load options:`) and their

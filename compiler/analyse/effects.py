@@ -27,8 +27,9 @@ from compiler.ir import typesys as ts
 from compiler.ir.tree import children, is_state_attr
 from compiler.library import builtins as bi
 
-_CONTAINERS = frozenset({*ts.CONTAINERS, "any"})
-"""Types whose values are mutable references, with `any` (`ts.is_container`), records aside."""
+_CONTAINERS = frozenset({*ts.CONTAINERS, "any", ts.ZIP})
+"""Types whose values are mutable references, with `any` (`ts.is_container`), records aside,
+and a `zip` of lists, whose loop variables are the lists' items."""
 PARAM_ROOT = "@"  # roots starting with this name a helper's parameter, not a state field
 WORLD_ROOT = "!"  # roots starting with this are world data, which nothing may change
 MANAGED = frozenset({bi.AUDIT_LOG, bi.ID_COUNTERS, bi.RNG_STATE})
@@ -454,12 +455,14 @@ class BodyEffects:
         """After what a loop or a comprehension goes over: its scope, its variables (those
         that are containers are parts of it)."""
         roots = self.roots(iterable)
+        zipped = _zipped_lists(iterable, len(targets))
+        each = [self.roots(arg) for arg in zipped] if zipped else [roots] * len(targets)
         self.enter()
         self.loops.append(len(self.scopes))
         iter_type = ts.strip_optional(iterable.ty or ts.ANY)
         types = ts.element_types(iter_type, len(targets)) or [ts.ANY] * len(targets)
-        for name, ty in zip(targets, types):
-            self.bind(name, roots if ts.is_container(ty, self.a.records) else set())
+        for name, ty, its_roots in zip(targets, types, each, strict=True):
+            self.bind(name, its_roots if ts.is_container(ty, self.a.records) else set())
 
     def lambda_start(self, params: Sequence[str]) -> None:
         """A lambda's parameters alias what the call hands it, which is not followed: a
@@ -856,6 +859,20 @@ _EXPR_WALKS: dict[type, Any] = {
     ir.Binary: EffectWalker.expr_binary,
 }
 """`EffectWalker.expr` by the expression's class; any other walks its parts."""
+
+
+def _zipped_lists(iterable: ir.Expr, count: int) -> list[ir.Expr]:
+    """The lists of `zip(xs, ys, ...)` gone over by `count` loop variables, one each (each
+    variable is an item of its own list only); empty for anything else."""
+    if (
+        isinstance(iterable, ir.Call)
+        and isinstance(iterable.func, ir.Name)
+        and iterable.func.ref == "builtin"
+        and iterable.func.id == "zip"
+        and len(iterable.args) == count
+    ):
+        return list(iterable.args)
+    return []
 
 
 def _shares_argument(name: str) -> bool:

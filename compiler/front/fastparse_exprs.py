@@ -552,7 +552,7 @@ class ExprParser:
         t = self.t
         self.i += 1
         targets = [self.word()]
-        if t[self.i][0] == ",":
+        while t[self.i][0] == ",":
             self.i += 1
             targets.append(self.word())
         self.expect("in")

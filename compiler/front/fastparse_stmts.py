@@ -311,7 +311,7 @@ class StmtParser(ExprParser):
         t = self.t
         self.i += 1
         targets = [self.word()]
-        if t[self.i][0] == ",":
+        while t[self.i][0] == ",":
             self.i += 1
             targets.append(self.word())
         self.expect("in")

@@ -193,9 +193,8 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         return ir.MapLit(entries=[c for c in children if c is not None], **_pos(meta))
 
     def comp_for(self, meta: Meta, children: list[Any]) -> dict[str, Any]:
-        first, second, iterable, cond = children
-        targets = [str(first)] + ([str(second)] if second is not None else [])
-        return {"targets": targets, "iter": iterable, "cond": cond}
+        *names, iterable, cond = children
+        return {"targets": [str(name) for name in names], "iter": iterable, "cond": cond}
 
     def list_comp(self, meta: Meta, children: list[Any]) -> ir.Comprehension:
         elt, comp = children
@@ -338,9 +337,8 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         return ir.If(branches=branches, orelse=orelse or [], **_pos(meta))
 
     def for_stmt(self, meta: Meta, children: list[Any]) -> ir.For:
-        first, second, iterable, body = children
-        targets = [str(first)] + ([str(second)] if second is not None else [])
-        return ir.For(targets=targets, iter=iterable, body=body, **_pos(meta))
+        *names, iterable, body = children
+        return ir.For(targets=[str(name) for name in names], iter=iterable, body=body, **_pos(meta))
 
     def body(self, meta: Meta, children: list[Any]) -> list[Any]:
         return children

@@ -40,6 +40,10 @@ BOOL = t("bool")
 NONE = t("None")
 ANY = t("any")
 JSON = t("json")
+ZIP = "zip"
+"""The type of `zip(xs, ys, ...)`, its arguments the lists' item types: no value of the
+language (there are no tuples), only what a loop or comprehension may go over, one
+loop variable per list (`for a, b in zip(xs, ys)`)."""
 DATETIME = t("datetime")
 DATE = t("date")
 TIME = t("time")
@@ -233,6 +237,8 @@ def element_types(iterable: ir.TypeRef, count: int) -> list[ir.TypeRef] | None:
         return list(iterable.args[:count])
     if iterable.name == "str" and count == 1:
         return [STR]
+    if iterable.name == ZIP and count == len(iterable.args):
+        return list(iterable.args)
     return None
 
 

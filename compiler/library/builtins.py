@@ -416,7 +416,7 @@ BODY_NAMES: Final = frozenset(
     "_format_datetime _json_key _matches _not_found _parse_datetime _parse_int _parse_json _parse_number "
     "_remove_first _repr _search _seconds_between _stable_hash _type_of _valid_regex _weekday abs all any "
     "bool cast chr dict env environment expect_error float int json key_1 len list max min ord range "
-    "reversed round self set sorted state str sum".split()
+    "reversed round self set sorted state str sum zip".split()
 )
 TEST_MODULE_NAMES: Final = frozenset(
     "Any BAD_ARGUMENTS Callable DomainError Environment FAMILIES FamilyFailed INTERNAL_ERROR MISSING_KEYS "

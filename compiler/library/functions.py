@@ -175,6 +175,35 @@ def check_range(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
     return ts.list_of(ts.INT)
 
 
+def check_zip(c: Checker, call: ir.Call, expected: Expected) -> ir.TypeRef:
+    """`zip(xs, ys, ...)`: two or more lists, gone over in step (as long as the shortest).
+    The language has no tuples, so a zip is only what a loop or comprehension goes over,
+    one variable per list; anywhere else it is `E3006`."""
+    looped = c.looped_over(call)  # asked first: a comprehension in an argument is a loop too
+    items = [c.expr(arg, None) for arg in call.args]
+    for kw in call.kwargs:
+        c.error("E3006", "`zip` takes lists only (it stops at the shortest)", kw)
+    if len(items) < 2:
+        c.error("E3006", "`zip` takes two or more lists", call)
+    for ty, arg in zip(items, call.args, strict=True):
+        if ty.name not in ("list", "any"):
+            c.error("E3004", f"`zip` goes over lists, not {ts.show(ty)}", arg, hint="list a set with `sorted(s)`")
+    if not looped:
+        c.error(
+            "E3006",
+            "`zip(...)` is only gone over by a loop or comprehension (there are no tuples)",
+            call,
+            hint="`for a, b in zip(xs, ys):` or `[a + b for a, b in zip(xs, ys)]`",
+        )
+        return ts.ANY
+    return ts.t(ts.ZIP, *(ty.args[0] if ty.name == "list" else ts.ANY for ty in items))
+
+
+def lower_zip(em: Emitter, call: ir.Call) -> tuple[str, str]:
+    """Python's `zip`, which stops at the shortest list, saying so (ruff's B905)."""
+    return f"zip({', '.join(em.expr(a) for a in call.args)}, strict=False)", "postfix"
+
+
 def _literal_int(expr: ir.Expr) -> int | None:
     """The value of an int literal, or of a minus sign on one; None for anything else."""
     if isinstance(expr, ir.Const) and isinstance(expr.value, int) and not isinstance(expr.value, bool):
@@ -536,6 +565,7 @@ FUNCTIONS: dict[str, Function] = {
         Function("values", "values(m)", _map_part(1), lower_values),
         Function("copy", "copy(xs)", check_copy, lower_copy),
         Function("unique", "unique(xs)", _list_to_list, _wrapped("list(dict.fromkeys({args}))")),
+        Function("zip", "[a + b for a, b in zip(xs, xs)]", check_zip, lower_zip, shares_argument=True),
         Function("matches", 'matches(s, "[a-z]+")', check_pattern_call, lower_pattern_call, runtime=("matches",)),
         Function("stable_hash", "stable_hash(s)", sig(("str",), "int"), helper, runtime=("stable_hash",)),
         Function("type_of", "type_of(j)", sig(("json",), "str"), helper, runtime=("type_of",)),

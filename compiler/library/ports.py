@@ -45,6 +45,10 @@ class Checker(Protocol):
         """Check `key=lambda x: ...` and `reverse=` of an ordering over `item` values."""
         ...
 
+    def looped_over(self, expr: ir.Expr) -> bool:
+        """Whether `expr` is what the loop or comprehension being checked goes over."""
+        ...
+
 
 class EmitScope(Protocol):
     """The callable whose body is being written, as a lowering sees it."""

@@ -169,6 +169,7 @@ tool quux_put(quux_key: int min 0 max 99, quux_label: str = "" max_length 20 pat
     let quux_bools = "1".isdigit() and "ab".startswith("a") and "ab".endswith("b")
     let quux_nums = min(1, 2) + max([1, 2]) + sum([1]) + abs(-1) + round(1.5) + int(2.0) + round(float(1), 1)
     let quux_seq = sorted(reversed(range(3)), reverse=True) + unique([1, 1]) + keys({1: 2}) + values({1: 2})
+    let quux_zipped = [quux_a + quux_b for quux_a, quux_b in zip([1], quux_seq)]
     let quux_any = any([True]) or all([quux_flag]) or matches(quux_label, "[a-z]+") or matches(quux_label, quux_joined) or search(quux_label, "a") or valid_regex("a+")
     let quux_json = type_of(quux_extra) == "x" or as_number(quux_extra) is None or as_text(quux_extra) is None or as_bool(quux_extra) is None or as_list(quux_extra) is None or as_map(quux_extra) is None
     let quux_parsed = parse_int("1") == parse_number("1.5") or parse_json("{}") == quux_extra

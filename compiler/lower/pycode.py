@@ -542,6 +542,8 @@ class Emitter:
             return text
         if idioms.is_builtin_call(e, "reversed") and text.startswith("reversed("):
             text = f"{self.operand(e.args[0], 'postfix')}[::-1]"  # a list, which has a length
+        if idioms.is_builtin_call(e, "zip"):
+            text = f"list({text})"  # its pairs, counted as a list is (a zip has no length)
         self.scope.helpers.add("each")
         if text.startswith("(") and text.endswith(")") and _one_group(text):
             text = text[1:-1]  # an argument needs no parentheses of its own (ruff UP034)

@@ -127,9 +127,36 @@ class ExpressionChecker(BodyScopes):
             return
         self.expect_assignable(src, key, node)
 
+    def looped_over(self, expr: ir.Expr) -> bool:
+        """`ports.Checker.looped_over`: asked by `zip`'s type rule."""
+        return expr is self.loop_iter
+
+    def loop_iterable(self, iterable: ir.Expr) -> ir.TypeRef:
+        """Check what a loop or comprehension goes over (marked as such while it is
+        checked, so that a `zip(...)` there is accepted); its type, not optional."""
+        outer, self.loop_iter = self.loop_iter, iterable
+        try:
+            iter_type = self.expr(iterable, None)
+        finally:
+            self.loop_iter = outer
+        if ts.is_optional(iter_type):
+            self.error("E3009", "cannot loop over a value that may be None", iterable)
+            iter_type = ts.strip_optional(iter_type)
+        return iter_type
+
     def iteration_types(self, iter_type: ir.TypeRef, count: int, node: ir.Node) -> list[ir.TypeRef]:
         if iter_type.name in ("list", "set") and count != 1:
             self.error("E3006", f"a {iter_type.name} gives one value per step: `for x in xs`", node)
+        if iter_type.name == ts.ZIP and count != len(iter_type.args):
+            lists = len(iter_type.args)
+            names = ", ".join(f"x{i + 1}" for i in range(lists))
+            self.error(
+                "E3006", f"a zip of {lists} lists gives {lists} values per step: `for {names} in zip(...)`", node
+            )
+            return [ts.ANY] * count
+        if iter_type.name == "map" and count > 2:
+            self.error("E3006", "a map gives its key, or its key and value: `for k, v in m`", node)
+            return [ts.ANY] * count
         types = ts.element_types(iter_type, count)
         if types is None:
             self.error("E3004", f"cannot loop over {ts.show(iter_type)}", node)
@@ -716,10 +743,7 @@ class ExpressionChecker(BodyScopes):
         return joined
 
     def expr_comprehension(self, expr: ir.Comprehension, expected: ir.TypeRef | None) -> ir.TypeRef:
-        iter_type = self.expr(expr.iter, None)
-        if ts.is_optional(iter_type):
-            self.error("E3009", "cannot loop over a value that may be None", expr.iter)
-            iter_type = ts.strip_optional(iter_type)
+        iter_type = self.loop_iterable(expr.iter)
         element_types = self.iteration_types(iter_type, len(expr.targets), expr.iter)
         if self.fx is not None:
             self.fx.loop_start(expr.targets, expr.iter)

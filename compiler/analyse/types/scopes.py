@@ -64,6 +64,9 @@ class BodyScopes:
         self.scopes: list[dict[str, Local]] = [{}]
         self.declared: dict[str, ir.TypeRef] = {}
         self.loop_depth = 0
+        self.loop_iter: ir.Expr | None = None
+        """What the loop or comprehension being checked goes over, while it is checked:
+        the one place a `zip(...)` may stand (`looped_over`)."""
         self.shared: set[int] = set()
         """Operands of the comparison chain being checked (by id): each is checked once,
         though two links of the chain look at it."""

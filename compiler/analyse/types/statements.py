@@ -281,10 +281,7 @@ class StatementChecker(CallChecker):
         return all_terminate and else_ends
 
     def stmt_for(self, stmt: ir.For) -> bool:
-        iter_type = self.expr(stmt.iter, None)
-        if ts.is_optional(iter_type):
-            self.error("E3009", "cannot loop over a value that may be None", stmt.iter)
-            iter_type = ts.strip_optional(iter_type)
+        iter_type = self.loop_iterable(stmt.iter)
         element_types = self.iteration_types(iter_type, len(stmt.targets), stmt.iter)
         if self.fx is not None:
             self.fx.loop_start(stmt.targets, stmt.iter)
