@@ -163,6 +163,10 @@ CODES: dict[str, tuple[str, str]] = {
         "value source does not fit the type",
         "a str takes text (and dates); int takes int; float and number take numbers; an enum a pool of its members",
     ),
+    "E3035": (
+        "`while` bound out of range",
+        "write `max N` after the condition with N from 1 to 10,000,000, or leave it out for 10,000 rounds",
+    ),
     "E4001": ("undeclared state write", "add the field to `writes`, or remove the `writes` line to let envc infer it"),
     "E4002": ("declared write never happens", "remove the field from `writes`"),
     "E4003": ("undeclared state read", "add the field to `reads`, or remove the `reads` line"),

@@ -381,6 +381,8 @@ NEW_CONSTRUCTS = [
     "record values:\n    field: int\n    before?: list[noun]\n",
     'record R:\n    "doc"\n    noun: int\n    refer: int\n',
     "tool t() -> int:\n    for a, b, c in zip(x, y, z):\n        n += a\n    return [a for a, b, c, d in zip(p, q, r, s) if b]\n",
+    "tool t(max: int) -> int:\n    while n > max(a, max) max 1_000:\n        n -= 1\n        continue\n"
+    "    while x is not None:\n        if a:\n            break\n    return max\n",
 ]
 """Well-formed uses of the constructs added since the first fast parser (aliases, absent
 record fields, state and scenario files, unions, `on load:`, `load options:`) and their

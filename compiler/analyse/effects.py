@@ -764,6 +764,15 @@ class EffectWalker(BodyEffects):
         self.expr(stmt.iter)
         self.loop_body(lambda: self.loop_start(stmt.targets, stmt.iter), stmt.body)
 
+    def stmt_while(self, stmt: ir.While) -> None:
+        """The condition is walked in the loop, as the body is: each round evaluates it again."""
+
+        def start() -> None:
+            self.loop_start((), stmt.cond)
+            self.expr(stmt.cond)
+
+        self.loop_body(start, stmt.body)
+
     def loop_body(self, start: Callable[[], None], body: Sequence[ir.Stmt]) -> None:
         """A loop's body, walked again while a walk makes a local bound outside it alias
         more (what is changed through that local before the assignment may, on the next
@@ -848,6 +857,7 @@ _STMT_WALKS: dict[type, Any] = {
     ir.ExprStmt: EffectWalker.stmt_expr,
     ir.If: EffectWalker.stmt_if,
     ir.For: EffectWalker.stmt_for,
+    ir.While: EffectWalker.stmt_while,
 }
 """`EffectWalker.block` by the statement's class (`pass`, `break`, `continue`: nothing)."""
 

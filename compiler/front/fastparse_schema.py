@@ -49,6 +49,7 @@ SCHEMA: dict[type[Any], tuple[str, ...]] = {
     ir.IfBranch: (*POS, "cond", "body"),
     ir.If: (*POS, "kind", "branches", "orelse"),
     ir.For: (*POS, "kind", "targets", "iter", "body"),
+    ir.While: (*POS, "kind", "cond", "limit", "body"),
     ir.EnvHeader: (
         *DECL, "name", "title", "archetype", "domains", "extends", "seed", "rng", "clock", "item_places"
     ),

@@ -81,6 +81,8 @@ class StmtParser(ExprParser):
                 return self.if_(s)
             if kind == "for":
                 return self.for_(s)
+            if kind == "while":
+                return self.while_(s)
             node = _SIMPLE[kind](self, s)
         else:
             node = self.assign_or_expr(s)
@@ -321,6 +323,24 @@ class StmtParser(ExprParser):
             ir.For,
             {**self.pos(s), "kind": "for", "targets": targets, "iter": iterable, "body": body},
             {"targets", "iter", "body", "line", "col", "end_line", "end_col"},
+        )
+
+    def while_(self, s: int) -> ir.While:
+        t = self.t
+        self.i += 1
+        cond = self.expr()
+        limit = None
+        if t[self.i][0] == "NAME" and t[self.i][1] == "max":
+            self.i += 1
+            if t[self.i][0] != "INT":
+                raise self.refuse()
+            limit = int(t[self.i][1])
+            self.i += 1
+        body = self.suite()
+        return construct(
+            ir.While,
+            {**self.pos(s), "kind": "while", "cond": cond, "limit": limit, "body": body},
+            {"cond", "limit", "body", "line", "col", "end_line", "end_col"},
         )
 
 

@@ -38,6 +38,7 @@ from compiler.front.printer import (
     TERNARY,
     expr,
     keeping,
+    loop_head,
     quote,
     readable_parentheses,
     simple_stmt,
@@ -580,8 +581,8 @@ class _Layout:
         """A statement's items; an `if` gives one block per branch."""
         if isinstance(s, ir.If):
             return self.if_stmt(s)
-        if isinstance(s, ir.For):
-            return [_block(f"for {', '.join(s.targets)} in {expr(s.iter)}:", s.line, self.stmts(s.body))]
+        if isinstance(s, (ir.For, ir.While)):
+            return [_block(loop_head(s), s.line, self.stmts(s.body))]
         if isinstance(s, ir.Let):
             annotation = f": {type_ref(s.type)}" if s.type is not None else ""
             return [self.value(f"let {s.name}{annotation} = ", s.value, s.line)]

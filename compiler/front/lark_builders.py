@@ -340,6 +340,13 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
         *names, iterable, body = children
         return ir.For(targets=[str(name) for name in names], iter=iterable, body=body, **_pos(meta))
 
+    def while_stmt(self, meta: Meta, children: list[Any]) -> ir.While:
+        cond, word, limit, body = children
+        if word is not None and str(word) != "max":
+            self.c.add("E1002", f"unexpected `{word}`; expected `max`, `:`", word.line or 0, word.column or 0)
+        bound = None if limit is None else int(str(limit))
+        return ir.While(cond=cond, limit=bound, body=body, **_pos(meta))
+
     def body(self, meta: Meta, children: list[Any]) -> list[Any]:
         return children
 

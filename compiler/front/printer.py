@@ -282,6 +282,15 @@ def verify_line(line: ir.VerifyLine) -> str:
     return f"verify {each}{expr(line.cond)}{weight}"
 
 
+def loop_head(s: ir.For | ir.While) -> str:
+    """The line that opens a loop's block: `for a, b in zip(xs, ys):`, `while n > 0 max 50:`
+    (a `while` without `max` is printed without it: the default bound stays the default)."""
+    if isinstance(s, ir.For):
+        return f"for {', '.join(s.targets)} in {expr(s.iter)}:"
+    bound = "" if s.limit is None else f" max {s.limit}"
+    return f"while {expr(s.cond)}{bound}:"
+
+
 def simple_stmt(s: ir.Stmt) -> str:
     """A statement of one line (not `if` or `for`)."""
     if isinstance(s, ir.Let):

@@ -20,7 +20,9 @@ class Refuse(Exception):
 
 # --------------------------------------------------------------------------- words
 
-STATEMENT_WORDS = frozenset({"let", "return", "require", "fail", "del", "pass", "break", "continue", "if", "for"})
+STATEMENT_WORDS = frozenset(
+    {"let", "return", "require", "fail", "del", "pass", "break", "continue", "if", "for", "while"}
+)
 KEYWORDS = frozenset(
     {
         # declarations

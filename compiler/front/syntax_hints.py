@@ -11,7 +11,8 @@ from compiler.diagnostics import did_you_mean
 LINE_KEYWORDS = frozenset(
     {"environment", "enum", "record", "union", "state", "world", "scenario", "tool", "fn", "test", "task"}
     | {"family", "describe", "values", "drop", "rename", "override", "extends", "reads", "writes", "param"}
-    | {"let", "require", "fail", "return", "if", "elif", "else", "for", "del", "pass", "break", "continue"}
+    | {"let", "require", "fail", "return", "if", "elif", "else", "for", "while", "del", "pass", "break"}
+    | {"continue"}
     | {"expect", "verify", "solution", "request"}
 )
 """Words that start a line of a spec: declarations, block lines, statements, test steps."""

@@ -292,8 +292,18 @@ class For(StmtBase):
     body: list[Stmt]
 
 
+class While(StmtBase):
+    """`while cond max 100:`: runs its body while `cond` holds, at most `limit` times (the
+    default when `max` is not written, `None` here); once more is a `limit_exceeded`."""
+
+    kind: Literal["while"] = "while"
+    cond: Expr
+    limit: int | None = None
+    body: list[Stmt]
+
+
 Stmt = Annotated[
-    Union[Let, Assign, Return, Require, Fail, Delete, ExprStmt, Pass, Break, Continue, If, For],
+    Union[Let, Assign, Return, Require, Fail, Delete, ExprStmt, Pass, Break, Continue, If, For, While],
     Field(discriminator="kind"),
 ]
 

@@ -44,6 +44,11 @@ ARCHETYPES = (
     "file_workspace",
 )
 
+WHILE_LIMIT = 10_000
+"""The rounds a `while` without `max` may run; one more is `limit_exceeded` (§13)."""
+WHILE_LIMIT_MAX = 10_000_000
+"""The largest `max N` of a `while`, the most items a call may build (`s * n`) too."""
+
 RNG_KINDS = ("splitmix64", "python")
 """`rng` header values: envc's own splitmix64 (the default), or Python's `random.Random`
 (Mersenne Twister) seeded with `random_seed`, for ports of Python code that uses it."""
@@ -173,7 +178,7 @@ def _helper_landing_reason(name: str) -> str | None:
 
 
 BODY_WORDS = frozenset(
-    {"if", "elif", "else", "for", "in", "not", "and", "or", "is", "lambda", "True", "False", "None"}
+    {"if", "elif", "else", "for", "while", "in", "not", "and", "or", "is", "lambda", "True", "False", "None"}
     | {"return", "del", "pass", "break", "continue", "let", "require", "fail"}
 )
 """The words bodies give a meaning (statements, operators, constants): a parameter so

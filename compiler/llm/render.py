@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from compiler import ir
-from compiler.front.printer import expr, quote, simple_stmt, type_ref
+from compiler.front.printer import expr, loop_head, quote, simple_stmt, type_ref
 
 INDENT = "    "
 
@@ -47,8 +47,8 @@ def _stmt(s: ir.Stmt, depth: int) -> list[str]:
             lines.append(f"{pad}else:")
             lines.extend(body_lines(s.orelse, depth + 1))
         return lines
-    if isinstance(s, ir.For):
-        return [f"{pad}for {', '.join(s.targets)} in {expr(s.iter)}:", *body_lines(s.body, depth + 1)]
+    if isinstance(s, (ir.For, ir.While)):
+        return [f"{pad}{loop_head(s)}", *body_lines(s.body, depth + 1)]
     return [pad + simple_stmt(s)]
 
 

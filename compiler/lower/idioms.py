@@ -265,7 +265,7 @@ def walk_statements(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:
             for branch in stmt.branches:
                 yield from walk_statements(branch.body)
             yield from walk_statements(stmt.orelse)
-        elif isinstance(stmt, ir.For):
+        elif isinstance(stmt, (ir.For, ir.While)):
             yield from walk_statements(stmt.body)
 
 

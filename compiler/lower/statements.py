@@ -12,6 +12,7 @@ from compiler import ir
 from compiler.front.printer import expr as spec_text
 from compiler.ir import typesys as ts
 from compiler.ir.tree import is_state_attr
+from compiler.library import builtins as bi
 from compiler.lower import idioms
 from compiler.lower.literals import py_str
 from compiler.lower.pycode import Emitter
@@ -346,6 +347,25 @@ class StatementEmitter(Emitter):
             target = f"{counter.name}, {target if len(names) == 1 else '(' + target + ')'}"
             iterable = f"enumerate({iterable}, start=1)" if counter.start == 1 else f"enumerate({iterable})"
         return [f"{pad}for {target} in {iterable}:", *lines]
+
+    def _s_while(self, s: ir.While, pad: str, indent: int) -> list[str]:
+        """Python's `while`, its rounds counted: once past the bound, the call fails with
+        `limit_exceeded` naming the loop (and is rolled back like any refused call). Each
+        round is a step of the call's time limit (`self._count_steps`). A condition that
+        changes state is journaled before each evaluation, so it is tested in the loop."""
+        limit = bi.WHILE_LIMIT if s.limit is None else s.limit
+        rounds = self.fresh("rounds")
+        message = py_str(f"the `while` loop at line {s.line} reached its bound of {limit:,} rounds")
+        journal = self._journal_calls(s.cond, pad + "    ")
+        if journal:
+            head = [f"{pad}while True:", *journal, f"{pad}    if {self.negate(s.cond)}:", f"{pad}        break"]
+        else:
+            head = [f"{pad}while {self.expr(s.cond)}:"]
+        lines = [f"{pad}{rounds} = 0", *head, f"{pad}    {rounds} += 1", f"{pad}    if {rounds} > {limit}:"]
+        lines.append(f'{pad}        raise DomainError("limit_exceeded", {message}, limit={limit})')
+        if self.scope.kind != "test":
+            lines.append(f"{pad}    self._count_steps(1)")
+        return [*lines, *self.block(s.body, indent + 1)]
 
 
 def _pad(indent: int) -> str:

@@ -1,8 +1,10 @@
 """Loops added for ports (issue 24): `zip` over two or more lists, gone over by a `for`
-or a comprehension (the language has no tuples). `SPEC` is lowered once and goes through
-ruff, mypy --strict, envc's AST rules and its generated tests; its tools are then run
-against Python's own `zip` on random lists, and their effects checked: a write through a
-zipped list's item is a write of that list's field only, and is rolled back on refusal.
+or a comprehension (the language has no tuples), and the bounded `while`. `SPEC` is
+lowered once and goes through ruff, mypy --strict, envc's AST rules and its generated
+tests; its tools are then run against Python's own `zip` and `while` on random inputs,
+and their effects checked: a write through a zipped list's item is a write of that list's
+field only; a `while` past its bound is a `limit_exceeded` that names the loop and leaves
+state as it was; its rounds count against the call's time limit.
 """
 
 from __future__ import annotations
@@ -56,6 +58,51 @@ tool stamp_rows(fail_after: bool) -> int:
 
 tool read_labels() -> list[str]:
     return [f"{label}{mark}" for label, mark in zip(labels, marks)]
+
+fn collatz(n: int, bound: int) -> int:
+    let x = n
+    let steps = 0
+    while x != 1 max 500:
+        x = x // 2 if x % 2 == 0 else 3 * x + 1
+        steps += 1
+        if steps >= bound:
+            break
+    return steps
+
+tool collatz_steps(n: int min 1, bound: int) -> int:
+    return collatz(n, bound)
+
+tool drain(until: int) -> int:
+    """Pops marks until the last is `until`: a write of `marks` in the loop, refused (and
+    undone) past the default bound or when `until` is negative."""
+    while len(marks) > 0 and marks[-1] != until:
+        marks.pop()
+    require until >= 0 else invalid_argument("until is negative", field="until")
+    return len(marks)
+
+tool grow_marks(rounds: int) -> int:
+    """Appends to `marks` `rounds` times; 10,000 rounds is the default bound."""
+    let n = 0
+    while n < rounds:
+        marks.append(n)
+        n += 1
+    return len(marks)
+
+tool alias_in_while(k: int) -> int:
+    """A local rebound in the body to state: the earlier `append` writes `rows` on the next round."""
+    let target: list[int] = []
+    let i = 0
+    while i < k max 10:
+        target.append(i)
+        target = rows[0]
+        i += 1
+    return i
+
+tool pop_while() -> int:
+    let n = 0
+    while marks.pop() > 10 max 1:
+        n += 1
+    return n
 '''
 HEADER = 'environment t:\n    title "T"\n\nstate:\n    xs: list[int] = []\n    words: list[str] = []\n\n'
 
@@ -139,4 +186,87 @@ def test_a_refused_call_rolls_the_zipped_writes_back(package: ModuleType) -> Non
     ],
 )
 def test_zip_type_rules(body: str, expected: list[str]) -> None:
+    assert codes(body) == expected
+
+
+def _collatz(n: int, bound: int) -> int | str:
+    """The Python loop `collatz` is: its step count, or the refusal past 500 rounds."""
+    x, steps, rounds = n, 0, 0
+    while x != 1:
+        rounds += 1
+        if rounds > 500:
+            return "limit_exceeded"
+        x = x // 2 if x % 2 == 0 else 3 * x + 1
+        steps += 1
+        if steps >= bound:
+            break
+    return steps
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 10**12), st.integers(-5, 1000))
+def test_while_runs_as_pythons_while_up_to_its_bound(package: ModuleType, n: int, bound: int) -> None:
+    result = package.Environment().call("collatz_steps", {"n": n, "bound": bound})
+    expected = _collatz(n, bound)
+    if expected == "limit_exceeded":
+        assert result["error"] == {
+            "kind": "limit_exceeded",
+            "message": "the `while` loop at line 42 reached its bound of 500 rounds",
+            "limit": 500,
+        }
+    else:
+        assert result == expected
+
+
+def test_a_while_past_its_default_bound_is_refused_and_rolled_back(package: ModuleType) -> None:
+    env = package.Environment()
+    assert env.call("grow_marks", {"rounds": 10_000}) == 10_003
+    env = package.Environment()
+    refused = env.call("grow_marks", {"rounds": 10_001})
+    assert refused["error"]["kind"] == "limit_exceeded" and refused["error"]["limit"] == 10_000
+    assert env.state()["marks"] == [10, 20, 30]
+
+
+def test_writes_in_a_while_are_journaled(package: ModuleType) -> None:
+    env = package.Environment()
+    assert env.call("drain", {"until": -1})["error"]["kind"] == "invalid_argument"
+    assert env.state()["marks"] == [10, 20, 30]
+    assert env.call("drain", {"until": 10}) == 1
+    assert env.state()["marks"] == [10]
+    env = package.Environment()
+    refused = env.call("pop_while", {})  # its condition pops twice before the bound (1) is passed
+    assert refused["error"]["kind"] == "limit_exceeded" and refused["error"]["limit"] == 1
+    assert env.state()["marks"] == [10, 20, 30]
+    env.call("drain", {"until": 20})
+    assert env.call("pop_while", {}) == 1 and env.state()["marks"] == []
+
+
+def test_a_while_counts_its_rounds_against_the_call_clock(package: ModuleType) -> None:
+    """A call whose clock has run out stops inside the loop with `timeout`, rolled back."""
+    env = package.Environment()
+    result = env.call("grow_marks", {"rounds": 9_000}, lambda: True)
+    assert result["error"]["kind"] == "timeout"
+    assert env.state()["marks"] == [10, 20, 30]
+
+
+def test_while_effects_are_walked_again_as_a_loop_widens_an_alias(analysed: object) -> None:
+    tools = {t.name: t for t in analysed.tools}  # type: ignore[attr-defined]
+    assert tools["alias_in_while"].writes == ["rows"]
+    assert tools["drain"].writes == ["marks"] and tools["pop_while"].writes == ["marks"]
+    assert tools["collatz_steps"].writes == []
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("tool t() -> int:\n    while 1 max 3:\n        pass\n    return 0\n", ["E3010"]),
+        ("tool t() -> int:\n    while True max 0:\n        pass\n    return 0\n", ["E3035"]),
+        ("tool t() -> int:\n    while True max 10_000_001:\n        break\n    return 0\n", ["E3035"]),
+        ("tool t() -> int:\n    while True max 10_000_000:\n        break\n    return 0\n", []),
+        ("tool t(o: optional[int]) -> int:\n    while o is not None:\n        return o + 1\n    return 0\n", []),
+        ("tool t() -> int:\n    while len(xs) < 3:\n        continue\n    break\n", ["E3017"]),
+        ("tool t(while: int) -> int:\n    return 0\n", ["E2014"]),
+    ],
+)
+def test_while_rules(body: str, expected: list[str]) -> None:
     assert codes(body) == expected

@@ -296,6 +296,30 @@ class StatementChecker(CallChecker):
             self.fx.leave()
         return False
 
+    def stmt_while(self, stmt: ir.While) -> bool:
+        """`while cond max N:`: the condition is checked (and narrows) at the top of every
+        round, inside the loop's scope, where the effects pass walks it too."""
+        if stmt.limit is not None and not 1 <= stmt.limit <= bi.WHILE_LIMIT_MAX:
+            self.error(
+                "E3035",
+                f"a `while` runs 1 to {bi.WHILE_LIMIT_MAX:,} rounds, not {stmt.limit:,}",
+                stmt,
+                hint=f"write `max N` with N from 1 to {bi.WHILE_LIMIT_MAX:,}, or leave it out ({bi.WHILE_LIMIT:,})",
+            )
+        if self.fx is not None:
+            self.fx.loop_start((), stmt.cond)
+        self.push()
+        self.condition(stmt.cond)
+        self.push(narrowing(stmt.cond, True, self))
+        self.loop_depth += 1
+        self.block(stmt.body)
+        self.loop_depth -= 1
+        self.pop()
+        self.pop()
+        if self.fx is not None:
+            self.fx.leave()
+        return False
+
 
 _STMT_METHODS = methods_by_class(StatementChecker, "stmt_")
 
