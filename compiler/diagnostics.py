@@ -110,6 +110,10 @@ CODES: dict[str, tuple[str, str]] = {
         "declaration shadows a built-in function (a warning)",
         "in this spec the name calls your declaration; rename it to reach the built-in again",
     ),
+    "E2043": (
+        "empty name",
+        'a quoted member or field name has at least one character: `"too expensive"`, `"MA(5)"`',
+    ),
     "E3001": ("type mismatch", "convert the value or change the declared type"),
     "E3002": ("wrong number of type arguments", "list[T], set[T], map[K, V] and optional[T] take exactly these"),
     "E3003": (

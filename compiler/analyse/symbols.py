@@ -125,6 +125,8 @@ def _declare_types(a: Analysis, names: _Names) -> None:
         for member in enum.members:
             if member in seen:
                 a.error("E2005", f"enum {enum.name} lists `{member}` twice", enum, enum.file)
+            if not member:
+                a.error("E2043", f"enum {enum.name} has a member named by an empty string", enum, enum.file)
             if keyword.iskeyword(member) or member in ("lambda", "let", "fail", "require", "expect"):
                 a.error("E2014", f"`{member}` cannot be an enum member", enum, enum.file)
             seen.add(member)
@@ -188,6 +190,8 @@ def check_field_names(a: Analysis, fields: Sequence[ir.Field_], owner: str, file
     for field_ in fields:
         if field_.name in seen:
             a.error("E2005", f"{owner} has two fields named `{field_.name}`", field_, file)
+        if not field_.name:
+            a.error("E2043", f"{owner} has a field named by an empty string", field_, file)
         reason = bi.field_reason(field_.name)
         if reason is not None:
             a.error("E2014", reason, _name_span(field_), file, hint="choose another name")

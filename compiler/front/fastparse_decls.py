@@ -87,13 +87,14 @@ _Block = TypeVar("_Block", ir.StateDecl, ir.LoadOptionsDecl)
 class DeclParser(TaskWordsParser):
     """The declaration rules, and a module's declarations run by run (`module`)."""
 
-    def doc(self, keywords: frozenset[str] = frozenset()) -> str:
+    def doc(self, keywords: frozenset[str] = frozenset(), names: frozenset[str] = frozenset()) -> str:
         """`doc?` at the start of a block: a string alone on its line (Lark shifts it as
-        the doc); a string that starts anything else there is left to Lark. After the
-        doc, a word of DOC_FOLLOWERS is a keyword to Lark: fine where this block takes
-        it as one (`keywords`), left to Lark anywhere else."""
+        the doc); a string that starts anything else there is left to Lark, but for a
+        quoted name, followed by one of `names` (`:` or `?` of a record field, `,` of an
+        enum member). After the doc, a word of DOC_FOLLOWERS is a keyword to Lark: fine
+        where this block takes it as one (`keywords`), left to Lark anywhere else."""
         token = self.t[self.i]
-        if token[0] not in STRING_KINDS:
+        if token[0] not in STRING_KINDS or (token[0] == "STRING" and self.t[self.i + 1][0] in names):
             return ""
         if token[0] == "FSTRING" or self.t[self.i + 1][0] != "NL":
             raise self.refuse()  # an f-string doc is E1005
@@ -206,13 +207,18 @@ class DeclParser(TaskWordsParser):
         self.i += 1
         name = self.word()
         self.block_start()
-        doc = self.doc()
+        doc = self.doc(names=frozenset({","}))
         members: list[str] = []
         while True:
-            members.append(self.word())
+            quoted = t[self.i][0] == "STRING"
+            members.append(self.declared_name())
+            if quoted and t[self.i][0] == "," and t[self.i + 1][0] == "NL":
+                self.i += 1  # `"too expensive",`: a line of one quoted member
+            elif quoted and t[self.i][0] != ",":
+                raise self.refuse()  # a string alone on its line (the doc only on the first)
             while t[self.i][0] == ",":
                 self.i += 1
-                members.append(self.word())
+                members.append(self.declared_name())
             self.expect("NL")
             if t[self.i][0] == "DEDENT":
                 break
@@ -232,7 +238,7 @@ class DeclParser(TaskWordsParser):
         record = block == "record"
         while True:
             s = self.i
-            name = self.word()
+            name = self.declared_name() if record else self.word()
             absent = record and t[self.i][0] == "?"
             if absent:
                 self.i += 1
@@ -300,7 +306,7 @@ class DeclParser(TaskWordsParser):
         self.i += 1
         name = self.word()
         self.block_start()
-        doc = self.doc()
+        doc = self.doc(names=frozenset({":", "?"}))
         fields = self.fields("record")
         return construct(
             ir.RecordDecl,

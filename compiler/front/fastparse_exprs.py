@@ -148,6 +148,14 @@ class ExprParser:
         self.i += 1
         return token[1]
 
+    def declared_name(self) -> str:
+        """A member's or field's name: a word, or a one-line string (`"MA(5)"`)."""
+        token = self.t[self.i]
+        if token[0] == "STRING":
+            self.i += 1
+            return string_value(token[1])
+        return self.word()
+
     def pos(self, s: int) -> dict[str, int]:
         """The span from token `s` to the last consumed one. The builders of the nodes a
         spec has thousands of (statements, arguments, parameters, fields, map entries)
@@ -310,7 +318,7 @@ class ExprParser:
             kind = t[self.i][0]
             if kind == ".":
                 self.i += 1
-                name = self.word()
+                name = self.declared_name()
                 node = _attr(node, name, line, col, t[self.i - 1][4], t[self.i - 1][5])
             elif kind == "(":
                 self.i += 1

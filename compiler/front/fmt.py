@@ -39,6 +39,7 @@ from compiler.front.printer import (
     expr,
     keeping,
     loop_head,
+    name_text,
     quote,
     readable_parentheses,
     simple_stmt,
@@ -465,11 +466,13 @@ class _Layout:
             for name in _WORD.findall(self.src.heads[n])
         ]
         lines = [n for _, n in found] if [name for name, _ in found] == e.members else [0] * len(e.members)
-        members = [_Item(name, n) for name, n in zip(e.members, lines)]
+        # One member per line; a quoted one ends with a comma (alone, it would read as a doc).
+        texts = [name_text(name) + ("" if name_text(name) == name else ",") for name in e.members]
+        members = [_Item(text, n) for text, n in zip(texts, lines)]
         return _block(f"enum {e.name}:", e.line, self.doc(e.doc, e.line, bound) + members)
 
     def field(self, f: ir.Field_) -> _Item:
-        head = f"{f.name}{'?' if f.absent else ''}: {type_ref(f.type)}"
+        head = f"{name_text(f.name)}{'?' if f.absent else ''}: {type_ref(f.type)}"
         if f.source:
             return _Item(f"{head} from {quote(f.source)}", f.line)
         alias = f" alias {quote(f.alias)}" if f.alias else ""

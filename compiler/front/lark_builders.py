@@ -206,7 +206,12 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
 
     # ------------------------------------------------------------------ operators
     def attr(self, meta: Meta, children: list[Any]) -> ir.Attr:
-        return ir.Attr(obj=children[0], name=str(children[1]), **_pos(meta))
+        return ir.Attr(obj=children[0], name=self._name_text(children[1]), **_pos(meta))
+
+    def _name_text(self, token: Token) -> str:
+        """A declared name as written: a NAME, or the text of a STRING (`"MA(5)"`), which
+        names an enum member or record field that is no identifier."""
+        return self._string_value(token) if token.type == "STRING" else str(token)
 
     def index(self, meta: Meta, children: list[Any]) -> ir.Index:
         return ir.Index(obj=children[0], index=children[1], **_pos(meta))
@@ -411,7 +416,7 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def enum_decl(self, meta: Meta, children: list[Any]) -> ir.EnumDecl:
         name, *rest = children
         doc, groups = _take_doc(rest)
-        members = [str(t) for group in groups for t in group]
+        members = [self._name_text(t) for group in groups for t in group]
         return ir.EnumDecl(name=str(name), members=members, doc=doc, **_pos(meta))
 
     def field_decl(self, meta: Meta, children: list[Any]) -> ir.Field_:
@@ -424,7 +429,12 @@ class ToIR(Transformer_NonRecursive):  # type: ignore[type-arg]
     def record_field(self, meta: Meta, children: list[Any]) -> ir.Field_:
         name, mark, type_, default, alias = children
         return ir.Field_(
-            name=str(name), type=type_, default=default, absent=mark is not None, alias=alias or "", **_pos(meta)
+            name=self._name_text(name),
+            type=type_,
+            default=default,
+            absent=mark is not None,
+            alias=alias or "",
+            **_pos(meta),
         )
 
     def record_decl(self, meta: Meta, children: list[Any]) -> ir.RecordDecl:

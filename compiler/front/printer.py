@@ -36,6 +36,15 @@ def quote(value: str) -> str:
     return '"' + "".join(_escape_char(ch) for ch in value) + '"'
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def name_text(name: str) -> str:
+    """An enum member's or record field's name as written: bare when it is a name,
+    quoted otherwise (`"too expensive"`, `"MA(5)"`)."""
+    return name if _NAME.fullmatch(name) else quote(name)
+
+
 def _block_line(line: str) -> str:
     """One line inside `\"\"\"`: tabs and quotes stay raw, but a quote run cannot close it."""
     text = "".join(ch if ch == "\t" or (ch.isprintable() and ch != "\\") else _escape_char(ch) for ch in line)
@@ -171,7 +180,7 @@ def _map(node: ir.MapLit) -> tuple[str, int]:
 
 
 def _attr(node: ir.Attr) -> tuple[str, int]:
-    return f"{expr(node.obj, POSTFIX)}.{node.name}", POSTFIX
+    return f"{expr(node.obj, POSTFIX)}.{name_text(node.name)}", POSTFIX
 
 
 def _index(node: ir.Index) -> tuple[str, int]:

@@ -367,7 +367,10 @@ class _Builder:
         return {
             "name": record.name,
             "doc": block_docstring(record.doc or f"A {record.name} record."),
-            "fields": [{"name": f.name, "type": text} for f, text in zip(record.fields, annotations, strict=True)],
+            "fields": [
+                {"name": f.name, "key": py_str(f.name), "type": text}
+                for f, text in zip(record.fields, annotations, strict=True)
+            ],
             "functional": _needs_functional_syntax(record, annotations),
             "copier": copier,
             "copier_lines": copier.startswith("    "),
@@ -726,11 +729,11 @@ def journaled(tool: str, body: list[str], deep: Sequence[str] = ()) -> list[str]
 
 
 def _needs_functional_syntax(record: ir.RecordDecl, annotations: list[str]) -> bool:
-    """A record whose field is a Python keyword (`from`), or names a type its own fields
-    use (`str: str`, which the class body would read as the field), is written
-    `Name = TypedDict("Name", {...})`; every other record as a class."""
+    """A record whose field is no identifier (`"MA(5)"`) or a Python keyword (`from`), or
+    names a type its own fields use (`str: str`, which the class body would read as the
+    field), is written `Name = TypedDict("Name", {...})`; every other record as a class."""
     used = {word for text in annotations for word in re.findall(r"[A-Za-z_]\w*", text)}
-    return any(keyword.iskeyword(f.name) or f.name in used for f in record.fields)
+    return any(not f.name.isidentifier() or keyword.iskeyword(f.name) or f.name in used for f in record.fields)
 
 
 def _copiers_called(texts: list[str]) -> set[str]:
