@@ -48,7 +48,8 @@ return ...
 Rules:
 - Write statements of the envspec body language described below. It is NOT Python: use
   `let` to bind a name, `require cond else kind("message", ...)` and `fail kind(...)` for
-  errors, only the built-in functions and methods listed, no imports, no classes, no `while`.
+  errors, only the built-in functions and methods listed, no imports, no classes; a
+  `while` may give its bound (`while cond max 100:`).
 - Do not repeat the `tool` line, the docstring, or the `reads`/`writes` lines: write the
   statements that come after them, starting at column 0.
 - The body must read and write exactly the state fields the declaration lists.
