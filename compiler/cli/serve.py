@@ -116,6 +116,12 @@ def _no_limit(value: float) -> float | None:
     show_default=True,
     help="A WebSocket that answers no ping within this is dropped (half-open) and its session closed.",
 )
+@click.option(
+    "--ws-compression/--no-ws-compression",
+    default=False,
+    show_default=True,
+    help="Offer permessage-deflate on /ws (off: replies are small, and deflating each costs both ends CPU).",
+)
 def serve_command(
     paths: tuple[Path, ...],
     host: str,
@@ -132,6 +138,7 @@ def serve_command(
     mcp: bool | None,
     ws_ping_interval: float,
     ws_ping_timeout: float,
+    ws_compression: bool,
 ) -> None:
     """Serve generated packages (generated/NAME, or a spec compiled to one) and task sets (DIR with tasks.jsonl)."""
     import uvicorn
@@ -179,6 +186,7 @@ def serve_command(
         log_level="warning",
         ws_ping_interval=ws_ping_interval,
         ws_ping_timeout=ws_ping_timeout,
+        ws_per_message_deflate=ws_compression,
         timeout_graceful_shutdown=2,
     )
     try:
