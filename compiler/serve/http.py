@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import importlib.util
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -55,6 +54,7 @@ from compiler.serve.sessions import (
     UnknownSession,
     unknown_task,
 )
+from compiler.serve.tokens import bearer_matches
 from compiler.synth import export
 
 if TYPE_CHECKING:
@@ -417,8 +417,7 @@ class ServeApp:
     def _trainer(self, request: Request) -> None:
         if self.trainer_token is None:
             return
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {self.trainer_token}".encode()):
+        if not bearer_matches(request.headers.get("authorization"), self.trainer_token):
             raise _Forbidden()
 
     async def sessions_create(self, request: Request) -> Response:
