@@ -14,10 +14,12 @@ processes (asyncio, `GenericEnvClient` each, one WebSocket per client), every cl
 playing episodes of `EPISODE` calls of a fixed read mix (whoami, get_ticket,
 list_tickets, queue_by_category), a reset between episodes.
 
-Printed per client count: steps per second over the measured window (after every client
-has connected and reset once), the server process's CPU time per step (user + system,
-from /proc), and envc's ratio to OpenEnv for both; each server runs `--rounds` times,
-alternating with the other, and its best run (the most steps per second) is printed. Clients and servers share the
+Printed per client count: the median over `--rounds` rounds of envc's steps per second
+divided by OpenEnv's, each round running both servers back to back (which goes first
+alternates between rounds), so both see the same load of the machine; beside it the
+median steps per second of each, the server process's CPU time per step (user + system,
+from /proc/<pid>/stat) and the client processes' CPU time per step, and each round's
+ratio. The load average is printed before and after. Clients and servers share the
 machine's cores: compare figures of one run, not across machines.
 """
 
@@ -30,6 +32,7 @@ import os
 import platform
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -37,7 +40,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -119,7 +122,8 @@ def free_port() -> int:
 
 
 @contextmanager
-def openenv_server() -> Iterator[tuple[str, int]]:
+def openenv_server(root: Path = ROOT) -> Iterator[tuple[str, int]]:
+    """OpenEnv's server (`root`: unused, as `envc_server` takes it)."""
     port = free_port()
     command = [sys.executable, str(Path(__file__).resolve()), "--serve-openenv", str(port)]
     process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
@@ -209,8 +213,17 @@ def client_process(url: str, clients: int, ready: Any, window: Any, out: Any) ->
     out.put(asyncio.run(run()))
 
 
-def measure(url: str, pid: int, clients: int, processes: int, seconds: float) -> tuple[float, float]:
-    """(steps per second, server CPU microseconds per step)."""
+class Measured(NamedTuple):
+    """One server's run at one client count."""
+
+    steps_per_s: float
+    server_us: float
+    """Server CPU microseconds per step."""
+    clients_us: float
+    """Client processes' CPU microseconds per step."""
+
+
+def measure(url: str, pid: int, clients: int, processes: int, seconds: float) -> Measured:
     context = multiprocessing.get_context("spawn")
     out = context.Queue()
     ready = context.Semaphore(0)
@@ -227,13 +240,24 @@ def measure(url: str, pid: int, clients: int, processes: int, seconds: float) ->
     start_at = time.time() + 0.5
     window[1], window[0] = start_at + seconds, start_at
     time.sleep(max(0.0, start_at - time.time()))
-    cpu_before = cpu_seconds(pid)
+    pids = [pid] + [worker.pid for worker in workers if worker.pid is not None]
+    before = [cpu_seconds(p) for p in pids]
     time.sleep(max(0.0, start_at + seconds - time.time()))
-    cpu_after = cpu_seconds(pid)
+    after = [cpu_seconds(p) for p in pids]
     steps = sum(out.get(timeout=120) for _ in workers)
     for worker in workers:
         worker.join(timeout=30)
-    return steps / seconds, (cpu_after - cpu_before) / max(steps, 1) * 1e6
+    used = [b - a for a, b in zip(before, after, strict=True)]
+    per_step = 1e6 / max(steps, 1)
+    return Measured(steps / seconds, used[0] * per_step, sum(used[1:]) * per_step)
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def median_of(runs: list[Measured], field: str) -> float:
+    return statistics.median(getattr(run, field) for run in runs)
 
 
 def main() -> None:
@@ -241,7 +265,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--client-processes", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3, help="runs of each server, alternating; the best is printed")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of both servers; medians are printed")
     parser.add_argument(
         "--envc-root", type=Path, default=ROOT, help="the checkout whose envc serves (default: this one)"
     )
@@ -254,21 +278,30 @@ def main() -> None:
 
     print(f"# {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores")
     print(f"# openenv-core {getattr(openenv.core, '__version__', '0.3.0')}; generated/ticketing `{SCENARIO}`")
+    print(f"# load average before: {load_average()}; {options.rounds} rounds of {options.seconds:g} s, medians")
     header = f"{'clients':>7}  {'envc steps/s':>12}  {'OpenEnv steps/s':>15}  {'ratio':>5}"
-    print(header + f"  {'envc CPU µs/step':>16}  {'OpenEnv CPU µs/step':>19}  {'ratio':>5}")
+    header += f"  {'server CPU µs/step envc':>23}  {'OpenEnv':>7}  {'client CPU µs/step envc':>23}  {'OpenEnv':>7}"
+    print(header + "  ratio per round")
+    root = options.envc_root.resolve()
     for clients in options.clients:
         processes = max(1, min(options.client_processes, clients))
-        envc_runs, openenv_runs = [], []
-        for _ in range(options.rounds):  # alternating, so both see the same load of the machine
-            with envc_server(options.envc_root.resolve()) as (url, pid):
-                envc_runs.append(measure(url, pid, clients, processes, options.seconds))
-            with openenv_server() as (url, pid):
-                openenv_runs.append(measure(url, pid, clients, processes, options.seconds))
-        envc, openenv = max(envc_runs), max(openenv_runs)  # the least disturbed run of each
+        envc_runs: list[Measured] = []
+        openenv_runs: list[Measured] = []
+        for round_ in range(options.rounds):  # back to back, so both see the same load of the machine
+            order = [(envc_server, envc_runs), (openenv_server, openenv_runs)]
+            for server, runs in order if round_ % 2 == 0 else order[::-1]:
+                with server(root) as (url, pid):
+                    runs.append(measure(url, pid, clients, processes, options.seconds))
+        ratios = [e.steps_per_s / o.steps_per_s for e, o in zip(envc_runs, openenv_runs, strict=True)]
         print(
-            f"{clients:>7}  {envc[0]:>12.0f}  {openenv[0]:>15.0f}  {envc[0] / openenv[0]:>5.2f}"
-            f"  {envc[1]:>16.0f}  {openenv[1]:>19.0f}  {envc[1] / openenv[1]:>5.2f}"
+            f"{clients:>7}  {median_of(envc_runs, 'steps_per_s'):>12.0f}  {median_of(openenv_runs, 'steps_per_s'):>15.0f}"
+            f"  {statistics.median(ratios):>5.2f}"
+            f"  {median_of(envc_runs, 'server_us'):>23.0f}  {median_of(openenv_runs, 'server_us'):>7.0f}"
+            f"  {median_of(envc_runs, 'clients_us'):>23.0f}  {median_of(openenv_runs, 'clients_us'):>7.0f}"
+            f"  {' '.join(f'{r:.2f}' for r in ratios)}",
+            flush=True,
         )
+    print(f"# load average after: {load_average()}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ ALLOWED_IMPORTS = {
     },
     "sessions.py": {"__future__", "json", "os", "re", "tempfile", "threading", "collections.abc", "pathlib", "typing"},
     "scoring.py": {"__future__", "math", "collections.abc", "typing"},
-    "episode.py": {"__future__", "json", "collections.abc", "typing"},
+    "episode.py": {"__future__", "json", "time", "collections.abc", "typing"},  # time: HARNESS_CLOCK
     "trl_env.py": {"__future__", "json", "collections.abc", "typing"},
     "__init__.py": {"__future__"},
     "tests/__init__.py": set(),
@@ -75,6 +75,10 @@ FORBIDDEN_ATTRIBUTES = {
     ("random", "choice"),
     ("uuid", "uuid4"),
 }
+HARNESS_CLOCK = {"episode.py": frozenset({("time", "monotonic")})}
+"""The one clock a generated file may read, per file: the episode (a harness, like the
+server) times each call to stop it at its limit (`call_timeout_s`); what a call returns
+never depends on it, and the environment itself reads no clock."""
 MODULE_NAMES: dict[str, frozenset[str] | None] = {
     "__future__": frozenset({"annotations"}),
     "json": frozenset({"dumps", "loads", "JSONDecodeError", "JSONEncoder"}),
@@ -96,6 +100,7 @@ MODULE_NAMES: dict[str, frozenset[str] | None] = {
     "threading": frozenset({"Lock", "RLock"}),
     "weakref": frozenset({"WeakSet", "ref"}),
     "pathlib": frozenset({"Path"}),
+    "time": frozenset({"monotonic"}),  # where imported at all: episode.py, HARNESS_CLOCK
 }
 """What environment.py may use of each module it may import (`ALLOWED_IMPORTS`); None:
 every public name that is not itself a module. An explicit list, not a deny-list: a
@@ -199,6 +204,7 @@ def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in node.names
     }
+    clock = HARNESS_CLOCK.get(relative, frozenset())
     for node in nodes_of(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -216,6 +222,8 @@ def rule_forbidden_calls(relative: str, tree: ast.Module) -> list[Finding]:
             risky = module in ("random", "subprocess", "socket", "time", "os") and is_module
             if module == "random" and func.attr == "Random" and len(node.args) == 1:
                 risky = False  # `rng python`: a generator built from an explicit seed kept in state
+            if (module, func.attr) in clock and is_module:
+                continue  # the harness's own call clock
             if risky or ((owner, func.attr) in FORBIDDEN_ATTRIBUTES and (owner != module or is_module)):
                 findings.append(
                     Finding(

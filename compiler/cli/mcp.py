@@ -5,21 +5,32 @@ stdio (the default) serves the one client that started the process, so a call wi
 an episode id goes to the process's episode. Over HTTP every call names it, as
 `envc serve`'s /mcp requires: several clients may share a server there, and a default
 would let them act on one state unawares. Many episodes behind one server: `envc serve`.
+
+Over HTTP the trust rules are `envc serve`'s (docs/serving.md#threat-model): a bearer
+token (`--token-env`) on every request, required off loopback; header and body read
+deadlines; the body limit; and, as everywhere, the package refuses arguments past the
+agent limits and stops a call at `--call-timeout`.
 """
 
 from __future__ import annotations
 
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 import anyio
 import click
+from starlette.types import ASGIApp
 
 from compiler.cli import common
+from compiler.lower.agent_limits import CALL_TIMEOUT_S
 from compiler.project import SPEC_SUFFIX
 from compiler.serve import catalog
+from compiler.serve.deadlines import BODY_TIMEOUT, HEADER_TIMEOUT, BodyDeadline, server_config
+from compiler.serve.http import MAX_BODY_BYTES
 from compiler.serve.mcp import EPISODE_META_KEY, LocalBackend, mcp_asgi_app, serve_stdio
+from compiler.serve.tokens import BearerToken, is_loopback, token_from
 
 DEFAULT_EPISODE = "default"
 
@@ -41,13 +52,15 @@ def resolve_package(target: Path) -> Path:
         fail(str(exc))
 
 
-def load_backend(target: Path, scenario: str | None, episode_id: str) -> tuple[LocalBackend, catalog.ServedEnv]:
+def load_backend(
+    target: Path, scenario: str | None, episode_id: str, call_timeout_s: float | None = CALL_TIMEOUT_S
+) -> tuple[LocalBackend, catalog.ServedEnv]:
     """The package's backend holding the one episode, or a clear exit."""
     try:
         env = catalog.load_env(resolve_package(target))
     except catalog.CatalogError as exc:
         fail(str(exc))
-    backend = LocalBackend(env.package, list(env.entries))
+    backend = LocalBackend(env.package, list(env.entries), call_timeout_s)
     try:
         backend.create(scenario, episode_id)
     except ValueError as exc:  # the package's ScenarioError, or an id unfit for _meta
@@ -72,12 +85,33 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve_http(backend: LocalBackend, env: catalog.ServedEnv, host: str, sock: socket.socket) -> None:
+@dataclass(frozen=True)
+class HttpGuards:
+    """What an HTTP request must pass before MCP reads it: the token (None: none asked
+    for, loopback only), and the header and body read deadlines (None: none)."""
+
+    token: str | None
+    header_timeout: float | None
+    body_timeout: float | None
+
+
+async def serve_http(
+    backend: LocalBackend, env: catalog.ServedEnv, host: str, sock: socket.socket, guards: HttpGuards
+) -> None:
     import uvicorn
 
-    app = mcp_asgi_app(backend, env.name, host=host, title=env.title)
-    config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)
+    app: ASGIApp = mcp_asgi_app(backend, env.name, host=host, title=env.title)
+    app = BodyDeadline(app, guards.body_timeout, MAX_BODY_BYTES)
+    if guards.token is not None:  # outermost: a request without it is not even read
+        app = BearerToken(app, guards.token)
+    config = server_config(
+        app, header_timeout=guards.header_timeout, lifespan="on", log_level="warning", access_log=False
+    )
     await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def _no_limit(value: float) -> float | None:
+    return None if value == 0 else value
 
 
 @click.command("mcp")
@@ -97,9 +131,53 @@ async def serve_http(backend: LocalBackend, env: catalog.ServedEnv, host: str, s
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="HTTP: the port (0: a free one)."
 )
-def mcp_command(target: Path, transport: str, scenario: str | None, episode_id: str, host: str, port: int) -> None:
+@click.option(
+    "--token-env",
+    metavar="VAR",
+    default=None,
+    help="HTTP: require `Authorization: Bearer $VAR` on every request (needed off loopback).",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0),
+    default=HEADER_TIMEOUT,
+    show_default=True,
+    help="HTTP: seconds for a request's headers to arrive (0: no limit).",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(min=0),
+    default=BODY_TIMEOUT,
+    show_default=True,
+    help=f"HTTP: seconds for a request's body (at most {MAX_BODY_BYTES} bytes) to arrive (0: no limit).",
+)
+@click.option(
+    "--call-timeout",
+    type=click.FloatRange(min=0),
+    default=CALL_TIMEOUT_S,
+    show_default=True,
+    help="Seconds a tool call may run; past it the environment stops it, the domain error `timeout` (0: no limit).",
+)
+def mcp_command(
+    target: Path,
+    transport: str,
+    scenario: str | None,
+    episode_id: str,
+    host: str,
+    port: int,
+    token_env: str | None,
+    header_timeout: float,
+    body_timeout: float,
+    call_timeout: float,
+) -> None:
     """Serve one compiled environment (a generated package or its spec) as an MCP server."""
-    backend, env = load_backend(target, scenario, episode_id)
+    try:
+        token = token_from(token_env)
+    except ValueError as exc:
+        fail(f"--token-env: {exc}")
+    if transport == "http" and token is None and not is_loopback(host):
+        fail(f"--host {host} is reachable from other machines: give --token-env VAR to guard the server")
+    backend, env = load_backend(target, scenario, episode_id, _no_limit(call_timeout))
     start = scenario or "S0"
     if transport == "stdio":
         click.echo(f"envc mcp: {env.name} on stdio, episode {episode_id!r} from {start}", err=True)
@@ -116,6 +194,7 @@ def mcp_command(target: Path, transport: str, scenario: str | None, episode_id: 
         err=True,
     )
     try:
-        anyio.run(serve_http, backend, env, host, sock)
+        guards = HttpGuards(token, _no_limit(header_timeout), _no_limit(body_timeout))
+        anyio.run(serve_http, backend, env, host, sock, guards)
     except KeyboardInterrupt:
         pass  # uvicorn stopped on SIGINT and raised it again once it had shut down

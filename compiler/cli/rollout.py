@@ -29,6 +29,7 @@ from compiler.cli.common import (
     spec_files_or_exit,
     write_or_exit,
 )
+from compiler.lower.agent_limits import CALL_TIMEOUT_S
 
 
 def model_options(command: Any) -> Any:
@@ -101,6 +102,13 @@ def default_output(source: Path) -> Path:
     help="Trajectories JSONL to write (default: TASKS/trajectories.jsonl, or beside a tasks file).",
 )
 @click.option("--no-timings", is_flag=True, help="Leave out `timings`: the file is then the same on every run.")
+@click.option(
+    "--call-timeout",
+    type=click.FloatRange(min=0),
+    default=CALL_TIMEOUT_S,
+    show_default=True,
+    help="Seconds a tool call may run; past it the environment stops it, the domain error `timeout` (0: no limit).",
+)
 @scale_options
 def rollout_command(
     tasks_path: Path,
@@ -113,6 +121,7 @@ def rollout_command(
     seed: int | None,
     output: Path | None,
     no_timings: bool,
+    call_timeout: float,
     concurrency: int | None,
     ray_address: str | None,
 ) -> None:
@@ -136,7 +145,8 @@ def rollout_command(
         log = None if ray_address else rollout.TrajectoryLog(target, timings=not no_timings)
         try:
             calibrate.check_tasks(rows, prepared.envs, str(path))
-            trajectories = rollout.rollout(rows, prepared.envs, config, runs, seed, executor, progress, log)
+            limit = call_timeout or None  # 0: no limit
+            trajectories = rollout.rollout(rows, prepared.envs, config, runs, seed, executor, progress, log, limit)
         except (calibrate.CalibrationError, scale.ScaleError) as exc:
             fail("rollout", str(exc))
         except OSError as exc:  # the log file: the rows written so far stay

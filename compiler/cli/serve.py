@@ -9,8 +9,6 @@ with an up-to-date package, or task sets (before any port is opened), 3 an inter
 from __future__ import annotations
 
 import gc
-import ipaddress
-import os
 import socket
 import sys
 from pathlib import Path
@@ -23,6 +21,8 @@ from compiler.serve.catalog import CatalogError, load_catalog
 from compiler.serve.deadlines import BODY_TIMEOUT, HEADER_TIMEOUT
 from compiler.serve.journal import JournalError
 from compiler.serve.sessions import Limits, SessionManager
+from compiler.serve.tokens import is_loopback as is_loopback
+from compiler.serve.tokens import token_from
 
 DEFAULTS = Limits()
 UNGUARDED = (
@@ -116,6 +116,12 @@ def _no_limit(value: float) -> float | None:
     show_default=True,
     help="A WebSocket that answers no ping within this is dropped (half-open) and its session closed.",
 )
+@click.option(
+    "--ws-compression/--no-ws-compression",
+    default=False,
+    show_default=True,
+    help="Offer permessage-deflate on /ws (off: replies are small, and deflating each costs both ends CPU).",
+)
 def serve_command(
     paths: tuple[Path, ...],
     host: str,
@@ -132,6 +138,7 @@ def serve_command(
     mcp: bool | None,
     ws_ping_interval: float,
     ws_ping_timeout: float,
+    ws_compression: bool,
 ) -> None:
     """Serve generated packages (generated/NAME, or a spec compiled to one) and task sets (DIR with tasks.jsonl)."""
     import uvicorn
@@ -179,6 +186,7 @@ def serve_command(
         log_level="warning",
         ws_ping_interval=ws_ping_interval,
         ws_ping_timeout=ws_ping_timeout,
+        ws_per_message_deflate=ws_compression,
         timeout_graceful_shutdown=2,
     )
     try:
@@ -188,23 +196,10 @@ def serve_command(
 
 
 def _trainer_token(variable: str | None) -> str | None:
-    if variable is None:
-        return None
-    token = os.environ.get(variable, "")
-    if not token:
-        raise click.UsageError(f"--trainer-token-env: ${variable} is not set (or empty)")
-    return token
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` is reachable from this machine only (a name other than localhost
-    may resolve anywhere, so it counts as reachable from others)."""
-    if host == "localhost":
-        return True
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        return token_from(variable)
+    except ValueError as exc:
+        raise click.UsageError(f"--trainer-token-env: {exc}") from None
 
 
 def _reap_every(limits: Limits) -> float:

@@ -92,7 +92,7 @@ def lower(env: ir.Environment, spec: str) -> dict[str, str]:
     files["environment.py"] = builder.environment_module()
     files["sessions.py"] = builder.render("sessions.py.jinja", {"header": header, "name": env.header.name})
     files["scoring.py"] = builder.render("scoring.py.jinja", {"header": header})
-    files["episode.py"] = builder.render("episode.py.jinja", {"header": header})
+    files["episode.py"] = builder.render("episode.py.jinja", {"header": header, **agent_limits.context()})
     trl_context = trl_adapter.template_context(schema.openai_tools(env, spec), header, env.header.name)
     files["trl_env.py"] = builder.render("trl_env.py.jinja", trl_context)
     files["tests/__init__.py"] = f"{header}\n"

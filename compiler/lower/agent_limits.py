@@ -15,8 +15,13 @@ MAX_INT_DIGITS = 300
 tool's arithmetic, where an integer of thousands of digits soon passes the 4,300 digits
 Python writes as text, and the call could not be answered."""
 MAX_INT = 10**MAX_INT_DIGITS - 1
+CALL_TIMEOUT_S = 10.0
+"""Seconds one tool call may run before the package stops it (the domain error `timeout`,
+nothing changed): the default of every harness, `envc serve --call-timeout`, `envc
+rollout --call-timeout`, the in-process episodes and the TRL and VERL adapters, so an
+endless loop in a body ends the same way wherever the call runs."""
 
 
 def context() -> dict[str, str]:
     """The limits as the template writes them."""
-    return {"max_depth": str(MAX_DEPTH), "max_int": f"10**{MAX_INT_DIGITS} - 1"}
+    return {"max_depth": str(MAX_DEPTH), "max_int": f"10**{MAX_INT_DIGITS} - 1", "call_timeout_s": repr(CALL_TIMEOUT_S)}

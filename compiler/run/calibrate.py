@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from compiler.build import packages
+from compiler.lower.agent_limits import CALL_TIMEOUT_S
 from compiler.run import scale
 from compiler.synth import sample
 
@@ -81,10 +82,17 @@ def is_internal_error(result: Any) -> bool:
 
 class Episode:
     """One run of a task: fresh sessions from its initial state, calls by the tool names
-    the task gives the agent, at most `max_turns` of them within `timeout_s` seconds."""
+    the task gives the agent, at most `max_turns` of them within `timeout_s` seconds, each
+    call at most `call_timeout_s` (None: only the task's time), as in `envc serve`."""
 
-    def __init__(self, task: Mapping[str, Any], envs: Mapping[str, sample.SampleEnv]) -> None:
+    def __init__(
+        self,
+        task: Mapping[str, Any],
+        envs: Mapping[str, sample.SampleEnv],
+        call_timeout_s: float | None = CALL_TIMEOUT_S,
+    ) -> None:
         self.task = task
+        self.call_timeout_s = call_timeout_s
         self.envs = {name: envs[name] for name in task["envs"]}
         self.cross = len(task["envs"]) > 1
         self.sessions: dict[str, Any] = {}
@@ -113,11 +121,12 @@ class Episode:
             return (env, own) if env in self.envs else None
         return self.task["envs"][0], tool
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None, limit: float | None = None) -> Any:
+    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> Any:
         """Call a tool: its JSON result or JSON error. Past `max_turns` a call is refused;
         past `timeout_s`, or of a tool the task does not offer, it is refused and takes a
-        turn. A call still running `limit` seconds on, or at `timeout_s`, is stopped by
-        the package (the domain error `timeout`, nothing changed)."""
+        turn. A call still running `call_timeout_s` seconds on, or at `timeout_s`, is
+        stopped by the package (the domain error `timeout`, nothing changed)."""
+        limit = self.call_timeout_s
         if self.turns >= self.max_turns:
             return turn_error("turn_limit", f"the task allows {self.max_turns} calls")
         if time.monotonic() > self.deadline:

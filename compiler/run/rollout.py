@@ -44,15 +44,10 @@ from typing import Any
 from compiler.llm.config import LLMConfig
 from compiler.llm.config import base_url as configured_base_url
 from compiler.llm.provider import OpenAIProvider, ProviderError, retry_delay
+from compiler.lower.agent_limits import CALL_TIMEOUT_S
 from compiler.run import calibrate, scale
 from compiler.run.calibrate import Ending
 from compiler.synth import sample
-
-CALL_TIMEOUT = 10.0
-"""Seconds one tool call may run (as `envc serve`'s default `--call-timeout`); the package
-stops it then, or at the rollout's `timeout_s` if sooner: the domain error `timeout`, the
-call changed nothing and the rollout goes on (a call the agent made run long is its own
-doing, not an infrastructure failure)."""
 
 SCHEMA = "envc.rollout/1"
 """The `schema` of every trajectory row (docs/serving.md#envc-rollout)."""
@@ -309,7 +304,7 @@ def run_call(episode: calibrate.Episode, call: ToolCall, transcript: Transcript)
         return Ending("invalid_call", problem, True)
     started = time.monotonic()
     try:
-        result = episode.call(call.name, arguments, CALL_TIMEOUT)
+        result = episode.call(call.name, arguments)  # stopped at the episode's call_timeout_s
     except Exception as exc:  # the package's call never raises; anything that does is its bug
         return Ending("env_error", f"the environment raised {type(exc).__name__}: {exc}", False)
     finally:
@@ -342,6 +337,11 @@ class RolloutJob:
     index: int
     config: LLMConfig
     seed: int | None = None
+    call_timeout_s: float | None = CALL_TIMEOUT_S
+    """Seconds one tool call may run (as `envc serve --call-timeout`): the package stops
+    it then, or at the rollout's `timeout_s` if sooner, as the domain error `timeout`; the
+    call changed nothing and the rollout goes on (a call the agent made run long is its
+    own doing, not an infrastructure failure). None: only `timeout_s`."""
 
 
 def run_job(envs: Mapping[str, sample.SampleEnv], job: RolloutJob) -> dict[str, Any]:
@@ -349,7 +349,7 @@ def run_job(envs: Mapping[str, sample.SampleEnv], job: RolloutJob) -> dict[str, 
     started = time.monotonic()
     seed = sample_seed(job.seed, job.task["id"], job.index)
     try:
-        episode = calibrate.Episode(job.task, envs)
+        episode = calibrate.Episode(job.task, envs, job.call_timeout_s)
     except Exception as exc:  # check_tasks lets only starting states the package takes through
         transcript = Transcript(messages=[{"role": "user", "content": job.task["prompt"]}])
         ending = Ending("env_error", f"the environment refused the start state: {type(exc).__name__}: {exc}", False)
@@ -403,13 +403,15 @@ def rollout(
     executor: scale.Executor | None = None,
     progress: scale.Progress | None = None,
     sink: Callable[[dict[str, Any]], None] | None = None,
+    call_timeout_s: float | None = CALL_TIMEOUT_S,
 ) -> list[dict[str, Any]]:
     """k rollouts per task, rows in the tasks' order then by sample index. `sink`, on a
-    local run, is given each row as soon as its rollout finishes (from its thread)."""
+    local run, is given each row as soon as its rollout finishes (from its thread); each
+    tool call may run `call_timeout_s` seconds."""
     if k < 1:
         raise calibrate.CalibrationError("k must be at least 1")
     calibrate.check_tasks(tasks, envs)
-    jobs = [RolloutJob(dict(task), index, config, seed) for task in tasks for index in range(k)]
+    jobs = [RolloutJob(dict(task), index, config, seed, call_timeout_s) for task in tasks for index in range(k)]
     run = run_job if sink is None else functools.partial(_run_into, sink)
     return (executor or scale.LocalExecutor(envs)).map(run, jobs, progress)
 

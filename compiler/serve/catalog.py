@@ -35,8 +35,9 @@ class ServedEnv:
     openai_tools: tuple[dict[str, Any], ...]
     digest: str
 
-    @property
+    @functools.cached_property
     def tool_names(self) -> frozenset[str]:
+        """The package's tool names (read for every tool of every session opened)."""
         return frozenset(str(entry["name"]) for entry in self.entries)
 
     @functools.cached_property

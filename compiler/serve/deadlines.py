@@ -122,10 +122,10 @@ class BodyDeadline:
                 body = await self._read(receive)
         except TimeoutError:
             message = f"the request body did not arrive within {self.seconds} s"
-            await _send_error(send, 408, "request_timeout", message)
+            await send_error(send, 408, "request_timeout", message)
             return
         except _BodyTooLarge:
-            await _send_error(send, 413, "too_large", f"the body is larger than {self.max_bytes} bytes")
+            await send_error(send, 413, "too_large", f"the body is larger than {self.max_bytes} bytes")
             return
         except _Disconnected:
             return
@@ -161,7 +161,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-async def _send_error(send: Send, status: int, kind: str, message: str) -> None:
+async def send_error(send: Send, status: int, kind: str, message: str) -> None:
     body = json.dumps({"error": {"kind": kind, "message": message}}).encode()
     headers = [
         (b"content-type", b"application/json"),

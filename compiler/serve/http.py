@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import importlib.util
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -55,6 +54,7 @@ from compiler.serve.sessions import (
     UnknownSession,
     unknown_task,
 )
+from compiler.serve.tokens import bearer_matches
 from compiler.synth import export
 
 if TYPE_CHECKING:
@@ -208,9 +208,27 @@ def agent_name(session: Session) -> str:
     return session.handle or session.episode_id
 
 
+_OBSERVATION: dict[str, Any] = {name: field.default for name, field in Observation.model_fields.items()}
+"""Observation's fields in its order, with their defaults: a reply is built from it as a
+plain dict, not through the model (whose validation copies the tools at every reset)."""
+_RESULT_MARK = "\x00result\x00"
+"""What a reply's result holds until the package's text of it is spliced in (no other
+member of a reply can hold it: the ids are the server's, the rest is not text)."""
+
+
+def observation(**fields: Any) -> dict[str, Any]:
+    """An Observation as its JSON (what `Observation(**fields).model_dump()` gives)."""
+    return {**_OBSERVATION, **fields}
+
+
+def reply_text(payload: Any) -> str:
+    """A reply's JSON text, compact (every step sends one)."""
+    return json.dumps(payload, separators=(",", ":"))
+
+
 def reset_payload(session: Session, name: str) -> dict[str, Any]:
     """The reset observation; `name` is the id shown (the agent's, or the trainer's)."""
-    observation = Observation(
+    shown = observation(
         episode_id=name,
         prompt=session.observation()["prompt"],
         tools=session.tools,
@@ -219,19 +237,30 @@ def reset_payload(session: Session, name: str) -> dict[str, Any]:
         seed_effect=session.seed_effect,
     )
     done = session.ended is not None or session.broken is not None
-    return {"observation": observation.model_dump(), "reward": None, "done": done}
+    return {"observation": shown, "reward": None, "done": done}
 
 
-def step_payload(session: Session, outcome: Outcome) -> dict[str, Any]:
-    observation = Observation(
+def step_payload(session: Session, outcome: Outcome, result: Any = None) -> dict[str, Any]:
+    """The step observation (`result`: what stands for the call's result, by default itself)."""
+    shown = observation(
         episode_id=agent_name(session),
-        result=outcome.result,
+        result=outcome.result if result is None else result,
         turns=outcome.turns,
         ended=outcome.ended,
         domain_error=outcome.domain_error,
         infrastructure_error=outcome.infrastructure_error,
     )
-    return {"observation": observation.model_dump(), "reward": None, "done": outcome.done}
+    return {"observation": shown, "reward": None, "done": outcome.done}
+
+
+def step_text(session: Session, outcome: Outcome, message: str | None = None) -> str:
+    """`step_payload` as JSON text (as the `data` of a /ws message of type `message`),
+    with the result spliced in as the package wrote it (`Outcome.text`): encoded once."""
+    payload = step_payload(session, outcome, None if outcome.text is None else _RESULT_MARK)
+    text = reply_text(payload if message is None else {"type": message, "data": payload})
+    if outcome.text is None:
+        return text
+    return text.replace(json.dumps(_RESULT_MARK), outcome.text, 1)
 
 
 def state_payload(session: Session) -> dict[str, Any]:
@@ -374,7 +403,7 @@ class ServeApp:
         action = parse_action(body.action)
         session = self.manager.by_handle(body.episode_id)
         outcome = await self.manager.acall(session.episode_id, action.tool_name, action.arguments)
-        return JSONResponse(step_payload(session, outcome))
+        return Response(step_text(session, outcome), media_type="application/json")
 
     async def state(self, request: Request) -> Response:
         handle = request.query_params.get("episode_id")
@@ -388,8 +417,7 @@ class ServeApp:
     def _trainer(self, request: Request) -> None:
         if self.trainer_token is None:
             return
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {self.trainer_token}".encode()):
+        if not bearer_matches(request.headers.get("authorization"), self.trainer_token):
             raise _Forbidden()
 
     async def sessions_create(self, request: Request) -> Response:
@@ -455,7 +483,7 @@ class ServeApp:
                 reply = await self._ws_message(raw, connection)
                 if reply is None:
                     break
-                await websocket.send_text(json.dumps(reply))
+                await websocket.send_text(reply if isinstance(reply, str) else reply_text(reply))
         except WebSocketDisconnect:
             pass
         finally:
@@ -463,7 +491,8 @@ class ServeApp:
             with contextlib.suppress(RuntimeError):
                 await websocket.close()
 
-    async def _ws_message(self, raw: str, connection: _Connection) -> dict[str, Any] | None:
+    async def _ws_message(self, raw: str, connection: _Connection) -> dict[str, Any] | str | None:
+        """The reply to one message (as JSON, or already its text), or None to close."""
         try:
             message = json.loads(raw)
         except (ValueError, RecursionError) as exc:
@@ -484,7 +513,7 @@ class ServeApp:
             if kind == "step":
                 action = parse_action(data if isinstance(data, dict) else {})
                 outcome = await self.manager.acall(connection.episode_id, action.tool_name, action.arguments)
-                return {"type": "observation", "data": step_payload(self.manager.get(connection.episode_id), outcome)}
+                return step_text(self.manager.get(connection.episode_id), outcome, "observation")
             session = self.manager.get(connection.episode_id)
             return {"type": "state", "data": await asyncio.to_thread(state_payload, session)}
         except ValidationError as exc:
@@ -564,7 +593,7 @@ def _ws_reply_error(code: str, message: str, **details: Any) -> dict[str, Any]:
 
 
 async def _ws_error(websocket: WebSocket, code: str, message: str) -> None:
-    await websocket.send_text(json.dumps(_ws_reply_error(code, message)))
+    await websocket.send_text(reply_text(_ws_reply_error(code, message)))
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

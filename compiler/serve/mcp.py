@@ -47,6 +47,9 @@ from mcp.shared.exceptions import MCPError
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from compiler.lower.agent_limits import CALL_TIMEOUT_S
+from compiler.serve.call_clock import expiry
+
 EPISODE_META_KEY: Final = "envc/episode"
 """Where a `tools/call` names its episode: a key of `params._meta`. The project owns no
 domain, so the prefix is its name (a valid `_meta` prefix outside MCP's reserved space)."""
@@ -101,10 +104,15 @@ class _Episode:
 
 class LocalBackend:
     """Episodes of one generated package, in memory: `create` and `close` are the
-    trainer's channel, `call` the agent's."""
+    trainer's channel, `call` the agent's. A call still running `call_timeout_s` seconds
+    on is stopped by the package (the domain error `timeout`, nothing changed), as in
+    `envc serve`; None: no limit."""
 
-    def __init__(self, package: ModuleType, tools: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, package: ModuleType, tools: list[dict[str, Any]], call_timeout_s: float | None = CALL_TIMEOUT_S
+    ) -> None:
         self.package = package
+        self.call_timeout_s = call_timeout_s
         self._tools = [dict(entry) for entry in tools]
         self._episodes: dict[str, _Episode] = {}
         self._lock = threading.Lock()
@@ -142,7 +150,7 @@ class LocalBackend:
     def call(self, episode_id: str, tool: str, arguments: dict[str, Any]) -> Any:
         episode = self._episode(episode_id)
         with episode.lock:
-            return episode.env.call(tool, arguments)
+            return episode.env.call(tool, arguments, expiry(self.call_timeout_s))
 
     def _episode(self, episode_id: str) -> _Episode:
         with self._lock:

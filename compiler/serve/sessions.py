@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.build import packages
+from compiler.lower.agent_limits import CALL_TIMEOUT_S
 from compiler.serve import journal
 from compiler.serve.call_clock import CALL_GRACE, INLINE_SLICE, MoveToWorker, expiry, inline_clock
 from compiler.serve.catalog import Catalog, CatalogError, ServedEnv
@@ -88,7 +89,7 @@ class Limits:
     """Sessions the trainer makes (POST /sessions, forks)."""
     idle_timeout: float | None = 600.0
     """Seconds without a request after which a session is closed."""
-    call_timeout: float | None = 10.0
+    call_timeout: float | None = CALL_TIMEOUT_S
     """Seconds one tool call may take before the session is reported broken."""
     max_agent_sessions: int = 64
     """Sessions the agent's channel opens (/reset, /ws): a separate pool, so agents holding
@@ -161,6 +162,9 @@ class Outcome:
     """None while the episode goes on; `invalid_call`, `turn_limit` or `infrastructure`."""
     domain_error: bool = False
     infrastructure_error: str | None = None
+    text: str | None = None
+    """The result's JSON text as the package wrote it (`result_text`), when it did: a
+    reply splices it in instead of encoding the result again."""
 
 
 @dataclass
@@ -262,7 +266,8 @@ class Session:
         kept: list[tuple[dict[str, Any], bytes]] = []
 
         def keep(result: Any, text: str) -> None:
-            record, data = call_record(tool, parsed, text_digest(text), stopped=error_kind(result) == "timeout")
+            digest = text_digest(text) if self.journaled else ""  # only a journal's replay compares it
+            record, data = call_record(tool, parsed, digest, stopped=error_kind(result) == "timeout")
             writes = own in self.served[env].writers and error_kind(result) is None
             if commit is not None:
                 commit(record, data, writes)
@@ -270,14 +275,14 @@ class Session:
             self.written_bytes += len(data) if writes else 0
             kept.append((record, data))
 
-        result, _ = self.envs[env].call_and_commit(own, parsed, keep, expired)
+        result, text = self.envs[env].call_and_commit(own, parsed, keep, expired)
         record = kept[0][0]
         kind = error_kind(result)
         if kind == "internal":
             self.broken = f"environment `{env}` failed in `{own}` (internal error)"
             return self._record(record, result, "infrastructure")
         ended = "turn_limit" if self.turns + 1 >= self.max_turns else None
-        return self._record(record, result, ended, domain_error=kind is not None)
+        return self._record(record, result, ended, domain_error=kind is not None, text=text)
 
     def replay_stopped(self, record: Mapping[str, Any]) -> None:
         """A journaled call that was stopped at its time limit: it changed nothing, and is
@@ -299,7 +304,14 @@ class Session:
         self.recorded_bytes += len(data)
         self._record(kept, None, "turn_limit" if self.turns + 1 >= self.max_turns else None)
 
-    def _record(self, record: dict[str, Any], result: Any, ended: str | None, domain_error: bool = False) -> Outcome:
+    def _record(
+        self,
+        record: dict[str, Any],
+        result: Any,
+        ended: str | None,
+        domain_error: bool = False,
+        text: str | None = None,
+    ) -> Outcome:
         self.history.append(record)
         if ended is not None and ended != "infrastructure":
             self.ended = ended
@@ -310,6 +322,7 @@ class Session:
             ended=ended,
             domain_error=domain_error,
             infrastructure_error=self.broken if ended == "infrastructure" else None,
+            text=text,
         )
 
     def score(self) -> dict[str, Any]:
@@ -381,7 +394,7 @@ def build_session(catalog: Catalog, episode_id: str, start: Start, owner: str = 
         served=served,
         task=task,
         envs=envs,
-        initial={name: env.state() for name, env in envs.items()},
+        initial={name: env.state() for name, env in envs.items()} if task is not None else {},
         routes=_routes(offered, start.envs, served),
         tools=offered,
         max_turns=max_turns,

@@ -22,6 +22,9 @@ trajectory:
   by a request id stays until `finish_trajectory(request_id)` (VERL's tool loop has no
   end-of-rollout hook for tools). At most `max_trajectories` (config, default 4096) are open
   at once: opening another is refused with an error that says so, nothing is evicted.
+- Each call may run `call_timeout_s` seconds (config, default `envc serve`'s
+  `--call-timeout`; null for no limit): a call still running then is stopped by the
+  environment, the domain error `timeout`, nothing changed.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from types import ModuleType
 from typing import Any
 
 from compiler.build import packages
+from compiler.lower.agent_limits import CALL_TIMEOUT_S
+from compiler.serve.call_clock import expiry
 from compiler.synth import export
 
 try:
@@ -198,6 +203,15 @@ def open_session(module: ModuleType, scenario: str | None, changes: dict[str, An
         raise ToolUseError(f"cannot open the initial state: {exc}") from exc
 
 
+def call_limit(value: Any) -> float | None:
+    """The config's `call_timeout_s`: seconds above 0, or None for no limit."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ToolUseError(f"`call_timeout_s` is a number of seconds above 0, or null: got {value!r}")
+    return float(value)
+
+
 def is_internal(result: Any) -> bool:
     error = result.get("error") if isinstance(result, dict) and set(result) == {"error"} else None
     return isinstance(error, dict) and error.get("kind") == "internal"
@@ -217,6 +231,7 @@ class EnvcTool(BaseTool):  # type: ignore[misc]  # VERL ships no type informatio
             ) from exc
         self.tasks_path = Path(str(config["tasks"])) if config.get("tasks") else None
         self.capacity = int(config.get("max_trajectories", DEFAULT_MAX_TRAJECTORIES))
+        self.call_timeout_s = call_limit(config.get("call_timeout_s", CALL_TIMEOUT_S))
         self.module = package(self.package_dir)
         if self.tool not in self.module.TOOL_SPECS:
             raise ToolUseError(f"{self.package_dir} has no tool {self.tool!r}")
@@ -244,7 +259,8 @@ class EnvcTool(BaseTool):  # type: ignore[misc]  # VERL ships no type informatio
             if not isinstance(parameters, dict):
                 result: Any = {"error": {"kind": "invalid_argument", "message": "the arguments are not a JSON object"}}
             else:
-                result, _ = self._session(trajectory, checked).call_and_commit(self.tool, parameters)
+                session = self._session(trajectory, checked)
+                result, _ = session.call_and_commit(self.tool, parameters, None, expiry(self.call_timeout_s))
             if is_internal(result):
                 trajectory.failure = f"{self.env}.{self.tool}: {result['error'].get('message', '')}"
         metrics = {
