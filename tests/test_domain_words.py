@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from shipped import library_specs
 
 from compiler import ir
 from compiler.analyse import analyse_file
@@ -18,7 +19,7 @@ from compiler.front.parse import parse_source
 from compiler.lower import lower
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = sorted(p for p in (ROOT / "specs").glob("*.envspec"))
+SPECS = library_specs()
 GENERIC = re.compile(r"\b(entit(y|ies)|supply-side|demand-side|supply/demand)\b", re.IGNORECASE)
 """The prototypes' placeholder nouns (transactional_workspace and state_machine say
 "entity", bilateral_matching "supply/demand"), which a domain's agent should not read."""
