@@ -242,7 +242,9 @@ def _unlisted_specs(loaded: Loaded, root: Path, listed: dict[str, int]) -> list[
             continue
         folder = Path(relative).parent.as_posix()
         shown = project.display_path(path, root)
-        if folder not in folders:
+        if folder == ".":
+            message = "not in a domain's folder: move it to specs/<domain>/ and add a catalog row naming it"
+        elif folder not in folders:
             message = f"unknown domain `{folder}`: the catalog has no domain whose folder is specs/{folder}/"
         else:
             message = f"not in the catalog: add a row naming `{relative}` under domain `{folders[folder]}`"

@@ -93,6 +93,13 @@ def test_a_spec_in_a_folder_no_domain_has_is_an_unknown_domain(project: Path) ->
     ]
 
 
+def test_a_spec_directly_in_specs_is_told_to_move_to_a_domain(project: Path) -> None:
+    shutil.copy(spec_path("calendar"), project / "specs" / "calendar.envspec")
+    assert messages(project) == [
+        "specs/calendar.envspec:1: not in a domain's folder: move it to specs/<domain>/ and add a catalog row naming it"
+    ]
+
+
 def test_prototypes_and_ports_need_no_row(project: Path) -> None:
     for folder in ("prototypes", "ports"):
         (project / "specs" / folder).mkdir()
