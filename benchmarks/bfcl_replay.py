@@ -300,11 +300,19 @@ class World:
                 self.owners[name] = class_name
 
 
+def _port_folder(generated: Path, package: str) -> Path:
+    """Where a port's package is: `generated/<package>`, or one folder deeper
+    (`generated/ports/<package>`, as `envc compile` mirrors specs/ports/)."""
+    nested = sorted(path.parent for path in generated.glob(f"*/{package}/__init__.py"))
+    return nested[0] if nested and not (generated / package).is_dir() else generated / package
+
+
 def load_port(class_name: str, generated: Path = GENERATED) -> ModuleType:
     """Import the generated package of a ported class, or say plainly that it is missing."""
     package = PORTED[class_name]
-    if str(generated) not in sys.path:
-        sys.path.insert(0, str(generated))
+    folder = str(_port_folder(generated, package).parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     try:
         return importlib.import_module(package)
     except ModuleNotFoundError as error:

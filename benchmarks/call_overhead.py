@@ -473,7 +473,10 @@ def breakdown(env_module: Any, number: int, clock_cost: float) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--package", type=Path, default=ROOT / "generated" / "ticketing", help="generated ticketing package folder"
+        "--package",
+        type=Path,
+        default=ROOT / "generated" / "it_operations" / "ticketing",
+        help="generated ticketing package folder",
     )
     parser.add_argument("--episodes", type=int, default=2000, help="environments (episodes) per repetition")
     parser.add_argument("--reps", type=int, default=7, help="timed repetitions; median and min are reported")

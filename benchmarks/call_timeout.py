@@ -43,7 +43,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW_SPEC = ROOT / "tests" / "fixtures" / "serve" / "slow_body.envspec"
-HUB = ROOT / "generated" / "automation_hub"
+HUB = ROOT / "generated" / "home_and_mobility" / "automation_hub"
 LISTENING = re.compile(r"listening on (http://\S+)")
 ENVC = [sys.executable, "-c", "from compiler.cli import main; main()"]
 RULE = {

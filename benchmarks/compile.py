@@ -1,4 +1,4 @@
-"""Compile times: every spec under specs/*.envspec, with and without the checks.
+"""Compile times: every spec under specs/ (every spec but the prototypes), with and without the checks.
 
     python benchmarks/compile.py                    # 3 runs of each QC variant, 5 of the rest
     python benchmarks/compile.py --qc-reps 1 --reps 3   # quicker
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"machine: {machine()}")
     print(
-        f"specs: {', '.join(specs)} (specs/*.envspec; prototypes are compiled only as part of the specs extending them)"
+        f"specs: {', '.join(specs)} (specs/ (every spec but the prototypes); prototypes are compiled only as part of the specs extending them)"
     )
     if broken:
         print(f"left out, they do not compile now: {', '.join(broken)}")

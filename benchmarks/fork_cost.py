@@ -2,7 +2,7 @@
 family, each member keeping the records of its calls) against another build, by default
 the field-level copy-on-write forks that came before.
 
-    cp -r generated/ticketing /tmp/fork_before/      # before a change: keep the old build
+    cp -r generated/it_operations/ticketing /tmp/fork_before/      # before a change: keep the old build
     python benchmarks/fork_cost.py --baseline /tmp/fork_before/ticketing   # 10^3 .. 10^6 tickets
     python benchmarks/fork_cost.py --baseline /tmp/fork_before/ticketing --sizes 1000 10000 --reps 9
     python benchmarks/fork_cost.py                   # this build alone
@@ -122,7 +122,7 @@ def show(title: str, table: dict[str, list[float]], sizes: list[int]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--package", type=Path, default=ROOT / "generated" / "ticketing")
+    parser.add_argument("--package", type=Path, default=ROOT / "generated" / "it_operations" / "ticketing")
     parser.add_argument("--baseline", type=Path, help="another build of ticketing, e.g. before a change")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="numbers of tickets")
     parser.add_argument("--reps", type=int, default=5)

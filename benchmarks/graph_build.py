@@ -1,6 +1,6 @@
 """Graph build time per shipped spec: `envc graph` without the command line.
 
-    python benchmarks/graph_build.py              # every specs/*.envspec, 7 repetitions
+    python benchmarks/graph_build.py              # every specs/ (every spec but the prototypes), 7 repetitions
     python benchmarks/graph_build.py --reps 15 --spec ticketing --spec cicd_pipeline
     python benchmarks/graph_build.py --no-render  # without graphviz
 
@@ -36,6 +36,7 @@ if str(ROOT) not in sys.path:  # run as a script from a source checkout
 
 from compiler.analyse import analyse_file  # noqa: E402
 from compiler.ir import Environment  # noqa: E402
+from compiler.project import default_specs  # noqa: E402
 from compiler.synth import graph  # noqa: E402
 from compiler.synth import graph_render as render  # noqa: E402
 
@@ -91,7 +92,7 @@ def spec_row(path: Path, reps: int, render_svg: bool) -> tuple[Environment, tupl
 
 
 def all_graphs(envs: list[Environment]) -> graph.GraphDocument:
-    """What `envc graph specs/*.envspec` builds once the specs are analysed."""
+    """What `envc graph specs/ (every spec but the prototypes)` builds once the specs are analysed."""
     return graph.GraphDocument(
         tools={env.header.name: graph.tool_graph(env) for env in envs}, environments=graph.env_graph(envs)
     )
@@ -103,7 +104,7 @@ def main() -> None:
     parser.add_argument("--spec", action="append", default=[], help="only this spec (file stem); repeatable")
     parser.add_argument("--no-render", action="store_true", help="skip the `dot -Tsvg` column")
     args = parser.parse_args()
-    paths = sorted((ROOT / "specs").glob("*.envspec"))
+    paths = default_specs(ROOT)
     if args.spec:
         paths = [p for p in paths if p.stem in args.spec]
     render_svg = not args.no_render and shutil.which("dot") is not None

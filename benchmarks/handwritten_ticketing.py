@@ -1,7 +1,7 @@
 """A hand-written ticketing environment: the baseline for benchmarks/call_overhead.py.
 
 This is what a competent engineer would write by hand for the same behaviour as
-specs/ticketing.envspec (which extends specs/prototypes/transactional_workspace.envspec),
+specs/it_operations/ticketing.envspec (which extends specs/prototypes/transactional_workspace.envspec),
 in the style of the BFCL executable classes: the state is a dict, every tool is a method
 that returns a dict, arguments get basic checks, and `call(name, args)` dispatches with
 `getattr(self, name)(**args)`, turning refusals into the same

@@ -4,7 +4,7 @@
     python benchmarks/mcp_latency.py --rounds 200 --reps 7
     python benchmarks/mcp_latency.py --package /tmp/out/ticketing
 
-The package is generated/ticketing from its `busy_queue` scenario (Alice signed in, three
+The package is generated/it_operations/ticketing from its `busy_queue` scenario (Alice signed in, three
 tickets). One round is five calls, two of them writes and one refused: whoami,
 get_ticket, update_ticket, list_tickets (limit 5), get_ticket of a missing ticket.
 
@@ -182,7 +182,7 @@ def report(results: dict[str, list[float]], rounds: int, reps: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--package", type=Path, default=ROOT / "generated" / "ticketing")
+    parser.add_argument("--package", type=Path, default=ROOT / "generated" / "it_operations" / "ticketing")
     parser.add_argument("--rounds", type=int, default=100, help="rounds of 5 calls per repetition")
     parser.add_argument("--reps", type=int, default=5)
     options = parser.parse_args()

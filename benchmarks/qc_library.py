@@ -3,7 +3,7 @@
     python benchmarks/qc_library.py              # min of 3 runs of each variant
     python benchmarks/qc_library.py --runs 5
 
-Every spec under specs/*.envspec is analysed and lowered (timed), then the packages are
+Every spec under specs/ (every spec but the prototypes) is analysed and lowered (timed), then the packages are
 checked as `envc compile` checks them, warm (mypy's cache filled by an untimed warm-up
 run). The variants run alternately in one process, so machine load hits both alike:
 
@@ -70,6 +70,7 @@ from compiler.check.rules import (  # noqa: E402
     rule_tool_parity,
 )
 from compiler.lower import lower  # noqa: E402
+from compiler.project import default_specs  # noqa: E402
 
 
 def package_of(spec: Path) -> Package:
@@ -238,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def in_process(runs: int) -> None:
-    specs = sorted((ROOT / "specs").glob("*.envspec"))
+    specs = default_specs(ROOT)
     packages = lower_all(specs)  # warm-up: imports, parse cache
     static_checks(packages)  # warm-up: mypy's cache
     best: dict[str, float] = {}

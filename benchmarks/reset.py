@@ -8,7 +8,7 @@
 
 An RL trainer resets an environment once per episode and often forks it (tree search,
 best-of-n); this is what that costs when the state is large. Measured on the generated
-ticketing package (generated/ticketing by default):
+ticketing package (generated/it_operations/ticketing by default):
 
   (a) `copy_state(state)`   -- the copier generated from the types
   (b) `copy.deepcopy(state)` -- the generic baseline everything is compared with
@@ -150,7 +150,7 @@ def per_call(action: Callable[[], Any], save: Callable[[], Any], restore: Callab
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--package", type=Path, default=ROOT / "generated" / "ticketing")
+    parser.add_argument("--package", type=Path, default=ROOT / "generated" / "it_operations" / "ticketing")
     parser.add_argument("--tickets", type=int, default=10_000)
     parser.add_argument("--audit", type=int, default=0, help="audit log entries in the state (default none)")
     parser.add_argument("--reps", type=int, default=7)

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the scripted endpoint lives with the 
 from test_rollout import ScriptedEndpoint, config_for  # noqa: E402
 
 from compiler.analyse import analyse_file  # noqa: E402
+from compiler.build.packages import package_in  # noqa: E402
 from compiler.run import rollout, scale  # noqa: E402
 from compiler.synth import task_build, tasks  # noqa: E402
 from compiler.synth.sample import SampleEnv, load_env  # noqa: E402
@@ -41,7 +42,7 @@ from compiler.synth.sample import SampleEnv, load_env  # noqa: E402
 def load(count: int) -> tuple[dict[str, SampleEnv], list[dict[str, Any]]]:
     env = analyse_file(ROOT / "specs" / "ticketing.envspec").environment
     assert env is not None
-    envs = {env.header.name: load_env(env, ROOT / "generated" / env.header.name)}
+    envs = {env.header.name: load_env(env, package_in(ROOT / "generated", env.header.name))}
     options = task_build.TaskOptions(tasks=count, seed=1)
     rows, _ = tasks.synthesise(tasks.sampler_for(envs, options), options)
     return envs, rows

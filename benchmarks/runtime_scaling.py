@@ -125,7 +125,7 @@ def growth(slope: float, reference: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--package", type=Path, default=ROOT / "generated" / "ticketing")
+    parser.add_argument("--package", type=Path, default=ROOT / "generated" / "it_operations" / "ticketing")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="numbers of tickets")
     parser.add_argument("--reps", type=int, default=5, help="runs of each single operation (2 at 10^6)")
     args = parser.parse_args(argv)

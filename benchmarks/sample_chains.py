@@ -22,6 +22,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from compiler.analyse import analyse_file  # noqa: E402
+from compiler.build.packages import package_in  # noqa: E402
+from compiler.project import default_specs  # noqa: E402
 from compiler.synth.sample import SampleOptions, Sampler, load_env, rows_to_jsonl, sample  # noqa: E402
 
 
@@ -36,10 +38,10 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     envs, specs = {}, []
-    for spec in sorted((ROOT / "specs").glob("*.envspec")):
+    for spec in default_specs(ROOT):
         env = analyse_file(spec).environment
         assert env is not None, spec
-        folder = ROOT / "generated" / env.header.name
+        folder = package_in(ROOT / "generated", env.header.name)
         envs[env.header.name] = load_env(env, folder)
         specs.append((env.model_dump_json(), str(folder)))
     setup = time.perf_counter() - started

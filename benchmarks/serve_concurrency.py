@@ -5,7 +5,7 @@ latency (p50/p99) and memory per session, under a bounded loopback load.
     python benchmarks/serve_concurrency.py --sessions 100 --sessions 2000 --rounds 5
     python benchmarks/serve_concurrency.py --transport http --journal   # HTTP /step, journaled sessions
 
-For each count N: a fresh `envc serve generated/ticketing --max-sessions N` subprocess;
+For each count N: a fresh `envc serve generated/it_operations/ticketing --max-sessions N` subprocess;
 the server's resident memory (VmRSS of /proc/PID/status) is read before any session
 exists, then the trainer opens N sessions from `help_desk_monday` (POST /sessions) and N
 WebSocket clients (one asyncio process, one connection each) each play one by its
@@ -40,7 +40,7 @@ from serve_latency import serve_process  # the same `envc serve` process, starte
 from websockets.asyncio.client import ClientConnection, connect
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "generated" / "ticketing"
+PACKAGE = ROOT / "generated" / "it_operations" / "ticketing"
 MIX: list[tuple[str, dict[str, Any]]] = [
     ("whoami", {}),
     ("get_ticket", {"ticket_id": 2}),

@@ -4,7 +4,7 @@ ratios to the in-process call.
     python benchmarks/serve_latency.py                  # 2,000 calls per transport
     python benchmarks/serve_latency.py --calls 5000
 
-One session of generated/ticketing from the `help_desk_monday` scenario, a fixed mix of
+One session of generated/it_operations/ticketing from the `help_desk_monday` scenario, a fixed mix of
 read calls (whoami, get_ticket, list_tickets, queue_by_category) so the state does not
 grow while it runs. Measured in one run, side by side:
 
@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 from compiler.serve.catalog import load_catalog  # noqa: E402
 from compiler.serve.sessions import Limits, SessionManager, Start  # noqa: E402
 
-PACKAGE = ROOT / "generated" / "ticketing"
+PACKAGE = ROOT / "generated" / "it_operations" / "ticketing"
 SCENARIO = "help_desk_monday"
 MIX: list[tuple[str, dict[str, Any]]] = [
     ("whoami", {}),

@@ -4,11 +4,11 @@ environment, driven by OpenEnv's `GenericEnvClient` over WebSockets.
     python benchmarks/serve_vs_openenv.py                       # 1, 8 and 64 clients, 5 s each
     python benchmarks/serve_vs_openenv.py --clients 8 --seconds 10
 
-The environment is generated/ticketing from its `help_desk_monday` scenario. OpenEnv's
+The environment is generated/it_operations/ticketing from its `help_desk_monday` scenario. OpenEnv's
 side is openenv-core's `create_app` (FastAPI) under uvicorn, over an `Environment`
 subclass whose `step` is the package's `Environment.call` (what a port of a generated
 package to OpenEnv by hand would be: no time limit, no journal); envc's side is
-`envc serve generated/ticketing` with its defaults (a 10 s call time limit, no journal).
+`envc serve generated/it_operations/ticketing` with its defaults (a 10 s call time limit, no journal).
 Each server runs in a process of its own; the clients run in `--client-processes`
 processes (asyncio, `GenericEnvClient` each, one WebSocket per client), every client
 playing episodes of `EPISODE` calls of a fixed read mix (whoami, get_ticket,
@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PACKAGE = ROOT / "generated" / "ticketing"
+PACKAGE = ROOT / "generated" / "it_operations" / "ticketing"
 SCENARIO = "help_desk_monday"
 MIX: list[tuple[str, dict[str, Any]]] = [
     ("whoami", {}),
@@ -277,7 +277,7 @@ def main() -> None:
     import openenv.core
 
     print(f"# {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores")
-    print(f"# openenv-core {getattr(openenv.core, '__version__', '0.3.0')}; generated/ticketing `{SCENARIO}`")
+    print(f"# openenv-core {getattr(openenv.core, '__version__', '0.3.0')}; generated/it_operations/ticketing `{SCENARIO}`")
     print(f"# load average before: {load_average()}; {options.rounds} rounds of {options.seconds:g} s, medians")
     header = f"{'clients':>7}  {'envc steps/s':>12}  {'OpenEnv steps/s':>15}  {'ratio':>5}"
     header += f"  {'server CPU µs/step envc':>23}  {'OpenEnv':>7}  {'client CPU µs/step envc':>23}  {'OpenEnv':>7}"

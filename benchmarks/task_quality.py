@@ -2,7 +2,7 @@
 
     python benchmarks/task_quality.py [--single 400] [--across 100] [--samples 5]
 
-Over the shipped domain specs (specs/*.envspec; not the prototypes): `--single` tasks of
+Over the shipped domain specs (specs/ (every spec but the prototypes); not the prototypes): `--single` tasks of
 one environment (seed 31) and `--across` tasks spanning 2-3 environments (seed 32), made
 and audited as `envc tasks` makes them. For each set it prints the quality section of
 report.json (compiler/synth/task_quality.py): the share of requests that spell out calls,
@@ -24,6 +24,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from compiler.analyse import analyse_file  # noqa: E402
+from compiler.build.packages import package_in  # noqa: E402
+from compiler.project import default_specs  # noqa: E402
 from compiler.synth import task_build, tasks  # noqa: E402
 from compiler.synth.sample import SampleEnv, load_env  # noqa: E402
 
@@ -33,10 +35,10 @@ LOOKUP_TARGET = {"single": 0.6, "across": 0.8}
 
 def library() -> dict[str, SampleEnv]:
     envs = {}
-    for spec in sorted((ROOT / "specs").glob("*.envspec")):
+    for spec in default_specs(ROOT):
         env = analyse_file(spec).environment
         assert env is not None, spec
-        envs[env.header.name] = load_env(env, ROOT / "generated" / env.header.name)
+        envs[env.header.name] = load_env(env, package_in(ROOT / "generated", env.header.name))
     return envs
 
 

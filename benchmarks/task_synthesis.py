@@ -25,6 +25,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from compiler.analyse import analyse_file  # noqa: E402
+from compiler.build.packages import package_in  # noqa: E402
+from compiler.project import default_specs  # noqa: E402
 from compiler.synth import task_build, tasks  # noqa: E402
 from compiler.synth.sample import load_env  # noqa: E402
 
@@ -36,10 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     envs = {}
-    for spec in sorted((ROOT / "specs").glob("*.envspec")):
+    for spec in default_specs(ROOT):
         env = analyse_file(spec).environment
         assert env is not None, spec
-        envs[env.header.name] = load_env(env, ROOT / "generated" / env.header.name)
+        envs[env.header.name] = load_env(env, package_in(ROOT / "generated", env.header.name))
     print(f"setup: {len(envs)} environments in {time.perf_counter() - started:.2f} s")
     options = task_build.TaskOptions(tasks=args.tasks, seed=args.seed)
     started, cpu_started = time.perf_counter(), time.process_time()

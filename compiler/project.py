@@ -41,8 +41,44 @@ def configured_output(root: Path) -> Path:
     return root / output
 
 
+SPECS_FOLDER = "specs"
+"""The project's specs folder, relative to its root: `envc compile` with no arguments
+compiles what is below it, and a spec's place in it decides where its package goes."""
+PROTOTYPES_FOLDER = "prototypes"
+"""The folder of specs/ holding the archetype prototypes: specs other specs extend, never
+compiled on their own."""
+
+
+def specs_folder(root: Path) -> Path:
+    """The project's specs folder (`specs/` under its root)."""
+    return root / SPECS_FOLDER
+
+
 def default_specs(root: Path) -> list[Path]:
-    return sorted((root / "specs").glob(f"*{SPEC_SUFFIX}"))
+    """Every spec below specs/, at any depth, except the prototypes and hidden folders:
+    what `envc compile` compiles when given no spec."""
+    folder = specs_folder(root)
+    return sorted(
+        path
+        for path in folder.rglob(f"*{SPEC_SUFFIX}")
+        if path.is_file() and _library_part(path.relative_to(folder).parts[:-1])
+    )
+
+
+def _library_part(parts: tuple[str, ...]) -> bool:
+    """Whether a folder of specs/ (its parts below specs/) holds specs that are compiled."""
+    return not (parts and parts[0] == PROTOTYPES_FOLDER) and not any(part.startswith(".") for part in parts)
+
+
+def mirrored_output(spec: Path, root: Path, output: Path) -> Path:
+    """The folder that holds `spec`'s package: the output root, mirrored by the spec's folder
+    below the project's specs folder (`specs/commerce/x.envspec` -> `generated/commerce/`);
+    the output root itself for a spec anywhere else."""
+    try:
+        relative = spec.resolve().parent.relative_to(specs_folder(root).resolve())
+    except ValueError:
+        return output
+    return output.joinpath(*relative.parts)
 
 
 def cache_folder() -> Path:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,12 @@ PROJECT_PARTS = ("pyproject.toml", "compiler", "templates", "grammar", "specs")
 """What a clone holds that `envc compile` reads: the project file, the compiler (so a
 sample may edit it and see the fingerprint change), its data folders and the specs."""
 SAMPLE = re.compile(r"^<!-- refresh(?:: (?P<setup>.*?))? -->\n```\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
+GENERATED = re.compile(
+    r"^<!-- generated: (?P<command>envc [^\n]*?) -->\n(?P<body>.*?)^<!-- /generated -->$", re.MULTILINE | re.DOTALL
+)
+"""A section of a document that is a command's output verbatim (markdown, not a fenced
+sample), such as docs/library.md's table from `envc library show --format markdown`:
+run in this repository (it reads the committed specs and measured task counts)."""
 TIME_COLUMN = "time"
 TIME_SHOWN = "<time>"
 
@@ -73,6 +80,44 @@ def samples_of(path: Path) -> list[Sample]:
 
 def all_samples() -> list[Sample]:
     return [sample for path in documents() for sample in samples_of(path)]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One generated section: the command and its text as written."""
+
+    path: Path
+    command: str
+    body: str
+    start: int
+    end: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.relative_to(ROOT).as_posix()} ({self.command})"
+
+
+def sections_of(path: Path) -> list[Section]:
+    text = path.read_text(encoding="utf-8")
+    return [
+        Section(path, match["command"], match["body"], match.start("body"), match.end("body"))
+        for match in GENERATED.finditer(text)
+    ]
+
+
+def all_sections() -> list[Section]:
+    return [section for path in documents() for section in sections_of(path)]
+
+
+def run_section(section: Section) -> str:
+    """What the section's command prints now, run with this tree's compiler."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
+    env["PYTHONPATH"] = str(ROOT)
+    argv = [sys.executable, "-m", "compiler.cli", *shlex.split(section.command)[1:]]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{section.path.name}: `{section.command}` failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
 
 
 def make_clone(folder: Path) -> dict[str, str]:
@@ -149,8 +194,14 @@ def comparable(text: str) -> list[str]:
     return lines
 
 
-def differs(sample: Sample, output: str) -> bool:
-    return comparable(sample.body) != comparable(output)
+def differs(body: str, output: str) -> bool:
+    """A sample is stale when more than `envc compile`'s time column changed."""
+    return comparable(body) != comparable(output)
+
+
+def section_differs(body: str, output: str) -> bool:
+    """A generated section is stale when any byte changed."""
+    return body != output
 
 
 def refresh(check_only: bool) -> list[str]:
@@ -159,11 +210,12 @@ def refresh(check_only: bool) -> list[str]:
     for path in documents():
         text = path.read_text(encoding="utf-8")
         rewritten = text
-        for sample in reversed(samples_of(path)):  # from the end: earlier offsets stay valid
-            output = run_sample(sample)
-            if differs(sample, output):
-                stale.append(sample.name)
-                rewritten = rewritten[: sample.start] + output + rewritten[sample.end :]
+        pieces = [(s.start, s.end, s.name, run_sample(s), differs) for s in samples_of(path)]
+        pieces += [(s.start, s.end, s.name, run_section(s), section_differs) for s in sections_of(path)]
+        for start, end, name, output, stale_if in sorted(pieces, key=lambda piece: -piece[0]):  # offsets stay valid
+            if stale_if(text[start:end], output):
+                stale.append(name)
+                rewritten = rewritten[:start] + output + rewritten[end:]
         if rewritten != text and not check_only:
             path.write_text(rewritten, encoding="utf-8")
     return stale

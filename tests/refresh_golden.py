@@ -79,7 +79,7 @@ def relative_path(value: str) -> str:
 
 
 def shipped_specs() -> list[Path]:
-    """Every shipped spec: `specs/*.envspec` and the prototypes in `specs/prototypes/`."""
+    """Every shipped spec: every spec below specs/, the prototypes in `specs/prototypes/` included."""
     return sorted(SPECS.rglob("*.envspec"))
 
 

@@ -17,9 +17,10 @@ import re
 from pathlib import Path
 
 from hypothesis import strategies as st
+from shipped import spec_path
 
 ROOT = Path(__file__).resolve().parent.parent
-TICKETING = ROOT / "specs" / "ticketing.envspec"
+TICKETING = spec_path("ticketing")
 
 COMMENT_MARK = "¤"
 COMMENT_MARK_RE = re.compile(COMMENT_MARK + r"\d+")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from shipped import spec_path
 
 from compiler import ir
 from compiler.analyse import AnalysisResult, analyse_file, analyse_loaded, analyse_source
@@ -19,7 +20,7 @@ from compiler.front.load import Loaded
 from compiler.front.parse import parse_source
 
 ROOT = Path(__file__).resolve().parent.parent
-TICKETING = ROOT / "specs" / "ticketing.envspec"
+TICKETING = spec_path("ticketing")
 
 SHOP = """environment shop:
     title "Shop"

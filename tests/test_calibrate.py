@@ -14,6 +14,7 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner, Result
+from shipped import package_dir
 
 from compiler.analyse import analyse_file
 from compiler.cli import app as cli_module
@@ -23,8 +24,7 @@ from compiler.synth import export, task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
-GENERATED = ROOT / "generated"
-SPECS = ("specs/ticketing.envspec", "specs/bfcl_ticket.envspec")
+SPECS = ("specs/it_operations/ticketing.envspec", "specs/ports/bfcl_ticket.envspec")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def library() -> dict[str, SampleEnv]:
     for name in SPECS:
         env = analyse_file(ROOT / name).environment
         assert env is not None
-        envs[env.header.name] = load_env(env, GENERATED / env.header.name)
+        envs[env.header.name] = load_env(env, package_dir(env.header.name))
     return envs
 
 

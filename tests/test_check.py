@@ -5,7 +5,7 @@ copy of a real generated `environment.py`; every line that must be reported carr
 `# expect: <message>` comment, and the rule must report exactly those (line and
 message), nothing else. The committed generated packages have no findings at all.
 `check_packages` runs end to end (ruff, mypy, AST rules, generated tests) on copies of
-generated/ticketing with deliberate faults, and each finding is mapped back to the spec
+generated/it_operations/ticketing with deliberate faults, and each finding is mapped back to the spec
 line of the tool it sits in.
 """
 
@@ -21,9 +21,11 @@ from typing import Any
 
 import pytest
 from refresh_golden import analysed_environment
+from shipped import package_dir, package_dirs
 
 from compiler import ir
 from compiler.analyse import analyse_source
+from compiler.build.packages import MANIFEST
 from compiler.check import check_packages, dynamic, rules
 from compiler.check.dynamic import DYNAMIC_MEMORY_BYTES, limit_memory
 from compiler.check.package import Finding, Package
@@ -34,8 +36,8 @@ from compiler.lower import lower
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "ast_rules"
 COMMITTED = {
-    folder.parent.name: ROOT / json.loads(folder.read_text(encoding="utf-8"))["spec"]
-    for folder in sorted((ROOT / "generated").glob("*/.envc-manifest.json"))
+    name: ROOT / json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["spec"]
+    for name, folder in sorted(package_dirs().items())
 }
 """Package name -> spec, for every package committed under generated/."""
 CHECKED = ["ticketing", "team_calendar"]
@@ -58,7 +60,7 @@ CONTEXT_FREE = [
 MINI_SPEC = """\
 environment mini_desk:
     title "Mini help desk"
-    doc "A frozen, small cousin of specs/ticketing.envspec: the rule fixtures are checked against it."
+    doc "A frozen, small cousin of specs/it_operations/ticketing.envspec: the rule fixtures are checked against it."
 
 enum Status:
     open, closed
@@ -134,7 +136,7 @@ def shipped() -> dict[str, Package]:
     packages = {}
     for name in CHECKED:
         spec = COMMITTED[name]
-        folder = ROOT / "generated" / name
+        folder = package_dir(name)
         files = {
             p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")
             for p in sorted(folder.rglob("*"))

@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from shipped import spec_path
 
 from compiler.analyse import analyse_file, analyse_source
 from compiler.build.packages import import_package
@@ -34,7 +35,7 @@ def _package(tmp: Path, spec: Path | None = None, text: str = "", name: str = ""
 @pytest.fixture(scope="module")
 def ticketing(tmp_path_factory: pytest.TempPathFactory) -> tuple[SampleEnv, ModuleType]:
     tmp = tmp_path_factory.mktemp("episode")
-    env, package = _package(tmp, ROOT / "specs" / "ticketing.envspec")
+    env, package = _package(tmp, spec_path("ticketing"))
     folder = tmp / "ticketing_episode"
     return load_env(env, folder), package
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from shipped import package_dir, spec_path
 
 from compiler.analyse import analyse_file
 from compiler.cli import app as cli_module
@@ -26,17 +27,16 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 ROOT = Path(__file__).resolve().parent.parent
-GENERATED = ROOT / "generated"
-SPECS = ("ticketing.envspec", "bfcl_ticket.envspec")
+SPECS = ("ticketing", "bfcl_ticket")
 
 
 @pytest.fixture(scope="module")
 def library() -> dict[str, SampleEnv]:
     envs = {}
     for name in SPECS:
-        env = analyse_file(ROOT / "specs" / name).environment
+        env = analyse_file(spec_path(name)).environment
         assert env is not None
-        envs[env.header.name] = load_env(env, GENERATED / env.header.name)
+        envs[env.header.name] = load_env(env, package_dir(env.header.name))
     return envs
 
 

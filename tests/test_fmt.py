@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from shipped import SPECS as SPECS_DIR
 from strategies import COMMENT_MARK_RE, TICKETING, expressions, mutated_specs, specs
 
 from compiler import ir
@@ -602,7 +603,7 @@ def test_ticketing_is_idempotent_and_meaning_preserving() -> None:
     assert "    tickets = {\n        1: {" in out  # the scenario's map stays one ticket per line
 
 
-SHIPPED = sorted(Path(TICKETING).resolve().parent.rglob("*.envspec"))
+SHIPPED = sorted(SPECS_DIR.rglob("*.envspec"))
 """Every shipped spec: specs/ and specs/prototypes/."""
 
 

@@ -29,14 +29,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from shipped import examples_per_package, package_names, put_on_path
 
 from compiler.analyse import analyse_source
 from compiler.check.package import write_tree
 from compiler.lower import lower
 
 ROOT = Path(__file__).resolve().parent.parent
-GENERATED = ROOT / "generated"
-PACKAGES = sorted(p.name for p in GENERATED.iterdir() if (p / "environment.py").is_file())
+PACKAGES = package_names()
 
 PYTHON_BODIES = '''\
 environment fork_probe:
@@ -79,8 +79,7 @@ tool peek(board: str) -> list[int]:
 
 
 def import_generated(name: str) -> ModuleType:
-    if str(GENERATED) not in sys.path:
-        sys.path.insert(0, str(GENERATED))
+    put_on_path()
     return importlib.import_module(f"{name}.environment")
 
 
@@ -233,6 +232,8 @@ def outcome(env: Any, tool: str, args: dict[str, Any], module: ModuleType) -> An
 
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PER_PACKAGE = settings(SETTINGS, max_examples=examples_per_package(780))
+"""60 per package for 13 packages, 30 for 45: the property's total stays bounded."""
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -241,7 +242,7 @@ def test_forks_stay_independent(name: str) -> None:
     calls = sample_calls(name)
     scenarios = [None, *module.SCENARIOS]
 
-    @SETTINGS
+    @PER_PACKAGE
     @given(scenario=st.sampled_from(scenarios), plan=steps)
     def check(scenario: Any, plan: list[Step]) -> None:
         run_steps(module, scenario, calls, plan)

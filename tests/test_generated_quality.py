@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from shipped import package_dirs
 
 from compiler import ir
 from compiler.analyse import analyse_source
@@ -33,7 +34,7 @@ from compiler.lower.formatting import ruff_binary
 from compiler.lower.literals import docstring, py_str
 
 ROOT = Path(__file__).resolve().parent.parent
-GENERATED = sorted(path.parent for path in (ROOT / "generated").glob("*/environment.py"))
+GENERATED = sorted(package_dirs().values())
 
 IDIOMS = r'''environment idioms:
     title "Idioms\u200b, said the way ruff's defaults ask"

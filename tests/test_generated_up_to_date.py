@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from refresh_golden import analysed_environment, environment_name, lowered_package
+from shipped import GENERATED, library_specs, package_dir, package_dirs, package_names
+from shipped import SPECS as SPECS_DIR
 
 from compiler.analyse import analyse_file
 from compiler.build.packages import MANIFEST
@@ -37,10 +39,10 @@ def test_generated_packages_are_up_to_date() -> None:
 
 
 def test_every_shipped_spec_has_a_generated_package() -> None:
-    specs = sorted((ROOT / "specs").glob("*.envspec"))
-    manifests = sorted((ROOT / "generated").glob("*/.envc-manifest.json"))
-    named = {m.read_text(encoding="utf-8").split('"spec": "')[1].split('"')[0] for m in manifests}
-    assert {f"specs/{s.name}" for s in specs} <= named
+    specs = library_specs()
+    manifests = sorted(folder / MANIFEST for folder in package_dirs().values())
+    named = {json.loads(m.read_text(encoding="utf-8"))["spec"] for m in manifests}
+    assert {s.relative_to(ROOT).as_posix() for s in specs} <= named
 
 
 # --------------------------------------------------------------------------- generated/ against lower()
@@ -51,7 +53,7 @@ def test_every_shipped_spec_has_a_generated_package() -> None:
 # compare every file of its package byte for byte, so they do not rely on the
 # fingerprint: generated/ is the golden copy of every package.
 
-SPECS = sorted((ROOT / "specs").glob("*.envspec"))
+SPECS = library_specs()
 REGENERATE = "generated/ is not what the compiler makes; run `envc compile` if the change is intended"
 
 
@@ -69,7 +71,7 @@ def on_disk(folder: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.stem)
 def test_every_generated_file_is_what_lower_makes(spec: Path) -> None:
     name, files = lowered_package(spec)
-    folder = ROOT / "generated" / name
+    folder = package_dir(name)
     found = on_disk(folder)
     assert sorted(found) == sorted(files), f"{REGENERATE}: files differ in generated/{name}"
     for relative, text in files.items():
@@ -82,7 +84,7 @@ def test_every_generated_file_is_what_lower_makes(spec: Path) -> None:
 @pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.stem)
 def test_every_manifest_lists_the_files_and_inputs(spec: Path) -> None:
     name, files = lowered_package(spec)
-    manifest = json.loads((ROOT / "generated" / name / MANIFEST).read_text(encoding="utf-8"))
+    manifest = json.loads((package_dir(name) / MANIFEST).read_text(encoding="utf-8"))
     assert manifest["spec"] == spec.relative_to(ROOT).as_posix()
     assert manifest["files"] == {p: hashlib.sha256(t.encode("utf-8")).hexdigest() for p, t in files.items()}, REGENERATE
     inputs = {Path(p).resolve().relative_to(ROOT).as_posix() for p in analyse_file(spec).inputs()}
@@ -92,5 +94,6 @@ def test_every_manifest_lists_the_files_and_inputs(spec: Path) -> None:
 
 def test_every_generated_package_has_its_spec() -> None:
     """A package whose spec was removed or renamed is left over: delete it."""
-    packages = {folder.name for folder in (ROOT / "generated").iterdir() if folder.is_dir()}
-    assert packages == {environment_name(spec) for spec in SPECS}
+    assert set(package_names()) == {environment_name(spec) for spec in SPECS}
+    for spec in SPECS:  # each in the folder of generated/ that mirrors its spec's folder of specs/
+        assert package_dir(environment_name(spec)).parent.relative_to(GENERATED) == spec.parent.relative_to(SPECS_DIR)

@@ -3,7 +3,7 @@
 - `tests/golden/ir/NAME.json`: the analysed IR of the small dedicated specs in
   `tests/fixtures/golden/` (one area each), in full;
 - `tests/golden/digest/SPEC.json`: a position-free summary of every shipped spec
-  (specs/*.envspec and specs/prototypes/*.envspec): types, effects, errors, names.
+  (every spec below specs/, the prototypes included): types, effects, errors, names.
 
 A difference means the parser or the analyser changed what later stages see. If the
 change is intended, run `python tests/refresh_golden.py` and review the diff.
@@ -37,6 +37,7 @@ from refresh_golden import (
     shipped_specs,
     stale_files,
 )
+from shipped import library_specs, package_dir
 
 REFRESH = "run `python tests/refresh_golden.py` if the change is intended"
 GOLDENS = goldens()
@@ -88,7 +89,7 @@ def test_every_shipped_spec_has_a_digest() -> None:
     assert [name for name, _ in DIGESTS] == [
         f"digest/{spec.relative_to(SPECS).with_suffix('.json').as_posix()}" for spec in specs
     ]
-    assert len(list(SPECS.glob("*.envspec"))) >= 2 and len(list(SPECS.glob("prototypes/*.envspec"))) >= 2
+    assert len(library_specs()) >= 2 and len(list(SPECS.glob("prototypes/*.envspec"))) >= 2
 
 
 @pytest.mark.parametrize(("name", "produce"), GOLDENS, ids=[name for name, _ in GOLDENS])
@@ -180,11 +181,11 @@ def test_dedicated_specs_cover_their_areas() -> None:
     assert effects["preview"]["reads"] == ["boxes"] and effects["preview"]["writes"] == []
 
 
-@pytest.mark.parametrize("spec", sorted(SPECS.glob("*.envspec")), ids=lambda spec: spec.stem)
+@pytest.mark.parametrize("spec", library_specs(), ids=lambda spec: spec.stem)
 def test_digest_agrees_with_the_generated_tools_json(spec: Path) -> None:
     """The digest says what the shipped package tells the agent."""
     summary = digest(analysed_environment(spec), spec.relative_to(ROOT).as_posix())
-    tools = json.loads((ROOT / "generated" / environment_name(spec) / "tools.json").read_text(encoding="utf-8"))
+    tools = json.loads((package_dir(environment_name(spec)) / "tools.json").read_text(encoding="utf-8"))
     assert [t["name"] for t in tools["tools"]] == list(summary["tools"])
     for tool in tools["tools"]:
         entry = summary["tools"][tool["name"]]

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 from refresh_golden import ROOT, analysed_environment, environment_name, lowered_package
+from shipped import library_specs, spec_path
 
 from compiler.analyse import analyse_file
 from compiler.lower import header_line, lower
 
-SPECS = sorted((ROOT / "specs").glob("*.envspec"))  # what `envc compile` compiles by default
+SPECS = library_specs()  # what `envc compile` compiles by default
 PACKAGE_FILES = (
     "README.md",
     "__init__.py",
@@ -33,7 +34,7 @@ PACKAGE_FILES = (
 )
 """The files `lower()` makes for every spec, in the order it returns them (besides the
 `data/` files of the values a spec reads from JSON files)."""
-TWICE = [ROOT / "specs" / "ticketing.envspec", ROOT / "specs" / "calendar.envspec"]
+TWICE = [spec_path("ticketing"), spec_path("calendar")]
 """Lowered a second time from a fresh analysis (a compiler property: two specs suffice)."""
 
 

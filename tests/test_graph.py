@@ -15,13 +15,14 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
+from shipped import library_specs
 
 from compiler import ir
 from compiler.analyse import analyse_file, analyse_source
 from compiler.synth import graph as g
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = sorted((ROOT / "specs").glob("*.envspec"))
+SHIPPED = library_specs()
 
 STATE_SPEC = '''environment counter:
     title "Counter"

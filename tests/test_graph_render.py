@@ -15,6 +15,7 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
+from shipped import spec_arg
 
 from compiler.analyse import analyse_file, analyse_source
 from compiler.synth import graph as g
@@ -89,8 +90,8 @@ def test_ties_go_to_the_next_node_in_declaration_order() -> None:
 
 
 def test_dot_text_is_deterministic_and_marks_read_and_write_tools() -> None:
-    first = r.to_dot(document("specs/ticketing.envspec"))
-    assert first == r.to_dot(document("specs/ticketing.envspec"))
+    first = r.to_dot(document("specs/it_operations/ticketing.envspec"))
+    assert first == r.to_dot(document("specs/it_operations/ticketing.envspec"))
     assert first.startswith("digraph envc {\n") and first.endswith("}\n")
     login = next(line for line in first.splitlines() if line.strip().startswith('"ticketing.login" ['))
     assert "shape=box" in login and "peripheries=2" in login  # a write tool, an entry point
@@ -100,7 +101,7 @@ def test_dot_text_is_deterministic_and_marks_read_and_write_tools() -> None:
 
 
 def test_edges_are_coloured_by_kind_and_thicker_when_heavier() -> None:
-    dot = r.to_dot(document("specs/ticketing.envspec"), r.PictureOptions(top=0))
+    dot = r.to_dot(document("specs/it_operations/ticketing.envspec"), r.PictureOptions(top=0))
     widths: dict[str, set[float]] = {}
     for line in dot.splitlines():
         match = re.search(r'-> "[^"]+" \[color="([^"]+)", penwidth=([\d.]+)', line)
@@ -119,7 +120,7 @@ def test_reciprocal_edges_of_one_weight_are_drawn_once() -> None:
 
 
 def test_views_and_the_env_cluster() -> None:
-    doc = document("specs/ticketing.envspec", "specs/bfcl_ticket.envspec")
+    doc = document("specs/it_operations/ticketing.envspec", "specs/ports/bfcl_ticket.envspec")
     both = r.to_dot(doc)
     assert "cluster_envs" in both and '"cluster_tools_ticketing"' in both
     envs = r.to_dot(doc, r.PictureOptions(view="envs"))
@@ -131,10 +132,12 @@ def test_views_and_the_env_cluster() -> None:
 
 
 def test_many_clusters_are_stacked_in_columns() -> None:
-    doc = document(*(f"specs/{name}.envspec" for name in ("ticketing", "calendar", "bfcl_ticket", "bfcl_message")))
+    doc = document(*(spec_arg(name) for name in ("ticketing", "calendar", "bfcl_ticket", "bfcl_message")))
     dot = r.to_dot(doc)  # five clusters: the env graph and four tool graphs
     assert "style=invis" in dot and '"anchor:3"' in dot
-    assert "anchor" not in r.to_dot(document("specs/ticketing.envspec", "specs/calendar.envspec"))
+    assert "anchor" not in r.to_dot(
+        document("specs/it_operations/ticketing.envspec", "specs/productivity/calendar.envspec")
+    )
 
 
 # --------------------------------------------------------------------------- rendering
@@ -174,13 +177,13 @@ def test_a_35_tool_picture_has_every_tool_and_a_sane_shape() -> None:
 
 @needs_dot
 def test_ticketing_svg_has_one_node_per_tool() -> None:
-    svg = r.render(r.to_dot(document("specs/ticketing.envspec")), "svg")
+    svg = r.render(r.to_dot(document("specs/it_operations/ticketing.envspec")), "svg")
     assert len(svg_nodes(svg)) == 13
 
 
 @needs_dot
 def test_png_bytes() -> None:
-    png = r.render(r.to_dot(document("specs/calendar.envspec")), "png")
+    png = r.render(r.to_dot(document("specs/productivity/calendar.envspec")), "png")
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
 
 
@@ -212,9 +215,9 @@ def test_unknown_format_is_a_render_error() -> None:
 
 
 def test_the_committed_picture_shows_every_ticketing_tool() -> None:
-    """docs/graph-ticketing.svg (regenerate: `envc graph specs/ticketing.envspec --format svg
+    """docs/graph-ticketing.svg (regenerate: `envc graph specs/it_operations/ticketing.envspec --format svg
     -o docs/graph-ticketing.svg`) still has the spec's tools and the current legend."""
     svg = (ROOT / "docs" / "graph-ticketing.svg").read_bytes()
-    graph = document("specs/ticketing.envspec").tools["ticketing"]
+    graph = document("specs/it_operations/ticketing.envspec").tools["ticketing"]
     assert sorted(svg_nodes(svg)) == sorted(f"ticketing.{name}" for name in graph.nodes)
     assert b"at least one edge in" in svg

@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from shipped import package_dir
 
 from compiler.analyse import analyse_source
 from compiler.check.package import write_tree
 from compiler.lower import lower
 
 ROOT = Path(__file__).resolve().parent.parent
-TICKETING = ROOT / "generated" / "ticketing"
+TICKETING = package_dir("ticketing")
 RUN_TIMEOUT = 240
 
 UNDO_SPEC = '''\

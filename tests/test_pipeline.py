@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from shipped import package_dir, spec_path
 
 from compiler import project as envc_project
 from compiler.analyse import analyse_file
@@ -352,15 +353,17 @@ def test_replace_folder_swaps_whole_packages(tmp_path: Path) -> None:
 def test_full_qc_on_a_copy_of_ticketing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shipped spec compiles, passes every check, is cached, and matches generated/."""
     (project / "specs" / "counter.envspec").unlink()
-    shutil.copy(ROOT / "specs" / "ticketing.envspec", project / "specs" / "ticketing.envspec")
+    spec = project / "specs" / "it_operations" / "ticketing.envspec"  # where the shipped one is: same headers
+    spec.parent.mkdir()
+    shutil.copy(spec_path("ticketing"), spec)
     options = pipeline.Options(output=project / "out", project_root=project)
-    [result] = pipeline.compile_specs([project / "specs" / "ticketing.envspec"], options)
+    [result] = pipeline.compile_specs([spec], options)
     assert result.status == "written", [d.message for d in result.diagnostics]
     assert (result.static, result.dynamic) == ("pass", "pass")
     assert result.tests.endswith(" passed") and int(result.tests.split()[0]) > 50
     assert result.diagnostics == []
-    written = snapshot(project / "out" / "ticketing")
-    committed = snapshot(ROOT / "generated" / "ticketing")
+    written = snapshot(project / "out" / "it_operations" / "ticketing")
+    committed = snapshot(package_dir("ticketing"))
     assert {k: v for k, v in written.items() if k != packages.MANIFEST} == {
         k: v for k, v in committed.items() if k != packages.MANIFEST
     }, "the same spec gives the same package wherever it is compiled"
@@ -370,7 +373,7 @@ def test_full_qc_on_a_copy_of_ticketing(project: Path, monkeypatch: pytest.Monke
         raise AssertionError("QC already passed for these inputs")
 
     monkeypatch.setattr("compiler.check.check_packages", must_not_run)
-    [again] = pipeline.compile_specs([project / "specs" / "ticketing.envspec"], options)
+    [again] = pipeline.compile_specs([spec], options)
     assert (again.status, again.static, again.dynamic) == ("up-to-date", "cached", "cached")
 
 
@@ -548,7 +551,7 @@ def test_a_prototype_edit_reaches_the_manifest_through_its_inputs(
     """Prototypes are not in the fingerprint: every manifest lists those its spec extends."""
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.envc]\noutput = "out"\n')
     (tmp_path / "specs" / "prototypes").mkdir(parents=True)
-    shutil.copy(ROOT / "specs" / "ticketing.envspec", tmp_path / "specs")
+    shutil.copy(spec_path("ticketing"), tmp_path / "specs")
     shutil.copy(ROOT / "specs" / "prototypes" / "transactional_workspace.envspec", tmp_path / "specs" / "prototypes")
     monkeypatch.chdir(tmp_path)
     assert envc("--no-qc").exit_code == 0

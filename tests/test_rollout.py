@@ -18,6 +18,7 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner, Result
+from shipped import package_dir, spec_path
 
 from compiler.analyse import analyse_file
 from compiler.cli import app as cli_module
@@ -27,7 +28,7 @@ from compiler.synth import export, task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "specs" / "ticketing.envspec"
+SPEC = spec_path("ticketing")
 SECRET = "sk-rollout-test-secret-0123456789"
 
 
@@ -162,7 +163,7 @@ def ticketing_envs() -> dict[str, SampleEnv]:
     """The committed ticketing package, as calibration and rollouts load environments."""
     env = analyse_file(SPEC).environment
     assert env is not None
-    return {env.header.name: load_env(env, ROOT / "generated" / env.header.name)}
+    return {env.header.name: load_env(env, package_dir(env.header.name))}
 
 
 def ticketing_tasks(envs: dict[str, SampleEnv]) -> list[dict[str, Any]]:
@@ -404,7 +405,7 @@ def test_envc_rollout_bad_input_exits_2_without_a_traceback(
     (tmp_path / "bad.jsonl").write_text("{oops\n", encoding="utf-8")
     broken = run("rollout", tmp_path / "bad.jsonl", SPEC, "--model", "gold")
     assert broken.exit_code == 2 and "bad.jsonl:1: not a JSON line" in broken.stderr
-    other = run("rollout", task_dir, ROOT / "specs" / "calendar.envspec", "--model", "gold", "--base-url", endpoint.url)
+    other = run("rollout", task_dir, spec_path("calendar"), "--model", "gold", "--base-url", endpoint.url)
     assert other.exit_code == 2 and "`ticketing` is not among the specs given" in other.stderr
     down = run("rollout", task_dir, SPEC, "--model", "refuse", "--base-url", endpoint.url)
     assert down.exit_code == 2 and "failed for infrastructure reasons" in down.stderr

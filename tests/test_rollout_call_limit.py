@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from test_rollout import ScriptedEndpoint
+from shipped import package_dir, spec_path
 
 from compiler.analyse import analyse_file
 from compiler.cli.app import cli
@@ -27,7 +28,7 @@ from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SLOW_SPEC = ROOT / "tests" / "fixtures" / "serve" / "slow_body.envspec"
-HUB_SPEC = ROOT / "specs" / "automation_hub.envspec"
+HUB_SPEC = spec_path("automation_hub")
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def envs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SampleEnv]:
     result = CliRunner().invoke(cli, ["compile", str(SLOW_SPEC), "-o", str(out), "--no-qc"])
     assert result.exit_code == 0, result.output
     loaded = {}
-    for spec, folder in ((SLOW_SPEC, out / "slow_body"), (HUB_SPEC, ROOT / "generated" / "automation_hub")):
+    for spec, folder in ((SLOW_SPEC, out / "slow_body"), (HUB_SPEC, package_dir("automation_hub"))):
         env = analyse_file(spec).environment
         assert env is not None
         loaded[env.header.name] = load_env(env, folder)

@@ -5,6 +5,7 @@ of the generated packages alone (a subprocess that imports nothing of envc)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shipped import library_specs, package_dir, package_parents
 
 from compiler import ir
 from compiler.analyse import analyse_file, analyse_source
@@ -33,13 +35,12 @@ from compiler.synth.sample import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = sorted((ROOT / "specs").glob("*.envspec"))
-GENERATED = ROOT / "generated"
+SPECS = library_specs()
 
 REPLAYER = textwrap.dedent(
     """
-    import importlib, json, sys
-    sys.path.insert(0, sys.argv[1])
+    import importlib, json, os, sys
+    sys.path[:0] = sys.argv[1].split(os.pathsep)
     def diff(before, after, path=""):
         if before == after:
             return []
@@ -88,7 +89,7 @@ def library() -> dict[str, SampleEnv]:
     envs = {}
     for spec in SPECS:
         env = _environment(spec)
-        envs[env.header.name] = load_env(env, GENERATED / env.header.name)
+        envs[env.header.name] = load_env(env, package_dir(env.header.name))
     return envs
 
 
@@ -102,7 +103,7 @@ def _replay_outside_envc(rows: list[dict[str, Any]], tmp_path: Path) -> int:
     chains = tmp_path / "chains.jsonl"
     chains.write_text(rows_to_jsonl(rows), encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-I", "-c", REPLAYER, str(GENERATED), str(chains)],
+        [sys.executable, "-I", "-c", REPLAYER, os.pathsep.join(package_parents()), str(chains)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -167,7 +168,7 @@ def test_same_seed_same_bytes_and_workers_agree(library: dict[str, SampleEnv]) -
     again = rows_to_jsonl(_sample(envs, chains=60, seed=9, envs=(1, 2)))
     assert one == again
     assert rows_to_jsonl(_sample(envs, chains=60, seed=10, envs=(1, 2))) != one
-    specs = [(e.model.model_dump_json(), str(GENERATED / n)) for n, e in envs.items()]
+    specs = [(e.model.model_dump_json(), str(package_dir(n))) for n, e in envs.items()]
     rows, _ = sample(Sampler(envs, SampleOptions(chains=60, seed=9, envs=(1, 2), workers=2)), worker_specs=specs)
     assert rows_to_jsonl(rows) == one
 
@@ -288,23 +289,32 @@ def _envc(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 def test_envc_sample_writes_jsonl_and_a_summary(tmp_path: Path) -> None:
     out = tmp_path / "chains.jsonl"
-    done = _envc("sample", "specs/ticketing.envspec", "--chains", "20", "--seed", "4", "-o", str(out))
+    done = _envc("sample", "specs/it_operations/ticketing.envspec", "--chains", "20", "--seed", "4", "-o", str(out))
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 20 and {"id", "seed", "envs", "scenarios", "calls", "diff"} <= set(rows[0])
     assert "kept 20 chains" in done.stderr and "tool coverage" in done.stderr
     again = tmp_path / "again.jsonl"
-    assert _envc("sample", "specs/ticketing.envspec", "--chains", "20", "--seed", "4", "-o", str(again)).returncode == 0
+    assert (
+        _envc(
+            "sample", "specs/it_operations/ticketing.envspec", "--chains", "20", "--seed", "4", "-o", str(again)
+        ).returncode
+        == 0
+    )
     assert again.read_bytes() == out.read_bytes()
 
 
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["specs/ticketing.envspec", "--chains", "2", "--envs", "x"], 2, "expected K or A-B"),
-        (["specs/ticketing.envspec", "--chains", "2", "--envs", "2"], 2, "needs 2 environments"),
+        (["specs/it_operations/ticketing.envspec", "--chains", "2", "--envs", "x"], 2, "expected K or A-B"),
+        (["specs/it_operations/ticketing.envspec", "--chains", "2", "--envs", "2"], 2, "needs 2 environments"),
         (["specs/missing.envspec", "--chains", "2"], 2, "cannot read"),
-        (["specs/ticketing.envspec", "--chains", "2", "--offline"], 2, "--offline is about the proposed edges"),
+        (
+            ["specs/it_operations/ticketing.envspec", "--chains", "2", "--offline"],
+            2,
+            "--offline is about the proposed edges",
+        ),
     ],
 )
 def test_envc_sample_usage_errors(args: list[str], code: int, message: str, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shipped import spec_path
 
 import compiler.lower as lowering
 from compiler.analyse import analyse_file
@@ -56,7 +57,7 @@ def spliced_skeletons() -> dict[str, tuple[str, dict[str, str]]]:
     lowering.splice_bodies = capture
     try:
         for current in ("ticketing", "media_monitoring"):
-            env = analyse_file(ROOT / "specs" / f"{current}.envspec").environment
+            env = analyse_file(spec_path(current)).environment
             assert env is not None
             lowering.lower(env, f"specs/{current}.envspec")
     finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import subprocess
 import sys
@@ -17,19 +18,20 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from refresh_golden import environment_name
+from shipped import library_specs, package_dir, package_parents
 
 from compiler.analyse import analyse_file
 from compiler.synth import audits, declared_tasks, task_build, task_prompt, tasks
 from compiler.synth.sample import SampleEnv, load_env
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = sorted((ROOT / "specs").glob("*.envspec"))
-GENERATED = ROOT / "generated"
+SPECS = library_specs()
 
 RECHECK = textwrap.dedent(
     """
-    import importlib, json, sys
-    sys.path.insert(0, sys.argv[1])
+    import importlib, json, os, sys
+    sys.path[:0] = sys.argv[1].split(os.pathsep)
     bad = []
     for line in open(sys.argv[2], encoding="utf-8"):
         task = json.loads(line)
@@ -68,7 +70,7 @@ def library() -> dict[str, SampleEnv]:
     for spec in SPECS:
         env = analyse_file(spec).environment
         assert env is not None
-        envs[env.header.name] = load_env(env, GENERATED / env.header.name)
+        envs[env.header.name] = load_env(env, package_dir(env.header.name))
     return envs
 
 
@@ -86,7 +88,7 @@ def _recheck_outside_envc(kept: list[dict[str, Any]], tmp_path: Path) -> list[An
     path = tmp_path / "tasks.jsonl"
     path.write_text(tasks.tasks_to_jsonl(kept), encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-I", "-c", RECHECK, str(GENERATED), str(path)],
+        [sys.executable, "-I", "-c", RECHECK, os.pathsep.join(package_parents()), str(path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -96,16 +98,35 @@ def _recheck_outside_envc(kept: list[dict[str, Any]], tmp_path: Path) -> list[An
     return result
 
 
+TASKS_PER_SPEC = 12
+"""Tasks drawn from each shipped spec here (`envc library tasks` asks 100 of each)."""
+
+
+@pytest.fixture(scope="module")
+def shipped_tasks(library: dict[str, SampleEnv], tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
+    """TASKS_PER_SPEC audited tasks of every shipped spec, and what the recheck outside
+    envc found wrong with each spec's tasks: ONE recheck process for the library (a
+    process per spec cost an interpreter start and every package's import per spec)."""
+    kept = {name: _tasks({name: env}, TASKS_PER_SPEC, declared=True) for name, env in library.items()}
+    bad = _recheck_outside_envc(
+        [task for tasks_ in kept.values() for task in tasks_], tmp_path_factory.mktemp("recheck")
+    )
+    ids = {name: {task["id"] for task in tasks_} for name, tasks_ in kept.items()}
+    return {name: [tasks_, [problem for problem in bad if problem[0] in ids[name]]] for name, tasks_ in kept.items()}
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=[s.stem for s in SPECS])
-def test_every_shipped_spec_gives_audited_tasks(spec: Path, library: dict[str, SampleEnv], tmp_path: Path) -> None:
-    name = analyse_file(spec).environment.header.name  # type: ignore[union-attr]
-    envs = {name: library[name]}
-    kept = _tasks(envs, 25, declared=True)
+def test_every_shipped_spec_gives_audited_tasks(
+    spec: Path, library: dict[str, SampleEnv], shipped_tasks: dict[str, list[Any]]
+) -> None:
+    name = environment_name(spec)
+    kept, bad = shipped_tasks[name]
+    assert len(kept) == TASKS_PER_SPEC
     for task in kept:
         assert task["max_turns"] == 32 and task["timeout_s"] == 300 and task["tools"]
         assert task["verifier"]["checks"] and task["prompt"]
         assert task["reward"] == ("partial" if library[name].model.header.archetype == "file_workspace" else "binary")
-    assert _recheck_outside_envc(kept, tmp_path) == []
+    assert bad == []
 
 
 def test_cross_environment_tasks_are_scored_across_states(library: dict[str, SampleEnv], tmp_path: Path) -> None:
@@ -617,7 +638,9 @@ def _envc(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_envc_tasks_writes_tasks_and_a_report(tmp_path: Path) -> None:
-    done = _envc("tasks", "specs/ticketing.envspec", "-n", "12", "--seed", "5", "-o", str(tmp_path / "out"))
+    done = _envc(
+        "tasks", "specs/it_operations/ticketing.envspec", "-n", "12", "--seed", "5", "-o", str(tmp_path / "out")
+    )
     assert done.returncode == 0, done.stderr
     rows = (tmp_path / "out" / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
@@ -682,23 +705,29 @@ def test_a_write_tool_without_a_value_source_is_left_out_and_reported(tmp_path: 
 
 def test_envc_tasks_from_chains_and_bad_chain_files(tmp_path: Path) -> None:
     chains = tmp_path / "chains.jsonl"
-    assert _envc("sample", "specs/ticketing.envspec", "--chains", "30", "-o", str(chains)).returncode == 0
-    done = _envc("tasks", "specs/ticketing.envspec", "-n", "5", "--chains", str(chains), "-o", str(tmp_path / "a"))
+    assert _envc("sample", "specs/it_operations/ticketing.envspec", "--chains", "30", "-o", str(chains)).returncode == 0
+    done = _envc(
+        "tasks", "specs/it_operations/ticketing.envspec", "-n", "5", "--chains", str(chains), "-o", str(tmp_path / "a")
+    )
     assert done.returncode == 0, done.stderr
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"id": 1}\nnot json\n', encoding="utf-8")
-    bad = _envc("tasks", "specs/ticketing.envspec", "-n", "5", "--chains", str(broken), "-o", str(tmp_path / "b"))
+    bad = _envc(
+        "tasks", "specs/it_operations/ticketing.envspec", "-n", "5", "--chains", str(broken), "-o", str(tmp_path / "b")
+    )
     assert bad.returncode == 2 and "broken.jsonl:2: not a JSON line" in bad.stderr
     assert not (tmp_path / "b").exists()
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"id": "x", "seed": "0:0", "envs": ["nowhere"], "scenarios": {}, "calls": []}) + "\n")
-    wrong = _envc("tasks", "specs/ticketing.envspec", "-n", "5", "--chains", str(other), "-o", str(tmp_path / "c"))
+    wrong = _envc(
+        "tasks", "specs/it_operations/ticketing.envspec", "-n", "5", "--chains", str(other), "-o", str(tmp_path / "c")
+    )
     assert wrong.returncode == 2 and "`nowhere` is not among the specs" in wrong.stderr
     assert f"envc tasks: {other}:1: environment `nowhere`" in wrong.stderr, "one line naming file:line"
     assert all("Usage:" not in result.stderr for result in (bad, wrong))
 
 
 def test_envc_tasks_offline_needs_llm(tmp_path: Path) -> None:
-    done = _envc("tasks", "specs/ticketing.envspec", "-n", "2", "--offline", "-o", str(tmp_path / "out"))
+    done = _envc("tasks", "specs/it_operations/ticketing.envspec", "-n", "2", "--offline", "-o", str(tmp_path / "out"))
     assert done.returncode == 2 and "--offline is about the requests a model writes" in done.stderr
     assert not (tmp_path / "out").exists()

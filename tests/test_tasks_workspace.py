@@ -1,4 +1,4 @@
-"""File-workspace (Claw) tasks: the families `specs/claw_workspace.envspec` declares
+"""File-workspace (Claw) tasks: the families `specs/claw/spreadsheets/claw_workspace.envspec` declares
 (`monthly_scores`, `malformed_report_line`), drawn by `envc tasks` with the four artifacts
 from one seeded plan: the construction script run on its own, the noise and distractors
 of the plant folder, partial credit, the path and script audits with a broken fixture
@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import package_dir, spec_path
 
 from compiler.analyse import analyse_file
 from compiler.build import pipeline
+from compiler.build.packages import package_in
 from compiler.synth import audits, families, task_build, tasks
 from compiler.synth.sample import SampleEnv, load_env
 
@@ -27,16 +29,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load(spec: str, packages: Path | None = None) -> SampleEnv:
-    env = analyse_file(ROOT / "specs" / f"{spec}.envspec").environment
+    env = analyse_file(spec_path(spec)).environment
     assert env is not None
-    return load_env(env, (packages or ROOT / "generated") / env.header.name)
+    return load_env(env, package_in(packages, env.header.name) if packages else package_dir(env.header.name))
 
 
 @pytest.fixture(scope="module")
 def claw(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SampleEnv]:
     out = tmp_path_factory.mktemp("claw")
     options = pipeline.Options(output=out, project_root=ROOT, qc=False)
-    [result] = pipeline.compile_specs([ROOT / "specs" / "claw_workspace.envspec"], options)
+    [result] = pipeline.compile_specs([spec_path("claw_workspace")], options)
     assert not [d for d in result.diagnostics if d.severity == "error"], result.diagnostics
     return {"claw_workspace": _load("claw_workspace", out)}
 

@@ -72,6 +72,10 @@ class Profile:
     archetype: str = "custom"
     world: Any = None
     """World data the environment must declare (any JSON), or None."""
+    domain: str = ""
+    """The library domain the environment belongs to (a catalog row's, e.g. `Travel`), or ""."""
+    scenario: str = ""
+    """The library scenario it models (a catalog row's title, e.g. `Airline reservations`), or ""."""
 
     def problem(self) -> str:
         """Why this profile cannot be drafted, or ""."""
@@ -114,6 +118,8 @@ def read_profiles(path: Path) -> tuple[list[Profile], list[str]]:
             domains=tuple(_domains(domains)),
             archetype=str(row.get("archetype") or row.get("archetype_hint") or "custom"),
             world=row.get("world", row.get("world_data")),
+            domain=str(row.get("domain") or ""),
+            scenario=str(row.get("scenario") or ""),
         )
         problem = profile.problem()
         if problem:
@@ -144,6 +150,8 @@ def draft_messages(profile: Profile) -> list[Message]:
         f"Write the spec of an environment named `{profile.name}`.",
         f"Description: {profile.description.strip()}",
     ]
+    if profile.domain or profile.scenario:
+        parts.append(_library_row(profile))
     if profile.domains:
         parts.append("Domains: " + ", ".join(profile.domains))
     if profile.archetype != "custom":
@@ -168,6 +176,23 @@ def draft_messages(profile: Profile) -> list[Message]:
         "tests. Reply with the whole spec in one ```envspec block, and nothing else."
     )
     return [Message("system", SYSTEM + "\n" + references), Message("user", "\n\n".join(parts) + "\n")]
+
+
+def _library_row(profile: Profile) -> str:
+    """The profile's place in the environment library (its catalog row), so the model
+    writes the scenario a user of that domain would recognise, not a generic one."""
+    row = ", ".join(
+        part
+        for part in (
+            f"domain {profile.domain}" if profile.domain else "",
+            f"scenario {profile.scenario}" if profile.scenario else "",
+        )
+        if part
+    )
+    return (
+        f"Library row: {row}. Name the tools, records and fields in that domain's words and seed "
+        "realistic data for that scenario."
+    )
 
 
 def extract_spec(reply: str) -> str | None:

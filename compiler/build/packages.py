@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -49,14 +50,35 @@ def env_name_problem(value: object) -> str:
 
 def package_in(folder: Path, name: str) -> Path:
     """The package of environment `name` in a packages folder (`--packages-dir`, or the
-    folder of the packages given on the command line): `folder/name`, only for a plain
-    environment name. Raises PackageError naming the name or the folder looked in."""
+    folder of the packages given on the command line), at any depth below it
+    (`generated/<domain>/<name>/`), only for a plain environment name. Raises
+    PackageError naming the name or the folder looked in."""
     problem = env_name_problem(name)
     if problem:
         raise PackageError(problem)
-    found = folder / name
-    if not is_package(found):
+    if is_package(folder / name):
+        return folder / name
+    found = find_packages(folder).get(name)
+    if found is None:
         raise PackageError(f"no generated package of `{name}` in {folder}")
+    return found
+
+
+def find_packages(folder: Path) -> dict[str, Path]:
+    """Every generated package below `folder`, at any depth, by environment name (its
+    folder's name); hidden folders and a package's own subfolders are not searched. Two
+    packages of one name are a PackageError naming both: a task names environments, so
+    one name must mean one package."""
+    found: dict[str, Path] = {}
+    for current, subfolders, _ in os.walk(folder):
+        path = Path(current)
+        if is_package(path) and path != folder:
+            if path.name in found:
+                raise PackageError(f"two packages of `{path.name}` below {folder}: {found[path.name]} and {path}")
+            found[path.name] = path
+            subfolders.clear()
+            continue
+        subfolders[:] = sorted(s for s in subfolders if not s.startswith(".") and s != "__pycache__")
     return found
 
 

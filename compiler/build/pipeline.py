@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from compiler.build.packages import MANIFEST, read_manifest
 from compiler.diagnostics import Diagnostic, has_errors
-from compiler.project import compiler_fingerprint, configured_output, display_path
+from compiler.project import compiler_fingerprint, configured_output, display_path, mirrored_output
 
 if TYPE_CHECKING:  # the stages load lazily: an up-to-date run needs none of them
     from compiler.analyse import AnalysisResult
@@ -152,26 +152,36 @@ def compile_specs(
             results[index] = done
         if package is not None:
             pending.append((results[index], package, _manifest_files(package, spec, results[index], options), 0.0))
-    _refuse_shared_names(pending)
+    _refuse_shared_names(results)
     _check_and_write([p for p in pending if not has_errors(p[0].diagnostics)], options)  # warnings do not stop it
     return results
 
 
-def _refuse_shared_names(pending: list[tuple[SpecResult, Package, dict[str, str], float]]) -> None:
-    """Two specs naming the same environment would overwrite one folder in turn."""
+def _refuse_shared_names(results: list[SpecResult]) -> None:
+    """Two specs naming the same environment would overwrite one folder in turn, or, in
+    two folders of the output, leave a task's environment name meaning two packages:
+    each is an error naming both specs (up-to-date ones included)."""
     by_name: dict[str, list[SpecResult]] = {}
-    for result, package, _, _ in pending:
-        by_name.setdefault(package.name, []).append(result)
-    for name, results in by_name.items():
-        if len(results) > 1:
-            specs = ", ".join(r.spec for r in results)
-            for result in results:
+    for result in results:
+        if result.name:
+            by_name.setdefault(result.name, []).append(result)
+    for name, sharing in by_name.items():
+        if len(sharing) > 1:
+            specs = ", ".join(r.spec for r in sharing)
+            for result in sharing:
                 result.diagnostics.append(Diagnostic("E6005", f"{specs} all generate `{name}`", str(result.spec), 1, 1))
+                result.status = "error"
+
+
+def package_parent(spec: str, options: Options) -> Path:
+    """The folder a spec's package goes in, from its shown path (`SpecResult.spec`): the
+    output root mirrored by the spec's folder below specs/ (compiler/project.py)."""
+    return mirrored_output(options.project_root / spec, options.project_root, options.output)
 
 
 def _up_to_date(spec: Path, result: SpecResult, options: Options) -> bool:
     """The fast path: inputs and compiler unchanged, and the output untouched on disk."""
-    for folder in sorted(options.output.glob("*")):
+    for folder in sorted(package_parent(result.spec, options).glob("*")):
         if folder.name.startswith("."):  # staging or backup folders of an interrupted write
             continue
         manifest = read_manifest(folder)
@@ -205,7 +215,7 @@ def current_package(spec: Path, root: Path) -> Path | None:
     compiler, files as written), else None; for stages that run generated packages."""
     options = Options(output=configured_output(root).resolve(), project_root=root, qc=False)
     result = SpecResult(spec=display_path(spec, root))
-    return options.output / result.name if _up_to_date(spec, result, options) else None
+    return package_parent(result.spec, options) / result.name if _up_to_date(spec, result, options) else None
 
 
 def _qc_marker(options: Options, inputs_sha: str) -> Path:
@@ -351,7 +361,7 @@ def _check_and_write(pending: list[tuple[SpecResult, Package, dict[str, str], fl
                 continue
         else:
             result.static = result.dynamic = "skipped"
-        folder = options.output / package.name
+        folder = package_parent(result.spec, options) / package.name
         differing = _differences(folder, files)
         if options.check_only:
             result.status = "stale" if differing else "up-to-date"

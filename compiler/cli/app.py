@@ -69,6 +69,10 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "Run a model k times on each task of TASKS (DIR/tasks.jsonl or a tasks JSONL) through an "
         "OpenAI-compatible endpoint; write one trajectory per rollout.",
     ),
+    "library": LazyCommand(
+        "compiler.cli.library:library_command",
+        "The environment library's catalog (specs/catalog.yaml): check, show, profiles, tasks.",
+    ),
     "adapters": LazyCommand(
         "compiler.cli.adapters:adapters_command",
         "Configuration for trainers' adapters (VERL's tool config).",

@@ -125,9 +125,9 @@ def draft_command(
     stats = HealStats()
     ctx = draft.DraftContext(config, OpenAIProvider(config, log=llm_log), stats, root, not no_qc, llm_log)
     if batch is not None:
-        outcomes, settled = _draft_batch(profiles, batch, output or root / "specs", report, retry, ctx)
+        outcomes, settled = _draft_batch(profiles, batch, output or project.specs_folder(root), report, retry, ctx)
     else:
-        outcomes = [draft.draft_one(profiles[0], output or root / "specs" / f"{name}.envspec", ctx)]
+        outcomes = [draft.draft_one(profiles[0], output or project.specs_folder(root) / f"{name}.envspec", ctx)]
         settled = outcomes[0].status == "accepted"
         _print_outcome(outcomes[0])
     print_heal_summary(stats)

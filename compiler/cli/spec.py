@@ -202,7 +202,7 @@ def compile_command(
     offline: bool,
     jobs: int | None,
 ) -> None:
-    """Compile specs into checked Python packages (all specs/*.envspec when none are given)."""
+    """Compile specs into checked Python packages (every spec below specs/ but the prototypes when none are given)."""
     root = project.find_project_root(Path.cwd())
     files, problems = expand_paths(specs) if specs else (project.default_specs(root), [])
     if not files and not problems:
@@ -227,7 +227,8 @@ def compile_command(
     for result in results:
         if result.status == "stale":
             for name in result.stale_files:
-                click.echo(f"stale: {options.output.name}/{result.name}/{name}", err=True)
+                folder = pipeline.package_parent(result.spec, options) / result.name / name
+                click.echo(f"stale: {project.display_path(folder, root)}", err=True)
     failed = [r for r in results if not r.ok]
     if problems and all(d.code in IO_CODES for d in problems):
         sys.exit(EXIT_USAGE)
@@ -290,7 +291,7 @@ def new_command(name: str, archetype: str, output: Path | None) -> None:
     from compiler.build import scaffold
 
     root = project.find_project_root(Path.cwd())
-    target = output if output is not None else root / "specs" / f"{name}.envspec"
+    target = output if output is not None else project.specs_folder(root) / f"{name}.envspec"
     problem = scaffold.problem_with(name, archetype, target)
     if problem:
         fail("new", problem)

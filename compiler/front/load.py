@@ -19,6 +19,7 @@ from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.front.cache import parse_cached
 from compiler.ir.tree import walk
 from compiler.library import builtins as bi
+from compiler.project import PROTOTYPES_FOLDER, specs_folder
 
 
 @dataclass(frozen=True)
@@ -197,8 +198,8 @@ def prototypes_dir() -> Path:
     """Shipped prototypes: inside the package when installed from a wheel, else the
     repository's `specs/prototypes/`."""
     package = Path(__file__).resolve().parent.parent
-    inside = package / "prototypes"
-    return inside if inside.is_dir() else package.parent / "specs" / "prototypes"
+    inside = package / PROTOTYPES_FOLDER
+    return inside if inside.is_dir() else specs_folder(package.parent) / PROTOTYPES_FOLDER
 
 
 def _find_prototype(name: str, spec: Path) -> Path | None:

@@ -230,6 +230,7 @@ class EnvcTool(BaseTool):  # type: ignore[misc]  # VERL ships no type informatio
                 f"the tool's config has no {exc.args[0]!r} (envc adapters verl-config writes it)"
             ) from exc
         self.tasks_path = Path(str(config["tasks"])) if config.get("tasks") else None
+        self.packages_root = Path(str(config["packages"])) if config.get("packages") else self.package_dir.parent
         self.capacity = int(config.get("max_trajectories", DEFAULT_MAX_TRAJECTORIES))
         self.call_timeout_s = call_limit(config.get("call_timeout_s", CALL_TIMEOUT_S))
         self.module = package(self.package_dir)
@@ -304,12 +305,13 @@ class EnvcTool(BaseTool):  # type: ignore[misc]  # VERL ships no type informatio
         REGISTRY.finish(key)
 
     def _package_of(self, env: str) -> ModuleType:
-        """Another environment of a task, from the folder beside this tool's package:
-        a task names environments, never folders (build/packages.py checks the name)."""
+        """Another environment of a task, from the packages folder the config names (else
+        the folder beside this tool's package): a task names environments, never folders
+        (build/packages.py checks the name)."""
         if env == self.env:
             return self.module
         try:
-            return package(packages.package_in(self.package_dir.parent, env))
+            return package(packages.package_in(self.packages_root, env))
         except packages.PackageError as exc:
             raise ToolUseError(f"the task needs environment `{env}`: {exc}") from None
 

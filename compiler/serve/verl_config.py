@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from compiler.build.packages import OPENAI_TOOLS_FILE
+from compiler.build.packages import OPENAI_TOOLS_FILE, PackageError, package_in
 from compiler.lower.trl_env import describe
 from compiler.synth import export
 
@@ -45,6 +45,8 @@ class Source:
 
     packages: dict[str, Path]
     tasks: Path | None
+    root: Path | None = None
+    """The packages folder the tasks' environments were found in (any depth below it)."""
 
 
 def verl_property(name: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -90,6 +92,8 @@ def entry(source: Source, env: str, tool: str, name: str, function: dict[str, An
     config: dict[str, Any] = {"type": "native", "package": source.packages[env].as_posix(), "env": env, "tool": tool}
     if source.tasks is not None:
         config["tasks"] = source.tasks.as_posix()
+    if source.root is not None:
+        config["packages"] = source.root.as_posix()
     return {"class_name": TOOL_CLASS, "config": config, "tool_schema": verl_tool_schema(function, name)}
 
 
@@ -120,7 +124,7 @@ def tasks_config(tasks_file: Path, packages: Path) -> dict[str, Any]:
     if not tasks:
         raise ConfigError(f"{tasks_file} holds no tasks")
     envs = sorted({env for task in tasks for env in task["envs"]})
-    source = Source({env: packages / env for env in envs}, tasks_file)
+    source = Source({env: _package(packages, env) for env in envs}, tasks_file, packages)
     functions = {env: openai_functions(source.packages[env]) for env in envs}
     seen: dict[str, dict[str, Any]] = {}
     for task in tasks:
@@ -132,6 +136,14 @@ def tasks_config(tasks_file: Path, packages: Path) -> dict[str, Any]:
             if seen.setdefault(name, made) != made:
                 raise ConfigError(f"tool {name!r} stands for two different tools across the tasks")
     return {"tools": [seen[name] for name in sorted(seen)]}
+
+
+def _package(packages: Path, env: str) -> Path:
+    """The package of `env` at any depth below the packages folder."""
+    try:
+        return package_in(packages, env)
+    except PackageError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def tool_config(target: Path, packages: Path) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from shipped import package_dirs
 from transformers.utils import get_json_schema
 
 from compiler.build.packages import import_package
@@ -27,7 +28,7 @@ from compiler.lower.trl_env import method_names
 from compiler.synth import export
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = sorted(p for p in (ROOT / "generated").iterdir() if (p / "trl_env.py").is_file())
+PACKAGES = sorted(p for p in package_dirs().values() if (p / "trl_env.py").is_file())
 
 
 def trl_tools(instance: object) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def test_schemas_from_the_methods_are_the_packages_schemas(package: Path) -> Non
 
 
 def test_shipped_packages_have_the_adapter() -> None:
-    assert len(PACKAGES) == len([p for p in (ROOT / "generated").iterdir() if (p / "environment.py").is_file()])
+    assert len(PACKAGES) == len(package_dirs())
 
 
 def test_tools_named_like_adapter_methods_stay_tools(lifecycle_dir: Path, lifecycle: ModuleType) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from shipped import package_dirs
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema
 from verl.tools.tool_registry import initialize_tools_from_config
@@ -104,6 +105,7 @@ def test_the_config_is_the_same_bytes_every_time(lifecycle_dir: Path, lifecycle_
         "env": "lifecycle",
         "tool": document["tools"][0]["tool_schema"]["function"]["name"],
         "tasks": lifecycle_tasks.as_posix(),
+        "packages": lifecycle_dir.parent.as_posix(),  # where the task's other environments are found, at any depth
     }
 
 
@@ -123,8 +125,7 @@ def test_a_package_alone_gives_every_tool_and_no_tasks(lifecycle_dir: Path) -> N
 
 def test_shipped_task_sets_across_environments(tmp_path: Path) -> None:
     """Every shipped package's tools pass VERL's schema model."""
-    root = Path(__file__).resolve().parents[2] / "generated"
-    for folder in sorted(p for p in root.iterdir() if (p / "openai_tools.json").is_file()):
+    for folder in sorted(package_dirs().values()):
         for entry in verl_config.package_config(folder)["tools"]:
             OpenAIFunctionToolSchema.model_validate(entry["tool_schema"])
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import library_specs
 
 from benchmarks.frontend import generate
 from compiler import ir
@@ -19,7 +20,7 @@ from compiler.front.load import Loaded, load_file, load_source
 from compiler.ir.tree import walk
 
 ROOT = Path(__file__).resolve().parents[2]
-SPECS = sorted([*ROOT.glob("specs/*.envspec"), *ROOT.glob("tests/**/*.envspec")])
+SPECS = sorted([*library_specs(), *ROOT.glob("tests/**/*.envspec")])
 PARSED = [path for path in SPECS if load_file(path).module is not None]  # (not the corpus's syntax errors)
 
 

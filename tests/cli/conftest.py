@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from shipped import spec_path
 
 from compiler.cli.app import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-TICKETING = ROOT / "specs" / "ticketing.envspec"
+TICKETING = spec_path("ticketing")
 # Two enum members on one line without a comma: a plain syntax error (E1002 at 5:9).
 MALFORMED = 'environment demo:\n    title "Demo"\n\nenum Color:\n    red green\n'
 DIAGNOSTIC_HEAD = re.compile(r"^(?P<path>\S+):(?P<line>\d+):(?P<col>\d+) - error (?P<code>E\d{4}): ", re.MULTILINE)

@@ -34,7 +34,7 @@ def test_a_finished_command_ends_its_process_with_all_its_output() -> None:
     """`check` (like compile, fmt, graph, new: app.QUICK_EXIT_COMMANDS) ends its process
     without Python's teardown: exit handlers do not run, yet all output arrives (here
     a large IR on a pipe) and the exit code is kept; other commands exit as usual."""
-    proc = _envc_with_an_exit_handler("check", "--emit-ir", "specs/ticketing.envspec")
+    proc = _envc_with_an_exit_handler("check", "--emit-ir", "specs/it_operations/ticketing.envspec")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["header"]["name"] == "ticketing"
     assert "checked 1 file: 0 errors" not in proc.stdout and "exit handlers ran" not in proc.stderr

@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from shipped import spec_path
 
 from compiler.cli import graph as graph_command
 from compiler.cli.app import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-TICKETING = ROOT / "specs" / "ticketing.envspec"
-BFCL_TICKET = ROOT / "specs" / "bfcl_ticket.envspec"
+TICKETING = spec_path("ticketing")
+BFCL_TICKET = spec_path("bfcl_ticket")
 SVG = "{http://www.w3.org/2000/svg}"
 needs_dot = pytest.mark.skipif(
     shutil.which("dot") is None and not os.environ.get("CI"), reason="graphviz's `dot` is not installed"
@@ -61,7 +62,7 @@ def test_json_is_the_same_bytes_every_run_and_in_a_file(tmp_path: Path) -> None:
 
 def test_a_directory_means_every_spec_below_it(tmp_path: Path) -> None:
     shutil.copy(TICKETING, tmp_path / "a.envspec")
-    shutil.copy(ROOT / "specs" / "calendar.envspec", tmp_path / "b.envspec")
+    shutil.copy(spec_path("calendar"), tmp_path / "b.envspec")
     result = run(tmp_path)
     assert result.exit_code == 0, result.stderr
     assert set(json.loads(result.stdout)["tool_graphs"]) == {"ticketing", "team_calendar"}

@@ -17,7 +17,7 @@ from .conftest import DIAGNOSTIC_HEAD, MALFORMED, ROOT, TICKETING, run, run_subp
 
 
 def test_check_shipped_spec_subprocess() -> None:
-    proc = run_subprocess("check", "specs/ticketing.envspec")
+    proc = run_subprocess("check", "specs/it_operations/ticketing.envspec")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.endswith("checked 1 file: 0 errors\n")
     assert "Traceback" not in proc.stderr

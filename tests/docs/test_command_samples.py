@@ -20,9 +20,9 @@ NOT_RERUN = {
 """Blocks holding `envc compile`'s table that are not samples, per file, and why."""
 
 TABLE = """\
-$ envc compile specs/calendar.envspec
+$ envc compile specs/productivity/calendar.envspec
 spec                    env            tools r/w  lines  static  dynamic  tests       time   result
-specs/calendar.envspec  team_calendar  4/5        4042   pass    pass     152 passed  1.04s  unchanged
+specs/productivity/calendar.envspec  team_calendar  4/5        4042   pass    pass     152 passed  1.04s  unchanged
 """
 
 
@@ -35,14 +35,15 @@ def test_the_sample_is_what_its_commands_print(sample: Sample) -> None:
 
 def test_the_readme_shows_a_sample_of_compile() -> None:
     commands = [c for s in all_samples() if s.path == ROOT / "README.md" for c in s.commands]
-    assert "envc compile specs/calendar.envspec" in commands
+    assert "envc compile specs/productivity/calendar.envspec" in commands
 
 
 def test_only_the_time_column_may_differ() -> None:
     faster = TABLE.replace("1.04s  unchanged", "12.50s  unchanged").replace("time   result", "time    result")
     assert comparable(faster) == comparable(TABLE)
-    assert "specs/calendar.envspec | team_calendar | 4/5 | 4042 | pass | pass | 152 passed | <time> | unchanged" in (
-        comparable(TABLE)
+    assert (
+        "specs/productivity/calendar.envspec | team_calendar | 4/5 | 4042 | pass | pass | 152 passed | <time> | unchanged"
+        in (comparable(TABLE))
     )
     for before, after in [("4042", "3999"), ("152 passed", "151 passed"), ("unchanged", "written"), ("4/5", "5/4")]:
         assert comparable(TABLE.replace(before, after)) != comparable(TABLE), after

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import spec_path
 
 from compiler.analyse import analyse_file
 from compiler.build.draft import Profile, draft_messages, read_profiles
@@ -121,7 +122,7 @@ def test_a_draft_that_keeps_failing_writes_nothing(drafting: Path, server: ChatS
 
 
 def test_a_draft_extends_the_prototype_of_its_archetype(drafting: Path, server: ChatServer) -> None:
-    ticketing = (ROOT / "specs" / "ticketing.envspec").read_text(encoding="utf-8")
+    ticketing = (spec_path("ticketing")).read_text(encoding="utf-8")
     server.replies.append(Reply(fenced(ticketing.replace("environment ticketing:", "environment helpdesk:"))))
     result = envc(
         "draft", "helpdesk", "--describe", "An IT help desk.", "--archetype", "transactional_workspace", "--no-qc"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import library_specs
 
 from compiler import ir
 from compiler.front.load import load_file
@@ -21,7 +22,7 @@ from compiler.llm import render
 from compiler.llm.fill import _without_positions
 
 ROOT = Path(__file__).resolve().parents[2]
-SPECS = sorted((ROOT / "specs").glob("*.envspec")) + sorted((ROOT / "specs" / "prototypes").glob("*.envspec"))
+SPECS = library_specs() + sorted((ROOT / "specs" / "prototypes").glob("*.envspec"))
 HEAD = 'environment t:\n    title "t"\n\n'
 
 

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import package_dir, spec_path
 
 from compiler.analyse import analyse_file
 from compiler.build import pipeline
+from compiler.build.packages import package_in
 from compiler.llm.config import LLMConfig
 from compiler.llm.lock import read_lock
 from compiler.llm.provider import OpenAIProvider
@@ -32,9 +34,9 @@ Respond = Callable[[dict[str, Any]], Reply]
 
 @pytest.fixture(scope="module")
 def ticketing() -> SampleEnv:
-    env = analyse_file(ROOT / "specs" / "ticketing.envspec").environment
+    env = analyse_file(spec_path("ticketing")).environment
     assert env is not None
-    return load_env(env, ROOT / "generated" / "ticketing")
+    return load_env(env, package_dir("ticketing"))
 
 
 @pytest.fixture
@@ -50,9 +52,9 @@ def computing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Samp
     """cicd_pipeline (its checks expect run ids and timestamps the environment computes),
     spec path in tmp_path."""
     monkeypatch.setenv("ENVC_TEST_KEY", SECRET)
-    env = analyse_file(ROOT / "specs" / "cicd_pipeline.envspec").environment
+    env = analyse_file(spec_path("cicd_pipeline")).environment
     assert env is not None
-    loaded = load_env(env, ROOT / "generated" / "cicd_pipeline")
+    loaded = load_env(env, package_dir("cicd_pipeline"))
     model = loaded.model.model_copy(update={"path": str(tmp_path / "cicd_pipeline.envspec")})
     return {"cicd_pipeline": dataclasses.replace(loaded, model=model)}
 
@@ -288,11 +290,11 @@ def test_a_workspace_task_request_must_name_its_output_path(
     tmp_path: Path, served: Callable[[Respond], ChatServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ENVC_TEST_KEY", SECRET)
-    env = analyse_file(ROOT / "specs" / "claw_workspace.envspec").environment
+    env = analyse_file(spec_path("claw_workspace")).environment
     assert env is not None
     out = tmp_path / "packages"  # compiled here: the spec's families are part of the package
-    pipeline.compile_specs([ROOT / "specs" / "claw_workspace.envspec"], pipeline.Options(out, ROOT, qc=False))
-    loaded = load_env(env, out / "claw_workspace")
+    pipeline.compile_specs([spec_path("claw_workspace")], pipeline.Options(out, ROOT, qc=False))
+    loaded = load_env(env, package_in(out, "claw_workspace"))  # out/claw/spreadsheets/, as specs/
     claw = {
         "claw_workspace": dataclasses.replace(
             loaded, model=loaded.model.model_copy(update={"path": str(tmp_path / "c.envspec")})

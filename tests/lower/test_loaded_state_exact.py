@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from lowered import imported_package, lowered_files
+from shipped import library_specs
 
 from compiler.analyse import analyse_file
 
@@ -103,7 +104,7 @@ def test_tools_answer_alike_on_the_file_state_and_on_its_reload(shapes: types.Mo
 def shipped_specs() -> list[Path]:
     """Every shipped spec and fixture that compiles on its own (a prototype or a
     deliberately broken fixture does not)."""
-    found = [*sorted((ROOT / "specs").glob("*.envspec")), *sorted((ROOT / "tests" / "fixtures").rglob("*.envspec"))]
+    found = [*library_specs(), *sorted((ROOT / "tests" / "fixtures").rglob("*.envspec"))]
     return [path for path in found if analyse_file(path).environment is not None]
 
 

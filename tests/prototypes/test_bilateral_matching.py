@@ -24,16 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import package_dir, put_on_path
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = ROOT / "generated"
-if str(GENERATED) not in sys.path:
-    sys.path.insert(0, str(GENERATED))
+put_on_path()
 
 from job_matching import SCENARIOS, TOOL_SPECS, Environment  # noqa: E402
 from job_matching.environment import WORLD  # noqa: E402
 
-TOOLS_JSON = json.loads((GENERATED / "job_matching" / "tools.json").read_text())
+TOOLS_JSON = json.loads((package_dir("job_matching") / "tools.json").read_text())
 PARTIAL = WORLD["partial_match_score"]
 
 
@@ -481,7 +480,7 @@ def test_prototype_compiles_and_its_own_tests_pass(tmp_path: Path) -> None:
         check=False,
     )
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
-    package = tmp_path / "bilateral_matching"
+    package = tmp_path / "prototypes" / "bilateral_matching"  # the output mirrors specs/prototypes/
     tests = subprocess.run(
         [
             sys.executable,
@@ -494,7 +493,7 @@ def test_prototype_compiles_and_its_own_tests_pass(tmp_path: Path) -> None:
             str(package),
             str(package / "tests"),
         ],
-        cwd=tmp_path,
+        cwd=package.parent,
         capture_output=True,
         text=True,
         timeout=300,

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import put_on_path
 
-GENERATED = Path(__file__).resolve().parents[2] / "generated"
-if str(GENERATED) not in sys.path:
-    sys.path.insert(0, str(GENERATED))
+put_on_path()
 
 from media_monitoring import SCENARIOS, TOOL_SPECS, Environment  # noqa: E402
 from media_monitoring.environment import WORLD  # noqa: E402

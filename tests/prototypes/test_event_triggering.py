@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import put_on_path
 
-GENERATED = Path(__file__).resolve().parents[2] / "generated"
-if str(GENERATED) not in sys.path:
-    sys.path.insert(0, str(GENERATED))
+put_on_path()
 
 from automation_hub import TOOL_SPECS, Environment  # noqa: E402
 from automation_hub.environment import WORLD  # noqa: E402

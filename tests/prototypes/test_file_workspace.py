@@ -17,22 +17,20 @@ import csv
 import io
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import package_dir, put_on_path, spec_path
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = ROOT / "generated"
-if str(GENERATED) not in sys.path:
-    sys.path.insert(0, str(GENERATED))
+put_on_path()
 
 from claw_workspace import SCENARIOS, TOOL_SPECS, Environment  # noqa: E402
 from claw_workspace.environment import WORLD  # noqa: E402
 
-TOOLS_JSON = json.loads((GENERATED / "claw_workspace" / "tools.json").read_text())
-SPEC = (ROOT / "specs" / "claw_workspace.envspec").read_text()
+TOOLS_JSON = json.loads((package_dir("claw_workspace") / "tools.json").read_text())
+SPEC = (spec_path("claw_workspace")).read_text()
 LIMITS = WORLD["limits"]
 REPORT = "reports/scores_2025-03.csv"
 EXPECTED_ROWS = [
@@ -45,7 +43,7 @@ EXPECTED_ROWS = [
     "E1011,0",
     "E1012,0",
 ]
-"""The verifier's answer for the March report (specs/claw_workspace.envspec, task march_scores_report)."""
+"""The verifier's answer for the March report (specs/claw/spreadsheets/claw_workspace.envspec, task march_scores_report)."""
 
 
 def ok(env: Environment, tool: str, args: dict[str, Any] | None = None) -> Any:

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import put_on_path
 
-GENERATED = Path(__file__).resolve().parents[2] / "generated"
-if str(GENERATED) not in sys.path:
-    sys.path.insert(0, str(GENERATED))
+put_on_path()
 
 from support_triage import TOOL_SPECS, Environment  # noqa: E402
 from support_triage.environment import WORLD  # noqa: E402

@@ -23,15 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import package_dir, put_on_path
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = ROOT / "generated"
-if str(GENERATED) not in sys.path:
-    sys.path.insert(0, str(GENERATED))
+put_on_path()
 
 from loan_origination import SCENARIOS, TOOL_SPECS, Environment  # noqa: E402
 
-TOOLS_JSON = json.loads((GENERATED / "loan_origination" / "tools.json").read_text())
+TOOLS_JSON = json.loads((package_dir("loan_origination") / "tools.json").read_text())
 
 
 def ok(env: Environment, tool: str, args: dict[str, Any] | None = None) -> Any:
@@ -535,7 +534,7 @@ def test_prototype_compiles_and_its_own_tests_pass(tmp_path: Path) -> None:
         check=False,
     )
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
-    package = tmp_path / "state_machine"
+    package = tmp_path / "prototypes" / "state_machine"  # the output mirrors specs/prototypes/
     tests = subprocess.run(
         [
             sys.executable,
@@ -548,7 +547,7 @@ def test_prototype_compiles_and_its_own_tests_pass(tmp_path: Path) -> None:
             str(package),
             str(package / "tests"),
         ],
-        cwd=tmp_path,
+        cwd=package.parent,
         capture_output=True,
         text=True,
         timeout=300,

@@ -17,22 +17,20 @@ from __future__ import annotations
 import json
 import random
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import package_dir, put_on_path, spec_path
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = ROOT / "generated"
-if str(GENERATED) not in sys.path:
-    sys.path.insert(0, str(GENERATED))
+put_on_path()
 
 from telemetry_bus import SCENARIOS, TOOL_SPECS, Environment  # noqa: E402
 from telemetry_bus.environment import WORLD  # noqa: E402
 
-TOOLS_JSON = json.loads((GENERATED / "telemetry_bus" / "tools.json").read_text())
-SPEC = (ROOT / "specs" / "telemetry_bus.envspec").read_text()
+TOOLS_JSON = json.loads((package_dir("telemetry_bus") / "tools.json").read_text())
+SPEC = (spec_path("telemetry_bus")).read_text()
 
 TYPES = {"s": "str", "i": "int", "f": "float", "b": "bool", "l": "list", "m": "map"}
 GOOD = {"s": "x", "i": 1, "f": 1.5, "b": True, "l": [1, "a"], "m": {"k": None}}

@@ -21,22 +21,20 @@ from __future__ import annotations
 import json
 import random
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import package_dir, put_on_path, spec_path
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = ROOT / "generated"
-if str(GENERATED) not in sys.path:
-    sys.path.insert(0, str(GENERATED))
+put_on_path()
 
 from team_calendar import SCENARIOS, TOOL_SPECS, Environment  # noqa: E402
 from team_calendar.environment import WORLD  # noqa: E402
 
-TOOLS_JSON = json.loads((GENERATED / "team_calendar" / "tools.json").read_text())
-SPEC = (ROOT / "specs" / "calendar.envspec").read_text()
+TOOLS_JSON = json.loads((package_dir("team_calendar") / "tools.json").read_text())
+SPEC = (spec_path("calendar")).read_text()
 
 DAY = "2025-03-03"
 STRATEGIES = ["reschedule", "cancel", "override", "split"]

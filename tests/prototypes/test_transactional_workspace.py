@@ -18,22 +18,20 @@ from __future__ import annotations
 import json
 import random
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import package_dir, put_on_path, spec_path
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = ROOT / "generated"
-if str(GENERATED) not in sys.path:
-    sys.path.insert(0, str(GENERATED))
+put_on_path()
 
 from ticketing import SCENARIOS, TOOL_SPECS, Environment  # noqa: E402
 from ticketing.environment import WORLD  # noqa: E402
 
-TOOLS_JSON = json.loads((GENERATED / "ticketing" / "tools.json").read_text())
-SPEC = (ROOT / "specs" / "ticketing.envspec").read_text()
+TOOLS_JSON = json.loads((package_dir("ticketing") / "tools.json").read_text())
+SPEC = (spec_path("ticketing")).read_text()
 PROTOTYPE = (ROOT / "specs" / "prototypes" / "transactional_workspace.envspec").read_text()
 
 LIFECYCLE = ["open", "in_progress", "resolved", "closed"]

@@ -23,16 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import package_dir, put_on_path
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = ROOT / "generated"
-if str(GENERATED) not in sys.path:
-    sys.path.insert(0, str(GENERATED))
+put_on_path()
 
 from cicd_pipeline import SCENARIOS, TOOL_SPECS, Environment  # noqa: E402
 from cicd_pipeline.environment import WORLD  # noqa: E402
 
-TOOLS_JSON = json.loads((GENERATED / "cicd_pipeline" / "tools.json").read_text())
+TOOLS_JSON = json.loads((package_dir("cicd_pipeline") / "tools.json").read_text())
 
 
 def ok(env: Environment, tool: str, args: dict[str, Any] | None = None) -> Any:
@@ -552,7 +551,7 @@ def test_prototype_compiles_and_its_own_tests_pass(tmp_path: Path) -> None:
         check=False,
     )
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
-    package = tmp_path / "workflow_orchestration"
+    package = tmp_path / "prototypes" / "workflow_orchestration"  # the output mirrors specs/prototypes/
     tests = subprocess.run(
         [
             sys.executable,
@@ -565,7 +564,7 @@ def test_prototype_compiles_and_its_own_tests_pass(tmp_path: Path) -> None:
             str(package),
             str(package / "tests"),
         ],
-        cwd=tmp_path,
+        cwd=package.parent,
         capture_output=True,
         text=True,
         timeout=300,

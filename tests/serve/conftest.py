@@ -17,6 +17,7 @@ import httpx
 import pytest
 import uvicorn
 from click.testing import CliRunner
+from shipped import GENERATED, package_dir, spec_path
 
 from compiler.cli.app import cli
 from compiler.cli.serve import listen
@@ -26,9 +27,8 @@ from compiler.serve.http import build_app
 from compiler.serve.sessions import Limits, SessionManager
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = ROOT / "generated"
-TICKETING = GENERATED / "ticketing"
-TRIAGE = ROOT / "specs" / "support_triage.envspec"
+TICKETING = package_dir("ticketing")
+TRIAGE = spec_path("support_triage")
 LISTENING = re.compile(r"listening on (http://\S+)")
 
 
@@ -41,14 +41,14 @@ def make_tasks(folder: Path, *args: str) -> Path:
 @pytest.fixture(scope="session")
 def task_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Six audited ticketing tasks."""
-    return make_tasks(tmp_path_factory.mktemp("tasks"), str(ROOT / "specs" / "ticketing.envspec"), "-n", "6")
+    return make_tasks(tmp_path_factory.mktemp("tasks"), str(spec_path("ticketing")), "-n", "6")
 
 
 @pytest.fixture(scope="session")
 def cross_task_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Tasks that span support_triage and team_calendar, which a person's name joins (tools
     named `env__tool`)."""
-    specs = [str(ROOT / "specs" / "calendar.envspec"), str(TRIAGE)]
+    specs = [str(spec_path("calendar")), str(TRIAGE)]
     return make_tasks(tmp_path_factory.mktemp("cross"), *specs, "-n", "2", "--envs", "2")
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
+from shipped import package_dir
 
 from compiler.cli.app import cli
 from compiler.serve.call_clock import CALL_GRACE
@@ -35,7 +36,7 @@ def slow_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
     out = tmp_path_factory.mktemp("slow")
     result = CliRunner().invoke(cli, ["compile", str(SLOW_SPEC), "-o", str(out), "--no-qc"])
     assert result.exit_code == 0, result.output
-    return load_catalog([out / "slow_body", GENERATED / "automation_hub"], GENERATED)
+    return load_catalog([out / "slow_body", package_dir("automation_hub")], GENERATED)
 
 
 def start(client: httpx.Client, env: str, scenario: str) -> tuple[str, str]:

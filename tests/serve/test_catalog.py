@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from shipped import spec_path
 
 from compiler.cli.app import cli
 from compiler.serve.catalog import CatalogError, load_catalog
 
-from .conftest import GENERATED, TICKETING
+from .conftest import TICKETING
 
 MARKER = "IMPORTED"
 
@@ -95,7 +96,7 @@ def test_tasks_name_environments_of_the_packages_folder(tmp_path: Path) -> None:
 def test_rollout_calibrate_and_export_refuse_a_task_naming_a_path(tmp_path: Path, command: str) -> None:
     """The other readers of task files go through the same check (compiler/synth/export.py)."""
     _, evil, tasks = hostile_layout(tmp_path, "../elsewhere/evil_pkg")
-    specs = [] if command == "export" else [str(GENERATED.parent / "specs" / "ticketing.envspec")]
+    specs = [] if command == "export" else [str(spec_path("ticketing"))]
     result = CliRunner().invoke(cli, [command, str(tasks), *specs])
     assert result.exit_code == 2, result.output
     assert f"{tasks / 'tasks.jsonl'}:2:" in result.output and "is not an environment name" in result.output

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shipped import spec_path
 
 from compiler.cli.app import cli
 from compiler.serve.catalog import load_catalog
 
-from .conftest import ROOT, TICKETING
+from .conftest import TICKETING
 
 
 def test_serve_is_an_envc_command() -> None:
@@ -42,7 +43,7 @@ def spec_project(tmp_path: Path) -> Path:
     """A project holding a copy of the ticketing spec, its packages to go in out/."""
     (tmp_path / "pyproject.toml").write_text("[tool.envc]\noutput = 'out'\n", encoding="utf-8")
     spec = tmp_path / "ticketing.envspec"
-    spec.write_text((ROOT / "specs" / "ticketing.envspec").read_text(encoding="utf-8"), encoding="utf-8")
+    spec.write_text((spec_path("ticketing")).read_text(encoding="utf-8"), encoding="utf-8")
     return spec
 
 

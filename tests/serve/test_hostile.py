@@ -18,6 +18,7 @@ from hostile import arguments
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
+from shipped import package_dir
 from websockets.sync.client import connect
 
 from compiler.serve import journal
@@ -27,7 +28,7 @@ from compiler.serve.sessions import Limits, SessionManager, Start
 
 from .conftest import GENERATED, TICKETING, ServerFactory, spawn_serve
 
-BFCL = GENERATED / "bfcl_ticket"
+BFCL = package_dir("bfcl_ticket")
 
 
 def deep(levels: int) -> Any:

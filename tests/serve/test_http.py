@@ -9,11 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
+from shipped import package_dir
 
 from compiler.serve.catalog import Catalog, load_catalog
 from compiler.serve.sessions import TASK_CHOICES, Limits
 
-from .conftest import GENERATED, ServerFactory
+from .conftest import ServerFactory
 
 
 def first_task(catalog: Catalog, envs: int = 1) -> dict[str, Any]:
@@ -145,9 +146,7 @@ def test_load_options_reach_the_loader_and_the_journal(serve: ServerFactory, tmp
     restarted server rebuilds the session with them."""
     from compiler.serve.catalog import load_catalog
 
-    from .conftest import GENERATED
-
-    use = load_catalog([GENERATED / "bfcl_ticket"])
+    use = load_catalog([package_dir("bfcl_ticket")])
     live = serve(use=use, data_dir=tmp_path)
     with live.client() as client:
         episode = reset(client, env="bfcl_ticket", options={"long_context": True})["episode_id"]
@@ -349,7 +348,7 @@ def test_the_reset_says_what_the_seed_did(serve: ServerFactory) -> None:
         observation = reset(client, env="ticketing", seed=11)
         assert observation["seed_effect"] == {"ticketing": "reseeded"}
         assert reset(client, env="ticketing")["seed_effect"] == {"ticketing": "no seed given"}
-    plain = load_catalog([GENERATED / "bfcl_ticket"])
+    plain = load_catalog([package_dir("bfcl_ticket")])
     with serve(use=plain).client() as client:
         observation = reset(client, env="bfcl_ticket", seed=11)
         assert observation["seed_effect"] == {"bfcl_ticket": "none: this environment draws no random numbers"}

@@ -33,6 +33,7 @@ import uvicorn
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from shipped import package_dir, package_dirs, spec_path
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
@@ -43,8 +44,7 @@ from compiler.serve import catalog
 from compiler.serve.mcp import EPISODE_META_KEY, LocalBackend, episode_meta, mcp_asgi_app, mcp_tool
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = ROOT / "generated"
-TICKETING = GENERATED / "ticketing"
+TICKETING = package_dir("ticketing")
 ENVC = str(Path(sys.executable).with_name("envc"))
 ANNOUNCED = re.compile(r"at (http://\S+/) \(MCP streamable HTTP\)")
 T = TypeVar("T")
@@ -393,7 +393,7 @@ def test_an_app_whose_lifespan_never_ran_says_so(live: Live) -> None:
 def test_output_schemas_hold_for_every_generated_package() -> None:
     """A client validates structured content against `outputSchema`: every tool's
     result, from its sample arguments in every scenario, must fit."""
-    folders = sorted(path.parent for path in GENERATED.glob("*/tools.json"))
+    folders = sorted(package_dirs().values())
     assert len(folders) >= 10
     checked = 0
     for folder in folders:
@@ -469,10 +469,10 @@ def test_envc_mcp_http_needs_the_episode_id_in_every_call() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["generated/ticketing", "--scenario", "nope"], "unknown scenario 'nope'"),
+        (["generated/it_operations/ticketing", "--scenario", "nope"], "unknown scenario 'nope'"),
         (["README.md"], "not a generated package folder nor a .envspec file"),
         (["no/such/folder"], "does not exist"),
-        (["generated/ticketing", "--episode", ""], "--episode: an episode id is a non-empty string"),
+        (["generated/it_operations/ticketing", "--episode", ""], "--episode: an episode id is a non-empty string"),
     ],
 )
 def test_envc_mcp_refuses_bad_input_without_a_traceback(
@@ -488,7 +488,7 @@ def test_envc_mcp_refuses_bad_input_without_a_traceback(
 def test_envc_mcp_names_a_stale_spec_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A spec whose package is not compiled is refused with the command that fixes it."""
     spec = tmp_path / "ticketing.envspec"
-    spec.write_text((ROOT / "specs" / "ticketing.envspec").read_text(encoding="utf-8"), encoding="utf-8")
+    spec.write_text((spec_path("ticketing")).read_text(encoding="utf-8"), encoding="utf-8")
     (tmp_path / "pyproject.toml").write_text("[tool.envc]\noutput = 'out'\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["mcp", str(spec)])

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import library_specs, package_dir
 
 from compiler import ir
 from compiler.analyse import analyse_file
@@ -41,10 +42,10 @@ def models() -> dict[str, ir.Environment]:
 def library() -> dict[str, sample.SampleEnv]:
     """The shipped domain specs through their committed packages."""
     envs = {}
-    for spec in sorted((ROOT / "specs").glob("*.envspec")):
+    for spec in library_specs():
         env = analyse_file(spec).environment
         assert env is not None
-        envs[env.header.name] = sample.load_env(env, ROOT / "generated" / env.header.name)
+        envs[env.header.name] = sample.load_env(env, package_dir(env.header.name))
     return envs
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped import package_dir, spec_path
 
 from compiler.analyse import analyse_file
 from compiler.lower.formatting import ruff_binary
@@ -28,9 +29,9 @@ OPTIONS = TaskOptions(tasks=1)
 
 
 def _load(name: str) -> SampleEnv:
-    env = analyse_file(ROOT / "specs" / f"{name}.envspec").environment
+    env = analyse_file(spec_path(name)).environment
     assert env is not None
-    return load_env(env, ROOT / "generated" / name)
+    return load_env(env, package_dir(name))
 
 
 @pytest.fixture(scope="module")
