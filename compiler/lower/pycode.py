@@ -624,7 +624,7 @@ class Emitter:
     def copy_of(self, e: ir.Expr, ty: ir.TypeRef) -> str:
         self.scope.helpers.add("copy")
         text = self.expr(e, _PREC["postfix"])
-        copied = copy_expr(text, ty, self.records)
+        copied = copy_expr(text, ty, self.records, self.scope.module_prefix)
         wrapped = f"({text})"
         if text.startswith("(") and copied.endswith(wrapped) and copied.count(text) == 1:
             return copied[: -len(wrapped)] + f"({self.expr(e)})"  # `dict(a if c else b)`, not `dict((...))`

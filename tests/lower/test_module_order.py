@@ -1,5 +1,6 @@
 """Lowering bugs found while writing library specs: a world field read inside a test's
-comprehension or lambda (the generated tests named an undefined `WORLD`), and a
+comprehension or lambda (the generated tests named an undefined `WORLD`; a record's
+`copy` one undefined `_copy_NAME`), and a
 recursive record with named scenarios (`SCENARIO_STATES`, built at import, called
 `_check_nesting` before its definition). Specs with every combination of recursive
 records, state from a file, scenarios and world from a file are lowered, walked for a
@@ -52,6 +53,13 @@ test world_in_comprehensions:
     expect min(values(messages), key=lambda m: m.id + len(owner) + len(reps)).sender == owner
     expect all([from_owner(m) and owner in reps for m in values(messages)])
     expect owner in reps
+
+test copies_in_tests:
+    send(to="x")
+    let first = copy(messages[1])
+    let every = copy(messages)
+    expect first.sender == owner and len(every) == 1
+    expect all([copy(m).sender in reps for m in values(messages)])
 '''
 
 
@@ -193,8 +201,10 @@ def test_the_walk_sees_a_use_before_definition() -> None:
     assert late_uses(source) == ["line 5: b"]
 
 
-def test_world_fields_in_test_comprehensions_and_lambdas(tmp_path: Path) -> None:
-    """Compiled with full QC (mypy, ruff, the generated tests) and its tests run again here."""
+def test_world_fields_and_record_copies_in_tests(tmp_path: Path) -> None:
+    """World fields inside comprehensions, lambdas and helper calls, and copies of
+    records, in a spec's tests: compiled with full QC (mypy, ruff, the generated tests)
+    and those tests run again here."""
     spec = tmp_path / "mail_desk.envspec"
     spec.write_text(WORLD_SPEC, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -211,7 +221,17 @@ def test_world_fields_in_test_comprehensions_and_lambdas(tmp_path: Path) -> None
     tests = tmp_path / "out" / "mail_desk" / "tests" / "test_environment.py"
     assert "environment.WORLD[" in tests.read_text(encoding="utf-8")
     ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "world_in_comprehensions", str(tests)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "world_in_comprehensions or copies_in_tests",
+            str(tests),
+        ],
         cwd=tmp_path / "out",
         env={**os.environ, "PYTHONPATH": str(tmp_path / "out")},
         capture_output=True,
@@ -219,4 +239,4 @@ def test_world_fields_in_test_comprehensions_and_lambdas(tmp_path: Path) -> None
         timeout=300,
         check=False,
     )
-    assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout + ran.stderr
+    assert ran.returncode == 0 and "2 passed" in ran.stdout, ran.stdout + ran.stderr
