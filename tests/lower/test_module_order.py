@@ -101,12 +101,13 @@ def late_uses(source: str) -> list[str]:
             bodies[stmt.name] = list(stmt.body)
         elif isinstance(stmt, ast.ClassDef):
             bodies[stmt.name] = [s for s in stmt.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"]
+    module_names = set(bodies).union(*(_bound(s) for s in module.body))
     defined: set[str] = set()
     problems: list[str] = []
     for stmt in module.body:
         ran = _executed_parts(stmt)
         for name in sorted(_reached(ran, bodies) - defined):
-            if name in bodies or name in _assigned(module):
+            if name in module_names:
                 problems.append(f"line {stmt.lineno}: {name}")
         defined |= _bound(stmt)
     return problems
@@ -116,7 +117,7 @@ def _executed_parts(stmt: ast.stmt) -> list[ast.AST]:
     """What runs when a module-level statement runs: not a function's body, nor a
     method's, but decorators, defaults, base classes and everything else."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return [*stmt.decorator_list, *stmt.args.defaults, *(d for d in stmt.args.kw_defaults if d)]
+        return _running_parts(stmt)
     if isinstance(stmt, ast.ClassDef):
         kept = [s for s in stmt.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         return [*stmt.decorator_list, *stmt.bases, *kept]
@@ -170,11 +171,6 @@ def _bound(stmt: ast.stmt) -> set[str]:
         return {(a.asname or a.name).split(".")[0] for a in stmt.names}
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-
-
-def _assigned(module: ast.Module) -> set[str]:
-    """Every module-level name the module binds anywhere at top level."""
-    return set().union(*(_bound(s) for s in module.body))
 
 
 COMBINATIONS = list(itertools.product([False, True], repeat=4))
