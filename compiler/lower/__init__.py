@@ -561,7 +561,7 @@ class _Builder:
                 (tool.name, label, args) for tool in env.tools for label, args in samples.missing_key_cases(tool)
             ),
             "error_kinds": "{" + ", ".join(py_str(k) for k in bi.ERROR_KINDS) + "}",
-            "uses_environment_module": any(s.helpers for s in self._test_scopes),
+            "uses_environment_module": any(s.helpers or s.reads_world for s in self._test_scopes),
         }
         return self.render("test_environment.py.jinja", context)
 

@@ -17,22 +17,23 @@ from compiler.lower.literals import py_str, py_value
 from compiler.lower.pytypes import TypeNames
 
 
-def copy_expr(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl]) -> str:
-    """An expression copying `source` of type `ty` as deep as its containers go."""
+def copy_expr(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], prefix: str = "") -> str:
+    """An expression copying `source` of type `ty` as deep as its containers go; a
+    record's copier is reached through `prefix` ("environment." in tests)."""
     base = ts.strip_optional(ty)
     if not ts.is_container(base, records):
         return source
-    inner = _copy_inner(source, base, records, 0)
+    inner = _copy_inner(source, base, records, 0, prefix)
     if base is not ty and ts.is_optional(ty):
         return f"None if {source} is None else {inner}"
     return inner
 
 
-def _copy_inner(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], depth: int) -> str:
+def _copy_inner(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], depth: int, prefix: str) -> str:
     if ty.name == "optional":
-        return copy_expr(source, ty, records)
+        return copy_expr(source, ty, records, prefix)
     if ty.name in records:
-        return f"_copy_{ty.name}({source})"
+        return f"{prefix}_copy_{ty.name}({source})"
     if ty.name in ("json", "any"):
         return f"copy_json({source})"
     var = "abcdefgh"[depth % 8] if depth < 8 else f"v{depth}"
@@ -42,13 +43,13 @@ def _copy_inner(source: str, ty: ir.TypeRef, records: dict[str, ir.RecordDecl], 
         item = ty.args[0]
         if not ts.is_container(item, records):
             return f"list({source})"
-        return f"[{copy_expr(var, item, records)} for {var} in {source}]"
+        return f"[{copy_expr(var, item, records, prefix)} for {var} in {source}]"
     if ty.name == "map":
         value = ty.args[1]
         if not ts.is_container(value, records):
             return f"dict({source})"
         key = f"k{depth}"
-        return f"{{{key}: {copy_expr(var, value, records)} for {key}, {var} in {source}.items()}}"
+        return f"{{{key}: {copy_expr(var, value, records, prefix)} for {key}, {var} in {source}.items()}}"
     return source
 
 

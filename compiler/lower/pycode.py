@@ -78,6 +78,7 @@ class Scope:
     recursion: frozenset[str] = frozenset()  # a recursive helper's call cycle: its calls pass `_depth + 1`
     unchecked: frozenset[int] = frozenset()  # ids of lookups on an agent's key no guard covers
     places: set[int] = field(default_factory=set)  # ids of those an assignment or `del` acts on, checked before
+    reads_world: bool = False  # a test reads world data, which it reaches through `module_prefix` too
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,8 @@ class Emitter:
         if e.ref == "state":
             return f"{self.scope.state_var}[{py_str(e.id, self.quote)}]", _PREC["postfix"]
         if e.ref == "world":
-            return f"WORLD[{py_str(e.id, self.quote)}]", _PREC["postfix"]
+            self.scope.reads_world = True
+            return f"{self.scope.module_prefix}WORLD[{py_str(e.id, self.quote)}]", _PREC["postfix"]
         return e.id, _PREC["atom"]
 
     def _e_fstring(self, e: ir.FString) -> tuple[str, int]:
@@ -624,7 +626,7 @@ class Emitter:
     def copy_of(self, e: ir.Expr, ty: ir.TypeRef) -> str:
         self.scope.helpers.add("copy")
         text = self.expr(e, _PREC["postfix"])
-        copied = copy_expr(text, ty, self.records)
+        copied = copy_expr(text, ty, self.records, self.scope.module_prefix)
         wrapped = f"({text})"
         if text.startswith("(") and copied.endswith(wrapped) and copied.count(text) == 1:
             return copied[: -len(wrapped)] + f"({self.expr(e)})"  # `dict(a if c else b)`, not `dict((...))`
