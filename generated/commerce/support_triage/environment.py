@@ -990,6 +990,184 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
+# --------------------------------------------------------------------------- copying
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are shared, not copied: looked up by exact type, which is what
+makes the copying and JSON functions below cheap on the leaves of a value."""
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    if isinstance(value, set):
+        return set(value)
+    return value
+
+
+def to_json(value: Any) -> Any:
+    """A detached JSON value: dict keys become strings, as JSON requires."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
+            return value.copy()
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return value
+
+
+def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
+    return value.copy()
+
+
+def _copy_CustomerProfile(value: CustomerProfile) -> CustomerProfile:
+    return {
+        "intent": value["intent"],
+        "intent_keywords": list(value["intent_keywords"]),
+        "items": list(value["items"]),
+        "hint": value["hint"],
+        "opening": value["opening"],
+        "confidence": value["confidence"],
+        "valence": value["valence"],
+        "patience": value["patience"],
+    }
+
+
+def _copy_Persona(value: Persona) -> Persona:
+    return {
+        "intent": value["intent"],
+        "intent_keywords": list(value["intent_keywords"]),
+        "hint": value["hint"],
+        "confidence": value["confidence"],
+        "valence": value["valence"],
+        "trend": value["trend"],
+        "confirmed": list(value["confirmed"]),
+        "outstanding": list(value["outstanding"]),
+        "patience": value["patience"],
+        "strikes": value["strikes"],
+    }
+
+
+def _copy_Conversation(value: Conversation) -> Conversation:
+    return value.copy()
+
+
+def _copy_Message(value: Message) -> Message:
+    return value.copy()
+
+
+def _copy_TurnPoint(value: TurnPoint) -> TurnPoint:
+    return {
+        "turn": value["turn"],
+        "confidence": value["confidence"],
+        "valence": value["valence"],
+        "mood": value["mood"],
+        "trend": value["trend"],
+        "confirmed": value["confirmed"],
+        "signals": list(value["signals"]),
+    }
+
+
+def _copy_Order(value: Order) -> Order:
+    return value.copy()
+
+
+def _copy_Refund(value: Refund) -> Refund:
+    return value.copy()
+
+
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
+    return {
+        "conversations": {k0: dict(v0) for k0, v0 in state["conversations"].items()},
+        "transcripts": {k0: [dict(v1) for v1 in v0] for k0, v0 in state["transcripts"].items()},
+        "case_fields": {k0: dict(v0) for k0, v0 in state["case_fields"].items()},
+        "personas": {
+            k0: {
+                "intent": v0["intent"],
+                "intent_keywords": list(v0["intent_keywords"]),
+                "hint": v0["hint"],
+                "confidence": v0["confidence"],
+                "valence": v0["valence"],
+                "trend": v0["trend"],
+                "confirmed": list(v0["confirmed"]),
+                "outstanding": list(v0["outstanding"]),
+                "patience": v0["patience"],
+                "strikes": v0["strikes"],
+            }
+            for k0, v0 in state["personas"].items()
+        },
+        "trajectories": {
+            k0: [
+                {
+                    "turn": v1["turn"],
+                    "confidence": v1["confidence"],
+                    "valence": v1["valence"],
+                    "mood": v1["mood"],
+                    "trend": v1["trend"],
+                    "confirmed": v1["confirmed"],
+                    "signals": list(v1["signals"]),
+                }
+                for v1 in v0
+            ]
+            for k0, v0 in state["trajectories"].items()
+        },
+        "orders": {k0: dict(v0) for k0, v0 in state["orders"].items()},
+        "refunds": [dict(v0) for v0 in state["refunds"]],
+        "next_refund_id": state["next_refund_id"],
+        "audit_log": [dict(v0) for v0 in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
+def copy_state(state: State) -> State:
+    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
+    return {
+        "conversations": {k0: _copy_Conversation(a) for k0, a in state["conversations"].items()},
+        "transcripts": {
+            k0: [_copy_Message(a) for a in a] for k0, a in state["transcripts"].items()
+        },
+        "case_fields": {k0: dict(a) for k0, a in state["case_fields"].items()},
+        "personas": {k0: _copy_Persona(a) for k0, a in state["personas"].items()},
+        "trajectories": {
+            k0: [_copy_TurnPoint(a) for a in a] for k0, a in state["trajectories"].items()
+        },
+        "orders": {k0: _copy_Order(a) for k0, a in state["orders"].items()},
+        "refunds": [_copy_Refund(a) for a in state["refunds"]],
+        "next_refund_id": state["next_refund_id"],
+        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
 # --------------------------------------------------------------------------- data
 
 DEFAULT_STATE: Final[State] = {
@@ -2125,183 +2303,6 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
-# --------------------------------------------------------------------------- copying
-
-
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-"""Types whose values are shared, not copied: looked up by exact type, which is what
-makes the copying and JSON functions below cheap on the leaves of a value."""
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
-        }
-    if kind is list:
-        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    if isinstance(value, set):
-        return set(value)
-    return value
-
-
-def to_json(value: Any) -> Any:
-    """A detached JSON value: dict keys become strings, as JSON requires."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
-            for key, item in value.items()
-        }
-    if kind is list:
-        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
-            return value.copy()
-        return [item if type(item) in _SCALARS else to_json(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): to_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(item) for item in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    return value
-
-
-def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
-    return value.copy()
-
-
-def _copy_CustomerProfile(value: CustomerProfile) -> CustomerProfile:
-    return {
-        "intent": value["intent"],
-        "intent_keywords": list(value["intent_keywords"]),
-        "items": list(value["items"]),
-        "hint": value["hint"],
-        "opening": value["opening"],
-        "confidence": value["confidence"],
-        "valence": value["valence"],
-        "patience": value["patience"],
-    }
-
-
-def _copy_Persona(value: Persona) -> Persona:
-    return {
-        "intent": value["intent"],
-        "intent_keywords": list(value["intent_keywords"]),
-        "hint": value["hint"],
-        "confidence": value["confidence"],
-        "valence": value["valence"],
-        "trend": value["trend"],
-        "confirmed": list(value["confirmed"]),
-        "outstanding": list(value["outstanding"]),
-        "patience": value["patience"],
-        "strikes": value["strikes"],
-    }
-
-
-def _copy_Conversation(value: Conversation) -> Conversation:
-    return value.copy()
-
-
-def _copy_Message(value: Message) -> Message:
-    return value.copy()
-
-
-def _copy_TurnPoint(value: TurnPoint) -> TurnPoint:
-    return {
-        "turn": value["turn"],
-        "confidence": value["confidence"],
-        "valence": value["valence"],
-        "mood": value["mood"],
-        "trend": value["trend"],
-        "confirmed": value["confirmed"],
-        "signals": list(value["signals"]),
-    }
-
-
-def _copy_Order(value: Order) -> Order:
-    return value.copy()
-
-
-def _copy_Refund(value: Refund) -> Refund:
-    return value.copy()
-
-
-def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`; private
-    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
-    return {
-        "conversations": {k0: dict(v0) for k0, v0 in state["conversations"].items()},
-        "transcripts": {k0: [dict(v1) for v1 in v0] for k0, v0 in state["transcripts"].items()},
-        "case_fields": {k0: dict(v0) for k0, v0 in state["case_fields"].items()},
-        "personas": {
-            k0: {
-                "intent": v0["intent"],
-                "intent_keywords": list(v0["intent_keywords"]),
-                "hint": v0["hint"],
-                "confidence": v0["confidence"],
-                "valence": v0["valence"],
-                "trend": v0["trend"],
-                "confirmed": list(v0["confirmed"]),
-                "outstanding": list(v0["outstanding"]),
-                "patience": v0["patience"],
-                "strikes": v0["strikes"],
-            }
-            for k0, v0 in state["personas"].items()
-        },
-        "trajectories": {
-            k0: [
-                {
-                    "turn": v1["turn"],
-                    "confidence": v1["confidence"],
-                    "valence": v1["valence"],
-                    "mood": v1["mood"],
-                    "trend": v1["trend"],
-                    "confirmed": v1["confirmed"],
-                    "signals": list(v1["signals"]),
-                }
-                for v1 in v0
-            ]
-            for k0, v0 in state["trajectories"].items()
-        },
-        "orders": {k0: dict(v0) for k0, v0 in state["orders"].items()},
-        "refunds": [dict(v0) for v0 in state["refunds"]],
-        "next_refund_id": state["next_refund_id"],
-        "audit_log": [dict(v0) for v0 in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
-
-
-def copy_state(state: State) -> State:
-    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
-    return {
-        "conversations": {k0: _copy_Conversation(a) for k0, a in state["conversations"].items()},
-        "transcripts": {
-            k0: [_copy_Message(a) for a in a] for k0, a in state["transcripts"].items()
-        },
-        "case_fields": {k0: dict(a) for k0, a in state["case_fields"].items()},
-        "personas": {k0: _copy_Persona(a) for k0, a in state["personas"].items()},
-        "trajectories": {
-            k0: [_copy_TurnPoint(a) for a in a] for k0, a in state["trajectories"].items()
-        },
-        "orders": {k0: _copy_Order(a) for k0, a in state["orders"].items()},
-        "refunds": [_copy_Refund(a) for a in state["refunds"]],
-        "next_refund_id": state["next_refund_id"],
-        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
 
 
 # --------------------------------------------------------------------------- tools

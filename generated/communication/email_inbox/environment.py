@@ -569,61 +569,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "messages": _from_data(_read_data("state/messages.json"), STATE_KINDS["messages"], "messages"),
-    "rules": _from_data(_read_data("state/rules.json"), STATE_KINDS["rules"], "rules"),
-    "audit_log": [],
-    "clock": "2025-06-02T08:30:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "owner": "nora.lindqvist@fjordline.com",
-    "owner_name": "Nora Lindqvist",
-    "organisations": {
-        "fjordline.com": "Fjordline",
-        "evanslogistics.co.uk": "Evans Logistics",
-        "nordicoak.no": "Nordic Oak Supplies",
-        "lumenlighting.no": "Lumen Lighting",
-        "textila.se": "Textila Fabrics",
-        "bergstromglass.no": "Bergstrom Glass",
-        "dahlcarpentry.no": "Dahl Carpentry",
-        "business-news.example.com": "the IKEA Business newsletter",
-        "retailweekly.example.com": "Retail Weekly",
-        "gmail.com": "a Gmail address",
-        "haugen.no": "haugen.no",
-    },
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_morning": {"clock": "2025-06-02T08:30:00"},
-    "back_from_holiday": {
-        "clock": "2025-06-16T08:00:00",
-        "messages": _read_data("scenarios/back_from_holiday/messages.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -737,6 +682,62 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "messages": _from_data(_read_data("state/messages.json"), STATE_KINDS["messages"], "messages"),
+    "rules": _from_data(_read_data("state/rules.json"), STATE_KINDS["rules"], "rules"),
+    "audit_log": [],
+    "clock": "2025-06-02T08:30:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "owner": "nora.lindqvist@fjordline.com",
+    "owner_name": "Nora Lindqvist",
+    "organisations": {
+        "fjordline.com": "Fjordline",
+        "evanslogistics.co.uk": "Evans Logistics",
+        "nordicoak.no": "Nordic Oak Supplies",
+        "lumenlighting.no": "Lumen Lighting",
+        "textila.se": "Textila Fabrics",
+        "bergstromglass.no": "Bergstrom Glass",
+        "dahlcarpentry.no": "Dahl Carpentry",
+        "business-news.example.com": "the IKEA Business newsletter",
+        "retailweekly.example.com": "Retail Weekly",
+        "gmail.com": "a Gmail address",
+        "haugen.no": "haugen.no",
+    },
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_morning": {"clock": "2025-06-02T08:30:00"},
+    "back_from_holiday": {
+        "clock": "2025-06-16T08:00:00",
+        "messages": _read_data("scenarios/back_from_holiday/messages.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -667,54 +667,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "boards": _from_data(_read_data("state/boards.json"), STATE_KINDS["boards"], "boards"),
-    "members": _from_data(_read_data("state/members.json"), STATE_KINDS["members"], "members"),
-    "threads": _from_data(_read_data("state/threads.json"), STATE_KINDS["threads"], "threads"),
-    "posts": _from_data(_read_data("state/posts.json"), STATE_KINDS["posts"], "posts"),
-    "reports": _from_data(_read_data("state/reports.json"), STATE_KINDS["reports"], "reports"),
-    "warnings": _from_data(_read_data("state/warnings.json"), STATE_KINDS["warnings"], "warnings"),
-    "audit_log": [],
-    "clock": "2025-07-07T09:00:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "rules": {
-        "R1": "Be civil: no insults, name-calling or harassment.",
-        "R2": "No spam or advertising outside the Marketplace.",
-        "R3": "Stay on the topic of the board and thread.",
-        "R4": "No personal information about anyone: addresses, phone numbers, workplaces.",
-        "R5": "No health or safety misinformation.",
-    }
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_queue": {"clock": "2025-07-07T09:00:00"},
-    "summer_backlog": {"clock": "2025-08-06T10:00:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -823,6 +775,55 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "boards": _from_data(_read_data("state/boards.json"), STATE_KINDS["boards"], "boards"),
+    "members": _from_data(_read_data("state/members.json"), STATE_KINDS["members"], "members"),
+    "threads": _from_data(_read_data("state/threads.json"), STATE_KINDS["threads"], "threads"),
+    "posts": _from_data(_read_data("state/posts.json"), STATE_KINDS["posts"], "posts"),
+    "reports": _from_data(_read_data("state/reports.json"), STATE_KINDS["reports"], "reports"),
+    "warnings": _from_data(_read_data("state/warnings.json"), STATE_KINDS["warnings"], "warnings"),
+    "audit_log": [],
+    "clock": "2025-07-07T09:00:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "rules": {
+        "R1": "Be civil: no insults, name-calling or harassment.",
+        "R2": "No spam or advertising outside the Marketplace.",
+        "R3": "Stay on the topic of the board and thread.",
+        "R4": "No personal information about anyone: addresses, phone numbers, workplaces.",
+        "R5": "No health or safety misinformation.",
+    }
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_queue": {"clock": "2025-07-07T09:00:00"},
+    "summer_backlog": {"clock": "2025-08-06T10:00:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -590,43 +590,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "accounts": _from_data(_read_data("state/accounts.json"), STATE_KINDS["accounts"], "accounts"),
-    "posts": _from_data(_read_data("state/posts.json"), STATE_KINDS["posts"], "posts"),
-    "comments": _from_data(_read_data("state/comments.json"), STATE_KINDS["comments"], "comments"),
-    "audit_log": [],
-    "clock": "2026-03-16T09:00:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {"max_per_day": 2}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "sale_week": {"clock": "2026-03-16T09:00:00"},
-    "launch_eve": {"clock": "2026-03-19T20:00:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -717,6 +680,44 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "accounts": _from_data(_read_data("state/accounts.json"), STATE_KINDS["accounts"], "accounts"),
+    "posts": _from_data(_read_data("state/posts.json"), STATE_KINDS["posts"], "posts"),
+    "comments": _from_data(_read_data("state/comments.json"), STATE_KINDS["comments"], "comments"),
+    "audit_log": [],
+    "clock": "2026-03-16T09:00:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {"max_per_day": 2}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "sale_week": {"clock": "2026-03-16T09:00:00"},
+    "launch_eve": {"clock": "2026-03-19T20:00:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

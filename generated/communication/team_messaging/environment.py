@@ -561,46 +561,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "users": _from_data(_read_data("state/users.json"), STATE_KINDS["users"], "users"),
-    "channels": _from_data(_read_data("state/channels.json"), STATE_KINDS["channels"], "channels"),
-    "messages": _from_data(_read_data("state/messages.json"), STATE_KINDS["messages"], "messages"),
-    "reminders": _from_data(
-        _read_data("state/reminders.json"), STATE_KINDS["reminders"], "reminders"
-    ),
-    "audit_log": [],
-    "clock": "2025-11-03T09:30:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {"me": "leo.martin", "max_pins": 5}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_morning": {"clock": "2025-11-03T09:30:00"},
-    "wednesday_freeze": {"clock": "2025-11-05T17:00:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -712,6 +672,47 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "users": _from_data(_read_data("state/users.json"), STATE_KINDS["users"], "users"),
+    "channels": _from_data(_read_data("state/channels.json"), STATE_KINDS["channels"], "channels"),
+    "messages": _from_data(_read_data("state/messages.json"), STATE_KINDS["messages"], "messages"),
+    "reminders": _from_data(
+        _read_data("state/reminders.json"), STATE_KINDS["reminders"], "reminders"
+    ),
+    "audit_log": [],
+    "clock": "2025-11-03T09:30:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {"me": "leo.martin", "max_pins": 5}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_morning": {"clock": "2025-11-03T09:30:00"},
+    "wednesday_freeze": {"clock": "2025-11-05T17:00:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

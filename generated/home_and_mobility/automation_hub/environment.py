@@ -764,6 +764,193 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
+# --------------------------------------------------------------------------- copying
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are shared, not copied: looked up by exact type, which is what
+makes the copying and JSON functions below cheap on the leaves of a value."""
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    if isinstance(value, set):
+        return set(value)
+    return value
+
+
+def to_json(value: Any) -> Any:
+    """A detached JSON value: dict keys become strings, as JSON requires."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
+            return value.copy()
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return value
+
+
+def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
+    return value.copy()
+
+
+def _copy_Source(value: Source) -> Source:
+    return value.copy()
+
+
+def _copy_Condition(value: Condition) -> Condition:
+    return {"field": value["field"], "op": value["op"], "value": copy_json(value["value"])}
+
+
+def _copy_Action(value: Action) -> Action:
+    return {"type": value["type"], "params": dict(value["params"])}
+
+
+def _copy_Automation(value: Automation) -> Automation:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "trigger": value["trigger"],
+        "source_filter": value["source_filter"],
+        "condition": None if value["condition"] is None else _copy_Condition(value["condition"]),
+        "actions": [_copy_Action(a) for a in value["actions"]],
+        "enabled": value["enabled"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+        "fire_count": value["fire_count"],
+        "last_fired_at": value["last_fired_at"],
+    }
+
+
+def _copy_Event(value: Event) -> Event:
+    return {
+        "id": value["id"],
+        "source_id": value["source_id"],
+        "category": value["category"],
+        "type": value["type"],
+        "payload": {k0: copy_json(a) for k0, a in value["payload"].items()},
+        "at": value["at"],
+        "matched": list(value["matched"]),
+        "fired": list(value["fired"]),
+    }
+
+
+def _copy_ActionRecord(value: ActionRecord) -> ActionRecord:
+    return {
+        "id": value["id"],
+        "event_id": value["event_id"],
+        "rule_id": value["rule_id"],
+        "position": value["position"],
+        "type": value["type"],
+        "params": dict(value["params"]),
+        "at": value["at"],
+    }
+
+
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
+    return {
+        "sources": {k0: dict(v0) for k0, v0 in state["sources"].items()},
+        "automations": {
+            str(k0): {
+                "id": v0["id"],
+                "name": v0["name"],
+                "trigger": v0["trigger"],
+                "source_filter": v0["source_filter"],
+                "condition": None
+                if v0["condition"] is None
+                else {
+                    "field": v0["condition"]["field"],
+                    "op": v0["condition"]["op"],
+                    "value": to_json(v0["condition"]["value"]),
+                },
+                "actions": [
+                    {"type": v2["type"], "params": dict(v2["params"])} for v2 in v0["actions"]
+                ],
+                "enabled": v0["enabled"],
+                "created_at": v0["created_at"],
+                "updated_at": v0["updated_at"],
+                "fire_count": v0["fire_count"],
+                "last_fired_at": v0["last_fired_at"],
+            }
+            for k0, v0 in state["automations"].items()
+        },
+        "events": [
+            {
+                "id": v0["id"],
+                "source_id": v0["source_id"],
+                "category": v0["category"],
+                "type": v0["type"],
+                "payload": {k2: to_json(v2) for k2, v2 in v0["payload"].items()},
+                "at": v0["at"],
+                "matched": list(v0["matched"]),
+                "fired": list(v0["fired"]),
+            }
+            for v0 in state["events"]
+        ],
+        "action_log": [
+            {
+                "id": v0["id"],
+                "event_id": v0["event_id"],
+                "rule_id": v0["rule_id"],
+                "position": v0["position"],
+                "type": v0["type"],
+                "params": dict(v0["params"]),
+                "at": v0["at"],
+            }
+            for v0 in state["action_log"]
+        ],
+        "next_automation_id": state["next_automation_id"],
+        "next_event_id": state["next_event_id"],
+        "next_action_id": state["next_action_id"],
+        "audit_log": [dict(v0) for v0 in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
+def copy_state(state: State) -> State:
+    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
+    return {
+        "sources": {k0: _copy_Source(a) for k0, a in state["sources"].items()},
+        "automations": {k0: _copy_Automation(a) for k0, a in state["automations"].items()},
+        "events": [_copy_Event(a) for a in state["events"]],
+        "action_log": [_copy_ActionRecord(a) for a in state["action_log"]],
+        "next_automation_id": state["next_automation_id"],
+        "next_event_id": state["next_event_id"],
+        "next_action_id": state["next_action_id"],
+        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
 # --------------------------------------------------------------------------- data
 
 DEFAULT_STATE: Final[State] = {
@@ -1445,192 +1632,6 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
-# --------------------------------------------------------------------------- copying
-
-
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-"""Types whose values are shared, not copied: looked up by exact type, which is what
-makes the copying and JSON functions below cheap on the leaves of a value."""
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
-        }
-    if kind is list:
-        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    if isinstance(value, set):
-        return set(value)
-    return value
-
-
-def to_json(value: Any) -> Any:
-    """A detached JSON value: dict keys become strings, as JSON requires."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
-            for key, item in value.items()
-        }
-    if kind is list:
-        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
-            return value.copy()
-        return [item if type(item) in _SCALARS else to_json(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): to_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(item) for item in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    return value
-
-
-def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
-    return value.copy()
-
-
-def _copy_Source(value: Source) -> Source:
-    return value.copy()
-
-
-def _copy_Condition(value: Condition) -> Condition:
-    return {"field": value["field"], "op": value["op"], "value": copy_json(value["value"])}
-
-
-def _copy_Action(value: Action) -> Action:
-    return {"type": value["type"], "params": dict(value["params"])}
-
-
-def _copy_Automation(value: Automation) -> Automation:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "trigger": value["trigger"],
-        "source_filter": value["source_filter"],
-        "condition": None if value["condition"] is None else _copy_Condition(value["condition"]),
-        "actions": [_copy_Action(a) for a in value["actions"]],
-        "enabled": value["enabled"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-        "fire_count": value["fire_count"],
-        "last_fired_at": value["last_fired_at"],
-    }
-
-
-def _copy_Event(value: Event) -> Event:
-    return {
-        "id": value["id"],
-        "source_id": value["source_id"],
-        "category": value["category"],
-        "type": value["type"],
-        "payload": {k0: copy_json(a) for k0, a in value["payload"].items()},
-        "at": value["at"],
-        "matched": list(value["matched"]),
-        "fired": list(value["fired"]),
-    }
-
-
-def _copy_ActionRecord(value: ActionRecord) -> ActionRecord:
-    return {
-        "id": value["id"],
-        "event_id": value["event_id"],
-        "rule_id": value["rule_id"],
-        "position": value["position"],
-        "type": value["type"],
-        "params": dict(value["params"]),
-        "at": value["at"],
-    }
-
-
-def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`; private
-    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
-    return {
-        "sources": {k0: dict(v0) for k0, v0 in state["sources"].items()},
-        "automations": {
-            str(k0): {
-                "id": v0["id"],
-                "name": v0["name"],
-                "trigger": v0["trigger"],
-                "source_filter": v0["source_filter"],
-                "condition": None
-                if v0["condition"] is None
-                else {
-                    "field": v0["condition"]["field"],
-                    "op": v0["condition"]["op"],
-                    "value": to_json(v0["condition"]["value"]),
-                },
-                "actions": [
-                    {"type": v2["type"], "params": dict(v2["params"])} for v2 in v0["actions"]
-                ],
-                "enabled": v0["enabled"],
-                "created_at": v0["created_at"],
-                "updated_at": v0["updated_at"],
-                "fire_count": v0["fire_count"],
-                "last_fired_at": v0["last_fired_at"],
-            }
-            for k0, v0 in state["automations"].items()
-        },
-        "events": [
-            {
-                "id": v0["id"],
-                "source_id": v0["source_id"],
-                "category": v0["category"],
-                "type": v0["type"],
-                "payload": {k2: to_json(v2) for k2, v2 in v0["payload"].items()},
-                "at": v0["at"],
-                "matched": list(v0["matched"]),
-                "fired": list(v0["fired"]),
-            }
-            for v0 in state["events"]
-        ],
-        "action_log": [
-            {
-                "id": v0["id"],
-                "event_id": v0["event_id"],
-                "rule_id": v0["rule_id"],
-                "position": v0["position"],
-                "type": v0["type"],
-                "params": dict(v0["params"]),
-                "at": v0["at"],
-            }
-            for v0 in state["action_log"]
-        ],
-        "next_automation_id": state["next_automation_id"],
-        "next_event_id": state["next_event_id"],
-        "next_action_id": state["next_action_id"],
-        "audit_log": [dict(v0) for v0 in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
-
-
-def copy_state(state: State) -> State:
-    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
-    return {
-        "sources": {k0: _copy_Source(a) for k0, a in state["sources"].items()},
-        "automations": {k0: _copy_Automation(a) for k0, a in state["automations"].items()},
-        "events": [_copy_Event(a) for a in state["events"]],
-        "action_log": [_copy_ActionRecord(a) for a in state["action_log"]],
-        "next_automation_id": state["next_automation_id"],
-        "next_event_id": state["next_event_id"],
-        "next_action_id": state["next_action_id"],
-        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
 
 
 # --------------------------------------------------------------------------- tools

@@ -910,6 +910,207 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
+# --------------------------------------------------------------------------- copying
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are shared, not copied: looked up by exact type, which is what
+makes the copying and JSON functions below cheap on the leaves of a value."""
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    if isinstance(value, set):
+        return set(value)
+    return value
+
+
+def to_json(value: Any) -> Any:
+    """A detached JSON value: dict keys become strings, as JSON requires."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
+            return value.copy()
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return value
+
+
+def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
+    return value.copy()
+
+
+def _copy_Runner(value: Runner) -> Runner:
+    return {
+        "id": value["id"],
+        "role": value["role"],
+        "capabilities": list(value["capabilities"]),
+        "status": value["status"],
+        "holding": value["holding"],
+        "registered_at": value["registered_at"],
+    }
+
+
+def _copy_StageSpec(value: StageSpec) -> StageSpec:
+    return {
+        "id": value["id"],
+        "action": value["action"],
+        "depends_on": list(value["depends_on"]),
+        "worker_id": value["worker_id"],
+        "requires": value["requires"],
+        "policy": value["policy"],
+        "max_retries": value["max_retries"],
+        "fail_attempts": value["fail_attempts"],
+        "compensation": value["compensation"],
+    }
+
+
+def _copy_Stage(value: Stage) -> Stage:
+    return {
+        "id": value["id"],
+        "action": value["action"],
+        "depends_on": list(value["depends_on"]),
+        "worker_id": value["worker_id"],
+        "requires": value["requires"],
+        "policy": value["policy"],
+        "max_retries": value["max_retries"],
+        "fail_attempts": value["fail_attempts"],
+        "compensation": value["compensation"],
+        "status": value["status"],
+        "attempts": value["attempts"],
+        "retries": value["retries"],
+        "output": value["output"],
+        "last_error": value["last_error"],
+        "completed_seq": value["completed_seq"],
+        "wave": value["wave"],
+    }
+
+
+def _copy_Pipeline(value: Pipeline) -> Pipeline:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "mode": value["mode"],
+        "status": value["status"],
+        "stages": [_copy_Stage(a) for a in value["stages"]],
+        "waves": value["waves"],
+        "completions": value["completions"],
+        "created_at": value["created_at"],
+        "finished_at": value["finished_at"],
+    }
+
+
+def _copy_StageRun(value: StageRun) -> StageRun:
+    return value.copy()
+
+
+def _copy_Compensation(value: Compensation) -> Compensation:
+    return value.copy()
+
+
+def _copy_Message(value: Message) -> Message:
+    return value.copy()
+
+
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
+    return {
+        "runners": {
+            k0: {
+                "id": v0["id"],
+                "role": v0["role"],
+                "capabilities": list(v0["capabilities"]),
+                "status": v0["status"],
+                "holding": v0["holding"],
+                "registered_at": v0["registered_at"],
+            }
+            for k0, v0 in state["runners"].items()
+        },
+        "pipelines": {
+            k0: {
+                "id": v0["id"],
+                "name": v0["name"],
+                "mode": v0["mode"],
+                "status": v0["status"],
+                "stages": [
+                    {
+                        "id": v2["id"],
+                        "action": v2["action"],
+                        "depends_on": list(v2["depends_on"]),
+                        "worker_id": v2["worker_id"],
+                        "requires": v2["requires"],
+                        "policy": v2["policy"],
+                        "max_retries": v2["max_retries"],
+                        "fail_attempts": v2["fail_attempts"],
+                        "compensation": v2["compensation"],
+                        "status": v2["status"],
+                        "attempts": v2["attempts"],
+                        "retries": v2["retries"],
+                        "output": v2["output"],
+                        "last_error": v2["last_error"],
+                        "completed_seq": v2["completed_seq"],
+                        "wave": v2["wave"],
+                    }
+                    for v2 in v0["stages"]
+                ],
+                "waves": v0["waves"],
+                "completions": v0["completions"],
+                "created_at": v0["created_at"],
+                "finished_at": v0["finished_at"],
+            }
+            for k0, v0 in state["pipelines"].items()
+        },
+        "run_log": [dict(v0) for v0 in state["run_log"]],
+        "compensation_log": [dict(v0) for v0 in state["compensation_log"]],
+        "messages": [dict(v0) for v0 in state["messages"]],
+        "pipeline_commits": dict(state["pipeline_commits"]),
+        "audit_log": [dict(v0) for v0 in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
+def copy_state(state: State) -> State:
+    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
+    return {
+        "runners": {k0: _copy_Runner(a) for k0, a in state["runners"].items()},
+        "pipelines": {k0: _copy_Pipeline(a) for k0, a in state["pipelines"].items()},
+        "run_log": [_copy_StageRun(a) for a in state["run_log"]],
+        "compensation_log": [_copy_Compensation(a) for a in state["compensation_log"]],
+        "messages": [_copy_Message(a) for a in state["messages"]],
+        "pipeline_commits": dict(state["pipeline_commits"]),
+        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
 # --------------------------------------------------------------------------- data
 
 DEFAULT_STATE: Final[State] = {
@@ -2172,206 +2373,6 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
-# --------------------------------------------------------------------------- copying
-
-
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-"""Types whose values are shared, not copied: looked up by exact type, which is what
-makes the copying and JSON functions below cheap on the leaves of a value."""
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
-        }
-    if kind is list:
-        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    if isinstance(value, set):
-        return set(value)
-    return value
-
-
-def to_json(value: Any) -> Any:
-    """A detached JSON value: dict keys become strings, as JSON requires."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
-            for key, item in value.items()
-        }
-    if kind is list:
-        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
-            return value.copy()
-        return [item if type(item) in _SCALARS else to_json(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): to_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(item) for item in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    return value
-
-
-def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
-    return value.copy()
-
-
-def _copy_Runner(value: Runner) -> Runner:
-    return {
-        "id": value["id"],
-        "role": value["role"],
-        "capabilities": list(value["capabilities"]),
-        "status": value["status"],
-        "holding": value["holding"],
-        "registered_at": value["registered_at"],
-    }
-
-
-def _copy_StageSpec(value: StageSpec) -> StageSpec:
-    return {
-        "id": value["id"],
-        "action": value["action"],
-        "depends_on": list(value["depends_on"]),
-        "worker_id": value["worker_id"],
-        "requires": value["requires"],
-        "policy": value["policy"],
-        "max_retries": value["max_retries"],
-        "fail_attempts": value["fail_attempts"],
-        "compensation": value["compensation"],
-    }
-
-
-def _copy_Stage(value: Stage) -> Stage:
-    return {
-        "id": value["id"],
-        "action": value["action"],
-        "depends_on": list(value["depends_on"]),
-        "worker_id": value["worker_id"],
-        "requires": value["requires"],
-        "policy": value["policy"],
-        "max_retries": value["max_retries"],
-        "fail_attempts": value["fail_attempts"],
-        "compensation": value["compensation"],
-        "status": value["status"],
-        "attempts": value["attempts"],
-        "retries": value["retries"],
-        "output": value["output"],
-        "last_error": value["last_error"],
-        "completed_seq": value["completed_seq"],
-        "wave": value["wave"],
-    }
-
-
-def _copy_Pipeline(value: Pipeline) -> Pipeline:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "mode": value["mode"],
-        "status": value["status"],
-        "stages": [_copy_Stage(a) for a in value["stages"]],
-        "waves": value["waves"],
-        "completions": value["completions"],
-        "created_at": value["created_at"],
-        "finished_at": value["finished_at"],
-    }
-
-
-def _copy_StageRun(value: StageRun) -> StageRun:
-    return value.copy()
-
-
-def _copy_Compensation(value: Compensation) -> Compensation:
-    return value.copy()
-
-
-def _copy_Message(value: Message) -> Message:
-    return value.copy()
-
-
-def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`; private
-    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
-    return {
-        "runners": {
-            k0: {
-                "id": v0["id"],
-                "role": v0["role"],
-                "capabilities": list(v0["capabilities"]),
-                "status": v0["status"],
-                "holding": v0["holding"],
-                "registered_at": v0["registered_at"],
-            }
-            for k0, v0 in state["runners"].items()
-        },
-        "pipelines": {
-            k0: {
-                "id": v0["id"],
-                "name": v0["name"],
-                "mode": v0["mode"],
-                "status": v0["status"],
-                "stages": [
-                    {
-                        "id": v2["id"],
-                        "action": v2["action"],
-                        "depends_on": list(v2["depends_on"]),
-                        "worker_id": v2["worker_id"],
-                        "requires": v2["requires"],
-                        "policy": v2["policy"],
-                        "max_retries": v2["max_retries"],
-                        "fail_attempts": v2["fail_attempts"],
-                        "compensation": v2["compensation"],
-                        "status": v2["status"],
-                        "attempts": v2["attempts"],
-                        "retries": v2["retries"],
-                        "output": v2["output"],
-                        "last_error": v2["last_error"],
-                        "completed_seq": v2["completed_seq"],
-                        "wave": v2["wave"],
-                    }
-                    for v2 in v0["stages"]
-                ],
-                "waves": v0["waves"],
-                "completions": v0["completions"],
-                "created_at": v0["created_at"],
-                "finished_at": v0["finished_at"],
-            }
-            for k0, v0 in state["pipelines"].items()
-        },
-        "run_log": [dict(v0) for v0 in state["run_log"]],
-        "compensation_log": [dict(v0) for v0 in state["compensation_log"]],
-        "messages": [dict(v0) for v0 in state["messages"]],
-        "pipeline_commits": dict(state["pipeline_commits"]),
-        "audit_log": [dict(v0) for v0 in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
-
-
-def copy_state(state: State) -> State:
-    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
-    return {
-        "runners": {k0: _copy_Runner(a) for k0, a in state["runners"].items()},
-        "pipelines": {k0: _copy_Pipeline(a) for k0, a in state["pipelines"].items()},
-        "run_log": [_copy_StageRun(a) for a in state["run_log"]],
-        "compensation_log": [_copy_Compensation(a) for a in state["compensation_log"]],
-        "messages": [_copy_Message(a) for a in state["messages"]],
-        "pipeline_commits": dict(state["pipeline_commits"]),
-        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
 
 
 # --------------------------------------------------------------------------- tools

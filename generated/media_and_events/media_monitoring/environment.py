@@ -829,6 +829,242 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
+# --------------------------------------------------------------------------- copying
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are shared, not copied: looked up by exact type, which is what
+makes the copying and JSON functions below cheap on the leaves of a value."""
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    if isinstance(value, set):
+        return set(value)
+    return value
+
+
+def to_json(value: Any) -> Any:
+    """A detached JSON value: dict keys become strings, as JSON requires."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
+            return value.copy()
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return value
+
+
+def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
+    return value.copy()
+
+
+def _copy_Feed(value: Feed) -> Feed:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "format": value["format"],
+        "tags": list(value["tags"]),
+        "registered_at": value["registered_at"],
+        "jobs_ingested": value["jobs_ingested"],
+    }
+
+
+def _copy_Unit(value: Unit) -> Unit:
+    return {"index": value["index"], "text": value["text"], "attrs": dict(value["attrs"])}
+
+
+def _copy_Parsed(value: Parsed) -> Parsed:
+    return {
+        "format": value["format"],
+        "uri": value["uri"],
+        "title": value["title"],
+        "duration_s": value["duration_s"],
+        "columns": list(value["columns"]),
+        "units": [_copy_Unit(a) for a in value["units"]],
+    }
+
+
+def _copy_Item(value: Item) -> Item:
+    return {
+        "job_id": value["job_id"],
+        "source_id": value["source_id"],
+        "seq": value["seq"],
+        "fields": dict(value["fields"]),
+    }
+
+
+def _copy_Job(value: Job) -> Job:
+    return {
+        "id": value["id"],
+        "source_id": value["source_id"],
+        "format": value["format"],
+        "job_type": value["job_type"],
+        "status": value["status"],
+        "label": value["label"],
+        "parsed": _copy_Parsed(value["parsed"]),
+        "results": [_copy_Item(a) for a in value["results"]],
+        "failure": value["failure"],
+        "processor": value["processor"],
+        "created_at": value["created_at"],
+        "processed_at": value["processed_at"],
+    }
+
+
+def _copy_Merged(value: Merged) -> Merged:
+    return {
+        "key": value["key"],
+        "fields": dict(value["fields"]),
+        "sources": list(value["sources"]),
+        "jobs": list(value["jobs"]),
+        "mentions": value["mentions"],
+    }
+
+
+def _copy_Digest(value: Digest) -> Digest:
+    return {
+        "id": value["id"],
+        "dedup_keys": list(value["dedup_keys"]),
+        "normalization": list(value["normalization"]),
+        "job_ids": list(value["job_ids"]),
+        "input_count": value["input_count"],
+        "duplicates_removed": value["duplicates_removed"],
+        "unkeyed": value["unkeyed"],
+        "items": [_copy_Merged(a) for a in value["items"]],
+        "created_at": value["created_at"],
+    }
+
+
+def _copy_Brief(value: Brief) -> Brief:
+    return value.copy()
+
+
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
+    return {
+        "feeds": {
+            k0: {
+                "id": v0["id"],
+                "name": v0["name"],
+                "format": v0["format"],
+                "tags": list(v0["tags"]),
+                "registered_at": v0["registered_at"],
+                "jobs_ingested": v0["jobs_ingested"],
+            }
+            for k0, v0 in state["feeds"].items()
+        },
+        "jobs": {
+            str(k0): {
+                "id": v0["id"],
+                "source_id": v0["source_id"],
+                "format": v0["format"],
+                "job_type": v0["job_type"],
+                "status": v0["status"],
+                "label": v0["label"],
+                "parsed": {
+                    "format": v0["parsed"]["format"],
+                    "uri": v0["parsed"]["uri"],
+                    "title": v0["parsed"]["title"],
+                    "duration_s": v0["parsed"]["duration_s"],
+                    "columns": list(v0["parsed"]["columns"]),
+                    "units": [
+                        {"index": v3["index"], "text": v3["text"], "attrs": dict(v3["attrs"])}
+                        for v3 in v0["parsed"]["units"]
+                    ],
+                },
+                "results": [
+                    {
+                        "job_id": v2["job_id"],
+                        "source_id": v2["source_id"],
+                        "seq": v2["seq"],
+                        "fields": dict(v2["fields"]),
+                    }
+                    for v2 in v0["results"]
+                ],
+                "failure": v0["failure"],
+                "processor": v0["processor"],
+                "created_at": v0["created_at"],
+                "processed_at": v0["processed_at"],
+            }
+            for k0, v0 in state["jobs"].items()
+        },
+        "digests": {
+            str(k0): {
+                "id": v0["id"],
+                "dedup_keys": list(v0["dedup_keys"]),
+                "normalization": list(v0["normalization"]),
+                "job_ids": list(v0["job_ids"]),
+                "input_count": v0["input_count"],
+                "duplicates_removed": v0["duplicates_removed"],
+                "unkeyed": v0["unkeyed"],
+                "items": [
+                    {
+                        "key": v2["key"],
+                        "fields": dict(v2["fields"]),
+                        "sources": list(v2["sources"]),
+                        "jobs": list(v2["jobs"]),
+                        "mentions": v2["mentions"],
+                    }
+                    for v2 in v0["items"]
+                ],
+                "created_at": v0["created_at"],
+            }
+            for k0, v0 in state["digests"].items()
+        },
+        "briefs": {str(k0): dict(v0) for k0, v0 in state["briefs"].items()},
+        "next_job_id": state["next_job_id"],
+        "next_digest_id": state["next_digest_id"],
+        "next_brief_id": state["next_brief_id"],
+        "watchlist": list(state["watchlist"]),
+        "audit_log": [dict(v0) for v0 in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
+def copy_state(state: State) -> State:
+    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
+    return {
+        "feeds": {k0: _copy_Feed(a) for k0, a in state["feeds"].items()},
+        "jobs": {k0: _copy_Job(a) for k0, a in state["jobs"].items()},
+        "digests": {k0: _copy_Digest(a) for k0, a in state["digests"].items()},
+        "briefs": {k0: _copy_Brief(a) for k0, a in state["briefs"].items()},
+        "next_job_id": state["next_job_id"],
+        "next_digest_id": state["next_digest_id"],
+        "next_brief_id": state["next_brief_id"],
+        "watchlist": list(state["watchlist"]),
+        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
 # --------------------------------------------------------------------------- data
 
 _DATA: Final = Path(__file__).with_name("data")
@@ -1793,241 +2029,6 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
-# --------------------------------------------------------------------------- copying
-
-
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-"""Types whose values are shared, not copied: looked up by exact type, which is what
-makes the copying and JSON functions below cheap on the leaves of a value."""
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
-        }
-    if kind is list:
-        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    if isinstance(value, set):
-        return set(value)
-    return value
-
-
-def to_json(value: Any) -> Any:
-    """A detached JSON value: dict keys become strings, as JSON requires."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
-            for key, item in value.items()
-        }
-    if kind is list:
-        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
-            return value.copy()
-        return [item if type(item) in _SCALARS else to_json(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): to_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(item) for item in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    return value
-
-
-def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
-    return value.copy()
-
-
-def _copy_Feed(value: Feed) -> Feed:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "format": value["format"],
-        "tags": list(value["tags"]),
-        "registered_at": value["registered_at"],
-        "jobs_ingested": value["jobs_ingested"],
-    }
-
-
-def _copy_Unit(value: Unit) -> Unit:
-    return {"index": value["index"], "text": value["text"], "attrs": dict(value["attrs"])}
-
-
-def _copy_Parsed(value: Parsed) -> Parsed:
-    return {
-        "format": value["format"],
-        "uri": value["uri"],
-        "title": value["title"],
-        "duration_s": value["duration_s"],
-        "columns": list(value["columns"]),
-        "units": [_copy_Unit(a) for a in value["units"]],
-    }
-
-
-def _copy_Item(value: Item) -> Item:
-    return {
-        "job_id": value["job_id"],
-        "source_id": value["source_id"],
-        "seq": value["seq"],
-        "fields": dict(value["fields"]),
-    }
-
-
-def _copy_Job(value: Job) -> Job:
-    return {
-        "id": value["id"],
-        "source_id": value["source_id"],
-        "format": value["format"],
-        "job_type": value["job_type"],
-        "status": value["status"],
-        "label": value["label"],
-        "parsed": _copy_Parsed(value["parsed"]),
-        "results": [_copy_Item(a) for a in value["results"]],
-        "failure": value["failure"],
-        "processor": value["processor"],
-        "created_at": value["created_at"],
-        "processed_at": value["processed_at"],
-    }
-
-
-def _copy_Merged(value: Merged) -> Merged:
-    return {
-        "key": value["key"],
-        "fields": dict(value["fields"]),
-        "sources": list(value["sources"]),
-        "jobs": list(value["jobs"]),
-        "mentions": value["mentions"],
-    }
-
-
-def _copy_Digest(value: Digest) -> Digest:
-    return {
-        "id": value["id"],
-        "dedup_keys": list(value["dedup_keys"]),
-        "normalization": list(value["normalization"]),
-        "job_ids": list(value["job_ids"]),
-        "input_count": value["input_count"],
-        "duplicates_removed": value["duplicates_removed"],
-        "unkeyed": value["unkeyed"],
-        "items": [_copy_Merged(a) for a in value["items"]],
-        "created_at": value["created_at"],
-    }
-
-
-def _copy_Brief(value: Brief) -> Brief:
-    return value.copy()
-
-
-def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`; private
-    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
-    return {
-        "feeds": {
-            k0: {
-                "id": v0["id"],
-                "name": v0["name"],
-                "format": v0["format"],
-                "tags": list(v0["tags"]),
-                "registered_at": v0["registered_at"],
-                "jobs_ingested": v0["jobs_ingested"],
-            }
-            for k0, v0 in state["feeds"].items()
-        },
-        "jobs": {
-            str(k0): {
-                "id": v0["id"],
-                "source_id": v0["source_id"],
-                "format": v0["format"],
-                "job_type": v0["job_type"],
-                "status": v0["status"],
-                "label": v0["label"],
-                "parsed": {
-                    "format": v0["parsed"]["format"],
-                    "uri": v0["parsed"]["uri"],
-                    "title": v0["parsed"]["title"],
-                    "duration_s": v0["parsed"]["duration_s"],
-                    "columns": list(v0["parsed"]["columns"]),
-                    "units": [
-                        {"index": v3["index"], "text": v3["text"], "attrs": dict(v3["attrs"])}
-                        for v3 in v0["parsed"]["units"]
-                    ],
-                },
-                "results": [
-                    {
-                        "job_id": v2["job_id"],
-                        "source_id": v2["source_id"],
-                        "seq": v2["seq"],
-                        "fields": dict(v2["fields"]),
-                    }
-                    for v2 in v0["results"]
-                ],
-                "failure": v0["failure"],
-                "processor": v0["processor"],
-                "created_at": v0["created_at"],
-                "processed_at": v0["processed_at"],
-            }
-            for k0, v0 in state["jobs"].items()
-        },
-        "digests": {
-            str(k0): {
-                "id": v0["id"],
-                "dedup_keys": list(v0["dedup_keys"]),
-                "normalization": list(v0["normalization"]),
-                "job_ids": list(v0["job_ids"]),
-                "input_count": v0["input_count"],
-                "duplicates_removed": v0["duplicates_removed"],
-                "unkeyed": v0["unkeyed"],
-                "items": [
-                    {
-                        "key": v2["key"],
-                        "fields": dict(v2["fields"]),
-                        "sources": list(v2["sources"]),
-                        "jobs": list(v2["jobs"]),
-                        "mentions": v2["mentions"],
-                    }
-                    for v2 in v0["items"]
-                ],
-                "created_at": v0["created_at"],
-            }
-            for k0, v0 in state["digests"].items()
-        },
-        "briefs": {str(k0): dict(v0) for k0, v0 in state["briefs"].items()},
-        "next_job_id": state["next_job_id"],
-        "next_digest_id": state["next_digest_id"],
-        "next_brief_id": state["next_brief_id"],
-        "watchlist": list(state["watchlist"]),
-        "audit_log": [dict(v0) for v0 in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
-
-
-def copy_state(state: State) -> State:
-    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
-    return {
-        "feeds": {k0: _copy_Feed(a) for k0, a in state["feeds"].items()},
-        "jobs": {k0: _copy_Job(a) for k0, a in state["jobs"].items()},
-        "digests": {k0: _copy_Digest(a) for k0, a in state["digests"].items()},
-        "briefs": {k0: _copy_Brief(a) for k0, a in state["briefs"].items()},
-        "next_job_id": state["next_job_id"],
-        "next_digest_id": state["next_digest_id"],
-        "next_brief_id": state["next_brief_id"],
-        "watchlist": list(state["watchlist"]),
-        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
 
 
 # --------------------------------------------------------------------------- tools

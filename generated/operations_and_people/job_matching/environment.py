@@ -685,6 +685,172 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
+# --------------------------------------------------------------------------- copying
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are shared, not copied: looked up by exact type, which is what
+makes the copying and JSON functions below cheap on the leaves of a value."""
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    if isinstance(value, set):
+        return set(value)
+    return value
+
+
+def to_json(value: Any) -> Any:
+    """A detached JSON value: dict keys become strings, as JSON requires."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
+            return value.copy()
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return value
+
+
+def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
+    return value.copy()
+
+
+def _copy_PoolMember(value: PoolMember) -> PoolMember:
+    return {
+        "id": value["id"],
+        "side": value["side"],
+        "name": value["name"],
+        "attributes": {k0: copy_json(a) for k0, a in value["attributes"].items()},
+        "added_at": value["added_at"],
+    }
+
+
+def _copy_HiringPool(value: HiringPool) -> HiringPool:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "criteria": dict(value["criteria"]),
+        "top_k": value["top_k"],
+        "supply": {k0: _copy_PoolMember(a) for k0, a in value["supply"].items()},
+        "demand": {k0: _copy_PoolMember(a) for k0, a in value["demand"].items()},
+        "created_at": value["created_at"],
+    }
+
+
+def _copy_AttributeScore(value: AttributeScore) -> AttributeScore:
+    return value.copy()
+
+
+def _copy_Match(value: Match) -> Match:
+    return {
+        "id": value["id"],
+        "pool_id": value["pool_id"],
+        "supply_id": value["supply_id"],
+        "demand_id": value["demand_id"],
+        "score": value["score"],
+        "breakdown": [_copy_AttributeScore(a) for a in value["breakdown"]],
+        "status": value["status"],
+        "decided_by": value["decided_by"],
+        "note": value["note"],
+        "created_at": value["created_at"],
+        "decided_at": value["decided_at"],
+    }
+
+
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
+    return {
+        "pools": {
+            k0: {
+                "id": v0["id"],
+                "name": v0["name"],
+                "criteria": dict(v0["criteria"]),
+                "top_k": v0["top_k"],
+                "supply": {
+                    k2: {
+                        "id": v2["id"],
+                        "side": v2["side"],
+                        "name": v2["name"],
+                        "attributes": {k4: to_json(v4) for k4, v4 in v2["attributes"].items()},
+                        "added_at": v2["added_at"],
+                    }
+                    for k2, v2 in v0["supply"].items()
+                },
+                "demand": {
+                    k2: {
+                        "id": v2["id"],
+                        "side": v2["side"],
+                        "name": v2["name"],
+                        "attributes": {k4: to_json(v4) for k4, v4 in v2["attributes"].items()},
+                        "added_at": v2["added_at"],
+                    }
+                    for k2, v2 in v0["demand"].items()
+                },
+                "created_at": v0["created_at"],
+            }
+            for k0, v0 in state["pools"].items()
+        },
+        "match_records": {
+            str(k0): {
+                "id": v0["id"],
+                "pool_id": v0["pool_id"],
+                "supply_id": v0["supply_id"],
+                "demand_id": v0["demand_id"],
+                "score": v0["score"],
+                "breakdown": [dict(v2) for v2 in v0["breakdown"]],
+                "status": v0["status"],
+                "decided_by": v0["decided_by"],
+                "note": v0["note"],
+                "created_at": v0["created_at"],
+                "decided_at": v0["decided_at"],
+            }
+            for k0, v0 in state["match_records"].items()
+        },
+        "next_match_id": state["next_match_id"],
+        "audit_log": [dict(v0) for v0 in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
+def copy_state(state: State) -> State:
+    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
+    return {
+        "pools": {k0: _copy_HiringPool(a) for k0, a in state["pools"].items()},
+        "match_records": {k0: _copy_Match(a) for k0, a in state["match_records"].items()},
+        "next_match_id": state["next_match_id"],
+        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
 # --------------------------------------------------------------------------- data
 
 DEFAULT_STATE: Final[State] = {
@@ -1398,171 +1564,6 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
-# --------------------------------------------------------------------------- copying
-
-
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-"""Types whose values are shared, not copied: looked up by exact type, which is what
-makes the copying and JSON functions below cheap on the leaves of a value."""
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
-        }
-    if kind is list:
-        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    if isinstance(value, set):
-        return set(value)
-    return value
-
-
-def to_json(value: Any) -> Any:
-    """A detached JSON value: dict keys become strings, as JSON requires."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
-            for key, item in value.items()
-        }
-    if kind is list:
-        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
-            return value.copy()
-        return [item if type(item) in _SCALARS else to_json(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): to_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(item) for item in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    return value
-
-
-def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
-    return value.copy()
-
-
-def _copy_PoolMember(value: PoolMember) -> PoolMember:
-    return {
-        "id": value["id"],
-        "side": value["side"],
-        "name": value["name"],
-        "attributes": {k0: copy_json(a) for k0, a in value["attributes"].items()},
-        "added_at": value["added_at"],
-    }
-
-
-def _copy_HiringPool(value: HiringPool) -> HiringPool:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "criteria": dict(value["criteria"]),
-        "top_k": value["top_k"],
-        "supply": {k0: _copy_PoolMember(a) for k0, a in value["supply"].items()},
-        "demand": {k0: _copy_PoolMember(a) for k0, a in value["demand"].items()},
-        "created_at": value["created_at"],
-    }
-
-
-def _copy_AttributeScore(value: AttributeScore) -> AttributeScore:
-    return value.copy()
-
-
-def _copy_Match(value: Match) -> Match:
-    return {
-        "id": value["id"],
-        "pool_id": value["pool_id"],
-        "supply_id": value["supply_id"],
-        "demand_id": value["demand_id"],
-        "score": value["score"],
-        "breakdown": [_copy_AttributeScore(a) for a in value["breakdown"]],
-        "status": value["status"],
-        "decided_by": value["decided_by"],
-        "note": value["note"],
-        "created_at": value["created_at"],
-        "decided_at": value["decided_at"],
-    }
-
-
-def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`; private
-    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
-    return {
-        "pools": {
-            k0: {
-                "id": v0["id"],
-                "name": v0["name"],
-                "criteria": dict(v0["criteria"]),
-                "top_k": v0["top_k"],
-                "supply": {
-                    k2: {
-                        "id": v2["id"],
-                        "side": v2["side"],
-                        "name": v2["name"],
-                        "attributes": {k4: to_json(v4) for k4, v4 in v2["attributes"].items()},
-                        "added_at": v2["added_at"],
-                    }
-                    for k2, v2 in v0["supply"].items()
-                },
-                "demand": {
-                    k2: {
-                        "id": v2["id"],
-                        "side": v2["side"],
-                        "name": v2["name"],
-                        "attributes": {k4: to_json(v4) for k4, v4 in v2["attributes"].items()},
-                        "added_at": v2["added_at"],
-                    }
-                    for k2, v2 in v0["demand"].items()
-                },
-                "created_at": v0["created_at"],
-            }
-            for k0, v0 in state["pools"].items()
-        },
-        "match_records": {
-            str(k0): {
-                "id": v0["id"],
-                "pool_id": v0["pool_id"],
-                "supply_id": v0["supply_id"],
-                "demand_id": v0["demand_id"],
-                "score": v0["score"],
-                "breakdown": [dict(v2) for v2 in v0["breakdown"]],
-                "status": v0["status"],
-                "decided_by": v0["decided_by"],
-                "note": v0["note"],
-                "created_at": v0["created_at"],
-                "decided_at": v0["decided_at"],
-            }
-            for k0, v0 in state["match_records"].items()
-        },
-        "next_match_id": state["next_match_id"],
-        "audit_log": [dict(v0) for v0 in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
-
-
-def copy_state(state: State) -> State:
-    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
-    return {
-        "pools": {k0: _copy_HiringPool(a) for k0, a in state["pools"].items()},
-        "match_records": {k0: _copy_Match(a) for k0, a in state["match_records"].items()},
-        "next_match_id": state["next_match_id"],
-        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
 
 
 # --------------------------------------------------------------------------- tools

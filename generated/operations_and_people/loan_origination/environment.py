@@ -782,6 +782,189 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
+# --------------------------------------------------------------------------- copying
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are shared, not copied: looked up by exact type, which is what
+makes the copying and JSON functions below cheap on the leaves of a value."""
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    if isinstance(value, set):
+        return set(value)
+    return value
+
+
+def to_json(value: Any) -> Any:
+    """A detached JSON value: dict keys become strings, as JSON requires."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
+            return value.copy()
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return value
+
+
+def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
+    return value.copy()
+
+
+def _copy_StateDef(value: StateDef) -> StateDef:
+    return {
+        "name": value["name"],
+        "on_enter": list(value["on_enter"]),
+        "on_exit": list(value["on_exit"]),
+        "initial": value["initial"],
+        "terminal": value["terminal"],
+    }
+
+
+def _copy_Transition(value: Transition) -> Transition:
+    return {
+        "id": value["id"],
+        "source": value["source"],
+        "target": value["target"],
+        "trigger": value["trigger"],
+        "guards": {
+            k0: {k0: copy_json(a) for k0, a in a.items()} for k0, a in value["guards"].items()
+        },
+    }
+
+
+def _copy_Machine(value: Machine) -> Machine:
+    return {
+        "id": value["id"],
+        "name": value["name"],
+        "description": value["description"],
+        "states": [_copy_StateDef(a) for a in value["states"]],
+        "transitions": [_copy_Transition(a) for a in value["transitions"]],
+        "next_transition_id": value["next_transition_id"],
+    }
+
+
+def _copy_Loan(value: Loan) -> Loan:
+    return {
+        "id": value["id"],
+        "machine_id": value["machine_id"],
+        "label": value["label"],
+        "state": value["state"],
+        "data": {k0: copy_json(a) for k0, a in value["data"].items()},
+        "history": list(value["history"]),
+        "completed": value["completed"],
+        "created_at": value["created_at"],
+        "updated_at": value["updated_at"],
+    }
+
+
+def _copy_HookRun(value: HookRun) -> HookRun:
+    return value.copy()
+
+
+def _copy_MoveRecord(value: MoveRecord) -> MoveRecord:
+    return value.copy()
+
+
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
+    return {
+        "machines": {
+            k0: {
+                "id": v0["id"],
+                "name": v0["name"],
+                "description": v0["description"],
+                "states": [
+                    {
+                        "name": v2["name"],
+                        "on_enter": list(v2["on_enter"]),
+                        "on_exit": list(v2["on_exit"]),
+                        "initial": v2["initial"],
+                        "terminal": v2["terminal"],
+                    }
+                    for v2 in v0["states"]
+                ],
+                "transitions": [
+                    {
+                        "id": v2["id"],
+                        "source": v2["source"],
+                        "target": v2["target"],
+                        "trigger": v2["trigger"],
+                        "guards": {
+                            k4: {k5: to_json(v5) for k5, v5 in v4.items()}
+                            for k4, v4 in v2["guards"].items()
+                        },
+                    }
+                    for v2 in v0["transitions"]
+                ],
+                "next_transition_id": v0["next_transition_id"],
+            }
+            for k0, v0 in state["machines"].items()
+        },
+        "loans": {
+            str(k0): {
+                "id": v0["id"],
+                "machine_id": v0["machine_id"],
+                "label": v0["label"],
+                "state": v0["state"],
+                "data": {k2: to_json(v2) for k2, v2 in v0["data"].items()},
+                "history": list(v0["history"]),
+                "completed": v0["completed"],
+                "created_at": v0["created_at"],
+                "updated_at": v0["updated_at"],
+            }
+            for k0, v0 in state["loans"].items()
+        },
+        "next_loan_id": state["next_loan_id"],
+        "move_log": [dict(v0) for v0 in state["move_log"]],
+        "hook_log": [dict(v0) for v0 in state["hook_log"]],
+        "audit_log": [dict(v0) for v0 in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
+def copy_state(state: State) -> State:
+    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
+    return {
+        "machines": {k0: _copy_Machine(a) for k0, a in state["machines"].items()},
+        "loans": {k0: _copy_Loan(a) for k0, a in state["loans"].items()},
+        "next_loan_id": state["next_loan_id"],
+        "move_log": [_copy_MoveRecord(a) for a in state["move_log"]],
+        "hook_log": [_copy_HookRun(a) for a in state["hook_log"]],
+        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
 # --------------------------------------------------------------------------- data
 
 DEFAULT_STATE: Final[State] = {
@@ -1513,188 +1696,6 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
-# --------------------------------------------------------------------------- copying
-
-
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-"""Types whose values are shared, not copied: looked up by exact type, which is what
-makes the copying and JSON functions below cheap on the leaves of a value."""
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
-        }
-    if kind is list:
-        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    if isinstance(value, set):
-        return set(value)
-    return value
-
-
-def to_json(value: Any) -> Any:
-    """A detached JSON value: dict keys become strings, as JSON requires."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
-            for key, item in value.items()
-        }
-    if kind is list:
-        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
-            return value.copy()
-        return [item if type(item) in _SCALARS else to_json(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): to_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(item) for item in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    return value
-
-
-def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
-    return value.copy()
-
-
-def _copy_StateDef(value: StateDef) -> StateDef:
-    return {
-        "name": value["name"],
-        "on_enter": list(value["on_enter"]),
-        "on_exit": list(value["on_exit"]),
-        "initial": value["initial"],
-        "terminal": value["terminal"],
-    }
-
-
-def _copy_Transition(value: Transition) -> Transition:
-    return {
-        "id": value["id"],
-        "source": value["source"],
-        "target": value["target"],
-        "trigger": value["trigger"],
-        "guards": {
-            k0: {k0: copy_json(a) for k0, a in a.items()} for k0, a in value["guards"].items()
-        },
-    }
-
-
-def _copy_Machine(value: Machine) -> Machine:
-    return {
-        "id": value["id"],
-        "name": value["name"],
-        "description": value["description"],
-        "states": [_copy_StateDef(a) for a in value["states"]],
-        "transitions": [_copy_Transition(a) for a in value["transitions"]],
-        "next_transition_id": value["next_transition_id"],
-    }
-
-
-def _copy_Loan(value: Loan) -> Loan:
-    return {
-        "id": value["id"],
-        "machine_id": value["machine_id"],
-        "label": value["label"],
-        "state": value["state"],
-        "data": {k0: copy_json(a) for k0, a in value["data"].items()},
-        "history": list(value["history"]),
-        "completed": value["completed"],
-        "created_at": value["created_at"],
-        "updated_at": value["updated_at"],
-    }
-
-
-def _copy_HookRun(value: HookRun) -> HookRun:
-    return value.copy()
-
-
-def _copy_MoveRecord(value: MoveRecord) -> MoveRecord:
-    return value.copy()
-
-
-def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`; private
-    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
-    return {
-        "machines": {
-            k0: {
-                "id": v0["id"],
-                "name": v0["name"],
-                "description": v0["description"],
-                "states": [
-                    {
-                        "name": v2["name"],
-                        "on_enter": list(v2["on_enter"]),
-                        "on_exit": list(v2["on_exit"]),
-                        "initial": v2["initial"],
-                        "terminal": v2["terminal"],
-                    }
-                    for v2 in v0["states"]
-                ],
-                "transitions": [
-                    {
-                        "id": v2["id"],
-                        "source": v2["source"],
-                        "target": v2["target"],
-                        "trigger": v2["trigger"],
-                        "guards": {
-                            k4: {k5: to_json(v5) for k5, v5 in v4.items()}
-                            for k4, v4 in v2["guards"].items()
-                        },
-                    }
-                    for v2 in v0["transitions"]
-                ],
-                "next_transition_id": v0["next_transition_id"],
-            }
-            for k0, v0 in state["machines"].items()
-        },
-        "loans": {
-            str(k0): {
-                "id": v0["id"],
-                "machine_id": v0["machine_id"],
-                "label": v0["label"],
-                "state": v0["state"],
-                "data": {k2: to_json(v2) for k2, v2 in v0["data"].items()},
-                "history": list(v0["history"]),
-                "completed": v0["completed"],
-                "created_at": v0["created_at"],
-                "updated_at": v0["updated_at"],
-            }
-            for k0, v0 in state["loans"].items()
-        },
-        "next_loan_id": state["next_loan_id"],
-        "move_log": [dict(v0) for v0 in state["move_log"]],
-        "hook_log": [dict(v0) for v0 in state["hook_log"]],
-        "audit_log": [dict(v0) for v0 in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
-
-
-def copy_state(state: State) -> State:
-    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
-    return {
-        "machines": {k0: _copy_Machine(a) for k0, a in state["machines"].items()},
-        "loans": {k0: _copy_Loan(a) for k0, a in state["loans"].items()},
-        "next_loan_id": state["next_loan_id"],
-        "move_log": [_copy_MoveRecord(a) for a in state["move_log"]],
-        "hook_log": [_copy_HookRun(a) for a in state["hook_log"]],
-        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
 
 
 # --------------------------------------------------------------------------- tools

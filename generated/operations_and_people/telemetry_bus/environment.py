@@ -839,6 +839,163 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
+# --------------------------------------------------------------------------- copying
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are shared, not copied: looked up by exact type, which is what
+makes the copying and JSON functions below cheap on the leaves of a value."""
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    if isinstance(value, set):
+        return set(value)
+    return value
+
+
+def to_json(value: Any) -> Any:
+    """A detached JSON value: dict keys become strings, as JSON requires."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
+            return value.copy()
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return value
+
+
+def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
+    return value.copy()
+
+
+def _copy_Stream(value: Stream) -> Stream:
+    return {
+        "name": value["name"],
+        "schema": dict(value["schema"]),
+        "description": value["description"],
+        "created_at": value["created_at"],
+        "history": list(value["history"]),
+    }
+
+
+def _copy_Reading(value: Reading) -> Reading:
+    return {
+        "id": value["id"],
+        "stream": value["stream"],
+        "offset": value["offset"],
+        "payload": {k0: copy_json(a) for k0, a in value["payload"].items()},
+        "priority": value["priority"],
+        "published_at": value["published_at"],
+    }
+
+
+def _copy_Subscription(value: Subscription) -> Subscription:
+    return {
+        "id": value["id"],
+        "stream": value["stream"],
+        "consumer": value["consumer"],
+        "mode": value["mode"],
+        "filter": {k0: copy_json(a) for k0, a in value["filter"].items()},
+        "batch_size": value["batch_size"],
+        "max_pending": value["max_pending"],
+        "status": value["status"],
+        "pending": list(value["pending"]),
+        "deliveries": dict(value["deliveries"]),
+        "acknowledged": value["acknowledged"],
+        "created_at": value["created_at"],
+    }
+
+
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
+    return {
+        "streams": {
+            k0: {
+                "name": v0["name"],
+                "schema": dict(v0["schema"]),
+                "description": v0["description"],
+                "created_at": v0["created_at"],
+                "history": list(v0["history"]),
+            }
+            for k0, v0 in state["streams"].items()
+        },
+        "events": {
+            str(k0): {
+                "id": v0["id"],
+                "stream": v0["stream"],
+                "offset": v0["offset"],
+                "payload": {k2: to_json(v2) for k2, v2 in v0["payload"].items()},
+                "priority": v0["priority"],
+                "published_at": v0["published_at"],
+            }
+            for k0, v0 in state["events"].items()
+        },
+        "subscriptions": {
+            str(k0): {
+                "id": v0["id"],
+                "stream": v0["stream"],
+                "consumer": v0["consumer"],
+                "mode": v0["mode"],
+                "filter": {k2: to_json(v2) for k2, v2 in v0["filter"].items()},
+                "batch_size": v0["batch_size"],
+                "max_pending": v0["max_pending"],
+                "status": v0["status"],
+                "pending": list(v0["pending"]),
+                "deliveries": {str(k2): v2 for k2, v2 in v0["deliveries"].items()},
+                "acknowledged": v0["acknowledged"],
+                "created_at": v0["created_at"],
+            }
+            for k0, v0 in state["subscriptions"].items()
+        },
+        "next_event_id": state["next_event_id"],
+        "next_subscription_id": state["next_subscription_id"],
+        "audit_log": [dict(v0) for v0 in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
+def copy_state(state: State) -> State:
+    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
+    return {
+        "streams": {k0: _copy_Stream(a) for k0, a in state["streams"].items()},
+        "events": {k0: _copy_Reading(a) for k0, a in state["events"].items()},
+        "subscriptions": {k0: _copy_Subscription(a) for k0, a in state["subscriptions"].items()},
+        "next_event_id": state["next_event_id"],
+        "next_subscription_id": state["next_subscription_id"],
+        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
 # --------------------------------------------------------------------------- data
 
 DEFAULT_STATE: Final[State] = {
@@ -1729,162 +1886,6 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
-# --------------------------------------------------------------------------- copying
-
-
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-"""Types whose values are shared, not copied: looked up by exact type, which is what
-makes the copying and JSON functions below cheap on the leaves of a value."""
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
-        }
-    if kind is list:
-        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    if isinstance(value, set):
-        return set(value)
-    return value
-
-
-def to_json(value: Any) -> Any:
-    """A detached JSON value: dict keys become strings, as JSON requires."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
-            for key, item in value.items()
-        }
-    if kind is list:
-        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
-            return value.copy()
-        return [item if type(item) in _SCALARS else to_json(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): to_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(item) for item in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    return value
-
-
-def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
-    return value.copy()
-
-
-def _copy_Stream(value: Stream) -> Stream:
-    return {
-        "name": value["name"],
-        "schema": dict(value["schema"]),
-        "description": value["description"],
-        "created_at": value["created_at"],
-        "history": list(value["history"]),
-    }
-
-
-def _copy_Reading(value: Reading) -> Reading:
-    return {
-        "id": value["id"],
-        "stream": value["stream"],
-        "offset": value["offset"],
-        "payload": {k0: copy_json(a) for k0, a in value["payload"].items()},
-        "priority": value["priority"],
-        "published_at": value["published_at"],
-    }
-
-
-def _copy_Subscription(value: Subscription) -> Subscription:
-    return {
-        "id": value["id"],
-        "stream": value["stream"],
-        "consumer": value["consumer"],
-        "mode": value["mode"],
-        "filter": {k0: copy_json(a) for k0, a in value["filter"].items()},
-        "batch_size": value["batch_size"],
-        "max_pending": value["max_pending"],
-        "status": value["status"],
-        "pending": list(value["pending"]),
-        "deliveries": dict(value["deliveries"]),
-        "acknowledged": value["acknowledged"],
-        "created_at": value["created_at"],
-    }
-
-
-def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`; private
-    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
-    return {
-        "streams": {
-            k0: {
-                "name": v0["name"],
-                "schema": dict(v0["schema"]),
-                "description": v0["description"],
-                "created_at": v0["created_at"],
-                "history": list(v0["history"]),
-            }
-            for k0, v0 in state["streams"].items()
-        },
-        "events": {
-            str(k0): {
-                "id": v0["id"],
-                "stream": v0["stream"],
-                "offset": v0["offset"],
-                "payload": {k2: to_json(v2) for k2, v2 in v0["payload"].items()},
-                "priority": v0["priority"],
-                "published_at": v0["published_at"],
-            }
-            for k0, v0 in state["events"].items()
-        },
-        "subscriptions": {
-            str(k0): {
-                "id": v0["id"],
-                "stream": v0["stream"],
-                "consumer": v0["consumer"],
-                "mode": v0["mode"],
-                "filter": {k2: to_json(v2) for k2, v2 in v0["filter"].items()},
-                "batch_size": v0["batch_size"],
-                "max_pending": v0["max_pending"],
-                "status": v0["status"],
-                "pending": list(v0["pending"]),
-                "deliveries": {str(k2): v2 for k2, v2 in v0["deliveries"].items()},
-                "acknowledged": v0["acknowledged"],
-                "created_at": v0["created_at"],
-            }
-            for k0, v0 in state["subscriptions"].items()
-        },
-        "next_event_id": state["next_event_id"],
-        "next_subscription_id": state["next_subscription_id"],
-        "audit_log": [dict(v0) for v0 in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
-
-
-def copy_state(state: State) -> State:
-    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
-    return {
-        "streams": {k0: _copy_Stream(a) for k0, a in state["streams"].items()},
-        "events": {k0: _copy_Reading(a) for k0, a in state["events"].items()},
-        "subscriptions": {k0: _copy_Subscription(a) for k0, a in state["subscriptions"].items()},
-        "next_event_id": state["next_event_id"],
-        "next_subscription_id": state["next_subscription_id"],
-        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
 
 
 # --------------------------------------------------------------------------- tools

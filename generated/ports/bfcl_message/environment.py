@@ -491,53 +491,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-DEFAULT_STATE: Final[State] = {
-    "generated_ids": set(),
-    "user_count": 4,
-    "user_map": {"Alice": "USR001", "Bob": "USR002", "Catherine": "USR003", "Daniel": "USR004"},
-    "inbox": [
-        {"USR002": "My name is Alice. I want to connect."},
-        {"USR003": "Could you upload the file?"},
-        {"USR004": "Could you upload the file?"},
-    ],
-    "message_count": 3,
-    "current_user": None,
-    "audit_log": [],
-    "clock": "2025-01-01T09:00:00",
-    "random_seed": 200191,
-    "rng_state": 0,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "alice_logged_in": {"current_user": "USR001"},
-    "empty_inbox": {"current_user": "USR002", "inbox": [], "message_count": 0},
-    "product_team": {
-        "current_user": "USR001",
-        "user_count": 8,
-        "user_map": {
-            "Alice": "USR001",
-            "Bob": "USR002",
-            "Catherine": "USR003",
-            "Daniel": "USR004",
-            "Elena": "USR005",
-            "Farid": "USR006",
-            "Grace": "USR007",
-            "Hiro": "USR008",
-        },
-        "inbox": [
-            {"USR002": "Can you review the onboarding checklist before Friday?"},
-            {"USR005": "The client call moved to 2pm tomorrow."},
-            {"USR006": "Please send me the updated budget sheet."},
-            {"USR003": "Could you upload the file?"},
-            {"USR008": "Welcome to the team, Hiro!"},
-        ],
-        "message_count": 5,
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -624,6 +577,54 @@ def copy_state(state: State) -> State:
         "random_seed": state["random_seed"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+DEFAULT_STATE: Final[State] = {
+    "generated_ids": set(),
+    "user_count": 4,
+    "user_map": {"Alice": "USR001", "Bob": "USR002", "Catherine": "USR003", "Daniel": "USR004"},
+    "inbox": [
+        {"USR002": "My name is Alice. I want to connect."},
+        {"USR003": "Could you upload the file?"},
+        {"USR004": "Could you upload the file?"},
+    ],
+    "message_count": 3,
+    "current_user": None,
+    "audit_log": [],
+    "clock": "2025-01-01T09:00:00",
+    "random_seed": 200191,
+    "rng_state": 0,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "alice_logged_in": {"current_user": "USR001"},
+    "empty_inbox": {"current_user": "USR002", "inbox": [], "message_count": 0},
+    "product_team": {
+        "current_user": "USR001",
+        "user_count": 8,
+        "user_map": {
+            "Alice": "USR001",
+            "Bob": "USR002",
+            "Catherine": "USR003",
+            "Daniel": "USR004",
+            "Elena": "USR005",
+            "Farid": "USR006",
+            "Grace": "USR007",
+            "Hiro": "USR008",
+        },
+        "inbox": [
+            {"USR002": "Can you review the onboarding checklist before Friday?"},
+            {"USR005": "The client call moved to 2pm tomorrow."},
+            {"USR006": "Please send me the updated budget sheet."},
+            {"USR003": "Could you upload the file?"},
+            {"USR008": "Welcome to the team, Hiro!"},
+        ],
+        "message_count": 5,
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -591,46 +591,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "members": _from_data(_read_data("state/members.json"), STATE_KINDS["members"], "members"),
-    "spaces": _from_data(_read_data("state/spaces.json"), STATE_KINDS["spaces"], "spaces"),
-    "pages": _from_data(_read_data("state/pages.json"), STATE_KINDS["pages"], "pages"),
-    "revisions": _from_data(
-        _read_data("state/revisions.json"), STATE_KINDS["revisions"], "revisions"
-    ),
-    "audit_log": [],
-    "clock": "2025-10-06T09:00:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {"stale_after_days": 180, "editor": "amy.zhou"}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "autumn_cleanup": {"clock": "2025-10-06T09:00:00"},
-    "new_year": {"clock": "2026-01-12T09:00:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -752,6 +712,47 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "members": _from_data(_read_data("state/members.json"), STATE_KINDS["members"], "members"),
+    "spaces": _from_data(_read_data("state/spaces.json"), STATE_KINDS["spaces"], "spaces"),
+    "pages": _from_data(_read_data("state/pages.json"), STATE_KINDS["pages"], "pages"),
+    "revisions": _from_data(
+        _read_data("state/revisions.json"), STATE_KINDS["revisions"], "revisions"
+    ),
+    "audit_log": [],
+    "clock": "2025-10-06T09:00:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {"stale_after_days": 180, "editor": "amy.zhou"}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "autumn_cleanup": {"clock": "2025-10-06T09:00:00"},
+    "new_year": {"clock": "2026-01-12T09:00:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools
