@@ -33,6 +33,10 @@ def library_command() -> None:
 def check_command() -> None:
     """Every catalog spec exists, every library spec is listed once, names valid, packages unique."""
     root = _root()
+    try:  # a catalog that cannot be read at all is bad input (exit 2), not a finding
+        library.load(root)
+    except library.CatalogError as exc:
+        fail("library check", str(exc))
     problems = library.check(root)
     for problem in problems:
         click.echo(f"error: {problem}", err=True)

@@ -132,7 +132,9 @@ def load(root: Path) -> Loaded:
     except OSError as exc:
         raise CatalogError(Problem(shown, 0, f"cannot read the catalog: {exc.strerror or exc}")) from None
     except yaml.YAMLError as exc:
-        raise CatalogError(Problem(shown, 0, f"not YAML: {exc}")) from None
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        raise CatalogError(Problem(shown, line, f"not YAML: {getattr(exc, 'problem', None) or exc}")) from None
     lines = _lines(node)
     try:
         catalog = Catalog.model_validate(data)

@@ -93,7 +93,9 @@ CASES: dict[str, Case] = {
         bad_second_line('{"name": "mail_room", "description": "Mail for a team."}'),
     ),
 }
-WITHOUT_INPUT_PATH = {"new"}  # NAME and an output path only
+WITHOUT_INPUT_PATH = {"new", "library"}
+"""`new` takes NAME and an output path only; `library` reads the project's
+specs/catalog.yaml (its missing and malformed catalogs are tests/cli/test_library.py's)."""
 
 
 def envc(args: list[str]) -> Result:

@@ -78,6 +78,17 @@ def test_library_check_names_the_row_of_a_missing_spec(tmp_path: Path) -> None:
     assert "error: specs/catalog.yaml:5: scenario `shelf`: spec `commerce/gone.envspec` does not exist" in done.stderr
 
 
+def test_a_missing_or_malformed_catalog_is_exit_2_naming_it(tmp_path: Path) -> None:
+    project = shelf_project(tmp_path, commerce__shelf="shelf")
+    for command in ("check", "show", "profiles"):
+        done = envc(project, "library", command)
+        assert done.returncode == 2 and "specs/catalog.yaml: cannot read the catalog" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    (project / "specs" / "catalog.yaml").write_text("general:\n  commerce: [\n", encoding="utf-8")
+    done = envc(project, "library", "check")
+    assert done.returncode == 2 and "envc library check: specs/catalog.yaml:3: not YAML" in done.stderr, done.stderr
+
+
 def test_library_show_json_has_a_row_per_scenario_with_read_columns() -> None:
     result = run("library", "show", "--format", "json")
     assert result.exit_code == 0, result.output
