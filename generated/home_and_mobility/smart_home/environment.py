@@ -731,6 +731,10 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
         "devices": _read_data("scenarios/away_for_half_term/devices.json"),
         "schedules": _read_data("scenarios/away_for_half_term/schedules.json"),
     },
+    "kids_home_from_school": {
+        "clock": "2025-10-08T15:40:00",
+        "devices": _read_data("scenarios/kids_home_from_school/devices.json"),
+    },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 

@@ -133,7 +133,14 @@ def test_lights_and_plugs() -> None:
 
 def run_offline_devices_refuse(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
-    assert state["devices"]["laundry_leak_sensor"]["online"] is False
+    assert state["devices"]["guest_room_ceiling_light"]["online"] is False
+    expect_error(
+        env,
+        "invalid_state",
+        "offline",
+        "set_light",
+        {"device_id": "guest_room_ceiling_light", "power": "switched_on"},
+    )
     expect_error(
         env,
         "invalid_argument",
@@ -141,11 +148,37 @@ def run_offline_devices_refuse(env: Recorder) -> None:
         "set_plug",
         {"device_id": "laundry_leak_sensor", "power": "switched_on"},
     )
+    run = env.invoke("run_scene", {"scene_id": "bedtime"})
+    assert (
+        run["skipped_offline"] == ["guest_room_ceiling_light"]
+        and state["devices"]["front_door_lock"]["locked"] is True
+    )
     del state
 
 
 def test_offline_devices_refuse() -> None:
     run_offline_devices_refuse(Recorder("wednesday_morning"))
+
+
+def run_an_open_front_door_cannot_be_locked(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    expect_error(
+        env,
+        "conflict",
+        "front door is open",
+        "set_lock",
+        {"device_id": "front_door_lock", "command": "lock"},
+    )
+    run = env.invoke("run_scene", {"scene_id": "leaving_home"})
+    assert (
+        "front_door_lock" in run["skipped_offline"]
+        and state["devices"]["back_door_lock"]["locked"] is True
+    )
+    del state
+
+
+def test_an_open_front_door_cannot_be_locked() -> None:
+    run_an_open_front_door_cannot_be_locked(Recorder("kids_home_from_school"))
 
 
 def run_locks_and_the_open_front_door(env: Recorder) -> None:
@@ -262,6 +295,10 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "seeded_data_is_consistent": (None, run_seeded_data_is_consistent),
     "lights_and_plugs": (None, run_lights_and_plugs),
     "offline_devices_refuse": ("wednesday_morning", run_offline_devices_refuse),
+    "an_open_front_door_cannot_be_locked": (
+        "kids_home_from_school",
+        run_an_open_front_door_cannot_be_locked,
+    ),
     "locks_and_the_open_front_door": (None, run_locks_and_the_open_front_door),
     "thermostat_and_blinds": (None, run_thermostat_and_blinds),
     "scenes_skip_what_is_offline": ("away_for_half_term", run_scenes_skip_what_is_offline),
