@@ -888,11 +888,18 @@ def _call_4(env: Environment, args: Any) -> Any:
 
 
 def _call_5(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `list_damage_prices`: arguments checked, result detached."""
+    if type(args) is dict and not args:
+        return dict(env.list_damage_prices())
+    return dict(env.list_damage_prices(**check_arguments(TOOL_SPECS["list_damage_prices"], args)))
+
+
+def _call_6(env: Environment, args: Any) -> Any:
     """`Environment.call` of `create_booking`: arguments checked, result detached."""
     return dict(env.create_booking(**check_arguments(TOOL_SPECS["create_booking"], args)))
 
 
-def _call_6(env: Environment, args: Any) -> Any:
+def _call_7(env: Environment, args: Any) -> Any:
     """`Environment.call` of `cancel_booking`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("booking_id")
@@ -901,12 +908,12 @@ def _call_6(env: Environment, args: Any) -> Any:
     return dict(env.cancel_booking(**check_arguments(TOOL_SPECS["cancel_booking"], args)))
 
 
-def _call_7(env: Environment, args: Any) -> Any:
+def _call_8(env: Environment, args: Any) -> Any:
     """`Environment.call` of `schedule_turnover`: arguments checked, result detached."""
     return dict(env.schedule_turnover(**check_arguments(TOOL_SPECS["schedule_turnover"], args)))
 
 
-def _call_8(env: Environment, args: Any) -> Any:
+def _call_9(env: Environment, args: Any) -> Any:
     """`Environment.call` of `settle_deposit`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("booking_id")
@@ -927,7 +934,7 @@ def _call_8(env: Environment, args: Any) -> Any:
     return dict(env.settle_deposit(**check_arguments(TOOL_SPECS["settle_deposit"], args)))
 
 
-def _call_9(env: Environment, args: Any) -> Any:
+def _call_10(env: Environment, args: Any) -> Any:
     """`Environment.call` of `block_dates`: arguments checked, result detached."""
     return dict(env.block_dates(**check_arguments(TOOL_SPECS["block_dates"], args)))
 
@@ -1002,6 +1009,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         _json_list_Turnover,
         _call_4,
     ),
+    "list_damage_prices": ToolSpec(
+        "list_damage_prices",
+        (),
+        frozenset(),
+        frozenset(),
+        dict,
+        _call_5,
+    ),
     "create_booking": ToolSpec(
         "create_booking",
         (
@@ -1023,7 +1038,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "blocks", "bookings", "clock", "guests", "id_counters"}),
         frozenset({"audit_log", "bookings", "id_counters"}),
         dict,
-        _call_5,
+        _call_6,
     ),
     "cancel_booking": ToolSpec(
         "cancel_booking",
@@ -1031,7 +1046,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "bookings", "clock"}),
         frozenset({"audit_log", "bookings"}),
         dict,
-        _call_6,
+        _call_7,
     ),
     "schedule_turnover": ToolSpec(
         "schedule_turnover",
@@ -1043,7 +1058,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "turnovers"}),
         frozenset({"audit_log", "turnovers"}),
         dict,
-        _call_7,
+        _call_8,
     ),
     "settle_deposit": ToolSpec(
         "settle_deposit",
@@ -1055,7 +1070,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "bookings", "clock"}),
         frozenset({"audit_log", "bookings"}),
         dict,
-        _call_8,
+        _call_9,
     ),
     "block_dates": ToolSpec(
         "block_dates",
@@ -1076,7 +1091,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "blocks", "bookings", "clock"}),
         frozenset({"audit_log", "blocks"}),
         dict,
-        _call_9,
+        _call_10,
     ),
 }
 
@@ -1654,6 +1669,10 @@ class Environment:
             key=lambda t: t["date"] + t["property_id"],
         )
 
+    def list_damage_prices(self) -> dict[str, float]:
+        """The host's price list for damage and missing items (what a deposit keeps per item), by item name."""
+        return WORLD["damage_prices"]
+
     def create_booking(
         self,
         property_id: str,
@@ -1841,7 +1860,7 @@ class Environment:
 
     def settle_deposit(self, booking_id: str, kept: float, note: str) -> Booking:
         """Settle the held deposit of a checked-out booking: keep `kept` (0 up to the deposit)
-        for damage, with a note saying why, and return the rest. The status becomes
+        for damage, priced by list_damage_prices, with a note saying why, and return the rest. The status becomes
         returned, partly_kept or kept_in_full.
         """
         self._undo.tool = "settle_deposit"

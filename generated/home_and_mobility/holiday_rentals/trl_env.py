@@ -146,6 +146,14 @@ class TrlEnvironment:
         """
         return self._call("list_turnovers", date=date, property_id=property_id)
 
+    def list_damage_prices(self) -> str:
+        """The host's price list for damage and missing items (what a deposit keeps per item), by item name.
+
+        Returns:
+            The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call("list_damage_prices")
+
     def create_booking(
         self,
         *,
@@ -211,7 +219,7 @@ class TrlEnvironment:
 
     def settle_deposit(self, *, booking_id: str, kept: float, note: str) -> str:
         """Settle the held deposit of a checked-out booking: keep `kept` (0 up to the deposit)
-        for damage, with a note saying why, and return the rest. The status becomes
+        for damage, priced by list_damage_prices, with a note saying why, and return the rest. The status becomes
         returned, partly_kept or kept_in_full.
 
                 Args:

@@ -101,7 +101,10 @@ def run_seeded_data_is_consistent(env: Recorder) -> None:
         )
         == 0
     )
-    assert len(env.invoke("find_guests", {"name": "Oliver Hughes"})) == 2
+    assert (
+        len(env.invoke("find_guests", {"name": "Oliver Hughes"})) == 2
+        and env.invoke("list_damage_prices", {})["lost front door key"] == 25.0
+    )
     assert [
         g["home_city"]
         for g in env.invoke("find_guests", {"name": "oliver hughes", "home_city": "leeds"})
@@ -389,6 +392,7 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "check_calendar": {"property_id": "sample", "start": "2025-08-02", "end": "2025-08-02"},
     "list_bookings": {},
     "list_turnovers": {},
+    "list_damage_prices": {},
     "create_booking": {
         "property_id": "sample",
         "guest_id": "sample",
@@ -452,6 +456,7 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("list_turnovers", "unknown parameter", {"unexpected_parameter": 1}),
     ("list_turnovers", "date of the wrong type", {"date": 12345}),
     ("list_turnovers", "property_id of the wrong type", {"property_id": 12345}),
+    ("list_damage_prices", "unknown parameter", {"unexpected_parameter": 1}),
     (
         "create_booking",
         "unknown parameter",
