@@ -3342,9 +3342,9 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
         ]
         superseded = self._superseded_marks(notes, answer)
         heading = f"# Tasks {title}\n"
-        if 2 * (2 + len(superseded)) > 5 + 2 * len(lines) + len(superseded):
+        if 2 * (2 + len(superseded)) > 4 + 2 * len(lines) + len(superseded):
             raise FamilyFailed(
-                "`require 2 * (2 + len(superseded)) <= 5 + 2 * len(lines) + len(superseded)` failed"
+                "`require 2 * (2 + len(superseded)) <= 4 + 2 * len(lines) + len(superseded)` failed"
             )
         _values: dict[str, Any] = {
             "vault": to_json(vault),
@@ -3416,10 +3416,10 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
         look_alikes = self._look_alike_marks(notes, tag)
         heading = f"# #{tag} in {title}\n"
         if not (
-            len(lines) >= 1 and 2 * (2 + len(look_alikes)) <= 5 + 2 * len(lines) + len(look_alikes)
+            len(lines) >= 1 and 2 * (2 + len(look_alikes)) <= 4 + 2 * len(lines) + len(look_alikes)
         ):
             raise FamilyFailed(
-                "`require len(lines) >= 1 and 2 * (2 + len(look_alikes)) <= 5 + 2 * len(lines) + len(look_alikes)` failed"
+                "`require len(lines) >= 1 and 2 * (2 + len(look_alikes)) <= 4 + 2 * len(lines) + len(look_alikes)` failed"
             )
         _values: dict[str, Any] = {
             "vault": to_json(vault),

@@ -3379,9 +3379,9 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
             if k in self._bib_keys(state["files"][bib]["content"])
         ]
         header = "key,status\n"
-        if 2 * (2 + len(left_out)) > 5 + 2 * len(rows) + len(left_out):
+        if 2 * (2 + len(left_out)) > 4 + 2 * len(rows) + len(left_out):
             raise FamilyFailed(
-                "`require 2 * (2 + len(left_out)) <= 5 + 2 * len(rows) + len(left_out)` failed"
+                "`require 2 * (2 + len(left_out)) <= 4 + 2 * len(rows) + len(left_out)` failed"
             )
         _values: dict[str, Any] = {
             "project": to_json(project),
