@@ -2424,7 +2424,7 @@ class Environment:
         written; with `regex` it is a regular expression searched anywhere in the line.
         `extensions` (like ["py", "js"], no dots) keeps only files whose name ends in one of
         them. At most `max_results` hits. Refuses a missing path, an invalid regular
-        expression or an extension written with a dot.
+        expression, and an extension that is empty or written with a dot.
         """
         if extensions is None:
             extensions = []

@@ -202,7 +202,7 @@ class TrlEnvironment:
         written; with `regex` it is a regular expression searched anywhere in the line.
         `extensions` (like ["py", "js"], no dots) keeps only files whose name ends in one of
         them. At most `max_results` hits. Refuses a missing path, an invalid regular
-        expression or an extension written with a dot.
+        expression, and an extension that is empty or written with a dot.
 
                 Args:
                     pattern: The `pattern` argument. Rules: minLength 1; maxLength 200.

@@ -193,7 +193,8 @@ class TrlEnvironment:
         path order. The checksum is the 32-bit FNV-1a hash of the file's UTF-8 content as
         eight hex digits: identical contents always give the same checksum, and files with
         different checksums always differ (compare contents with read_file to be sure two
-        files with the same checksum are identical). Refuses a missing path.
+        files with the same checksum are identical). `path` must be a file or folder of the
+        tree (not ""); a missing path is refused.
 
                 Args:
                     path: The `path` argument.
