@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from test_rollout import ScriptedEndpoint
 from shipped import package_dir, spec_path
+from test_rollout import ScriptedEndpoint
 
 from compiler.analyse import analyse_file
 from compiler.cli.app import cli

@@ -121,11 +121,15 @@ def test_every_shipped_spec_gives_audited_tasks(
 ) -> None:
     name = environment_name(spec)
     kept, bad = shipped_tasks[name]
+    model = library[name].model
+    declared = {family.name: family.reward for family in model.families}
+    chains = "partial" if model.header.archetype == "file_workspace" else "binary"
     assert len(kept) == TASKS_PER_SPEC
     for task in kept:
         assert task["max_turns"] == 32 and task["timeout_s"] == 300 and task["tools"]
         assert task["verifier"]["checks"] and task["prompt"]
-        assert task["reward"] == ("partial" if library[name].model.header.archetype == "file_workspace" else "binary")
+        family = task["source"].get("family")
+        assert task["reward"] == (declared[family] if family else chains), task["source"]
     assert bad == []
 
 

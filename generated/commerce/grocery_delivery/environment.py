@@ -591,44 +591,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "products": _from_data(_read_data("state/products.json"), STATE_KINDS["products"], "products"),
-    "customers": _from_data(
-        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
-    ),
-    "slots": _from_data(_read_data("state/slots.json"), STATE_KINDS["slots"], "slots"),
-    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
-    "audit_log": [],
-    "clock": "2025-09-11T14:00:00",
-    "rng_state": 13,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "friday_cutoff": {"clock": "2025-09-12T08:30:00"},
-    "dairy_shortage": {"products": _read_data("scenarios/dairy_shortage/products.json")},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -746,6 +708,45 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "products": _from_data(_read_data("state/products.json"), STATE_KINDS["products"], "products"),
+    "customers": _from_data(
+        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
+    ),
+    "slots": _from_data(_read_data("state/slots.json"), STATE_KINDS["slots"], "slots"),
+    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
+    "audit_log": [],
+    "clock": "2025-09-11T14:00:00",
+    "rng_state": 13,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "friday_cutoff": {"clock": "2025-09-12T08:30:00"},
+    "dairy_shortage": {"products": _read_data("scenarios/dairy_shortage/products.json")},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -637,46 +637,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "listings": _from_data(_read_data("state/listings.json"), STATE_KINDS["listings"], "listings"),
-    "offers": _from_data(_read_data("state/offers.json"), STATE_KINDS["offers"], "offers"),
-    "violations": _from_data(
-        _read_data("state/violations.json"), STATE_KINDS["violations"], "violations"
-    ),
-    "promotions": _from_data(
-        _read_data("state/promotions.json"), STATE_KINDS["promotions"], "promotions"
-    ),
-    "audit_log": [],
-    "clock": "2025-11-26T09:00:00",
-    "rng_state": 5,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "weekend_offers": {"offers": _read_data("scenarios/weekend_offers/offers.json")},
-    "flash_sale_over": {"clock": "2025-11-29T10:00:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -790,6 +750,47 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "listings": _from_data(_read_data("state/listings.json"), STATE_KINDS["listings"], "listings"),
+    "offers": _from_data(_read_data("state/offers.json"), STATE_KINDS["offers"], "offers"),
+    "violations": _from_data(
+        _read_data("state/violations.json"), STATE_KINDS["violations"], "violations"
+    ),
+    "promotions": _from_data(
+        _read_data("state/promotions.json"), STATE_KINDS["promotions"], "promotions"
+    ),
+    "audit_log": [],
+    "clock": "2025-11-26T09:00:00",
+    "rng_state": 5,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "weekend_offers": {"offers": _read_data("scenarios/weekend_offers/offers.json")},
+    "flash_sale_over": {"clock": "2025-11-29T10:00:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

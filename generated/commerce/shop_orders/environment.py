@@ -761,60 +761,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "products": _from_data(_read_data("state/products.json"), STATE_KINDS["products"], "products"),
-    "customers": _from_data(
-        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
-    ),
-    "addresses": _from_data(
-        _read_data("state/addresses.json"), STATE_KINDS["addresses"], "addresses"
-    ),
-    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
-    "returns": _from_data(_read_data("state/returns.json"), STATE_KINDS["returns"], "returns"),
-    "refunds": _from_data(_read_data("state/refunds.json"), STATE_KINDS["refunds"], "refunds"),
-    "next_return_id": 313,
-    "next_refund_id": 510,
-    "audit_log": [],
-    "clock": "2025-06-16T10:00:00",
-    "rng_state": 11,
-}
-
-WORLD: Final[World] = {
-    "return_window_days": 30,
-    "return_fee": 4.95,
-    "customer_reasons": ["no_longer_needed", "too_small", "too_large"],
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "returns_backlog": {
-        "clock": "2025-06-17T09:30:00",
-        "returns": _read_data("scenarios/returns_backlog/returns.json"),
-        "next_return_id": 318,
-    },
-    "sale_weekend": {"orders": _read_data("scenarios/sale_weekend/orders.json")},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -968,6 +914,61 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "products": _from_data(_read_data("state/products.json"), STATE_KINDS["products"], "products"),
+    "customers": _from_data(
+        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
+    ),
+    "addresses": _from_data(
+        _read_data("state/addresses.json"), STATE_KINDS["addresses"], "addresses"
+    ),
+    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
+    "returns": _from_data(_read_data("state/returns.json"), STATE_KINDS["returns"], "returns"),
+    "refunds": _from_data(_read_data("state/refunds.json"), STATE_KINDS["refunds"], "refunds"),
+    "next_return_id": 313,
+    "next_refund_id": 510,
+    "audit_log": [],
+    "clock": "2025-06-16T10:00:00",
+    "rng_state": 11,
+}
+
+WORLD: Final[World] = {
+    "return_window_days": 30,
+    "return_fee": 4.95,
+    "customer_reasons": ["no_longer_needed", "too_small", "too_large"],
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "returns_backlog": {
+        "clock": "2025-06-17T09:30:00",
+        "returns": _read_data("scenarios/returns_backlog/returns.json"),
+        "next_return_id": 318,
+    },
+    "sale_weekend": {"orders": _read_data("scenarios/sale_weekend/orders.json")},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

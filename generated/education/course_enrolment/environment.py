@@ -600,47 +600,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "courses": _from_data(_read_data("state/courses.json"), STATE_KINDS["courses"], "courses"),
-    "sections": _from_data(_read_data("state/sections.json"), STATE_KINDS["sections"], "sections"),
-    "students": _from_data(_read_data("state/students.json"), STATE_KINDS["students"], "students"),
-    "enrolments": _from_data(
-        _read_data("state/enrolments.json"), STATE_KINDS["enrolments"], "enrolments"
-    ),
-    "audit_log": [],
-    "clock": "2025-09-15T09:00:00",
-    "rng_state": 0,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "add_drop_monday": {"clock": "2025-09-15T09:00:00"},
-    "last_day_of_add_drop": {
-        "clock": "2025-09-19T16:00:00",
-        "enrolments": _read_data("scenarios/last_day_of_add_drop/enrolments.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -790,6 +749,48 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "courses": _from_data(_read_data("state/courses.json"), STATE_KINDS["courses"], "courses"),
+    "sections": _from_data(_read_data("state/sections.json"), STATE_KINDS["sections"], "sections"),
+    "students": _from_data(_read_data("state/students.json"), STATE_KINDS["students"], "students"),
+    "enrolments": _from_data(
+        _read_data("state/enrolments.json"), STATE_KINDS["enrolments"], "enrolments"
+    ),
+    "audit_log": [],
+    "clock": "2025-09-15T09:00:00",
+    "rng_state": 0,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "add_drop_monday": {"clock": "2025-09-15T09:00:00"},
+    "last_day_of_add_drop": {
+        "clock": "2025-09-19T16:00:00",
+        "enrolments": _read_data("scenarios/last_day_of_add_drop/enrolments.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -638,53 +638,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "titles": _from_data(_read_data("state/titles.json"), STATE_KINDS["titles"], "titles"),
-    "copies": _from_data(_read_data("state/copies.json"), STATE_KINDS["copies"], "copies"),
-    "members": _from_data(_read_data("state/members.json"), STATE_KINDS["members"], "members"),
-    "loans": _from_data(_read_data("state/loans.json"), STATE_KINDS["loans"], "loans"),
-    "holds": _from_data(_read_data("state/holds.json"), STATE_KINDS["holds"], "holds"),
-    "audit_log": [],
-    "clock": "2025-03-17T10:00:00",
-    "id_counters": {},
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "branches": ["central", "northside", "riverside"],
-    "loan_days": 21,
-    "max_renewals": 2,
-    "fine_per_day": 0.25,
-    "fine_cap": 10.0,
-    "borrowing_block": 10.0,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_desk": {"clock": "2025-03-17T10:00:00"},
-    "after_spring_break": {"clock": "2025-04-07T09:30:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -789,6 +742,54 @@ def copy_state(state: State) -> State:
         "id_counters": dict(state["id_counters"]),
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "titles": _from_data(_read_data("state/titles.json"), STATE_KINDS["titles"], "titles"),
+    "copies": _from_data(_read_data("state/copies.json"), STATE_KINDS["copies"], "copies"),
+    "members": _from_data(_read_data("state/members.json"), STATE_KINDS["members"], "members"),
+    "loans": _from_data(_read_data("state/loans.json"), STATE_KINDS["loans"], "loans"),
+    "holds": _from_data(_read_data("state/holds.json"), STATE_KINDS["holds"], "holds"),
+    "audit_log": [],
+    "clock": "2025-03-17T10:00:00",
+    "id_counters": {},
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "branches": ["central", "northside", "riverside"],
+    "loan_days": 21,
+    "max_renewals": 2,
+    "fine_per_day": 0.25,
+    "fine_cap": 10.0,
+    "borrowing_block": 10.0,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_desk": {"clock": "2025-03-17T10:00:00"},
+    "after_spring_break": {"clock": "2025-04-07T09:30:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

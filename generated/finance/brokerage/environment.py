@@ -720,59 +720,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "instruments": _from_data(
-        _read_data("state/instruments.json"), STATE_KINDS["instruments"], "instruments"
-    ),
-    "accounts": _from_data(_read_data("state/accounts.json"), STATE_KINDS["accounts"], "accounts"),
-    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
-    "dividend_payments": _from_data(
-        _read_data("state/dividend_payments.json"),
-        STATE_KINDS["dividend_payments"],
-        "dividend_payments",
-    ),
-    "next_order_id": 95001,
-    "audit_log": [],
-    "clock": "2025-11-17T10:30:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "dealing_fee": 3.99,
-    "dividends": _from_data(
-        _read_data("world/dividends.json"), ("list", ("record", "Dividend")), "dividends"
-    ),
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_open": {"clock": "2025-11-17T10:30:00"},
-    "rally_friday": {
-        "clock": "2025-11-21T15:00:00",
-        "instruments": _read_data("scenarios/rally_friday/instruments.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -925,6 +872,60 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "instruments": _from_data(
+        _read_data("state/instruments.json"), STATE_KINDS["instruments"], "instruments"
+    ),
+    "accounts": _from_data(_read_data("state/accounts.json"), STATE_KINDS["accounts"], "accounts"),
+    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
+    "dividend_payments": _from_data(
+        _read_data("state/dividend_payments.json"),
+        STATE_KINDS["dividend_payments"],
+        "dividend_payments",
+    ),
+    "next_order_id": 95001,
+    "audit_log": [],
+    "clock": "2025-11-17T10:30:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "dealing_fee": 3.99,
+    "dividends": _from_data(
+        _read_data("world/dividends.json"), ("list", ("record", "Dividend")), "dividends"
+    ),
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_open": {"clock": "2025-11-17T10:30:00"},
+    "rally_friday": {
+        "clock": "2025-11-21T15:00:00",
+        "instruments": _read_data("scenarios/rally_friday/instruments.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

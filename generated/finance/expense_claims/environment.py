@@ -739,65 +739,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "employees": _from_data(
-        _read_data("state/employees.json"), STATE_KINDS["employees"], "employees"
-    ),
-    "claims": _from_data(_read_data("state/claims.json"), STATE_KINDS["claims"], "claims"),
-    "next_claim_id": 4201,
-    "audit_log": [],
-    "clock": "2025-06-16T09:00:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "policy": {
-        "meals": {"limit": 45.0, "receipt_over": 25.0},
-        "hotel": {"limit": 180.0, "receipt_over": 25.0},
-        "rail": {"limit": 250.0, "receipt_over": 25.0},
-        "air": {"limit": 600.0, "receipt_over": 25.0},
-        "taxi": {"limit": 60.0, "receipt_over": 25.0},
-        "mileage": {"limit": 200.0, "receipt_over": 10000.0},
-        "client_entertainment": {"limit": 300.0, "receipt_over": 25.0},
-        "training": {"limit": 1500.0, "receipt_over": 25.0},
-        "office_supplies": {"limit": 150.0, "receipt_over": 25.0},
-        "software": {"limit": 100.0, "receipt_over": 25.0},
-    },
-    "mileage_rate": 0.45,
-    "finance_threshold": 500.0,
-    "finance_approvers": ["E105", "E125", "E132"],
-    "oldest_claimable_days": 90,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_queue": {"clock": "2025-06-16T09:00:00"},
-    "month_end_payroll": {
-        "clock": "2025-06-30T10:00:00",
-        "claims": _read_data("scenarios/month_end_payroll/claims.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -921,6 +862,66 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "employees": _from_data(
+        _read_data("state/employees.json"), STATE_KINDS["employees"], "employees"
+    ),
+    "claims": _from_data(_read_data("state/claims.json"), STATE_KINDS["claims"], "claims"),
+    "next_claim_id": 4201,
+    "audit_log": [],
+    "clock": "2025-06-16T09:00:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "policy": {
+        "meals": {"limit": 45.0, "receipt_over": 25.0},
+        "hotel": {"limit": 180.0, "receipt_over": 25.0},
+        "rail": {"limit": 250.0, "receipt_over": 25.0},
+        "air": {"limit": 600.0, "receipt_over": 25.0},
+        "taxi": {"limit": 60.0, "receipt_over": 25.0},
+        "mileage": {"limit": 200.0, "receipt_over": 10000.0},
+        "client_entertainment": {"limit": 300.0, "receipt_over": 25.0},
+        "training": {"limit": 1500.0, "receipt_over": 25.0},
+        "office_supplies": {"limit": 150.0, "receipt_over": 25.0},
+        "software": {"limit": 100.0, "receipt_over": 25.0},
+    },
+    "mileage_rate": 0.45,
+    "finance_threshold": 500.0,
+    "finance_approvers": ["E105", "E125", "E132"],
+    "oldest_claimable_days": 90,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_queue": {"clock": "2025-06-16T09:00:00"},
+    "month_end_payroll": {
+        "clock": "2025-06-30T10:00:00",
+        "claims": _read_data("scenarios/month_end_payroll/claims.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -675,48 +675,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "clients": _from_data(_read_data("state/clients.json"), STATE_KINDS["clients"], "clients"),
-    "invoices": _from_data(_read_data("state/invoices.json"), STATE_KINDS["invoices"], "invoices"),
-    "payments": _from_data(_read_data("state/payments.json"), STATE_KINDS["payments"], "payments"),
-    "credit_notes": _from_data(
-        _read_data("state/credit_notes.json"), STATE_KINDS["credit_notes"], "credit_notes"
-    ),
-    "next_invoice_no": 501,
-    "next_credit_note_id": 101,
-    "audit_log": [],
-    "clock": "2025-09-15T09:30:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {"vat_rates": [0.2, 0.05, 0.0], "reminder_gap_days": 7, "max_reminders": 3}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "mid_september": {"clock": "2025-09-15T09:30:00"},
-    "quarter_end": {"clock": "2025-09-30T16:00:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -867,6 +825,49 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "clients": _from_data(_read_data("state/clients.json"), STATE_KINDS["clients"], "clients"),
+    "invoices": _from_data(_read_data("state/invoices.json"), STATE_KINDS["invoices"], "invoices"),
+    "payments": _from_data(_read_data("state/payments.json"), STATE_KINDS["payments"], "payments"),
+    "credit_notes": _from_data(
+        _read_data("state/credit_notes.json"), STATE_KINDS["credit_notes"], "credit_notes"
+    ),
+    "next_invoice_no": 501,
+    "next_credit_note_id": 101,
+    "audit_log": [],
+    "clock": "2025-09-15T09:30:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {"vat_rates": [0.2, 0.05, 0.0], "reminder_gap_days": 7, "max_reminders": 3}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "mid_september": {"clock": "2025-09-15T09:30:00"},
+    "quarter_end": {"clock": "2025-09-30T16:00:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

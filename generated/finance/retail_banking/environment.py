@@ -805,64 +805,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "accounts": _from_data(_read_data("state/accounts.json"), STATE_KINDS["accounts"], "accounts"),
-    "cards": _from_data(_read_data("state/cards.json"), STATE_KINDS["cards"], "cards"),
-    "transactions": _from_data(
-        _read_data("state/transactions.json"), STATE_KINDS["transactions"], "transactions"
-    ),
-    "standing_orders": _from_data(
-        _read_data("state/standing_orders.json"), STATE_KINDS["standing_orders"], "standing_orders"
-    ),
-    "disputes": _from_data(_read_data("state/disputes.json"), STATE_KINDS["disputes"], "disputes"),
-    "next_transaction_id": 10001,
-    "next_standing_order_id": 301,
-    "next_dispute_id": 601,
-    "audit_log": [],
-    "clock": "2025-03-10T09:15:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "customers": _from_data(
-        _read_data("world/customers.json"), ("map", ("str",), ("record", "Customer")), "customers"
-    ),
-    "payee_directory": _from_data(
-        _read_data("world/payee_directory.json"), ("map", ("str",), ("str",)), "payee_directory"
-    ),
-    "dispute_window_days": 120,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_morning": {"clock": "2025-03-10T09:15:00"},
-    "fraud_weekend": {
-        "clock": "2025-03-10T09:15:00",
-        "transactions": _read_data("scenarios/fraud_weekend/transactions.json"),
-        "cards": _read_data("scenarios/fraud_weekend/cards.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -973,6 +915,65 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "accounts": _from_data(_read_data("state/accounts.json"), STATE_KINDS["accounts"], "accounts"),
+    "cards": _from_data(_read_data("state/cards.json"), STATE_KINDS["cards"], "cards"),
+    "transactions": _from_data(
+        _read_data("state/transactions.json"), STATE_KINDS["transactions"], "transactions"
+    ),
+    "standing_orders": _from_data(
+        _read_data("state/standing_orders.json"), STATE_KINDS["standing_orders"], "standing_orders"
+    ),
+    "disputes": _from_data(_read_data("state/disputes.json"), STATE_KINDS["disputes"], "disputes"),
+    "next_transaction_id": 10001,
+    "next_standing_order_id": 301,
+    "next_dispute_id": 601,
+    "audit_log": [],
+    "clock": "2025-03-10T09:15:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "customers": _from_data(
+        _read_data("world/customers.json"), ("map", ("str",), ("record", "Customer")), "customers"
+    ),
+    "payee_directory": _from_data(
+        _read_data("world/payee_directory.json"), ("map", ("str",), ("str",)), "payee_directory"
+    ),
+    "dispute_window_days": 120,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_morning": {"clock": "2025-03-10T09:15:00"},
+    "fraud_weekend": {
+        "clock": "2025-03-10T09:15:00",
+        "transactions": _read_data("scenarios/fraud_weekend/transactions.json"),
+        "cards": _read_data("scenarios/fraud_weekend/cards.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

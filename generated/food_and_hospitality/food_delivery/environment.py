@@ -677,60 +677,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "customers": _from_data(
-        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
-    ),
-    "couriers": _from_data(_read_data("state/couriers.json"), STATE_KINDS["couriers"], "couriers"),
-    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
-    "credits": _from_data(_read_data("state/credits.json"), STATE_KINDS["credits"], "credits"),
-    "next_credit_id": 63,
-    "audit_log": [],
-    "clock": "2025-10-17T19:30:00",
-    "rng_state": 9,
-}
-
-WORLD: Final[World] = {
-    "restaurants": _from_data(
-        _read_data("world/restaurants.json"),
-        ("map", ("str",), ("record", "Restaurant")),
-        "restaurants",
-    ),
-    "menu": _from_data(
-        _read_data("world/menu.json"), ("map", ("str",), ("record", "MenuItem")), "menu"
-    ),
-    "small_late_credit": 3.0,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "rain_surge": {
-        "clock": "2025-10-17T20:15:00",
-        "couriers": _read_data("scenarios/rain_surge/couriers.json"),
-    },
-    "after_the_rush": {"clock": "2025-10-18T10:00:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -864,6 +810,61 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "customers": _from_data(
+        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
+    ),
+    "couriers": _from_data(_read_data("state/couriers.json"), STATE_KINDS["couriers"], "couriers"),
+    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
+    "credits": _from_data(_read_data("state/credits.json"), STATE_KINDS["credits"], "credits"),
+    "next_credit_id": 63,
+    "audit_log": [],
+    "clock": "2025-10-17T19:30:00",
+    "rng_state": 9,
+}
+
+WORLD: Final[World] = {
+    "restaurants": _from_data(
+        _read_data("world/restaurants.json"),
+        ("map", ("str",), ("record", "Restaurant")),
+        "restaurants",
+    ),
+    "menu": _from_data(
+        _read_data("world/menu.json"), ("map", ("str",), ("record", "MenuItem")), "menu"
+    ),
+    "small_late_credit": 3.0,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "rain_surge": {
+        "clock": "2025-10-17T20:15:00",
+        "couriers": _read_data("scenarios/rain_surge/couriers.json"),
+    },
+    "after_the_rush": {"clock": "2025-10-18T10:00:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -720,83 +720,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "guests": _from_data(_read_data("state/guests.json"), STATE_KINDS["guests"], "guests"),
-    "bookings": _from_data(_read_data("state/bookings.json"), STATE_KINDS["bookings"], "bookings"),
-    "waitlist": _from_data(_read_data("state/waitlist.json"), STATE_KINDS["waitlist"], "waitlist"),
-    "next_booking_id": 5200,
-    "audit_log": [],
-    "clock": "2025-07-10T11:00:00",
-    "rng_state": 7,
-}
-
-WORLD: Final[World] = {
-    "restaurants": _from_data(
-        _read_data("world/restaurants.json"),
-        ("map", ("str",), ("record", "Restaurant")),
-        "restaurants",
-    ),
-    "tables": _from_data(
-        _read_data("world/tables.json"), ("map", ("str",), ("record", "Table")), "tables"
-    ),
-    "lunch_times": [
-        "12:00",
-        "12:15",
-        "12:30",
-        "12:45",
-        "13:00",
-        "13:15",
-        "13:30",
-        "13:45",
-        "14:00",
-    ],
-    "dinner_times": [
-        "18:00",
-        "18:15",
-        "18:30",
-        "18:45",
-        "19:00",
-        "19:15",
-        "19:30",
-        "19:45",
-        "20:00",
-        "20:15",
-        "20:30",
-        "20:45",
-        "21:00",
-    ],
-    "weekday_names": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "lunch_under_way": {"clock": "2025-07-10T13:40:00"},
-    "saturday_rush": {
-        "clock": "2025-07-12T17:00:00",
-        "bookings": _read_data("scenarios/saturday_rush/bookings.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -935,6 +858,84 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "guests": _from_data(_read_data("state/guests.json"), STATE_KINDS["guests"], "guests"),
+    "bookings": _from_data(_read_data("state/bookings.json"), STATE_KINDS["bookings"], "bookings"),
+    "waitlist": _from_data(_read_data("state/waitlist.json"), STATE_KINDS["waitlist"], "waitlist"),
+    "next_booking_id": 5200,
+    "audit_log": [],
+    "clock": "2025-07-10T11:00:00",
+    "rng_state": 7,
+}
+
+WORLD: Final[World] = {
+    "restaurants": _from_data(
+        _read_data("world/restaurants.json"),
+        ("map", ("str",), ("record", "Restaurant")),
+        "restaurants",
+    ),
+    "tables": _from_data(
+        _read_data("world/tables.json"), ("map", ("str",), ("record", "Table")), "tables"
+    ),
+    "lunch_times": [
+        "12:00",
+        "12:15",
+        "12:30",
+        "12:45",
+        "13:00",
+        "13:15",
+        "13:30",
+        "13:45",
+        "14:00",
+    ],
+    "dinner_times": [
+        "18:00",
+        "18:15",
+        "18:30",
+        "18:45",
+        "19:00",
+        "19:15",
+        "19:30",
+        "19:45",
+        "20:00",
+        "20:15",
+        "20:30",
+        "20:45",
+        "21:00",
+    ],
+    "weekday_names": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "lunch_under_way": {"clock": "2025-07-10T13:40:00"},
+    "saturday_rush": {
+        "clock": "2025-07-12T17:00:00",
+        "bookings": _read_data("scenarios/saturday_rush/bookings.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -660,61 +660,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "practitioners": _from_data(
-        _read_data("state/practitioners.json"), STATE_KINDS["practitioners"], "practitioners"
-    ),
-    "patients": _from_data(_read_data("state/patients.json"), STATE_KINDS["patients"], "patients"),
-    "slots": _from_data(_read_data("state/slots.json"), STATE_KINDS["slots"], "slots"),
-    "appointments": _from_data(
-        _read_data("state/appointments.json"), STATE_KINDS["appointments"], "appointments"
-    ),
-    "referrals": _from_data(
-        _read_data("state/referrals.json"), STATE_KINDS["referrals"], "referrals"
-    ),
-    "next_appointment_id": 5300,
-    "next_referral_id": 3200,
-    "audit_log": [],
-    "clock": "2025-03-10T08:00:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "referral_specialties": ["dermatology", "cardiology"],
-    "paediatric_age_limit": 16,
-    "referral_valid_days": 90,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_morning": {"clock": "2025-03-10T08:00:00"},
-    "sick_wednesday": {
-        "clock": "2025-03-12T07:30:00",
-        "practitioners": _read_data("scenarios/sick_wednesday/practitioners.json"),
-    },
-    "friday_backlog": {"clock": "2025-03-14T13:00:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -840,6 +785,62 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "practitioners": _from_data(
+        _read_data("state/practitioners.json"), STATE_KINDS["practitioners"], "practitioners"
+    ),
+    "patients": _from_data(_read_data("state/patients.json"), STATE_KINDS["patients"], "patients"),
+    "slots": _from_data(_read_data("state/slots.json"), STATE_KINDS["slots"], "slots"),
+    "appointments": _from_data(
+        _read_data("state/appointments.json"), STATE_KINDS["appointments"], "appointments"
+    ),
+    "referrals": _from_data(
+        _read_data("state/referrals.json"), STATE_KINDS["referrals"], "referrals"
+    ),
+    "next_appointment_id": 5300,
+    "next_referral_id": 3200,
+    "audit_log": [],
+    "clock": "2025-03-10T08:00:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "referral_specialties": ["dermatology", "cardiology"],
+    "paediatric_age_limit": 16,
+    "referral_valid_days": 90,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_morning": {"clock": "2025-03-10T08:00:00"},
+    "sick_wednesday": {
+        "clock": "2025-03-12T07:30:00",
+        "practitioners": _read_data("scenarios/sick_wednesday/practitioners.json"),
+    },
+    "friday_backlog": {"clock": "2025-03-14T13:00:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -676,55 +676,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "medicines": _from_data(
-        _read_data("state/medicines.json"), STATE_KINDS["medicines"], "medicines"
-    ),
-    "insurers": _from_data(_read_data("state/insurers.json"), STATE_KINDS["insurers"], "insurers"),
-    "patients": _from_data(_read_data("state/patients.json"), STATE_KINDS["patients"], "patients"),
-    "prescriptions": _from_data(
-        _read_data("state/prescriptions.json"), STATE_KINDS["prescriptions"], "prescriptions"
-    ),
-    "fills": _from_data(_read_data("state/fills.json"), STATE_KINDS["fills"], "fills"),
-    "next_fill_number": 9200,
-    "audit_log": [],
-    "clock": "2025-10-06T09:30:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "interactions": _from_data(
-        _read_data("world/interactions.json"), ("list", ("record", "Interaction")), "interactions"
-    ),
-    "allergy_classes": {"penicillin": ["penicillin"], "nsaid": ["nsaid", "antiplatelet"]},
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_morning": {"clock": "2025-10-06T09:30:00"},
-    "stock_take": {"clock": "2025-10-24T17:00:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -859,6 +810,56 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "medicines": _from_data(
+        _read_data("state/medicines.json"), STATE_KINDS["medicines"], "medicines"
+    ),
+    "insurers": _from_data(_read_data("state/insurers.json"), STATE_KINDS["insurers"], "insurers"),
+    "patients": _from_data(_read_data("state/patients.json"), STATE_KINDS["patients"], "patients"),
+    "prescriptions": _from_data(
+        _read_data("state/prescriptions.json"), STATE_KINDS["prescriptions"], "prescriptions"
+    ),
+    "fills": _from_data(_read_data("state/fills.json"), STATE_KINDS["fills"], "fills"),
+    "next_fill_number": 9200,
+    "audit_log": [],
+    "clock": "2025-10-06T09:30:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "interactions": _from_data(
+        _read_data("world/interactions.json"), ("list", ("record", "Interaction")), "interactions"
+    ),
+    "allergy_classes": {"penicillin": ["penicillin"], "nsaid": ["nsaid", "antiplatelet"]},
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_morning": {"clock": "2025-10-06T09:30:00"},
+    "stock_take": {"clock": "2025-10-24T17:00:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

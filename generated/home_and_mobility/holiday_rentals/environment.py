@@ -645,63 +645,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "guests": _from_data(_read_data("state/guests.json"), STATE_KINDS["guests"], "guests"),
-    "bookings": _from_data(_read_data("state/bookings.json"), STATE_KINDS["bookings"], "bookings"),
-    "turnovers": _from_data(
-        _read_data("state/turnovers.json"), STATE_KINDS["turnovers"], "turnovers"
-    ),
-    "blocks": _from_data(_read_data("state/blocks.json"), STATE_KINDS["blocks"], "blocks"),
-    "audit_log": [],
-    "clock": "2025-08-02T09:00:00",
-    "id_counters": {},
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "properties": _from_data(
-        _read_data("world/properties.json"), ("map", ("str",), ("record", "Property")), "properties"
-    ),
-    "cleaners": ["Jenna Trewin", "Mark Pascoe", "Sue Penrose", "Dave Luscombe"],
-    "damage_prices": {
-        "broken wine glass": 4.5,
-        "broken mug": 6.0,
-        "stained duvet cover": 35.0,
-        "lost front door key": 25.0,
-        "scorched worktop": 120.0,
-        "torn curtain": 60.0,
-        "extra cleaning hour": 22.0,
-        "missing bath towel": 15.0,
-    },
-    "full_refund_days": 28,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "changeover_saturday": {"clock": "2025-08-02T09:00:00"},
-    "quiet_tuesday": {"clock": "2025-08-05T10:00:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -800,6 +743,64 @@ def copy_state(state: State) -> State:
         "id_counters": dict(state["id_counters"]),
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "guests": _from_data(_read_data("state/guests.json"), STATE_KINDS["guests"], "guests"),
+    "bookings": _from_data(_read_data("state/bookings.json"), STATE_KINDS["bookings"], "bookings"),
+    "turnovers": _from_data(
+        _read_data("state/turnovers.json"), STATE_KINDS["turnovers"], "turnovers"
+    ),
+    "blocks": _from_data(_read_data("state/blocks.json"), STATE_KINDS["blocks"], "blocks"),
+    "audit_log": [],
+    "clock": "2025-08-02T09:00:00",
+    "id_counters": {},
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "properties": _from_data(
+        _read_data("world/properties.json"), ("map", ("str",), ("record", "Property")), "properties"
+    ),
+    "cleaners": ["Jenna Trewin", "Mark Pascoe", "Sue Penrose", "Dave Luscombe"],
+    "damage_prices": {
+        "broken wine glass": 4.5,
+        "broken mug": 6.0,
+        "stained duvet cover": 35.0,
+        "lost front door key": 25.0,
+        "scorched worktop": 120.0,
+        "torn curtain": 60.0,
+        "extra cleaning hour": 22.0,
+        "missing bath towel": 15.0,
+    },
+    "full_refund_days": 28,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "changeover_saturday": {"clock": "2025-08-02T09:00:00"},
+    "quiet_tuesday": {"clock": "2025-08-05T10:00:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

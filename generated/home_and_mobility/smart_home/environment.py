@@ -671,73 +671,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "devices": _from_data(_read_data("state/devices.json"), STATE_KINDS["devices"], "devices"),
-    "schedules": _from_data(
-        _read_data("state/schedules.json"), STATE_KINDS["schedules"], "schedules"
-    ),
-    "energy_readings": _from_data(
-        _read_data("state/energy_readings.json"), STATE_KINDS["energy_readings"], "energy_readings"
-    ),
-    "audit_log": [],
-    "clock": "2025-10-08T07:30:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "rooms": [
-        "hall",
-        "living_room",
-        "kitchen",
-        "dining_room",
-        "main_bedroom",
-        "kids_bedroom",
-        "guest_room",
-        "bathroom",
-        "office",
-        "garage",
-        "garden",
-        "laundry",
-    ],
-    "scenes": _from_data(
-        _read_data("world/scenes.json"), ("map", ("str",), ("record", "Scene")), "scenes"
-    ),
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "wednesday_morning": {"clock": "2025-10-08T07:30:00"},
-    "away_for_half_term": {
-        "clock": "2025-10-22T10:00:00",
-        "devices": _read_data("scenarios/away_for_half_term/devices.json"),
-        "schedules": _read_data("scenarios/away_for_half_term/schedules.json"),
-    },
-    "kids_home_from_school": {
-        "clock": "2025-10-08T15:40:00",
-        "devices": _read_data("scenarios/kids_home_from_school/devices.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -845,6 +778,74 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "devices": _from_data(_read_data("state/devices.json"), STATE_KINDS["devices"], "devices"),
+    "schedules": _from_data(
+        _read_data("state/schedules.json"), STATE_KINDS["schedules"], "schedules"
+    ),
+    "energy_readings": _from_data(
+        _read_data("state/energy_readings.json"), STATE_KINDS["energy_readings"], "energy_readings"
+    ),
+    "audit_log": [],
+    "clock": "2025-10-08T07:30:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "rooms": [
+        "hall",
+        "living_room",
+        "kitchen",
+        "dining_room",
+        "main_bedroom",
+        "kids_bedroom",
+        "guest_room",
+        "bathroom",
+        "office",
+        "garage",
+        "garden",
+        "laundry",
+    ],
+    "scenes": _from_data(
+        _read_data("world/scenes.json"), ("map", ("str",), ("record", "Scene")), "scenes"
+    ),
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "wednesday_morning": {"clock": "2025-10-08T07:30:00"},
+    "away_for_half_term": {
+        "clock": "2025-10-22T10:00:00",
+        "devices": _read_data("scenarios/away_for_half_term/devices.json"),
+        "schedules": _read_data("scenarios/away_for_half_term/schedules.json"),
+    },
+    "kids_home_from_school": {
+        "clock": "2025-10-08T15:40:00",
+        "devices": _read_data("scenarios/kids_home_from_school/devices.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

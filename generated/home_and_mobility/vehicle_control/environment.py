@@ -622,92 +622,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "car": {
-        "model": "Volvo EX40",
-        "locked": True,
-        "open_doors": [],
-        "battery_percent": 72,
-        "charge_limit": 80,
-        "plugged_in": True,
-        "schedule": {"enabled": True, "start": "01:00:00", "end": "06:00:00"},
-        "climate_on": False,
-        "cabin_target_c": 20.0,
-        "outside_c": 3.5,
-        "seat_heaters": {"driver": 0, "passenger": 0, "rear_left": 0, "rear_right": 0},
-        "tyres": {
-            "front_left": {"pressure_bar": 2.9, "recommended_bar": 2.9},
-            "front_right": {"pressure_bar": 2.9, "recommended_bar": 2.9},
-            "rear_left": {"pressure_bar": 2.8, "recommended_bar": 2.9},
-            "rear_right": {"pressure_bar": 2.9, "recommended_bar": 2.9},
-        },
-        "destination": None,
-        "odometer_km": 18422,
-        "at_place": "home",
-    },
-    "trips": _from_data(_read_data("state/trips.json"), STATE_KINDS["trips"], "trips"),
-    "places": _from_data(_read_data("state/places.json"), STATE_KINDS["places"], "places"),
-    "audit_log": [],
-    "clock": "2025-11-24T07:15:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "km_per_percent": 4.2,
-    "reserve_percent": 5,
-    "seats": ["driver", "passenger", "rear_left", "rear_right"],
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_morning": {"clock": "2025-11-24T07:15:00"},
-    "frosty_and_low": {
-        "clock": "2025-11-25T06:30:00",
-        "car": {
-            "model": "Volvo EX40",
-            "locked": False,
-            "open_doors": ["boot"],
-            "battery_percent": 14,
-            "charge_limit": 80,
-            "plugged_in": False,
-            "schedule": {"enabled": True, "start": "01:00:00", "end": "06:00:00"},
-            "climate_on": False,
-            "cabin_target_c": 20.0,
-            "outside_c": -6.0,
-            "seat_heaters": {"driver": 0, "passenger": 0, "rear_left": 0, "rear_right": 0},
-            "tyres": {
-                "front_left": {"pressure_bar": 2.3, "recommended_bar": 2.9},
-                "front_right": {"pressure_bar": 2.8, "recommended_bar": 2.9},
-                "rear_left": {"pressure_bar": 2.8, "recommended_bar": 2.9},
-                "rear_right": {"pressure_bar": 2.9, "recommended_bar": 2.9},
-            },
-            "destination": None,
-            "odometer_km": 18461,
-            "at_place": "home",
-        },
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -838,6 +752,93 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "car": {
+        "model": "Volvo EX40",
+        "locked": True,
+        "open_doors": [],
+        "battery_percent": 72,
+        "charge_limit": 80,
+        "plugged_in": True,
+        "schedule": {"enabled": True, "start": "01:00:00", "end": "06:00:00"},
+        "climate_on": False,
+        "cabin_target_c": 20.0,
+        "outside_c": 3.5,
+        "seat_heaters": {"driver": 0, "passenger": 0, "rear_left": 0, "rear_right": 0},
+        "tyres": {
+            "front_left": {"pressure_bar": 2.9, "recommended_bar": 2.9},
+            "front_right": {"pressure_bar": 2.9, "recommended_bar": 2.9},
+            "rear_left": {"pressure_bar": 2.8, "recommended_bar": 2.9},
+            "rear_right": {"pressure_bar": 2.9, "recommended_bar": 2.9},
+        },
+        "destination": None,
+        "odometer_km": 18422,
+        "at_place": "home",
+    },
+    "trips": _from_data(_read_data("state/trips.json"), STATE_KINDS["trips"], "trips"),
+    "places": _from_data(_read_data("state/places.json"), STATE_KINDS["places"], "places"),
+    "audit_log": [],
+    "clock": "2025-11-24T07:15:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "km_per_percent": 4.2,
+    "reserve_percent": 5,
+    "seats": ["driver", "passenger", "rear_left", "rear_right"],
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_morning": {"clock": "2025-11-24T07:15:00"},
+    "frosty_and_low": {
+        "clock": "2025-11-25T06:30:00",
+        "car": {
+            "model": "Volvo EX40",
+            "locked": False,
+            "open_doors": ["boot"],
+            "battery_percent": 14,
+            "charge_limit": 80,
+            "plugged_in": False,
+            "schedule": {"enabled": True, "start": "01:00:00", "end": "06:00:00"},
+            "climate_on": False,
+            "cabin_target_c": 20.0,
+            "outside_c": -6.0,
+            "seat_heaters": {"driver": 0, "passenger": 0, "rear_left": 0, "rear_right": 0},
+            "tyres": {
+                "front_left": {"pressure_bar": 2.3, "recommended_bar": 2.9},
+                "front_right": {"pressure_bar": 2.8, "recommended_bar": 2.9},
+                "rear_left": {"pressure_bar": 2.8, "recommended_bar": 2.9},
+                "rear_right": {"pressure_bar": 2.9, "recommended_bar": 2.9},
+            },
+            "destination": None,
+            "odometer_km": 18461,
+            "at_place": "home",
+        },
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -681,103 +681,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "projects": _from_data(_read_data("state/projects.json"), STATE_KINDS["projects"], "projects"),
-    "vms": _from_data(_read_data("state/vms.json"), STATE_KINDS["vms"], "vms"),
-    "disks": _from_data(_read_data("state/disks.json"), STATE_KINDS["disks"], "disks"),
-    "buckets": _from_data(_read_data("state/buckets.json"), STATE_KINDS["buckets"], "buckets"),
-    "audit_log": [],
-    "clock": "2025-06-02T10:00:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "machine_types": {
-        "e2-small": {"name": "e2-small", "vcpus": 2, "memory_gb": 2.0, "hourly_usd": 0.0168},
-        "e2-medium": {"name": "e2-medium", "vcpus": 2, "memory_gb": 4.0, "hourly_usd": 0.0335},
-        "e2-standard-2": {
-            "name": "e2-standard-2",
-            "vcpus": 2,
-            "memory_gb": 8.0,
-            "hourly_usd": 0.067,
-        },
-        "e2-standard-4": {
-            "name": "e2-standard-4",
-            "vcpus": 4,
-            "memory_gb": 16.0,
-            "hourly_usd": 0.134,
-        },
-        "e2-standard-8": {
-            "name": "e2-standard-8",
-            "vcpus": 8,
-            "memory_gb": 32.0,
-            "hourly_usd": 0.268,
-        },
-        "e2-highmem-2": {
-            "name": "e2-highmem-2",
-            "vcpus": 2,
-            "memory_gb": 16.0,
-            "hourly_usd": 0.0904,
-        },
-        "e2-highmem-4": {
-            "name": "e2-highmem-4",
-            "vcpus": 4,
-            "memory_gb": 32.0,
-            "hourly_usd": 0.181,
-        },
-        "n2-standard-4": {
-            "name": "n2-standard-4",
-            "vcpus": 4,
-            "memory_gb": 16.0,
-            "hourly_usd": 0.194,
-        },
-        "n2-standard-8": {
-            "name": "n2-standard-8",
-            "vcpus": 8,
-            "memory_gb": 32.0,
-            "hourly_usd": 0.388,
-        },
-        "a2-highgpu-1g": {
-            "name": "a2-highgpu-1g",
-            "vcpus": 12,
-            "memory_gb": 85.0,
-            "hourly_usd": 3.673,
-        },
-    },
-    "hours_per_month": 730,
-    "disk_gb_month_usd": {"standard": 0.04, "ssd": 0.17},
-    "bucket_gb_month_usd": {"standard": 0.02, "nearline": 0.01, "coldline": 0.004},
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_review": {"clock": "2025-06-02T10:00:00"},
-    "month_end_crunch": {
-        "clock": "2025-06-27T16:00:00",
-        "vms": _read_data("scenarios/month_end_crunch/vms.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -914,6 +817,104 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "projects": _from_data(_read_data("state/projects.json"), STATE_KINDS["projects"], "projects"),
+    "vms": _from_data(_read_data("state/vms.json"), STATE_KINDS["vms"], "vms"),
+    "disks": _from_data(_read_data("state/disks.json"), STATE_KINDS["disks"], "disks"),
+    "buckets": _from_data(_read_data("state/buckets.json"), STATE_KINDS["buckets"], "buckets"),
+    "audit_log": [],
+    "clock": "2025-06-02T10:00:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "machine_types": {
+        "e2-small": {"name": "e2-small", "vcpus": 2, "memory_gb": 2.0, "hourly_usd": 0.0168},
+        "e2-medium": {"name": "e2-medium", "vcpus": 2, "memory_gb": 4.0, "hourly_usd": 0.0335},
+        "e2-standard-2": {
+            "name": "e2-standard-2",
+            "vcpus": 2,
+            "memory_gb": 8.0,
+            "hourly_usd": 0.067,
+        },
+        "e2-standard-4": {
+            "name": "e2-standard-4",
+            "vcpus": 4,
+            "memory_gb": 16.0,
+            "hourly_usd": 0.134,
+        },
+        "e2-standard-8": {
+            "name": "e2-standard-8",
+            "vcpus": 8,
+            "memory_gb": 32.0,
+            "hourly_usd": 0.268,
+        },
+        "e2-highmem-2": {
+            "name": "e2-highmem-2",
+            "vcpus": 2,
+            "memory_gb": 16.0,
+            "hourly_usd": 0.0904,
+        },
+        "e2-highmem-4": {
+            "name": "e2-highmem-4",
+            "vcpus": 4,
+            "memory_gb": 32.0,
+            "hourly_usd": 0.181,
+        },
+        "n2-standard-4": {
+            "name": "n2-standard-4",
+            "vcpus": 4,
+            "memory_gb": 16.0,
+            "hourly_usd": 0.194,
+        },
+        "n2-standard-8": {
+            "name": "n2-standard-8",
+            "vcpus": 8,
+            "memory_gb": 32.0,
+            "hourly_usd": 0.388,
+        },
+        "a2-highgpu-1g": {
+            "name": "a2-highgpu-1g",
+            "vcpus": 12,
+            "memory_gb": 85.0,
+            "hourly_usd": 3.673,
+        },
+    },
+    "hours_per_month": 730,
+    "disk_gb_month_usd": {"standard": 0.04, "ssd": 0.17},
+    "bucket_gb_month_usd": {"standard": 0.02, "nearline": 0.01, "coldline": 0.004},
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_review": {"clock": "2025-06-02T10:00:00"},
+    "month_end_crunch": {
+        "clock": "2025-06-27T16:00:00",
+        "vms": _read_data("scenarios/month_end_crunch/vms.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -661,66 +661,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "users": _from_data(_read_data("state/users.json"), STATE_KINDS["users"], "users"),
-    "applications": _from_data(
-        _read_data("state/applications.json"), STATE_KINDS["applications"], "applications"
-    ),
-    "grants": _from_data(_read_data("state/grants.json"), STATE_KINDS["grants"], "grants"),
-    "access_requests": _from_data(
-        _read_data("state/access_requests.json"), STATE_KINDS["access_requests"], "access_requests"
-    ),
-    "next_request_number": 4200,
-    "next_grant_id": 1000,
-    "audit_log": [],
-    "clock": "2025-04-07T09:00:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "departments": [
-        "Executive",
-        "Finance",
-        "Sales",
-        "Engineering",
-        "People",
-        "Operations",
-        "Customer Support",
-        "IT",
-    ],
-    "stale_after_days": 90,
-    "admin_roles": ["admin", "administrator", "super_admin"],
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_queue": {"clock": "2025-04-07T09:00:00"},
-    "access_review": {
-        "clock": "2025-05-06T09:00:00",
-        "users": _read_data("scenarios/access_review/users.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -867,6 +807,67 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "users": _from_data(_read_data("state/users.json"), STATE_KINDS["users"], "users"),
+    "applications": _from_data(
+        _read_data("state/applications.json"), STATE_KINDS["applications"], "applications"
+    ),
+    "grants": _from_data(_read_data("state/grants.json"), STATE_KINDS["grants"], "grants"),
+    "access_requests": _from_data(
+        _read_data("state/access_requests.json"), STATE_KINDS["access_requests"], "access_requests"
+    ),
+    "next_request_number": 4200,
+    "next_grant_id": 1000,
+    "audit_log": [],
+    "clock": "2025-04-07T09:00:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "departments": [
+        "Executive",
+        "Finance",
+        "Sales",
+        "Engineering",
+        "People",
+        "Operations",
+        "Customer Support",
+        "IT",
+    ],
+    "stale_after_days": 90,
+    "admin_roles": ["admin", "administrator", "super_admin"],
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_queue": {"clock": "2025-04-07T09:00:00"},
+    "access_review": {
+        "clock": "2025-05-06T09:00:00",
+        "users": _read_data("scenarios/access_review/users.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -696,61 +696,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "engineers": _from_data(
-        _read_data("state/engineers.json"), STATE_KINDS["engineers"], "engineers"
-    ),
-    "rotations": _from_data(
-        _read_data("state/rotations.json"), STATE_KINDS["rotations"], "rotations"
-    ),
-    "services": _from_data(_read_data("state/services.json"), STATE_KINDS["services"], "services"),
-    "alerts": _from_data(_read_data("state/alerts.json"), STATE_KINDS["alerts"], "alerts"),
-    "incidents": _from_data(
-        _read_data("state/incidents.json"), STATE_KINDS["incidents"], "incidents"
-    ),
-    "postmortem_actions": _from_data(
-        _read_data("state/postmortem_actions.json"),
-        STATE_KINDS["postmortem_actions"],
-        "postmortem_actions",
-    ),
-    "next_incident_number": 2400,
-    "next_action_number": 600,
-    "audit_log": [],
-    "clock": "2025-09-16T14:20:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {"needs_postmortem": ["sev1", "sev2"], "max_action_days": 60}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "tuesday_afternoon": {"clock": "2025-09-16T14:20:00"},
-    "night_storm": {
-        "clock": "2025-09-18T02:10:00",
-        "alerts": _read_data("scenarios/night_storm/alerts.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -895,6 +840,62 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "engineers": _from_data(
+        _read_data("state/engineers.json"), STATE_KINDS["engineers"], "engineers"
+    ),
+    "rotations": _from_data(
+        _read_data("state/rotations.json"), STATE_KINDS["rotations"], "rotations"
+    ),
+    "services": _from_data(_read_data("state/services.json"), STATE_KINDS["services"], "services"),
+    "alerts": _from_data(_read_data("state/alerts.json"), STATE_KINDS["alerts"], "alerts"),
+    "incidents": _from_data(
+        _read_data("state/incidents.json"), STATE_KINDS["incidents"], "incidents"
+    ),
+    "postmortem_actions": _from_data(
+        _read_data("state/postmortem_actions.json"),
+        STATE_KINDS["postmortem_actions"],
+        "postmortem_actions",
+    ),
+    "next_incident_number": 2400,
+    "next_action_number": 600,
+    "audit_log": [],
+    "clock": "2025-09-16T14:20:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {"needs_postmortem": ["sev1", "sev2"], "max_action_days": 60}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "tuesday_afternoon": {"clock": "2025-09-16T14:20:00"},
+    "night_storm": {
+        "clock": "2025-09-18T02:10:00",
+        "alerts": _read_data("scenarios/night_storm/alerts.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

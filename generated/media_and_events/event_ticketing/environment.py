@@ -707,57 +707,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "events": _from_data(_read_data("state/events.json"), STATE_KINDS["events"], "events"),
-    "customers": _from_data(
-        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
-    ),
-    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
-    "holds": _from_data(_read_data("state/holds.json"), STATE_KINDS["holds"], "holds"),
-    "next_order_id": 70073,
-    "next_hold_id": 407,
-    "audit_log": [],
-    "clock": "2025-11-20T10:00:00",
-    "rng_state": 3,
-}
-
-WORLD: Final[World] = {
-    "venues": _from_data(
-        _read_data("world/venues.json"), ("map", ("str",), ("record", "Venue")), "venues"
-    ),
-    "sections": _from_data(
-        _read_data("world/sections.json"), ("map", ("str",), ("record", "Section")), "sections"
-    ),
-    "hold_minutes": 15,
-    "max_tickets": 8,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "week_before_christmas": {"clock": "2025-12-18T09:00:00"},
-    "lunchtime_rush": {"clock": "2025-11-20T12:30:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -881,6 +830,58 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "events": _from_data(_read_data("state/events.json"), STATE_KINDS["events"], "events"),
+    "customers": _from_data(
+        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
+    ),
+    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
+    "holds": _from_data(_read_data("state/holds.json"), STATE_KINDS["holds"], "holds"),
+    "next_order_id": 70073,
+    "next_hold_id": 407,
+    "audit_log": [],
+    "clock": "2025-11-20T10:00:00",
+    "rng_state": 3,
+}
+
+WORLD: Final[World] = {
+    "venues": _from_data(
+        _read_data("world/venues.json"), ("map", ("str",), ("record", "Venue")), "venues"
+    ),
+    "sections": _from_data(
+        _read_data("world/sections.json"), ("map", ("str",), ("record", "Section")), "sections"
+    ),
+    "hold_minutes": 15,
+    "max_tickets": 8,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "week_before_christmas": {"clock": "2025-12-18T09:00:00"},
+    "lunchtime_rush": {"clock": "2025-11-20T12:30:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -563,55 +563,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "tracks": _from_data(_read_data("state/tracks.json"), STATE_KINDS["tracks"], "tracks"),
-    "albums": _from_data(_read_data("state/albums.json"), STATE_KINDS["albums"], "albums"),
-    "playlists": _from_data(
-        _read_data("state/playlists.json"), STATE_KINDS["playlists"], "playlists"
-    ),
-    "plays": _from_data(_read_data("state/plays.json"), STATE_KINDS["plays"], "plays"),
-    "next_playlist_id": 7,
-    "audit_log": [],
-    "clock": "2025-06-20T18:00:00",
-    "rng_state": 21,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "two_weeks_later": {"clock": "2025-07-04T18:00:00"},
-    "new_phone": {
-        "playlists": {
-            "PL-2": {"id": "PL-2", "name": "Kids' Car Songs", "family_safe": True, "track_ids": []},
-            "PL-5": {
-                "id": "PL-5",
-                "name": "Late Night Jazz",
-                "family_safe": False,
-                "track_ids": [1001, 1002],
-            },
-        }
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -723,6 +674,56 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "tracks": _from_data(_read_data("state/tracks.json"), STATE_KINDS["tracks"], "tracks"),
+    "albums": _from_data(_read_data("state/albums.json"), STATE_KINDS["albums"], "albums"),
+    "playlists": _from_data(
+        _read_data("state/playlists.json"), STATE_KINDS["playlists"], "playlists"
+    ),
+    "plays": _from_data(_read_data("state/plays.json"), STATE_KINDS["plays"], "plays"),
+    "next_playlist_id": 7,
+    "audit_log": [],
+    "clock": "2025-06-20T18:00:00",
+    "rng_state": 21,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "two_weeks_later": {"clock": "2025-07-04T18:00:00"},
+    "new_phone": {
+        "playlists": {
+            "PL-2": {"id": "PL-2", "name": "Kids' Car Songs", "family_safe": True, "track_ids": []},
+            "PL-5": {
+                "id": "PL-5",
+                "name": "Late Night Jazz",
+                "family_safe": False,
+                "track_ids": [1001, 1002],
+            },
+        }
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

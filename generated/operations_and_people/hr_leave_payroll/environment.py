@@ -665,71 +665,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "employees": _from_data(
-        _read_data("state/employees.json"), STATE_KINDS["employees"], "employees"
-    ),
-    "leave_balances": _from_data(
-        _read_data("state/leave_balances.json"), STATE_KINDS["leave_balances"], "leave_balances"
-    ),
-    "leave_requests": _from_data(
-        _read_data("state/leave_requests.json"), STATE_KINDS["leave_requests"], "leave_requests"
-    ),
-    "payroll_runs": _from_data(
-        _read_data("state/payroll_runs.json"), STATE_KINDS["payroll_runs"], "payroll_runs"
-    ),
-    "payslips": _from_data(_read_data("state/payslips.json"), STATE_KINDS["payslips"], "payslips"),
-    "next_request_number": 400,
-    "next_payslip_number": 6000,
-    "audit_log": [],
-    "clock": "2025-06-23T09:00:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "bank_holidays": [
-        "2025-01-01",
-        "2025-04-18",
-        "2025-04-21",
-        "2025-05-05",
-        "2025-05-26",
-        "2025-08-25",
-        "2025-12-25",
-        "2025-12-26",
-    ],
-    "working_days_per_year": 260,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_before_payroll": {"clock": "2025-06-23T09:00:00"},
-    "after_june_payroll": {
-        "clock": "2025-06-30T09:00:00",
-        "payroll_runs": _read_data("scenarios/after_june_payroll/payroll_runs.json"),
-        "payslips": _read_data("scenarios/after_june_payroll/payslips.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -861,6 +796,72 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "employees": _from_data(
+        _read_data("state/employees.json"), STATE_KINDS["employees"], "employees"
+    ),
+    "leave_balances": _from_data(
+        _read_data("state/leave_balances.json"), STATE_KINDS["leave_balances"], "leave_balances"
+    ),
+    "leave_requests": _from_data(
+        _read_data("state/leave_requests.json"), STATE_KINDS["leave_requests"], "leave_requests"
+    ),
+    "payroll_runs": _from_data(
+        _read_data("state/payroll_runs.json"), STATE_KINDS["payroll_runs"], "payroll_runs"
+    ),
+    "payslips": _from_data(_read_data("state/payslips.json"), STATE_KINDS["payslips"], "payslips"),
+    "next_request_number": 400,
+    "next_payslip_number": 6000,
+    "audit_log": [],
+    "clock": "2025-06-23T09:00:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "bank_holidays": [
+        "2025-01-01",
+        "2025-04-18",
+        "2025-04-21",
+        "2025-05-05",
+        "2025-05-26",
+        "2025-08-25",
+        "2025-12-25",
+        "2025-12-26",
+    ],
+    "working_days_per_year": 260,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_before_payroll": {"clock": "2025-06-23T09:00:00"},
+    "after_june_payroll": {
+        "clock": "2025-06-30T09:00:00",
+        "payroll_runs": _read_data("scenarios/after_june_payroll/payroll_runs.json"),
+        "payslips": _read_data("scenarios/after_june_payroll/payslips.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -688,52 +688,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "shipments": _from_data(
-        _read_data("state/shipments.json"), STATE_KINDS["shipments"], "shipments"
-    ),
-    "claims": _from_data(_read_data("state/claims.json"), STATE_KINDS["claims"], "claims"),
-    "next_claim_id": 401,
-    "audit_log": [],
-    "clock": "2025-11-18T09:00:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "carriers": _from_data(
-        _read_data("world/carriers.json"), ("map", ("str",), ("record", "Carrier")), "carriers"
-    )
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "busy_tuesday": {"clock": "2025-11-18T09:00:00"},
-    "after_the_storm": {
-        "clock": "2025-11-18T09:00:00",
-        "shipments": _read_data("scenarios/after_the_storm/shipments.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -867,6 +821,53 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "shipments": _from_data(
+        _read_data("state/shipments.json"), STATE_KINDS["shipments"], "shipments"
+    ),
+    "claims": _from_data(_read_data("state/claims.json"), STATE_KINDS["claims"], "claims"),
+    "next_claim_id": 401,
+    "audit_log": [],
+    "clock": "2025-11-18T09:00:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "carriers": _from_data(
+        _read_data("world/carriers.json"), ("map", ("str",), ("record", "Carrier")), "carriers"
+    )
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "busy_tuesday": {"clock": "2025-11-18T09:00:00"},
+    "after_the_storm": {
+        "clock": "2025-11-18T09:00:00",
+        "shipments": _read_data("scenarios/after_the_storm/shipments.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

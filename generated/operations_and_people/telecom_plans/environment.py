@@ -735,53 +735,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "accounts": _from_data(_read_data("state/accounts.json"), STATE_KINDS["accounts"], "accounts"),
-    "lines": _from_data(_read_data("state/lines.json"), STATE_KINDS["lines"], "lines"),
-    "bills": _from_data(_read_data("state/bills.json"), STATE_KINDS["bills"], "bills"),
-    "disputes": {},
-    "next_dispute_id": 5001,
-    "audit_log": [],
-    "clock": "2025-10-06T10:00:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "plans": _from_data(
-        _read_data("world/plans.json"), ("map", ("str",), ("record", "Plan")), "plans"
-    ),
-    "add_ons": _from_data(
-        _read_data("world/add_ons.json"), ("map", ("str",), ("record", "AddOn")), "add_ons"
-    ),
-    "downgrade_window_days": 30,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "october_calls": {"clock": "2025-10-06T10:00:00"},
-    "half_term_travel": {"clock": "2025-10-17T16:30:00"},
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -932,6 +885,54 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "accounts": _from_data(_read_data("state/accounts.json"), STATE_KINDS["accounts"], "accounts"),
+    "lines": _from_data(_read_data("state/lines.json"), STATE_KINDS["lines"], "lines"),
+    "bills": _from_data(_read_data("state/bills.json"), STATE_KINDS["bills"], "bills"),
+    "disputes": {},
+    "next_dispute_id": 5001,
+    "audit_log": [],
+    "clock": "2025-10-06T10:00:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "plans": _from_data(
+        _read_data("world/plans.json"), ("map", ("str",), ("record", "Plan")), "plans"
+    ),
+    "add_ons": _from_data(
+        _read_data("world/add_ons.json"), ("map", ("str",), ("record", "AddOn")), "add_ons"
+    ),
+    "downgrade_window_days": 30,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "october_calls": {"clock": "2025-10-06T10:00:00"},
+    "half_term_travel": {"clock": "2025-10-17T16:30:00"},
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -674,49 +674,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "skus": _from_data(_read_data("state/skus.json"), STATE_KINDS["skus"], "skus"),
-    "bins": _from_data(_read_data("state/bins.json"), STATE_KINDS["bins"], "bins"),
-    "receipts": _from_data(_read_data("state/receipts.json"), STATE_KINDS["receipts"], "receipts"),
-    "counts": _from_data(_read_data("state/counts.json"), STATE_KINDS["counts"], "counts"),
-    "movements": [],
-    "next_count_id": 101,
-    "audit_log": [],
-    "clock": "2025-12-01T07:30:00",
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {"count_tolerance": 5}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_shift": {"clock": "2025-12-01T07:30:00"},
-    "quarantine_release": {
-        "clock": "2025-12-01T07:30:00",
-        "bins": _read_data("scenarios/quarantine_release/bins.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -857,6 +814,50 @@ def copy_state(state: State) -> State:
         "clock": state["clock"],
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "skus": _from_data(_read_data("state/skus.json"), STATE_KINDS["skus"], "skus"),
+    "bins": _from_data(_read_data("state/bins.json"), STATE_KINDS["bins"], "bins"),
+    "receipts": _from_data(_read_data("state/receipts.json"), STATE_KINDS["receipts"], "receipts"),
+    "counts": _from_data(_read_data("state/counts.json"), STATE_KINDS["counts"], "counts"),
+    "movements": [],
+    "next_count_id": 101,
+    "audit_log": [],
+    "clock": "2025-12-01T07:30:00",
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {"count_tolerance": 5}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_shift": {"clock": "2025-12-01T07:30:00"},
+    "quarantine_release": {
+        "clock": "2025-12-01T07:30:00",
+        "bins": _read_data("scenarios/quarantine_release/bins.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

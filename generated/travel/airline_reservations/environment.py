@@ -777,93 +777,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "flights": _from_data(_read_data("state/flights.json"), STATE_KINDS["flights"], "flights"),
-    "customers": _from_data(
-        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
-    ),
-    "bookings": _from_data(_read_data("state/bookings.json"), STATE_KINDS["bookings"], "bookings"),
-    "audit_log": [],
-    "clock": "2025-05-12T07:00:00",
-    "id_counters": {},
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "airports": _from_data(
-        _read_data("world/airports.json"), ("map", ("str",), ("record", "Airport")), "airports"
-    ),
-    "fare_rules": {
-        "basic_economy": {
-            "cabin": "economy",
-            "changeable": False,
-            "change_fee": 0.0,
-            "on_cancel": "nothing",
-            "cancel_fee": 0.0,
-            "bags_included": 0,
-            "seat_selection": False,
-        },
-        "main_cabin": {
-            "cabin": "economy",
-            "changeable": True,
-            "change_fee": 75.0,
-            "on_cancel": "travel_credit",
-            "cancel_fee": 99.0,
-            "bags_included": 1,
-            "seat_selection": True,
-        },
-        "flexible": {
-            "cabin": "economy",
-            "changeable": True,
-            "change_fee": 0.0,
-            "on_cancel": "card_refund",
-            "cancel_fee": 0.0,
-            "bags_included": 1,
-            "seat_selection": True,
-        },
-        "business": {
-            "cabin": "business",
-            "changeable": True,
-            "change_fee": 0.0,
-            "on_cancel": "card_refund",
-            "cancel_fee": 0.0,
-            "bags_included": 2,
-            "seat_selection": True,
-        },
-    },
-    "extra_bag_fee": 40.0,
-    "max_bags_per_traveller": 3,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "ordinary_monday": {"clock": "2025-05-12T07:00:00"},
-    "chicago_storm": {
-        "clock": "2025-05-13T05:30:00",
-        "flights": _read_data("scenarios/chicago_storm/flights.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -1022,6 +935,94 @@ def copy_state(state: State) -> State:
         "id_counters": dict(state["id_counters"]),
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "flights": _from_data(_read_data("state/flights.json"), STATE_KINDS["flights"], "flights"),
+    "customers": _from_data(
+        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
+    ),
+    "bookings": _from_data(_read_data("state/bookings.json"), STATE_KINDS["bookings"], "bookings"),
+    "audit_log": [],
+    "clock": "2025-05-12T07:00:00",
+    "id_counters": {},
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "airports": _from_data(
+        _read_data("world/airports.json"), ("map", ("str",), ("record", "Airport")), "airports"
+    ),
+    "fare_rules": {
+        "basic_economy": {
+            "cabin": "economy",
+            "changeable": False,
+            "change_fee": 0.0,
+            "on_cancel": "nothing",
+            "cancel_fee": 0.0,
+            "bags_included": 0,
+            "seat_selection": False,
+        },
+        "main_cabin": {
+            "cabin": "economy",
+            "changeable": True,
+            "change_fee": 75.0,
+            "on_cancel": "travel_credit",
+            "cancel_fee": 99.0,
+            "bags_included": 1,
+            "seat_selection": True,
+        },
+        "flexible": {
+            "cabin": "economy",
+            "changeable": True,
+            "change_fee": 0.0,
+            "on_cancel": "card_refund",
+            "cancel_fee": 0.0,
+            "bags_included": 1,
+            "seat_selection": True,
+        },
+        "business": {
+            "cabin": "business",
+            "changeable": True,
+            "change_fee": 0.0,
+            "on_cancel": "card_refund",
+            "cancel_fee": 0.0,
+            "bags_included": 2,
+            "seat_selection": True,
+        },
+    },
+    "extra_bag_fee": 40.0,
+    "max_bags_per_traveller": 3,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "ordinary_monday": {"clock": "2025-05-12T07:00:00"},
+    "chicago_storm": {
+        "clock": "2025-05-13T05:30:00",
+        "flights": _read_data("scenarios/chicago_storm/flights.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

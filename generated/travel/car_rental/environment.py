@@ -739,76 +739,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "vehicles": _from_data(_read_data("state/vehicles.json"), STATE_KINDS["vehicles"], "vehicles"),
-    "customers": _from_data(
-        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
-    ),
-    "reservations": _from_data(
-        _read_data("state/reservations.json"), STATE_KINDS["reservations"], "reservations"
-    ),
-    "damage_reports": _from_data(
-        _read_data("state/damage_reports.json"), STATE_KINDS["damage_reports"], "damage_reports"
-    ),
-    "audit_log": [],
-    "clock": "2025-07-14T08:00:00",
-    "id_counters": {},
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "branches": _from_data(
-        _read_data("world/branches.json"), ("map", ("str",), ("record", "Branch")), "branches"
-    ),
-    "classes": {
-        "economy": {"seats": 5, "daily_rate": 42.0},
-        "compact": {"seats": 5, "daily_rate": 49.0},
-        "midsize": {"seats": 5, "daily_rate": 58.0},
-        "suv": {"seats": 5, "daily_rate": 79.0},
-        "minivan": {"seats": 7, "daily_rate": 95.0},
-        "premium": {"seats": 5, "daily_rate": 119.0},
-    },
-    "extra_daily": {
-        "gps": 12.0,
-        "child_seat": 10.0,
-        "additional_driver": 15.0,
-        "full_insurance": 29.0,
-    },
-    "one_way_same_state": 75.0,
-    "one_way_other_state": 200.0,
-    "late_cancellation_fee": 50.0,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "monday_morning": {"clock": "2025-07-14T08:00:00"},
-    "denver_hailstorm": {
-        "clock": "2025-07-14T08:00:00",
-        "vehicles": _read_data("scenarios/denver_hailstorm/vehicles.json"),
-        "damage_reports": _read_data("scenarios/denver_hailstorm/damage_reports.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -936,6 +866,77 @@ def copy_state(state: State) -> State:
         "id_counters": dict(state["id_counters"]),
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "vehicles": _from_data(_read_data("state/vehicles.json"), STATE_KINDS["vehicles"], "vehicles"),
+    "customers": _from_data(
+        _read_data("state/customers.json"), STATE_KINDS["customers"], "customers"
+    ),
+    "reservations": _from_data(
+        _read_data("state/reservations.json"), STATE_KINDS["reservations"], "reservations"
+    ),
+    "damage_reports": _from_data(
+        _read_data("state/damage_reports.json"), STATE_KINDS["damage_reports"], "damage_reports"
+    ),
+    "audit_log": [],
+    "clock": "2025-07-14T08:00:00",
+    "id_counters": {},
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "branches": _from_data(
+        _read_data("world/branches.json"), ("map", ("str",), ("record", "Branch")), "branches"
+    ),
+    "classes": {
+        "economy": {"seats": 5, "daily_rate": 42.0},
+        "compact": {"seats": 5, "daily_rate": 49.0},
+        "midsize": {"seats": 5, "daily_rate": 58.0},
+        "suv": {"seats": 5, "daily_rate": 79.0},
+        "minivan": {"seats": 7, "daily_rate": 95.0},
+        "premium": {"seats": 5, "daily_rate": 119.0},
+    },
+    "extra_daily": {
+        "gps": 12.0,
+        "child_seat": 10.0,
+        "additional_driver": 15.0,
+        "full_insurance": 29.0,
+    },
+    "one_way_same_state": 75.0,
+    "one_way_other_state": 200.0,
+    "late_cancellation_fee": 50.0,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "monday_morning": {"clock": "2025-07-14T08:00:00"},
+    "denver_hailstorm": {
+        "clock": "2025-07-14T08:00:00",
+        "vehicles": _read_data("scenarios/denver_hailstorm/vehicles.json"),
+        "damage_reports": _read_data("scenarios/denver_hailstorm/damage_reports.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools

@@ -673,56 +673,6 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
-# --------------------------------------------------------------------------- data
-
-_DATA: Final = Path(__file__).with_name("data")
-"""The JSON files the spec read values from, shipped with this module (`data/`)."""
-
-
-def _read_data(name: str) -> Any:
-    """One of the package's own data files, read once, when this module is imported:
-    parsing JSON is much quicker than importing the same data as a Python literal."""
-    return json.loads((_DATA / name).read_text(encoding="utf-8"))
-
-
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
-DEFAULT_STATE: Final[State] = {
-    "room_types": _from_data(
-        _read_data("state/room_types.json"), STATE_KINDS["room_types"], "room_types"
-    ),
-    "guests": _from_data(_read_data("state/guests.json"), STATE_KINDS["guests"], "guests"),
-    "stays": _from_data(_read_data("state/stays.json"), STATE_KINDS["stays"], "stays"),
-    "audit_log": [],
-    "clock": "2025-06-02T09:00:00",
-    "id_counters": {},
-    "rng_state": 0,
-}
-
-WORLD: Final[World] = {
-    "hotels": _from_data(
-        _read_data("world/hotels.json"), ("map", ("str",), ("record", "Hotel")), "hotels"
-    ),
-    "breakfast_per_adult": 18.0,
-    "non_refundable_factor": 0.85,
-    "free_cancellation_days": 2,
-}
-
-SCENARIOS: Final[dict[str, dict[str, Any]]] = {
-    "early_june": {"clock": "2025-06-02T09:00:00"},
-    "lisbon_festival": {
-        "clock": "2025-06-10T09:00:00",
-        "room_types": _read_data("scenarios/lisbon_festival/room_types.json"),
-    },
-}
-"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
 # --------------------------------------------------------------------------- copying
 
 
@@ -836,6 +786,57 @@ def copy_state(state: State) -> State:
         "id_counters": dict(state["id_counters"]),
         "rng_state": state["rng_state"],
     }
+
+
+# --------------------------------------------------------------------------- data
+
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
+DEFAULT_STATE: Final[State] = {
+    "room_types": _from_data(
+        _read_data("state/room_types.json"), STATE_KINDS["room_types"], "room_types"
+    ),
+    "guests": _from_data(_read_data("state/guests.json"), STATE_KINDS["guests"], "guests"),
+    "stays": _from_data(_read_data("state/stays.json"), STATE_KINDS["stays"], "stays"),
+    "audit_log": [],
+    "clock": "2025-06-02T09:00:00",
+    "id_counters": {},
+    "rng_state": 0,
+}
+
+WORLD: Final[World] = {
+    "hotels": _from_data(
+        _read_data("world/hotels.json"), ("map", ("str",), ("record", "Hotel")), "hotels"
+    ),
+    "breakfast_per_adult": 18.0,
+    "non_refundable_factor": 0.85,
+    "free_cancellation_days": 2,
+}
+
+SCENARIOS: Final[dict[str, dict[str, Any]]] = {
+    "early_june": {"clock": "2025-06-02T09:00:00"},
+    "lisbon_festival": {
+        "clock": "2025-06-10T09:00:00",
+        "room_types": _read_data("scenarios/lisbon_festival/room_types.json"),
+    },
+}
+"""Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
 
 
 # --------------------------------------------------------------------------- tools
