@@ -2663,7 +2663,7 @@ class Environment:
         """
         state = self._state
         names = sorted(WORLD["clients"])
-        month = self._random_int(2, 11)
+        month = self._random_int(2, 3)
         first = self._random_int(1000, 8000)
         photos = self._random_int(3, 5)
         scans = self._random_int(2, 3)

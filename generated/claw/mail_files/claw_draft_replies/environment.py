@@ -3447,7 +3447,7 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
         root = drawn[1]
         if len(self._below(root)) != 0:
             raise FamilyFailed("`require len(below(root)) == 0` failed")
-        month = self._random_int(2, 11)
+        month = self._random_int(1, 3)
         self._seed_mailbox(root, clinic, month)
         inbox = f"{root}/Mail/Inbox"
         policy = f"{root}/Mail/reply_policy.md"
@@ -3526,7 +3526,7 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
         root = drawn[1]
         if len(self._below(root)) != 0:
             raise FamilyFailed("`require len(below(root)) == 0` failed")
-        month = self._random_int(2, 11)
+        month = self._random_int(1, 3)
         self._seed_mailbox(root, clinic, month)
         inbox = f"{root}/Mail/Inbox"
         policy = f"{root}/Mail/reply_policy.md"

@@ -3246,7 +3246,7 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
         root = drawn[1]
         if len(self._below(root)) != 0:
             raise FamilyFailed("`require len(below(root)) == 0` failed")
-        month = self._random_int(2, 12)
+        month = self._random_int(2, 3)
         self._seed_drive(root, month)
         export = f"{root}/crm/crm_export_2025-{month:02}.csv"
         rules = f"{root}/crm/CLEANUP_RULES.md"
@@ -3316,7 +3316,7 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
         root = drawn[1]
         if len(self._below(root)) != 0:
             raise FamilyFailed("`require len(below(root)) == 0` failed")
-        month = self._random_int(2, 12)
+        month = self._random_int(2, 3)
         self._seed_drive(root, month)
         export = f"{root}/crm/crm_export_2025-{month:02}.csv"
         rules = f"{root}/crm/CLEANUP_RULES.md"
