@@ -881,14 +881,18 @@ WORLD: Final[World] = {
         "Is there a runbook for rotating the API keys?",
     ],
     "answers": [
-        "Yes, it waits on the migration lock; restart the job.",
+        "It waits on the migration lock; restart the job.",
         "That's me, I'll share the doc.",
         "On it after lunch.",
-        "Done this morning.",
+        "Yes, renewed on Monday for everyone.",
         "In the perf bucket under /results.",
         "Yes, 15:00 as usual.",
         "16.2 since last week.",
-        "Known issue, ticket is open.",
+        "Known issue, ticket CI-311 is open.",
+        "Granted, check your inbox.",
+        "Kofi is, the rota is in the wiki.",
+        "Yes, pin it until 3.3 is out.",
+        "Yes: wiki page Security/Key rotation.",
     ],
     "chatter": [
         "Morning all",
@@ -2939,7 +2943,7 @@ class Environment:
                     asker,
                     other,
                     WORLD["questions"][(start + 2 * k + slot) % len(WORLD["questions"])],
-                    WORLD["answers"][(start + k + slot) % len(WORLD["answers"])],
+                    WORLD["answers"][(start + 2 * k + slot) % len(WORLD["answers"])],
                 )
             if k == 2:
                 lines.append(
