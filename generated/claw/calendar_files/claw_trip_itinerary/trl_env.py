@@ -29,7 +29,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from .episode import Episode, EpisodeError
+from .episode import CALL_TIMEOUT_S, Episode, EpisodeError
 
 _OMITTED: Any = object()
 """The default of every optional argument: one the agent leaves out is not passed on, so
@@ -40,9 +40,13 @@ class TrlEnvironment:
     """One rollout's episode: the tools as methods, `reset` and `get_reward` for TRL."""
 
     _environment = "claw_trip_itinerary"
+    call_timeout_s: float | None = CALL_TIMEOUT_S
+    """Seconds one tool call may run before the environment stops it (the domain error
+    `timeout`, nothing changed), as in `envc serve`; TRL makes instances with no
+    arguments, so a subclass sets another limit here."""
 
     def __init__(self) -> None:
-        self._episode = Episode()
+        self._episode = Episode(self.call_timeout_s)
         self._started = False
         self._outcome: tuple[float | None, dict[str, Any]] | None = None
 

@@ -711,6 +711,86 @@ def check_arguments(spec: ToolSpec, args: Any) -> dict[str, Any]:
     return kwargs
 
 
+# --------------------------------------------------------------------------- copying
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are shared, not copied: looked up by exact type, which is what
+makes the copying and JSON functions below cheap on the leaves of a value."""
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    if isinstance(value, set):
+        return set(value)
+    return value
+
+
+def to_json(value: Any) -> Any:
+    """A detached JSON value: dict keys become strings, as JSON requires."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
+            return value.copy()
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return value
+
+
+def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
+    return value.copy()
+
+
+def _copy_File(value: File) -> File:
+    return value.copy()
+
+
+def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
+    """The state as detached JSON, generated from its types like `copy_state`; private
+    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
+    return {
+        "files": {k0: dict(v0) for k0, v0 in state["files"].items()},
+        "audit_log": [dict(v0) for v0 in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
+def copy_state(state: State) -> State:
+    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
+    return {
+        "files": {k0: _copy_File(a) for k0, a in state["files"].items()},
+        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
+        "clock": state["clock"],
+        "rng_state": state["rng_state"],
+    }
+
+
 # --------------------------------------------------------------------------- data
 
 _DATA: Final = Path(__file__).with_name("data")
@@ -837,85 +917,6 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
-
-# --------------------------------------------------------------------------- copying
-
-
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-"""Types whose values are shared, not copied: looked up by exact type, which is what
-makes the copying and JSON functions below cheap on the leaves of a value."""
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (and of sets); faster than copy.deepcopy for plain data."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key: item if type(item) in _SCALARS else copy_json(item) for key, item in value.items()
-        }
-    if kind is list:
-        return [item if type(item) in _SCALARS else copy_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    if isinstance(value, set):
-        return set(value)
-    return value
-
-
-def to_json(value: Any) -> Any:
-    """A detached JSON value: dict keys become strings, as JSON requires."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {
-            key if type(key) is str else str(key): item if type(item) in _SCALARS else to_json(item)
-            for key, item in value.items()
-        }
-    if kind is list:
-        if _SCALARS.issuperset(map(type, value)):  # one pass in C for a list of scalars
-            return value.copy()
-        return [item if type(item) in _SCALARS else to_json(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): to_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(item) for item in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    return value
-
-
-def _copy_AuditEntry(value: AuditEntry) -> AuditEntry:
-    return value.copy()
-
-
-def _copy_File(value: File) -> File:
-    return value.copy()
-
-
-def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
-    """The state as detached JSON, generated from its types like `copy_state`; private
-    fields (`_name`) only with `private`, for saving: the public view leaves them out."""
-    return {
-        "files": {k0: dict(v0) for k0, v0 in state["files"].items()},
-        "audit_log": [dict(v0) for v0 in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
-
-
-def copy_state(state: State) -> State:
-    """A deep copy of a state, generated from its types: this is what makes reset cheap."""
-    return {
-        "files": {k0: _copy_File(a) for k0, a in state["files"].items()},
-        "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
-        "clock": state["clock"],
-        "rng_state": state["rng_state"],
-    }
 
 
 # --------------------------------------------------------------------------- tools

@@ -18,7 +18,8 @@ trainer must drop rather than learn from as reward 0.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .environment import TOOL_SPECS, Environment, check_load_options
@@ -26,6 +27,9 @@ from .scoring import apply_changes, score
 
 MAX_TURNS = 32
 """The paper's limit of agent turns per task (a task's own `max_turns` wins)."""
+CALL_TIMEOUT_S = 10.0
+"""Seconds one tool call may run (as `envc serve --call-timeout`): a call still running
+then is stopped by the environment, the domain error `timeout`, nothing changed."""
 _RANDOM_FIELDS = ("random_seed", "rng_state")
 
 
@@ -70,9 +74,13 @@ def open_environment(
 
 
 class Episode:
-    """One agent episode over this environment, from a task or a scenario."""
+    """One agent episode over this environment, from a task or a scenario. Each call may
+    run `call_timeout_s` seconds (None: no limit), as in `envc serve`."""
 
-    def __init__(self) -> None:
+    def __init__(self, call_timeout_s: float | None = CALL_TIMEOUT_S) -> None:
+        if call_timeout_s is not None and not call_timeout_s > 0:
+            raise EpisodeError("`call_timeout_s` is a number of seconds above 0, or None")
+        self.call_timeout_s = call_timeout_s
         self._env: Environment | None = None
         self._task: Mapping[str, Any] | None = None
         self._initial: dict[str, Any] = {}
@@ -132,8 +140,8 @@ class Episode:
         if problem:
             return self._end("invalid_call", {"error": problem})
         result, _ = env.call_and_commit(
-            name, arguments
-        )  # a result JSON cannot hold: refused, rolled back
+            name, arguments, None, self._clock()
+        )  # unwritable: refused, rolled back
         error = (
             result.get("error") if isinstance(result, dict) and set(result) == {"error"} else None
         )
@@ -156,6 +164,13 @@ class Episode:
 
     def close(self) -> None:
         self._env, self._done = None, True
+
+    def _clock(self) -> Callable[[], bool] | None:
+        """The running call's clock: true once its `call_timeout_s` have passed."""
+        if self.call_timeout_s is None:
+            return None
+        deadline = time.monotonic() + self.call_timeout_s
+        return lambda: time.monotonic() > deadline
 
     def _live(self) -> Environment:
         if self._env is None or self._done:
