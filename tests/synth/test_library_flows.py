@@ -1,0 +1,70 @@
+"""The library's environments pass data to each other along flows a user would recognise
+(docs/library.md, "Data flows between environments"): each is declared by a source both
+specs name, so the env graph holds it, and a source declared too broadly no longer joins
+environments whose values only share a format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from shipped import library_specs
+
+from compiler import ir
+from compiler.analyse import analyse_file
+from compiler.synth import graph as g
+
+FLOWS = {
+    ("shop_orders", "support_triage"): "Customer.name -> open_conversation(customer) as shop_customers",
+    ("identity_access", "team_calendar"): "User.name -> create_calendar(owner) as staff_names",
+    ("hr_leave_payroll", "team_calendar"): "Employee.name -> create_calendar(owner) as staff_names",
+    ("hr_leave_payroll", "expense_claims"): "Employee.name -> find_employees(name) as staff_names",
+    ("contacts_crm", "email_inbox"): "Contact.email -> add_rule(sender) as contact_addresses",
+    ("event_ticketing", "email_inbox"): "Customer.email -> add_rule(sender) as contact_addresses",
+    ("invoicing", "email_inbox"): "Client.email -> add_rule(sender) as contact_addresses",
+    ("hotel_bookings", "email_inbox"): "Guest.email -> add_rule(sender) as contact_addresses",
+}
+"""(from env, to env) -> the flow, as `meaning.Flow` prints it."""
+
+SPURIOUS = [("support_triage", "job_matching"), ("team_calendar", "support_triage"), ("support_triage", "shipments")]
+"""Pairs a support order's customer or a calendar's owner joined only as `person_name`."""
+
+
+@pytest.fixture(scope="module")
+def flows() -> dict[tuple[str, str], list[str]]:
+    """The env flows among the general library specs (Claw workspaces and ports aside)."""
+    envs: list[ir.Environment] = []
+    for spec in library_specs():
+        if {"claw", "ports"} & set(spec.parts):
+            continue
+        env = analyse_file(spec).environment
+        assert env is not None, spec
+        envs.append(env)
+    return {pair: [str(f) for f in found] for pair, found in g.env_flows(envs).items()}
+
+
+@pytest.mark.parametrize("pair", sorted(FLOWS))
+def test_a_declared_flow_is_an_env_graph_edge(flows: dict[tuple[str, str], list[str]], pair: tuple[str, str]) -> None:
+    assert FLOWS[pair] in flows.get(pair, []), flows.get(pair)
+
+
+def test_the_flows_span_five_domains() -> None:
+    domains = {
+        spec.parent.name for spec in library_specs() for pair in FLOWS for name in pair if _env_name(spec) == name
+    }
+    assert len(domains) >= 5, domains
+
+
+@pytest.mark.parametrize("pair", SPURIOUS)
+def test_a_customer_shares_no_value_with_staff_by_format_alone(
+    flows: dict[tuple[str, str], list[str]], pair: tuple[str, str]
+) -> None:
+    assert pair not in flows, flows[pair]
+
+
+def _env_name(spec: Path) -> str:
+    """The environment a spec declares, from its header line (cheaper than analysing)."""
+    for line in spec.read_text(encoding="utf-8").splitlines():
+        if line.startswith("environment "):
+            return line.removeprefix("environment ").rstrip(":").strip()
+    return ""
