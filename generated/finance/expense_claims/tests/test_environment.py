@@ -74,7 +74,7 @@ def expect_error(env: Environment, kind: str, text: str, tool: str, args: dict[s
 def run_data_is_consistent(env: Recorder) -> None:
     """Claims point at real employees, statuses agree with histories, the legacy import is the one oddity."""
     state: Any = env.view()  # live, and untyped so each assert reads afresh
-    assert len(env.invoke("find_employees", {})) == 40 and len(state["claims"]) >= 40
+    assert len(env.invoke("find_employees", {})) == 73 and len(state["claims"]) >= 40
     assert all(env._department_of(c["employee_id"]) != "" for c in state["claims"].values())
     assert all(
         c["payment_reference"] is not None and c["paid_at"] is not None
