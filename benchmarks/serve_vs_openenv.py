@@ -277,7 +277,9 @@ def main() -> None:
     import openenv.core
 
     print(f"# {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores")
-    print(f"# openenv-core {getattr(openenv.core, '__version__', '0.3.0')}; generated/it_operations/ticketing `{SCENARIO}`")
+    print(
+        f"# openenv-core {getattr(openenv.core, '__version__', '0.3.0')}; generated/it_operations/ticketing `{SCENARIO}`"
+    )
     print(f"# load average before: {load_average()}; {options.rounds} rounds of {options.seconds:g} s, medians")
     header = f"{'clients':>7}  {'envc steps/s':>12}  {'OpenEnv steps/s':>15}  {'ratio':>5}"
     header += f"  {'server CPU µs/step envc':>23}  {'OpenEnv':>7}  {'client CPU µs/step envc':>23}  {'OpenEnv':>7}"
