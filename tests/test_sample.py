@@ -150,9 +150,11 @@ def test_random_seeds_give_chains_that_replay(seed: int, spec: Path, library: di
 
 
 def test_cross_environment_chains_over_three_envs(library: dict[str, SampleEnv], tmp_path: Path) -> None:
-    envs = {n: library[n] for n in ("job_matching", "team_calendar", "support_triage")}
+    envs = {n: library[n] for n in ("hr_leave_payroll", "team_calendar", "expense_claims")}
     rows = _sample(envs, chains=40, seed=5, envs=(3, 3), max_len=3)
-    assert len(rows) == 40
+    # Three environments that a flow joins in sequence (payroll's staff -> their calendar ->
+    # their expense claims) are fewer than the tries: most, not all, of 40 are found.
+    assert len(rows) >= 20
     packages = {n: e.package for n, e in envs.items()}
     for row in rows:
         assert sorted(row["envs"]) == sorted(envs) and len(set(row["envs"])) == 3

@@ -46,9 +46,9 @@ def task_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def cross_task_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Tasks that span support_triage and team_calendar, which a person's name joins (tools
+    """Tasks that span shop_orders and support_triage, which the shop's customers join (tools
     named `env__tool`)."""
-    specs = [str(spec_path("calendar")), str(TRIAGE)]
+    specs = [str(spec_path("orders_returns")), str(TRIAGE)]
     return make_tasks(tmp_path_factory.mktemp("cross"), *specs, "-n", "2", "--envs", "2")
 
 
