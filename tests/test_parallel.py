@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 from llm.conftest import SPEC as LLM_SPEC
 from test_pipeline import BROKEN, COUNTER, snapshot
 
+from compiler.analyse.cache import CHECK_CACHE_SWITCH
 from compiler.build import parallel
 from compiler.cli import app as cli_module
 
@@ -82,6 +83,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (specs / "broken.envspec").write_text(BROKEN.replace("environment counter:", "environment broken:"))
     (specs / "shelf.envspec").write_text(LLM_SPEC, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(CHECK_CACHE_SWITCH, "0")  # every run analyses, on the workers asked for
     yield tmp_path
 
 
@@ -113,7 +115,8 @@ def test_check_prints_the_same_with_one_job_or_several(project: Path) -> None:
         assert "E3004" in one.output
 
 
-def test_check_of_the_shipped_specs_is_the_same_on_workers() -> None:
+def test_check_of_the_shipped_specs_is_the_same_on_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CHECK_CACHE_SWITCH, "0")
     # One domain's folder of the library (several specs, data files, two archetypes):
     # the whole library would only repeat the same comparison 80 more times.
     specs = str(ROOT / "specs" / "productivity")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -30,6 +30,9 @@ from compiler.cli.common import (
     write_atomically,
 )
 from compiler.diagnostics import Diagnostic, has_errors, to_json
+
+if TYPE_CHECKING:
+    from compiler.analyse.cache import Checked
 
 JOBS = click.option(
     "-j",
@@ -56,7 +59,6 @@ JOBS = click.option(
 def check(ctx: click.Context, files: tuple[Path, ...], fmt: str, emit_ir: bool, jobs: int | None) -> None:
     """Parse and analyse specs; directories mean every *.envspec below them."""
     from compiler.analyse import analyse_file
-    from compiler.build import parallel
 
     paths, diagnostics = expand_paths(files)
     if emit_ir and len(paths) != 1:
@@ -70,9 +72,9 @@ def check(ctx: click.Context, files: tuple[Path, ...], fmt: str, emit_ir: bool, 
         if result.environment is not None and not has_errors(result.diagnostics):
             environment_json = result.environment.model_dump_json(indent=2)
     else:
-        for found, texts in parallel.map_in_workers(_check_one, paths, _jobs(jobs), _lost_worker):
-            diagnostics.extend(found)
-            sources.update(texts)
+        for checked in _check_all(paths, _jobs(jobs)):
+            diagnostics.extend(checked.diagnostics)
+            sources.update(checked.sources)
     # With --emit-ir stdout carries only the IR, so diagnostics move to stderr. The text
     # summary follows the diagnostics on their stream, so `2>&1` never splits a line; with
     # --format json stdout holds only the JSON, and the summary goes to stderr.
@@ -95,12 +97,16 @@ def _summary(files: int, diagnostics: Sequence[Diagnostic]) -> str:
     return f"checked {plural(files, 'file')}: {plural(errors, 'error')}{tail}"
 
 
-def _check_one(path: Path) -> tuple[list[Diagnostic], dict[str, str]]:
-    """What `envc check` prints of one spec (in a worker process, when there are many)."""
-    from compiler.analyse import analyse_file
+def _check_all(paths: list[Path], jobs: int) -> list[Checked]:
+    """Each spec's outcome, in order: remembered ones read here, the others analysed in
+    workers (`compiler/analyse/cache.py`), so an unchanged library starts no worker."""
+    from compiler.analyse.cache import analyse_and_remember, recall
+    from compiler.build import parallel
 
-    result = analyse_file(path)
-    return result.diagnostics, result.sources
+    remembered = [recall(path) for path in paths]
+    stale = [path for path, checked in zip(paths, remembered, strict=True) if checked is None]
+    analysed = iter(parallel.map_in_workers(analyse_and_remember, stale, jobs, _lost_worker))
+    return [checked or next(analysed) for checked in remembered]
 
 
 def _jobs(jobs: int | None) -> int:

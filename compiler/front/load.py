@@ -52,6 +52,9 @@ class Loaded:
     sources: dict[str, str] = field(default_factory=dict)
     data_files: dict[str, DataFile] = field(default_factory=dict)
     """Keyed by `data_file_key(declaring spec, source)`."""
+    absent: set[str] = field(default_factory=set)
+    """Places looked at for a prototype and found empty: a file appearing there would be
+    loaded instead (`prototype_candidates`), so the result depends on their absence."""
 
 
 Rewrite = Callable[[str, str], str]
@@ -64,16 +67,18 @@ def load_file(path: Path, rewrite: Rewrite | None = None) -> Loaded:
     """Read, parse and merge the spec at `path` and what it extends."""
     sources: dict[str, str] = {}
     diagnostics: list[Diagnostic] = []
-    module = _load(path, sources, diagnostics, (), rewrite)
-    return _with_data_files(Loaded(module, diagnostics, sources))
+    absent: set[str] = set()
+    module = _load(path, sources, diagnostics, absent, (), rewrite)
+    return _with_data_files(Loaded(module, diagnostics, sources, absent=absent))
 
 
 def load_source(text: str, path: str) -> Loaded:
     """Spec text as if it were the file `path` (prototypes and world files resolve beside it)."""
     sources: dict[str, str] = {path: text}
     diagnostics: list[Diagnostic] = []
-    module = _parse_and_extend(text, Path(path), sources, diagnostics, ())
-    return _with_data_files(Loaded(module, diagnostics, sources))
+    absent: set[str] = set()
+    module = _parse_and_extend(text, Path(path), sources, diagnostics, absent, ())
+    return _with_data_files(Loaded(module, diagnostics, sources, absent=absent))
 
 
 def data_file_key(spec_file: str, source: str) -> str:
@@ -116,6 +121,7 @@ def _load(
     path: Path,
     sources: dict[str, str],
     diagnostics: list[Diagnostic],
+    absent: set[str],
     chain: tuple[str, ...],
     rewrite: Rewrite | None = None,
 ) -> ir.Module | None:
@@ -134,7 +140,7 @@ def _load(
     if rewrite is not None:
         text = rewrite(key, text)
     sources[key] = text
-    return _parse_and_extend(text, path, sources, diagnostics, chain, rewrite)
+    return _parse_and_extend(text, path, sources, diagnostics, absent, chain, rewrite)
 
 
 def _parse_and_extend(
@@ -142,6 +148,7 @@ def _parse_and_extend(
     path: Path,
     sources: dict[str, str],
     diagnostics: list[Diagnostic],
+    absent: set[str],
     chain: tuple[str, ...],
     rewrite: Rewrite | None = None,
 ) -> ir.Module | None:
@@ -173,7 +180,9 @@ def _parse_and_extend(
         _apply_describes(module, module, (), diagnostics)
         return module
     header = module.header
-    parent_path = _find_prototype(header.extends, path)
+    candidates = prototype_candidates(header.extends, path)
+    parent_path = _first_file(candidates)
+    absent.update(str(candidate) for candidate in candidates[: candidates.index(parent_path) if parent_path else None])
     if parent_path is None:
         diagnostics.append(
             Diagnostic("E0004", f"cannot find prototype `{header.extends}`", str(path), header.line, header.col)
@@ -184,7 +193,7 @@ def _parse_and_extend(
             Diagnostic("E2018", f"`{header.extends}` extends itself", str(path), header.line, header.col)
         )
         return None
-    parent = _load(parent_path, sources, diagnostics, (*chain, str(path.resolve())), rewrite)
+    parent = _load(parent_path, sources, diagnostics, absent, (*chain, str(path.resolve())), rewrite)
     if parent is None:
         if not any(d.path == str(parent_path) for d in diagnostics):
             diagnostics.append(
@@ -203,15 +212,20 @@ def prototypes_dir() -> Path:
 
 
 def _find_prototype(name: str, spec: Path) -> Path | None:
-    candidates = [
-        spec.parent / name,
-        spec.parent / "prototypes" / f"{name}.envspec",
-        prototypes_dir() / f"{name}.envspec",
-    ]
-    for candidate in candidates:
-        if ".." not in Path(name).parts and not Path(name).is_absolute() and candidate.is_file():
-            return candidate
-    return None
+    return _first_file(prototype_candidates(name, spec))
+
+
+def prototype_candidates(name: str, spec: Path) -> list[Path]:
+    """Where `extends NAME` is looked for, in order: beside the spec, in its `prototypes/`
+    folder, among the shipped prototypes. A name that climbs out (`..`) or is absolute
+    has none."""
+    if ".." in Path(name).parts or Path(name).is_absolute():
+        return []
+    return [spec.parent / name, spec.parent / "prototypes" / f"{name}.envspec", prototypes_dir() / f"{name}.envspec"]
+
+
+def _first_file(candidates: list[Path]) -> Path | None:
+    return next((candidate for candidate in candidates if candidate.is_file()), None)
 
 
 def _merge(parent: ir.Module, child: ir.Module, diagnostics: list[Diagnostic]) -> ir.Module:
