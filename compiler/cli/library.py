@@ -120,31 +120,83 @@ def profiles_command(output: Path | None) -> None:
     default=None,
     help="The JSON of kept counts (default: specs/library-tasks.json, which `show` reads).",
 )
-def tasks_command(count: int, seed: int, output: Path | None) -> None:
+@click.option(
+    "--env",
+    "only",
+    multiple=True,
+    metavar="NAME",
+    help="Measure only this environment (repeatable); the others keep their entries in the output file.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Environments measured at once, each in its own process (default: one per core).",
+)
+def tasks_command(count: int, seed: int, output: Path | None, only: tuple[str, ...], jobs: int | None) -> None:
     """Run `envc tasks` on every catalog environment and write the kept counts and quality measures."""
+    from compiler.build import parallel
+
     root = _root()
     rows = _rows_or_exit("tasks")
-    specs = [(env.name, project.specs_folder(root) / env.spec) for row in rows for env in row.environments if env.name]
-    measured: dict[str, Any] = {}
-    failed: dict[str, str] = {}
-    for number, (name, spec) in enumerate(specs, start=1):
-        started = time.perf_counter()
-        entry, problem = _measure(spec, count, seed, root)
-        took = time.perf_counter() - started
-        if entry is not None:
-            measured[name] = entry
-        if problem:
-            failed[name] = problem
-        shown = f"kept {entry['kept']}" if entry is not None else "failed"
-        click.echo(
-            f"[{number}/{len(specs)}] {name}: {shown} ({took:.1f}s){': ' + problem if problem else ''}", err=True
-        )
-    data = {"count": count, "seed": seed, "environments": measured, "failed": failed}
+    specs = {env.name: project.specs_folder(root) / env.spec for row in rows for env in row.environments if env.name}
+    unknown = sorted(set(only) - set(specs))
+    if unknown:
+        fail("library tasks", f"no catalog environment is called {', '.join(unknown)}")
     target = output if output is not None else library.tasks_path(root)
+    kept = _entries_kept(target, count, seed, set(only)) if only else {}
+    chosen = [(name, spec) for name, spec in specs.items() if not only or name in only]
+    measured, failed = _measure_all(chosen, count, seed, root, jobs or parallel.default_jobs())
+    data = {"count": count, "seed": seed, "environments": {**kept, **measured}, "failed": failed}
     write_or_exit(target, json.dumps(data, indent=2, sort_keys=True) + "\n", "library tasks")
     click.echo(f"wrote {target}: {plural(len(measured), 'environment')} measured, {len(failed)} failed", err=True)
     if failed:
         sys.exit(EXIT_ERRORS)
+
+
+def _entries_kept(target: Path, count: int, seed: int, only: set[str]) -> dict[str, Any]:
+    """The entries of an earlier run with the same `-n` and seed, but those measured again.
+    An output measured with other settings is not mixed in: that is an error."""
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        fail("library tasks", f"cannot read {target} to keep its other entries: {exc}")
+    if not isinstance(data, dict) or (data.get("count"), data.get("seed")) != (count, seed):
+        fail("library tasks", f"{target} was measured with other -n/--seed; measure every environment again (no --env)")
+    return {name: entry for name, entry in (data.get("environments") or {}).items() if name not in only}
+
+
+def _measure_all(
+    specs: list[tuple[str, Path]], count: int, seed: int, root: Path, jobs: int
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each environment's entry, `jobs` at a time (each `envc tasks` is its own process),
+    with a progress line as each finishes."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    measured: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_timed_measure, spec, count, seed, root): name for name, spec in specs}
+        for number, future in enumerate(as_completed(futures), start=1):
+            name = futures[future]
+            entry, problem, took = future.result()
+            if entry is not None:
+                measured[name] = entry
+            if problem:
+                failed[name] = problem
+            shown = f"kept {entry['kept']}" if entry is not None else "failed"
+            tail = f": {problem}" if problem else ""
+            click.echo(f"[{number}/{len(specs)}] {name}: {shown} ({took:.1f}s){tail}", err=True)
+    return measured, failed
+
+
+def _timed_measure(spec: Path, count: int, seed: int, root: Path) -> tuple[dict[str, Any] | None, str, float]:
+    started = time.perf_counter()
+    entry, problem = _measure(spec, count, seed, root)
+    return entry, problem, time.perf_counter() - started
 
 
 def _measure(spec: Path, count: int, seed: int, root: Path) -> tuple[dict[str, Any] | None, str]:

@@ -132,6 +132,38 @@ def test_library_tasks_measures_each_environment_and_show_reads_it(tmp_path: Pat
     assert "| transactional_workspace | 4/9 |" in line and line.endswith("| 5 |")
 
 
+def test_library_tasks_remeasures_only_the_environments_named(tmp_path: Path) -> None:
+    project = shelf_project(tmp_path)
+    (project / "specs" / "productivity").mkdir(parents=True)
+    for stem in ("ticketing", "calendar"):
+        shutil.copy(spec_path(stem), project / "specs" / "productivity" / f"{stem}.envspec")
+    (project / "specs" / "catalog.yaml").write_text(
+        "general:\n  productivity:\n    title: Productivity\n    scenarios:\n"
+        "      - name: help_desk\n        title: Help desk\n        description: A desk.\n"
+        "        specs: [productivity/ticketing.envspec]\n"
+        "      - name: calendar\n        title: Calendar\n        description: Rooms.\n"
+        "        specs: [productivity/calendar.envspec]\nclaw: {}\n",
+        encoding="utf-8",
+    )
+    measured_file = project / "specs" / "library-tasks.json"
+    done = envc(project, "library", "tasks", "-n", "3", "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(measured_file.read_text())["environments"]) == ["team_calendar", "ticketing"]
+    marked = json.loads(measured_file.read_text())
+    marked["environments"]["team_calendar"]["candidates"] = -7  # a value only the old entry holds
+    marked["environments"]["ticketing"]["candidates"] = -7
+    measured_file.write_text(json.dumps(marked))
+    again = envc(project, "library", "tasks", "-n", "3", "--env", "ticketing")
+    assert again.returncode == 0 and "[1/1] ticketing: kept 3" in again.stderr, again.stderr
+    after = json.loads(measured_file.read_text())["environments"]
+    assert after["team_calendar"]["candidates"] == -7 and after["ticketing"]["candidates"] > 0
+    unknown = envc(project, "library", "tasks", "-n", "3", "--env", "tickets")
+    assert unknown.returncode == 2 and "no catalog environment is called tickets" in unknown.stderr
+    other_seed = envc(project, "library", "tasks", "-n", "3", "--seed", "9", "--env", "ticketing")
+    assert other_seed.returncode == 2 and "other -n/--seed" in other_seed.stderr
+    assert json.loads(measured_file.read_text())["environments"] == after, "a refused run writes nothing"
+
+
 def test_compile_mirrors_the_specs_folder_and_skips_the_prototypes(tmp_path: Path) -> None:
     project = shelf_project(tmp_path, commerce__shelf="shelf", claw__files__desk="desk", top="top_shelf")
     (project / "specs" / "prototypes").mkdir()
