@@ -24,10 +24,11 @@ import click
 from starlette.types import ASGIApp
 
 from compiler.cli import common
+from compiler.cli.serving_options import no_limit, read_deadline_options
 from compiler.lower.agent_limits import CALL_TIMEOUT_S
 from compiler.project import SPEC_SUFFIX
 from compiler.serve import catalog
-from compiler.serve.deadlines import BODY_TIMEOUT, HEADER_TIMEOUT, BodyDeadline, server_config
+from compiler.serve.deadlines import BodyDeadline, server_config
 from compiler.serve.http import MAX_BODY_BYTES
 from compiler.serve.mcp import EPISODE_META_KEY, LocalBackend, mcp_asgi_app, serve_stdio
 from compiler.serve.tokens import BearerToken, is_loopback, token_from
@@ -110,10 +111,6 @@ async def serve_http(
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
-def _no_limit(value: float) -> float | None:
-    return None if value == 0 else value
-
-
 @click.command("mcp")
 @click.argument("target", metavar="PACKAGE_OR_SPEC", type=click.Path(path_type=Path))
 @click.option(
@@ -137,20 +134,7 @@ def _no_limit(value: float) -> float | None:
     default=None,
     help="HTTP: require `Authorization: Bearer $VAR` on every request (needed off loopback).",
 )
-@click.option(
-    "--header-timeout",
-    type=click.FloatRange(min=0),
-    default=HEADER_TIMEOUT,
-    show_default=True,
-    help="HTTP: seconds for a request's headers to arrive (0: no limit).",
-)
-@click.option(
-    "--body-timeout",
-    type=click.FloatRange(min=0),
-    default=BODY_TIMEOUT,
-    show_default=True,
-    help=f"HTTP: seconds for a request's body (at most {MAX_BODY_BYTES} bytes) to arrive (0: no limit).",
-)
+@read_deadline_options("HTTP: ")
 @click.option(
     "--call-timeout",
     type=click.FloatRange(min=0),
@@ -177,7 +161,7 @@ def mcp_command(
         fail(f"--token-env: {exc}")
     if transport == "http" and token is None and not is_loopback(host):
         fail(f"--host {host} is reachable from other machines: give --token-env VAR to guard the server")
-    backend, env = load_backend(target, scenario, episode_id, _no_limit(call_timeout))
+    backend, env = load_backend(target, scenario, episode_id, no_limit(call_timeout))
     start = scenario or "S0"
     if transport == "stdio":
         click.echo(f"envc mcp: {env.name} on stdio, episode {episode_id!r} from {start}", err=True)
@@ -194,7 +178,7 @@ def mcp_command(
         err=True,
     )
     try:
-        guards = HttpGuards(token, _no_limit(header_timeout), _no_limit(body_timeout))
+        guards = HttpGuards(token, no_limit(header_timeout), no_limit(body_timeout))
         anyio.run(serve_http, backend, env, host, sock, guards)
     except KeyboardInterrupt:
         pass  # uvicorn stopped on SIGINT and raised it again once it had shut down

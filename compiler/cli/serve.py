@@ -17,8 +17,8 @@ import click
 
 from compiler import project
 from compiler.cli.common import EXIT_ERRORS, fail, plural
+from compiler.cli.serving_options import no_limit, read_deadline_options
 from compiler.serve.catalog import CatalogError, load_catalog
-from compiler.serve.deadlines import BODY_TIMEOUT, HEADER_TIMEOUT
 from compiler.serve.journal import JournalError
 from compiler.serve.sessions import Limits, SessionManager
 from compiler.serve.tokens import is_loopback as is_loopback
@@ -29,10 +29,6 @@ UNGUARDED = (
     "no --trainer-token-env: the trainer's /sessions routes (create, score, reset, handles) "
     "are open to every process on this machine"
 )
-
-
-def _no_limit(value: float) -> float | None:
-    return None if value == 0 else value
 
 
 @click.command("serve")
@@ -67,20 +63,7 @@ def _no_limit(value: float) -> float | None:
     show_default=True,
     help="Seconds a tool call may take; past it the session is broken, an infrastructure error (0: no limit).",
 )
-@click.option(
-    "--header-timeout",
-    type=click.FloatRange(min=0),
-    default=HEADER_TIMEOUT,
-    show_default=True,
-    help="Seconds a request's headers may take to arrive; then 408 and the connection closes (0: no limit).",
-)
-@click.option(
-    "--body-timeout",
-    type=click.FloatRange(min=0),
-    default=BODY_TIMEOUT,
-    show_default=True,
-    help="Seconds a request's body may take to arrive once its headers are in; then 408 (0: no limit).",
-)
+@read_deadline_options()
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -160,7 +143,7 @@ def serve_command(
         catalog = load_catalog(paths, packages_dir or project.configured_output(root))
     except CatalogError as exc:
         fail("serve", str(exc))
-    limits = Limits(max_sessions, _no_limit(idle_timeout), _no_limit(call_timeout), max_agent_sessions)
+    limits = Limits(max_sessions, no_limit(idle_timeout), no_limit(call_timeout), max_agent_sessions)
     try:
         manager = SessionManager(catalog, limits, data_dir)
     except JournalError as exc:
@@ -173,7 +156,7 @@ def serve_command(
         host=host,
         trainer_token=token,
         reap_every=_reap_every(limits),
-        body_timeout=_no_limit(body_timeout),
+        body_timeout=no_limit(body_timeout),
     )
     listener = _listen(host, port)
     gc.freeze()  # the imported packages and restored sessions: full collections skip them (shorter pauses)
@@ -182,7 +165,7 @@ def serve_command(
     _announce(listener, manager, mount_mcp)
     config = server_config(
         app,
-        header_timeout=_no_limit(header_timeout),
+        header_timeout=no_limit(header_timeout),
         log_level="warning",
         ws_ping_interval=ws_ping_interval,
         ws_ping_timeout=ws_ping_timeout,
