@@ -1551,6 +1551,10 @@ class _Family:
         self.applied = delta
 
 
+def _add_days(text: str, days: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(days=days), text)
+
+
 def _add_hours(text: str, hours: int) -> str:
     return _format_like(_moment(text) + dt.timedelta(hours=hours), text)
 
@@ -3122,9 +3126,99 @@ def _solve_2(
     return _calls
 
 
+def _plan_3(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `joiner_under_the_department_head`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family joiner_under_the_department_head"
+    try:
+        _restore = _seed_draws(self, _seed)
+        full_name = cast(
+            "str",
+            self._random_choice(
+                ["Ana Silva", "Ben Ode", "Chen Wu", "Dia Ray", "Eli Moss", "Fox Lee"]
+            ),
+        )
+        roles: dict[str, str] = {
+            "Finance": "Financial Analyst",
+            "Sales": "Account Executive",
+            "Engineering": "Backend Engineer",
+            "People": "HR Advisor",
+            "Operations": "Logistics Coordinator",
+            "Customer Support": "Support Agent",
+            "IT": "Service Desk Analyst",
+        }
+        department = cast("str", self._random_choice(sorted(roles)))
+        title = roles[department]
+        head = self._department_head(department)
+        if head is None:
+            raise FamilyFailed("`require head is not None` failed")
+        manager_id = head["id"]
+        start_date = _add_days(state["clock"][:10], 7 * self._random_int(1, 8))
+        user_id = self._account_id_for(full_name)
+        apps = sorted(
+            [
+                a["id"]
+                for a in self._count_each(state["applications"].values())
+                if self._is_birthright(a, department)
+            ]
+        )
+        _values: dict[str, Any] = {
+            "full_name": to_json(full_name),
+            "roles": to_json(roles),
+            "department": to_json(department),
+            "title": to_json(title),
+            "head": to_json(head),
+            "manager_id": to_json(manager_id),
+            "start_date": to_json(start_date),
+            "user_id": to_json(user_id),
+            "apps": to_json(apps),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `joiner_under_the_department_head`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_3(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `joiner_under_the_department_head`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        full_name = conform(_values.get("full_name"), ("str",), "full_name")
+        department = conform(_values.get("department"), ("str",), "department")
+        title = conform(_values.get("title"), ("str",), "title")
+        manager_id = conform(_values.get("manager_id"), ("str",), "manager_id")
+        start_date = conform(_values.get("start_date"), ("date",), "start_date")
+        _solution_call(
+            self,
+            _calls,
+            "onboard_joiner",
+            {
+                "full_name": full_name,
+                "department": department,
+                "manager_id": manager_id,
+                "start_date": start_date,
+                "title": title,
+            },
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `joiner_under_the_department_head`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "manager_decision_by_role": Family(_as_session(_plan_0), _as_session(_solve_0)),
     "stale_accounts_in_a_department": Family(_as_session(_plan_1), _as_session(_solve_1)),
     "mover_still_on_old_access": Family(_as_session(_plan_2), _as_session(_solve_2)),
+    "joiner_under_the_department_head": Family(_as_session(_plan_3), _as_session(_solve_3)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

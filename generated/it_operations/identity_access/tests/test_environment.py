@@ -698,6 +698,24 @@ def test_family_mover_still_on_old_access() -> None:
     )
 
 
+def test_family_joiner_under_the_department_head() -> None:
+    """Family `joiner_under_the_department_head`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["joiner_under_the_department_head"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("monday_queue")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `joiner_under_the_department_head`: every seed's plan failed: {discarded}"
+    )
+
+
 # --------------------------------------------------------------------------- invariants
 
 SCENARIO_NAMES: list[str | None] = [None, *sorted(SCENARIOS)]
