@@ -158,24 +158,27 @@ def _param_meanings(
     for tool in env.tools:
         for param in tool.params:
             found = set(_source_of(param.values_from)) | keys.get((tool.name, param.name), frozenset())
+            sourced = param.values_from is not None
             looked_up = domains.get(tool.name, {}).get(param.name, [])
             for record, name in stored[tool.name].get(param.name, set()):
-                found |= _attribute(fields[(record, name)], record in entities)
+                found |= _attribute(fields[(record, name)], record in entities, sourced)
                 if record in entities and not looked_up:
                     owned.add((tool.name, param.name))
             for domain in looked_up:
                 record = containers.get(domain.container, "")
                 if domain.field and (record, domain.field) in fields:
-                    found |= _attribute(fields[(record, domain.field)], True)
+                    found |= _attribute(fields[(record, domain.field)], True, sourced)
             params[(tool.name, param.name)] = frozenset(found)
     return params, frozenset(owned)
 
 
-def _attribute(senses: frozenset[str], entity: bool) -> frozenset[str]:
+def _attribute(senses: frozenset[str], entity: bool, sourced: bool) -> frozenset[str]:
     """What a parameter stored into (or looked up among) a field takes of the field's
-    meanings: its source, and its identity when the record is an entity of the state (a
-    view only a result carries says nothing); not the keys other tools store there."""
-    return frozenset(s for s in senses if s.startswith(SOURCE) or (entity and s.startswith(FIELD)))
+    meanings: its source unless it declares its own (a joiner's `full_name from
+    new_joiners` is not any staff name though it becomes one), and its identity when the
+    record is an entity of the state (a view only a result carries says nothing); not
+    the keys other tools store there."""
+    return frozenset(s for s in senses if (s.startswith(SOURCE) and not sourced) or (entity and s.startswith(FIELD)))
 
 
 def _source_of(source: ir.SourceRef | None) -> frozenset[str]:

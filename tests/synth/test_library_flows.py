@@ -13,6 +13,7 @@ from shipped import library_specs
 from compiler import ir
 from compiler.analyse import analyse_file
 from compiler.synth import graph as g
+from compiler.synth import meaning
 
 FLOWS = {
     ("shop_orders", "support_triage"): "Customer.name -> open_conversation(customer) as shop_customers",
@@ -23,24 +24,43 @@ FLOWS = {
     ("event_ticketing", "email_inbox"): "Customer.email -> add_rule(sender) as contact_addresses",
     ("invoicing", "email_inbox"): "Client.email -> add_rule(sender) as contact_addresses",
     ("hotel_bookings", "email_inbox"): "Guest.email -> add_rule(sender) as contact_addresses",
+    ("job_matching", "identity_access"): "Hire.candidate -> onboard_joiner(full_name) as new_joiners",
 }
 """(from env, to env) -> the flow, as `meaning.Flow` prints it."""
 
 SPURIOUS = [("support_triage", "job_matching"), ("team_calendar", "support_triage"), ("support_triage", "shipments")]
 """Pairs a support order's customer or a calendar's owner joined only as `person_name`."""
 
+NOT_JOINERS = [
+    ("team_calendar", "identity_access"),
+    ("hr_leave_payroll", "identity_access"),
+    ("identity_access", "job_matching"),
+    ("job_matching", "team_calendar"),
+]
+"""A calendar's owner or an employee is no new starter, an account's hire date no
+placement's start, and a placement reaches the calendar only through its account."""
+
+HIRE = ("job_matching", "identity_access", "team_calendar")
+"""A hire gets an account, and the account a calendar."""
+
 
 @pytest.fixture(scope="module")
-def flows() -> dict[tuple[str, str], list[str]]:
-    """The env flows among the general library specs (Claw workspaces and ports aside)."""
-    envs: list[ir.Environment] = []
+def envs() -> dict[str, ir.Environment]:
+    """The general library specs (Claw workspaces and ports aside), by environment."""
+    found: dict[str, ir.Environment] = {}
     for spec in library_specs():
         if {"claw", "ports"} & set(spec.parts):
             continue
         env = analyse_file(spec).environment
         assert env is not None, spec
-        envs.append(env)
-    return {pair: [str(f) for f in found] for pair, found in g.env_flows(envs).items()}
+        found[env.header.name] = env
+    return found
+
+
+@pytest.fixture(scope="module")
+def flows(envs: dict[str, ir.Environment]) -> dict[tuple[str, str], list[str]]:
+    """The env flows among the general library specs."""
+    return {pair: [str(f) for f in found] for pair, found in g.env_flows(envs.values()).items()}
 
 
 @pytest.mark.parametrize("pair", sorted(FLOWS))
@@ -60,6 +80,40 @@ def test_a_customer_shares_no_value_with_staff_by_format_alone(
     flows: dict[tuple[str, str], list[str]], pair: tuple[str, str]
 ) -> None:
     assert pair not in flows, flows[pair]
+
+
+@pytest.mark.parametrize("pair", NOT_JOINERS)
+def test_a_joiner_is_onboarded_only_from_a_placement(
+    flows: dict[tuple[str, str], list[str]], pair: tuple[str, str]
+) -> None:
+    assert pair not in flows, flows[pair]
+
+
+def test_a_hire_reaches_the_calendar_through_the_new_account(
+    envs: dict[str, ir.Environment], flows: dict[tuple[str, str], list[str]]
+) -> None:
+    """The hire's name is a joiner's in the directory and an owner's in the calendar, and
+    the pools hold the same people, so the value carried on is one person."""
+    hired, onboarded, calendar = (envs[name].value_pools for name in HIRE)
+    assert FLOWS[HIRE[:2]] in flows[HIRE[:2]]
+    assert FLOWS[HIRE[1:]] in flows[HIRE[1:]]
+    assert hired["new_joiners"] == onboarded["new_joiners"]
+    assert set(hired["new_joiners"]) <= set(calendar["staff_names"])
+    carried_too = {
+        "Hire.role -> onboard_joiner(title) as joiner_titles",
+        "Hire.start_date -> onboard_joiner(start_date) as joiner_start_dates",
+    }
+    assert carried_too <= set(flows[HIRE[:2]])
+
+
+def test_a_declared_source_is_the_parameters_own(envs: dict[str, ir.Environment]) -> None:
+    """`onboard_joiner(full_name from new_joiners)` is stored into `User.name` (`from
+    staff_names`): it is that field, but not any staff name, so a calendar's owner or an
+    employee is not onboarded."""
+    env = envs[HIRE[1]]
+    senses = meaning.meanings(env, {name: fact.domains for name, fact in g.tool_facts(env).items()})
+    assert senses.param("onboard_joiner", "full_name") == {"source:new_joiners", "field:User.name"}
+    assert "source:staff_names" in senses.field("User", "name")
 
 
 def _env_name(spec: Path) -> str:

@@ -1059,6 +1059,11 @@ def _call_7(env: Environment, args: Any) -> Any:
 
 
 def _call_8(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `onboard_joiner`: arguments checked, result detached."""
+    return dict(env.onboard_joiner(**check_arguments(TOOL_SPECS["onboard_joiner"], args)))
+
+
+def _call_9(env: Environment, args: Any) -> Any:
     """`Environment.call` of `transfer_user`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("user_id")
@@ -1077,7 +1082,7 @@ def _call_8(env: Environment, args: Any) -> Any:
     return _json_Transfer(env.transfer_user(**check_arguments(TOOL_SPECS["transfer_user"], args)))
 
 
-def _call_9(env: Environment, args: Any) -> Any:
+def _call_10(env: Environment, args: Any) -> Any:
     """`Environment.call` of `offboard_user`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("user_id")
@@ -1086,7 +1091,7 @@ def _call_9(env: Environment, args: Any) -> Any:
     return dict(env.offboard_user(**check_arguments(TOOL_SPECS["offboard_user"], args)))
 
 
-def _call_10(env: Environment, args: Any) -> Any:
+def _call_11(env: Environment, args: Any) -> Any:
     """`Environment.call` of `suspend_stale_account`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("user_id")
@@ -1236,6 +1241,36 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         dict,
         _call_7,
     ),
+    "onboard_joiner": ToolSpec(
+        "onboard_joiner",
+        (
+            Param(
+                "full_name",
+                ("str",),
+                True,
+                (
+                    ("min_length", 3),
+                    ("max_length", 80),
+                ),
+            ),
+            Param("department", ("str",), True),
+            Param("manager_id", ("str",), True),
+            Param("start_date", ("date",), True),
+            Param(
+                "title",
+                ("str",),
+                True,
+                (
+                    ("min_length", 2),
+                    ("max_length", 80),
+                ),
+            ),
+        ),
+        frozenset({"applications", "clock", "grants", "next_grant_id", "users"}),
+        frozenset({"grants", "next_grant_id", "users"}),
+        dict,
+        _call_8,
+    ),
     "transfer_user": ToolSpec(
         "transfer_user",
         (
@@ -1246,7 +1281,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"applications", "clock", "grants", "next_grant_id", "users"}),
         frozenset({"grants", "next_grant_id", "users"}),
         _json_Transfer,
-        _call_8,
+        _call_9,
     ),
     "offboard_user": ToolSpec(
         "offboard_user",
@@ -1254,7 +1289,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"access_requests", "clock", "grants", "users"}),
         frozenset({"access_requests", "grants", "users"}),
         dict,
-        _call_9,
+        _call_10,
     ),
     "suspend_stale_account": ToolSpec(
         "suspend_stale_account",
@@ -1262,7 +1297,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"clock", "users"}),
         frozenset({"users"}),
         dict,
-        _call_10,
+        _call_11,
     ),
 }
 
@@ -1514,6 +1549,10 @@ class _Family:
             for entry in record:
                 _redo_entry(entry)
         self.applied = delta
+
+
+def _add_days(text: str, days: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(days=days), text)
 
 
 def _add_hours(text: str, hours: int) -> str:
@@ -1982,6 +2021,96 @@ class Environment:
         finally:
             self._undo.finish()
 
+    def onboard_joiner(
+        self, full_name: str, department: str, manager_id: str, start_date: str, title: str
+    ) -> User:
+        """Create the account of a new starter: an active user (id and e-mail from their name,
+        the office of their manager) in a department under a manager from that department,
+        with the department's birthright applications granted at their first role. Refused
+        for a department that does not exist, a name that already has a live account (a
+        joiner is onboarded once; find_users shows them), a manager who is not an active
+        member of the department, and a start date in the past.
+        """
+        state = self._state
+        self._undo.tool = "onboard_joiner"
+        try:
+            if department not in WORLD["departments"]:
+                raise DomainError(
+                    "invalid_argument",
+                    f"there is no department {department}",
+                    field="department",
+                    current=department,
+                    allowed=WORLD["departments"],
+                )
+            namesakes = sorted(
+                [
+                    u["id"]
+                    for u in self._count_each(state["users"].values())
+                    if u["name"].lower() == full_name.lower() and u["status"] != "deprovisioned"
+                ]
+            )
+            held = ", ".join(namesakes)
+            if len(namesakes) != 0:
+                raise DomainError(
+                    "already_exists",
+                    f"{full_name} already has an account ({held}); a joiner is onboarded once",
+                    entity=f"user {namesakes[0]}",
+                    field="full_name",
+                    current=namesakes,
+                )
+            if manager_id not in state["users"]:
+                raise DomainError(
+                    "not_found",
+                    f"user {manager_id} does not exist; the manager must be an active member of {department}",
+                    entity="user",
+                    field="manager_id",
+                    allowed=self._department_members(department),
+                )
+            manager = state["users"][manager_id]
+            if manager["id"] not in self._department_members(department):
+                raise DomainError(
+                    "conflict",
+                    f"{manager['name']} ({manager['id']}) is {manager['status']} in {manager['department']}; a joiner in {department} reports to an active member of {department}",
+                    entity=f"user {manager['id']}",
+                    field="manager_id",
+                    current=manager["department"],
+                    allowed=self._department_members(department),
+                )
+            if start_date < state["clock"][:10]:
+                raise DomainError(
+                    "invalid_argument",
+                    f"the start date {start_date} is in the past; today is {state['clock'][:10]}",
+                    field="start_date",
+                    current=start_date,
+                )
+            user_id = self._account_id_for(full_name)
+            user: User = {
+                "id": user_id,
+                "name": full_name,
+                "email": f"{user_id}@northbeam.co.uk",
+                "department": department,
+                "title": title,
+                "manager_id": manager["id"],
+                "office": manager["office"],
+                "status": "active",
+                "hired_on": start_date,
+                "leaving_on": None,
+                "last_sign_in": None,
+            }
+            self._undo.save(state["users"], user_id)
+            state["users"][user_id] = user
+            for app in self._count_each(
+                sorted(state["applications"].values(), key=lambda a: a["id"])
+            ):
+                if self._is_birthright(app, department):
+                    self._put_grant(user_id, app["id"], app["roles"][0], "birthright")
+            return user
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
+
     def transfer_user(self, user_id: str, department: str, manager_id: str) -> Transfer:
         """Move an active user to another department under a new manager: birthright access
         of the old department that the new one does not get is removed, the new
@@ -2384,6 +2513,41 @@ class Environment:
         return (
             user["status"] == "active"
             and self._days_since_sign_in(user) > WORLD["stale_after_days"]
+        )
+
+    def _account_id_for(self, full_name: str) -> str:
+        """A new account's id from the person's name as the directory writes them
+        (`maria.santos`), numbered when the name is taken (`daniel.murphy2`).
+        """
+        state = self._state
+        base = "".join(
+            [c for c in self._count_each(full_name.lower().replace(" ", ".")) if c != "'"]
+        )
+        if base not in state["users"]:
+            return base
+        number = 2
+        rounds = 0
+        while f"{base}{number}" in state["users"]:
+            rounds += 1
+            if rounds > 10000:
+                raise DomainError(
+                    "limit_exceeded",
+                    "the `while` loop at line 320 reached its bound of 10,000 rounds",
+                    limit=10000,
+                )
+            self._count_steps(1)
+            number += 1
+        return f"{base}{number}"
+
+    def _department_members(self, department: str) -> list[str]:
+        """The active people of a department, the ones a joiner there can report to."""
+        state = self._state
+        return sorted(
+            [
+                u["id"]
+                for u in self._count_each(state["users"].values())
+                if u["department"] == department and u["status"] == "active"
+            ]
         )
 
     def _manager_id_of(self, user: User) -> str:
@@ -2962,9 +3126,99 @@ def _solve_2(
     return _calls
 
 
+def _plan_3(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `joiner_under_the_department_head`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family joiner_under_the_department_head"
+    try:
+        _restore = _seed_draws(self, _seed)
+        full_name = cast(
+            "str",
+            self._random_choice(
+                ["Ana Silva", "Ben Ode", "Chen Wu", "Dia Ray", "Eli Moss", "Fox Lee"]
+            ),
+        )
+        roles: dict[str, str] = {
+            "Finance": "Financial Analyst",
+            "Sales": "Account Executive",
+            "Engineering": "Backend Engineer",
+            "People": "HR Advisor",
+            "Operations": "Logistics Coordinator",
+            "Customer Support": "Support Agent",
+            "IT": "Service Desk Analyst",
+        }
+        department = cast("str", self._random_choice(sorted(roles)))
+        title = roles[department]
+        head = self._department_head(department)
+        if head is None:
+            raise FamilyFailed("`require head is not None` failed")
+        manager_id = head["id"]
+        start_date = _add_days(state["clock"][:10], 7 * self._random_int(1, 8))
+        user_id = self._account_id_for(full_name)
+        apps = sorted(
+            [
+                a["id"]
+                for a in self._count_each(state["applications"].values())
+                if self._is_birthright(a, department)
+            ]
+        )
+        _values: dict[str, Any] = {
+            "full_name": to_json(full_name),
+            "roles": to_json(roles),
+            "department": to_json(department),
+            "title": to_json(title),
+            "head": to_json(head),
+            "manager_id": to_json(manager_id),
+            "start_date": to_json(start_date),
+            "user_id": to_json(user_id),
+            "apps": to_json(apps),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `joiner_under_the_department_head`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_3(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `joiner_under_the_department_head`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        full_name = conform(_values.get("full_name"), ("str",), "full_name")
+        department = conform(_values.get("department"), ("str",), "department")
+        title = conform(_values.get("title"), ("str",), "title")
+        manager_id = conform(_values.get("manager_id"), ("str",), "manager_id")
+        start_date = conform(_values.get("start_date"), ("date",), "start_date")
+        _solution_call(
+            self,
+            _calls,
+            "onboard_joiner",
+            {
+                "full_name": full_name,
+                "department": department,
+                "manager_id": manager_id,
+                "start_date": start_date,
+                "title": title,
+            },
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `joiner_under_the_department_head`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "manager_decision_by_role": Family(_as_session(_plan_0), _as_session(_solve_0)),
     "stale_accounts_in_a_department": Family(_as_session(_plan_1), _as_session(_solve_1)),
     "mover_still_on_old_access": Family(_as_session(_plan_2), _as_session(_solve_2)),
+    "joiner_under_the_department_head": Family(_as_session(_plan_3), _as_session(_solve_3)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -214,6 +214,35 @@ class TrlEnvironment:
         """
         return self._call("revoke_access", user_id=user_id, app_id=app_id)
 
+    def onboard_joiner(
+        self, *, full_name: str, department: str, manager_id: str, start_date: str, title: str
+    ) -> str:
+        """Create the account of a new starter: an active user (id and e-mail from their name,
+        the office of their manager) in a department under a manager from that department,
+        with the department's birthright applications granted at their first role. Refused
+        for a department that does not exist, a name that already has a live account (a
+        joiner is onboarded once; find_users shows them), a manager who is not an active
+        member of the department, and a start date in the past.
+
+                Args:
+                    full_name: The `full_name` argument. Rules: minLength 3; maxLength 80.
+                    department: The `department` argument.
+                    manager_id: The `manager_id` argument.
+                    start_date: The `start_date` argument. Rules: pattern "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"; format "date".
+                    title: The `title` argument. Rules: minLength 2; maxLength 80.
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call(
+            "onboard_joiner",
+            full_name=full_name,
+            department=department,
+            manager_id=manager_id,
+            start_date=start_date,
+            title=title,
+        )
+
     def transfer_user(self, *, user_id: str, department: str, manager_id: str) -> str:
         """Move an active user to another department under a new manager: birthright access
         of the old department that the new one does not get is removed, the new

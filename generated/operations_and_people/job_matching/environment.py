@@ -136,12 +136,30 @@ class JobPosting(TypedDict):
     seniority: str
 
 
+class Hire(TypedDict):
+    """An applicant hired for an opening from an accepted match: the candidate's full name
+    (for the accounts and calendars that onboard them), the role and the first day.
+    """
+
+    id: int
+    candidate_id: str
+    opening_id: str
+    pool_id: str
+    match_id: int
+    candidate: str
+    role: str
+    start_date: str
+    hired_at: str
+
+
 class State(TypedDict):
     """The whole mutable state of one session; `DEFAULT_STATE` is S0."""
 
     pools: dict[str, HiringPool]
     match_records: dict[int, Match]
     next_match_id: int
+    hires: dict[int, Hire]
+    next_hire_id: int
     audit_log: list[AuditEntry]
     clock: str
     rng_state: int
@@ -339,6 +357,17 @@ RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
         ("remote", ("bool",), True, None),
         ("seniority", ("str",), True, None),
     ),
+    "Hire": (
+        ("id", ("int",), True, None),
+        ("candidate_id", ("str",), True, None),
+        ("opening_id", ("str",), True, None),
+        ("pool_id", ("str",), True, None),
+        ("match_id", ("int",), True, None),
+        ("candidate", ("str",), True, None),
+        ("role", ("str",), True, None),
+        ("start_date", ("date",), True, None),
+        ("hired_at", ("datetime",), True, None),
+    ),
 }
 """Per record: (field, kind, required, default) for validating data from outside."""
 
@@ -346,6 +375,8 @@ STATE_KINDS: Final[dict[str, Kind]] = {
     "pools": ("map", ("str",), ("record", "HiringPool")),
     "match_records": ("map", ("int",), ("record", "Match")),
     "next_match_id": ("int",),
+    "hires": ("map", ("int",), ("record", "Hire")),
+    "next_hire_id": ("int",),
     "audit_log": ("list", ("record", "AuditEntry")),
     "clock": ("datetime",),
     "rng_state": ("int",),
@@ -782,6 +813,10 @@ def _copy_Match(value: Match) -> Match:
     }
 
 
+def _copy_Hire(value: Hire) -> Hire:
+    return value.copy()
+
+
 def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
     """The state as detached JSON, generated from its types like `copy_state`; private
     fields (`_name`) only with `private`, for saving: the public view leaves them out."""
@@ -833,6 +868,8 @@ def state_to_json(state: State, private: bool = False) -> dict[str, Any]:
             for k0, v0 in state["match_records"].items()
         },
         "next_match_id": state["next_match_id"],
+        "hires": {str(k0): dict(v0) for k0, v0 in state["hires"].items()},
+        "next_hire_id": state["next_hire_id"],
         "audit_log": [dict(v0) for v0 in state["audit_log"]],
         "clock": state["clock"],
         "rng_state": state["rng_state"],
@@ -845,6 +882,8 @@ def copy_state(state: State) -> State:
         "pools": {k0: _copy_HiringPool(a) for k0, a in state["pools"].items()},
         "match_records": {k0: _copy_Match(a) for k0, a in state["match_records"].items()},
         "next_match_id": state["next_match_id"],
+        "hires": {k0: _copy_Hire(a) for k0, a in state["hires"].items()},
+        "next_hire_id": state["next_hire_id"],
         "audit_log": [_copy_AuditEntry(a) for a in state["audit_log"]],
         "clock": state["clock"],
         "rng_state": state["rng_state"],
@@ -857,6 +896,8 @@ DEFAULT_STATE: Final[State] = {
     "pools": {},
     "match_records": {},
     "next_match_id": 1,
+    "hires": {},
+    "next_hire_id": 1,
     "audit_log": [],
     "clock": "2025-05-12T09:30:00",
     "rng_state": 0,
@@ -1803,6 +1844,11 @@ def _call_11(env: Environment, args: Any) -> Any:
 
 
 def _call_12(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `hire_applicant`: arguments checked, result detached."""
+    return dict(env.hire_applicant(**check_arguments(TOOL_SPECS["hire_applicant"], args)))
+
+
+def _call_13(env: Environment, args: Any) -> Any:
     """`Environment.call` of `import_resume`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("pool_id")
@@ -1812,7 +1858,7 @@ def _call_12(env: Environment, args: Any) -> Any:
     return _json_PoolMember(env.import_resume(**check_arguments(TOOL_SPECS["import_resume"], args)))
 
 
-def _call_13(env: Environment, args: Any) -> Any:
+def _call_14(env: Environment, args: Any) -> Any:
     """`Environment.call` of `post_opening`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("pool_id")
@@ -2083,6 +2129,18 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         _json_list_Match,
         _call_11,
     ),
+    "hire_applicant": ToolSpec(
+        "hire_applicant",
+        (
+            Param("candidate_id", ("str",), True),
+            Param("opening_id", ("str",), True),
+            Param("start_date", ("date",), True),
+        ),
+        frozenset({"audit_log", "clock", "hires", "match_records", "next_hire_id", "pools"}),
+        frozenset({"audit_log", "hires", "next_hire_id"}),
+        dict,
+        _call_12,
+    ),
     "import_resume": ToolSpec(
         "import_resume",
         (
@@ -2092,7 +2150,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "pools"}),
         frozenset({"audit_log", "pools"}),
         _json_PoolMember,
-        _call_12,
+        _call_13,
     ),
     "post_opening": ToolSpec(
         "post_opening",
@@ -2103,7 +2161,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "pools"}),
         frozenset({"audit_log", "pools"}),
         _json_PoolMember,
-        _call_13,
+        _call_14,
     ),
 }
 
@@ -3237,6 +3295,106 @@ class Environment:
         ]
         return sorted(found, key=lambda m: m["id"])
 
+    def hire_applicant(self, candidate_id: str, opening_id: str, start_date: str) -> Hire:
+        """Hire an applicant for an opening once the offer on their match is accepted: the
+        opening is filled and the placement is handed to the client's IT and team for
+        onboarding.
+        """
+        state = self._state
+        self._undo.tool = "hire_applicant"
+        try:
+            pairs = sorted(
+                [
+                    m
+                    for m in self._count_each(state["match_records"].values())
+                    if m["supply_id"] == candidate_id and m["demand_id"] == opening_id
+                ],
+                key=lambda m: m["id"],
+            )
+            if len(pairs) <= 0:
+                raise DomainError(
+                    "not_found",
+                    f"applicant {candidate_id} was never shortlisted for opening {opening_id}; run_shortlist first, then accept the match",
+                    entity="match",
+                    field="opening_id",
+                    allowed=self._offered_openings(candidate_id),
+                )
+            offer = pairs[0]
+            if offer["status"] != "accepted":
+                raise DomainError(
+                    "invalid_state",
+                    f"match {offer['id']} of applicant {candidate_id} for opening {opening_id} is {offer['status']}; only an accepted offer becomes a hire (accept_match first)",
+                    entity=f"match {offer['id']}",
+                    field="opening_id",
+                    current=offer["status"],
+                    allowed=self._offered_openings(candidate_id),
+                )
+            earlier = self._hire_of_applicant(candidate_id)
+            if earlier is not None:
+                raise DomainError(
+                    "already_exists",
+                    f"applicant {candidate_id} was already hired for opening {earlier['opening_id']} on {earlier['hired_at']}",
+                    entity=f"hire {earlier['id']}",
+                    field="candidate_id",
+                    current=earlier["opening_id"],
+                )
+            filled = self._hire_of_opening(opening_id)
+            if filled is not None:
+                raise DomainError(
+                    "conflict",
+                    f"opening {opening_id} was already filled by {filled['candidate']} ({filled['candidate_id']}); hire for another opening",
+                    entity=f"hire {filled['id']}",
+                    field="opening_id",
+                    current=filled["candidate_id"],
+                    allowed=[
+                        o
+                        for o in self._count_each(self._offered_openings(candidate_id))
+                        if self._hire_of_opening(o) is None
+                    ],
+                )
+            if start_date < state["clock"][:10]:
+                raise DomainError(
+                    "invalid_argument",
+                    f"the start date {start_date} is in the past; today is {state['clock'][:10]}",
+                    field="start_date",
+                    current=start_date,
+                )
+            pool = (
+                state["pools"][offer["pool_id"]]
+                if offer["pool_id"] in state["pools"]
+                else _not_found("pools", offer["pool_id"], "")
+            )
+            hire: Hire = {
+                "id": state["next_hire_id"],
+                "candidate_id": candidate_id,
+                "opening_id": opening_id,
+                "pool_id": pool["id"],
+                "match_id": offer["id"],
+                "candidate": (
+                    pool["supply"][candidate_id]
+                    if candidate_id in pool["supply"]
+                    else _not_found("supply", candidate_id, "candidate_id")
+                )["name"],
+                "role": (
+                    pool["demand"][opening_id]
+                    if opening_id in pool["demand"]
+                    else _not_found("demand", opening_id, "opening_id")
+                )["name"],
+                "start_date": start_date,
+                "hired_at": state["clock"],
+            }
+            self._undo.save(state["hires"], hire["id"])
+            state["hires"][hire["id"]] = hire
+            self._undo.save(state, "next_hire_id")
+            state["next_hire_id"] += 1
+            self._audit("hire_applicant", f"pool {pool['id']}", f"{candidate_id} -> {opening_id}")
+            return hire
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
+
     def import_resume(self, pool_id: str, resume_id: str) -> PoolMember:
         """Add an applicant from the resume bank to a pool (id = resume id)."""
         self._undo.tool = "import_resume"
@@ -3541,6 +3699,35 @@ class Environment:
         self._undo.save(m, "decided_at")
         m["decided_at"] = state["clock"]
         return m
+
+    def _hire_of_applicant(self, candidate_id: str) -> Hire | None:
+        """Helper `hire_of_applicant`."""
+        state = self._state
+        found: list[Hire] = [
+            h
+            for h in self._count_each(state["hires"].values())
+            if h["candidate_id"] == candidate_id
+        ]
+        return found[0] if len(found) > 0 else None
+
+    def _hire_of_opening(self, opening_id: str) -> Hire | None:
+        """Helper `hire_of_opening`."""
+        state = self._state
+        found: list[Hire] = [
+            h for h in self._count_each(state["hires"].values()) if h["opening_id"] == opening_id
+        ]
+        return found[0] if len(found) > 0 else None
+
+    def _offered_openings(self, candidate_id: str) -> list[str]:
+        """The openings an applicant holds an accepted offer for, the ones they can be hired into."""
+        state = self._state
+        return sorted(
+            [
+                m["demand_id"]
+                for m in self._count_each(state["match_records"].values())
+                if m["supply_id"] == candidate_id and m["status"] == "accepted"
+            ]
+        )
 
     def _resume_attributes(self, resume: Resume) -> dict[str, Any]:
         """The attribute vocabulary both sides share."""

@@ -284,6 +284,26 @@ class TrlEnvironment:
             min_score=min_score,
         )
 
+    def hire_applicant(self, *, candidate_id: str, opening_id: str, start_date: str) -> str:
+        """Hire an applicant for an opening once the offer on their match is accepted: the
+        opening is filled and the placement is handed to the client's IT and team for
+        onboarding.
+
+                Args:
+                    candidate_id: The applicant's candidate id (their resume id).
+                    opening_id: The opening's candidate id (its job code).
+                    start_date: The first working day. Rules: pattern "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"; format "date".
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call(
+            "hire_applicant",
+            candidate_id=candidate_id,
+            opening_id=opening_id,
+            start_date=start_date,
+        )
+
     def import_resume(self, *, pool_id: str, resume_id: str) -> str:
         """Add an applicant from the resume bank to a pool (id = resume id).
 

@@ -473,6 +473,138 @@ def test_the_review_month_makes_more_accounts_stale() -> None:
     run_the_review_month_makes_more_accounts_stale(Recorder("access_review"))
 
 
+def run_a_joiner_gets_an_account_and_birthright_access(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    joiner = env.invoke(
+        "onboard_joiner",
+        {
+            "full_name": "Dia Ray",
+            "department": "Engineering",
+            "manager_id": "anika.bose",
+            "start_date": "2025-04-14",
+            "title": "Site Reliability Engineer",
+        },
+    )
+    assert joiner["id"] == "dia.ray" and joiner["email"] == "dia.ray@northbeam.co.uk"
+    assert (
+        joiner["status"] == "active"
+        and joiner["office"] == "Rotterdam"
+        and joiner["hired_on"] == "2025-04-14"
+    )
+    assert [g["app_id"] for g in env.invoke("list_access", {"user_id": "dia.ray"})] == [
+        "github",
+        "google_workspace",
+        "jira",
+        "slack",
+    ]
+    assert [
+        g["role"] for g in env.invoke("list_access", {"user_id": "dia.ray", "app_id": "github"})
+    ] == ["read"]
+    assert [u["id"] for u in env.invoke("find_users", {"name": "dia ray"})] == ["dia.ray"]
+    expect_error(
+        env,
+        "already_exists",
+        "already has an account",
+        "onboard_joiner",
+        {
+            "full_name": "Dia Ray",
+            "department": "Engineering",
+            "manager_id": "anika.bose",
+            "start_date": "2025-04-14",
+            "title": "Site Reliability Engineer",
+        },
+    )
+    expect_error(
+        env,
+        "invalid_argument",
+        "no department Legal",
+        "onboard_joiner",
+        {
+            "full_name": "Ana Silva",
+            "department": "Legal",
+            "manager_id": "anika.bose",
+            "start_date": "2025-04-14",
+            "title": "Counsel",
+        },
+    )
+    expect_error(
+        env,
+        "conflict",
+        "reports to an active member of Finance",
+        "onboard_joiner",
+        {
+            "full_name": "Ana Silva",
+            "department": "Finance",
+            "manager_id": "anika.bose",
+            "start_date": "2025-04-14",
+            "title": "Financial Analyst",
+        },
+    )
+    expect_error(
+        env,
+        "not_found",
+        "user nobody",
+        "onboard_joiner",
+        {
+            "full_name": "Ana Silva",
+            "department": "Finance",
+            "manager_id": "nobody",
+            "start_date": "2025-04-14",
+            "title": "Financial Analyst",
+        },
+    )
+    expect_error(
+        env,
+        "invalid_argument",
+        "in the past",
+        "onboard_joiner",
+        {
+            "full_name": "Ana Silva",
+            "department": "Finance",
+            "manager_id": "helen.marsh",
+            "start_date": "2025-04-01",
+            "title": "Financial Analyst",
+        },
+    )
+    assert "ana.silva" not in state["users"]
+    del state
+
+
+def test_a_joiner_gets_an_account_and_birthright_access() -> None:
+    run_a_joiner_gets_an_account_and_birthright_access(Recorder("monday_queue"))
+
+
+def run_a_joiner_sharing_a_name_gets_a_numbered_id(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    expect_error(
+        env, "invalid_state", "deprovisioned", "offboard_user", {"user_id": "chloe.dubois"}
+    )
+    again = env.invoke(
+        "onboard_joiner",
+        {
+            "full_name": "Chloe Dubois",
+            "department": "Sales",
+            "manager_id": "rafael.ortiz",
+            "start_date": "2025-04-07",
+            "title": "Account Executive",
+        },
+    )
+    assert (
+        again["id"] == "chloe.dubois2"
+        and state["users"]["chloe.dubois"]["status"] == "deprovisioned"
+    )
+    assert [g["app_id"] for g in env.invoke("list_access", {"user_id": "chloe.dubois2"})] == [
+        "google_workspace",
+        "salesforce",
+        "slack",
+    ]
+    del state
+
+
+def test_a_joiner_sharing_a_name_gets_a_numbered_id() -> None:
+    run_a_joiner_sharing_a_name_gets_a_numbered_id(Recorder("monday_queue"))
+
+
 SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "the_seeded_directory_hangs_together": (
         "monday_queue",
@@ -500,6 +632,14 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "the_review_month_makes_more_accounts_stale": (
         "access_review",
         run_the_review_month_makes_more_accounts_stale,
+    ),
+    "a_joiner_gets_an_account_and_birthright_access": (
+        "monday_queue",
+        run_a_joiner_gets_an_account_and_birthright_access,
+    ),
+    "a_joiner_sharing_a_name_gets_a_numbered_id": (
+        "monday_queue",
+        run_a_joiner_sharing_a_name_gets_a_numbered_id,
     ),
 }
 
@@ -558,6 +698,24 @@ def test_family_mover_still_on_old_access() -> None:
     )
 
 
+def test_family_joiner_under_the_department_head() -> None:
+    """Family `joiner_under_the_department_head`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["joiner_under_the_department_head"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("monday_queue")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `joiner_under_the_department_head`: every seed's plan failed: {discarded}"
+    )
+
+
 # --------------------------------------------------------------------------- invariants
 
 SCENARIO_NAMES: list[str | None] = [None, *sorted(SCENARIOS)]
@@ -576,6 +734,13 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "approve_request": {"request_id": "sample", "approver_id": "sample"},
     "reject_request": {"request_id": "sample", "approver_id": "sample", "reason": "sample"},
     "revoke_access": {"user_id": "sample", "app_id": "sample"},
+    "onboard_joiner": {
+        "full_name": "sample",
+        "department": "sample",
+        "manager_id": "sample",
+        "start_date": "2025-04-07",
+        "title": "sample",
+    },
     "transfer_user": {"user_id": "sample", "department": "sample", "manager_id": "sample"},
     "offboard_user": {"user_id": "sample"},
     "suspend_stale_account": {"user_id": "sample"},
@@ -733,6 +898,162 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("revoke_access", "missing app_id", {"user_id": "sample"}),
     ("revoke_access", "app_id of the wrong type", {"user_id": "sample", "app_id": 12345}),
     (
+        "onboard_joiner",
+        "unknown parameter",
+        {
+            "full_name": "sample",
+            "department": "sample",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": "sample",
+            "unexpected_parameter": 1,
+        },
+    ),
+    (
+        "onboard_joiner",
+        "missing full_name",
+        {
+            "department": "sample",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": "sample",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "full_name of the wrong type",
+        {
+            "full_name": 12345,
+            "department": "sample",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": "sample",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "full_name too short",
+        {
+            "full_name": "xx",
+            "department": "sample",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": "sample",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "full_name too long",
+        {
+            "full_name": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "department": "sample",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": "sample",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "missing department",
+        {
+            "full_name": "sample",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": "sample",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "department of the wrong type",
+        {
+            "full_name": "sample",
+            "department": 12345,
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": "sample",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "missing manager_id",
+        {
+            "full_name": "sample",
+            "department": "sample",
+            "start_date": "2025-04-07",
+            "title": "sample",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "manager_id of the wrong type",
+        {
+            "full_name": "sample",
+            "department": "sample",
+            "manager_id": 12345,
+            "start_date": "2025-04-07",
+            "title": "sample",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "missing start_date",
+        {"full_name": "sample", "department": "sample", "manager_id": "sample", "title": "sample"},
+    ),
+    (
+        "onboard_joiner",
+        "start_date of the wrong type",
+        {
+            "full_name": "sample",
+            "department": "sample",
+            "manager_id": "sample",
+            "start_date": 12345,
+            "title": "sample",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "missing title",
+        {
+            "full_name": "sample",
+            "department": "sample",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "title of the wrong type",
+        {
+            "full_name": "sample",
+            "department": "sample",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": 12345,
+        },
+    ),
+    (
+        "onboard_joiner",
+        "title too short",
+        {
+            "full_name": "sample",
+            "department": "sample",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": "x",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "title too long",
+        {
+            "full_name": "sample",
+            "department": "sample",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        },
+    ),
+    (
         "transfer_user",
         "unknown parameter",
         {
@@ -873,6 +1194,28 @@ MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
         "revoke_access",
         "app_id = '__no_such_key__', a key no state has",
         {"user_id": "sample", "app_id": "__no_such_key__"},
+    ),
+    (
+        "onboard_joiner",
+        "department = '__no_such_key__', a key no state has",
+        {
+            "full_name": "sample",
+            "department": "__no_such_key__",
+            "manager_id": "sample",
+            "start_date": "2025-04-07",
+            "title": "sample",
+        },
+    ),
+    (
+        "onboard_joiner",
+        "manager_id = '__no_such_key__', a key no state has",
+        {
+            "full_name": "sample",
+            "department": "sample",
+            "manager_id": "__no_such_key__",
+            "start_date": "2025-04-07",
+            "title": "sample",
+        },
     ),
     (
         "transfer_user",

@@ -609,6 +609,70 @@ def test_listing_and_reranking() -> None:
     run_listing_and_reranking(Recorder("spring_hiring"))
 
 
+def run_hiring_from_an_accepted_offer(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    expect_error(
+        env,
+        "invalid_state",
+        "only an accepted offer",
+        "hire_applicant",
+        {"candidate_id": "r-ana", "opening_id": "j-backend", "start_date": "2025-06-02"},
+    )
+    expect_error(
+        env,
+        "not_found",
+        "never shortlisted",
+        "hire_applicant",
+        {"candidate_id": "r-eli", "opening_id": "j-backend", "start_date": "2025-06-02"},
+    )
+    expect_error(
+        env,
+        "invalid_argument",
+        "in the past",
+        "hire_applicant",
+        {"candidate_id": "r-dia", "opening_id": "j-sre", "start_date": "2025-05-01"},
+    )
+    hire = env.invoke(
+        "hire_applicant",
+        {"candidate_id": "r-dia", "opening_id": "j-sre", "start_date": "2025-06-02"},
+    )
+    assert hire["candidate"] == "Dia Ray" and hire["role"] == "Site Reliability Engineer"
+    assert (
+        hire["match_id"] == 6
+        and hire["pool_id"] == "engineering"
+        and hire["hired_at"] == "2025-05-12T09:30:00"
+    )
+    expect_error(
+        env,
+        "already_exists",
+        "already hired",
+        "hire_applicant",
+        {"candidate_id": "r-dia", "opening_id": "j-sre", "start_date": "2025-06-02"},
+    )
+    env.invoke("accept_match", {"match_id": 7, "on_behalf_of": "demand"})
+    expect_error(
+        env,
+        "conflict",
+        "already filled by Dia Ray",
+        "hire_applicant",
+        {"candidate_id": "r-ana", "opening_id": "j-sre", "start_date": "2025-06-02"},
+    )
+    env.invoke("accept_match", {"match_id": 1, "on_behalf_of": "demand"})
+    assert (
+        env.invoke(
+            "hire_applicant",
+            {"candidate_id": "r-ana", "opening_id": "j-backend", "start_date": "2025-06-16"},
+        )["candidate"]
+        == "Ana Silva"
+    )
+    assert [h["opening_id"] for h in state["hires"].values()] == ["j-sre", "j-backend"]
+    del state
+
+
+def test_hiring_from_an_accepted_offer() -> None:
+    run_hiring_from_an_accepted_offer(Recorder("offers_week"))
+
+
 SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "create_pool_validates_criteria": (None, run_create_pool_validates_criteria),
     "numeric_proximity_by_absolute_distance": (None, run_numeric_proximity_by_absolute_distance),
@@ -621,6 +685,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "offers_are_final": ("two_pools", run_offers_are_final),
     "pools_do_not_see_each_other": ("two_pools", run_pools_do_not_see_each_other),
     "listing_and_reranking": ("spring_hiring", run_listing_and_reranking),
+    "hiring_from_an_accepted_offer": ("offers_week", run_hiring_from_an_accepted_offer),
 }
 
 
@@ -720,6 +785,11 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "accept_match": {"match_id": 1, "on_behalf_of": "supply"},
     "reject_match": {"match_id": 1, "on_behalf_of": "supply"},
     "list_matches": {},
+    "hire_applicant": {
+        "candidate_id": "sample",
+        "opening_id": "sample",
+        "start_date": "2025-05-12",
+    },
     "import_resume": {"pool_id": "sample", "resume_id": "sample"},
     "post_opening": {"pool_id": "sample", "job_code": "sample"},
 }
@@ -1069,6 +1139,42 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("list_matches", "min_score below min", {"min_score": -1.0}),
     ("list_matches", "min_score above max", {"min_score": 101.0}),
     (
+        "hire_applicant",
+        "unknown parameter",
+        {
+            "candidate_id": "sample",
+            "opening_id": "sample",
+            "start_date": "2025-05-12",
+            "unexpected_parameter": 1,
+        },
+    ),
+    (
+        "hire_applicant",
+        "missing candidate_id",
+        {"opening_id": "sample", "start_date": "2025-05-12"},
+    ),
+    (
+        "hire_applicant",
+        "candidate_id of the wrong type",
+        {"candidate_id": 12345, "opening_id": "sample", "start_date": "2025-05-12"},
+    ),
+    (
+        "hire_applicant",
+        "missing opening_id",
+        {"candidate_id": "sample", "start_date": "2025-05-12"},
+    ),
+    (
+        "hire_applicant",
+        "opening_id of the wrong type",
+        {"candidate_id": "sample", "opening_id": 12345, "start_date": "2025-05-12"},
+    ),
+    ("hire_applicant", "missing start_date", {"candidate_id": "sample", "opening_id": "sample"}),
+    (
+        "hire_applicant",
+        "start_date of the wrong type",
+        {"candidate_id": "sample", "opening_id": "sample", "start_date": 12345},
+    ),
+    (
         "import_resume",
         "unknown parameter",
         {"pool_id": "sample", "resume_id": "sample", "unexpected_parameter": 1},
@@ -1210,6 +1316,16 @@ MISSING_KEYS: list[tuple[str, str, dict[str, Any]]] = [
         "list_matches",
         "demand_id = '__no_such_key__', a key no state has",
         {"demand_id": "__no_such_key__"},
+    ),
+    (
+        "hire_applicant",
+        "candidate_id = '__no_such_key__', a key no state has",
+        {"candidate_id": "__no_such_key__", "opening_id": "sample", "start_date": "2025-05-12"},
+    ),
+    (
+        "hire_applicant",
+        "opening_id = '__no_such_key__', a key no state has",
+        {"candidate_id": "sample", "opening_id": "__no_such_key__", "start_date": "2025-05-12"},
     ),
     (
         "import_resume",
