@@ -223,6 +223,24 @@ class TrlEnvironment:
         """
         return self._call("count_values", path=path, column=column)
 
+    def add_contact_row(self, *, path: str, name: str, email: str, company: str) -> str:
+        """Append one contact to a CSV contact list as its new last row: `name`, `email`
+        (written in lower case) and `company` under the columns of those names, any other
+        column (phone, status) left empty. Refuses a file that is not .csv or is empty, a
+        header without a name, email or company column, an email a row already has
+        (compared in lower case, spaces around cells ignored) and a value holding a comma.
+
+                Args:
+                    path: The `path` argument.
+                    name: The `name` argument. Rules: minLength 2; maxLength 80.
+                    email: The `email` argument. Rules: pattern "^(?:[^@\\\\s]+@[^@\\\\s]+\\\\.[a-z]{2,})$".
+                    company: The `company` argument. Rules: minLength 2; maxLength 80.
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call("add_contact_row", path=path, name=name, email=email, company=company)
+
     def _call(self, tool: str, /, **given: Any) -> str:
         if self._outcome is not None:
             raise EpisodeError(
