@@ -1206,6 +1206,15 @@ def _call_9(env: Environment, args: Any) -> Any:
     return dict(env.read_receipt(**check_arguments(TOOL_SPECS["read_receipt"], args)))
 
 
+def _call_10(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `file_receipt`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path")
+        if len(args) == 1 and type(v0) is str and v0.isascii():
+            return dict(env.file_receipt(v0))
+    return dict(env.file_receipt(**check_arguments(TOOL_SPECS["file_receipt"], args)))
+
+
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
     "list_dir": ToolSpec(
         "list_dir",
@@ -1362,6 +1371,14 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset(),
         dict,
         _call_9,
+    ),
+    "file_receipt": ToolSpec(
+        "file_receipt",
+        (Param("path", ("str",), True),),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        dict,
+        _call_10,
     ),
 }
 
@@ -2611,6 +2628,65 @@ class Environment:
             "currency": "EUR" if total.startswith("EUR") else "",
             "traveller": self._field_of(text, "Traveller"),
         }
+
+    def file_receipt(self, path: str) -> Moved:
+        """Rename a scanned receipt to its receipt number in the folder it is in (IMG_2031.txt
+        holding RECEIPT R-4412 becomes R-4412.txt), so a trip's receipts are found by number.
+        Refuses a file that is not a receipt, one already named by its number, one whose
+        number names another file of that folder (a second scan of the same receipt), and
+        anything in a read-only policy folder.
+        """
+        state = self._state
+        self._undo.tool = "file_receipt"
+        try:
+            target = self._checked(path, "path")
+            text = self._find_file(target, "path")["content"]
+            first = text.strip().split("\n")[0].strip()
+            if not first.startswith("RECEIPT "):
+                raise DomainError(
+                    "invalid_argument",
+                    f'"{target}" is not a receipt: its first line is not RECEIPT <number>',
+                    field="path",
+                    current=target,
+                )
+            folder = self._parent_of(target)
+            number = first[8:].strip()
+            renamed = f"{folder}/{number}.txt" if folder != "" else f"{number}.txt"
+            if renamed == target:
+                raise DomainError(
+                    "invalid_state",
+                    f'"{target}" is already named by its receipt number',
+                    entity="path",
+                    field="path",
+                    current=target,
+                )
+            if renamed in state["files"]:
+                raise DomainError(
+                    "already_exists",
+                    f'"{renamed}" already holds receipt {number}; "{target}" is a second scan of it',
+                    entity="path",
+                    field="path",
+                    current=renamed,
+                )
+            self._checked(renamed, "path")
+            self._guard_write(target, "path")
+            self._undo.save(state["files"], renamed)
+            state["files"][renamed] = (
+                state["files"][target]
+                if target in state["files"]
+                else _not_found("files", target, "")
+            )
+            if target not in state["files"]:
+                _not_found("files", target, "")
+            self._undo.save_map(state["files"])
+            del state["files"][target]
+            self._audit("file_receipt", target, f"to {renamed}")
+            return {"source": target, "destination": renamed}
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
 
     def _segment_rule(self, name: str) -> str:
         """The rule a single path segment breaks, or "" if it is a fine name."""

@@ -237,6 +237,21 @@ class TrlEnvironment:
         """
         return self._call("read_receipt", path=path)
 
+    def file_receipt(self, *, path: str) -> str:
+        """Rename a scanned receipt to its receipt number in the folder it is in (IMG_2031.txt
+        holding RECEIPT R-4412 becomes R-4412.txt), so a trip's receipts are found by number.
+        Refuses a file that is not a receipt, one already named by its number, one whose
+        number names another file of that folder (a second scan of the same receipt), and
+        anything in a read-only policy folder.
+
+                Args:
+                    path: The `path` argument.
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call("file_receipt", path=path)
+
     def _call(self, tool: str, /, **given: Any) -> str:
         if self._outcome is not None:
             raise EpisodeError(

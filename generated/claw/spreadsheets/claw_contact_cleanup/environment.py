@@ -1152,23 +1152,21 @@ def _call_9(env: Environment, args: Any) -> Any:
     """`Environment.call` of `add_contact_row`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
-        v1 = args.get("name")
-        v2 = args.get("email")
-        v3 = args.get("company")
+        v1 = args.get("email")
+        v2 = args.get("name", "")
+        v3 = args.get("company", "")
         if (
-            len(args) == 4
+            len(args) == 2 + ("name" in args) + ("company" in args)
             and type(v0) is str
             and v0.isascii()
             and type(v1) is str
             and v1.isascii()
-            and len(v1) >= 2
-            and len(v1) <= 80
+            and _matches(v1, "[^@\\s]+@[^@\\s]+\\.[a-z]{2,}")
             and type(v2) is str
             and v2.isascii()
-            and _matches(v2, "[^@\\s]+@[^@\\s]+\\.[a-z]{2,}")
+            and len(v2) <= 80
             and type(v3) is str
             and v3.isascii()
-            and len(v3) >= 2
             and len(v3) <= 80
         ):
             return dict(env.add_contact_row(v0, v1, v2, v3))
@@ -1320,25 +1318,9 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         "add_contact_row",
         (
             Param("path", ("str",), True),
-            Param(
-                "name",
-                ("str",),
-                True,
-                (
-                    ("min_length", 2),
-                    ("max_length", 80),
-                ),
-            ),
             Param("email", ("str",), True, (("pattern", "[^@\\s]+@[^@\\s]+\\.[a-z]{2,}"),)),
-            Param(
-                "company",
-                ("str",),
-                True,
-                (
-                    ("min_length", 2),
-                    ("max_length", 80),
-                ),
-            ),
+            Param("name", ("str",), False, (("max_length", 80),)),
+            Param("company", ("str",), False, (("max_length", 80),)),
         ),
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
@@ -2527,12 +2509,15 @@ class Environment:
             for v in self._count_each(sorted(dict.fromkeys(cells)))
         ]
 
-    def add_contact_row(self, path: str, name: str, email: str, company: str) -> ContactRow:
-        """Append one contact to a CSV contact list as its new last row: `name`, `email`
-        (written in lower case) and `company` under the columns of those names, any other
-        column (phone, status) left empty. Refuses a file that is not .csv or is empty, a
-        header without a name, email or company column, an email a row already has
-        (compared in lower case, spaces around cells ignored) and a value holding a comma.
+    def add_contact_row(
+        self, path: str, email: str, name: str = "", company: str = ""
+    ) -> ContactRow:
+        """Append one contact to a CSV contact list as its new last row: `email` (written in
+        lower case) under the email column, `name` and `company` under theirs, every other
+        cell empty; a name or company not given leaves its cell empty. Refuses a file that
+        is not .csv or is empty, a header without a name, email or company column, an email
+        a row already has (compared in lower case, spaces around cells ignored) and a value
+        holding a comma.
         """
         state = self._state
         self._undo.tool = "add_contact_row"

@@ -223,23 +223,26 @@ class TrlEnvironment:
         """
         return self._call("count_values", path=path, column=column)
 
-    def add_contact_row(self, *, path: str, name: str, email: str, company: str) -> str:
-        """Append one contact to a CSV contact list as its new last row: `name`, `email`
-        (written in lower case) and `company` under the columns of those names, any other
-        column (phone, status) left empty. Refuses a file that is not .csv or is empty, a
-        header without a name, email or company column, an email a row already has
-        (compared in lower case, spaces around cells ignored) and a value holding a comma.
+    def add_contact_row(
+        self, *, path: str, email: str, name: str = _OMITTED, company: str = _OMITTED
+    ) -> str:
+        """Append one contact to a CSV contact list as its new last row: `email` (written in
+        lower case) under the email column, `name` and `company` under theirs, every other
+        cell empty; a name or company not given leaves its cell empty. Refuses a file that
+        is not .csv or is empty, a header without a name, email or company column, an email
+        a row already has (compared in lower case, spaces around cells ignored) and a value
+        holding a comma.
 
                 Args:
                     path: The `path` argument.
-                    name: The `name` argument. Rules: minLength 2; maxLength 80.
                     email: The `email` argument. Rules: pattern "^(?:[^@\\\\s]+@[^@\\\\s]+\\\\.[a-z]{2,})$".
-                    company: The `company` argument. Rules: minLength 2; maxLength 80.
+                    name: The `name` argument. Rules: maxLength 80; default "".
+                    company: The `company` argument. Rules: maxLength 80; default "".
 
                 Returns:
                     The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
         """
-        return self._call("add_contact_row", path=path, name=name, email=email, company=company)
+        return self._call("add_contact_row", path=path, email=email, name=name, company=company)
 
     def _call(self, tool: str, /, **given: Any) -> str:
         if self._outcome is not None:

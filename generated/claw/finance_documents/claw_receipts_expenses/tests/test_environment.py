@@ -674,6 +674,58 @@ def test_receipts_are_read_field_by_field() -> None:
     run_receipts_are_read_field_by_field(Recorder("berlin_close"))
 
 
+def run_scans_are_filed_by_number(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    moved = env.invoke("file_receipt", {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"})
+    assert (
+        moved["destination"] == "trips/2025-03_berlin/receipts/R-4412.txt"
+        and "trips/2025-03_berlin/receipts/IMG_2031.txt" not in state["files"]
+    )
+    assert env.invoke("read_receipt", {"path": moved["destination"]})["amount"] == 6150
+    assert (
+        env._report_text(
+            state["files"]["policy/expense_policy.md"]["content"],
+            env._trip_claims("trips/2025-03_berlin"),
+            0,
+        )
+        == "category,amount\ntravel,222.60\nlodging,387.00\nmeals,103.10\nother,12.99\ntotal,725.69\n"
+    )
+    expect_error(
+        env,
+        "invalid_state",
+        "already named",
+        "file_receipt",
+        {"path": "trips/2025-03_berlin/receipts/R-4412.txt"},
+    )
+    expect_error(
+        env,
+        "already_exists",
+        "second scan",
+        "file_receipt",
+        {"path": "trips/2025-03_berlin/receipts/R-4410 (1).txt"},
+    )
+    expect_error(
+        env,
+        "invalid_argument",
+        "not a receipt",
+        "file_receipt",
+        {"path": "trips/2025-03_berlin/itinerary.md"},
+    )
+    expect_error(
+        env,
+        "invalid_argument",
+        "not a receipt",
+        "file_receipt",
+        {"path": "policy/expense_policy.md"},
+    )
+    assert len(state["audit_log"]) == 1
+    del state
+
+
+def test_scans_are_filed_by_number() -> None:
+    run_scans_are_filed_by_number(Recorder("berlin_close"))
+
+
 def run_the_policy_is_read_only(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
@@ -842,6 +894,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "the_travel_folder_is_seeded": ("berlin_close", run_the_travel_folder_is_seeded),
     "find_and_csv_preview": ("berlin_close", run_find_and_csv_preview),
     "receipts_are_read_field_by_field": ("berlin_close", run_receipts_are_read_field_by_field),
+    "scans_are_filed_by_number": ("berlin_close", run_scans_are_filed_by_number),
     "the_policy_is_read_only": ("berlin_close", run_the_policy_is_read_only),
     "receipts_are_read_as_the_policy_reads_them": (
         "berlin_close",
@@ -899,6 +952,7 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "find": {},
     "csv_preview": {"path": "sample"},
     "read_receipt": {"path": "sample"},
+    "file_receipt": {"path": "sample"},
 }
 """A well-typed argument set per tool (it may still be refused by the tool's rules)."""
 
@@ -989,6 +1043,9 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("read_receipt", "unknown parameter", {"path": "sample", "unexpected_parameter": 1}),
     ("read_receipt", "missing path", {}),
     ("read_receipt", "path of the wrong type", {"path": 12345}),
+    ("file_receipt", "unknown parameter", {"path": "sample", "unexpected_parameter": 1}),
+    ("file_receipt", "missing path", {}),
+    ("file_receipt", "path of the wrong type", {"path": 12345}),
 ]
 """(tool, what is wrong, arguments): each must be refused as invalid_argument."""
 
