@@ -142,7 +142,8 @@ class CsvPreview(TypedDict):
 class Receipt(TypedDict):
     """A scanned receipt read field by field: its number, merchant, date as YYYY-MM-DD
     (whichever way the receipt writes it), type in lower case (taxi, meal, hotel,
-    office, personal), total in cents with its currency, and the traveller who scanned it.
+    office, personal), total in cents with its currency, the traveller who scanned it, and
+    whether it has been marked claimed.
     """
 
     path: str
@@ -153,6 +154,7 @@ class Receipt(TypedDict):
     amount: int
     currency: str
     traveller: str
+    claimed: bool
 
 
 class Claim(TypedDict):
@@ -395,6 +397,7 @@ RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
         ("amount", ("int",), True, None),
         ("currency", ("str",), True, None),
         ("traveller", ("str",), True, None),
+        ("claimed", ("bool",), True, None),
     ),
     "Claim": (
         ("number", ("str",), True, None),
@@ -1207,12 +1210,12 @@ def _call_9(env: Environment, args: Any) -> Any:
 
 
 def _call_10(env: Environment, args: Any) -> Any:
-    """`Environment.call` of `file_receipt`: arguments checked, result detached."""
+    """`Environment.call` of `mark_claimed`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
         if len(args) == 1 and type(v0) is str and v0.isascii():
-            return dict(env.file_receipt(v0))
-    return dict(env.file_receipt(**check_arguments(TOOL_SPECS["file_receipt"], args)))
+            return dict(env.mark_claimed(v0))
+    return dict(env.mark_claimed(**check_arguments(TOOL_SPECS["mark_claimed"], args)))
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -1372,8 +1375,8 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         dict,
         _call_9,
     ),
-    "file_receipt": ToolSpec(
-        "file_receipt",
+    "mark_claimed": ToolSpec(
+        "mark_claimed",
         (Param("path", ("str",), True),),
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
@@ -2584,7 +2587,8 @@ class Environment:
     def read_receipt(self, path: str) -> Receipt:
         """One scanned receipt (a text file whose first line is `RECEIPT <number>`) read into
         its fields: `Merchant:`, `Date:` as YYYY-MM-DD, `Type:` in lower case, `Total:` in
-        cents with its currency (EUR 1,250.00 is 125000 EUR) and `Traveller:`. Refuses a
+        cents with its currency (EUR 1,250.00 is 125000 EUR), `Traveller:`, and whether a
+        `Claimed: yes` line marks it claimed. Refuses a
         missing file or a directory, a file that is not a receipt, and a receipt whose date
         or total cannot be read.
         """
@@ -2627,21 +2631,21 @@ class Environment:
             "amount": amount,
             "currency": "EUR" if total.startswith("EUR") else "",
             "traveller": self._field_of(text, "Traveller"),
+            "claimed": self._field_of(text, "Claimed") == "yes",
         }
 
-    def file_receipt(self, path: str) -> Moved:
-        """Rename a scanned receipt to its receipt number in the folder it is in (IMG_2031.txt
-        holding RECEIPT R-4412 becomes R-4412.txt), so a trip's receipts are found by number.
-        Refuses a file that is not a receipt, one already named by its number, one whose
-        number names another file of that folder (a second scan of the same receipt), and
-        anything in a read-only policy folder.
+    def mark_claimed(self, path: str) -> WriteResult:
+        """Mark a scanned receipt as claimed by adding the line `Claimed: yes` at its end, so
+        nobody claims it twice (read_receipt then reports it claimed). Refuses a file that
+        is not a receipt, a receipt already marked claimed, and anything in a read-only
+        policy folder.
         """
         state = self._state
-        self._undo.tool = "file_receipt"
+        self._undo.tool = "mark_claimed"
         try:
             target = self._checked(path, "path")
-            text = self._find_file(target, "path")["content"]
-            first = text.strip().split("\n")[0].strip()
+            f = self._find_file(target, "path")
+            first = f["content"].strip().split("\n")[0].strip()
             if not first.startswith("RECEIPT "):
                 raise DomainError(
                     "invalid_argument",
@@ -2649,39 +2653,25 @@ class Environment:
                     field="path",
                     current=target,
                 )
-            folder = self._parent_of(target)
-            number = first[8:].strip()
-            renamed = f"{folder}/{number}.txt" if folder != "" else f"{number}.txt"
-            if renamed == target:
+            if self._field_of(f["content"], "Claimed") != "":
                 raise DomainError(
                     "invalid_state",
-                    f'"{target}" is already named by its receipt number',
+                    f'receipt {first[8:].strip()} in "{target}" is already marked claimed',
                     entity="path",
                     field="path",
                     current=target,
                 )
-            if renamed in state["files"]:
-                raise DomainError(
-                    "already_exists",
-                    f'"{renamed}" already holds receipt {number}; "{target}" is a second scan of it',
-                    entity="path",
-                    field="path",
-                    current=renamed,
-                )
-            self._checked(renamed, "path")
             self._guard_write(target, "path")
-            self._undo.save(state["files"], renamed)
-            state["files"][renamed] = (
-                state["files"][target]
-                if target in state["files"]
-                else _not_found("files", target, "")
-            )
-            if target not in state["files"]:
-                _not_found("files", target, "")
-            self._undo.save_map(state["files"])
-            del state["files"][target]
-            self._audit("file_receipt", target, f"to {renamed}")
-            return {"source": target, "destination": renamed}
+            kept = f["content"] if f["content"].endswith("\n") else f["content"] + "\n"
+            self._require_size(target, len(kept) + 13)
+            self._undo.save(f, "content")
+            f["content"] = kept + "Claimed: yes\n"
+            self._undo.save(f, "version")
+            f["version"] += 1
+            self._undo.save(f, "modified_at")
+            f["modified_at"] = state["clock"]
+            self._audit("mark_claimed", target, first[8:].strip())
+            return self._result_of(target, False)
         except BaseException:
             self._undo.rollback()
             raise

@@ -225,7 +225,8 @@ class TrlEnvironment:
     def read_receipt(self, *, path: str) -> str:
         """One scanned receipt (a text file whose first line is `RECEIPT <number>`) read into
         its fields: `Merchant:`, `Date:` as YYYY-MM-DD, `Type:` in lower case, `Total:` in
-        cents with its currency (EUR 1,250.00 is 125000 EUR) and `Traveller:`. Refuses a
+        cents with its currency (EUR 1,250.00 is 125000 EUR), `Traveller:`, and whether a
+        `Claimed: yes` line marks it claimed. Refuses a
         missing file or a directory, a file that is not a receipt, and a receipt whose date
         or total cannot be read.
 
@@ -237,12 +238,11 @@ class TrlEnvironment:
         """
         return self._call("read_receipt", path=path)
 
-    def file_receipt(self, *, path: str) -> str:
-        """Rename a scanned receipt to its receipt number in the folder it is in (IMG_2031.txt
-        holding RECEIPT R-4412 becomes R-4412.txt), so a trip's receipts are found by number.
-        Refuses a file that is not a receipt, one already named by its number, one whose
-        number names another file of that folder (a second scan of the same receipt), and
-        anything in a read-only policy folder.
+    def mark_claimed(self, *, path: str) -> str:
+        """Mark a scanned receipt as claimed by adding the line `Claimed: yes` at its end, so
+        nobody claims it twice (read_receipt then reports it claimed). Refuses a file that
+        is not a receipt, a receipt already marked claimed, and anything in a read-only
+        policy folder.
 
                 Args:
                     path: The `path` argument.
@@ -250,7 +250,7 @@ class TrlEnvironment:
                 Returns:
                     The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
         """
-        return self._call("file_receipt", path=path)
+        return self._call("mark_claimed", path=path)
 
     def _call(self, tool: str, /, **given: Any) -> str:
         if self._outcome is not None:

@@ -674,14 +674,18 @@ def test_receipts_are_read_field_by_field() -> None:
     run_receipts_are_read_field_by_field(Recorder("berlin_close"))
 
 
-def run_scans_are_filed_by_number(env: Recorder) -> None:
+def run_receipts_are_marked_claimed(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
-    moved = env.invoke("file_receipt", {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"})
-    assert (
-        moved["destination"] == "trips/2025-03_berlin/receipts/R-4412.txt"
-        and "trips/2025-03_berlin/receipts/IMG_2031.txt" not in state["files"]
-    )
-    assert env.invoke("read_receipt", {"path": moved["destination"]})["amount"] == 6150
+    assert not env.invoke("read_receipt", {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"})[
+        "claimed"
+    ]
+    marked = env.invoke("mark_claimed", {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"})
+    assert marked["version"] == 2 and state["files"]["trips/2025-03_berlin/receipts/IMG_2031.txt"][
+        "content"
+    ].endswith("Traveller: Sara Lindholm\nClaimed: yes\n")
+    assert env.invoke("read_receipt", {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"})[
+        "claimed"
+    ]
     assert (
         env._report_text(
             state["files"]["policy/expense_policy.md"]["content"],
@@ -693,37 +697,30 @@ def run_scans_are_filed_by_number(env: Recorder) -> None:
     expect_error(
         env,
         "invalid_state",
-        "already named",
-        "file_receipt",
-        {"path": "trips/2025-03_berlin/receipts/R-4412.txt"},
-    )
-    expect_error(
-        env,
-        "already_exists",
-        "second scan",
-        "file_receipt",
-        {"path": "trips/2025-03_berlin/receipts/R-4410 (1).txt"},
+        "already marked claimed",
+        "mark_claimed",
+        {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"},
     )
     expect_error(
         env,
         "invalid_argument",
         "not a receipt",
-        "file_receipt",
+        "mark_claimed",
         {"path": "trips/2025-03_berlin/itinerary.md"},
     )
     expect_error(
         env,
-        "invalid_argument",
-        "not a receipt",
-        "file_receipt",
-        {"path": "policy/expense_policy.md"},
+        "invalid_state",
+        "is a directory",
+        "mark_claimed",
+        {"path": "trips/2025-03_berlin/receipts"},
     )
     assert len(state["audit_log"]) == 1
     del state
 
 
-def test_scans_are_filed_by_number() -> None:
-    run_scans_are_filed_by_number(Recorder("berlin_close"))
+def test_receipts_are_marked_claimed() -> None:
+    run_receipts_are_marked_claimed(Recorder("berlin_close"))
 
 
 def run_the_policy_is_read_only(env: Recorder) -> None:
@@ -894,7 +891,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "the_travel_folder_is_seeded": ("berlin_close", run_the_travel_folder_is_seeded),
     "find_and_csv_preview": ("berlin_close", run_find_and_csv_preview),
     "receipts_are_read_field_by_field": ("berlin_close", run_receipts_are_read_field_by_field),
-    "scans_are_filed_by_number": ("berlin_close", run_scans_are_filed_by_number),
+    "receipts_are_marked_claimed": ("berlin_close", run_receipts_are_marked_claimed),
     "the_policy_is_read_only": ("berlin_close", run_the_policy_is_read_only),
     "receipts_are_read_as_the_policy_reads_them": (
         "berlin_close",
@@ -952,7 +949,7 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "find": {},
     "csv_preview": {"path": "sample"},
     "read_receipt": {"path": "sample"},
-    "file_receipt": {"path": "sample"},
+    "mark_claimed": {"path": "sample"},
 }
 """A well-typed argument set per tool (it may still be refused by the tool's rules)."""
 
@@ -1043,9 +1040,9 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("read_receipt", "unknown parameter", {"path": "sample", "unexpected_parameter": 1}),
     ("read_receipt", "missing path", {}),
     ("read_receipt", "path of the wrong type", {"path": 12345}),
-    ("file_receipt", "unknown parameter", {"path": "sample", "unexpected_parameter": 1}),
-    ("file_receipt", "missing path", {}),
-    ("file_receipt", "path of the wrong type", {"path": 12345}),
+    ("mark_claimed", "unknown parameter", {"path": "sample", "unexpected_parameter": 1}),
+    ("mark_claimed", "missing path", {}),
+    ("mark_claimed", "path of the wrong type", {"path": 12345}),
 ]
 """(tool, what is wrong, arguments): each must be refused as invalid_argument."""
 
