@@ -2587,10 +2587,10 @@ class Environment:
     def read_receipt(self, path: str) -> Receipt:
         """One scanned receipt (a text file whose first line is `RECEIPT <number>`) read into
         its fields: `Merchant:`, `Date:` as YYYY-MM-DD, `Type:` in lower case, `Total:` in
-        cents with its currency (EUR 1,250.00 is 125000 EUR), `Traveller:`, and whether a
-        `Claimed: yes` line marks it claimed. Refuses a
-        missing file or a directory, a file that is not a receipt, and a receipt whose date
-        or total cannot be read.
+        cents with its currency (EUR 1,250.00 is 125000 EUR; "" when the total names none),
+        `Traveller:`, and whether a `Claimed: yes` line marks it claimed. Refuses a missing
+        file or a directory, a file that is not a receipt, and a receipt whose date or total
+        cannot be read.
         """
         target = self._checked(path, "path")
         text = self._find_file(target, "path")["content"]

@@ -2513,11 +2513,12 @@ class Environment:
         self, path: str, email: str, name: str = "", company: str = ""
     ) -> ContactRow:
         """Append one contact to a CSV contact list as its new last row: `email` (written in
-        lower case) under the email column, `name` and `company` under theirs, every other
-        cell empty; a name or company not given leaves its cell empty. Refuses a file that
-        is not .csv or is empty, a header without a name, email or company column, an email
-        a row already has (compared in lower case, spaces around cells ignored) and a value
-        holding a comma.
+        lower case) under the email column, `name` and `company` (spaces around them
+        removed) under theirs, every other cell empty; a name or company not given leaves
+        its cell empty. Returns the row and its number among the data rows. Refuses a file
+        that is not .csv or is empty, a header without a name, email or company column, an
+        email a row already has (compared in lower case, spaces around cells ignored) and a
+        value holding a comma.
         """
         state = self._state
         self._undo.tool = "add_contact_row"
