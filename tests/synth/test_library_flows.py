@@ -19,12 +19,14 @@ FLOWS = {
     ("shop_orders", "support_triage"): "Customer.name -> open_conversation(customer) as shop_customers",
     ("identity_access", "team_calendar"): "User.name -> create_calendar(owner) as staff_names",
     ("hr_leave_payroll", "team_calendar"): "Employee.name -> create_calendar(owner) as staff_names",
-    ("hr_leave_payroll", "expense_claims"): "Employee.name -> find_employees(name) as staff_names",
+    ("hr_leave_payroll", "expense_claims"): "Employee.name -> file_claim(claimant) as staff_names",
     ("contacts_crm", "email_inbox"): "Contact.email -> add_rule(sender) as contact_addresses",
     ("event_ticketing", "email_inbox"): "Customer.email -> add_rule(sender) as contact_addresses",
     ("invoicing", "email_inbox"): "Client.email -> add_rule(sender) as contact_addresses",
     ("hotel_bookings", "email_inbox"): "Guest.email -> add_rule(sender) as contact_addresses",
     ("job_matching", "identity_access"): "Hire.candidate -> onboard_joiner(full_name) as new_joiners",
+    ("contacts_crm", "claw_contact_cleanup"): "Contact.email -> add_contact_row(email) as contact_addresses",
+    ("claw_receipts_expenses", "expense_claims"): "Receipt.traveller -> file_claim(claimant) as staff_names",
 }
 """(from env, to env) -> the flow, as `meaning.Flow` prints it."""
 
@@ -43,13 +45,26 @@ placement's start, and a placement reaches the calendar only through its account
 HIRE = ("job_matching", "identity_access", "team_calendar")
 """A hire gets an account, and the account a calendar."""
 
+CLAW = {"contact_cleanup", "receipts_expenses"}
+"""The Claw workspaces a flow joins to the general library (the others are left out: cheaper)."""
+
+CLAW_FLOWS = {
+    ("contacts_crm", "claw_contact_cleanup"): ["Contact.email -> add_contact_row(email) as contact_addresses"],
+    ("claw_receipts_expenses", "expense_claims"): [
+        "Receipt.merchant -> add_claim_line(merchant) as merchants",
+        "Receipt.traveller -> file_claim(claimant) as staff_names",
+        "Receipt.traveller -> find_employees(name) as staff_names",
+    ],
+}
+"""Every flow into or out of those workspaces: their pools join only what they name."""
+
 
 @pytest.fixture(scope="module")
 def envs() -> dict[str, ir.Environment]:
-    """The general library specs (Claw workspaces and ports aside), by environment."""
+    """The general library specs and the Claw workspaces in `CLAW` (ports aside), by environment."""
     found: dict[str, ir.Environment] = {}
     for spec in library_specs():
-        if {"claw", "ports"} & set(spec.parts):
+        if "ports" in spec.parts or ("claw" in spec.parts and spec.stem not in CLAW):
             continue
         env = analyse_file(spec).environment
         assert env is not None, spec
@@ -59,7 +74,7 @@ def envs() -> dict[str, ir.Environment]:
 
 @pytest.fixture(scope="module")
 def flows(envs: dict[str, ir.Environment]) -> dict[tuple[str, str], list[str]]:
-    """The env flows among the general library specs."""
+    """The env flows among those specs."""
     return {pair: [str(f) for f in found] for pair, found in g.env_flows(envs.values()).items()}
 
 
@@ -114,6 +129,17 @@ def test_a_declared_source_is_the_parameters_own(envs: dict[str, ir.Environment]
     senses = meaning.meanings(env, {name: fact.domains for name, fact in g.tool_facts(env).items()})
     assert senses.param("onboard_joiner", "full_name") == {"source:new_joiners", "field:User.name"}
     assert "source:staff_names" in senses.field("User", "name")
+
+
+def test_a_claw_workspace_joins_only_the_environments_its_pools_name(
+    flows: dict[tuple[str, str], list[str]],
+) -> None:
+    claw = {pair: found for pair, found in flows.items() if any(name.startswith("claw_") for name in pair)}
+    assert claw == CLAW_FLOWS
+
+
+def test_payroll_staff_reach_a_claim_filed_in_their_name(flows: dict[tuple[str, str], list[str]]) -> None:
+    assert "Employee.name -> find_employees(name) as staff_names" in flows[("hr_leave_payroll", "expense_claims")]
 
 
 def _env_name(spec: Path) -> str:

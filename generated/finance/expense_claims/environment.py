@@ -1064,13 +1064,33 @@ def _call_4(env: Environment, args: Any) -> Any:
 
 
 def _call_5(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `file_claim`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("claimant")
+        v1 = args.get("title")
+        if (
+            len(args) == 2
+            and type(v0) is str
+            and v0.isascii()
+            and len(v0) >= 3
+            and len(v0) <= 80
+            and type(v1) is str
+            and v1.isascii()
+            and len(v1) >= 3
+            and len(v1) <= 60
+        ):
+            return _json_Claim(env.file_claim(v0, v1))
+    return _json_Claim(env.file_claim(**check_arguments(TOOL_SPECS["file_claim"], args)))
+
+
+def _call_6(env: Environment, args: Any) -> Any:
     """`Environment.call` of `add_claim_line`: arguments checked, result detached."""
     return _json_ClaimView(
         env.add_claim_line(**check_arguments(TOOL_SPECS["add_claim_line"], args))
     )
 
 
-def _call_6(env: Environment, args: Any) -> Any:
+def _call_7(env: Environment, args: Any) -> Any:
     """`Environment.call` of `remove_claim_line`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("claim_id")
@@ -1088,7 +1108,7 @@ def _call_6(env: Environment, args: Any) -> Any:
     )
 
 
-def _call_7(env: Environment, args: Any) -> Any:
+def _call_8(env: Environment, args: Any) -> Any:
     """`Environment.call` of `submit_claim`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("claim_id")
@@ -1097,7 +1117,7 @@ def _call_7(env: Environment, args: Any) -> Any:
     return _json_ClaimView(env.submit_claim(**check_arguments(TOOL_SPECS["submit_claim"], args)))
 
 
-def _call_8(env: Environment, args: Any) -> Any:
+def _call_9(env: Environment, args: Any) -> Any:
     """`Environment.call` of `approve_claim`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("claim_id")
@@ -1117,7 +1137,7 @@ def _call_8(env: Environment, args: Any) -> Any:
     return _json_ClaimView(env.approve_claim(**check_arguments(TOOL_SPECS["approve_claim"], args)))
 
 
-def _call_9(env: Environment, args: Any) -> Any:
+def _call_10(env: Environment, args: Any) -> Any:
     """`Environment.call` of `return_claim`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("claim_id")
@@ -1138,7 +1158,7 @@ def _call_9(env: Environment, args: Any) -> Any:
     return _json_ClaimView(env.return_claim(**check_arguments(TOOL_SPECS["return_claim"], args)))
 
 
-def _call_10(env: Environment, args: Any) -> Any:
+def _call_11(env: Environment, args: Any) -> Any:
     """`Environment.call` of `reimburse_claim`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("claim_id")
@@ -1226,6 +1246,33 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         _json_Claim,
         _call_4,
     ),
+    "file_claim": ToolSpec(
+        "file_claim",
+        (
+            Param(
+                "claimant",
+                ("str",),
+                True,
+                (
+                    ("min_length", 3),
+                    ("max_length", 80),
+                ),
+            ),
+            Param(
+                "title",
+                ("str",),
+                True,
+                (
+                    ("min_length", 3),
+                    ("max_length", 60),
+                ),
+            ),
+        ),
+        frozenset({"claims", "clock", "employees", "next_claim_id"}),
+        frozenset({"claims", "next_claim_id"}),
+        _json_Claim,
+        _call_5,
+    ),
     "add_claim_line": ToolSpec(
         "add_claim_line",
         (
@@ -1274,7 +1321,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"claims", "clock", "employees"}),
         frozenset({"claims"}),
         _json_ClaimView,
-        _call_5,
+        _call_6,
     ),
     "remove_claim_line": ToolSpec(
         "remove_claim_line",
@@ -1285,7 +1332,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"claims", "employees"}),
         frozenset({"claims"}),
         _json_ClaimView,
-        _call_6,
+        _call_7,
     ),
     "submit_claim": ToolSpec(
         "submit_claim",
@@ -1293,7 +1340,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"claims", "clock", "employees"}),
         frozenset({"claims"}),
         _json_ClaimView,
-        _call_7,
+        _call_8,
     ),
     "approve_claim": ToolSpec(
         "approve_claim",
@@ -1305,7 +1352,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"claims", "clock", "employees"}),
         frozenset({"claims"}),
         _json_ClaimView,
-        _call_8,
+        _call_9,
     ),
     "return_claim": ToolSpec(
         "return_claim",
@@ -1325,7 +1372,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"claims", "clock", "employees"}),
         frozenset({"claims"}),
         _json_ClaimView,
-        _call_9,
+        _call_10,
     ),
     "reimburse_claim": ToolSpec(
         "reimburse_claim",
@@ -1333,7 +1380,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"claims", "clock", "employees"}),
         frozenset({"claims"}),
         _json_ClaimView,
-        _call_10,
+        _call_11,
     ),
 }
 
@@ -1898,29 +1945,51 @@ class Environment:
         """Start an empty draft claim for an employee (id like E114) with a short title, such as
         the trip or event it covers. Returns the new claim; add lines with add_claim_line.
         """
-        state = self._state
         self._undo.tool = "create_claim"
         try:
             self._find_employee(employee_id, "employee_id")
-            claim: Claim = {
-                "id": state["next_claim_id"],
-                "employee_id": employee_id,
-                "claimant": self._name_of(employee_id),
-                "title": title,
-                "status": "draft",
-                "lines": [],
-                "history": [],
-                "created_at": state["clock"],
-                "submitted_at": None,
-                "paid_at": None,
-                "payment_reference": None,
-                "note": None,
-            }
-            self._undo.save(state["claims"], claim["id"])
-            state["claims"][claim["id"]] = claim
-            self._undo.save(state, "next_claim_id")
-            state["next_claim_id"] += 1
-            return claim
+            return self._new_claim(employee_id, title)
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
+
+    def file_claim(self, claimant: str, title: str) -> Claim:
+        """Start an empty draft claim for the employee with this full name (any letter case,
+        spaces around it ignored) with a short title, such as the trip or event it covers.
+        Refused when no employee has that name, and when two do (find_employees tells them
+        apart by department; create_claim takes the id). Returns the new claim; add lines
+        with add_claim_line.
+        """
+        state = self._state
+        self._undo.tool = "file_claim"
+        try:
+            wanted = claimant.strip().lower()
+            matching = sorted(
+                [
+                    e["id"]
+                    for e in self._count_each(state["employees"].values())
+                    if e["name"].lower() == wanted
+                ]
+            )
+            if len(matching) <= 0:
+                raise DomainError(
+                    "not_found",
+                    f"no employee is called {claimant.strip()}; find_employees searches by part of a name",
+                    entity="employee",
+                    field="claimant",
+                    current=claimant,
+                )
+            ids = ", ".join(matching)
+            if len(matching) != 1:
+                raise DomainError(
+                    "invalid_argument",
+                    f"{len(matching)} employees are called {claimant.strip()} ({ids}); find_employees tells them apart, then create_claim takes the id",
+                    field="claimant",
+                    current=claimant,
+                )
+            return self._new_claim(matching[0], title)
         except BaseException:
             self._undo.rollback()
             raise
@@ -2313,6 +2382,29 @@ class Environment:
             "missing_receipt_lines": self._missing_receipts(claim),
             "waiting_for": self._waiting_for(claim),
         }
+
+    def _new_claim(self, employee_id: str, title: str) -> Claim:
+        """A new empty draft claim of an existing employee, stored under the next claim id."""
+        state = self._state
+        claim: Claim = {
+            "id": state["next_claim_id"],
+            "employee_id": employee_id,
+            "claimant": self._name_of(employee_id),
+            "title": title,
+            "status": "draft",
+            "lines": [],
+            "history": [],
+            "created_at": state["clock"],
+            "submitted_at": None,
+            "paid_at": None,
+            "payment_reference": None,
+            "note": None,
+        }
+        self._undo.save(state["claims"], claim["id"])
+        state["claims"][claim["id"]] = claim
+        self._undo.save(state, "next_claim_id")
+        state["next_claim_id"] += 1
+        return claim
 
     def _department_of(self, employee_id: str) -> str:
         """Helper `department_of`."""

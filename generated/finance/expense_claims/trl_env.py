@@ -155,6 +155,22 @@ class TrlEnvironment:
         """
         return self._call("create_claim", employee_id=employee_id, title=title)
 
+    def file_claim(self, *, claimant: str, title: str) -> str:
+        """Start an empty draft claim for the employee with this full name (any letter case,
+        spaces around it ignored) with a short title, such as the trip or event it covers.
+        Refused when no employee has that name, and when two do (find_employees tells them
+        apart by department; create_claim takes the id). Returns the new claim; add lines
+        with add_claim_line.
+
+                Args:
+                    claimant: The `claimant` argument. Rules: minLength 3; maxLength 80.
+                    title: The `title` argument. Rules: minLength 3; maxLength 60.
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call("file_claim", claimant=claimant, title=title)
+
     def add_claim_line(
         self,
         *,

@@ -139,6 +139,24 @@ class CsvPreview(TypedDict):
     rows_with_blanks: list[int]
 
 
+class Receipt(TypedDict):
+    """A scanned receipt read field by field: its number, merchant, date as YYYY-MM-DD
+    (whichever way the receipt writes it), type in lower case (taxi, meal, hotel,
+    office, personal), total in cents with its currency, the traveller who scanned it, and
+    whether it has been marked claimed.
+    """
+
+    path: str
+    number: str
+    merchant: str
+    date: str
+    category: str
+    amount: int
+    currency: str
+    traveller: str
+    claimed: bool
+
+
 class Claim(TypedDict):
     """One receipt or booking as the policy reads it: its number, its type and its amount in cents."""
 
@@ -369,6 +387,17 @@ RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
         ("total_rows", ("int",), True, None),
         ("ragged_rows", ("list", ("int",)), True, None),
         ("rows_with_blanks", ("list", ("int",)), True, None),
+    ),
+    "Receipt": (
+        ("path", ("str",), True, None),
+        ("number", ("str",), True, None),
+        ("merchant", ("str",), True, None),
+        ("date", ("str",), True, None),
+        ("category", ("str",), True, None),
+        ("amount", ("int",), True, None),
+        ("currency", ("str",), True, None),
+        ("traveller", ("str",), True, None),
+        ("claimed", ("bool",), True, None),
     ),
     "Claim": (
         ("number", ("str",), True, None),
@@ -1171,6 +1200,24 @@ def _call_8(env: Environment, args: Any) -> Any:
     return _json_CsvPreview(env.csv_preview(**check_arguments(TOOL_SPECS["csv_preview"], args)))
 
 
+def _call_9(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `read_receipt`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path")
+        if len(args) == 1 and type(v0) is str and v0.isascii():
+            return dict(env.read_receipt(v0))
+    return dict(env.read_receipt(**check_arguments(TOOL_SPECS["read_receipt"], args)))
+
+
+def _call_10(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `mark_claimed`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path")
+        if len(args) == 1 and type(v0) is str and v0.isascii():
+            return dict(env.mark_claimed(v0))
+    return dict(env.mark_claimed(**check_arguments(TOOL_SPECS["mark_claimed"], args)))
+
+
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
     "list_dir": ToolSpec(
         "list_dir",
@@ -1319,6 +1366,22 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset(),
         _json_CsvPreview,
         _call_8,
+    ),
+    "read_receipt": ToolSpec(
+        "read_receipt",
+        (Param("path", ("str",), True),),
+        frozenset({"files"}),
+        frozenset(),
+        dict,
+        _call_9,
+    ),
+    "mark_claimed": ToolSpec(
+        "mark_claimed",
+        (Param("path", ("str",), True),),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        dict,
+        _call_10,
     ),
 }
 
@@ -2521,6 +2584,100 @@ class Environment:
             ],
         }
 
+    def read_receipt(self, path: str) -> Receipt:
+        """One scanned receipt (a text file whose first line is `RECEIPT <number>`) read into
+        its fields: `Merchant:`, `Date:` as YYYY-MM-DD, `Type:` in lower case, `Total:` in
+        cents with its currency (EUR 1,250.00 is 125000 EUR; "" when the total names none),
+        `Traveller:`, and whether a `Claimed: yes` line marks it claimed. Refuses a missing
+        file or a directory, a file that is not a receipt, and a receipt whose date or total
+        cannot be read.
+        """
+        target = self._checked(path, "path")
+        text = self._find_file(target, "path")["content"]
+        first = text.strip().split("\n")[0].strip()
+        if not first.startswith("RECEIPT "):
+            raise DomainError(
+                "invalid_argument",
+                f'"{target}" is not a receipt: its first line is not RECEIPT <number>',
+                field="path",
+                current=target,
+            )
+        total = self._field_of(text, "Total")
+        amount = self._cents(total)
+        if amount < 0:
+            raise DomainError(
+                "invalid_state",
+                f'the total of "{target}" cannot be read: "{total}"',
+                entity="path",
+                field="path",
+                current=target,
+            )
+        written = self._field_of(text, "Date")
+        day = self._iso_date(written)
+        if day == "":
+            raise DomainError(
+                "invalid_state",
+                f'the date of "{target}" cannot be read: "{written}"',
+                entity="path",
+                field="path",
+                current=target,
+            )
+        return {
+            "path": target,
+            "number": first[8:].strip(),
+            "merchant": self._field_of(text, "Merchant"),
+            "date": day,
+            "category": self._field_of(text, "Type").lower(),
+            "amount": amount,
+            "currency": "EUR" if total.startswith("EUR") else "",
+            "traveller": self._field_of(text, "Traveller"),
+            "claimed": self._field_of(text, "Claimed") == "yes",
+        }
+
+    def mark_claimed(self, path: str) -> WriteResult:
+        """Mark a scanned receipt as claimed by adding the line `Claimed: yes` at its end, so
+        nobody claims it twice (read_receipt then reports it claimed). Refuses a file that
+        is not a receipt, a receipt already marked claimed, and anything in a read-only
+        policy folder.
+        """
+        state = self._state
+        self._undo.tool = "mark_claimed"
+        try:
+            target = self._checked(path, "path")
+            f = self._find_file(target, "path")
+            first = f["content"].strip().split("\n")[0].strip()
+            if not first.startswith("RECEIPT "):
+                raise DomainError(
+                    "invalid_argument",
+                    f'"{target}" is not a receipt: its first line is not RECEIPT <number>',
+                    field="path",
+                    current=target,
+                )
+            if self._field_of(f["content"], "Claimed") != "":
+                raise DomainError(
+                    "invalid_state",
+                    f'receipt {first[8:].strip()} in "{target}" is already marked claimed',
+                    entity="path",
+                    field="path",
+                    current=target,
+                )
+            self._guard_write(target, "path")
+            kept = f["content"] if f["content"].endswith("\n") else f["content"] + "\n"
+            self._require_size(target, len(kept) + 13)
+            self._undo.save(f, "content")
+            f["content"] = kept + "Claimed: yes\n"
+            self._undo.save(f, "version")
+            f["version"] += 1
+            self._undo.save(f, "modified_at")
+            f["modified_at"] = state["clock"]
+            self._audit("mark_claimed", target, first[8:].strip())
+            return self._result_of(target, False)
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
+
     def _segment_rule(self, name: str) -> str:
         """The rule a single path segment breaks, or "" if it is a fine name."""
         if name == "":
@@ -2815,6 +2972,27 @@ class Environment:
                 return t[len(label) + 1 :].strip()
         return ""
 
+    def _iso_date(self, written: str) -> str:
+        """A receipt's date as YYYY-MM-DD from the three ways receipts write it (2025-03-11,
+        11.03.2025, 11 Mar 2025); "" for anything else.
+        """
+        if _matches(written, "[0-9]{4}-[0-9]{2}-[0-9]{2}", self._count_steps):
+            return written
+        if _matches(written, "[0-9]{2}\\.[0-9]{2}\\.[0-9]{4}", self._count_steps):
+            parts = written.split(".")
+            return f"{parts[2]}-{parts[1]}-{parts[0]}"
+        words = written.split(" ")
+        if (
+            len(words) == 3
+            and words[1] in WORLD["month_abbr"]
+            and _matches(words[0], "[0-9]{1,2}", self._count_steps)
+            and _matches(words[2], "[0-9]{4}", self._count_steps)
+        ):
+            return f"{words[2]}-{WORLD['month_abbr'].index(words[1]) + 1:02}-" + (
+                "0" + words[0] if len(words[0]) == 1 else words[0]
+            )
+        return ""
+
     def _receipt_claims(self, texts: list[str]) -> list[Claim]:
         """The receipts among some file texts (first line `RECEIPT <number>`), in order: the
         number, the `Type:` in lower case and the `Total:` in cents.
@@ -2943,10 +3121,12 @@ class Environment:
         m = _parse_int(parts[1])
         return f"{day} {(WORLD['month_abbr'][(m if m is not None else 1) - 1] if -len(WORLD['month_abbr']) <= (m if m is not None else 1) - 1 < len(WORLD['month_abbr']) else _not_found('month_abbr', (m if m is not None else 1) - 1, ''))} {parts[0]}"
 
-    def _receipt(self, number: str, merchant: str, date: str, kind: str, amount: int) -> str:
-        """A receipt as the scanning app writes it to text."""
+    def _receipt(
+        self, number: str, merchant: str, date: str, kind: str, amount: int, traveller: str
+    ) -> str:
+        """A receipt as the scanning app writes it to text, with the name of who scanned it."""
         euros = f"{amount // 100:,}.{amount % 100:02}"
-        return f"RECEIPT {number}\nMerchant: {merchant}\nDate: {date}\nType: {kind}\nTotal: EUR {euros}\n"
+        return f"RECEIPT {number}\nMerchant: {merchant}\nDate: {date}\nType: {kind}\nTotal: EUR {euros}\nTraveller: {traveller}\n"
 
     def _receipt_name(self, number: str, kind: str, day: int) -> str:
         """A scanned receipt's file name, as people leave them: by number, by type and day, or the camera's."""
@@ -2964,7 +3144,9 @@ class Environment:
         report = "## The report\nexpense_report.csv in the trip's folder: the header category,amount; one row per category with a claim, in the order travel, lodging, meals, other; then the row total,<sum of the rows>. Amounts with two decimals, no currency and no thousands separator; every line ends with a line break.\n"
         return f"# Travel expense policy ({title})\n\n{note}\n\n" + rules + table + report
 
-    def _seed_trip(self, trip: str, month: str, city: str, cap: int, full: bool) -> None:
+    def _seed_trip(
+        self, trip: str, traveller: str, month: str, city: str, cap: int, full: bool
+    ) -> None:
         """A trip's folder: taxi and meal receipts (one meal above the cap), maybe office
         supplies, a personal purchase and the hotel's receipt, scanned to text under
         receipts/ (the first taxi receipt scanned twice); the booking export with trains or flights, the same hotel booking
@@ -2996,6 +3178,7 @@ class Environment:
                     ),
                     "taxi",
                     self._random_int(900, 6000),
+                    traveller,
                 ),
                 "version": 1,
                 "modified_at": "2025-04-01T08:00:00",
@@ -3034,6 +3217,7 @@ class Environment:
                     ),
                     "meal",
                     amount,
+                    traveller,
                 ),
                 "version": 1,
                 "modified_at": "2025-04-01T08:00:00",
@@ -3050,6 +3234,7 @@ class Environment:
                     self._written_date(month, days[2]),
                     "personal",
                     self._random_int(500, 4500),
+                    traveller,
                 ),
                 "version": 1,
                 "modified_at": "2025-04-01T08:00:00",
@@ -3065,6 +3250,7 @@ class Environment:
                         self._written_date(month, days[3]),
                         "office",
                         self._random_int(300, 3000),
+                        traveller,
                     ),
                     "version": 1,
                     "modified_at": "2025-04-01T08:00:00",
@@ -3073,7 +3259,12 @@ class Environment:
         self._undo.save(state["files"], f"{trip}/receipts/hotel_{city}.txt")
         state["files"][f"{trip}/receipts/hotel_{city}.txt"] = {
             "content": self._receipt(
-                hotel, hotel_name, self._written_date(month, days[4]), "hotel", hotel_amount
+                hotel,
+                hotel_name,
+                self._written_date(month, days[4]),
+                "hotel",
+                hotel_amount,
+                traveller,
             ),
             "version": 1,
             "modified_at": "2025-04-01T08:00:00",
@@ -3132,7 +3323,7 @@ class Environment:
             "modified_at": "2025-04-01T08:00:00",
         }
         trip = f"{root}/trips/{month}_{city}"
-        self._seed_trip(trip, month, city, cap, True)
+        self._seed_trip(trip, name, month, city, cap, True)
         self._undo.save(state["files"], f"{trip}/expense_report_draft.csv")
         state["files"][f"{trip}/expense_report_draft.csv"] = {
             "content": self._report_text(policy, self._trip_claims(trip), 2),
@@ -3140,7 +3331,7 @@ class Environment:
             "modified_at": "2025-04-01T08:00:00",
         }
         earlier = f"{root}/trips/{previous}_{earlier_city}"
-        self._seed_trip(earlier, previous, earlier_city, cap, False)
+        self._seed_trip(earlier, name, previous, earlier_city, cap, False)
         self._undo.save(state["files"], f"{earlier}/expense_report.csv")
         state["files"][f"{earlier}/expense_report.csv"] = {
             "content": self._report_text(policy, self._trip_claims(earlier), 0),

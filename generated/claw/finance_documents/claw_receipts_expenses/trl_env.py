@@ -222,6 +222,36 @@ class TrlEnvironment:
         """
         return self._call("csv_preview", path=path, max_rows=max_rows)
 
+    def read_receipt(self, *, path: str) -> str:
+        """One scanned receipt (a text file whose first line is `RECEIPT <number>`) read into
+        its fields: `Merchant:`, `Date:` as YYYY-MM-DD, `Type:` in lower case, `Total:` in
+        cents with its currency (EUR 1,250.00 is 125000 EUR; "" when the total names none),
+        `Traveller:`, and whether a `Claimed: yes` line marks it claimed. Refuses a missing
+        file or a directory, a file that is not a receipt, and a receipt whose date or total
+        cannot be read.
+
+                Args:
+                    path: The `path` argument.
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call("read_receipt", path=path)
+
+    def mark_claimed(self, *, path: str) -> str:
+        """Mark a scanned receipt as claimed by adding the line `Claimed: yes` at its end, so
+        nobody claims it twice (read_receipt then reports it claimed). Refuses a file that
+        is not a receipt, a receipt already marked claimed, and anything in a read-only
+        policy folder.
+
+                Args:
+                    path: The `path` argument.
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call("mark_claimed", path=path)
+
     def _call(self, tool: str, /, **given: Any) -> str:
         if self._outcome is not None:
             raise EpisodeError(

@@ -145,6 +145,16 @@ class ValueCount(TypedDict):
     rows: int
 
 
+class ContactRow(TypedDict):
+    """A row add_contact_row appended: the file, its number among the data rows and its cells."""
+
+    path: str
+    row: int
+    name: str
+    email: str
+    company: str
+
+
 class State(TypedDict):
     """The whole mutable state of one session; `DEFAULT_STATE` is S0."""
 
@@ -362,6 +372,13 @@ RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
         ("rows_with_blanks", ("list", ("int",)), True, None),
     ),
     "ValueCount": (("value", ("str",), True, None), ("rows", ("int",), True, None)),
+    "ContactRow": (
+        ("path", ("str",), True, None),
+        ("row", ("int",), True, None),
+        ("name", ("str",), True, None),
+        ("email", ("str",), True, None),
+        ("company", ("str",), True, None),
+    ),
 }
 """Per record: (field, kind, required, default) for validating data from outside."""
 
@@ -1131,6 +1148,31 @@ def _call_8(env: Environment, args: Any) -> Any:
     )
 
 
+def _call_9(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `add_contact_row`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path")
+        v1 = args.get("email")
+        v2 = args.get("name", "")
+        v3 = args.get("company", "")
+        if (
+            len(args) == 2 + ("name" in args) + ("company" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is str
+            and v1.isascii()
+            and _matches(v1, "[^@\\s]+@[^@\\s]+\\.[a-z]{2,}")
+            and type(v2) is str
+            and v2.isascii()
+            and len(v2) <= 80
+            and type(v3) is str
+            and v3.isascii()
+            and len(v3) <= 80
+        ):
+            return dict(env.add_contact_row(v0, v1, v2, v3))
+    return dict(env.add_contact_row(**check_arguments(TOOL_SPECS["add_contact_row"], args)))
+
+
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
     "list_dir": ToolSpec(
         "list_dir",
@@ -1271,6 +1313,19 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset(),
         _json_list_ValueCount,
         _call_8,
+    ),
+    "add_contact_row": ToolSpec(
+        "add_contact_row",
+        (
+            Param("path", ("str",), True),
+            Param("email", ("str",), True, (("pattern", "[^@\\s]+@[^@\\s]+\\.[a-z]{2,}"),)),
+            Param("name", ("str",), False, (("max_length", 80),)),
+            Param("company", ("str",), False, (("max_length", 80),)),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        dict,
+        _call_9,
     ),
 }
 
@@ -2454,6 +2509,86 @@ class Environment:
             for v in self._count_each(sorted(dict.fromkeys(cells)))
         ]
 
+    def add_contact_row(
+        self, path: str, email: str, name: str = "", company: str = ""
+    ) -> ContactRow:
+        """Append one contact to a CSV contact list as its new last row: `email` (written in
+        lower case) under the email column, `name` and `company` (spaces around them
+        removed) under theirs, every other cell empty; a name or company not given leaves
+        its cell empty. Returns the row and its number among the data rows. Refuses a file
+        that is not .csv or is empty, a header without a name, email or company column, an
+        email a row already has (compared in lower case, spaces around cells ignored) and a
+        value holding a comma.
+        """
+        state = self._state
+        self._undo.tool = "add_contact_row"
+        try:
+            f = self._csv_file(path)
+            target = self._checked(path, "path")
+            self._guard_write(target, "path")
+            columns = self._header_of(f["content"])
+            lacking: list[str] = [c for c in ["name", "email", "company"] if c not in columns]
+            header = ",".join(columns)
+            wanted = " or ".join(lacking)
+            if len(lacking) != 0:
+                raise DomainError(
+                    "invalid_state",
+                    f'"{target}" has no {wanted} column (its header is {header}); a contact row needs name, email and company',
+                    entity="path",
+                    field="path",
+                    current=target,
+                )
+            person = self._plain_cell(name, "name")
+            firm = self._plain_cell(company, "company")
+            address = email.strip().lower()
+            at = columns.index("email")
+            rows = self._csv_rows(f["content"])
+            same: list[int] = [
+                i + 1
+                for i in self._count_each(range(len(rows)))
+                if self._cell_of(rows[i], at) == address
+            ]
+            listed = ", ".join([f"{n}" for n in self._count_each(same)])
+            if len(same) != 0:
+                raise DomainError(
+                    "already_exists",
+                    f'"{target}" already lists {address} (data row {listed})',
+                    entity="email",
+                    field="email",
+                    current=address,
+                )
+            cells: list[str] = [
+                person
+                if c == "name"
+                else address
+                if c == "email"
+                else firm
+                if c == "company"
+                else ""
+                for c in self._count_each(columns)
+            ]
+            kept = f["content"] if f["content"].endswith("\n") else f["content"] + "\n"
+            self._require_size(target, len(kept) + len(",".join(cells)) + 1)
+            self._undo.save(f, "content")
+            f["content"] = kept + ",".join(cells) + "\n"
+            self._undo.save(f, "version")
+            f["version"] += 1
+            self._undo.save(f, "modified_at")
+            f["modified_at"] = state["clock"]
+            self._audit("add_contact_row", target, address)
+            return {
+                "path": target,
+                "row": len(rows) + 1,
+                "name": person,
+                "email": address,
+                "company": firm,
+            }
+        except BaseException:
+            self._undo.rollback()
+            raise
+        finally:
+            self._undo.finish()
+
     def _segment_rule(self, name: str) -> str:
         """The rule a single path segment breaks, or "" if it is a fine name."""
         if name == "":
@@ -2713,6 +2848,21 @@ class Environment:
                 ).split(",")
             )
         ]
+
+    def _cell_of(self, row: list[str], at: int) -> str:
+        """A row's cell in column `at`, in lower case; "" when the row is too short."""
+        return row[at].lower() if at < len(row) else ""
+
+    def _plain_cell(self, value: str, field: str) -> str:
+        """A value for one CSV cell: spaces around it removed; a comma would split it, so it is refused."""
+        if "," in value:
+            raise DomainError(
+                "invalid_argument",
+                f'"{value}" holds a comma, which would split the cell; write it without one',
+                field=field,
+                current=value,
+            )
+        return value.strip()
 
     def _clean_name(self, text: str) -> str:
         """A name with single spaces and each word capitalised: first letter upper, the rest lower."""

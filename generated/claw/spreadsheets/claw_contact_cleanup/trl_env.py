@@ -223,6 +223,28 @@ class TrlEnvironment:
         """
         return self._call("count_values", path=path, column=column)
 
+    def add_contact_row(
+        self, *, path: str, email: str, name: str = _OMITTED, company: str = _OMITTED
+    ) -> str:
+        """Append one contact to a CSV contact list as its new last row: `email` (written in
+        lower case) under the email column, `name` and `company` (spaces around them
+        removed) under theirs, every other cell empty; a name or company not given leaves
+        its cell empty. Returns the row and its number among the data rows. Refuses a file
+        that is not .csv or is empty, a header without a name, email or company column, an
+        email a row already has (compared in lower case, spaces around cells ignored) and a
+        value holding a comma.
+
+                Args:
+                    path: The `path` argument.
+                    email: The `email` argument. Rules: pattern "^(?:[^@\\\\s]+@[^@\\\\s]+\\\\.[a-z]{2,})$".
+                    name: The `name` argument. Rules: maxLength 80; default "".
+                    company: The `company` argument. Rules: maxLength 80; default "".
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call("add_contact_row", path=path, email=email, name=name, company=company)
+
     def _call(self, tool: str, /, **given: Any) -> str:
         if self._outcome is not None:
             raise EpisodeError(

@@ -74,7 +74,7 @@ def expect_error(env: Environment, kind: str, text: str, tool: str, args: dict[s
 def run_data_is_consistent(env: Recorder) -> None:
     """Claims point at real employees, statuses agree with histories, the legacy import is the one oddity."""
     state: Any = env.view()  # live, and untyped so each assert reads afresh
-    assert len(env.invoke("find_employees", {})) == 73 and len(state["claims"]) >= 40
+    assert len(env.invoke("find_employees", {})) == 74 and len(state["claims"]) >= 40
     assert all(env._department_of(c["employee_id"]) != "" for c in state["claims"].values())
     assert all(
         c["payment_reference"] is not None and c["paid_at"] is not None
@@ -321,6 +321,66 @@ def test_refusals_on_claims_in_the_wrong_state() -> None:
     run_refusals_on_claims_in_the_wrong_state(Recorder("monday_queue"))
 
 
+def run_a_claim_filed_by_name(env: Recorder) -> None:
+    """file_claim finds the claimant by full name in any case; a name two employees share,
+    or nobody's, is refused and nothing is stored.
+    """
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    claim = env.invoke(
+        "file_claim", {"claimant": "  sara LINDHOLM ", "title": "Customer workshop Berlin"}
+    )
+    assert (
+        claim["employee_id"] == "E176"
+        and claim["claimant"] == "Sara Lindholm"
+        and claim["status"] == "draft"
+    )
+    assert (
+        state["claims"][claim["id"]]["title"] == "Customer workshop Berlin"
+        and state["next_claim_id"] == claim["id"] + 1
+    )
+    env.invoke(
+        "add_claim_line",
+        {
+            "claim_id": claim["id"],
+            "expense_date": "2025-06-10",
+            "category": "hotel",
+            "merchant": "Motel One",
+            "amount": 129.0,
+            "receipt": True,
+        },
+    )
+    assert env.invoke("submit_claim", {"claim_id": claim["id"]})["waiting_for"] == "E102"
+    expect_error(
+        env,
+        "invalid_argument",
+        "2 employees",
+        "file_claim",
+        {"claimant": "Daniel Price", "title": "Client visit Leeds"},
+    )
+    expect_error(
+        env,
+        "not_found",
+        "no employee is called Sara",
+        "file_claim",
+        {"claimant": "Sara", "title": "Client visit Leeds"},
+    )
+    assert (
+        len(
+            [
+                c
+                for c in state["claims"].values()
+                if c["title"] == "Client visit Leeds" and c["employee_id"] == "E176"
+            ]
+        )
+        == 0
+    )
+    del state
+
+
+def test_a_claim_filed_by_name() -> None:
+    run_a_claim_filed_by_name(Recorder("monday_queue"))
+
+
 SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "data_is_consistent": (None, run_data_is_consistent),
     "a_claim_from_draft_to_paid": ("monday_queue", run_a_claim_from_draft_to_paid),
@@ -333,6 +393,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
         "monday_queue",
         run_refusals_on_claims_in_the_wrong_state,
     ),
+    "a_claim_filed_by_name": ("monday_queue", run_a_claim_filed_by_name),
 }
 
 
@@ -394,6 +455,7 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "list_claims": {},
     "get_claim": {"claim_id": 1},
     "create_claim": {"employee_id": "sample", "title": "sample"},
+    "file_claim": {"claimant": "sample", "title": "sample"},
     "add_claim_line": {
         "claim_id": 1,
         "expense_date": "2025-06-16",
@@ -449,6 +511,33 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
         "title too long",
         {
             "employee_id": "sample",
+            "title": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        },
+    ),
+    (
+        "file_claim",
+        "unknown parameter",
+        {"claimant": "sample", "title": "sample", "unexpected_parameter": 1},
+    ),
+    ("file_claim", "missing claimant", {"title": "sample"}),
+    ("file_claim", "claimant of the wrong type", {"claimant": 12345, "title": "sample"}),
+    ("file_claim", "claimant too short", {"claimant": "xx", "title": "sample"}),
+    (
+        "file_claim",
+        "claimant too long",
+        {
+            "claimant": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "title": "sample",
+        },
+    ),
+    ("file_claim", "missing title", {"claimant": "sample"}),
+    ("file_claim", "title of the wrong type", {"claimant": "sample", "title": 12345}),
+    ("file_claim", "title too short", {"claimant": "sample", "title": "xx"}),
+    (
+        "file_claim",
+        "title too long",
+        {
+            "claimant": "sample",
             "title": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
         },
     ),

@@ -603,6 +603,126 @@ def test_find_and_csv_preview() -> None:
     run_find_and_csv_preview(Recorder("berlin_close"))
 
 
+def run_receipts_are_read_field_by_field(env: Recorder) -> None:
+    """read_receipt gives every scanned receipt's fields, its date in ISO form whichever
+    way it is written; files that are not receipts are refused.
+    """
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    meal = env.invoke("read_receipt", {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"})
+    assert (
+        meal["number"] == "R-4412"
+        and meal["merchant"] == "Trattoria Sole"
+        and meal["date"] == "2025-03-10"
+    )
+    assert (
+        meal["category"] == "meal"
+        and meal["amount"] == 6150
+        and meal["currency"] == "EUR"
+        and meal["traveller"] == "Sara Lindholm"
+    )
+    assert (
+        env.invoke("read_receipt", {"path": "trips/2025-03_berlin/receipts/taxi_11.txt"})["date"]
+        == "2025-03-11"
+    )
+    assert [
+        env.invoke("read_receipt", {"path": p})["traveller"]
+        for p in env.invoke("find", {"path": "trips", "name": "*.txt"})
+        if "/receipts/" in p
+    ] == ["Sara Lindholm"] * 12
+    assert (
+        env._iso_date("5 Feb 2025") == "2025-02-05"
+        and env._iso_date("13 March 2025") == ""
+        and env._iso_date("2025/03/13") == ""
+    )
+    expect_error(
+        env,
+        "invalid_argument",
+        "not a receipt",
+        "read_receipt",
+        {"path": "trips/2025-03_berlin/itinerary.md"},
+    )
+    expect_error(
+        env,
+        "invalid_state",
+        "is a directory",
+        "read_receipt",
+        {"path": "trips/2025-03_berlin/receipts"},
+    )
+    expect_error(
+        env, "not_found", "", "read_receipt", {"path": "trips/2025-03_berlin/receipts/R-9999.txt"}
+    )
+    env.invoke(
+        "write_file",
+        {
+            "path": "notes/scan.txt",
+            "content": "RECEIPT R-1\nMerchant: Bolt\nDate: yesterday\nTotal: EUR 9.00\n",
+        },
+    )
+    expect_error(env, "invalid_state", "date", "read_receipt", {"path": "notes/scan.txt"})
+    env.invoke(
+        "write_file",
+        {
+            "path": "notes/scan.txt",
+            "content": "RECEIPT R-1\nMerchant: Bolt\nDate: 2025-03-01\nTotal: nine euros\n",
+        },
+    )
+    expect_error(env, "invalid_state", "total", "read_receipt", {"path": "notes/scan.txt"})
+    del state
+
+
+def test_receipts_are_read_field_by_field() -> None:
+    run_receipts_are_read_field_by_field(Recorder("berlin_close"))
+
+
+def run_receipts_are_marked_claimed(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    assert not env.invoke("read_receipt", {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"})[
+        "claimed"
+    ]
+    marked = env.invoke("mark_claimed", {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"})
+    assert marked["version"] == 2 and state["files"]["trips/2025-03_berlin/receipts/IMG_2031.txt"][
+        "content"
+    ].endswith("Traveller: Sara Lindholm\nClaimed: yes\n")
+    assert env.invoke("read_receipt", {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"})[
+        "claimed"
+    ]
+    assert (
+        env._report_text(
+            state["files"]["policy/expense_policy.md"]["content"],
+            env._trip_claims("trips/2025-03_berlin"),
+            0,
+        )
+        == "category,amount\ntravel,222.60\nlodging,387.00\nmeals,103.10\nother,12.99\ntotal,725.69\n"
+    )
+    expect_error(
+        env,
+        "invalid_state",
+        "already marked claimed",
+        "mark_claimed",
+        {"path": "trips/2025-03_berlin/receipts/IMG_2031.txt"},
+    )
+    expect_error(
+        env,
+        "invalid_argument",
+        "not a receipt",
+        "mark_claimed",
+        {"path": "trips/2025-03_berlin/itinerary.md"},
+    )
+    expect_error(
+        env,
+        "invalid_state",
+        "is a directory",
+        "mark_claimed",
+        {"path": "trips/2025-03_berlin/receipts"},
+    )
+    assert len(state["audit_log"]) == 1
+    del state
+
+
+def test_receipts_are_marked_claimed() -> None:
+    run_receipts_are_marked_claimed(Recorder("berlin_close"))
+
+
 def run_the_policy_is_read_only(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     expect_error(
@@ -673,8 +793,8 @@ def run_receipts_are_read_as_the_policy_reads_them(env: Recorder) -> None:
         )
     ] == ["B-7721", "H-58213", "B-7722", "B-7721"]
     assert (
-        env._receipt("R-1", "Bolt", "1 Mar 2025", "taxi", 123450)
-        == "RECEIPT R-1\nMerchant: Bolt\nDate: 1 Mar 2025\nType: taxi\nTotal: EUR 1,234.50\n"
+        env._receipt("R-1", "Bolt", "1 Mar 2025", "taxi", 123450, "Sara Lindholm")
+        == "RECEIPT R-1\nMerchant: Bolt\nDate: 1 Mar 2025\nType: taxi\nTotal: EUR 1,234.50\nTraveller: Sara Lindholm\n"
     )
     del state
 
@@ -770,6 +890,8 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "seeded_paths_obey_the_rules": ("project_docs", run_seeded_paths_obey_the_rules),
     "the_travel_folder_is_seeded": ("berlin_close", run_the_travel_folder_is_seeded),
     "find_and_csv_preview": ("berlin_close", run_find_and_csv_preview),
+    "receipts_are_read_field_by_field": ("berlin_close", run_receipts_are_read_field_by_field),
+    "receipts_are_marked_claimed": ("berlin_close", run_receipts_are_marked_claimed),
     "the_policy_is_read_only": ("berlin_close", run_the_policy_is_read_only),
     "receipts_are_read_as_the_policy_reads_them": (
         "berlin_close",
@@ -826,6 +948,8 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "delete_path": {"path": "sample"},
     "find": {},
     "csv_preview": {"path": "sample"},
+    "read_receipt": {"path": "sample"},
+    "mark_claimed": {"path": "sample"},
 }
 """A well-typed argument set per tool (it may still be refused by the tool's rules)."""
 
@@ -913,6 +1037,12 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("csv_preview", "max_rows of the wrong type", {"path": "sample", "max_rows": "not a number"}),
     ("csv_preview", "max_rows below min", {"path": "sample", "max_rows": 0}),
     ("csv_preview", "max_rows above max", {"path": "sample", "max_rows": 501}),
+    ("read_receipt", "unknown parameter", {"path": "sample", "unexpected_parameter": 1}),
+    ("read_receipt", "missing path", {}),
+    ("read_receipt", "path of the wrong type", {"path": 12345}),
+    ("mark_claimed", "unknown parameter", {"path": "sample", "unexpected_parameter": 1}),
+    ("mark_claimed", "missing path", {}),
+    ("mark_claimed", "path of the wrong type", {"path": 12345}),
 ]
 """(tool, what is wrong, arguments): each must be refused as invalid_argument."""
 

@@ -606,6 +606,114 @@ def test_count_values_counts_exact_cells() -> None:
     run_count_values_counts_exact_cells(Recorder("april_cleanup"))
 
 
+def run_a_contact_row_is_appended(env: Recorder) -> None:
+    """add_contact_row writes name, lower-case email and company under their columns, other
+    cells empty; a second row for the same address, a file without the columns and a
+    cell with a comma are refused and change nothing.
+    """
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    added = env.invoke(
+        "add_contact_row",
+        {
+            "path": "fjord_office/crm/contacts_clean_2024-Q4.csv",
+            "email": "Nina.Petrova@weststern.de",
+            "name": " Nina Petrova",
+            "company": "Weststern Energy",
+        },
+    )
+    assert (
+        added["row"] == 4
+        and added["email"] == "nina.petrova@weststern.de"
+        and added["name"] == "Nina Petrova"
+    )
+    assert state["files"]["fjord_office/crm/contacts_clean_2024-Q4.csv"]["content"].endswith(
+        "\nNina Petrova,nina.petrova@weststern.de,,Weststern Energy\n"
+    )
+    assert env.invoke("csv_preview", {"path": "fjord_office/crm/contacts_clean_2024-Q4.csv"})[
+        "rows"
+    ][3] == ["Nina Petrova", "nina.petrova@weststern.de", "", "Weststern Energy"]
+    assert (
+        env.invoke(
+            "add_contact_row",
+            {"path": "fjord_office/crm/crm_export_2025-03.csv", "email": "jan.hartmann@vireo.de"},
+        )["row"]
+        == 17
+    )
+    assert state["files"]["fjord_office/crm/crm_export_2025-03.csv"]["content"].endswith(
+        "\n,jan.hartmann@vireo.de,,,\n"
+    )
+    before = state["files"]["fjord_office/crm/contacts_clean_2024-Q4.csv"]["content"]
+    expect_error(
+        env,
+        "already_exists",
+        "row 4",
+        "add_contact_row",
+        {
+            "path": "fjord_office/crm/contacts_clean_2024-Q4.csv",
+            "name": "Nina P.",
+            "email": "NINA.PETROVA@weststern.de",
+            "company": "Weststern",
+        },
+    )
+    expect_error(
+        env,
+        "already_exists",
+        "anna.karlsson@lu.se",
+        "add_contact_row",
+        {
+            "path": "fjord_office/crm/contacts_clean_2024-Q4.csv",
+            "name": "Anna K",
+            "email": "anna.karlsson@lu.se",
+            "company": "Lund University",
+        },
+    )
+    expect_error(
+        env,
+        "invalid_state",
+        "no name or email or company column",
+        "add_contact_row",
+        {
+            "path": "fjord_office/mailing/campaign_stats_2025-03.csv",
+            "name": "Jan Hartmann",
+            "email": "jan.hartmann@vireo.de",
+            "company": "Vireo Software",
+        },
+    )
+    expect_error(
+        env,
+        "invalid_argument",
+        "not CSV",
+        "add_contact_row",
+        {
+            "path": "fjord_office/crm/CLEANUP_RULES.md",
+            "name": "Jan Hartmann",
+            "email": "jan.hartmann@vireo.de",
+            "company": "Vireo Software",
+        },
+    )
+    expect_error(
+        env,
+        "invalid_argument",
+        "comma",
+        "add_contact_row",
+        {
+            "path": "fjord_office/crm/contacts_clean_2024-Q4.csv",
+            "name": "Hartmann, Jan",
+            "email": "jan.h@vireo.de",
+            "company": "Vireo Software",
+        },
+    )
+    assert (
+        state["files"]["fjord_office/crm/contacts_clean_2024-Q4.csv"]["content"] == before
+        and len(state["audit_log"]) == 2
+    )
+    del state
+
+
+def test_a_contact_row_is_appended() -> None:
+    run_a_contact_row_is_appended(Recorder("april_cleanup"))
+
+
 def run_cleaning_helpers(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     assert (
@@ -694,6 +802,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
         run_csv_preview_strips_cells_and_skips_blank_rows,
     ),
     "count_values_counts_exact_cells": ("april_cleanup", run_count_values_counts_exact_cells),
+    "a_contact_row_is_appended": ("april_cleanup", run_a_contact_row_is_appended),
     "cleaning_helpers": (None, run_cleaning_helpers),
     "the_march_cleanup": ("april_cleanup", run_the_march_cleanup),
     "the_february_list": ("before_the_march_export", run_the_february_list),
@@ -748,6 +857,7 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "delete_path": {"path": "sample"},
     "csv_preview": {"path": "sample"},
     "count_values": {"path": "sample", "column": "sample"},
+    "add_contact_row": {"path": "sample", "email": "x@example.com"},
 }
 """A well-typed argument set per tool (it may still be refused by the tool's rules)."""
 
@@ -834,6 +944,44 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("count_values", "missing column", {"path": "sample"}),
     ("count_values", "column of the wrong type", {"path": "sample", "column": 12345}),
     ("count_values", "column too short", {"path": "sample", "column": ""}),
+    (
+        "add_contact_row",
+        "unknown parameter",
+        {"path": "sample", "email": "x@example.com", "unexpected_parameter": 1},
+    ),
+    ("add_contact_row", "missing path", {"email": "x@example.com"}),
+    ("add_contact_row", "path of the wrong type", {"path": 12345, "email": "x@example.com"}),
+    ("add_contact_row", "missing email", {"path": "sample"}),
+    ("add_contact_row", "email of the wrong type", {"path": "sample", "email": 12345}),
+    ("add_contact_row", "email not matching the pattern", {"path": "sample", "email": ""}),
+    (
+        "add_contact_row",
+        "name of the wrong type",
+        {"path": "sample", "email": "x@example.com", "name": 12345},
+    ),
+    (
+        "add_contact_row",
+        "name too long",
+        {
+            "path": "sample",
+            "email": "x@example.com",
+            "name": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        },
+    ),
+    (
+        "add_contact_row",
+        "company of the wrong type",
+        {"path": "sample", "email": "x@example.com", "company": 12345},
+    ),
+    (
+        "add_contact_row",
+        "company too long",
+        {
+            "path": "sample",
+            "email": "x@example.com",
+            "company": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        },
+    ),
 ]
 """(tool, what is wrong, arguments): each must be refused as invalid_argument."""
 
