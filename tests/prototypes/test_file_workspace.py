@@ -130,6 +130,7 @@ def _path_calls(path: str) -> list[tuple[str, dict[str, Any]]]:
         ("ls", {"path": path, "recursive": True}),
         ("read", {"path": path}),
         ("search", {"query": "a", "path": path}),
+        ("find", {"path": path}),
         ("csv_preview", {"path": path}),
         ("write", {"path": path, "content": "pwned"}),
         ("write", {"path": path, "content": "pwned", "create_only": True}),
@@ -320,7 +321,18 @@ def test_csv_preview_shows_the_noisy_records() -> None:
     preview = ok(env, "csv_preview", {"path": "ops/ledger/output_2025-03.csv", "max_rows": 100})
     assert preview["columns"] == ["date", "employee_id", "units", "defects", "status"]
     assert preview["total_rows"] == 20 and preview["rows_with_blanks"] == [7] and preview["ragged_rows"] == []
+    assert preview["delimiter"] == ","
     refused(env, "csv_preview", {"path": "README.md"}, "invalid_argument", "not CSV")
+
+
+def test_find_lists_files_and_folders_by_name_glob() -> None:
+    """`find` comes from the file_workspace prototype: a glob over last names, ignoring case."""
+    env = Environment("march_close")
+    assert ok(env, "find", {"name": "SCORING_RULES*"}) == ["policy/scoring_rules.md", "policy/scoring_rules_2024.md"]
+    assert ok(env, "find", {"path": "ops", "name": "ledger", "kind": "directory"}) == ["ops/ledger"]
+    assert ok(env, "find", {"path": "policy", "name": "*.csv"}) == []
+    refused(env, "find", {"path": "README.md"}, "invalid_state", "is a file")
+    refused(env, "find", {"path": "nowhere"}, "not_found", "nowhere")
 
 
 # --------------------------------------------------------------------------- the tree: changes
@@ -493,9 +505,11 @@ def test_requests_name_the_verified_paths_and_hide_the_answers() -> None:
 def test_tool_schema_separates_read_and_write_tools() -> None:
     by_name = {t["name"]: t for t in TOOLS_JSON["tools"]}
     assert (
-        set(by_name) == set(TOOL_SPECS) == {"ls", "read", "search", "csv_preview", "write", "append", "move", "delete"}
+        set(by_name)
+        == set(TOOL_SPECS)
+        == {"ls", "read", "search", "find", "csv_preview", "write", "append", "move", "delete"}
     )
-    for name in ("ls", "read", "search", "csv_preview"):
+    for name in ("ls", "read", "search", "find", "csv_preview"):
         assert by_name[name]["modifies_state"] is False, name
     for name in ("write", "append", "move", "delete"):
         assert by_name[name]["modifies_state"] is True and "files" in by_name[name]["state_fields_affected"], name

@@ -140,6 +140,29 @@ class TrlEnvironment:
             max_results=max_results,
         )
 
+    def find(
+        self,
+        *,
+        path: str = _OMITTED,
+        name: str = _OMITTED,
+        kind: Literal["file", "directory"] | None = _OMITTED,
+    ) -> str:
+        """Paths of the files and folders below `path` ("" is the workspace root; the folder
+        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
+        stands for any run of characters, `?` for one character, anything else for itself;
+        the whole name must match. With `kind`, only files or only folders. Sorted by path.
+        A file or a missing `path` is refused.
+
+                Args:
+                    path: The `path` argument. Rules: default "".
+                    name: The `name` argument. Rules: minLength 1; maxLength 100; default "*".
+                    kind: The `kind` argument. Rules: default null.
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call("find", path=path, name=name, kind=kind)
+
     def write_file(self, *, path: str, content: str, create_only: bool = _OMITTED) -> str:
         """Create a file, or replace its content (its version goes up). Missing folders on
         the way are implied. With `create_only` an existing file is refused.
@@ -224,8 +247,8 @@ class TrlEnvironment:
     def grep(self, *, pattern: str, path: str = _OMITTED, include: str = _OMITTED) -> str:
         """Lines matching a regular expression (searched anywhere in the line, case
         sensitive) in the files under `path` (a folder, one file, or "" for everything)
-        whose file name matches the glob `include` (`*` any run of characters, `?` one
-        character). At most 500 hits, in path and line order. Refuses an invalid pattern
+        whose file name matches the glob `include` ignoring case (`*` any run of
+        characters, `?` one character). At most 500 hits, in path and line order. Refuses an invalid pattern
         and a missing path.
 
                 Args:

@@ -124,12 +124,14 @@ class PathLimits(TypedDict):
 
 
 class CsvPreview(TypedDict):
-    """A CSV file split on commas (quoted fields are not interpreted). Row numbers count
-    data rows from 1; `ragged_rows` have a different number of fields than the header,
-    `rows_with_blanks` have an empty field.
+    """A CSV file split on `delimiter` (quotes are not interpreted), blank lines left out
+    and spaces around each cell removed. Row numbers count data rows from 1;
+    `ragged_rows` have another number of cells than the header, `rows_with_blanks` an
+    empty cell.
     """
 
     path: str
+    delimiter: str
     columns: list[str]
     rows: list[list[str]]
     total_rows: int
@@ -349,6 +351,7 @@ RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
     ),
     "CsvPreview": (
         ("path", ("str",), True, None),
+        ("delimiter", ("str",), True, None),
         ("columns", ("list", ("str",)), True, None),
         ("rows", ("list", ("list", ("str",))), True, None),
         ("total_rows", ("int",), True, None),
@@ -1234,6 +1237,7 @@ def _json_list_Moved(value: list[Moved]) -> list[Any]:
 def _json_CsvPreview(value: CsvPreview) -> dict[str, Any]:
     return {
         "path": value["path"],
+        "delimiter": value["delimiter"],
         "columns": list(value["columns"]),
         "rows": [list(v1) for v1 in value["rows"]],
         "total_rows": value["total_rows"],
@@ -1312,6 +1316,26 @@ def _call_2(env: Environment, args: Any) -> Any:
 
 
 def _call_3(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `find`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path", "")
+        v1 = args.get("name", "*")
+        v2 = args.get("kind")
+        if (
+            len(args) == ("path" in args) + ("name" in args) + ("kind" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is str
+            and v1.isascii()
+            and len(v1) >= 1
+            and len(v1) <= 100
+            and (v2 is None or (type(v2) is str and v2 in {"file", "directory"}))
+        ):
+            return list(env.find(v0, v1, args.get("kind", None)))
+    return list(env.find(**check_arguments(TOOL_SPECS["find"], args)))
+
+
+def _call_4(env: Environment, args: Any) -> Any:
     """`Environment.call` of `write_file`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1329,7 +1353,7 @@ def _call_3(env: Environment, args: Any) -> Any:
     return dict(env.write_file(**check_arguments(TOOL_SPECS["write_file"], args)))
 
 
-def _call_4(env: Environment, args: Any) -> Any:
+def _call_5(env: Environment, args: Any) -> Any:
     """`Environment.call` of `append_file`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1346,7 +1370,7 @@ def _call_4(env: Environment, args: Any) -> Any:
     return dict(env.append_file(**check_arguments(TOOL_SPECS["append_file"], args)))
 
 
-def _call_5(env: Environment, args: Any) -> Any:
+def _call_6(env: Environment, args: Any) -> Any:
     """`Environment.call` of `move_path`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("source")
@@ -1356,7 +1380,7 @@ def _call_5(env: Environment, args: Any) -> Any:
     return _json_list_Moved(env.move_path(**check_arguments(TOOL_SPECS["move_path"], args)))
 
 
-def _call_6(env: Environment, args: Any) -> Any:
+def _call_7(env: Environment, args: Any) -> Any:
     """`Environment.call` of `delete_path`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1371,7 +1395,29 @@ def _call_6(env: Environment, args: Any) -> Any:
     return list(env.delete_path(**check_arguments(TOOL_SPECS["delete_path"], args)))
 
 
-def _call_7(env: Environment, args: Any) -> Any:
+def _call_8(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `csv_preview`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path")
+        v1 = args.get("max_rows", 20)
+        v2 = args.get("delimiter", ",")
+        if (
+            len(args) == 1 + ("max_rows" in args) + ("delimiter" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is int
+            and v1 >= 1
+            and v1 <= 500
+            and type(v2) is str
+            and v2.isascii()
+            and len(v2) >= 1
+            and len(v2) <= 1
+        ):
+            return _json_CsvPreview(env.csv_preview(v0, v1, v2))
+    return _json_CsvPreview(env.csv_preview(**check_arguments(TOOL_SPECS["csv_preview"], args)))
+
+
+def _call_9(env: Environment, args: Any) -> Any:
     """`Environment.call` of `json_get`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1386,23 +1432,6 @@ def _call_7(env: Environment, args: Any) -> Any:
         ):
             return env.json_get(v0, v1)
     return env.json_get(**check_arguments(TOOL_SPECS["json_get"], args))
-
-
-def _call_8(env: Environment, args: Any) -> Any:
-    """`Environment.call` of `csv_preview`: arguments checked, result detached."""
-    if type(args) is dict:
-        v0 = args.get("path")
-        v1 = args.get("max_rows", 20)
-        if (
-            len(args) == 1 + ("max_rows" in args)
-            and type(v0) is str
-            and v0.isascii()
-            and type(v1) is int
-            and v1 >= 1
-            and v1 <= 500
-        ):
-            return _json_CsvPreview(env.csv_preview(v0, v1))
-    return _json_CsvPreview(env.csv_preview(**check_arguments(TOOL_SPECS["csv_preview"], args)))
 
 
 TOOL_SPECS: Final[dict[str, ToolSpec]] = {
@@ -1471,6 +1500,39 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         _json_SearchResult,
         _call_2,
     ),
+    "find": ToolSpec(
+        "find",
+        (
+            Param("path", ("str",), False),
+            Param(
+                "name",
+                ("str",),
+                False,
+                (
+                    ("min_length", 1),
+                    ("max_length", 100),
+                ),
+            ),
+            Param(
+                "kind",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "file",
+                            "directory",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"files"}),
+        frozenset(),
+        list,
+        _call_3,
+    ),
     "write_file": ToolSpec(
         "write_file",
         (
@@ -1481,7 +1543,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         dict,
-        _call_3,
+        _call_4,
     ),
     "append_file": ToolSpec(
         "append_file",
@@ -1492,7 +1554,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         dict,
-        _call_4,
+        _call_5,
     ),
     "move_path": ToolSpec(
         "move_path",
@@ -1503,7 +1565,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         _json_list_Moved,
-        _call_5,
+        _call_6,
     ),
     "delete_path": ToolSpec(
         "delete_path",
@@ -1514,17 +1576,6 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         list,
-        _call_6,
-    ),
-    "json_get": ToolSpec(
-        "json_get",
-        (
-            Param("path", ("str",), True),
-            Param("pointer", ("str",), False, (("max_length", 200),)),
-        ),
-        frozenset({"files"}),
-        frozenset(),
-        None,
         _call_7,
     ),
     "csv_preview": ToolSpec(
@@ -1540,11 +1591,31 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
                     ("max", 500),
                 ),
             ),
+            Param(
+                "delimiter",
+                ("str",),
+                False,
+                (
+                    ("min_length", 1),
+                    ("max_length", 1),
+                ),
+            ),
         ),
         frozenset({"files"}),
         frozenset(),
         _json_CsvPreview,
         _call_8,
+    ),
+    "json_get": ToolSpec(
+        "json_get",
+        (
+            Param("path", ("str",), True),
+            Param("pointer", ("str",), False, (("max_length", 200),)),
+        ),
+        frozenset({"files"}),
+        frozenset(),
+        None,
+        _call_9,
     ),
 }
 
@@ -2549,6 +2620,35 @@ class Environment:
             "truncated": len(hits) > max_results,
         }
 
+    def find(self, path: str = "", name: str = "*", kind: EntryKind | None = None) -> list[str]:
+        """Paths of the files and folders below `path` ("" is the workspace root; the folder
+        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
+        stands for any run of characters, `?` for one character, anything else for itself;
+        the whole name must match. With `kind`, only files or only folders. Sorted by path.
+        A file or a missing `path` is refused.
+        """
+        state = self._state
+        folder = self._checked(path, "path") if path != "" else ""
+        if folder in state["files"]:
+            raise DomainError(
+                "invalid_state",
+                f'"{folder}" is a file, not a directory',
+                entity="path",
+                field="path",
+                current="file",
+            )
+        if not self._is_dir(folder):
+            self._missing(folder, "path")
+        pattern = self._glob_pattern(name)
+        return [
+            e["path"]
+            for e in self._count_each(
+                [self._entry_of(p) for p in self._count_each(self._tree_below(folder))]
+            )
+            if _matches(e["name"], pattern, self._count_steps)
+            and (kind is None or e["kind"] == kind)
+        ]
+
     def write_file(self, path: str, content: str, create_only: bool = False) -> WriteResult:
         """Create a file, or replace its content (its version goes up). Missing folders on
         the way are implied. With `create_only` an existing file is refused.
@@ -2729,6 +2829,33 @@ class Environment:
         finally:
             self._undo.finish()
 
+    def csv_preview(self, path: str, max_rows: int = 20, delimiter: str = ",") -> CsvPreview:
+        """The header and the first `max_rows` data rows of a .csv file split on `delimiter`
+        (one character, "," unless given), blank lines left out and spaces around cells
+        removed, with the numbers of the rows that have a wrong number of cells or an
+        empty cell. Refuses a file that is not .csv, is empty, is a directory or is
+        missing.
+        """
+        f = self._csv_file(path)
+        lines: list[str] = [
+            line for line in self._count_each(f["content"].split("\n")) if line.strip() != ""
+        ]
+        columns: list[str] = [c.strip() for c in self._count_each(lines[0].split(delimiter))]
+        rows = self._split_rows(f["content"], delimiter)
+        return {
+            "path": path,
+            "delimiter": delimiter,
+            "columns": columns,
+            "rows": rows[:max_rows],
+            "total_rows": len(rows),
+            "ragged_rows": [
+                i + 1 for i in self._count_each(range(len(rows))) if len(rows[i]) != len(columns)
+            ],
+            "rows_with_blanks": [
+                i + 1 for i in self._count_each(range(len(rows))) if "" in rows[i]
+            ],
+        }
+
     def json_get(self, path: str, pointer: str = "") -> str:
         """The JSON value at `pointer` in a .json file, printed as JSON with two-space
         indents. "" is the whole document; "/data/0/customer/email" walks object keys and
@@ -2763,41 +2890,6 @@ class Environment:
             for part in self._count_each(pointer[1:].split("/")):
                 value = self._step_into(value, part, pointer)
         return json.dumps(value, indent=2)
-
-    def csv_preview(self, path: str, max_rows: int = 20) -> CsvPreview:
-        """The header and the first `max_rows` data rows of a .csv file, split on commas
-        (blank lines skipped, each line stripped), with the rows that have a wrong number
-        of fields or an empty field. Refuses a file that is not .csv or is empty.
-        """
-        target = self._checked(path, "path")
-        f = self._find_file(target, "path")
-        if self._type_of_file(target) != "csv":
-            raise DomainError(
-                "invalid_argument", f'"{target}" is not a .csv file', field="path", current=target
-            )
-        lines: list[str] = [
-            line.strip()
-            for line in self._count_each(f["content"].split("\n"))
-            if line.strip() != ""
-        ]
-        if len(lines) <= 0:
-            raise DomainError(
-                "invalid_state", f'"{target}" is empty', entity="path", field="path", current=target
-            )
-        columns = lines[0].split(",")
-        rows: list[list[str]] = [line.split(",") for line in self._count_each(lines[1:])]
-        return {
-            "path": target,
-            "columns": columns,
-            "rows": rows[:max_rows],
-            "total_rows": len(rows),
-            "ragged_rows": [
-                i + 1 for i in self._count_each(range(len(rows))) if len(rows[i]) != len(columns)
-            ],
-            "rows_with_blanks": [
-                i + 1 for i in self._count_each(range(len(rows))) if "" in rows[i]
-            ],
-        }
 
     def _segment_rule(self, name: str) -> str:
         """The rule a single path segment breaks, or "" if it is a fine name."""
@@ -3020,6 +3112,73 @@ class Environment:
             "file_type": None,
             "size": len(self._below(path)),
         }
+
+    def _glob_pattern(self, glob: str) -> str:
+        """A file-name glob as a regular expression ignoring case: `*` any run of characters,
+        `?` one character, every other character itself (punctuation escaped).
+        """
+        out = "(?i)"
+        for i in self._count_each(range(len(glob))):
+            c = glob[i]
+            if c == "*":
+                out = out + ".*"
+            elif c == "?":
+                out = out + "."
+            elif _matches(c, "[A-Za-z0-9_ ]", self._count_steps) or ord(c) > 127:
+                out = out + c
+            else:
+                out = out + "\\" + c
+        return out
+
+    def _tree_below(self, folder: str) -> list[str]:
+        """Every file and folder below a folder, sorted, as list_dir lists them recursively."""
+        paths: list[str] = []
+        for p in self._count_each(self._below(folder)):
+            rest = p[len(folder) + 1 :] if folder != "" else p
+            names = rest.split("/")
+            for depth in self._count_each(range(1, len(names) + 1)):
+                part = "/".join(names[:depth])
+                entry = folder + "/" + part if folder != "" else part
+                if entry not in paths:
+                    paths.append(entry)
+        return sorted(paths)
+
+    def _csv_file(self, path: str) -> File:
+        """An existing, non-empty CSV file; anything else is refused with the CSV files there are."""
+        state = self._state
+        target = self._checked(path, "path")
+        f = self._find_file(target, "path")
+        if self._type_of_file(target) != "csv":
+            raise DomainError(
+                "invalid_argument",
+                f'"{target}" is a {self._type_of_file(target)} file, not CSV',
+                field="path",
+                current=target,
+                allowed=[
+                    p
+                    for p in self._count_each(sorted(state["files"]))
+                    if self._type_of_file(p) == "csv"
+                ][:20],
+            )
+        if f["content"].strip() == "":
+            raise DomainError(
+                "invalid_state", f'"{target}" is empty', entity="path", field="path", current=target
+            )
+        return f
+
+    def _split_rows(self, text: str, delimiter: str) -> list[list[str]]:
+        """The data rows of delimited text as csv_preview gives them: blank lines dropped, cells stripped, no header."""
+        lines: list[str] = [
+            line for line in self._count_each(text.split("\n")) if line.strip() != ""
+        ]
+        return [
+            [cell.strip() for cell in self._count_each(line.split(delimiter))]
+            for line in self._count_each(lines[1:])
+        ]
+
+    def _csv_rows(self, text: str) -> list[list[str]]:
+        """The data rows of comma-separated text as csv_preview gives them."""
+        return self._split_rows(text, ",")
 
     def _pointer_key(self, part: str) -> str:
         """A JSON-pointer segment as the key it names: ~1 is /, ~0 is ~."""

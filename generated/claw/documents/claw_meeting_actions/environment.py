@@ -1087,6 +1087,26 @@ def _call_2(env: Environment, args: Any) -> Any:
 
 
 def _call_3(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `find`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path", "")
+        v1 = args.get("name", "*")
+        v2 = args.get("kind")
+        if (
+            len(args) == ("path" in args) + ("name" in args) + ("kind" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is str
+            and v1.isascii()
+            and len(v1) >= 1
+            and len(v1) <= 100
+            and (v2 is None or (type(v2) is str and v2 in {"file", "directory"}))
+        ):
+            return list(env.find(v0, v1, args.get("kind", None)))
+    return list(env.find(**check_arguments(TOOL_SPECS["find"], args)))
+
+
+def _call_4(env: Environment, args: Any) -> Any:
     """`Environment.call` of `write_file`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1104,7 +1124,7 @@ def _call_3(env: Environment, args: Any) -> Any:
     return dict(env.write_file(**check_arguments(TOOL_SPECS["write_file"], args)))
 
 
-def _call_4(env: Environment, args: Any) -> Any:
+def _call_5(env: Environment, args: Any) -> Any:
     """`Environment.call` of `append_file`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1121,7 +1141,7 @@ def _call_4(env: Environment, args: Any) -> Any:
     return dict(env.append_file(**check_arguments(TOOL_SPECS["append_file"], args)))
 
 
-def _call_5(env: Environment, args: Any) -> Any:
+def _call_6(env: Environment, args: Any) -> Any:
     """`Environment.call` of `move_path`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("source")
@@ -1131,7 +1151,7 @@ def _call_5(env: Environment, args: Any) -> Any:
     return _json_list_Moved(env.move_path(**check_arguments(TOOL_SPECS["move_path"], args)))
 
 
-def _call_6(env: Environment, args: Any) -> Any:
+def _call_7(env: Environment, args: Any) -> Any:
     """`Environment.call` of `delete_path`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1144,24 +1164,6 @@ def _call_6(env: Environment, args: Any) -> Any:
         ):
             return list(env.delete_path(v0, v1))
     return list(env.delete_path(**check_arguments(TOOL_SPECS["delete_path"], args)))
-
-
-def _call_7(env: Environment, args: Any) -> Any:
-    """`Environment.call` of `find`: arguments checked, result detached."""
-    if type(args) is dict:
-        v0 = args.get("path", "")
-        v1 = args.get("name", "*")
-        if (
-            len(args) == ("path" in args) + ("name" in args)
-            and type(v0) is str
-            and v0.isascii()
-            and type(v1) is str
-            and v1.isascii()
-            and len(v1) >= 1
-            and len(v1) <= 100
-        ):
-            return list(env.find(v0, v1))
-    return list(env.find(**check_arguments(TOOL_SPECS["find"], args)))
 
 
 def _call_8(env: Environment, args: Any) -> Any:
@@ -1239,51 +1241,6 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         _json_SearchResult,
         _call_2,
     ),
-    "write_file": ToolSpec(
-        "write_file",
-        (
-            Param("path", ("str",), True),
-            Param("content", ("str",), True),
-            Param("create_only", ("bool",), False),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        dict,
-        _call_3,
-    ),
-    "append_file": ToolSpec(
-        "append_file",
-        (
-            Param("path", ("str",), True),
-            Param("content", ("str",), True, (("min_length", 1),)),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        dict,
-        _call_4,
-    ),
-    "move_path": ToolSpec(
-        "move_path",
-        (
-            Param("source", ("str",), True),
-            Param("destination", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        _json_list_Moved,
-        _call_5,
-    ),
-    "delete_path": ToolSpec(
-        "delete_path",
-        (
-            Param("path", ("str",), True),
-            Param("recursive", ("bool",), False),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        list,
-        _call_6,
-    ),
     "find": ToolSpec(
         "find",
         (
@@ -1297,9 +1254,68 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
                     ("max_length", 100),
                 ),
             ),
+            Param(
+                "kind",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "file",
+                            "directory",
+                        ),
+                    ),
+                ),
+                False,
+            ),
         ),
         frozenset({"files"}),
         frozenset(),
+        list,
+        _call_3,
+    ),
+    "write_file": ToolSpec(
+        "write_file",
+        (
+            Param("path", ("str",), True),
+            Param("content", ("str",), True),
+            Param("create_only", ("bool",), False),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        dict,
+        _call_4,
+    ),
+    "append_file": ToolSpec(
+        "append_file",
+        (
+            Param("path", ("str",), True),
+            Param("content", ("str",), True, (("min_length", 1),)),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        dict,
+        _call_5,
+    ),
+    "move_path": ToolSpec(
+        "move_path",
+        (
+            Param("source", ("str",), True),
+            Param("destination", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        _json_list_Moved,
+        _call_6,
+    ),
+    "delete_path": ToolSpec(
+        "delete_path",
+        (
+            Param("path", ("str",), True),
+            Param("recursive", ("bool",), False),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
         list,
         _call_7,
     ),
@@ -2270,6 +2286,35 @@ class Environment:
             "truncated": len(hits) > max_results,
         }
 
+    def find(self, path: str = "", name: str = "*", kind: EntryKind | None = None) -> list[str]:
+        """Paths of the files and folders below `path` ("" is the workspace root; the folder
+        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
+        stands for any run of characters, `?` for one character, anything else for itself;
+        the whole name must match. With `kind`, only files or only folders. Sorted by path.
+        A file or a missing `path` is refused.
+        """
+        state = self._state
+        folder = self._checked(path, "path") if path != "" else ""
+        if folder in state["files"]:
+            raise DomainError(
+                "invalid_state",
+                f'"{folder}" is a file, not a directory',
+                entity="path",
+                field="path",
+                current="file",
+            )
+        if not self._is_dir(folder):
+            self._missing(folder, "path")
+        pattern = self._glob_pattern(name)
+        return [
+            e["path"]
+            for e in self._count_each(
+                [self._entry_of(p) for p in self._count_each(self._tree_below(folder))]
+            )
+            if _matches(e["name"], pattern, self._count_steps)
+            and (kind is None or e["kind"] == kind)
+        ]
+
     def write_file(self, path: str, content: str, create_only: bool = False) -> WriteResult:
         """Create a file, or replace its content (its version goes up). Missing folders on
         the way are implied. With `create_only` an existing file is refused.
@@ -2449,31 +2494,6 @@ class Environment:
             raise
         finally:
             self._undo.finish()
-
-    def find(self, path: str = "", name: str = "*") -> list[str]:
-        """Paths of the files and folders below `path` ("" is the workspace root; the folder
-        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
-        stands for any run of characters, `?` for one character, anything else for itself.
-        Sorted by path. A file or a missing `path` is refused.
-        """
-        state = self._state
-        folder = self._checked(path, "path") if path != "" else ""
-        if folder in state["files"]:
-            raise DomainError(
-                "invalid_state",
-                f'"{folder}" is a file, not a directory',
-                entity="path",
-                field="path",
-                current="file",
-            )
-        if not self._is_dir(folder):
-            self._missing(folder, "path")
-        pattern = self._glob_pattern(name)
-        return [
-            p
-            for p in self._count_each(self._tree_below(folder))
-            if _matches(self._name_of(p), pattern, self._count_steps)
-        ]
 
     def outline(self, path: str) -> list[Heading]:
         """The headings of a markdown file (.md), in order: each line that starts with 1 to 6
@@ -2729,8 +2749,8 @@ class Environment:
         }
 
     def _glob_pattern(self, glob: str) -> str:
-        """A file-name glob as a regular expression: `*` any run of characters, `?` one
-        character, every other character itself (punctuation escaped).
+        """A file-name glob as a regular expression ignoring case: `*` any run of characters,
+        `?` one character, every other character itself (punctuation escaped).
         """
         out = "(?i)"
         for i in self._count_each(range(len(glob))):

@@ -140,6 +140,29 @@ class TrlEnvironment:
             max_results=max_results,
         )
 
+    def find(
+        self,
+        *,
+        path: str = _OMITTED,
+        name: str = _OMITTED,
+        kind: Literal["file", "directory"] | None = _OMITTED,
+    ) -> str:
+        """Paths of the files and folders below `path` ("" is the workspace root; the folder
+        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
+        stands for any run of characters, `?` for one character, anything else for itself;
+        the whole name must match. With `kind`, only files or only folders. Sorted by path.
+        A file or a missing `path` is refused.
+
+                Args:
+                    path: The `path` argument. Rules: default "".
+                    name: The `name` argument. Rules: minLength 1; maxLength 100; default "*".
+                    kind: The `kind` argument. Rules: default null.
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call("find", path=path, name=name, kind=kind)
+
     def write_file(self, *, path: str, content: str, create_only: bool = _OMITTED) -> str:
         """Create a file, or replace its content (its version goes up). Missing folders on
         the way are implied. With `create_only` an existing file is refused.
@@ -191,21 +214,6 @@ class TrlEnvironment:
                     The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
         """
         return self._call("delete_path", path=path, recursive=recursive)
-
-    def find(self, *, path: str = _OMITTED, name: str = _OMITTED) -> str:
-        """Paths of the files and folders below `path` ("" is the workspace root; the folder
-        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
-        stands for any run of characters, `?` for one character, anything else for itself.
-        Sorted by path. A file or a missing `path` is refused.
-
-                Args:
-                    path: The `path` argument. Rules: default "".
-                    name: The `name` argument. Rules: minLength 1; maxLength 100; default "*".
-
-                Returns:
-                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
-        """
-        return self._call("find", path=path, name=name)
 
     def outline(self, *, path: str) -> str:
         """The headings of a markdown file (.md), in order: each line that starts with 1 to 6

@@ -1317,6 +1317,26 @@ def _call_2(env: Environment, args: Any) -> Any:
 
 
 def _call_3(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `find`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path", "")
+        v1 = args.get("name", "*")
+        v2 = args.get("kind")
+        if (
+            len(args) == ("path" in args) + ("name" in args) + ("kind" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is str
+            and v1.isascii()
+            and len(v1) >= 1
+            and len(v1) <= 100
+            and (v2 is None or (type(v2) is str and v2 in {"file", "directory"}))
+        ):
+            return list(env.find(v0, v1, args.get("kind", None)))
+    return list(env.find(**check_arguments(TOOL_SPECS["find"], args)))
+
+
+def _call_4(env: Environment, args: Any) -> Any:
     """`Environment.call` of `write_file`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1334,7 +1354,7 @@ def _call_3(env: Environment, args: Any) -> Any:
     return dict(env.write_file(**check_arguments(TOOL_SPECS["write_file"], args)))
 
 
-def _call_4(env: Environment, args: Any) -> Any:
+def _call_5(env: Environment, args: Any) -> Any:
     """`Environment.call` of `append_file`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1351,7 +1371,7 @@ def _call_4(env: Environment, args: Any) -> Any:
     return dict(env.append_file(**check_arguments(TOOL_SPECS["append_file"], args)))
 
 
-def _call_5(env: Environment, args: Any) -> Any:
+def _call_6(env: Environment, args: Any) -> Any:
     """`Environment.call` of `move_path`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("source")
@@ -1361,7 +1381,7 @@ def _call_5(env: Environment, args: Any) -> Any:
     return _json_list_Moved(env.move_path(**check_arguments(TOOL_SPECS["move_path"], args)))
 
 
-def _call_6(env: Environment, args: Any) -> Any:
+def _call_7(env: Environment, args: Any) -> Any:
     """`Environment.call` of `delete_path`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1374,24 +1394,6 @@ def _call_6(env: Environment, args: Any) -> Any:
         ):
             return list(env.delete_path(v0, v1))
     return list(env.delete_path(**check_arguments(TOOL_SPECS["delete_path"], args)))
-
-
-def _call_7(env: Environment, args: Any) -> Any:
-    """`Environment.call` of `find`: arguments checked, result detached."""
-    if type(args) is dict:
-        v0 = args.get("name")
-        v1 = args.get("path", "")
-        if (
-            len(args) == 1 + ("path" in args)
-            and type(v0) is str
-            and v0.isascii()
-            and len(v0) >= 1
-            and len(v0) <= 100
-            and type(v1) is str
-            and v1.isascii()
-        ):
-            return list(env.find(v0, v1))
-    return list(env.find(**check_arguments(TOOL_SPECS["find"], args)))
 
 
 def _call_8(env: Environment, args: Any) -> Any:
@@ -1483,6 +1485,39 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         _json_SearchResult,
         _call_2,
     ),
+    "find": ToolSpec(
+        "find",
+        (
+            Param("path", ("str",), False),
+            Param(
+                "name",
+                ("str",),
+                False,
+                (
+                    ("min_length", 1),
+                    ("max_length", 100),
+                ),
+            ),
+            Param(
+                "kind",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "file",
+                            "directory",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"files"}),
+        frozenset(),
+        list,
+        _call_3,
+    ),
     "write_file": ToolSpec(
         "write_file",
         (
@@ -1493,7 +1528,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         dict,
-        _call_3,
+        _call_4,
     ),
     "append_file": ToolSpec(
         "append_file",
@@ -1504,7 +1539,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         dict,
-        _call_4,
+        _call_5,
     ),
     "move_path": ToolSpec(
         "move_path",
@@ -1515,7 +1550,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         _json_list_Moved,
-        _call_5,
+        _call_6,
     ),
     "delete_path": ToolSpec(
         "delete_path",
@@ -1525,25 +1560,6 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         ),
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
-        list,
-        _call_6,
-    ),
-    "find": ToolSpec(
-        "find",
-        (
-            Param(
-                "name",
-                ("str",),
-                True,
-                (
-                    ("min_length", 1),
-                    ("max_length", 100),
-                ),
-            ),
-            Param("path", ("str",), False),
-        ),
-        frozenset({"files"}),
-        frozenset(),
         list,
         _call_7,
     ),
@@ -2546,6 +2562,35 @@ class Environment:
             "truncated": len(hits) > max_results,
         }
 
+    def find(self, path: str = "", name: str = "*", kind: EntryKind | None = None) -> list[str]:
+        """Paths of the files and folders below `path` ("" is the workspace root; the folder
+        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
+        stands for any run of characters, `?` for one character, anything else for itself;
+        the whole name must match. With `kind`, only files or only folders. Sorted by path.
+        A file or a missing `path` is refused.
+        """
+        state = self._state
+        folder = self._checked(path, "path") if path != "" else ""
+        if folder in state["files"]:
+            raise DomainError(
+                "invalid_state",
+                f'"{folder}" is a file, not a directory',
+                entity="path",
+                field="path",
+                current="file",
+            )
+        if not self._is_dir(folder):
+            self._missing(folder, "path")
+        pattern = self._glob_pattern(name)
+        return [
+            e["path"]
+            for e in self._count_each(
+                [self._entry_of(p) for p in self._count_each(self._tree_below(folder))]
+            )
+            if _matches(e["name"], pattern, self._count_steps)
+            and (kind is None or e["kind"] == kind)
+        ]
+
     def write_file(self, path: str, content: str, create_only: bool = False) -> WriteResult:
         """Create a file, or replace its content (its version goes up). Missing folders on
         the way are implied. With `create_only` an existing file is refused.
@@ -2725,21 +2770,6 @@ class Environment:
             raise
         finally:
             self._undo.finish()
-
-    def find(self, name: str, path: str = "") -> list[str]:
-        """Paths of the files under `path` (a folder, or "" for everything) whose file name
-        matches the glob `name`, case sensitive: `*` stands for any run of characters,
-        `?` for one character, anything else for itself; the whole name must match, so
-        "db-backup" does not match "db-backup.bak". Sorted by path. Refuses a missing path.
-        """
-        state = self._state
-        scope = self._scope_of(path)
-        pattern = self._glob_pattern(name)
-        return [
-            p
-            for p in self._count_each([scope] if scope in state["files"] else self._below(scope))
-            if _matches(self._name_of(p), pattern, self._count_steps)
-        ]
 
     def grep(self, pattern: str, path: str = "", include: str = "*") -> list[GrepHit]:
         """Lines matching a regular expression (searched anywhere in the line, case
@@ -2992,21 +3022,34 @@ class Environment:
         }
 
     def _glob_pattern(self, glob: str) -> str:
-        """A file-name glob as a regular expression: `*` any run of characters, `?` one
-        character, every other character itself (punctuation escaped).
+        """A file-name glob as a regular expression ignoring case: `*` any run of characters,
+        `?` one character, every other character itself (punctuation escaped).
         """
-        out = ""
+        out = "(?i)"
         for i in self._count_each(range(len(glob))):
             c = glob[i]
             if c == "*":
                 out = out + ".*"
             elif c == "?":
                 out = out + "."
-            elif _matches(c, "[A-Za-z0-9_ ]", self._count_steps):
+            elif _matches(c, "[A-Za-z0-9_ ]", self._count_steps) or ord(c) > 127:
                 out = out + c
             else:
                 out = out + "\\" + c
         return out
+
+    def _tree_below(self, folder: str) -> list[str]:
+        """Every file and folder below a folder, sorted, as list_dir lists them recursively."""
+        paths: list[str] = []
+        for p in self._count_each(self._below(folder)):
+            rest = p[len(folder) + 1 :] if folder != "" else p
+            names = rest.split("/")
+            for depth in self._count_each(range(1, len(names) + 1)):
+                part = "/".join(names[:depth])
+                entry = folder + "/" + part if folder != "" else part
+                if entry not in paths:
+                    paths.append(entry)
+        return sorted(paths)
 
     def _scope_of(self, path: str) -> str:
         """A folder, a file or "" (everything) to look under; a missing path is refused."""

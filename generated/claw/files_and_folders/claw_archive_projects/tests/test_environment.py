@@ -326,6 +326,39 @@ def test_searching_names_and_content() -> None:
     run_searching_names_and_content(Recorder("project_docs"))
 
 
+def run_finding_by_name_glob(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    assert env.invoke("find", {"name": "*.md"}) == [
+        "README.md",
+        "archive/2024/old_report.md",
+        "docs/faq.md",
+        "docs/guide.md",
+    ]
+    assert env.invoke("find", {"path": "docs", "name": "G?IDE.MD"}) == ["docs/guide.md"]
+    assert env.invoke("find", {"name": "20??"}) == ["archive/2024"]
+    assert env.invoke("find", {"path": "archive"}) == ["archive/2024", "archive/2024/old_report.md"]
+    assert env.invoke("find", {"path": "archive", "kind": "file"}) == ["archive/2024/old_report.md"]
+    assert env.invoke("find", {"kind": "directory"}) == [
+        "archive",
+        "archive/2024",
+        "data",
+        "docs",
+        "notes",
+    ]
+    assert env.invoke("find", {"name": "sales"}) == []
+    assert env.invoke("find", {"name": "sales.csv*"}) == ["data/sales.csv"]
+    assert env.invoke("find", {"name": "(1)"}) == []
+    expect_error(env, "invalid_state", "is a file", "find", {"path": "README.md"})
+    expect_error(env, "not_found", "nowhere", "find", {"path": "nowhere"})
+    expect_error(env, "invalid_argument", "parent segment", "find", {"path": "../etc"})
+    expect_error(env, "invalid_argument", "", "find", {"name": ""})
+    del state
+
+
+def test_finding_by_name_glob() -> None:
+    run_finding_by_name_glob(Recorder("project_docs"))
+
+
 def run_writing_creates_and_replaces(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     made = env.invoke("write_file", {"path": "reports/2025/summary.md", "content": "# Summary\n"})
@@ -543,18 +576,21 @@ def test_the_share_is_seeded() -> None:
 
 def run_find_matches_name_endings(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
-    assert len(env.invoke("find", {"path": "studio/projects", "ending": "status.md"})) == 10
-    assert env.invoke("find", {"path": "studio/projects/2024_hotel_rebrand", "ending": ".md"}) == [
+    assert (
+        len(env.invoke("find", {"path": "studio/projects", "name": "*status.md", "kind": "file"}))
+        == 10
+    )
+    assert env.invoke(
+        "find", {"path": "studio/projects/2024_hotel_rebrand", "name": "*.md", "kind": "file"}
+    ) == [
         "studio/projects/2024_hotel_rebrand/LOG.md",
         "studio/projects/2024_hotel_rebrand/STATUS.md",
         "studio/projects/2024_hotel_rebrand/STATUS_old.md",
         "studio/projects/2024_hotel_rebrand/brief.md",
     ]
-    assert len(env.invoke("find", {"path": ""})) == 34
+    assert len(env.invoke("find", {"path": "", "kind": "file"})) == 34
     expect_error(env, "not_found", "studio/archive", "find", {"path": "studio/archive"})
-    expect_error(
-        env, "not_found", "studio/ARCHIVE_RULES.md", "find", {"path": "studio/ARCHIVE_RULES.md"}
-    )
+    expect_error(env, "invalid_state", "is a file", "find", {"path": "studio/ARCHIVE_RULES.md"})
     assert len(state["audit_log"]) == 0
     del state
 
@@ -622,6 +658,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "listing_an_empty_workspace": ("empty_workspace", run_listing_an_empty_workspace),
     "reading_files": ("project_docs", run_reading_files),
     "searching_names_and_content": ("project_docs", run_searching_names_and_content),
+    "finding_by_name_glob": ("project_docs", run_finding_by_name_glob),
     "writing_creates_and_replaces": ("project_docs", run_writing_creates_and_replaces),
     "appending_extends_existing_files_only": (
         "project_docs",
@@ -678,11 +715,11 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "list_dir": {},
     "read_file": {"path": "sample"},
     "search": {"query": "sample"},
+    "find": {},
     "write_file": {"path": "sample", "content": "sample"},
     "append_file": {"path": "sample", "content": "sample"},
     "move_path": {"source": "sample", "destination": "sample"},
     "delete_path": {"path": "sample"},
-    "find": {"path": "sample"},
 }
 """A well-typed argument set per tool (it may still be refused by the tool's rules)."""
 
@@ -716,6 +753,19 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("search", "max_results of the wrong type", {"query": "sample", "max_results": "not a number"}),
     ("search", "max_results below min", {"query": "sample", "max_results": 0}),
     ("search", "max_results above max", {"query": "sample", "max_results": 501}),
+    ("find", "unknown parameter", {"unexpected_parameter": 1}),
+    ("find", "path of the wrong type", {"path": 12345}),
+    ("find", "name of the wrong type", {"name": 12345}),
+    ("find", "name too short", {"name": ""}),
+    (
+        "find",
+        "name too long",
+        {
+            "name": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        },
+    ),
+    ("find", "kind of the wrong type", {"kind": 12345}),
+    ("find", "kind not a member", {"kind": "__not_a_member__"}),
     (
         "write_file",
         "unknown parameter",
@@ -753,10 +803,6 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("delete_path", "missing path", {}),
     ("delete_path", "path of the wrong type", {"path": 12345}),
     ("delete_path", "recursive of the wrong type", {"path": "sample", "recursive": "yes"}),
-    ("find", "unknown parameter", {"path": "sample", "unexpected_parameter": 1}),
-    ("find", "missing path", {}),
-    ("find", "path of the wrong type", {"path": 12345}),
-    ("find", "ending of the wrong type", {"path": "sample", "ending": 12345}),
 ]
 """(tool, what is wrong, arguments): each must be refused as invalid_argument."""
 

@@ -326,6 +326,39 @@ def test_searching_names_and_content() -> None:
     run_searching_names_and_content(Recorder("project_docs"))
 
 
+def run_finding_by_name_glob(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    assert env.invoke("find", {"name": "*.md"}) == [
+        "README.md",
+        "archive/2024/old_report.md",
+        "docs/faq.md",
+        "docs/guide.md",
+    ]
+    assert env.invoke("find", {"path": "docs", "name": "G?IDE.MD"}) == ["docs/guide.md"]
+    assert env.invoke("find", {"name": "20??"}) == ["archive/2024"]
+    assert env.invoke("find", {"path": "archive"}) == ["archive/2024", "archive/2024/old_report.md"]
+    assert env.invoke("find", {"path": "archive", "kind": "file"}) == ["archive/2024/old_report.md"]
+    assert env.invoke("find", {"kind": "directory"}) == [
+        "archive",
+        "archive/2024",
+        "data",
+        "docs",
+        "notes",
+    ]
+    assert env.invoke("find", {"name": "sales"}) == []
+    assert env.invoke("find", {"name": "sales.csv*"}) == ["data/sales.csv"]
+    assert env.invoke("find", {"name": "(1)"}) == []
+    expect_error(env, "invalid_state", "is a file", "find", {"path": "README.md"})
+    expect_error(env, "not_found", "nowhere", "find", {"path": "nowhere"})
+    expect_error(env, "invalid_argument", "parent segment", "find", {"path": "../etc"})
+    expect_error(env, "invalid_argument", "", "find", {"name": ""})
+    del state
+
+
+def test_finding_by_name_glob() -> None:
+    run_finding_by_name_glob(Recorder("project_docs"))
+
+
 def run_writing_creates_and_replaces(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     made = env.invoke("write_file", {"path": "reports/2025/summary.md", "content": "# Summary\n"})
@@ -774,6 +807,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "listing_an_empty_workspace": ("empty_workspace", run_listing_an_empty_workspace),
     "reading_files": ("project_docs", run_reading_files),
     "searching_names_and_content": ("project_docs", run_searching_names_and_content),
+    "finding_by_name_glob": ("project_docs", run_finding_by_name_glob),
     "writing_creates_and_replaces": ("project_docs", run_writing_creates_and_replaces),
     "appending_extends_existing_files_only": (
         "project_docs",
@@ -835,6 +869,7 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "list_dir": {},
     "read_file": {"path": "sample"},
     "search": {"query": "sample"},
+    "find": {},
     "write_file": {"path": "sample", "content": "sample"},
     "append_file": {"path": "sample", "content": "sample"},
     "move_path": {"source": "sample", "destination": "sample"},
@@ -875,6 +910,19 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("search", "max_results of the wrong type", {"query": "sample", "max_results": "not a number"}),
     ("search", "max_results below min", {"query": "sample", "max_results": 0}),
     ("search", "max_results above max", {"query": "sample", "max_results": 501}),
+    ("find", "unknown parameter", {"unexpected_parameter": 1}),
+    ("find", "path of the wrong type", {"path": 12345}),
+    ("find", "name of the wrong type", {"name": 12345}),
+    ("find", "name too short", {"name": ""}),
+    (
+        "find",
+        "name too long",
+        {
+            "name": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        },
+    ),
+    ("find", "kind of the wrong type", {"kind": 12345}),
+    ("find", "kind not a member", {"kind": "__not_a_member__"}),
     (
         "write_file",
         "unknown parameter",
