@@ -27,3 +27,14 @@ def pytest_configure(config: pytest.Config) -> None:
     the older numbered folders, which would include this one's."""
     if not config.option.basetemp:
         config.option.basetemp = tempfile.mkdtemp(prefix="envc-tests-")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On several workers (`pytest -n auto --dist loadgroup`, the README's command) each
+    test module runs on one worker, so its module fixtures (a library analysed, tasks
+    drawn from every spec, the generated tests of all packages) are built once, not once
+    per worker; a test that names an `xdist_group` of its own goes with that group."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

@@ -196,21 +196,26 @@ class Pool:
 
     values: dict[str, list[Any]] = field(default_factory=dict)
     env_of: dict[tuple[str, Any], str] = field(default_factory=dict)
-    carried: dict[str, list[tuple[Any, str]]] = field(default_factory=dict)
+    carried: dict[str, list[tuple[Any, str, int]]] = field(default_factory=dict)
     """Per `source:` meaning, the values of record fields that calls returned, with the
-    environment that returned each: what a later environment of the chain may take."""
+    environment that returned each and how closely the chain dealt with it
+    (`carried_closeness`): what a later environment of the chain may take."""
 
     def carry(self, env: SampleEnv, tool: ir.ToolDecl, result: Any) -> None:
         """Keep the fields of the records `result` holds that have a source meaning."""
         records = {r.name: r for r in env.model.records}
+        closeness = carried_closeness(tool, result)
         for record, name, value in meaning.returned_values(result, tool.returns, records):
             for sense in sorted(meaning.sources_of(env.meanings.field(record, name))):
                 bucket = self.carried.setdefault(sense, [])
-                if (value, env.name) not in bucket:
-                    bucket.append((value, env.name))
+                known = next((i for i, (v, e, _) in enumerate(bucket) if v == value and e == env.name), None)
+                if known is None:
+                    bucket.append((value, env.name, closeness))
+                elif closeness < bucket[known][2]:
+                    bucket[known] = (value, env.name, closeness)
 
     def carried_from(self, env: str, senses: frozenset[str]) -> bool:
-        return any(e == env for sense in senses for _, e in self.carried.get(sense, []))
+        return any(e == env for sense in senses for _, e, _ in self.carried.get(sense, []))
 
     def add(self, result: Any, key: str = "", env: str = "") -> None:
         if isinstance(result, dict):
@@ -224,6 +229,23 @@ class Pool:
             if result not in bucket:
                 bucket.append(result)
                 self.env_of[(key, result)] = env
+
+
+def carried_closeness(tool: ir.ToolDecl, result: Any) -> int:
+    """How closely a chain dealt with the records a call returned: 0 a write acted on
+    them, 1 a read returned that one record, 2 a read listed it among others. A later
+    environment takes a value of the closest kind there is, so a request goes on with
+    the entity the first part changed ("file a claim for the employee whose leave you
+    booked"), not with one a search happened to list."""
+    if tool.writes:
+        return 0
+    return 2 if isinstance(result, list) else 1
+
+
+def closest(values: list[tuple[Any, int]]) -> list[Any]:
+    """The values of the closest kind among `(value, closeness)` pairs, in their order."""
+    best = min((closeness for _, closeness in values), default=0)
+    return [value for value, closeness in values if closeness == best]
 
 
 def _free_text(param: ir.Param) -> bool:
@@ -342,12 +364,13 @@ class ArgumentDrawer:
         if self.inbound is None:
             return []
         senses = self.inbound.meanings & self.env.meanings.param(self.tool, param.name)
-        return [
-            value
+        fitting = [
+            (value, closeness)
             for sense in sorted(senses)
-            for value, env in self.pool.carried.get(sense, [])
+            for value, env, closeness in self.pool.carried.get(sense, [])
             if env == self.inbound.source and _fits(value, param.type, self.enums)
         ]
+        return closest(fitting)
 
     def from_source(self, source: ir.SourceRef, param: ir.Param, live: Any) -> Any:
         """A value of the parameter's source; for a list (or set) parameter, one to three

@@ -159,10 +159,34 @@ def test_rejected_chains_are_counted_in_the_tasks_report(library: dict[str, samp
     kept, report = tasks.synthesise(tasks.sampler_for(envs, options), options, declared=False)
     assert len(kept) == 3
     rejected = report.to_json()["chains_rejected"]
-    assert rejected[sample.NOTHING_TO_CARRY] + rejected[sample.NOTHING_CARRIED] > 0, rejected
+    assert rejected.get(sample.NOTHING_TO_CARRY, 0) + rejected.get(sample.NOTHING_CARRIED, 0) > 0, rejected
 
 
 def test_same_seed_same_cross_chains(prepared: dict[str, sample.SampleEnv]) -> None:
     one = sample.rows_to_jsonl(sample.sample(_sampler(prepared, 8, 11, (2, 2)))[0])
     assert sample.rows_to_jsonl(sample.sample(_sampler(prepared, 8, 11, (2, 2)))[0]) == one
     assert sample.rows_to_jsonl(sample.sample(_sampler(prepared, 8, 12, (2, 2)))[0]) != one
+
+
+def test_a_later_environment_takes_the_value_the_chain_acted_on(prepared: dict[str, sample.SampleEnv]) -> None:
+    """A value a write returned comes before one a read returned alone, and that before
+    one a read listed among others: the second part of a request goes on with the entity
+    the first part changed."""
+    shop = prepared["shop"]
+    write = shop.tools["place_order"]
+    read = write.model_copy(update={"writes": []})  # one order, read
+    search = write.model_copy(update={"writes": [], "returns": ir.TypeRef(name="list", args=[write.returns])})
+    assert [sample.carried_closeness(t, r) for t, r in ((write, {}), (read, {}), (search, []))] == [0, 1, 2]
+    pool = sample.Pool()
+    order = {"id": 1, "customer_email": "{}@example.com", "item": "Tea set"}
+    listed = [{**order, "customer_email": f"listed{n}@example.com"} for n in range(3)]
+    pool.carry(shop, search, listed)
+    pool.carry(shop, read, {**order, "customer_email": "acted@example.com"})
+    pool.carry(shop, write, {**order, "customer_email": "acted@example.com"})  # the same, later written
+    [entries] = [found for sense, found in pool.carried.items() if "email" in sense]
+    assert [(value, closeness) for value, _, closeness in entries] == [
+        *((f"listed{n}@example.com", 2) for n in range(3)),
+        ("acted@example.com", 0),
+    ]
+    assert sample.closest([(value, closeness) for value, _, closeness in entries]) == ["acted@example.com"]
+    assert sample.closest([("a", 2), ("b", 1), ("c", 1)]) == ["b", "c"] and sample.closest([]) == []

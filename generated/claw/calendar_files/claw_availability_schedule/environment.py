@@ -125,14 +125,13 @@ class PathLimits(TypedDict):
 
 
 class CsvPreview(TypedDict):
-    """A CSV file split on `delimiter` (quotes are not interpreted), blank lines left out
-    and spaces around each cell removed. Row numbers count data rows from 1;
+    """A CSV file split on the delimiter asked for (quotes are not interpreted), blank lines
+    left out and spaces around each cell removed. Row numbers count data rows from 1;
     `ragged_rows` have another number of cells than the header, `rows_with_blanks` an
     empty cell.
     """
 
     path: str
-    delimiter: str
     columns: list[str]
     rows: list[list[str]]
     total_rows: int
@@ -360,7 +359,6 @@ RECORD_FIELDS: Final[dict[str, tuple[tuple[str, Kind, bool, Any], ...]]] = {
     ),
     "CsvPreview": (
         ("path", ("str",), True, None),
-        ("delimiter", ("str",), True, None),
         ("columns", ("list", ("str",)), True, None),
         ("rows", ("list", ("list", ("str",))), True, None),
         ("total_rows", ("int",), True, None),
@@ -1115,7 +1113,6 @@ def _json_list_Moved(value: list[Moved]) -> list[Any]:
 def _json_CsvPreview(value: CsvPreview) -> dict[str, Any]:
     return {
         "path": value["path"],
-        "delimiter": value["delimiter"],
         "columns": list(value["columns"]),
         "rows": [list(v1) for v1 in value["rows"]],
         "total_rows": value["total_rows"],
@@ -2728,7 +2725,6 @@ class Environment:
         rows = self._split_rows(f["content"], delimiter)
         return {
             "path": path,
-            "delimiter": delimiter,
             "columns": columns,
             "rows": rows[:max_rows],
             "total_rows": len(rows),

@@ -126,9 +126,10 @@ class PathLimits(TypedDict):
 
 
 class CsvPreview(TypedDict):
-    """A CSV file split on commas (quotes are not interpreted), blank lines left out and
-    spaces around each cell removed. Row numbers count data rows from 1; `ragged_rows`
-    have another number of cells than the header, `rows_with_blanks` an empty cell.
+    """A CSV file split on the delimiter asked for (quotes are not interpreted), blank lines
+    left out and spaces around each cell removed. Row numbers count data rows from 1;
+    `ragged_rows` have another number of cells than the header, `rows_with_blanks` an
+    empty cell.
     """
 
     path: str
@@ -1106,6 +1107,26 @@ def _call_2(env: Environment, args: Any) -> Any:
 
 
 def _call_3(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `find`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path", "")
+        v1 = args.get("name", "*")
+        v2 = args.get("kind")
+        if (
+            len(args) == ("path" in args) + ("name" in args) + ("kind" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is str
+            and v1.isascii()
+            and len(v1) >= 1
+            and len(v1) <= 100
+            and (v2 is None or (type(v2) is str and v2 in {"file", "directory"}))
+        ):
+            return list(env.find(v0, v1, args.get("kind", None)))
+    return list(env.find(**check_arguments(TOOL_SPECS["find"], args)))
+
+
+def _call_4(env: Environment, args: Any) -> Any:
     """`Environment.call` of `write_file`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1123,7 +1144,7 @@ def _call_3(env: Environment, args: Any) -> Any:
     return dict(env.write_file(**check_arguments(TOOL_SPECS["write_file"], args)))
 
 
-def _call_4(env: Environment, args: Any) -> Any:
+def _call_5(env: Environment, args: Any) -> Any:
     """`Environment.call` of `append_file`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1140,7 +1161,7 @@ def _call_4(env: Environment, args: Any) -> Any:
     return dict(env.append_file(**check_arguments(TOOL_SPECS["append_file"], args)))
 
 
-def _call_5(env: Environment, args: Any) -> Any:
+def _call_6(env: Environment, args: Any) -> Any:
     """`Environment.call` of `move_path`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("source")
@@ -1150,7 +1171,7 @@ def _call_5(env: Environment, args: Any) -> Any:
     return _json_list_Moved(env.move_path(**check_arguments(TOOL_SPECS["move_path"], args)))
 
 
-def _call_6(env: Environment, args: Any) -> Any:
+def _call_7(env: Environment, args: Any) -> Any:
     """`Environment.call` of `delete_path`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1165,38 +1186,25 @@ def _call_6(env: Environment, args: Any) -> Any:
     return list(env.delete_path(**check_arguments(TOOL_SPECS["delete_path"], args)))
 
 
-def _call_7(env: Environment, args: Any) -> Any:
-    """`Environment.call` of `find`: arguments checked, result detached."""
-    if type(args) is dict:
-        v0 = args.get("path", "")
-        v1 = args.get("name", "*")
-        if (
-            len(args) == ("path" in args) + ("name" in args)
-            and type(v0) is str
-            and v0.isascii()
-            and type(v1) is str
-            and v1.isascii()
-            and len(v1) >= 1
-            and len(v1) <= 100
-        ):
-            return list(env.find(v0, v1))
-    return list(env.find(**check_arguments(TOOL_SPECS["find"], args)))
-
-
 def _call_8(env: Environment, args: Any) -> Any:
     """`Environment.call` of `csv_preview`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
         v1 = args.get("max_rows", 20)
+        v2 = args.get("delimiter", ",")
         if (
-            len(args) == 1 + ("max_rows" in args)
+            len(args) == 1 + ("max_rows" in args) + ("delimiter" in args)
             and type(v0) is str
             and v0.isascii()
             and type(v1) is int
             and v1 >= 1
             and v1 <= 500
+            and type(v2) is str
+            and v2.isascii()
+            and len(v2) >= 1
+            and len(v2) <= 1
         ):
-            return _json_CsvPreview(env.csv_preview(v0, v1))
+            return _json_CsvPreview(env.csv_preview(v0, v1, v2))
     return _json_CsvPreview(env.csv_preview(**check_arguments(TOOL_SPECS["csv_preview"], args)))
 
 
@@ -1284,51 +1292,6 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         _json_SearchResult,
         _call_2,
     ),
-    "write_file": ToolSpec(
-        "write_file",
-        (
-            Param("path", ("str",), True),
-            Param("content", ("str",), True),
-            Param("create_only", ("bool",), False),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        dict,
-        _call_3,
-    ),
-    "append_file": ToolSpec(
-        "append_file",
-        (
-            Param("path", ("str",), True),
-            Param("content", ("str",), True, (("min_length", 1),)),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        dict,
-        _call_4,
-    ),
-    "move_path": ToolSpec(
-        "move_path",
-        (
-            Param("source", ("str",), True),
-            Param("destination", ("str",), True),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        _json_list_Moved,
-        _call_5,
-    ),
-    "delete_path": ToolSpec(
-        "delete_path",
-        (
-            Param("path", ("str",), True),
-            Param("recursive", ("bool",), False),
-        ),
-        frozenset({"audit_log", "clock", "files"}),
-        frozenset({"audit_log", "files"}),
-        list,
-        _call_6,
-    ),
     "find": ToolSpec(
         "find",
         (
@@ -1342,9 +1305,68 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
                     ("max_length", 100),
                 ),
             ),
+            Param(
+                "kind",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "file",
+                            "directory",
+                        ),
+                    ),
+                ),
+                False,
+            ),
         ),
         frozenset({"files"}),
         frozenset(),
+        list,
+        _call_3,
+    ),
+    "write_file": ToolSpec(
+        "write_file",
+        (
+            Param("path", ("str",), True),
+            Param("content", ("str",), True),
+            Param("create_only", ("bool",), False),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        dict,
+        _call_4,
+    ),
+    "append_file": ToolSpec(
+        "append_file",
+        (
+            Param("path", ("str",), True),
+            Param("content", ("str",), True, (("min_length", 1),)),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        dict,
+        _call_5,
+    ),
+    "move_path": ToolSpec(
+        "move_path",
+        (
+            Param("source", ("str",), True),
+            Param("destination", ("str",), True),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
+        _json_list_Moved,
+        _call_6,
+    ),
+    "delete_path": ToolSpec(
+        "delete_path",
+        (
+            Param("path", ("str",), True),
+            Param("recursive", ("bool",), False),
+        ),
+        frozenset({"audit_log", "clock", "files"}),
+        frozenset({"audit_log", "files"}),
         list,
         _call_7,
     ),
@@ -1359,6 +1381,15 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
                 (
                     ("min", 1),
                     ("max", 500),
+                ),
+            ),
+            Param(
+                "delimiter",
+                ("str",),
+                False,
+                (
+                    ("min_length", 1),
+                    ("max_length", 1),
                 ),
             ),
         ),
@@ -2342,6 +2373,35 @@ class Environment:
             "truncated": len(hits) > max_results,
         }
 
+    def find(self, path: str = "", name: str = "*", kind: EntryKind | None = None) -> list[str]:
+        """Paths of the files and folders below `path` ("" is the workspace root; the folder
+        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
+        stands for any run of characters, `?` for one character, anything else for itself;
+        the whole name must match. With `kind`, only files or only folders. Sorted by path.
+        A file or a missing `path` is refused.
+        """
+        state = self._state
+        folder = self._checked(path, "path") if path != "" else ""
+        if folder in state["files"]:
+            raise DomainError(
+                "invalid_state",
+                f'"{folder}" is a file, not a directory',
+                entity="path",
+                field="path",
+                current="file",
+            )
+        if not self._is_dir(folder):
+            self._missing(folder, "path")
+        pattern = self._glob_pattern(name)
+        return [
+            e["path"]
+            for e in self._count_each(
+                [self._entry_of(p) for p in self._count_each(self._tree_below(folder))]
+            )
+            if _matches(e["name"], pattern, self._count_steps)
+            and (kind is None or e["kind"] == kind)
+        ]
+
     def write_file(self, path: str, content: str, create_only: bool = False) -> WriteResult:
         """Create a file, or replace its content (its version goes up). Missing folders on
         the way are implied. With `create_only` an existing file is refused.
@@ -2522,57 +2582,21 @@ class Environment:
         finally:
             self._undo.finish()
 
-    def find(self, path: str = "", name: str = "*") -> list[str]:
-        """Paths of the files and folders below `path` ("" is the workspace root; the folder
-        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
-        stands for any run of characters, `?` for one character, anything else for itself.
-        Sorted by path. A file or a missing `path` is refused.
+    def csv_preview(self, path: str, max_rows: int = 20, delimiter: str = ",") -> CsvPreview:
+        """The header and the first `max_rows` data rows of a .csv file split on `delimiter`
+        (one character, "," unless given), blank lines left out and spaces around cells
+        removed, with the numbers of the rows that have a wrong number of cells or an
+        empty cell. Refuses a file that is not .csv, is empty, is a directory or is
+        missing.
         """
-        state = self._state
-        folder = self._checked(path, "path") if path != "" else ""
-        if folder in state["files"]:
-            raise DomainError(
-                "invalid_state",
-                f'"{folder}" is a file, not a directory',
-                entity="path",
-                field="path",
-                current="file",
-            )
-        if not self._is_dir(folder):
-            self._missing(folder, "path")
-        pattern = self._glob_pattern(name)
-        return [
-            p
-            for p in self._count_each(self._tree_below(folder))
-            if _matches(self._name_of(p), pattern, self._count_steps)
-        ]
-
-    def csv_preview(self, path: str, max_rows: int = 20) -> CsvPreview:
-        """The header and the first `max_rows` data rows of a CSV file, split on commas with
-        blank lines left out and spaces around cells removed, with the numbers of the rows
-        that have a wrong number of cells or an empty cell. Refuses a file that is not
-        .csv, is empty, is a directory or is missing.
-        """
-        target = self._checked(path, "path")
-        f = self._find_file(target, "path")
-        if self._type_of_file(target) != "csv":
-            raise DomainError(
-                "invalid_argument",
-                f'"{target}" is a {self._type_of_file(target)} file, not CSV',
-                field="path",
-                current=target,
-            )
-        if f["content"].strip() == "":
-            raise DomainError(
-                "invalid_state", f'"{target}" is empty', entity="path", field="path", current=target
-            )
+        f = self._csv_file(path)
         lines: list[str] = [
             line for line in self._count_each(f["content"].split("\n")) if line.strip() != ""
         ]
-        columns: list[str] = [c.strip() for c in self._count_each(lines[0].split(","))]
-        rows = self._csv_rows(f["content"])
+        columns: list[str] = [c.strip() for c in self._count_each(lines[0].split(delimiter))]
+        rows = self._split_rows(f["content"], delimiter)
         return {
-            "path": target,
+            "path": path,
             "columns": columns,
             "rows": rows[:max_rows],
             "total_rows": len(rows),
@@ -2909,8 +2933,8 @@ class Environment:
         }
 
     def _glob_pattern(self, glob: str) -> str:
-        """A file-name glob as a regular expression: `*` any run of characters, `?` one
-        character, every other character itself (punctuation escaped).
+        """A file-name glob as a regular expression ignoring case: `*` any run of characters,
+        `?` one character, every other character itself (punctuation escaped).
         """
         out = "(?i)"
         for i in self._count_each(range(len(glob))):
@@ -2938,15 +2962,42 @@ class Environment:
                     paths.append(entry)
         return sorted(paths)
 
-    def _csv_rows(self, text: str) -> list[list[str]]:
-        """The data rows of CSV text as csv_preview gives them: blank lines dropped, cells stripped, no header."""
+    def _csv_file(self, path: str) -> File:
+        """An existing, non-empty CSV file; anything else is refused with the CSV files there are."""
+        state = self._state
+        target = self._checked(path, "path")
+        f = self._find_file(target, "path")
+        if self._type_of_file(target) != "csv":
+            raise DomainError(
+                "invalid_argument",
+                f'"{target}" is a {self._type_of_file(target)} file, not CSV',
+                field="path",
+                current=target,
+                allowed=[
+                    p
+                    for p in self._count_each(sorted(state["files"]))
+                    if self._type_of_file(p) == "csv"
+                ][:20],
+            )
+        if f["content"].strip() == "":
+            raise DomainError(
+                "invalid_state", f'"{target}" is empty', entity="path", field="path", current=target
+            )
+        return f
+
+    def _split_rows(self, text: str, delimiter: str) -> list[list[str]]:
+        """The data rows of delimited text as csv_preview gives them: blank lines dropped, cells stripped, no header."""
         lines: list[str] = [
             line for line in self._count_each(text.split("\n")) if line.strip() != ""
         ]
         return [
-            [cell.strip() for cell in self._count_each(line.split(","))]
+            [cell.strip() for cell in self._count_each(line.split(delimiter))]
             for line in self._count_each(lines[1:])
         ]
+
+    def _csv_rows(self, text: str) -> list[list[str]]:
+        """The data rows of comma-separated text as csv_preview gives them."""
+        return self._split_rows(text, ",")
 
     def _cents(self, amount: str) -> int:
         """An amount like `EUR 1,250.00` or `89.90` in cents; -1 when it is not such an amount."""

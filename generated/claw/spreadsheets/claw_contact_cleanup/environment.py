@@ -125,9 +125,10 @@ class PathLimits(TypedDict):
 
 
 class CsvPreview(TypedDict):
-    """A CSV file split on commas (quotes are not interpreted), blank lines left out and
-    spaces around each cell removed. Row numbers count data rows from 1; `ragged_rows`
-    have another number of cells than the header, `rows_with_blanks` an empty cell.
+    """A CSV file split on the delimiter asked for (quotes are not interpreted), blank lines
+    left out and spaces around each cell removed. Row numbers count data rows from 1;
+    `ragged_rows` have another number of cells than the header, `rows_with_blanks` an
+    empty cell.
     """
 
     path: str
@@ -1053,6 +1054,26 @@ def _call_2(env: Environment, args: Any) -> Any:
 
 
 def _call_3(env: Environment, args: Any) -> Any:
+    """`Environment.call` of `find`: arguments checked, result detached."""
+    if type(args) is dict:
+        v0 = args.get("path", "")
+        v1 = args.get("name", "*")
+        v2 = args.get("kind")
+        if (
+            len(args) == ("path" in args) + ("name" in args) + ("kind" in args)
+            and type(v0) is str
+            and v0.isascii()
+            and type(v1) is str
+            and v1.isascii()
+            and len(v1) >= 1
+            and len(v1) <= 100
+            and (v2 is None or (type(v2) is str and v2 in {"file", "directory"}))
+        ):
+            return list(env.find(v0, v1, args.get("kind", None)))
+    return list(env.find(**check_arguments(TOOL_SPECS["find"], args)))
+
+
+def _call_4(env: Environment, args: Any) -> Any:
     """`Environment.call` of `write_file`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1070,7 +1091,7 @@ def _call_3(env: Environment, args: Any) -> Any:
     return dict(env.write_file(**check_arguments(TOOL_SPECS["write_file"], args)))
 
 
-def _call_4(env: Environment, args: Any) -> Any:
+def _call_5(env: Environment, args: Any) -> Any:
     """`Environment.call` of `append_file`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1087,7 +1108,7 @@ def _call_4(env: Environment, args: Any) -> Any:
     return dict(env.append_file(**check_arguments(TOOL_SPECS["append_file"], args)))
 
 
-def _call_5(env: Environment, args: Any) -> Any:
+def _call_6(env: Environment, args: Any) -> Any:
     """`Environment.call` of `move_path`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("source")
@@ -1097,7 +1118,7 @@ def _call_5(env: Environment, args: Any) -> Any:
     return _json_list_Moved(env.move_path(**check_arguments(TOOL_SPECS["move_path"], args)))
 
 
-def _call_6(env: Environment, args: Any) -> Any:
+def _call_7(env: Environment, args: Any) -> Any:
     """`Environment.call` of `delete_path`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1112,24 +1133,29 @@ def _call_6(env: Environment, args: Any) -> Any:
     return list(env.delete_path(**check_arguments(TOOL_SPECS["delete_path"], args)))
 
 
-def _call_7(env: Environment, args: Any) -> Any:
+def _call_8(env: Environment, args: Any) -> Any:
     """`Environment.call` of `csv_preview`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
         v1 = args.get("max_rows", 20)
+        v2 = args.get("delimiter", ",")
         if (
-            len(args) == 1 + ("max_rows" in args)
+            len(args) == 1 + ("max_rows" in args) + ("delimiter" in args)
             and type(v0) is str
             and v0.isascii()
             and type(v1) is int
             and v1 >= 1
             and v1 <= 500
+            and type(v2) is str
+            and v2.isascii()
+            and len(v2) >= 1
+            and len(v2) <= 1
         ):
-            return _json_CsvPreview(env.csv_preview(v0, v1))
+            return _json_CsvPreview(env.csv_preview(v0, v1, v2))
     return _json_CsvPreview(env.csv_preview(**check_arguments(TOOL_SPECS["csv_preview"], args)))
 
 
-def _call_8(env: Environment, args: Any) -> Any:
+def _call_9(env: Environment, args: Any) -> Any:
     """`Environment.call` of `count_values`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1148,7 +1174,7 @@ def _call_8(env: Environment, args: Any) -> Any:
     )
 
 
-def _call_9(env: Environment, args: Any) -> Any:
+def _call_10(env: Environment, args: Any) -> Any:
     """`Environment.call` of `add_contact_row`: arguments checked, result detached."""
     if type(args) is dict:
         v0 = args.get("path")
@@ -1239,6 +1265,39 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         _json_SearchResult,
         _call_2,
     ),
+    "find": ToolSpec(
+        "find",
+        (
+            Param("path", ("str",), False),
+            Param(
+                "name",
+                ("str",),
+                False,
+                (
+                    ("min_length", 1),
+                    ("max_length", 100),
+                ),
+            ),
+            Param(
+                "kind",
+                (
+                    "optional",
+                    (
+                        "enum",
+                        (
+                            "file",
+                            "directory",
+                        ),
+                    ),
+                ),
+                False,
+            ),
+        ),
+        frozenset({"files"}),
+        frozenset(),
+        list,
+        _call_3,
+    ),
     "write_file": ToolSpec(
         "write_file",
         (
@@ -1249,7 +1308,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         dict,
-        _call_3,
+        _call_4,
     ),
     "append_file": ToolSpec(
         "append_file",
@@ -1260,7 +1319,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         dict,
-        _call_4,
+        _call_5,
     ),
     "move_path": ToolSpec(
         "move_path",
@@ -1271,7 +1330,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         _json_list_Moved,
-        _call_5,
+        _call_6,
     ),
     "delete_path": ToolSpec(
         "delete_path",
@@ -1282,7 +1341,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         list,
-        _call_6,
+        _call_7,
     ),
     "csv_preview": ToolSpec(
         "csv_preview",
@@ -1297,11 +1356,20 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
                     ("max", 500),
                 ),
             ),
+            Param(
+                "delimiter",
+                ("str",),
+                False,
+                (
+                    ("min_length", 1),
+                    ("max_length", 1),
+                ),
+            ),
         ),
         frozenset({"files"}),
         frozenset(),
         _json_CsvPreview,
-        _call_7,
+        _call_8,
     ),
     "count_values": ToolSpec(
         "count_values",
@@ -1312,7 +1380,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"files"}),
         frozenset(),
         _json_list_ValueCount,
-        _call_8,
+        _call_9,
     ),
     "add_contact_row": ToolSpec(
         "add_contact_row",
@@ -1325,7 +1393,7 @@ TOOL_SPECS: Final[dict[str, ToolSpec]] = {
         frozenset({"audit_log", "clock", "files"}),
         frozenset({"audit_log", "files"}),
         dict,
-        _call_9,
+        _call_10,
     ),
 }
 
@@ -2280,6 +2348,35 @@ class Environment:
             "truncated": len(hits) > max_results,
         }
 
+    def find(self, path: str = "", name: str = "*", kind: EntryKind | None = None) -> list[str]:
+        """Paths of the files and folders below `path` ("" is the workspace root; the folder
+        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
+        stands for any run of characters, `?` for one character, anything else for itself;
+        the whole name must match. With `kind`, only files or only folders. Sorted by path.
+        A file or a missing `path` is refused.
+        """
+        state = self._state
+        folder = self._checked(path, "path") if path != "" else ""
+        if folder in state["files"]:
+            raise DomainError(
+                "invalid_state",
+                f'"{folder}" is a file, not a directory',
+                entity="path",
+                field="path",
+                current="file",
+            )
+        if not self._is_dir(folder):
+            self._missing(folder, "path")
+        pattern = self._glob_pattern(name)
+        return [
+            e["path"]
+            for e in self._count_each(
+                [self._entry_of(p) for p in self._count_each(self._tree_below(folder))]
+            )
+            if _matches(e["name"], pattern, self._count_steps)
+            and (kind is None or e["kind"] == kind)
+        ]
+
     def write_file(self, path: str, content: str, create_only: bool = False) -> WriteResult:
         """Create a file, or replace its content (its version goes up). Missing folders on
         the way are implied. With `create_only` an existing file is refused.
@@ -2460,15 +2557,19 @@ class Environment:
         finally:
             self._undo.finish()
 
-    def csv_preview(self, path: str, max_rows: int = 20) -> CsvPreview:
-        """The header and the first `max_rows` data rows of a CSV file, split on commas with
-        blank lines left out and spaces around cells removed (letter case is kept), with
-        the numbers of the rows that have a wrong number of cells or an empty cell.
-        Refuses a file that is not .csv or is empty.
+    def csv_preview(self, path: str, max_rows: int = 20, delimiter: str = ",") -> CsvPreview:
+        """The header and the first `max_rows` data rows of a .csv file split on `delimiter`
+        (one character, "," unless given), blank lines left out and spaces around cells
+        removed, with the numbers of the rows that have a wrong number of cells or an
+        empty cell. Refuses a file that is not .csv, is empty, is a directory or is
+        missing.
         """
         f = self._csv_file(path)
-        columns = self._header_of(f["content"])
-        rows = self._csv_rows(f["content"])
+        lines: list[str] = [
+            line for line in self._count_each(f["content"].split("\n")) if line.strip() != ""
+        ]
+        columns: list[str] = [c.strip() for c in self._count_each(lines[0].split(delimiter))]
+        rows = self._split_rows(f["content"], delimiter)
         return {
             "path": path,
             "columns": columns,
@@ -2811,18 +2912,39 @@ class Environment:
             "size": len(self._below(path)),
         }
 
-    def _csv_rows(self, text: str) -> list[list[str]]:
-        """The data rows of CSV text as csv_preview gives them: blank lines dropped, cells stripped, no header."""
-        lines: list[str] = [
-            line for line in self._count_each(text.split("\n")) if line.strip() != ""
-        ]
-        return [
-            [cell.strip() for cell in self._count_each(line.split(","))]
-            for line in self._count_each(lines[1:])
-        ]
+    def _glob_pattern(self, glob: str) -> str:
+        """A file-name glob as a regular expression ignoring case: `*` any run of characters,
+        `?` one character, every other character itself (punctuation escaped).
+        """
+        out = "(?i)"
+        for i in self._count_each(range(len(glob))):
+            c = glob[i]
+            if c == "*":
+                out = out + ".*"
+            elif c == "?":
+                out = out + "."
+            elif _matches(c, "[A-Za-z0-9_ ]", self._count_steps) or ord(c) > 127:
+                out = out + c
+            else:
+                out = out + "\\" + c
+        return out
+
+    def _tree_below(self, folder: str) -> list[str]:
+        """Every file and folder below a folder, sorted, as list_dir lists them recursively."""
+        paths: list[str] = []
+        for p in self._count_each(self._below(folder)):
+            rest = p[len(folder) + 1 :] if folder != "" else p
+            names = rest.split("/")
+            for depth in self._count_each(range(1, len(names) + 1)):
+                part = "/".join(names[:depth])
+                entry = folder + "/" + part if folder != "" else part
+                if entry not in paths:
+                    paths.append(entry)
+        return sorted(paths)
 
     def _csv_file(self, path: str) -> File:
-        """An existing CSV file; anything else is refused."""
+        """An existing, non-empty CSV file; anything else is refused with the CSV files there are."""
+        state = self._state
         target = self._checked(path, "path")
         f = self._find_file(target, "path")
         if self._type_of_file(target) != "csv":
@@ -2831,12 +2953,31 @@ class Environment:
                 f'"{target}" is a {self._type_of_file(target)} file, not CSV',
                 field="path",
                 current=target,
+                allowed=[
+                    p
+                    for p in self._count_each(sorted(state["files"]))
+                    if self._type_of_file(p) == "csv"
+                ][:20],
             )
         if f["content"].strip() == "":
             raise DomainError(
                 "invalid_state", f'"{target}" is empty', entity="path", field="path", current=target
             )
         return f
+
+    def _split_rows(self, text: str, delimiter: str) -> list[list[str]]:
+        """The data rows of delimited text as csv_preview gives them: blank lines dropped, cells stripped, no header."""
+        lines: list[str] = [
+            line for line in self._count_each(text.split("\n")) if line.strip() != ""
+        ]
+        return [
+            [cell.strip() for cell in self._count_each(line.split(delimiter))]
+            for line in self._count_each(lines[1:])
+        ]
+
+    def _csv_rows(self, text: str) -> list[list[str]]:
+        """The data rows of comma-separated text as csv_preview gives them."""
+        return self._split_rows(text, ",")
 
     def _header_of(self, text: str) -> list[str]:
         """The header cells of CSV text, stripped: its first non-blank line."""

@@ -140,6 +140,29 @@ class TrlEnvironment:
             max_results=max_results,
         )
 
+    def find(
+        self,
+        *,
+        path: str = _OMITTED,
+        name: str = _OMITTED,
+        kind: Literal["file", "directory"] | None = _OMITTED,
+    ) -> str:
+        """Paths of the files and folders below `path` ("" is the workspace root; the folder
+        itself is not listed) whose last name matches the glob `name`, ignoring case: `*`
+        stands for any run of characters, `?` for one character, anything else for itself;
+        the whole name must match. With `kind`, only files or only folders. Sorted by path.
+        A file or a missing `path` is refused.
+
+                Args:
+                    path: The `path` argument. Rules: default "".
+                    name: The `name` argument. Rules: minLength 1; maxLength 100; default "*".
+                    kind: The `kind` argument. Rules: default null.
+
+                Returns:
+                    The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
+        """
+        return self._call("find", path=path, name=name, kind=kind)
+
     def write_file(self, *, path: str, content: str, create_only: bool = _OMITTED) -> str:
         """Create a file, or replace its content (its version goes up). Missing folders on
         the way are implied. With `create_only` an existing file is refused.
@@ -192,20 +215,22 @@ class TrlEnvironment:
         """
         return self._call("delete_path", path=path, recursive=recursive)
 
-    def csv_preview(self, *, path: str, max_rows: int = _OMITTED) -> str:
-        """The header and the first `max_rows` data rows of a CSV file, split on commas with
-        blank lines left out and spaces around cells removed (letter case is kept), with
-        the numbers of the rows that have a wrong number of cells or an empty cell.
-        Refuses a file that is not .csv or is empty.
+    def csv_preview(self, *, path: str, max_rows: int = _OMITTED, delimiter: str = _OMITTED) -> str:
+        """The header and the first `max_rows` data rows of a .csv file split on `delimiter`
+        (one character, "," unless given), blank lines left out and spaces around cells
+        removed, with the numbers of the rows that have a wrong number of cells or an
+        empty cell. Refuses a file that is not .csv, is empty, is a directory or is
+        missing.
 
                 Args:
                     path: The `path` argument.
                     max_rows: The `max_rows` argument. Rules: minimum 1; maximum 500; default 20.
+                    delimiter: The `delimiter` argument. Rules: minLength 1; maxLength 1; default ",".
 
                 Returns:
                     The tool's result as JSON text; a refused call gives {"error": {"kind", "message", ...}}.
         """
-        return self._call("csv_preview", path=path, max_rows=max_rows)
+        return self._call("csv_preview", path=path, max_rows=max_rows, delimiter=delimiter)
 
     def count_values(self, *, path: str, column: str) -> str:
         """Every distinct value of one column of a CSV file with the number of data rows that

@@ -326,6 +326,39 @@ def test_searching_names_and_content() -> None:
     run_searching_names_and_content(Recorder("project_docs"))
 
 
+def run_finding_by_name_glob(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    assert env.invoke("find", {"name": "*.md"}) == [
+        "README.md",
+        "archive/2024/old_report.md",
+        "docs/faq.md",
+        "docs/guide.md",
+    ]
+    assert env.invoke("find", {"path": "docs", "name": "G?IDE.MD"}) == ["docs/guide.md"]
+    assert env.invoke("find", {"name": "20??"}) == ["archive/2024"]
+    assert env.invoke("find", {"path": "archive"}) == ["archive/2024", "archive/2024/old_report.md"]
+    assert env.invoke("find", {"path": "archive", "kind": "file"}) == ["archive/2024/old_report.md"]
+    assert env.invoke("find", {"kind": "directory"}) == [
+        "archive",
+        "archive/2024",
+        "data",
+        "docs",
+        "notes",
+    ]
+    assert env.invoke("find", {"name": "sales"}) == []
+    assert env.invoke("find", {"name": "sales.csv*"}) == ["data/sales.csv"]
+    assert env.invoke("find", {"name": "(1)"}) == []
+    expect_error(env, "invalid_state", "is a file", "find", {"path": "README.md"})
+    expect_error(env, "not_found", "nowhere", "find", {"path": "nowhere"})
+    expect_error(env, "invalid_argument", "parent segment", "find", {"path": "../etc"})
+    expect_error(env, "invalid_argument", "", "find", {"name": ""})
+    del state
+
+
+def test_finding_by_name_glob() -> None:
+    run_finding_by_name_glob(Recorder("project_docs"))
+
+
 def run_writing_creates_and_replaces(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     made = env.invoke("write_file", {"path": "reports/2025/summary.md", "content": "# Summary\n"})
@@ -518,6 +551,67 @@ def run_seeded_paths_obey_the_rules(env: Recorder) -> None:
 
 def test_seeded_paths_obey_the_rules() -> None:
     run_seeded_paths_obey_the_rules(Recorder("project_docs"))
+
+
+def run_previewing_a_csv_file(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    env.invoke("append_file", {"path": "data/sales.csv", "content": "\n east , \nwest,70,extra\n"})
+    preview = env.invoke("csv_preview", {"path": "data/sales.csv"})
+    assert preview["columns"] == ["region", "amount"]
+    assert preview["rows"] == [
+        ["north", "120"],
+        ["south", "80"],
+        ["east", ""],
+        ["west", "70", "extra"],
+    ]
+    assert (
+        preview["total_rows"] == 4
+        and preview["ragged_rows"] == [4]
+        and preview["rows_with_blanks"] == [3]
+    )
+    assert env.invoke("csv_preview", {"path": "data/sales.csv", "max_rows": 1})["rows"] == [
+        ["north", "120"]
+    ]
+    assert env._csv_rows(state["files"]["data/sales.csv"]["content"]) == preview["rows"]
+    del state
+
+
+def test_previewing_a_csv_file() -> None:
+    run_previewing_a_csv_file(Recorder("project_docs"))
+
+
+def run_previewing_with_another_delimiter(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    env.invoke("write_file", {"path": "data/eu.csv", "content": "region;amount\nnorth;1,5\n"})
+    preview = env.invoke("csv_preview", {"path": "data/eu.csv", "delimiter": ";"})
+    assert preview["columns"] == ["region", "amount"] and preview["rows"] == [["north", "1,5"]]
+    assert env.invoke("csv_preview", {"path": "data/eu.csv"})["ragged_rows"] == [1]
+    assert env.invoke("csv_preview", {"path": "data/eu.csv"})["columns"] == ["region;amount"]
+    del state
+
+
+def test_previewing_with_another_delimiter() -> None:
+    run_previewing_with_another_delimiter(Recorder("project_docs"))
+
+
+def run_only_csv_files_are_previewed(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    env.invoke("write_file", {"path": "data/blank.csv", "content": "\n\n"})
+    expect_error(env, "invalid_argument", "not CSV", "csv_preview", {"path": "data/config.json"})
+    expect_error(env, "invalid_state", "is empty", "csv_preview", {"path": "data/blank.csv"})
+    expect_error(env, "invalid_state", "is a directory", "csv_preview", {"path": "data"})
+    expect_error(env, "not_found", "data/missing.csv", "csv_preview", {"path": "data/missing.csv"})
+    expect_error(
+        env, "invalid_argument", "parent segment", "csv_preview", {"path": "../data/sales.csv"}
+    )
+    expect_error(
+        env, "invalid_argument", "", "csv_preview", {"path": "data/sales.csv", "delimiter": ";;"}
+    )
+    del state
+
+
+def test_only_csv_files_are_previewed() -> None:
+    run_only_csv_files_are_previewed(Recorder("project_docs"))
 
 
 def run_the_travel_folder_is_seeded(env: Recorder) -> None:
@@ -880,6 +974,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "listing_an_empty_workspace": ("empty_workspace", run_listing_an_empty_workspace),
     "reading_files": ("project_docs", run_reading_files),
     "searching_names_and_content": ("project_docs", run_searching_names_and_content),
+    "finding_by_name_glob": ("project_docs", run_finding_by_name_glob),
     "writing_creates_and_replaces": ("project_docs", run_writing_creates_and_replaces),
     "appending_extends_existing_files_only": (
         "project_docs",
@@ -888,6 +983,9 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "moving_files_and_directories": ("project_docs", run_moving_files_and_directories),
     "deleting_files_and_directories": ("project_docs", run_deleting_files_and_directories),
     "seeded_paths_obey_the_rules": ("project_docs", run_seeded_paths_obey_the_rules),
+    "previewing_a_csv_file": ("project_docs", run_previewing_a_csv_file),
+    "previewing_with_another_delimiter": ("project_docs", run_previewing_with_another_delimiter),
+    "only_csv_files_are_previewed": ("project_docs", run_only_csv_files_are_previewed),
     "the_travel_folder_is_seeded": ("berlin_close", run_the_travel_folder_is_seeded),
     "find_and_csv_preview": ("berlin_close", run_find_and_csv_preview),
     "receipts_are_read_field_by_field": ("berlin_close", run_receipts_are_read_field_by_field),
@@ -942,11 +1040,11 @@ SAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "list_dir": {},
     "read_file": {"path": "sample"},
     "search": {"query": "sample"},
+    "find": {},
     "write_file": {"path": "sample", "content": "sample"},
     "append_file": {"path": "sample", "content": "sample"},
     "move_path": {"source": "sample", "destination": "sample"},
     "delete_path": {"path": "sample"},
-    "find": {},
     "csv_preview": {"path": "sample"},
     "read_receipt": {"path": "sample"},
     "mark_claimed": {"path": "sample"},
@@ -983,6 +1081,19 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("search", "max_results of the wrong type", {"query": "sample", "max_results": "not a number"}),
     ("search", "max_results below min", {"query": "sample", "max_results": 0}),
     ("search", "max_results above max", {"query": "sample", "max_results": 501}),
+    ("find", "unknown parameter", {"unexpected_parameter": 1}),
+    ("find", "path of the wrong type", {"path": 12345}),
+    ("find", "name of the wrong type", {"name": 12345}),
+    ("find", "name too short", {"name": ""}),
+    (
+        "find",
+        "name too long",
+        {
+            "name": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        },
+    ),
+    ("find", "kind of the wrong type", {"kind": 12345}),
+    ("find", "kind not a member", {"kind": "__not_a_member__"}),
     (
         "write_file",
         "unknown parameter",
@@ -1020,23 +1131,15 @@ BAD_ARGUMENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("delete_path", "missing path", {}),
     ("delete_path", "path of the wrong type", {"path": 12345}),
     ("delete_path", "recursive of the wrong type", {"path": "sample", "recursive": "yes"}),
-    ("find", "unknown parameter", {"unexpected_parameter": 1}),
-    ("find", "path of the wrong type", {"path": 12345}),
-    ("find", "name of the wrong type", {"name": 12345}),
-    ("find", "name too short", {"name": ""}),
-    (
-        "find",
-        "name too long",
-        {
-            "name": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-        },
-    ),
     ("csv_preview", "unknown parameter", {"path": "sample", "unexpected_parameter": 1}),
     ("csv_preview", "missing path", {}),
     ("csv_preview", "path of the wrong type", {"path": 12345}),
     ("csv_preview", "max_rows of the wrong type", {"path": "sample", "max_rows": "not a number"}),
     ("csv_preview", "max_rows below min", {"path": "sample", "max_rows": 0}),
     ("csv_preview", "max_rows above max", {"path": "sample", "max_rows": 501}),
+    ("csv_preview", "delimiter of the wrong type", {"path": "sample", "delimiter": 12345}),
+    ("csv_preview", "delimiter too short", {"path": "sample", "delimiter": ""}),
+    ("csv_preview", "delimiter too long", {"path": "sample", "delimiter": "xx"}),
     ("read_receipt", "unknown parameter", {"path": "sample", "unexpected_parameter": 1}),
     ("read_receipt", "missing path", {}),
     ("read_receipt", "path of the wrong type", {"path": 12345}),

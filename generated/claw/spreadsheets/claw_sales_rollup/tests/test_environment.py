@@ -557,7 +557,7 @@ def run_previewing_a_csv_file(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke("append_file", {"path": "data/sales.csv", "content": "\n east , \nwest,70,extra\n"})
     preview = env.invoke("csv_preview", {"path": "data/sales.csv"})
-    assert preview["columns"] == ["region", "amount"] and preview["delimiter"] == ","
+    assert preview["columns"] == ["region", "amount"]
     assert preview["rows"] == [
         ["north", "120"],
         ["south", "80"],
