@@ -4162,8 +4162,9 @@ class Environment:
         )
 
     def issue_refund(self, conversation_id: str, order_id: str, amount: float) -> Refund:
-        """Refund (part of) an order of the conversation's customer; the refund is noted in
-        the transcript and in the case field `refund_id`. The customer still has to be told.
+        """Refund (part of) an order of the conversation's customer, to the cent; the refund is
+        noted in the transcript and in the case field `refund_id`. The customer still has to
+        be told.
         """
         state = self._state
         self._undo.tool = "issue_refund"
@@ -4200,19 +4201,20 @@ class Environment:
                     current=order["status"],
                     allowed=["shipped", "delivered"],
                 )
-            if amount > order["total"]:
+            cents = round(amount, 2)
+            if cents > order["total"]:
                 raise DomainError(
                     "invalid_argument",
-                    f"the refund {amount} exceeds the order total {order['total']}",
+                    f"the refund {cents} exceeds the order total {order['total']}",
                     field="amount",
-                    current=amount,
+                    current=cents,
                     allowed=order["total"],
                 )
             refund: Refund = {
                 "id": state["next_refund_id"],
                 "order_id": order_id,
                 "conversation_id": conversation_id,
-                "amount": amount,
+                "amount": cents,
                 "at": state["clock"],
             }
             self._undo.save_length(state["refunds"])
@@ -4247,12 +4249,12 @@ class Environment:
                 {
                     "turn": conversation["turns"],
                     "role": "system",
-                    "text": f"refund {refund['id']} of {amount} issued for order {order_id}",
+                    "text": f"refund {refund['id']} of {cents} issued for order {order_id}",
                     "at": state["clock"],
                     "mood": None,
                 }
             )
-            self._audit("issue_refund", f"order {order_id}", f"{amount}")
+            self._audit("issue_refund", f"order {order_id}", f"{cents}")
             return refund
         except BaseException:
             self._undo.rollback()
@@ -4477,6 +4479,16 @@ class Environment:
 
     def _random_choice(self, items: list[Any]) -> Any:
         return items[self._random_int(0, len(items) - 1)]
+
+    def _random_float(self) -> float:
+        """A float in [0, 1): the top 53 bits of one splitmix64 step on `rng_state`, / 2**53."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return (mixed >> 11) / 2**53
 
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -4790,7 +4802,204 @@ def _solve_0(
     return _calls
 
 
+def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `overcharge_back`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family overcharge_back"
+    try:
+        _restore = _seed_draws(self, _seed)
+        chat_id = cast(
+            "str",
+            self._random_choice(
+                sorted(
+                    [
+                        c["id"]
+                        for c in self._count_each(state["conversations"].values())
+                        if c["status"] == "active"
+                        and "order_id" in state["case_fields"][c["id"]]
+                        and state["orders"][state["case_fields"][c["id"]]["order_id"]]["status"]
+                        != "placed"
+                        and state["orders"][state["case_fields"][c["id"]]["order_id"]]["status"]
+                        != "refunded"
+                    ]
+                )
+            ),
+        )
+        order_id = state["case_fields"][chat_id]["order_id"]
+        customer = state["orders"][order_id]["customer"]
+        item = state["orders"][order_id]["item"].lower()
+        if (
+            len(
+                [
+                    o
+                    for o in self._count_each(state["orders"].values())
+                    if o["customer"] == customer and o["item"].lower() == item
+                ]
+            )
+            != 1
+        ):
+            raise FamilyFailed(
+                "`require len([o for o in values(orders) if o.customer == customer and o.item.lower() == item]) == 1` failed"
+            )
+        overcharge = round(
+            state["orders"][order_id]["total"]
+            * cast("int", self._random_choice([5, 10, 15, 20, 25, 30, 40]))
+            / 100,
+            2,
+        )
+        charged = round(state["orders"][order_id]["total"] + overcharge, 2)
+        _values: dict[str, Any] = {
+            "chat_id": to_json(chat_id),
+            "order_id": to_json(order_id),
+            "customer": to_json(customer),
+            "item": to_json(item),
+            "overcharge": to_json(overcharge),
+            "charged": to_json(charged),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `overcharge_back`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_1(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `overcharge_back`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        chat_id = conform(_values.get("chat_id"), ("str",), "chat_id")
+        order_id = conform(_values.get("order_id"), ("str",), "order_id")
+        overcharge = conform(_values.get("overcharge"), ("float",), "overcharge")
+        _solution_call(
+            self,
+            _calls,
+            "issue_refund",
+            {"conversation_id": chat_id, "order_id": order_id, "amount": overcharge},
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `overcharge_back`: " + str(_error)) from None
+    return _calls
+
+
+def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `refund_within_my_limit`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family refund_within_my_limit"
+    try:
+        _restore = _seed_draws(self, _seed)
+        chat_id = cast(
+            "str",
+            self._random_choice(
+                sorted(
+                    [
+                        c["id"]
+                        for c in self._count_each(state["conversations"].values())
+                        if c["status"] == "active"
+                        and "order_id" in state["case_fields"][c["id"]]
+                        and state["orders"][state["case_fields"][c["id"]]["order_id"]]["status"]
+                        != "placed"
+                        and state["orders"][state["case_fields"][c["id"]]["order_id"]]["status"]
+                        != "refunded"
+                    ]
+                )
+            ),
+        )
+        order_id = state["case_fields"][chat_id]["order_id"]
+        customer = state["orders"][order_id]["customer"]
+        item = state["orders"][order_id]["item"].lower()
+        total = state["orders"][order_id]["total"]
+        if (
+            len(
+                [
+                    o
+                    for o in self._count_each(state["orders"].values())
+                    if o["customer"] == customer and o["item"].lower() == item
+                ]
+            )
+            != 1
+        ):
+            raise FamilyFailed(
+                "`require len([o for o in values(orders) if o.customer == customer and o.item.lower() == item]) == 1` failed"
+            )
+        over = self._random_float() < 0.5
+        limit = cast(
+            "int",
+            self._random_choice(
+                [l for l in [10, 25, 40, 50, 75, 100, 150, 250, 300] if (l < total) == over]
+            ),
+        )
+        chat_status: SessionStatus = "escalated" if over else "active"
+        refunded = 0 if over else 1
+        escalated = 2 if over else 1
+        held_back = 1 if over else 0
+        reason = f"Full refund is above my approval limit of ${limit}"
+        _values: dict[str, Any] = {
+            "chat_id": to_json(chat_id),
+            "order_id": to_json(order_id),
+            "customer": to_json(customer),
+            "item": to_json(item),
+            "total": to_json(total),
+            "over": to_json(over),
+            "limit": to_json(limit),
+            "chat_status": to_json(chat_status),
+            "refunded": to_json(refunded),
+            "escalated": to_json(escalated),
+            "held_back": to_json(held_back),
+            "reason": to_json(reason),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `refund_within_my_limit`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_2(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `refund_within_my_limit`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        chat_id = conform(_values.get("chat_id"), ("str",), "chat_id")
+        order_id = conform(_values.get("order_id"), ("str",), "order_id")
+        total = conform(_values.get("total"), ("float",), "total")
+        over = conform(_values.get("over"), ("bool",), "over")
+        reason = conform(_values.get("reason"), ("str",), "reason")
+        if over:
+            _solution_call(
+                self, _calls, "escalate_to_tier2", {"conversation_id": chat_id, "reason": reason}
+            )
+        else:
+            _solution_call(
+                self,
+                _calls,
+                "issue_refund",
+                {"conversation_id": chat_id, "order_id": order_id, "amount": total},
+            )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `refund_within_my_limit`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "refund_in_their_chat": Family(_as_session(_plan_0), _as_session(_solve_0)),
+    "overcharge_back": Family(_as_session(_plan_1), _as_session(_solve_1)),
+    "refund_within_my_limit": Family(_as_session(_plan_2), _as_session(_solve_2)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -258,8 +258,9 @@ class TrlEnvironment:
         return self._call("orders_of", customer=customer)
 
     def issue_refund(self, *, conversation_id: str, order_id: str, amount: float) -> str:
-        """Refund (part of) an order of the conversation's customer; the refund is noted in
-        the transcript and in the case field `refund_id`. The customer still has to be told.
+        """Refund (part of) an order of the conversation's customer, to the cent; the refund is
+        noted in the transcript and in the case field `refund_id`. The customer still has to
+        be told.
 
                 Args:
                     conversation_id: The `conversation_id` argument.

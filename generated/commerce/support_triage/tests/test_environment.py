@@ -574,6 +574,23 @@ def test_refund_guards_on_orders_and_conversations() -> None:
     run_refund_guards_on_orders_and_conversations(Recorder("impatient_gold_customer"))
 
 
+def run_refunds_are_kept_to_the_cent(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    r = env.invoke(
+        "issue_refund", {"conversation_id": "c-1042", "order_id": "A-1042", "amount": 54.99 - 49.99}
+    )
+    assert r["amount"] == 5.0 and state["refunds"][0]["amount"] == 5.0
+    assert (
+        env.invoke("get_transcript", {"conversation_id": "c-1042", "role": "system"})[0]["text"]
+        == "refund 1 of 5.0 issued for order A-1042"
+    )
+    del state
+
+
+def test_refunds_are_kept_to_the_cent() -> None:
+    run_refunds_are_kept_to_the_cent(Recorder("kettle_refund"))
+
+
 def run_refund_then_tell_the_customer(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     probe = env.invoke(
@@ -699,6 +716,7 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
         "impatient_gold_customer",
         run_refund_guards_on_orders_and_conversations,
     ),
+    "refunds_are_kept_to_the_cent": ("kettle_refund", run_refunds_are_kept_to_the_cent),
     "refund_then_tell_the_customer": ("kettle_refund", run_refund_then_tell_the_customer),
     "impatient_customer_escalates_fast": (
         "impatient_gold_customer",
@@ -764,6 +782,40 @@ def test_family_refund_in_their_chat() -> None:
         assert family.solve(env, values), "the solution made no tool call"
     assert len(discarded) < 3, (
         f"family `refund_in_their_chat`: every seed's plan failed: {discarded}"
+    )
+
+
+def test_family_overcharge_back() -> None:
+    """Family `overcharge_back`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["overcharge_back"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_chat_queue")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `overcharge_back`: every seed's plan failed: {discarded}"
+
+
+def test_family_refund_within_my_limit() -> None:
+    """Family `refund_within_my_limit`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["refund_within_my_limit"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_chat_queue")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `refund_within_my_limit`: every seed's plan failed: {discarded}"
     )
 
 
