@@ -2100,6 +2100,16 @@ class Environment:
     def _random_choice(self, items: list[Any]) -> Any:
         return items[self._random_int(0, len(items) - 1)]
 
+    def _random_float(self) -> float:
+        """A float in [0, 1): the top 53 bits of one splitmix64 step on `rng_state`, / 2**53."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return (mixed >> 11) / 2**53
+
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
     """A tool method of a member: run on this session's state, under the family's lock.
@@ -2567,8 +2577,168 @@ def _solve_1(
     return _calls
 
 
+def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `already_reported_or_new`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family already_reported_or_new"
+    try:
+        _restore = _seed_draws(self, _seed)
+        live_once = sorted(
+            [
+                t["title"]
+                for t in self._count_each(state["tickets"].values())
+                if self._rank(t["status"]) < 2
+                and len(
+                    [
+                        o
+                        for o in self._count_each(state["tickets"].values())
+                        if o["title"] == t["title"] and self._rank(o["status"]) < 2
+                    ]
+                )
+                == 1
+            ]
+        )
+        not_live = sorted(
+            [
+                x
+                for x in [
+                    "VPN drops every hour",
+                    "Printer on floor 3 jams on double-sided jobs",
+                    "Outlook keeps asking for my password",
+                    "Laptop fan is loud and the battery drains fast",
+                    "Cannot open the shared finance drive",
+                    "Second monitor flickers after docking",
+                    "New starter needs a laptop and accounts by Monday",
+                    "Wi-Fi in meeting room B is very slow",
+                    "Teams calls drop after ten minutes",
+                    "Excel freezes when opening the budget workbook",
+                    "Locked out after the password change",
+                    "Please install Adobe Acrobat Pro",
+                    "Badge does not open the server room",
+                    "Phishing e-mail pretending to be from payroll",
+                    "Keyboard keys stick on my desk laptop",
+                    "Zoom cannot find my headset microphone",
+                ]
+                if len(
+                    [
+                        o
+                        for o in self._count_each(state["tickets"].values())
+                        if o["title"] == x and self._rank(o["status"]) < 2
+                    ]
+                )
+                == 0
+            ]
+        )
+        known = self._random_float() < 0.5
+        title = (
+            cast("str", self._random_choice(live_once))
+            if known
+            else cast("str", self._random_choice(not_live))
+        )
+        if (
+            not known
+            and self._random_float() < 0.5
+            and len([o for o in self._count_each(state["tickets"].values()) if o["title"] == title])
+            == 0
+        ):
+            old = self._issue_id()
+            self._undo.save(state["tickets"], old)
+            state["tickets"][old] = {
+                "id": old,
+                "title": title,
+                "description": "",
+                "category": "other",
+                "priority": self._random_int(1, 5),
+                "status": "resolved",
+                "created_by": cast("str", self._random_choice(["bob", "carol"])),
+                "assignee": None,
+                "resolution": cast(
+                    "str",
+                    self._random_choice(
+                        [
+                            "Replaced the VPN concentrator and pushed the new client profile",
+                            "Cleared the print queue and replaced the duplex unit",
+                            "Reset the password and re-registered the MFA device",
+                            "Reinstalled Office and repaired the Outlook profile",
+                            "Granted read-write access to the finance share after manager approval",
+                            "Updated the docking station firmware and display drivers",
+                            "Imaged a new laptop and created the accounts; handed over at the desk",
+                            "Moved the meeting room access point to a free channel",
+                            "Replaced the faulty headset under warranty",
+                            "Re-enabled the badge in the access control system",
+                            "Blocked the sender, purged the e-mail from all mailboxes and reset the user's password",
+                            "Installed Acrobat Pro from the software centre and assigned the licence",
+                        ]
+                    ),
+                ),
+                "created_at": state["clock"],
+                "updated_at": state["clock"],
+            }
+        existing: list[int] = [
+            t["id"]
+            for t in self._count_each(state["tickets"].values())
+            if t["title"] == title and self._rank(t["status"]) < 2
+        ]
+        priority = cast(
+            "int",
+            self._random_choice(
+                [
+                    p
+                    for p in [1, 2, 3, 4, 5]
+                    if not known or p != state["tickets"][existing[0]]["priority"]
+                ]
+            ),
+        )
+        expected_id = existing[0] if known else state["next_ticket_id"]
+        caller = cast("str", self._random_choice(["Bob", "Carol"]))
+        _values: dict[str, Any] = {
+            "live_once": to_json(live_once),
+            "not_live": to_json(not_live),
+            "known": to_json(known),
+            "title": to_json(title),
+            "existing": to_json(existing),
+            "priority": to_json(priority),
+            "expected_id": to_json(expected_id),
+            "caller": to_json(caller),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `already_reported_or_new`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_2(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `already_reported_or_new`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        known = conform(_values.get("known"), ("bool",), "known")
+        title = conform(_values.get("title"), ("str",), "title")
+        priority = conform(_values.get("priority"), ("int",), "priority")
+        expected_id = conform(_values.get("expected_id"), ("int",), "expected_id")
+        if known:
+            _solution_call(
+                self, _calls, "update_ticket", {"ticket_id": expected_id, "priority": priority}
+            )
+        else:
+            _solution_call(self, _calls, "create_ticket", {"title": title, "priority": priority})
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `already_reported_or_new`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "new_category_owner": Family(_as_session(_plan_0), _as_session(_solve_0)),
     "fixed_by_the_reporter": Family(_as_session(_plan_1), _as_session(_solve_1)),
+    "already_reported_or_new": Family(_as_session(_plan_2), _as_session(_solve_2)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -291,6 +291,24 @@ def test_family_fixed_by_the_reporter() -> None:
     )
 
 
+def test_family_already_reported_or_new() -> None:
+    """Family `already_reported_or_new`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["already_reported_or_new"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("help_desk_busy_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `already_reported_or_new`: every seed's plan failed: {discarded}"
+    )
+
+
 # --------------------------------------------------------------------------- invariants
 
 SCENARIO_NAMES: list[str | None] = [None, *sorted(SCENARIOS)]
