@@ -4233,7 +4233,241 @@ def _solve_0(
     return _calls
 
 
+def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `system_in_maintenance`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family system_in_maintenance"
+    try:
+        _restore = _seed_draws(self, _seed)
+        system = cast("str", self._random_choice(["server_room", "it_inbox", "grafana"]))
+        extras: dict[str, list[list[str]]] = {
+            "server_room": [
+                ["server room readings log", "reading"],
+                ["server room alarm log", "alarm"],
+            ],
+            "it_inbox": [
+                ["it@ inbox mail log", "email_received"],
+                ["it@ bounce log", "email_bounced"],
+            ],
+            "grafana": [
+                ["grafana alert log", "alert_fired"],
+                ["grafana recovery log", "alert_resolved"],
+            ],
+        }
+        if cast("bool", self._random_choice([True, False])):
+            extra = cast("list[str]", self._random_choice(extras[system]))
+            added = state["next_automation_id"]
+            self._undo.save(state, "next_automation_id")
+            state["next_automation_id"] = added + 1
+            self._undo.save(state["automations"], added)
+            state["automations"][added] = {
+                "id": added,
+                "name": extra[0],
+                "trigger": extra[1],
+                "source_filter": system,
+                "condition": None,
+                "actions": [
+                    {"type": "log_message", "params": {"message": f"{extra[1]} from {system}"}}
+                ],
+                "enabled": True,
+                "created_at": "2025-04-20T09:00:00",
+                "updated_at": "2025-04-20T09:00:00",
+                "fire_count": 0,
+                "last_fired_at": None,
+            }
+        listening = sorted(
+            [
+                r["id"]
+                for r in self._count_each(state["automations"].values())
+                if r["source_filter"] == system
+            ]
+        )
+        if cast("bool", self._random_choice([True, False])):
+            self._undo.save(
+                state["automations"][cast("int", self._random_choice(listening))], "enabled"
+            )
+            state["automations"][cast("int", self._random_choice(listening))]["enabled"] = False
+        paused = listening
+        still_live = sorted(
+            [
+                r["id"]
+                for r in self._count_each(state["automations"].values())
+                if r["enabled"] and r["source_filter"] != system
+            ]
+        )
+        still_paused = sorted(
+            [
+                r["id"]
+                for r in self._count_each(state["automations"].values())
+                if not r["enabled"] and r["source_filter"] != system
+            ]
+        )
+        system_name = {
+            "server_room": "the server room's climate sensor",
+            "it_inbox": "the it@ inbox",
+            "grafana": "Grafana",
+        }[system]
+        _values: dict[str, Any] = {
+            "system": to_json(system),
+            "extras": to_json(extras),
+            "listening": to_json(listening),
+            "paused": to_json(paused),
+            "still_live": to_json(still_live),
+            "still_paused": to_json(still_paused),
+            "system_name": to_json(system_name),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `system_in_maintenance`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_1(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `system_in_maintenance`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    state = self._state
+    try:
+        system = conform(_values.get("system"), ("str",), "system")
+        for r in self._count_each(sorted(state["automations"].values(), key=lambda r: r["id"])):
+            if r["source_filter"] == system and r["enabled"]:
+                _solution_call(self, _calls, "pause_automation", {"automation_id": r["id"]})
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `system_in_maintenance`: " + str(_error)) from None
+    return _calls
+
+
+def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `retune_server_room_alert`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family retune_server_room_alert"
+    try:
+        _restore = _seed_draws(self, _seed)
+        hot = cast("bool", self._random_choice([True, False]))
+        automation_id = 1 if hot else 2
+        other_id = 2 if hot else 1
+        threshold = (
+            cast("int", self._random_choice([27, 29, 30, 31, 32, 33]))
+            if hot
+            else cast("int", self._random_choice([12, 13, 14, 15, 17, 18]))
+        )
+        op: Operator = "gt" if hot else "lt"
+        other_op: Operator = "lt" if hot else "gt"
+        other_threshold = (
+            cast("int", self._random_choice([27, 28]))
+            if not hot
+            else cast("int", self._random_choice([15, 16, 18]))
+        )
+        self._undo.save(state["automations"][other_id], "condition")
+        state["automations"][other_id]["condition"] = {
+            "field": "celsius",
+            "op": other_op,
+            "value": other_threshold,
+        }
+        fewer = threshold > 28 if hot else threshold < 16
+        why = (
+            cast(
+                "str",
+                self._random_choice(
+                    [
+                        "it keeps paging #it-ops for nothing",
+                        "we only want to hear when it really matters",
+                    ]
+                ),
+            )
+            if fewer
+            else cast(
+                "str",
+                self._random_choice(
+                    [
+                        "we want an earlier warning",
+                        "the new storage shelves are more sensitive to it",
+                    ]
+                ),
+            )
+        )
+        edge = "above" if hot else "below"
+        alert_word = "overheating" if hot else "too-cold"
+        too_what = "too hot" if hot else "too cold"
+        _values: dict[str, Any] = {
+            "hot": to_json(hot),
+            "automation_id": to_json(automation_id),
+            "other_id": to_json(other_id),
+            "threshold": to_json(threshold),
+            "op": to_json(op),
+            "other_op": to_json(other_op),
+            "other_threshold": to_json(other_threshold),
+            "fewer": to_json(fewer),
+            "why": to_json(why),
+            "edge": to_json(edge),
+            "alert_word": to_json(alert_word),
+            "too_what": to_json(too_what),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `retune_server_room_alert`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_2(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `retune_server_room_alert`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        automation_id = conform(_values.get("automation_id"), ("int",), "automation_id")
+        threshold = conform(_values.get("threshold"), ("int",), "threshold")
+        op = conform(
+            _values.get("op"),
+            (
+                "enum",
+                (
+                    "equals",
+                    "not_equals",
+                    "gt",
+                    "gte",
+                    "lt",
+                    "lte",
+                    "contains",
+                    "regex",
+                ),
+            ),
+            "op",
+        )
+        _solution_call(
+            self,
+            _calls,
+            "update_automation",
+            {
+                "automation_id": automation_id,
+                "condition": {"field": "celsius", "op": op, "value": threshold},
+            },
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `retune_server_room_alert`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "quiet_automation": Family(_as_session(_plan_0), _as_session(_solve_0)),
+    "system_in_maintenance": Family(_as_session(_plan_1), _as_session(_solve_1)),
+    "retune_server_room_alert": Family(_as_session(_plan_2), _as_session(_solve_2)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal, TypedDict, TypeVar, cast
+from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
 
@@ -1575,6 +1575,15 @@ def _moment(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
 
 
+def _not_found(entity: str, key: Any, field: str) -> NoReturn:
+    """A lookup on a key or position the agent chose that the map or list lacks: a domain
+    error the agent can act on, not a crash (docs/language.md §17)."""
+    fields = {"field": field} if field else {}
+    raise DomainError(
+        "not_found", f"{entity} has no entry {_show(key)}", entity=entity, key=key, **fields
+    )
+
+
 def _regex(pattern: str, search: bool) -> _Regex | None:
     """The compiled pattern (`search`: with a leading `.*` of any character), or None when
     it is not valid (`_regex_problem`); kept for the next call."""
@@ -2552,6 +2561,54 @@ class Environment:
             == 0
         )
 
+    def _first_free_start(self, calendar_id: str, day: str, minutes: int) -> str | None:
+        """Where the first free stretch of the length starts in the calendar's working day: at
+        opening time or at the end of a live event, whichever comes first with nothing in
+        the way.
+        """
+        state = self._state
+        opening = (
+            day
+            + "T"
+            + (
+                state["calendars"][calendar_id]
+                if calendar_id in state["calendars"]
+                else _not_found("calendars", calendar_id, "calendar_id")
+            )["work_start"]
+        )
+        closing = (
+            day
+            + "T"
+            + (
+                state["calendars"][calendar_id]
+                if calendar_id in state["calendars"]
+                else _not_found("calendars", calendar_id, "calendar_id")
+            )["work_end"]
+        )
+        live: list[Event] = [
+            e
+            for e in self._count_each(state["events"])
+            if e["calendar_id"] == calendar_id and e["status"] != "cancelled"
+        ]
+        candidates = sorted(
+            [opening] + [e["end"] for e in self._count_each(live) if opening < e["end"] < closing]
+        )
+        for begin in self._count_each(candidates):
+            finish = _add_minutes(begin, minutes)
+            if (
+                finish <= closing
+                and len(
+                    [
+                        e
+                        for e in self._count_each(live)
+                        if self._overlaps(begin, finish, e["start"], e["end"])
+                    ]
+                )
+                == 0
+            ):
+                return begin
+        return None
+
     def _random_int(self, low: int, high: int) -> int:
         """Seeded and stored in state (splitmix64), so a trace replays exactly."""
         self._undo.save(self._state, "rng_state")
@@ -3024,8 +3081,145 @@ def _solve_1(
     return _calls
 
 
+def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `first_free_gap`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family first_free_gap"
+    try:
+        _restore = _seed_draws(self, _seed)
+        person = cast("str", self._random_choice(["alice", "bob", "carol", "dev"]))
+        tuesday = cast("bool", self._random_choice([True, False]))
+        day = "2025-03-04" if tuesday else "2025-03-05"
+        weekday_name = "Tuesday" if tuesday else "Wednesday"
+        minutes = cast("int", self._random_choice([30, 45, 60]))
+        first_block = day + "T" + state["calendars"][person]["work_start"]
+        first_end = _add_minutes(first_block, cast("int", self._random_choice([30, 60, 90])))
+        self._undo.save_length(state["events"])
+        state["events"].append(
+            {
+                "id": self._issue_id(),
+                "calendar_id": person,
+                "title": cast(
+                    "str", self._random_choice(["Focus time", "Inbox zero", "School run"])
+                ),
+                "start": first_block,
+                "end": first_end,
+                "priority": 3,
+                "status": "scheduled",
+                "attendees": [person],
+                "location": "",
+                "continued_from": None,
+            }
+        )
+        second_block = _add_minutes(first_end, cast("int", self._random_choice([15, 20, 25])))
+        self._undo.save_length(state["events"])
+        state["events"].append(
+            {
+                "id": self._issue_id(),
+                "calendar_id": person,
+                "title": cast(
+                    "str",
+                    self._random_choice(
+                        ["Call with the landlord", "Coffee with a candidate", "Expense reports"]
+                    ),
+                ),
+                "start": second_block,
+                "end": _add_minutes(second_block, 30),
+                "priority": 3,
+                "status": "scheduled",
+                "attendees": [person],
+                "location": "",
+                "continued_from": None,
+            }
+        )
+        title = cast(
+            "str",
+            self._random_choice(
+                [
+                    "Design critique",
+                    "Roadmap workshop",
+                    "Board prep",
+                    "Release go/no-go",
+                    "Hiring panel: backend engineer",
+                ]
+            ),
+        )
+        found = self._first_free_start(person, day, minutes)
+        if found is None:
+            raise FamilyFailed("`require found is not None` failed")
+        start = found
+        end = _add_minutes(start, minutes)
+        owner = state["calendars"][person]["owner"]
+        live_after = (
+            len(
+                [
+                    e
+                    for e in self._count_each(state["events"])
+                    if e["calendar_id"] == person and e["status"] != "cancelled"
+                ]
+            )
+            + 1
+        )
+        _values: dict[str, Any] = {
+            "person": to_json(person),
+            "tuesday": to_json(tuesday),
+            "day": to_json(day),
+            "weekday_name": to_json(weekday_name),
+            "minutes": to_json(minutes),
+            "first_block": to_json(first_block),
+            "first_end": to_json(first_end),
+            "second_block": to_json(second_block),
+            "title": to_json(title),
+            "found": to_json(found),
+            "start": to_json(start),
+            "end": to_json(end),
+            "owner": to_json(owner),
+            "live_after": to_json(live_after),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `first_free_gap`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_2(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `first_free_gap`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        person = conform(_values.get("person"), ("str",), "person")
+        title = conform(_values.get("title"), ("str",), "title")
+        start = conform(_values.get("start"), ("datetime",), "start")
+        end = conform(_values.get("end"), ("datetime",), "end")
+        _solution_call(
+            self,
+            _calls,
+            "schedule_event",
+            {
+                "calendar_id": person,
+                "title": title,
+                "start": start,
+                "end": end,
+                "attendees": [person],
+            },
+        )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `first_free_gap`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "room_b_or_else_room_a": Family(_as_session(_plan_0), _as_session(_solve_0)),
     "clear_a_day": Family(_as_session(_plan_1), _as_session(_solve_1)),
+    "first_free_gap": Family(_as_session(_plan_2), _as_session(_solve_2)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -1193,6 +1193,42 @@ def test_family_quiet_automation() -> None:
     assert len(discarded) < 3, f"family `quiet_automation`: every seed's plan failed: {discarded}"
 
 
+def test_family_system_in_maintenance() -> None:
+    """Family `system_in_maintenance`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["system_in_maintenance"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `system_in_maintenance`: every seed's plan failed: {discarded}"
+    )
+
+
+def test_family_retune_server_room_alert() -> None:
+    """Family `retune_server_room_alert`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["retune_server_room_alert"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `retune_server_room_alert`: every seed's plan failed: {discarded}"
+    )
+
+
 # --------------------------------------------------------------------------- invariants
 
 SCENARIO_NAMES: list[str | None] = [None, *sorted(SCENARIOS)]

@@ -507,6 +507,22 @@ def test_family_clear_a_day() -> None:
     assert len(discarded) < 3, f"family `clear_a_day`: every seed's plan failed: {discarded}"
 
 
+def test_family_first_free_gap() -> None:
+    """Family `first_free_gap`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["first_free_gap"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `first_free_gap`: every seed's plan failed: {discarded}"
+
+
 # --------------------------------------------------------------------------- invariants
 
 SCENARIO_NAMES: list[str | None] = [None, *sorted(SCENARIOS)]
