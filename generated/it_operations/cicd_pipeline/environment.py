@@ -4895,6 +4895,16 @@ class Environment:
     def _random_choice(self, items: list[Any]) -> Any:
         return items[self._random_int(0, len(items) - 1)]
 
+    def _random_float(self) -> float:
+        """A float in [0, 1): the top 53 bits of one splitmix64 step on `rng_state`, / 2**53."""
+        self._undo.save(self._state, "rng_state")
+        seed = (self._state["rng_state"] + 0x9E3779B97F4A7C15) % 2**64
+        self._state["rng_state"] = seed
+        mixed = ((seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) % 2**64
+        mixed ^= mixed >> 31
+        return (mixed >> 11) / 2**53
+
 
 def _checked_out(method: Callable[..., Any]) -> Callable[..., Any]:
     """A tool method of a member: run on this session's state, under the family's lock.
@@ -5221,7 +5231,256 @@ def _solve_0(
     return _calls
 
 
+def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `drain_runner`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family drain_runner"
+    try:
+        _restore = _seed_draws(self, _seed)
+        active = sorted(
+            [
+                p["id"]
+                for p in self._count_each(state["pipelines"].values())
+                if p["status"] == "pending" or p["status"] == "running"
+            ]
+        )
+        holders: list[str] = []
+        for p in self._count_each(active):
+            for stage in self._count_each(state["pipelines"][p]["stages"]):
+                holder = stage["worker_id"]
+                if (
+                    holder is not None
+                    and stage["status"] == "pending"
+                    and state["runners"][holder]["status"] == "idle"
+                ):
+                    holders.append(holder)
+        from_id = cast("str", self._random_choice(sorted(dict.fromkeys(holders))))
+        if self._random_float() < 0.5:
+            extra: list[list[str]] = []
+            for p in self._count_each(active):
+                for stage in self._count_each(state["pipelines"][p]["stages"]):
+                    if (
+                        stage["status"] == "pending"
+                        and stage["retries"] == 0
+                        and stage["worker_id"] != from_id
+                        and from_id in self._eligible_workers(stage["requires"])
+                    ):
+                        extra.append([p, stage["id"]])
+            if len(extra) > 0:
+                pick = cast("list[str]", self._random_choice(extra))
+                for stage in self._count_each(state["pipelines"][pick[0]]["stages"]):
+                    if stage["id"] == pick[1]:
+                        self._undo.save(stage, "worker_id")
+                        stage["worker_id"] = from_id
+        held: list[list[str]] = []
+        fit = sorted(
+            [
+                w["id"]
+                for w in self._count_each(state["runners"].values())
+                if w["id"] != from_id and w["status"] == "idle"
+            ]
+        )
+        for p in self._count_each(active):
+            for stage in self._count_each(state["pipelines"][p]["stages"]):
+                if stage["worker_id"] == from_id and stage["status"] == "pending":
+                    held.append([p, stage["id"]])
+                    fit = [
+                        w
+                        for w in self._count_each(fit)
+                        if w in self._eligible_workers(stage["requires"])
+                    ]
+        to_options = fit
+        if len(to_options) < 1:
+            raise FamilyFailed("`require len(to_options) >= 1` failed")
+        to_id = cast("str", self._random_choice(to_options))
+        on_a1b2c3d: list[str] = [
+            s["id"]
+            for s in self._count_each(state["pipelines"]["standard-a1b2c3d"]["stages"])
+            if s["worker_id"] == to_id or s["worker_id"] == from_id and s["status"] == "pending"
+        ]
+        on_4e5f6a7: list[str] = [
+            s["id"]
+            for s in self._count_each(state["pipelines"]["standard-4e5f6a7"]["stages"])
+            if s["worker_id"] == to_id or s["worker_id"] == from_id and s["status"] == "pending"
+        ]
+        on_c0ffee1: list[str] = [
+            s["id"]
+            for s in self._count_each(state["pipelines"]["release-c0ffee1"]["stages"])
+            if s["worker_id"] == to_id or s["worker_id"] == from_id and s["status"] == "pending"
+        ]
+        on_9f8e7d6: list[str] = [
+            s["id"]
+            for s in self._count_each(state["pipelines"]["release-9f8e7d6"]["stages"])
+            if s["worker_id"] == to_id or s["worker_id"] == from_id and s["status"] == "pending"
+        ]
+        _values: dict[str, Any] = {
+            "active": to_json(active),
+            "holders": to_json(holders),
+            "from_id": to_json(from_id),
+            "held": to_json(held),
+            "fit": to_json(fit),
+            "to_options": to_json(to_options),
+            "to_id": to_json(to_id),
+            "on_a1b2c3d": to_json(on_a1b2c3d),
+            "on_4e5f6a7": to_json(on_4e5f6a7),
+            "on_c0ffee1": to_json(on_c0ffee1),
+            "on_9f8e7d6": to_json(on_9f8e7d6),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `drain_runner`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_1(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `drain_runner`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        from_id = conform(_values.get("from_id"), ("str",), "from_id")
+        held = conform(_values.get("held"), ("list", ("list", ("str",))), "held")
+        to_id = conform(_values.get("to_id"), ("str",), "to_id")
+        for ref in self._count_each(held):
+            _solution_call(
+                self,
+                _calls,
+                "assign_stage",
+                {"pipeline_id": ref[0], "stage_id": ref[1], "worker_id": to_id},
+            )
+        _solution_call(self, _calls, "deregister_runner", {"worker_id": from_id})
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `drain_runner`: " + str(_error)) from None
+    return _calls
+
+
+def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `assign_or_fallback`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family assign_or_fallback"
+    try:
+        _restore = _seed_draws(self, _seed)
+        pipeline_id = cast(
+            "str",
+            self._random_choice(
+                sorted(
+                    [
+                        p["id"]
+                        for p in self._count_each(state["pipelines"].values())
+                        if p["status"] == "pending"
+                    ]
+                )
+            ),
+        )
+        commit = state["pipeline_commits"][pipeline_id]
+        stage_id = cast(
+            "str",
+            self._random_choice(
+                [s["id"] for s in self._count_each(state["pipelines"][pipeline_id]["stages"])]
+            ),
+        )
+        current = next(
+            s["worker_id"]
+            for s in self._count_each(state["pipelines"][pipeline_id]["stages"])
+            if s["id"] == stage_id
+        )
+        needed = next(
+            s["requires"]
+            for s in self._count_each(state["pipelines"][pipeline_id]["stages"])
+            if s["id"] == stage_id
+        )
+        capable: list[str] = [
+            w for w in self._count_each(self._eligible_workers(needed)) if w != current
+        ]
+        incapable = sorted(
+            [
+                w["id"]
+                for w in self._count_each(state["runners"].values())
+                if w["id"] != current and w["id"] not in capable
+            ]
+        )
+        if not (len(capable) >= 1 and len(incapable) >= 1):
+            raise FamilyFailed("`require len(capable) >= 1 and len(incapable) >= 1` failed")
+        first = (
+            cast("str", self._random_choice(capable))
+            if self._random_float() < 0.5
+            else cast("str", self._random_choice(incapable))
+        )
+        second_options: list[str] = [w for w in self._count_each(capable) if w != first]
+        if len(second_options) < 1:
+            raise FamilyFailed("`require len(second_options) >= 1` failed")
+        second = cast("str", self._random_choice(second_options))
+        chosen = first if first in capable else second
+        step = stage_id.replace("_", " ")
+        _values: dict[str, Any] = {
+            "pipeline_id": to_json(pipeline_id),
+            "commit": to_json(commit),
+            "stage_id": to_json(stage_id),
+            "current": to_json(current),
+            "needed": to_json(needed),
+            "capable": to_json(capable),
+            "incapable": to_json(incapable),
+            "first": to_json(first),
+            "second_options": to_json(second_options),
+            "second": to_json(second),
+            "chosen": to_json(chosen),
+            "step": to_json(step),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `assign_or_fallback`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_2(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `assign_or_fallback`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        pipeline_id = conform(_values.get("pipeline_id"), ("str",), "pipeline_id")
+        stage_id = conform(_values.get("stage_id"), ("str",), "stage_id")
+        needed = conform(_values.get("needed"), ("optional", ("str",)), "needed")
+        first = conform(_values.get("first"), ("str",), "first")
+        second = conform(_values.get("second"), ("str",), "second")
+        if first in self._eligible_workers(needed):
+            _solution_call(
+                self,
+                _calls,
+                "assign_stage",
+                {"pipeline_id": pipeline_id, "stage_id": stage_id, "worker_id": first},
+            )
+        else:
+            _solution_call(
+                self,
+                _calls,
+                "assign_stage",
+                {"pipeline_id": pipeline_id, "stage_id": stage_id, "worker_id": second},
+            )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `assign_or_fallback`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "stalled_pipeline": Family(_as_session(_plan_0), _as_session(_solve_0)),
+    "drain_runner": Family(_as_session(_plan_1), _as_session(_solve_1)),
+    "assign_or_fallback": Family(_as_session(_plan_2), _as_session(_solve_2)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

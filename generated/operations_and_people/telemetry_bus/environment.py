@@ -4599,8 +4599,120 @@ def _solve_1(
     return _calls
 
 
+def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `glitched_probe`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family glitched_probe"
+    try:
+        _restore = _seed_draws(self, _seed)
+        rooms: list[str] = ["t-301", "t-302", "t-501"]
+        device = cast("str", self._random_choice(rooms))
+        first_step = self._random_int(1, 3)
+        last_step = first_step + self._random_int(1, 3)
+        bad: list[int] = []
+        for step in range(8):
+            minute = 36 + 3 * step
+            published_at = _add_minutes("2025-06-10" + "T" + "04:00:00", minute)
+            for room in self._count_each(rooms):
+                glitch = room == device and step >= first_step and step <= last_step
+                celsius = (
+                    round(19.0 + self._random_float() * 6.0, 1)
+                    if glitch
+                    else round(-19.5 + self._random_float() * 3.0, 1)
+                )
+                payload: dict[str, Any] = {
+                    "device": room,
+                    "site": WORLD["devices"][room]["site"],
+                    "celsius": celsius,
+                    "door_open": False,
+                }
+                reading = self._planted_reading(
+                    "sensor.temperature", payload, "high" if glitch else "normal", published_at
+                )
+                if glitch:
+                    bad.append(reading)
+        room_name = WORLD["devices"][device]["label"]
+        start = f"04:{36 + 3 * first_step}"
+        end = f"04:{36 + 3 * last_step}"
+        holders = sorted(
+            [
+                s["id"]
+                for s in self._count_each(state["subscriptions"].values())
+                if len([e for e in self._count_each(s["pending"]) if e in bad]) > 0
+            ]
+        )
+        left_1 = len(
+            [e for e in self._count_each(state["subscriptions"][1]["pending"]) if e not in bad]
+        )
+        left_3 = len(
+            [e for e in self._count_each(state["subscriptions"][3]["pending"]) if e not in bad]
+        )
+        left_6 = len(
+            [e for e in self._count_each(state["subscriptions"][6]["pending"]) if e not in bad]
+        )
+        left_7 = len(
+            [e for e in self._count_each(state["subscriptions"][7]["pending"]) if e not in bad]
+        )
+        _values: dict[str, Any] = {
+            "rooms": to_json(rooms),
+            "device": to_json(device),
+            "first_step": to_json(first_step),
+            "last_step": to_json(last_step),
+            "bad": to_json(bad),
+            "room_name": to_json(room_name),
+            "start": to_json(start),
+            "end": to_json(end),
+            "holders": to_json(holders),
+            "left_1": to_json(left_1),
+            "left_3": to_json(left_3),
+            "left_6": to_json(left_6),
+            "left_7": to_json(left_7),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `glitched_probe`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_2(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `glitched_probe`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    state = self._state
+    try:
+        bad = conform(_values.get("bad"), ("list", ("int",)), "bad")
+        holders = conform(_values.get("holders"), ("list", ("int",)), "holders")
+        for sub_id in self._count_each(holders):
+            _solution_call(
+                self,
+                _calls,
+                "acknowledge",
+                {
+                    "subscription_id": sub_id,
+                    "event_ids": [
+                        e
+                        for e in self._count_each(state["subscriptions"][sub_id]["pending"])
+                        if e in bad
+                    ],
+                },
+            )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `glitched_probe`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "warmest_cold_room": Family(_as_session(_plan_0), _as_session(_solve_0)),
     "silent_monitor": Family(_as_session(_plan_1), _as_session(_solve_1)),
+    "glitched_probe": Family(_as_session(_plan_2), _as_session(_solve_2)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

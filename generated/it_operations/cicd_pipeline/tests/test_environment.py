@@ -495,6 +495,38 @@ def test_family_stalled_pipeline() -> None:
     assert len(discarded) < 3, f"family `stalled_pipeline`: every seed's plan failed: {discarded}"
 
 
+def test_family_drain_runner() -> None:
+    """Family `drain_runner`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["drain_runner"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_farm")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `drain_runner`: every seed's plan failed: {discarded}"
+
+
+def test_family_assign_or_fallback() -> None:
+    """Family `assign_or_fallback`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["assign_or_fallback"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_farm")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `assign_or_fallback`: every seed's plan failed: {discarded}"
+
+
 # --------------------------------------------------------------------------- invariants
 
 SCENARIO_NAMES: list[str | None] = [None, *sorted(SCENARIOS)]

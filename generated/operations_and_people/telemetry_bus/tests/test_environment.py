@@ -1482,6 +1482,22 @@ def test_family_silent_monitor() -> None:
     assert len(discarded) < 3, f"family `silent_monitor`: every seed's plan failed: {discarded}"
 
 
+def test_family_glitched_probe() -> None:
+    """Family `glitched_probe`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["glitched_probe"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_night")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `glitched_probe`: every seed's plan failed: {discarded}"
+
+
 # --------------------------------------------------------------------------- invariants
 
 SCENARIO_NAMES: list[str | None] = [None, *sorted(SCENARIOS)]
