@@ -4624,21 +4624,22 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
                 ["ana", "cy", "dee", "fay", "gus", "hal", "ivy", "jon", "kim", "lou"]
             ),
         )
-        product = cast("str", self._random_choice(["personal", "auto", "home_improvement"]))
-        if (
-            len(
+        free: list[str] = [
+            p
+            for p in ["personal", "auto", "home_improvement"]
+            if len(
                 [
                     l
                     for l in self._count_each(state["loans"].values())
                     if self._text_field(l, "applicant") == applicant
-                    and self._text_field(l, "product") == product
+                    and self._text_field(l, "product") == p
                 ]
             )
-            != 0
-        ):
-            raise FamilyFailed(
-                '`require len([l for l in values(loans) if text_field(l, "applicant") == applicant and text_field(l, "product") == product]) == 0` failed'
-            )
+            == 0
+        ]
+        if len(free) <= 0:
+            raise FamilyFailed("`require len(free) > 0` failed")
+        product = cast("str", self._random_choice(free))
         amount = cast(
             "float", self._random_choice([7500.0, 12000.0, 16500.0, 21000.0, 28000.0, 35000.0])
         )
@@ -4666,16 +4667,15 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
             ),
         )
         fault = cast("str", self._random_choice(["spaced", "lower_case", "signed_as_text"]))
-        spaced = " ".join(
-            [iban[i * 4 : i * 4 + 4] for i in self._count_each(range((len(iban) + 3) // 4))]
-        )
-        keyed: dict[str, str] = {
-            "spaced": spaced,
-            "lower_case": iban.lower(),
-            "signed_as_text": iban,
-        }
+        keyed_account = iban
+        if fault == "spaced":
+            keyed_account = " ".join(
+                [iban[i * 4 : i * 4 + 4] for i in self._count_each(range((len(iban) + 3) // 4))]
+            )
+        elif fault == "lower_case":
+            keyed_account = iban.lower()
         self._undo.save(state["loans"][loan_id]["data"], "funding_account")
-        state["loans"][loan_id]["data"]["funding_account"] = keyed[fault]
+        state["loans"][loan_id]["data"]["funding_account"] = keyed_account
         self._undo.save(state["loans"][loan_id]["data"], "closing_signed")
         state["loans"][loan_id]["data"]["closing_signed"] = True
         if fault == "signed_as_text":
@@ -4685,13 +4685,13 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
         what = WORLD["products"][product]["name"].lower()
         _values: dict[str, Any] = {
             "applicant": to_json(applicant),
+            "free": to_json(free),
             "product": to_json(product),
             "amount": to_json(amount),
             "loan_id": to_json(loan_id),
             "iban": to_json(iban),
             "fault": to_json(fault),
-            "spaced": to_json(spaced),
-            "keyed": to_json(keyed),
+            "keyed_account": to_json(keyed_account),
             "name": to_json(name),
             "what": to_json(what),
         }
