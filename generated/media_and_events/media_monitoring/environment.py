@@ -2784,6 +2784,10 @@ class _Regex:
         return len(self.sets) - 1
 
 
+def _add_hours(text: str, hours: int) -> str:
+    return _format_like(_moment(text) + dt.timedelta(hours=hours), text)
+
+
 def _as_bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
@@ -2808,12 +2812,24 @@ def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _format_like(moment: dt.datetime, template: str) -> str:
+    """Back to text, in the same shape (date or datetime) as the input had."""
+    return (
+        moment.date().isoformat() if "T" not in template else moment.isoformat(timespec="seconds")
+    )
+
+
 def _matches(text: str, pattern: str, charge: Callable[[int], None] | None = None) -> bool:
     """Whole-string match, in time linear in the text (`_regex`); a pattern that is not a
     valid regular expression of the subset matches nothing. `charge` is the call's step
     budget (`Environment._count_steps`), told of the work as it is done."""
     found = _regex(pattern, False)
     return found is not None and _regex_run(found, text, charge)
+
+
+def _moment(text: str) -> dt.datetime:
+    """An ISO-8601 date or datetime as a datetime (dates at midnight)."""
+    return dt.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
 
 
 def _not_found(entity: str, key: Any, field: str) -> NoReturn:
@@ -4487,6 +4503,35 @@ class Environment:
         lines.append("}")
         return "\n".join(lines)
 
+    def _planted_capture(self, feed_id: str, payload: str, label: str, hours_ago: int) -> int:
+        """A capture queued from a standing feed as `ingest` would have queued it, some hours
+        ago: task families plant captures with it. Returns its job id.
+        """
+        state = self._state
+        feed = self._find_feed(feed_id)
+        parsed = self._parse_input(feed["format"], payload)
+        job: Job = {
+            "id": state["next_job_id"],
+            "source_id": feed_id,
+            "format": feed["format"],
+            "job_type": self._derive_job_type(parsed),
+            "status": "queued",
+            "label": label,
+            "parsed": parsed,
+            "results": [],
+            "failure": None,
+            "processor": None,
+            "created_at": _add_hours(state["clock"], -hours_ago),
+            "processed_at": None,
+        }
+        self._undo.save(state["jobs"], job["id"])
+        state["jobs"][job["id"]] = job
+        self._undo.save(state, "next_job_id")
+        state["next_job_id"] += 1
+        self._undo.save(feed, "jobs_ingested")
+        feed["jobs_ingested"] += 1
+        return job["id"]
+
     def _mentions_brand(self, entry: Merged, brand: str) -> bool:
         """Helper `mentions_brand`."""
         needle = brand.lower()
@@ -4932,8 +4977,101 @@ def _solve_1(
     return _calls
 
 
+def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `link_that_failed`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family link_that_failed"
+    try:
+        _restore = _seed_draws(self, _seed)
+        article = cast(
+            "Article",
+            self._random_choice(
+                [
+                    a
+                    for a in self._count_each(WORLD["corpus"])
+                    if len(
+                        [
+                            j
+                            for j in self._count_each(state["jobs"].values())
+                            if j["parsed"]["uri"] == a["url"]
+                        ]
+                    )
+                    == 0
+                ]
+            ),
+        )
+        url = article["url"]
+        fault = cast("str", self._random_choice(["tracking", "amp", "cut_short"]))
+        copied: dict[str, str] = {
+            "tracking": url + "?utm_source=newsletter&utm_medium=email",
+            "amp": url + "/amp",
+            "cut_short": url[: len(url) - 4],
+        }
+        failed_id = self._planted_capture(
+            "newswire", copied[fault], f"{article['outlet']} link", self._random_int(2, 9)
+        )
+        if self._random_float() < 0.5:
+            other = cast(
+                "Article",
+                self._random_choice(
+                    [a for a in self._count_each(WORLD["corpus"]) if a["url"] != url]
+                ),
+            )
+            self._planted_capture(
+                "newswire", other["url"] + "/amp", f"{other['outlet']} link", self._random_int(2, 9)
+            )
+        for job_id in self._count_each(sorted(state["jobs"])):
+            if state["jobs"][job_id]["status"] == "queued" and (
+                state["jobs"][job_id]["job_type"] == "fetch" or self._random_float() < 0.3
+            ):
+                self._run_job(state["jobs"][job_id])
+        if state["jobs"][failed_id]["status"] != "failed":
+            raise FamilyFailed("`require jobs[failed_id].status == JobStatus.failed` failed")
+        outlet = article["outlet"]
+        headline = article["title"]
+        new_job_id = state["next_job_id"]
+        _values: dict[str, Any] = {
+            "article": to_json(article),
+            "url": to_json(url),
+            "fault": to_json(fault),
+            "copied": to_json(copied),
+            "failed_id": to_json(failed_id),
+            "outlet": to_json(outlet),
+            "headline": to_json(headline),
+            "new_job_id": to_json(new_job_id),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `link_that_failed`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_2(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `link_that_failed`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        url = conform(_values.get("url"), ("str",), "url")
+        new_job_id = conform(_values.get("new_job_id"), ("int",), "new_job_id")
+        _solution_call(self, _calls, "ingest", {"feed_id": "newswire", "payload": url})
+        _solution_call(self, _calls, "process_job", {"job_id": new_job_id})
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `link_that_failed`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "channel_digest": Family(_as_session(_plan_0), _as_session(_solve_0)),
     "hold_back_one_feed": Family(_as_session(_plan_1), _as_session(_solve_1)),
+    "link_that_failed": Family(_as_session(_plan_2), _as_session(_solve_2)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

@@ -4224,8 +4224,105 @@ def _solve_1(
     return _calls
 
 
+def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `clears_the_client_bar`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family clears_the_client_bar"
+    try:
+        _restore = _seed_draws(self, _seed)
+        who = cast("str", self._random_choice(["r-ana", "r-ben", "r-chen", "r-fox"]))
+        opening = cast("str", self._random_choice(["j-backend", "j-data", "j-sre"]))
+        existing = self._pair_match("engineering", who, opening)
+        match_id = (
+            self._shortlist_pair("engineering", who, opening)
+            if existing is None
+            else existing["id"]
+        )
+        if state["match_records"][match_id]["status"] != "pending":
+            raise FamilyFailed(
+                "`require match_records[match_id].status == MatchStatus.pending` failed"
+            )
+        score = state["match_records"][match_id]["score"]
+        clears = cast("bool", self._random_choice([True, False]))
+        round_five = 5 * (int(score) // 5)
+        bar = (
+            round_five - 5 * self._random_int(0, 1)
+            if clears
+            else round_five + 5 * self._random_int(1, 2)
+        )
+        if bar < 40:
+            raise FamilyFailed("`require bar >= 40` failed")
+        outcome: MatchStatus = "accepted" if clears else "rejected"
+        name = state["pools"]["engineering"]["supply"][who]["name"]
+        title = state["pools"]["engineering"]["demand"][opening]["name"]
+        note = f"fit score bar {bar}"
+        others_pending = len(
+            [
+                m
+                for m in self._count_each(state["match_records"].values())
+                if m["id"] != match_id and m["status"] == "pending"
+            ]
+        )
+        _values: dict[str, Any] = {
+            "who": to_json(who),
+            "opening": to_json(opening),
+            "existing": to_json(existing),
+            "match_id": to_json(match_id),
+            "score": to_json(score),
+            "clears": to_json(clears),
+            "round_five": to_json(round_five),
+            "bar": to_json(bar),
+            "outcome": to_json(outcome),
+            "name": to_json(name),
+            "title": to_json(title),
+            "note": to_json(note),
+            "others_pending": to_json(others_pending),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `clears_the_client_bar`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_2(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `clears_the_client_bar`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        match_id = conform(_values.get("match_id"), ("int",), "match_id")
+        clears = conform(_values.get("clears"), ("bool",), "clears")
+        note = conform(_values.get("note"), ("str",), "note")
+        if clears:
+            _solution_call(
+                self,
+                _calls,
+                "accept_match",
+                {"match_id": match_id, "on_behalf_of": "demand", "note": note},
+            )
+        else:
+            _solution_call(
+                self,
+                _calls,
+                "reject_match",
+                {"match_id": match_id, "on_behalf_of": "demand", "note": note},
+            )
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `clears_the_client_bar`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "out_of_the_running": Family(_as_session(_plan_0), _as_session(_solve_0)),
     "offer_to_the_strongest": Family(_as_session(_plan_1), _as_session(_solve_1)),
+    "clears_the_client_bar": Family(_as_session(_plan_2), _as_session(_solve_2)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

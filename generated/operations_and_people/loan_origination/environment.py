@@ -4611,8 +4611,126 @@ def _solve_1(
     return _calls
 
 
+def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
+    """Family `blocked_at_funding`: the plan on `self`, its random built-ins seeded from `_seed`;
+    the values of its top-level `let`s as JSON. Its changes stay on `self`."""
+    state = self._state
+    self._undo.tool = "family blocked_at_funding"
+    try:
+        _restore = _seed_draws(self, _seed)
+        applicant = cast(
+            "str",
+            self._random_choice(
+                ["ana", "cy", "dee", "fay", "gus", "hal", "ivy", "jon", "kim", "lou"]
+            ),
+        )
+        free: list[str] = [
+            p
+            for p in ["personal", "auto", "home_improvement"]
+            if len(
+                [
+                    l
+                    for l in self._count_each(state["loans"].values())
+                    if self._text_field(l, "applicant") == applicant
+                    and self._text_field(l, "product") == p
+                ]
+            )
+            == 0
+        ]
+        if len(free) <= 0:
+            raise FamilyFailed("`require len(free) > 0` failed")
+        product = cast("str", self._random_choice(free))
+        amount = cast(
+            "float", self._random_choice([7500.0, 12000.0, 16500.0, 21000.0, 28000.0, 35000.0])
+        )
+        loan_id = self._file_loan(
+            applicant,
+            product,
+            amount,
+            cast("int", self._random_choice([24, 36, 48, 60])),
+            "approved",
+            self._random_int(2, 6),
+        )
+        iban = cast(
+            "str",
+            self._random_choice(
+                [
+                    "GB33BUKB20201555555555",
+                    "DE89370400440532013000",
+                    "NL91ABNA0417164300",
+                    "FR1420041010050500013M02606",
+                    "ES9121000418450200051332",
+                    "BE68539007547034",
+                    "AT611904300234573201",
+                    "IT60X0542811101000000123456",
+                ]
+            ),
+        )
+        fault = cast("str", self._random_choice(["spaced", "lower_case", "signed_as_text"]))
+        keyed_account = iban
+        if fault == "spaced":
+            keyed_account = " ".join(
+                [iban[i * 4 : i * 4 + 4] for i in self._count_each(range((len(iban) + 3) // 4))]
+            )
+        elif fault == "lower_case":
+            keyed_account = iban.lower()
+        self._undo.save(state["loans"][loan_id]["data"], "funding_account")
+        state["loans"][loan_id]["data"]["funding_account"] = keyed_account
+        self._undo.save(state["loans"][loan_id]["data"], "closing_signed")
+        state["loans"][loan_id]["data"]["closing_signed"] = True
+        if fault == "signed_as_text":
+            self._undo.save(state["loans"][loan_id]["data"], "closing_signed")
+            state["loans"][loan_id]["data"]["closing_signed"] = "yes"
+        name = applicant.title()
+        what = WORLD["products"][product]["name"].lower()
+        _values: dict[str, Any] = {
+            "applicant": to_json(applicant),
+            "free": to_json(free),
+            "product": to_json(product),
+            "amount": to_json(amount),
+            "loan_id": to_json(loan_id),
+            "iban": to_json(iban),
+            "fault": to_json(fault),
+            "keyed_account": to_json(keyed_account),
+            "name": to_json(name),
+            "what": to_json(what),
+        }
+        _restore_draws(self, _restore)
+    except (DomainError, FamilyFailed) as _error:
+        self._undo.rollback()
+        raise FamilyFailed("family `blocked_at_funding`: " + str(_error)) from None
+    except BaseException:
+        self._undo.rollback()
+        raise
+    finally:
+        self._undo.finish()
+    return _values
+
+
+def _solve_2(
+    self: Environment, _values: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Family `blocked_at_funding`: the solution on `self` with the plan's `_values`; each tool call
+    made as an agent makes it (`call`), as (tool, JSON arguments, JSON result)."""
+    _calls: list[tuple[str, dict[str, Any], Any]] = []
+    try:
+        loan_id = conform(_values.get("loan_id"), ("int",), "loan_id")
+        iban = conform(_values.get("iban"), ("str",), "iban")
+        _solution_call(
+            self,
+            _calls,
+            "update_loan_data",
+            {"loan_id": loan_id, "changes": {"closing_signed": True, "funding_account": iban}},
+        )
+        _solution_call(self, _calls, "move_loan", {"loan_id": loan_id, "target": "funded"})
+    except (DomainError, FamilyFailed) as _error:
+        raise FamilyFailed("family `blocked_at_funding`: " + str(_error)) from None
+    return _calls
+
+
 FAMILIES: Final[dict[str, Family]] = {
     "decide_in_underwriting": Family(_as_session(_plan_0), _as_session(_solve_0)),
     "exposure_before_underwriting": Family(_as_session(_plan_1), _as_session(_solve_1)),
+    "blocked_at_funding": Family(_as_session(_plan_2), _as_session(_solve_2)),
 }
 """The spec's task families by name, in declaration order (empty when it declares none)."""

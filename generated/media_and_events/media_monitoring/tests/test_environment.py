@@ -1003,6 +1003,22 @@ def test_family_hold_back_one_feed() -> None:
     assert len(discarded) < 3, f"family `hold_back_one_feed`: every seed's plan failed: {discarded}"
 
 
+def test_family_link_that_failed() -> None:
+    """Family `link_that_failed`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["link_that_failed"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_monday")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `link_that_failed`: every seed's plan failed: {discarded}"
+
+
 # --------------------------------------------------------------------------- invariants
 
 SCENARIO_NAMES: list[str | None] = [None, *sorted(SCENARIOS)]

@@ -768,6 +768,24 @@ def test_family_offer_to_the_strongest() -> None:
     )
 
 
+def test_family_clears_the_client_bar() -> None:
+    """Family `clears_the_client_bar`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["clears_the_client_bar"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("offers_week")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, (
+        f"family `clears_the_client_bar`: every seed's plan failed: {discarded}"
+    )
+
+
 # --------------------------------------------------------------------------- invariants
 
 SCENARIO_NAMES: list[str | None] = [None, *sorted(SCENARIOS)]

@@ -715,6 +715,22 @@ def test_family_exposure_before_underwriting() -> None:
     )
 
 
+def test_family_blocked_at_funding() -> None:
+    """Family `blocked_at_funding`: for seeds 0 to 2, its plan on a fresh start, then its
+    solution, run without a refusal; a plan's failing `require` only discards its seed."""
+    family = FAMILIES["blocked_at_funding"]
+    discarded: list[str] = []
+    for seed in range(3):
+        env = Environment("busy_desk")
+        try:
+            values = family.plan(env, seed)
+        except FamilyFailed as error:
+            discarded.append(str(error))
+            continue
+        assert family.solve(env, values), "the solution made no tool call"
+    assert len(discarded) < 3, f"family `blocked_at_funding`: every seed's plan failed: {discarded}"
+
+
 # --------------------------------------------------------------------------- invariants
 
 SCENARIO_NAMES: list[str | None] = [None, *sorted(SCENARIOS)]
