@@ -150,11 +150,11 @@ def test_create_rule_validation(changes: dict[str, Any], kind: str, text: str, f
 
 def test_list_rules_with_filters() -> None:
     env = Environment("office_hub")
-    assert [r["id"] for r in ok(env, "list_automations")] == [1, 2, 3, 4]
-    assert [r["id"] for r in ok(env, "list_automations", {"enabled": False})] == [4]
-    assert [r["id"] for r in ok(env, "list_automations", {"trigger": "door_opened"})] == [2]
+    assert [r["id"] for r in ok(env, "list_automations")] == list(range(1, 31))
+    assert [r["id"] for r in ok(env, "list_automations", {"enabled": False})] == [4, 29, 30]
+    assert [r["id"] for r in ok(env, "list_automations", {"trigger": "door_opened"})] == [2, 5, 6, 9]
     ok(env, "create_automation", {"name": "any reading", "trigger": "reading", "actions": NOTIFY})
-    assert [r["id"] for r in ok(env, "list_automations", {"source_id": "front_door"})] == [2, 5]
+    assert [r["id"] for r in ok(env, "list_automations", {"source_id": "front_door"})] == [2, 31]
 
 
 def test_update_is_partial_and_validated_as_a_whole() -> None:
@@ -279,10 +279,10 @@ def test_matching_order_and_dispatch_order() -> None:
         {"name": "hall only", "trigger": "reading", "source_filter": "front_door", "actions": NOTIFY},
     )
     result = inject(env, "server_room", "reading", {"celsius": 30.5})
-    assert result["event"]["matched"] == [1, 5]  # rule 6 filters another source; in id order
-    assert [e["rule_id"] for e in result["evaluations"]] == [1, 5]
+    assert result["event"]["matched"] == [1, 31]  # rule 32 filters another source; in id order
+    assert [e["rule_id"] for e in result["evaluations"]] == [1, 31]
     assert [(a["rule_id"], a["position"], a["type"]) for a in result["actions"]] == [
-        (1, 1, "notify"), (1, 2, "create_task"), (5, 1, "log_message"), (5, 2, "create_task"),
+        (1, 1, "notify"), (1, 2, "create_task"), (31, 1, "log_message"), (31, 2, "create_task"),
     ]  # fmt: skip
     assert [a["id"] for a in result["actions"]] == [1, 2, 3, 4]
     assert result["actions"][0]["params"]["message"] == "Server room at 30.5 C"
@@ -467,6 +467,7 @@ def test_stats_and_task_solution() -> None:
         (1, 1, 0, 0),
         (2, 1, 1, 2),
         (4, 0, 0, 0),
+        *[(rule_id, 0, 0, 0) for rule_id in range(5, 31)],
     ]
     env = Environment("office_hub")
     ok(env, "create_automation", {
@@ -478,7 +479,7 @@ def test_stats_and_task_solution() -> None:
         ],
     })  # fmt: skip
     warning = inject(env, "grafana", "alert_fired", {"alertname": "CPU", "severity": "warning"})
-    assert warning["event"]["fired"] == []
+    assert warning["event"]["fired"] == [14]  # the warning digest, not the new on-call page
     critical = inject(env, "grafana", "alert_fired", {"alertname": "DiskFull", "severity": "critical"})
     assert [a["params"] for a in critical["actions"]] == [
         {"channel": "#oncall", "message": "DiskFull is critical"},

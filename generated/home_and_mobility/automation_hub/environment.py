@@ -24,6 +24,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
+from pathlib import Path
 from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
@@ -953,58 +954,26 @@ def copy_state(state: State) -> State:
 
 # --------------------------------------------------------------------------- data
 
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
 DEFAULT_STATE: Final[State] = {
-    "sources": {
-        "server_room": {
-            "id": "server_room",
-            "name": "Server room climate sensor",
-            "category": "iot",
-            "registered_at": "2025-04-01T09:00:00",
-            "events_seen": 0,
-        },
-        "front_door": {
-            "id": "front_door",
-            "name": "Front door contact",
-            "category": "iot",
-            "registered_at": "2025-04-01T09:00:00",
-            "events_seen": 0,
-        },
-        "it_inbox": {
-            "id": "it_inbox",
-            "name": "it@ inbox",
-            "category": "email",
-            "registered_at": "2025-04-01T09:00:00",
-            "events_seen": 0,
-        },
-        "grafana": {
-            "id": "grafana",
-            "name": "Grafana alerting",
-            "category": "monitoring",
-            "registered_at": "2025-04-01T09:00:00",
-            "events_seen": 0,
-        },
-        "team_chat": {
-            "id": "team_chat",
-            "name": "Team chat",
-            "category": "messaging",
-            "registered_at": "2025-04-01T09:00:00",
-            "events_seen": 0,
-        },
-        "room_calendar": {
-            "id": "room_calendar",
-            "name": "Meeting room calendar",
-            "category": "calendar",
-            "registered_at": "2025-04-01T09:00:00",
-            "events_seen": 0,
-        },
-        "ci": {
-            "id": "ci",
-            "name": "CI/CD pipeline",
-            "category": "webhook",
-            "registered_at": "2025-04-01T09:00:00",
-            "events_seen": 0,
-        },
-    },
+    "sources": _from_data(_read_data("state/sources.json"), STATE_KINDS["sources"], "sources"),
     "automations": {},
     "events": [],
     "action_log": [],
@@ -1241,160 +1210,13 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
         ],
     },
     "office_hub": {
-        "next_automation_id": 5,
-        "automations": {
-            1: {
-                "id": 1,
-                "name": "server room overheating",
-                "trigger": "reading",
-                "source_filter": "server_room",
-                "condition": {"field": "celsius", "op": "gt", "value": 28},
-                "actions": [
-                    {
-                        "type": "notify",
-                        "params": {"channel": "#it-ops", "message": "Server room at {celsius} C"},
-                    },
-                    {
-                        "type": "create_task",
-                        "params": {"title": "Check server room cooling", "assignee": "facilities"},
-                    },
-                ],
-                "enabled": True,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            2: {
-                "id": 2,
-                "name": "after-hours door",
-                "trigger": "door_opened",
-                "source_filter": "front_door",
-                "condition": {"field": "after_hours", "op": "equals", "value": True},
-                "actions": [
-                    {
-                        "type": "notify",
-                        "params": {
-                            "channel": "#security",
-                            "message": "Front door opened at {time}",
-                        },
-                    },
-                    {
-                        "type": "send_email",
-                        "params": {
-                            "to": "security@office.example",
-                            "subject": "After-hours entry at {time}",
-                        },
-                    },
-                ],
-                "enabled": True,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            3: {
-                "id": 3,
-                "name": "big client mail",
-                "trigger": "email_received",
-                "source_filter": "it_inbox",
-                "condition": {"field": "from", "op": "regex", "value": "@bigclient[.]com$"},
-                "actions": [
-                    {"type": "create_task", "params": {"title": "Reply to {from}: {subject}"}}
-                ],
-                "enabled": True,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            4: {
-                "id": 4,
-                "name": "deploy log",
-                "trigger": "deploy_finished",
-                "source_filter": "ci",
-                "condition": None,
-                "actions": [
-                    {"type": "log_message", "params": {"message": "{service} {version} deployed"}}
-                ],
-                "enabled": False,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-        },
+        "next_automation_id": 31,
+        "automations": _read_data("scenarios/office_hub/automations.json"),
     },
     "overnight_log": {
         "clock": "2025-05-05T07:30:00",
-        "next_automation_id": 5,
-        "automations": {
-            1: {
-                "id": 1,
-                "name": "server room overheating",
-                "trigger": "reading",
-                "source_filter": "server_room",
-                "condition": {"field": "celsius", "op": "gt", "value": 28},
-                "actions": [
-                    {
-                        "type": "notify",
-                        "params": {"channel": "#it-ops", "message": "Server room at {celsius} C"},
-                    },
-                    {
-                        "type": "create_task",
-                        "params": {"title": "Check server room cooling", "assignee": "facilities"},
-                    },
-                ],
-                "enabled": True,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            2: {
-                "id": 2,
-                "name": "after-hours door",
-                "trigger": "door_opened",
-                "source_filter": "front_door",
-                "condition": {"field": "after_hours", "op": "equals", "value": True},
-                "actions": [
-                    {
-                        "type": "notify",
-                        "params": {
-                            "channel": "#security",
-                            "message": "Front door opened at {time}",
-                        },
-                    },
-                    {
-                        "type": "send_email",
-                        "params": {
-                            "to": "security@office.example",
-                            "subject": "After-hours entry at {time}",
-                        },
-                    },
-                ],
-                "enabled": True,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 1,
-                "last_fired_at": "2025-05-05T02:14:00",
-            },
-            4: {
-                "id": 4,
-                "name": "deploy log",
-                "trigger": "deploy_finished",
-                "source_filter": "ci",
-                "condition": None,
-                "actions": [
-                    {"type": "log_message", "params": {"message": "{service} {version} deployed"}}
-                ],
-                "enabled": False,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-        },
+        "next_automation_id": 31,
+        "automations": _read_data("scenarios/overnight_log/automations.json"),
         "next_event_id": 4,
         "events": [
             {
@@ -1454,181 +1276,8 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
         ],
     },
     "busy_week": {
-        "next_automation_id": 11,
-        "automations": {
-            1: {
-                "id": 1,
-                "name": "server room overheating",
-                "trigger": "reading",
-                "source_filter": "server_room",
-                "condition": {"field": "celsius", "op": "gt", "value": 28},
-                "actions": [
-                    {
-                        "type": "notify",
-                        "params": {"channel": "#it-ops", "message": "Server room at {celsius} C"},
-                    }
-                ],
-                "enabled": True,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            2: {
-                "id": 2,
-                "name": "server room too cold",
-                "trigger": "reading",
-                "source_filter": "server_room",
-                "condition": {"field": "celsius", "op": "lt", "value": 16},
-                "actions": [
-                    {
-                        "type": "notify",
-                        "params": {
-                            "channel": "#it-ops",
-                            "message": "Server room down to {celsius} C",
-                        },
-                    }
-                ],
-                "enabled": True,
-                "created_at": "2025-04-03T09:00:00",
-                "updated_at": "2025-04-03T09:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            3: {
-                "id": 3,
-                "name": "after-hours door",
-                "trigger": "door_opened",
-                "source_filter": "front_door",
-                "condition": {"field": "after_hours", "op": "equals", "value": True},
-                "actions": [
-                    {
-                        "type": "notify",
-                        "params": {
-                            "channel": "#security",
-                            "message": "Front door opened at {time}",
-                        },
-                    }
-                ],
-                "enabled": True,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            4: {
-                "id": 4,
-                "name": "big client mail",
-                "trigger": "email_received",
-                "source_filter": "it_inbox",
-                "condition": {"field": "from", "op": "regex", "value": "@bigclient[.]com$"},
-                "actions": [
-                    {"type": "create_task", "params": {"title": "Reply to {from}: {subject}"}}
-                ],
-                "enabled": True,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            5: {
-                "id": 5,
-                "name": "bounced mail",
-                "trigger": "email_bounced",
-                "source_filter": "it_inbox",
-                "condition": None,
-                "actions": [
-                    {"type": "create_task", "params": {"title": "Check the bounced mail to {to}"}}
-                ],
-                "enabled": True,
-                "created_at": "2025-04-04T11:00:00",
-                "updated_at": "2025-04-04T11:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            6: {
-                "id": 6,
-                "name": "critical alerts to on-call",
-                "trigger": "alert_fired",
-                "source_filter": "grafana",
-                "condition": {"field": "severity", "op": "equals", "value": "critical"},
-                "actions": [
-                    {
-                        "type": "notify",
-                        "params": {"channel": "#oncall", "message": "{alertname} is critical"},
-                    }
-                ],
-                "enabled": True,
-                "created_at": "2025-04-05T08:30:00",
-                "updated_at": "2025-04-05T08:30:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            7: {
-                "id": 7,
-                "name": "resolved alerts log",
-                "trigger": "alert_resolved",
-                "source_filter": "grafana",
-                "condition": None,
-                "actions": [{"type": "log_message", "params": {"message": "{alertname} resolved"}}],
-                "enabled": True,
-                "created_at": "2025-04-05T08:30:00",
-                "updated_at": "2025-04-05T08:30:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            8: {
-                "id": 8,
-                "name": "standup reminder",
-                "trigger": "event_starting",
-                "source_filter": "room_calendar",
-                "condition": {"field": "title", "op": "contains", "value": "Standup"},
-                "actions": [
-                    {
-                        "type": "notify",
-                        "params": {"channel": "#team", "message": "{title} in room {room}"},
-                    }
-                ],
-                "enabled": False,
-                "created_at": "2025-04-07T09:00:00",
-                "updated_at": "2025-04-07T09:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            9: {
-                "id": 9,
-                "name": "deploy log",
-                "trigger": "deploy_finished",
-                "source_filter": "ci",
-                "condition": None,
-                "actions": [
-                    {"type": "log_message", "params": {"message": "{service} {version} deployed"}}
-                ],
-                "enabled": False,
-                "created_at": "2025-04-02T10:00:00",
-                "updated_at": "2025-04-02T10:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-            10: {
-                "id": 10,
-                "name": "facilities mentions",
-                "trigger": "mention",
-                "source_filter": "team_chat",
-                "condition": {"field": "text", "op": "contains", "value": "@facilities"},
-                "actions": [
-                    {
-                        "type": "create_task",
-                        "params": {"title": "Chat request: {text}", "assignee": "facilities"},
-                    }
-                ],
-                "enabled": True,
-                "created_at": "2025-04-08T14:00:00",
-                "updated_at": "2025-04-08T14:00:00",
-                "fire_count": 0,
-                "last_fired_at": None,
-            },
-        },
+        "next_automation_id": 31,
+        "automations": _read_data("scenarios/busy_week/automations.json"),
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""

@@ -806,10 +806,17 @@ def test_invalid_stored_patterns_match_nothing() -> None:
 
 def run_office_systems_are_connected_in_s0(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
-    assert len(env.invoke("list_sources", {})) == 7
+    assert len(env.invoke("list_sources", {})) == 32
     assert [s["id"] for s in env.invoke("list_sources", {"category": "iot"})] == [
+        "back_door",
+        "boardroom_co2",
         "front_door",
+        "legacy_alarm",
+        "loading_bay_door",
+        "roof_weather",
         "server_room",
+        "server_room_door",
+        "server_room_leak",
     ]
     expect_error(
         env,
@@ -985,19 +992,23 @@ def run_automation_crud_in_the_office(env: Recorder) -> None:
             ],
         },
     )
-    assert a["id"] == 5 and a["enabled"]
-    env.invoke("pause_automation", {"automation_id": 5})
-    expect_error(env, "invalid_state", "already disabled", "pause_automation", {"automation_id": 5})
+    assert a["id"] == 31 and a["enabled"]
+    env.invoke("pause_automation", {"automation_id": 31})
+    expect_error(
+        env, "invalid_state", "already disabled", "pause_automation", {"automation_id": 31}
+    )
     expect_error(
         env,
         "invalid_argument",
         "never emits event_starting",
         "update_automation",
-        {"automation_id": 5, "source_filter": "grafana"},
+        {"automation_id": 31, "source_filter": "grafana"},
     )
     env.invoke("delete_automation", {"automation_id": 3})
-    assert [r["id"] for r in env.invoke("list_automations", {})] == [1, 2, 4, 5]
-    assert [r["id"] for r in env.invoke("list_automations", {"enabled": False})] == [4, 5]
+    assert [r["id"] for r in env.invoke("list_automations", {})] == [
+        i for i in range(1, 32) if i != 3
+    ]
+    assert [r["id"] for r in env.invoke("list_automations", {"enabled": False})] == [4, 29, 30, 31]
     expect_error(env, "not_found", "", "get_automation", {"automation_id": 3})
     del state
 
@@ -1009,7 +1020,7 @@ def test_automation_crud_in_the_office() -> None:
 def run_stats_and_log_search(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     stats = env.invoke("automation_stats", {})
-    assert [s["automation_id"] for s in stats] == [1, 2, 4]
+    assert [s["automation_id"] for s in stats] == [i for i in range(1, 31) if i != 3]
     assert stats[0]["matched"] == 1 and stats[0]["fired"] == 0 and stats[0]["actions"] == 0
     assert (
         stats[1]["matched"] == 1
@@ -1018,7 +1029,11 @@ def run_stats_and_log_search(env: Recorder) -> None:
         and stats[1]["last_fired_at"] == "2025-05-05T02:14:00"
     )
     assert stats[2]["matched"] == 0
-    assert [s["automation_id"] for s in env.invoke("automation_stats", {"enabled": False})] == [4]
+    assert [s["automation_id"] for s in env.invoke("automation_stats", {"enabled": False})] == [
+        4,
+        29,
+        30,
+    ]
     assert [e["id"] for e in env.invoke("search_event_log", {"since": "2025-05-05T03:00:00"})] == [
         2,
         3,
@@ -1163,7 +1178,7 @@ def test_task_quiet_the_door_alarm() -> None:
         and (
             state["automations"][1]["enabled"]
             and not state["automations"][4]["enabled"]
-            and len(state["automations"]) == 3
+            and len(state["automations"]) == 29
         )
     ), (
         "verify ran against the start state of scenario `overnight_log`, before the solution, and already holds: "
@@ -1173,7 +1188,7 @@ def test_task_quiet_the_door_alarm() -> None:
     assert not state["automations"][2]["enabled"] and (
         state["automations"][1]["enabled"]
         and not state["automations"][4]["enabled"]
-        and len(state["automations"]) == 3
+        and len(state["automations"]) == 29
     ), "verify ran against the state after the solution's calls, and does not hold"
 
 
