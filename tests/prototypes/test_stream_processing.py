@@ -323,7 +323,7 @@ def test_unsubscribing_stops_delivery_but_keeps_the_queue_for_acknowledgement() 
     everything = [s["id"] for s in ok(env, "list_subscriptions", {"include_unsubscribed": True})]
     assert 1 not in active and 1 in everything
     again = ok(env, "subscribe", {"stream": "sensor.temperature", "consumer": "cold-chain-monitor", "mode": "push"})
-    assert again["id"] == 5 and again["pending"] == []
+    assert again["id"] == 31 and again["pending"] == []
 
 
 # --------------------------------------------------------------------------- acknowledgement and redelivery
@@ -380,7 +380,7 @@ def test_acknowledgement_refusals_are_atomic() -> None:
     refused(env, "acknowledge", {"subscription_id": 1, "event_ids": [4, 4]}, "invalid_argument", "twice")
     refused(env, "acknowledge", {"subscription_id": 1, "event_ids": [4, 404]}, "not_found", "event 404")
     refused(env, "acknowledge", {"subscription_id": 1, "event_ids": []}, "invalid_argument")
-    refused(env, "acknowledge", {"subscription_id": 9, "event_ids": [4]}, "not_found", "subscription 9")
+    refused(env, "acknowledge", {"subscription_id": 99, "event_ids": [4]}, "not_found", "subscription 99")
     ok(env, "acknowledge", {"subscription_id": 1, "event_ids": [4]})
     refused(env, "acknowledge", {"subscription_id": 1, "event_ids": [4]}, "invalid_state", "not pending")
     assert pending(env, 2) == [5, 6, 7, 8]  # acknowledging on one subscription leaves the others alone

@@ -827,7 +827,7 @@ def run_readings_need_a_registered_active_device(env: Recorder) -> None:
     )
     assert len(state["streams"]["sensor.temperature"]["history"]) == 8
     assert state["subscriptions"][1]["pending"] == [3, 4, 5, 6, 8]
-    assert state["next_event_id"] == 10
+    assert state["next_event_id"] == 31
     del state
 
 
@@ -968,10 +968,10 @@ def run_schema_contract_still_applies(env: Recorder) -> None:
             },
         },
     )
-    assert ok["offset"] == 3 and ok["event_id"] == 8
+    assert ok["offset"] == 3 and ok["event_id"] == 31
     assert ok["queued_for"] == [1, 2]
     assert ok["backpressured"] == [1]
-    assert state["subscriptions"][1]["pending"] == [1, 2, 3, 8]
+    assert state["subscriptions"][1]["pending"] == [1, 2, 3, 31]
     del state
 
 
@@ -1119,13 +1119,13 @@ def run_archiver_takes_full_batches(env: Recorder) -> None:
         },
     )
     batch = env.invoke("poll", {"subscription_id": 2})
-    assert batch["ready"] and [d["event"]["id"] for d in batch["events"]] == [1, 2, 3, 8]
-    env.invoke("acknowledge", {"subscription_id": 2, "event_ids": [1, 2, 3, 8]})
+    assert batch["ready"] and [d["event"]["id"] for d in batch["events"]] == [1, 2, 3, 31]
+    env.invoke("acknowledge", {"subscription_id": 2, "event_ids": [1, 2, 3, 31]})
     assert state["subscriptions"][2]["pending"] == [] and state["subscriptions"][1]["pending"] == [
         1,
         2,
         3,
-        8,
+        31,
     ]
     del state
 
@@ -1214,7 +1214,7 @@ def run_operators_can_add_a_stream(env: Recorder) -> None:
         {"stream": "sensor.co2", "payload": {"device": "gw-3", "site": "warehouse-3", "ppm": 812}},
     )
     assert r["pushed_to"] == [sub["id"]]
-    assert len(env.invoke("list_streams", {})) == 6
+    assert len(env.invoke("list_streams", {})) == 31
     del state
 
 
@@ -1309,7 +1309,7 @@ def test_task_ack_cold_chain_criticals() -> None:
             state["subscriptions"][3]["pending"] == [9]
             and state["subscriptions"][4]["pending"] == [7]
         )
-        and len(state["events"]) == 9
+        and len(state["events"]) == 30
     ), (
         "verify ran against the start state of scenario `cold_chain_incident`, before the solution, and already holds: "
         "the task is solved before any call"
@@ -1325,7 +1325,7 @@ def test_task_ack_cold_chain_criticals() -> None:
             state["subscriptions"][3]["pending"] == [9]
             and state["subscriptions"][4]["pending"] == [7]
         )
-        and len(state["events"]) == 9
+        and len(state["events"]) == 30
     ), "verify ran against the state after the solution's calls, and does not hold"
 
 
@@ -1347,7 +1347,7 @@ def test_task_subscribe_freezer_audit() -> None:
             ]
         )
         == 1
-        and len(state["subscriptions"]) == 5
+        and len(state["subscriptions"]) == 31
     ), (
         "verify ran against the start state of scenario `night_shift`, before the solution, and already holds: "
         "the task is solved before any call"
@@ -1377,7 +1377,7 @@ def test_task_subscribe_freezer_audit() -> None:
             ]
         )
         == 1
-        and len(state["subscriptions"]) == 5
+        and len(state["subscriptions"]) == 31
     ), "verify ran against the state after the solution's calls, and does not hold"
 
 
