@@ -432,11 +432,13 @@ def test_available_targets_are_enumerated_with_readiness() -> None:
 def test_filtered_entity_inspection() -> None:
     env = Environment("monday_pipeline")
     ids = lambda args: [x["id"] for x in ok(env, "list_loans", args)]  # noqa: E731
-    assert ids({}) == [1, 2, 3, 4, 5, 6]
-    assert ids({"in_state": "underwriting"}) == [3, 4]
-    assert ids({"completed": True}) == [6]
-    assert ids({"completed": False, "machine_id": "consumer_loan"}) == [1, 2, 3, 4, 5]
-    assert ids({"label_contains": "AUTO"}) == [2, 5]
+    assert ids({}) == list(range(1, 31))
+    assert ids({"in_state": "underwriting"}) == [3, 4, 10, 16, 24]
+    assert ids({"completed": True}) == [6, 12, 14, 17, 19, 23, 28]
+    assert ids({"completed": False, "machine_id": "consumer_loan"}) == [
+        i for i in range(1, 31) if i not in {6, 12, 14, 17, 19, 23, 28}
+    ]
+    assert ids({"label_contains": "AUTO"}) == [2, 5, 7, 9, 11, 14, 17, 21, 24, 28]
     refused(env, "list_loans", {"machine_id": "nope"}, "not_found")
 
 

@@ -442,9 +442,34 @@ def test_withdrawal_is_terminal() -> None:
 
 def run_loan_inspection(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
-    assert [x["id"] for x in env.invoke("list_loans", {"in_state": "underwriting"})] == [3, 4]
-    assert [x["id"] for x in env.invoke("list_loans", {"completed": True})] == [6]
-    assert [x["id"] for x in env.invoke("list_loans", {"label_contains": "AUTO"})] == [2, 5]
+    assert [x["id"] for x in env.invoke("list_loans", {"in_state": "underwriting"})] == [
+        3,
+        4,
+        10,
+        16,
+        24,
+    ]
+    assert [x["id"] for x in env.invoke("list_loans", {"completed": True})] == [
+        6,
+        12,
+        14,
+        17,
+        19,
+        23,
+        28,
+    ]
+    assert [x["id"] for x in env.invoke("list_loans", {"label_contains": "AUTO"})] == [
+        2,
+        5,
+        7,
+        9,
+        11,
+        14,
+        17,
+        21,
+        24,
+        28,
+    ]
     assert [m["target"] for m in env.invoke("available_moves", {"loan_id": 3})] == [
         "approved",
         "declined",
