@@ -1344,7 +1344,7 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
     "busy_monday": {
         "feeds": _read_data("scenarios/busy_monday/feeds.json"),
-        "next_job_id": 10,
+        "next_job_id": 31,
         "jobs": _read_data("scenarios/busy_monday/jobs.json"),
     },
 }
