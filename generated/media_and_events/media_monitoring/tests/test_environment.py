@@ -666,8 +666,15 @@ def test_rendering_escapes_text() -> None:
 
 def run_standing_feeds_are_in_s0(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
-    assert len(env.invoke("list_feeds", {})) == 4
-    assert [f["id"] for f in env.invoke("list_feeds", {"format": "table"})] == ["social_export"]
+    assert len(env.invoke("list_feeds", {})) == 30
+    assert [f["id"] for f in env.invoke("list_feeds", {"format": "table"})] == [
+        "instagram_export",
+        "linkedin_export",
+        "reviews_export",
+        "social_export",
+        "social_export_weekly",
+        "tiktok_export",
+    ]
     expect_error(
         env,
         "already_exists",
@@ -684,7 +691,7 @@ def run_standing_feeds_are_in_s0(env: Recorder) -> None:
             "tags": ["podcast"],
         },
     )
-    assert len(env.invoke("list_feeds", {"format": "audio"})) == 2
+    assert len(env.invoke("list_feeds", {"format": "audio"})) == 7
     expect_error(
         env,
         "not_found",
