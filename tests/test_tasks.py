@@ -188,8 +188,9 @@ def test_declared_tasks_the_audits_reject_are_reported(library: dict[str, Sample
     assert report.declared["bfcl_ticket.close_string_id_ticket"] == "kept"
     assert report.declared["bfcl_ticket.log_and_resolve"].startswith("rejected by perturbations_fail")
     assert report.declared["cicd_pipeline.ship_commit_a1b2c3d"].startswith("rejected by objective_consistency")
-    # expressible (a list of one field of each item), but random calls roll the release back too
-    assert report.declared["cicd_pipeline.roll_back_release"].startswith("rejected by hacking_floor")
+    # kept: among the 30 pipelines of its scenario, random calls no longer roll this release
+    # back by chance (with the 6 of the old inline data they did: rejected by hacking_floor)
+    assert report.declared["cicd_pipeline.roll_back_release"] == "kept"
 
 
 VERIFY_PROBE = """environment verify_probe:

@@ -1124,14 +1124,6 @@ def _read_data(name: str) -> Any:
     return json.loads((_DATA / name).read_text(encoding="utf-8"))
 
 
-def _from_data(value: Any, kind: Kind, where: str) -> Any:
-    """A value of a data file as the state holds it: converted by `conform`, as a
-    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
-    members), so a value loads the same from a file as from a mapping. envc checked it
-    when it wrote the file, so nothing is refused here."""
-    return conform(value, kind, where)
-
-
 DEFAULT_STATE: Final[State] = {
     "runners": {},
     "pipelines": {},
