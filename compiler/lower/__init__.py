@@ -238,7 +238,7 @@ class _Builder:
             ),
             "scenarios": self._scenarios(),
             "reads_data": _reads_files(env),
-            "converts_data": any(f.source for f in [*env.state, *env.world]),
+            "converts_data": any(f.source for f in env.state) or any(f.source for f in env.world),
             "record_fields": self._record_fields(),
             "uses_absent": any(f.absent for r in env.records for f in r.fields),
             "recursive": bool(recursive_records(self.records)),
