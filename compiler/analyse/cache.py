@@ -13,11 +13,9 @@ temporary name and renamed; one that cannot be read or parsed is a miss.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from typing import Any
 from compiler import project
 from compiler.analyse import AnalysisResult, analyse_loaded
 from compiler.diagnostics import Diagnostic
+from compiler.front.cache import store_entry
 from compiler.front.load import Loaded, load_file
 
 CHECK_CACHE_FORMAT = "envc-check-1"
@@ -116,18 +115,5 @@ def _diagnostic(item: dict[str, Any]) -> Diagnostic:
 
 
 def _write(entry: Path | None, payload: dict[str, Any]) -> None:
-    """Atomically, or not at all: the cache only saves time."""
-    if entry is None:
-        return
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
-    except OSError:
-        return
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(payload, out)
-        os.replace(temporary, entry)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+    if entry is not None:
+        store_entry(entry, json.dumps(payload).encode("utf-8"))

@@ -103,22 +103,8 @@ class ParseCache:
         if entry is None:
             return
         data = PARSE_CACHE_FORMAT + b" " + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
-        # The cache only saves time: a folder that cannot be written leaves every parse
-        # to the parser, with the same result.
-        try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
-        except OSError:
-            return
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(data)
-            os.replace(temporary, entry)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            return
-        self._prune(entry.parent)
+        if store_entry(entry, data):
+            self._prune(entry.parent)
 
     def _discard(self, key: str) -> None:
         self.memory.pop(key, None)
@@ -139,6 +125,26 @@ class ParseCache:
         for _, entry in sorted(aged)[: len(aged) // 2]:
             with contextlib.suppress(OSError):
                 entry.unlink()
+
+
+def store_entry(entry: Path, data: bytes) -> bool:
+    """Write a cache entry under a temporary name and rename it, so readers never see half
+    of one; whether it was written. A cache only saves time: a folder that cannot be
+    written leaves every result to be worked out again, the same."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
+    except OSError:
+        return False
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, entry)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        return False
+    return True
 
 
 def _module_from_json(payload: bytes) -> ir.Module | None:
