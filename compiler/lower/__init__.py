@@ -515,6 +515,8 @@ class _Builder:
         unchecked = frozenset(id(lookup) for lookup in unchecked_lookups(tool))
         scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)}, recursion=recursion, unchecked=unchecked)
         emitter = StatementEmitter(self.env, scope, self.tables)
+        if kind == "tool" and tool.writes:
+            scope.undo_var = emitter.fresh("undo")
         for param in tool.params:
             scope.annotated.add(param.name)
         returns = [s for s in walk_statements(tool.body) if isinstance(s, ir.Return)]
@@ -531,7 +533,10 @@ class _Builder:
             self._depth_guard(tool) + self._default_prologue(tool) + (["state = self._state"] if uses_state else [])
         )
         if kind == "tool" and tool.writes:
-            body = [*prologue, *journaled(tool.name, ["    " + line for line in lines], self._deep_writes(tool))]
+            body = [
+                *prologue,
+                *journaled(tool.name, ["    " + line for line in lines], self._deep_writes(tool), scope.undo_var),
+            ]
         elif lines == ["pass"] and not prologue:
             return ""  # the docstring is body enough (ruff's PIE790)
         else:
@@ -710,22 +715,26 @@ def _cases_text(cases: Iterable[tuple[str, str, dict[str, Any]]]) -> str:
     return ", ".join(f"({py_str(t)}, {py_str(label)}, {py_value(args)})" for t, label, args in cases)
 
 
-def journaled(tool: str, body: list[str], deep: Sequence[str] = ()) -> list[str]:
+def journaled(tool: str, body: list[str], deep: Sequence[str] = (), undo: str = "self._undo") -> list[str]:
     """A write tool's body (indented one level) inside its undo journal: a failure
     anywhere rolls the call back, and the journal ends the call either way. A `try`
     rather than a `with` block: a `with` costs three Python calls on every call, where
     a call that succeeds here makes one call in C (`finish`, a bound `list.clear`). A tool
-    writing `deep` fields (holding recursive records) checks their depth before `finish`."""
+    writing `deep` fields (holding recursive records) checks their depth before `finish`.
+    Given a local name for the journal (`undo`), the body reaches it through that name,
+    bound once here: a tool's call stays on one journal from start to end."""
+    bind = [] if undo == "self._undo" else [f"{undo} = self._undo"]
     return [
-        f"self._undo.tool = {py_str(tool)}",
+        *bind,
+        f"{undo}.tool = {py_str(tool)}",
         "try:",
         *body,
         "except BaseException:",
-        "    self._undo.rollback()",
+        f"    {undo}.rollback()",
         "    raise",
         "finally:",
-        *depth_check(deep),
-        "    self._undo.finish()",
+        *depth_check(deep, undo),
+        f"    {undo}.finish()",
     ]
 
 

@@ -24,9 +24,10 @@ def deep_state_fields(env: ir.Environment, records: Mapping[str, ir.RecordDecl])
     return frozenset(f.name for f in env.state if holds_recursive(f.type, records, recursive))
 
 
-def depth_check(fields: Sequence[str]) -> list[str]:
-    """The `finally` line of a write tool that writes these fields, before `finish`."""
+def depth_check(fields: Sequence[str], undo: str = "self._undo") -> list[str]:
+    """The `finally` line of a write tool that writes these fields, before `finish`;
+    `undo` is how the tool reaches its journal."""
     if not fields:
         return []
     values = ", ".join(f"{py_str(name)}: self._state[{py_str(name)}]" for name in fields)
-    return [f"    _refuse_deep(self._undo, {{{values}}})"]
+    return [f"    _refuse_deep({undo}, {{{values}}})"]

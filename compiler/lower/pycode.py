@@ -69,6 +69,7 @@ class Scope:
 
     kind: str  # "tool", "fn", "test", or a family's "plan" or "solution"
     state_var: str = "state"
+    undo_var: str = "self._undo"  # how the body reaches the undo journal (a write tool binds a local)
     helpers: set[str] = field(default_factory=set)  # runtime helpers used (for the template)
     temp_counter: int = 0
     annotated: set[str] = field(default_factory=set)

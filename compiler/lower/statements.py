@@ -71,11 +71,11 @@ class StatementEmitter(Emitter):
             name = node.func.name
             if obj_type.name == "list":
                 op = "save_length" if name in ("append", "extend") else "save_list"
-                lines.append(f"{pad}self._undo.{op}({obj})")
+                lines.append(f"{pad}{self.scope.undo_var}.{op}({obj})")
             elif obj_type.name == "set":
-                lines.append(f"{pad}self._undo.save_member({obj}, {self.expr(node.args[0])})")
+                lines.append(f"{pad}{self.scope.undo_var}.save_member({obj}, {self.expr(node.args[0])})")
             else:  # map pop or clear: the whole map, so a rollback keeps the key order
-                lines.append(f"{pad}self._undo.save_map({obj})")
+                lines.append(f"{pad}{self.scope.undo_var}.save_map({obj})")
         return lines
 
     def _s_let(self, s: ir.Let, pad: str, indent: int) -> list[str]:
@@ -118,15 +118,15 @@ class StatementEmitter(Emitter):
                     temp = self._temp()
                     lines.append(f"{pad}{temp} = {key}")
                     key = temp
-                    lines.append(f"{pad}self._undo.save({container}, {key})")
+                    lines.append(f"{pad}{self.scope.undo_var}.save({container}, {key})")
                     lines.append(f"{pad}{container}[{key}] {s.op} {self.expr(s.value)}")
                     return lines
-                lines.append(f"{pad}self._undo.save({container}, {key})")
+                lines.append(f"{pad}{self.scope.undo_var}.save({container}, {key})")
             else:
                 field_name = (
                     target.id if isinstance(target, ir.Name) else target.name if isinstance(target, ir.Attr) else ""
                 )
-                lines.append(f"{pad}self._undo.save({self.scope.state_var}, {py_str(field_name)})")
+                lines.append(f"{pad}{self.scope.undo_var}.save({self.scope.state_var}, {py_str(field_name)})")
         lines.append(f"{pad}{self.expr(target)} {s.op} {self.expr(s.value)}")
         return lines
 
@@ -164,13 +164,13 @@ class StatementEmitter(Emitter):
         container = self.operand(s.target.obj, "postfix")
         if isinstance(s.target, ir.Attr):  # a record field that may be absent; if it is, nothing
             if s.touches_state:  # the whole record, so a rollback keeps its key order
-                lines.append(f"{pad}self._undo.save_record({container})")
+                lines.append(f"{pad}{self.scope.undo_var}.save_record({container})")
             return [*lines, f"{pad}{container}.pop({py_str(s.target.name, self.quote)}, None)"]
         assert isinstance(s.target, ir.Index)
         if s.touches_state:
             # The whole map, not the one key: put back by a rollback, a key would move to the
             # end, and key order shows in results (keys(m), loops) and in exported pairs.
-            lines.append(f"{pad}self._undo.save_map({container})")
+            lines.append(f"{pad}{self.scope.undo_var}.save_map({container})")
         lines.append(f"{pad}del {self.expr(s.target)}")
         return lines
 

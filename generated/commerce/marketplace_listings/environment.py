@@ -1633,7 +1633,8 @@ class Environment:
         suppressed listing (forbidden: fix the violation first) and one the stock cannot
         cover (conflict).
         """
-        self._undo.tool = "accept_offer"
+        undo = self._undo
+        undo.tool = "accept_offer"
         try:
             offer = self._find_offer(offer_id)
             self._require_open_offer(offer, "accepted")
@@ -1662,19 +1663,19 @@ class Environment:
                     field="stock",
                     current=listing["stock"],
                 )
-            self._undo.save(offer, "status")
+            undo.save(offer, "status")
             offer["status"] = "accepted"
-            self._undo.save(listing, "stock")
+            undo.save(listing, "stock")
             listing["stock"] -= offer["quantity"]
-            self._undo.save(listing, "status")
+            undo.save(listing, "status")
             listing["status"] = self._status_after_stock(listing)
             self._audit("accept_offer", f"offer {offer_id}", f"{offer['amount']}")
             return offer
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def counter_offer(self, offer_id: int, amount: float) -> Offer:
         """Answer a pending, unexpired offer with a counter-offer at `amount` (pounds): the
@@ -1683,7 +1684,8 @@ class Environment:
         price (invalid_argument otherwise). Refuses an offer that is not pending or has
         expired (invalid_state).
         """
-        self._undo.tool = "counter_offer"
+        undo = self._undo
+        undo.tool = "counter_offer"
         try:
             offer = self._find_offer(offer_id)
             self._require_open_offer(offer, "countered")
@@ -1711,23 +1713,24 @@ class Environment:
                     current=amount,
                     allowed=listing["floor_price"],
                 )
-            self._undo.save(offer, "status")
+            undo.save(offer, "status")
             offer["status"] = "countered"
-            self._undo.save(offer, "counter_amount")
+            undo.save(offer, "counter_amount")
             offer["counter_amount"] = self._money(amount)
             self._audit("counter_offer", f"offer {offer_id}", f"{amount}")
             return offer
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def decline_offer(self, offer_id: int) -> Offer:
         """Decline a pending offer (also one whose expiry has passed); returns the offer.
         Refuses an offer that is not pending (invalid_state).
         """
-        self._undo.tool = "decline_offer"
+        undo = self._undo
+        undo.tool = "decline_offer"
         try:
             offer = self._find_offer(offer_id)
             if offer["status"] != "pending":
@@ -1739,15 +1742,15 @@ class Environment:
                     current=offer["status"],
                     allowed=["pending"],
                 )
-            self._undo.save(offer, "status")
+            undo.save(offer, "status")
             offer["status"] = "declined"
             self._audit("decline_offer", f"offer {offer_id}", "")
             return offer
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def update_price(self, listing_id: str, price: float) -> Listing:
         """Set a listing's asking price (pounds); returns the listing. Refuses a price below
@@ -1758,7 +1761,8 @@ class Environment:
         floor (forbidden, naming the promotion).
         """
         state = self._state
-        self._undo.tool = "update_price"
+        undo = self._undo
+        undo.tool = "update_price"
         try:
             listing = self._find_listing(listing_id)
             if listing["status"] == "ended":
@@ -1797,15 +1801,15 @@ class Environment:
                         field="price",
                         current=promo_id,
                     )
-            self._undo.save(listing, "price")
+            undo.save(listing, "price")
             listing["price"] = self._money(price)
             self._audit("update_price", f"listing {listing_id}", f"{price}")
             return listing
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def add_to_promotion(self, listing_id: str, promotion_id: str) -> Listing:
         """Put an active listing into a running promotion (ends_on today or later) of its
@@ -1815,7 +1819,8 @@ class Environment:
         price below the listing's floor (forbidden).
         """
         state = self._state
-        self._undo.tool = "add_to_promotion"
+        undo = self._undo
+        undo.tool = "add_to_promotion"
         try:
             listing = self._find_listing(listing_id)
             if promotion_id not in state["promotions"]:
@@ -1871,17 +1876,17 @@ class Environment:
                     current=sale_price,
                     allowed=listing["floor_price"],
                 )
-            self._undo.save(listing, "promotion_id")
+            undo.save(listing, "promotion_id")
             listing["promotion_id"] = promotion_id
-            self._undo.save_length(promo["listing_ids"])
+            undo.save_length(promo["listing_ids"])
             promo["listing_ids"].append(listing_id)
             self._audit("add_to_promotion", f"listing {listing_id}", promotion_id)
             return listing
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def remove_flagged_words(self, violation_id: int) -> Listing:
         """Fix an open violation by taking its flagged words out of the listing's title
@@ -1891,7 +1896,8 @@ class Environment:
         (invalid_state).
         """
         state = self._state
-        self._undo.tool = "remove_flagged_words"
+        undo = self._undo
+        undo.tool = "remove_flagged_words"
         try:
             if violation_id not in state["violations"]:
                 raise DomainError(
@@ -1910,11 +1916,11 @@ class Environment:
                     current=violation["status"],
                 )
             listing = self._find_listing(violation["listing_id"])
-            self._undo.save(listing, "title")
+            undo.save(listing, "title")
             listing["title"] = self._without_word(listing["title"], violation["flagged_word"])
-            self._undo.save(violation, "status")
+            undo.save(violation, "status")
             violation["status"] = "resolved"
-            self._undo.save(violation, "resolved_on")
+            undo.save(violation, "resolved_on")
             violation["resolved_on"] = state["clock"][:10]
             still_open: list[Violation] = [
                 v
@@ -1922,17 +1928,17 @@ class Environment:
                 if v["listing_id"] == listing["id"] and v["status"] == "open"
             ]
             if len(still_open) == 0 and listing["status"] == "suppressed":
-                self._undo.save(listing, "status")
+                undo.save(listing, "status")
                 listing["status"] = self._status_after_stock(listing)
             self._audit(
                 "remove_flagged_words", f"listing {listing['id']}", violation["flagged_word"]
             )
             return listing
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_listing(self, listing_id: str) -> Listing:
         """Helper `find_listing`."""
@@ -2087,13 +2093,14 @@ class Environment:
         return id
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

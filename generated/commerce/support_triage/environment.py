@@ -3669,7 +3669,8 @@ class Environment:
         preset with some fields replaced. The customer speaks first.
         """
         state = self._state
-        self._undo.tool = "open_conversation"
+        undo = self._undo
+        undo.tool = "open_conversation"
         try:
             self._require_new_conversation(conversation_id)
             if not (profile is not None or intent is not None and items is not None):
@@ -3749,11 +3750,11 @@ class Environment:
                 "escalation_reason": None,
                 "closing_note": None,
             }
-            self._undo.save(state["conversations"], conversation_id)
+            undo.save(state["conversations"], conversation_id)
             state["conversations"][conversation_id] = session
-            self._undo.save(state["personas"], conversation_id)
+            undo.save(state["personas"], conversation_id)
             state["personas"][conversation_id] = persona
-            self._undo.save(state["transcripts"], conversation_id)
+            undo.save(state["transcripts"], conversation_id)
             state["transcripts"][conversation_id] = [
                 {
                     "turn": 0,
@@ -3763,17 +3764,17 @@ class Environment:
                     "mood": self._mood_of(persona["valence"]),
                 }
             ]
-            self._undo.save(state["case_fields"], conversation_id)
+            undo.save(state["case_fields"], conversation_id)
             state["case_fields"][conversation_id] = self._derived_context(persona)
-            self._undo.save(state["trajectories"], conversation_id)
+            undo.save(state["trajectories"], conversation_id)
             state["trajectories"][conversation_id] = [self._point(0, persona, [])]
             self._audit("start_session", conversation_id, customer)
             return session
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def reply_to_customer(self, conversation_id: str, text: str) -> Exchange:
         """Send the customer a message. The analysis moves confidence and mood, confirms
@@ -3781,7 +3782,8 @@ class Environment:
         customer replies at once. Returns the reply and the context delta.
         """
         state = self._state
-        self._undo.tool = "reply_to_customer"
+        undo = self._undo
+        undo.tool = "reply_to_customer"
         try:
             session = self._find_conversation(conversation_id)
             self._require_active(session)
@@ -3799,29 +3801,29 @@ class Environment:
                 if conversation_id in state["case_fields"]
                 else _not_found("case_fields", conversation_id, "conversation_id")
             )
-            self._undo.save(persona, "confidence")
+            undo.save(persona, "confidence")
             persona["confidence"] = self._clamp(
                 persona["confidence"] + found["confidence_delta"], 0.0, 1.0
             )
             for item in self._count_each(found["resolved_items"]):
-                self._undo.save_list(persona["outstanding"])
+                undo.save_list(persona["outstanding"])
                 _remove_first(persona["outstanding"], item)
-                self._undo.save_length(persona["confirmed"])
+                undo.save_length(persona["confirmed"])
                 persona["confirmed"].append(item)
-            self._undo.save(persona, "valence")
+            undo.save(persona, "valence")
             persona["valence"] = self._clamp(persona["valence"] + found["valence_delta"], -1.0, 1.0)
-            self._undo.save(persona, "trend")
+            undo.save(persona, "trend")
             persona["trend"] = self._trend_of(
                 valence_before, round(valence_before + found["valence_delta"], 2)
             )
             if persona["trend"] == "deteriorating":
-                self._undo.save(persona, "strikes")
+                undo.save(persona, "strikes")
                 persona["strikes"] += 1
             bank = WORLD["replies"][self._mood_of(persona["valence"])]
             if persona["strikes"] > persona["patience"]:
-                self._undo.save(session, "status")
+                undo.save(session, "status")
                 session["status"] = "escalated"
-                self._undo.save(session, "escalation_reason")
+                undo.save(session, "escalation_reason")
                 session["escalation_reason"] = (
                     f"patience exhausted: the mood deteriorated on {persona['strikes']} turns (patience {persona['patience']})"
                 )
@@ -3830,7 +3832,7 @@ class Environment:
                 len(persona["outstanding"]) == 0
                 and persona["confidence"] >= WORLD["tuning"]["resolve_threshold"]
             ):
-                self._undo.save(session, "status")
+                undo.save(session, "status")
                 session["status"] = "resolved"
                 bank = WORLD["resolved_replies"]
             elif persona["strikes"] == persona["patience"] and persona["trend"] == "deteriorating":
@@ -3846,10 +3848,10 @@ class Environment:
                 else _not_found("case_fields", conversation_id, "conversation_id")
             )
             for key, value in self._count_each(self._derived_context(persona).items()):
-                self._undo.save(context, key)
+                undo.save(context, key)
                 context[key] = value
             if len(found["resolved_items"]) > 0:
-                self._undo.save(context, "last_resolved")
+                undo.save(context, "last_resolved")
                 context["last_resolved"] = found["resolved_items"][len(found["resolved_items"]) - 1]
             changed: dict[str, str] = {}
             for key, value in self._count_each(context.items()):
@@ -3860,11 +3862,11 @@ class Environment:
                 if conversation_id in state["transcripts"]
                 else _not_found("transcripts", conversation_id, "conversation_id")
             )
-            self._undo.save_length(history)
+            undo.save_length(history)
             history.append(
                 {"turn": turn, "role": "agent", "text": text, "at": state["clock"], "mood": None}
             )
-            self._undo.save_length(history)
+            undo.save_length(history)
             history.append(
                 {
                     "turn": turn,
@@ -3874,7 +3876,7 @@ class Environment:
                     "mood": self._mood_of(persona["valence"]),
                 }
             )
-            self._undo.save_length(
+            undo.save_length(
                 state["trajectories"][conversation_id]
                 if conversation_id in state["trajectories"]
                 else _not_found("trajectories", conversation_id, "conversation_id")
@@ -3884,11 +3886,11 @@ class Environment:
                 if conversation_id in state["trajectories"]
                 else _not_found("trajectories", conversation_id, "conversation_id")
             ).append(self._point(turn, persona, found["signals"]))
-            self._undo.save(session, "turns")
+            undo.save(session, "turns")
             session["turns"] = turn
-            self._undo.save(session, "updated_at")
+            undo.save(session, "updated_at")
             session["updated_at"] = state["clock"]
-            self._undo.save(session, "last_customer_message")
+            undo.save(session, "last_customer_message")
             session["last_customer_message"] = reply
             self._audit("send_message", conversation_id, f"turn {turn}: {session['status']}")
             delta: ContextDelta = {
@@ -3910,10 +3912,10 @@ class Environment:
                 "delta": delta,
             }
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def get_transcript(
         self, conversation_id: str, role: Role | None = None, last: int | None = None
@@ -3951,7 +3953,8 @@ class Environment:
         the analysis derives are overwritten again on the next message.
         """
         state = self._state
-        self._undo.tool = "set_case_field"
+        undo = self._undo
+        undo.tool = "set_case_field"
         try:
             session = self._find_conversation(conversation_id)
             self._require_open(session, "change its context")
@@ -3970,12 +3973,12 @@ class Environment:
                         field="key",
                         allowed=sorted(context),
                     )
-                self._undo.save_map(context)
+                undo.save_map(context)
                 del context[key]
             else:
-                self._undo.save(context, key)
+                undo.save(context, key)
                 context[key] = value
-            self._undo.save_length(
+            undo.save_length(
                 state["transcripts"][conversation_id]
                 if conversation_id in state["transcripts"]
                 else _not_found("transcripts", conversation_id, "conversation_id")
@@ -3995,15 +3998,15 @@ class Environment:
                     "mood": None,
                 }
             )
-            self._undo.save(session, "updated_at")
+            undo.save(session, "updated_at")
             session["updated_at"] = state["clock"]
             self._audit("set_context", conversation_id, key)
             return {"key": key, "previous": previous, "value": value, "context": dict(context)}
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def summarize_conversation(self, conversation_id: str) -> Summary:
         """Outcome and trajectory of a session: confidence and mood over the turns, the
@@ -4062,17 +4065,18 @@ class Environment:
     def escalate_to_tier2(self, conversation_id: str, reason: str) -> Conversation:
         """Hand an active session to a human supervisor."""
         state = self._state
-        self._undo.tool = "escalate_to_tier2"
+        undo = self._undo
+        undo.tool = "escalate_to_tier2"
         try:
             session = self._find_conversation(conversation_id)
             self._require_active(session)
-            self._undo.save(session, "status")
+            undo.save(session, "status")
             session["status"] = "escalated"
-            self._undo.save(session, "escalation_reason")
+            undo.save(session, "escalation_reason")
             session["escalation_reason"] = reason
-            self._undo.save(session, "updated_at")
+            undo.save(session, "updated_at")
             session["updated_at"] = state["clock"]
-            self._undo.save_length(
+            undo.save_length(
                 state["transcripts"][conversation_id]
                 if conversation_id in state["transcripts"]
                 else _not_found("transcripts", conversation_id, "conversation_id")
@@ -4093,25 +4097,26 @@ class Environment:
             self._audit("escalate_session", conversation_id, reason)
             return session
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def close_conversation(self, conversation_id: str, note: str = "") -> Conversation:
         """Close a session for good, whatever its outcome; closing twice is refused."""
         state = self._state
-        self._undo.tool = "close_conversation"
+        undo = self._undo
+        undo.tool = "close_conversation"
         try:
             session = self._find_conversation(conversation_id)
             self._require_open(session, "close it again")
-            self._undo.save(session, "status")
+            undo.save(session, "status")
             session["status"] = "closed"
-            self._undo.save(session, "closing_note")
+            undo.save(session, "closing_note")
             session["closing_note"] = note
-            self._undo.save(session, "updated_at")
+            undo.save(session, "updated_at")
             session["updated_at"] = state["clock"]
-            self._undo.save_length(
+            undo.save_length(
                 state["transcripts"][conversation_id]
                 if conversation_id in state["transcripts"]
                 else _not_found("transcripts", conversation_id, "conversation_id")
@@ -4132,10 +4137,10 @@ class Environment:
             self._audit("close_session", conversation_id, note)
             return session
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def list_conversations(self, status: SessionStatus | None = None) -> list[Conversation]:
         """Sessions in id order, optionally of one status."""
@@ -4167,7 +4172,8 @@ class Environment:
         be told.
         """
         state = self._state
-        self._undo.tool = "issue_refund"
+        undo = self._undo
+        undo.tool = "issue_refund"
         try:
             conversation = self._find_conversation(conversation_id)
             self._require_open(conversation, "refund in it")
@@ -4217,13 +4223,13 @@ class Environment:
                 "amount": cents,
                 "at": state["clock"],
             }
-            self._undo.save_length(state["refunds"])
+            undo.save_length(state["refunds"])
             state["refunds"].append(refund)
-            self._undo.save(state, "next_refund_id")
+            undo.save(state, "next_refund_id")
             state["next_refund_id"] += 1
-            self._undo.save(order, "status")
+            undo.save(order, "status")
             order["status"] = "refunded"
-            self._undo.save(
+            undo.save(
                 (
                     state["case_fields"][conversation_id]
                     if conversation_id in state["case_fields"]
@@ -4236,7 +4242,7 @@ class Environment:
                 if conversation_id in state["case_fields"]
                 else _not_found("case_fields", conversation_id, "conversation_id")
             )["refund_id"] = str(refund["id"])
-            self._undo.save_length(
+            undo.save_length(
                 state["transcripts"][conversation_id]
                 if conversation_id in state["transcripts"]
                 else _not_found("transcripts", conversation_id, "conversation_id")
@@ -4257,10 +4263,10 @@ class Environment:
             self._audit("issue_refund", f"order {order_id}", f"{cents}")
             return refund
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_conversation(self, conversation_id: str) -> Conversation:
         """Helper `find_conversation`."""
@@ -4454,13 +4460,14 @@ class Environment:
         return state["orders"][order_id]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1996,7 +1996,8 @@ class Environment:
         target (invalid_argument), moving a draft (invalid_state: send it or leave it) and a
         message already in that folder (invalid_state).
         """
-        self._undo.tool = "move_message"
+        undo = self._undo
+        undo.tool = "move_message"
         try:
             mail = self._find_message(message_id)
             if not self._is_filable(folder):
@@ -2022,51 +2023,54 @@ class Environment:
                     field="folder",
                     current=mail["folder"],
                 )
-            self._undo.save(mail, "folder")
+            undo.save(mail, "folder")
             mail["folder"] = folder
             self._audit("move", f"message {message_id}", f"{folder}")
             return mail
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def mark_read(self, message_id: int) -> Message:
         """Mark a message read; one already read stays read."""
-        self._undo.tool = "mark_read"
+        undo = self._undo
+        undo.tool = "mark_read"
         try:
             mail = self._find_message(message_id)
-            self._undo.save(mail, "read")
+            undo.save(mail, "read")
             mail["read"] = True
             self._audit("read", f"message {message_id}", "")
             return mail
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def mark_unread(self, message_id: int) -> Message:
         """Mark a message unread, to come back to it; one already unread stays unread."""
-        self._undo.tool = "mark_unread"
+        undo = self._undo
+        undo.tool = "mark_unread"
         try:
             mail = self._find_message(message_id)
-            self._undo.save(mail, "read")
+            undo.save(mail, "read")
             mail["read"] = False
             self._audit("unread", f"message {message_id}", "")
             return mail
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def label_message(self, message_id: int, label: str) -> Message:
         """Put a label (lower case, digits and dashes) on a message; a label it already has is
         refused (already_exists).
         """
-        self._undo.tool = "label_message"
+        undo = self._undo
+        undo.tool = "label_message"
         try:
             mail = self._find_message(message_id)
             if label in mail["labels"]:
@@ -2077,15 +2081,15 @@ class Environment:
                     field="label",
                     current=mail["labels"],
                 )
-            self._undo.save_length(mail["labels"])
+            undo.save_length(mail["labels"])
             mail["labels"].append(label)
             self._audit("label", f"message {message_id}", label)
             return mail
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def draft_reply(self, message_id: int, body: str) -> Message:
         """Write a reply to a received message as a draft to its sender, subject "Re: ..."; if
@@ -2093,7 +2097,8 @@ class Environment:
         spam (invalid_state: move it out first) and to Nora's own drafts or sent mail.
         """
         state = self._state
-        self._undo.tool = "draft_reply"
+        undo = self._undo
+        undo.tool = "draft_reply"
         try:
             mail = self._find_message(message_id)
             if mail["folder"] == "spam":
@@ -2125,9 +2130,9 @@ class Environment:
                     if earlier[0] in state["messages"]
                     else _not_found("messages", earlier[0], "")
                 )
-                self._undo.save(draft, "body")
+                undo.save(draft, "body")
                 draft["body"] = body
-                self._undo.save(draft, "date")
+                undo.save(draft, "date")
                 draft["date"] = state["clock"]
                 self._audit("redraft", f"message {draft['id']}", "")
                 return draft
@@ -2135,7 +2140,7 @@ class Environment:
                 mail["subject"] if mail["subject"].startswith("Re: ") else "Re: " + mail["subject"]
             )
             id = self._new_id()
-            self._undo.save(state["messages"], id)
+            undo.save(state["messages"], id)
             state["messages"][id] = {
                 "id": id,
                 "folder": "drafts",
@@ -2153,17 +2158,18 @@ class Environment:
             self._audit("draft", f"message {id}", "")
             return state["messages"][id]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def send_draft(self, draft_id: int) -> Message:
         """Send a draft: it moves to sent, dated now. Refuses a message that is not a draft
         (invalid_state) and a draft with no text (invalid_state: write it with draft_reply).
         """
         state = self._state
-        self._undo.tool = "send_draft"
+        undo = self._undo
+        undo.tool = "send_draft"
         try:
             mail = self._find_message(draft_id)
             if mail["folder"] != "drafts":
@@ -2181,24 +2187,25 @@ class Environment:
                     entity=f"message {draft_id}",
                     field="body",
                 )
-            self._undo.save(mail, "folder")
+            undo.save(mail, "folder")
             mail["folder"] = "sent"
-            self._undo.save(mail, "date")
+            undo.save(mail, "date")
             mail["date"] = state["clock"]
             self._audit("send", f"message {draft_id}", "")
             return mail
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def forward_message(self, message_id: int, to: str, note: str) -> Message:
         """Forward a message to one address at once: a sent message "Fwd: ..." holding the note
         and then the original. Refuses spam (invalid_state) and drafts (invalid_state).
         """
         state = self._state
-        self._undo.tool = "forward_message"
+        undo = self._undo
+        undo.tool = "forward_message"
         try:
             mail = self._find_message(message_id)
             if not (mail["folder"] != "spam" and mail["folder"] != "drafts"):
@@ -2211,7 +2218,7 @@ class Environment:
                 )
             id = self._new_id()
             original = f"---------- Forwarded message ----------\nFrom: {mail['sender_name']} <{mail['sender']}>\nSubject: {mail['subject']}\n\n{mail['body']}"
-            self._undo.save(state["messages"], id)
+            undo.save(state["messages"], id)
             state["messages"][id] = {
                 "id": id,
                 "folder": "sent",
@@ -2229,10 +2236,10 @@ class Environment:
             self._audit("forward", f"message {message_id}", to)
             return state["messages"][id]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def add_rule(self, sender: str, folder: Folder, label: str | None = None) -> Rule:
         """File all mail from one exact address into a folder (inbox, archive, spam or trash),
@@ -2241,7 +2248,8 @@ class Environment:
         sent or drafts as the folder (invalid_argument).
         """
         state = self._state
-        self._undo.tool = "add_rule"
+        undo = self._undo
+        undo.tool = "add_rule"
         try:
             same: list[int] = [
                 r["id"]
@@ -2264,7 +2272,7 @@ class Environment:
                     allowed=["inbox", "archive", "spam", "trash"],
                 )
             id = max(state["rules"]) + 1 if len(state["rules"]) > 0 else 1
-            self._undo.save(state["rules"], id)
+            undo.save(state["rules"], id)
             state["rules"][id] = {
                 "id": id,
                 "sender": sender.lower(),
@@ -2273,19 +2281,19 @@ class Environment:
             }
             for mail in self._count_each(state["messages"].values()):
                 if mail["folder"] == "inbox" and mail["sender"] == sender.lower():
-                    self._undo.save(mail, "folder")
+                    undo.save(mail, "folder")
                     mail["folder"] = folder
                     tag = label
                     if tag is not None and tag not in mail["labels"]:
-                        self._undo.save_length(mail["labels"])
+                        undo.save_length(mail["labels"])
                         mail["labels"].append(tag)
             self._audit("rule", f"rule {id}", sender)
             return state["rules"][id]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_message(self, message_id: int) -> Message:
         """Every tool that takes a message id looks it up here, so the error is the same."""
@@ -2322,13 +2330,14 @@ class Environment:
         return amount if amount is not None else 0
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

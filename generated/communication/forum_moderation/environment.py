@@ -1626,7 +1626,8 @@ class Environment:
         (not_found, listing the rules).
         """
         state = self._state
-        self._undo.tool = "remove_post"
+        undo = self._undo
+        undo.tool = "remove_post"
         try:
             post = self._find_post(post_id)
             self._check_rule(rule)
@@ -1638,30 +1639,31 @@ class Environment:
                     field="removed",
                     current=post["removed_for"],
                 )
-            self._undo.save(post, "removed")
+            undo.save(post, "removed")
             post["removed"] = True
-            self._undo.save(post, "removed_for")
+            undo.save(post, "removed_for")
             post["removed_for"] = rule
             for report in self._count_each(state["reports"].values()):
                 if report["post"] == post_id and report["status"] == "open":
-                    self._undo.save(report, "status")
+                    undo.save(report, "status")
                     report["status"] = "actioned"
-                    self._undo.save(report, "resolution")
+                    undo.save(report, "resolution")
                     report["resolution"] = f"post removed under {rule}"
             self._audit("remove", f"post {post_id}", rule)
             return post
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def dismiss_report(self, report_id: int, note: str) -> Report:
         """Close an open report without acting on the post, with a note saying why; the post
         stays up. Refuses a report that is not open (invalid_state).
         """
         state = self._state
-        self._undo.tool = "dismiss_report"
+        undo = self._undo
+        undo.tool = "dismiss_report"
         try:
             if report_id not in state["reports"]:
                 raise DomainError(
@@ -1679,24 +1681,25 @@ class Environment:
                     field="status",
                     current=report["status"],
                 )
-            self._undo.save(report, "status")
+            undo.save(report, "status")
             report["status"] = "dismissed"
-            self._undo.save(report, "resolution")
+            undo.save(report, "resolution")
             report["resolution"] = note
             self._audit("dismiss", f"report {report_id}", "")
             return report
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def warn_member(self, handle: str, rule: str, post_id: int | None = None) -> Profile:
         """Give a member a warning under a rule, for a post if given; returns their profile with
         the new warning. Refuses moderators (forbidden) and unknown rules (not_found).
         """
         state = self._state
-        self._undo.tool = "warn_member"
+        undo = self._undo
+        undo.tool = "warn_member"
         try:
             member = self._find_member(handle)
             self._check_rule(rule)
@@ -1716,7 +1719,7 @@ class Environment:
                     "invalid_argument", f"post {about} is not by {handle}", field="post_id"
                 )
             id = self._next_warning_id()
-            self._undo.save(state["warnings"], id)
+            undo.save(state["warnings"], id)
             state["warnings"][id] = {
                 "id": id,
                 "member": handle,
@@ -1741,10 +1744,10 @@ class Environment:
                 ),
             }
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def ban_member(self, handle: str, days: int, rule: str) -> Member:
         """Ban a member for a number of days; they may post again on today + days. The
@@ -1753,7 +1756,8 @@ class Environment:
         applies). Refuses moderators (forbidden) and members already banned (invalid_state).
         """
         state = self._state
-        self._undo.tool = "ban_member"
+        undo = self._undo
+        undo.tool = "ban_member"
         try:
             member = self._find_member(handle)
             self._check_rule(rule)
@@ -1783,20 +1787,21 @@ class Environment:
                     field="rule",
                     current=self._strikes(handle),
                 )
-            self._undo.save(member, "banned_until")
+            undo.save(member, "banned_until")
             member["banned_until"] = _add_days(state["clock"][:10], days)
             self._audit("ban", f"member {handle}", f"{rule} {days}")
             return member
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def lock_thread(self, thread_id: int) -> Thread:
         """Lock a thread so nobody can reply; a thread already locked is refused (invalid_state)."""
         state = self._state
-        self._undo.tool = "lock_thread"
+        undo = self._undo
+        undo.tool = "lock_thread"
         try:
             if thread_id not in state["threads"]:
                 raise DomainError(
@@ -1813,15 +1818,15 @@ class Environment:
                     entity=f"thread {thread_id}",
                     field="locked",
                 )
-            self._undo.save(thread, "locked")
+            undo.save(thread, "locked")
             thread["locked"] = True
             self._audit("lock", f"thread {thread_id}", "")
             return thread
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_post(self, post_id: int) -> Post:
         """Helper `find_post`."""
@@ -1903,13 +1908,14 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1491,7 +1491,8 @@ class Environment:
         (invalid_argument) and a third post on one account on one day (conflict).
         """
         state = self._state
-        self._undo.tool = "schedule_post"
+        undo = self._undo
+        undo.tool = "schedule_post"
         try:
             if account not in state["accounts"]:
                 raise DomainError(
@@ -1512,7 +1513,7 @@ class Environment:
                 )
             self._check_slot(account, at, 0)
             id = max(state["posts"]) + 1 if len(state["posts"]) > 0 else 1
-            self._undo.save(state["posts"], id)
+            undo.save(state["posts"], id)
             state["posts"][id] = {
                 "id": id,
                 "account": account,
@@ -1529,16 +1530,17 @@ class Environment:
             self._audit("schedule", f"post {id}", f"{account} {at}")
             return state["posts"][id]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def reschedule_post(self, post_id: int, at: str) -> Post:
         """Move a scheduled or failed post to a new time (a failed post is scheduled again).
         Refuses other statuses (invalid_state) and slots the calendar does not allow.
         """
-        self._undo.tool = "reschedule_post"
+        undo = self._undo
+        undo.tool = "reschedule_post"
         try:
             post = self._find_post(post_id)
             if not (post["status"] == "scheduled" or post["status"] == "failed"):
@@ -1550,21 +1552,22 @@ class Environment:
                     current=post["status"],
                 )
             self._check_slot(post["account"], at, post_id)
-            self._undo.save(post, "scheduled_at")
+            undo.save(post, "scheduled_at")
             post["scheduled_at"] = at
-            self._undo.save(post, "status")
+            undo.save(post, "status")
             post["status"] = "scheduled"
             self._audit("reschedule", f"post {post_id}", f"{at}")
             return post
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def cancel_post(self, post_id: int) -> Post:
         """Take a scheduled post or a draft off the calendar; other statuses are refused (invalid_state)."""
-        self._undo.tool = "cancel_post"
+        undo = self._undo
+        undo.tool = "cancel_post"
         try:
             post = self._find_post(post_id)
             if not (post["status"] == "scheduled" or post["status"] == "draft"):
@@ -1575,21 +1578,22 @@ class Environment:
                     field="status",
                     current=post["status"],
                 )
-            self._undo.save(post, "status")
+            undo.save(post, "status")
             post["status"] = "cancelled"
             self._audit("cancel", f"post {post_id}", "")
             return post
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def reply_to_comment(self, comment_id: int, text: str) -> Comment:
         """Answer a comment as the brand. Refuses a comment already answered (already_exists)
         and a hidden one (invalid_state).
         """
-        self._undo.tool = "reply_to_comment"
+        undo = self._undo
+        undo.tool = "reply_to_comment"
         try:
             comment = self._find_comment(comment_id)
             if comment["hidden"]:
@@ -1607,19 +1611,20 @@ class Environment:
                     field="reply",
                     current=comment["reply"],
                 )
-            self._undo.save(comment, "reply")
+            undo.save(comment, "reply")
             comment["reply"] = text
             self._audit("reply", f"comment {comment_id}", "")
             return comment
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def hide_comment(self, comment_id: int) -> Comment:
         """Hide a comment from the public (spam, abuse); one already hidden is refused (invalid_state)."""
-        self._undo.tool = "hide_comment"
+        undo = self._undo
+        undo.tool = "hide_comment"
         try:
             comment = self._find_comment(comment_id)
             if comment["hidden"]:
@@ -1629,15 +1634,15 @@ class Environment:
                     entity=f"comment {comment_id}",
                     field="hidden",
                 )
-            self._undo.save(comment, "hidden")
+            undo.save(comment, "hidden")
             comment["hidden"] = True
             self._audit("hide", f"comment {comment_id}", "")
             return comment
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_post(self, post_id: int) -> Post:
         """Helper `find_post`."""
@@ -1731,13 +1736,14 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

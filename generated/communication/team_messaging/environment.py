@@ -1456,7 +1456,8 @@ class Environment:
         another channel (invalid_argument).
         """
         state = self._state
-        self._undo.tool = "post_message"
+        undo = self._undo
+        undo.tool = "post_message"
         try:
             room = self._find_channel(channel)
             if room["archived"]:
@@ -1486,7 +1487,7 @@ class Environment:
                     )
                 top = above["thread_of"] if above["thread_of"] is not None else parent
             id = self._next_message_id()
-            self._undo.save(state["messages"], id)
+            undo.save(state["messages"], id)
             state["messages"][id] = {
                 "id": id,
                 "channel": channel,
@@ -1499,17 +1500,18 @@ class Environment:
             self._audit("post", f"message {id}", channel)
             return state["messages"][id]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def pin_message(self, message_id: int) -> Message:
         """Pin a message in its channel. A channel holds at most five pins: a sixth is refused
         (conflict, listing the pinned ids oldest first; unpin one first), and so is a
         message already pinned (invalid_state).
         """
-        self._undo.tool = "pin_message"
+        undo = self._undo
+        undo.tool = "pin_message"
         try:
             found = self._find_message(message_id)
             if found["pinned"]:
@@ -1530,19 +1532,20 @@ class Environment:
                     field="message_id",
                     current=pinned,
                 )
-            self._undo.save(found, "pinned")
+            undo.save(found, "pinned")
             found["pinned"] = True
             self._audit("pin", f"message {message_id}", "")
             return found
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def unpin_message(self, message_id: int) -> Message:
         """Unpin a pinned message; one that is not pinned is refused (invalid_state)."""
-        self._undo.tool = "unpin_message"
+        undo = self._undo
+        undo.tool = "unpin_message"
         try:
             found = self._find_message(message_id)
             if not found["pinned"]:
@@ -1552,22 +1555,23 @@ class Environment:
                     entity=f"message {message_id}",
                     field="pinned",
                 )
-            self._undo.save(found, "pinned")
+            undo.save(found, "pinned")
             found["pinned"] = False
             self._audit("unpin", f"message {message_id}", "")
             return found
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def invite_to_channel(self, channel: str, handle: str) -> Channel:
         """Add a person to a channel Leo is in. Refuses deactivated accounts (invalid_state),
         people already in it (already_exists), archived channels and channels Leo is not in.
         """
         state = self._state
-        self._undo.tool = "invite_to_channel"
+        undo = self._undo
+        undo.tool = "invite_to_channel"
         try:
             room = self._find_channel(channel)
             if handle not in state["users"]:
@@ -1606,20 +1610,21 @@ class Environment:
                     entity=f"channel {channel}",
                     field="handle",
                 )
-            self._undo.save_length(room["members"])
+            undo.save_length(room["members"])
             room["members"].append(handle)
             self._audit("invite", f"channel {channel}", handle)
             return room
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_reminder(self, message_id: int, due: str, note: str) -> Reminder:
         """Remind Leo of a message at a later time with a note; a time not after now is refused (invalid_argument)."""
         state = self._state
-        self._undo.tool = "set_reminder"
+        undo = self._undo
+        undo.tool = "set_reminder"
         try:
             self._find_message(message_id)
             if due <= state["clock"]:
@@ -1629,7 +1634,7 @@ class Environment:
                     field="due",
                 )
             id = max(state["reminders"]) + 1 if len(state["reminders"]) > 0 else 1
-            self._undo.save(state["reminders"], id)
+            undo.save(state["reminders"], id)
             state["reminders"][id] = {
                 "id": id,
                 "message": message_id,
@@ -1640,10 +1645,10 @@ class Environment:
             self._audit("remind", f"message {message_id}", f"{due}")
             return state["reminders"][id]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_message(self, message_id: int) -> Message:
         """Helper `find_message`."""
@@ -1741,13 +1746,14 @@ class Environment:
         return " ".join(words[:6]) if len(words) > 6 else text
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1581,7 +1581,8 @@ class Environment:
         check_enrolment gives; a full section is refused too (join its waitlist instead).
         """
         state = self._state
-        self._undo.tool = "enrol"
+        undo = self._undo
+        undo.tool = "enrol"
         try:
             student = self._find_student(student_id)
             section = self._find_section(section_id)
@@ -1611,14 +1612,14 @@ class Environment:
                 "waitlist_position": None,
                 "enrolled_at": state["clock"],
             }
-            self._undo.save(state["enrolments"], entry["id"])
+            undo.save(state["enrolments"], entry["id"])
             state["enrolments"][entry["id"]] = entry
             return entry
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def join_waitlist(self, student_id: str, section_id: str) -> Enrolment:
         """Put a student at the end of a full section's waitlist. Refused when the section has
@@ -1626,7 +1627,8 @@ class Environment:
         reasons enrol gives.
         """
         state = self._state
-        self._undo.tool = "join_waitlist"
+        undo = self._undo
+        undo.tool = "join_waitlist"
         try:
             student = self._find_student(student_id)
             section = self._find_section(section_id)
@@ -1672,21 +1674,22 @@ class Environment:
                 "waitlist_position": len(self._waitlist(section["id"])) + 1,
                 "enrolled_at": state["clock"],
             }
-            self._undo.save(state["enrolments"], entry["id"])
+            undo.save(state["enrolments"], entry["id"])
             state["enrolments"][entry["id"]] = entry
             return entry
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def drop_section(self, student_id: str, section_id: str) -> Enrolment:
         """Take a student out of a section they are enrolled in or waiting for. A freed seat
         goes to the first waitlisted student it fits. Refused when they hold no place there.
         """
         state = self._state
-        self._undo.tool = "drop_section"
+        undo = self._undo
+        undo.tool = "drop_section"
         try:
             student = self._find_student(student_id)
             section = self._find_section(section_id)
@@ -1709,17 +1712,17 @@ class Environment:
                     ],
                 )
             entry = held[0]
-            self._undo.save(entry, "status")
+            undo.save(entry, "status")
             entry["status"] = "dropped"
-            self._undo.save(entry, "waitlist_position")
+            undo.save(entry, "waitlist_position")
             entry["waitlist_position"] = None
             self._promote_from_waitlist(section["id"])
             return entry
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def switch_section(self, student_id: str, from_section: str, to_section: str) -> Enrolment:
         """Move a student between two sections of the same course in one step: they keep
@@ -1727,7 +1730,8 @@ class Environment:
         without the old section). The old seat goes to the waitlist as drop_section does.
         """
         state = self._state
-        self._undo.tool = "switch_section"
+        undo = self._undo
+        undo.tool = "switch_section"
         try:
             student = self._find_student(student_id)
             old = self._find_section(from_section)
@@ -1769,7 +1773,7 @@ class Environment:
                     field="capacity",
                     current=target["capacity"],
                 )
-            self._undo.save(held[0], "status")
+            undo.save(held[0], "status")
             held[0]["status"] = "dropped"
             entry: Enrolment = {
                 "id": self._next_enrolment_id(),
@@ -1779,15 +1783,15 @@ class Environment:
                 "waitlist_position": None,
                 "enrolled_at": state["clock"],
             }
-            self._undo.save(state["enrolments"], entry["id"])
+            undo.save(state["enrolments"], entry["id"])
             state["enrolments"][entry["id"]] = entry
             self._promote_from_waitlist(old["id"])
             return entry
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_student(self, student_id: str) -> Student:
         """Helper `find_student`."""

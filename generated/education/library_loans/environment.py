@@ -1627,7 +1627,8 @@ class Environment:
         10.00 or more in fines, or the copy is on loan, missing or held for someone else.
         """
         state = self._state
-        self._undo.tool = "check_out"
+        undo = self._undo
+        undo.tool = "check_out"
         try:
             member = self._find_member(card)
             copy = self._find_copy(barcode)
@@ -1658,11 +1659,11 @@ class Environment:
                         and h["card"] == card
                         and h["status"] == "ready"
                     ):
-                        self._undo.save(h, "status")
+                        undo.save(h, "status")
                         h["status"] = "collected"
-            self._undo.save(copy, "status")
+            undo.save(copy, "status")
             copy["status"] = "on_loan"
-            self._undo.save(copy, "held_for")
+            undo.save(copy, "held_for")
             copy["held_for"] = None
             number = 9000 + self._next_id("loan")
             loan: Loan = {
@@ -1675,15 +1676,15 @@ class Environment:
                 "returned": None,
                 "fine": 0.0,
             }
-            self._undo.save(state["loans"], loan["id"])
+            undo.save(state["loans"], loan["id"])
             state["loans"][loan["id"]] = loan
             self._audit("check_out", loan["id"], f"{barcode} to {card}")
             return loan
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def renew_loan(self, loan_id: str) -> Loan:
         """Extend an open loan by 21 days from its current due date. Refused after two
@@ -1691,7 +1692,8 @@ class Environment:
         waiting for a hold on the title.
         """
         state = self._state
-        self._undo.tool = "renew_loan"
+        undo = self._undo
+        undo.tool = "renew_loan"
         try:
             if loan_id not in state["loans"]:
                 raise DomainError(
@@ -1734,17 +1736,17 @@ class Environment:
                     field="barcode",
                     current=len(queue),
                 )
-            self._undo.save(loan, "renewals")
+            undo.save(loan, "renewals")
             loan["renewals"] += 1
-            self._undo.save(loan, "due")
+            undo.save(loan, "due")
             loan["due"] = _add_days(loan["due"], WORLD["loan_days"])
             self._audit("renew", loan_id, f"due {loan['due']}")
             return loan
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def return_copy(self, barcode: str) -> Loan:
         """Take back a copy on loan: the loan is closed today and any late fine (0.25 a day
@@ -1753,7 +1755,8 @@ class Environment:
         becomes ready; otherwise back on the shelf.
         """
         state = self._state
-        self._undo.tool = "return_copy"
+        undo = self._undo
+        undo.tool = "return_copy"
         try:
             copy = self._find_copy(barcode)
             loan = self._open_loan_of(barcode)
@@ -1765,36 +1768,37 @@ class Environment:
                     field="status",
                     current=copy["status"],
                 )
-            self._undo.save(loan, "returned")
+            undo.save(loan, "returned")
             loan["returned"] = state["clock"][:10]
-            self._undo.save(loan, "fine")
+            undo.save(loan, "fine")
             loan["fine"] = self._late_fine(loan, state["clock"][:10])
             member = self._find_member(loan["card"])
-            self._undo.save(member, "fines_owed")
+            undo.save(member, "fines_owed")
             member["fines_owed"] = round(member["fines_owed"] + loan["fine"], 2)
             queue = self._waiting_holds(copy["title_id"])
             if len(queue) > 0:
-                self._undo.save(queue[0], "status")
+                undo.save(queue[0], "status")
                 queue[0]["status"] = "ready"
-                self._undo.save(copy, "status")
+                undo.save(copy, "status")
                 copy["status"] = "on_hold_shelf"
-                self._undo.save(copy, "held_for")
+                undo.save(copy, "held_for")
                 copy["held_for"] = queue[0]["card"]
             else:
-                self._undo.save(copy, "status")
+                undo.save(copy, "status")
                 copy["status"] = "on_shelf"
             self._audit("return", loan["id"], f"fine {loan['fine']}")
             return loan
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def place_hold(self, card: str, title_id: str, pickup_branch: str) -> Hold:
         """Put a member in the queue for a title, to collect at a branch. Refused when they already wait for it."""
         state = self._state
-        self._undo.tool = "place_hold"
+        undo = self._undo
+        undo.tool = "place_hold"
         try:
             self._find_member(card)
             if title_id not in state["titles"]:
@@ -1839,19 +1843,20 @@ class Environment:
                 "placed_at": state["clock"],
                 "status": "waiting",
             }
-            self._undo.save_length(state["holds"])
+            undo.save_length(state["holds"])
             state["holds"].append(hold)
             self._audit("hold", title_id, card)
             return hold
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def pay_fine(self, card: str, amount: float) -> Member:
         """Record a fine payment; refused when it is more than the member owes."""
-        self._undo.tool = "pay_fine"
+        undo = self._undo
+        undo.tool = "pay_fine"
         try:
             member = self._find_member(card)
             if amount > member["fines_owed"]:
@@ -1862,15 +1867,15 @@ class Environment:
                     current=amount,
                     allowed=member["fines_owed"],
                 )
-            self._undo.save(member, "fines_owed")
+            undo.save(member, "fines_owed")
             member["fines_owed"] = round(member["fines_owed"] - amount, 2)
             self._audit("pay", card, f"{amount}")
             return member
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_member(self, card: str) -> Member:
         """Helper `find_member`."""
@@ -2008,13 +2013,14 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1945,15 +1945,16 @@ class Environment:
         """Start an empty draft claim for an employee (id like E114) with a short title, such as
         the trip or event it covers. Returns the new claim; add lines with add_claim_line.
         """
-        self._undo.tool = "create_claim"
+        undo = self._undo
+        undo.tool = "create_claim"
         try:
             self._find_employee(employee_id, "employee_id")
             return self._new_claim(employee_id, title)
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def file_claim(self, claimant: str, title: str) -> Claim:
         """Start an empty draft claim for the employee with this full name (any letter case,
@@ -1963,7 +1964,8 @@ class Environment:
         with add_claim_line.
         """
         state = self._state
-        self._undo.tool = "file_claim"
+        undo = self._undo
+        undo.tool = "file_claim"
         try:
             wanted = claimant.strip().lower()
             matching = sorted(
@@ -1991,10 +1993,10 @@ class Environment:
                 )
             return self._new_claim(matching[0], title)
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def add_claim_line(
         self,
@@ -2013,7 +2015,8 @@ class Environment:
         limit are accepted but flagged over policy. Returns the claim.
         """
         state = self._state
-        self._undo.tool = "add_claim_line"
+        undo = self._undo
+        undo.tool = "add_claim_line"
         try:
             claim = self._find_claim(claim_id)
             self._require_editable(claim)
@@ -2037,7 +2040,7 @@ class Environment:
                     field="expense_date",
                 )
             number = max([l["line_no"] for l in self._count_each(claim["lines"])] + [0]) + 1
-            self._undo.save_length(claim["lines"])
+            undo.save_length(claim["lines"])
             claim["lines"].append(
                 {
                     "line_no": number,
@@ -2051,16 +2054,17 @@ class Environment:
             )
             return self._claim_view(claim)
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def remove_claim_line(self, claim_id: int, line_no: int) -> ClaimView:
         """Take a line off a draft or returned claim by its line number; the other lines keep
         their numbers. Returns the claim.
         """
-        self._undo.tool = "remove_claim_line"
+        undo = self._undo
+        undo.tool = "remove_claim_line"
         try:
             claim = self._find_claim(claim_id)
             self._require_editable(claim)
@@ -2075,14 +2079,14 @@ class Environment:
                     entity=f"claim {claim_id}",
                     field="line_no",
                 )
-            self._undo.save(claim, "lines")
+            undo.save(claim, "lines")
             claim["lines"] = kept
             return self._claim_view(claim)
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def submit_claim(self, claim_id: int) -> ClaimView:
         """Send a draft or returned claim to the claimant's line manager for approval. Refused
@@ -2091,7 +2095,8 @@ class Environment:
         policy may be submitted; the manager decides. Returns the claim.
         """
         state = self._state
-        self._undo.tool = "submit_claim"
+        undo = self._undo
+        undo.tool = "submit_claim"
         try:
             claim = self._find_claim(claim_id)
             self._require_editable(claim)
@@ -2112,11 +2117,11 @@ class Environment:
                     field="lines",
                     current=missing,
                 )
-            self._undo.save(claim, "status")
+            undo.save(claim, "status")
             claim["status"] = "submitted"
-            self._undo.save(claim, "submitted_at")
+            undo.save(claim, "submitted_at")
             claim["submitted_at"] = state["clock"]
-            self._undo.save_length(claim["history"])
+            undo.save_length(claim["history"])
             claim["history"].append(
                 {
                     "at": state["clock"],
@@ -2127,10 +2132,10 @@ class Environment:
             )
             return self._claim_view(claim)
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def approve_claim(self, claim_id: int, approver_id: str, note: str = "") -> ClaimView:
         """Approve a claim as the approver it waits for (employee id). A submitted claim is
@@ -2140,18 +2145,19 @@ class Environment:
         Managers may approve lines over policy as exceptions. Returns the claim.
         """
         state = self._state
-        self._undo.tool = "approve_claim"
+        undo = self._undo
+        undo.tool = "approve_claim"
         try:
             claim = self._find_claim(claim_id)
             step = self._require_due_approver(claim, approver_id)
             if step == "manager":
-                self._undo.save(claim, "status")
+                undo.save(claim, "status")
                 claim["status"] = (
                     "manager_approved"
                     if self._total_of(claim) > WORLD["finance_threshold"]
                     else "approved"
                 )
-                self._undo.save_length(claim["history"])
+                undo.save_length(claim["history"])
                 claim["history"].append(
                     {
                         "at": state["clock"],
@@ -2161,9 +2167,9 @@ class Environment:
                     }
                 )
             else:
-                self._undo.save(claim, "status")
+                undo.save(claim, "status")
                 claim["status"] = "approved"
-                self._undo.save_length(claim["history"])
+                undo.save_length(claim["history"])
                 claim["history"].append(
                     {
                         "at": state["clock"],
@@ -2174,10 +2180,10 @@ class Environment:
                 )
             return self._claim_view(claim)
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def return_claim(self, claim_id: int, approver_id: str, reason: str) -> ClaimView:
         """Send a claim back to the claimant for changes, as the approver it waits for (the line
@@ -2186,22 +2192,23 @@ class Environment:
         claim.
         """
         state = self._state
-        self._undo.tool = "return_claim"
+        undo = self._undo
+        undo.tool = "return_claim"
         try:
             claim = self._find_claim(claim_id)
             self._require_due_approver(claim, approver_id)
-            self._undo.save(claim, "status")
+            undo.save(claim, "status")
             claim["status"] = "returned"
-            self._undo.save_length(claim["history"])
+            undo.save_length(claim["history"])
             claim["history"].append(
                 {"at": state["clock"], "by": approver_id, "action": "returned", "note": reason}
             )
             return self._claim_view(claim)
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def reimburse_claim(self, claim_id: int) -> ClaimView:
         """Pay a fully approved claim to the claimant with the next payroll: it becomes paid,
@@ -2209,7 +2216,8 @@ class Environment:
         that is not approved (the refusal says who it waits for). Returns the claim.
         """
         state = self._state
-        self._undo.tool = "reimburse_claim"
+        undo = self._undo
+        undo.tool = "reimburse_claim"
         try:
             claim = self._find_claim(claim_id)
             due = self._waiting_for(claim)
@@ -2223,22 +2231,22 @@ class Environment:
                     current=f"{claim['status']}",
                     allowed="approved",
                 )
-            self._undo.save(claim, "status")
+            undo.save(claim, "status")
             claim["status"] = "paid"
-            self._undo.save(claim, "paid_at")
+            undo.save(claim, "paid_at")
             claim["paid_at"] = state["clock"]
-            self._undo.save(claim, "payment_reference")
+            undo.save(claim, "payment_reference")
             claim["payment_reference"] = f"PAY-{claim_id}"
-            self._undo.save_length(claim["history"])
+            undo.save_length(claim["history"])
             claim["history"].append(
                 {"at": state["clock"], "by": "ap_batch", "action": "paid", "note": ""}
             )
             return self._claim_view(claim)
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_claim(self, claim_id: int) -> Claim:
         """Helper `find_claim`."""

@@ -2367,7 +2367,8 @@ class Environment:
         customer's own accounts are not limited).
         """
         state = self._state
-        self._undo.tool = "transfer_funds"
+        undo = self._undo
+        undo.tool = "transfer_funds"
         try:
             self._require_two_decimals(amount)
             if from_account == to_account:
@@ -2422,9 +2423,9 @@ class Environment:
                         current=used,
                         allowed=room,
                     )
-            self._undo.save(source, "balance")
+            undo.save(source, "balance")
             source["balance"] = round(source["balance"] - amount, 2)
-            self._undo.save(target, "balance")
+            undo.save(target, "balance")
             target["balance"] = round(target["balance"] + amount, 2)
             label = reference if reference != "" else f"Transfer {from_account}"
             out = self._post(
@@ -2456,17 +2457,18 @@ class Environment:
                 "daily_limit_left": round(payer["daily_transfer_limit"] - spent, 2),
             }
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def freeze_card(self, card_id: str, reason: FreezeReason) -> Card:
         """Freeze a debit card (id like CRD-1234) so it declines every payment, recording why:
         lost, stolen, suspected_fraud or customer_request. Returns the card. Refused for a
         cancelled card and for one already frozen (its current reason is given).
         """
-        self._undo.tool = "freeze_card"
+        undo = self._undo
+        undo.tool = "freeze_card"
         try:
             card = self._find_card(card_id)
             if card["status"] == "cancelled":
@@ -2485,24 +2487,25 @@ class Environment:
                     field="status",
                     current="frozen",
                 )
-            self._undo.save(card, "status")
+            undo.save(card, "status")
             card["status"] = "frozen"
-            self._undo.save(card, "freeze_reason")
+            undo.save(card, "freeze_reason")
             card["freeze_reason"] = reason
             self._audit("freeze_card", f"card {card_id}", f"{reason}")
             return card
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def unfreeze_card(self, card_id: str) -> Card:
         """Lift the freeze on a debit card (id like CRD-1234) so it works again; returns the card.
         Refused when the card is not frozen, and for a card frozen as stolen, which stays
         frozen for good (the customer needs a replacement card).
         """
-        self._undo.tool = "unfreeze_card"
+        undo = self._undo
+        undo.tool = "unfreeze_card"
         try:
             card = self._find_card(card_id)
             if card["status"] != "frozen":
@@ -2521,17 +2524,17 @@ class Environment:
                     field="freeze_reason",
                     current="stolen",
                 )
-            self._undo.save(card, "status")
+            undo.save(card, "status")
             card["status"] = "active"
-            self._undo.save(card, "freeze_reason")
+            undo.save(card, "freeze_reason")
             card["freeze_reason"] = None
             self._audit("unfreeze_card", f"card {card_id}", "")
             return card
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_up_standing_order(
         self,
@@ -2550,7 +2553,8 @@ class Environment:
         on that day.
         """
         state = self._state
-        self._undo.tool = "set_up_standing_order"
+        undo = self._undo
+        undo.tool = "set_up_standing_order"
         try:
             self._require_two_decimals(amount)
             source = self._find_account(from_account, "from_account")
@@ -2605,23 +2609,24 @@ class Environment:
                 "status": "active",
                 "next_payment": self._next_payment_date(day_of_month),
             }
-            self._undo.save(state["standing_orders"], order["id"])
+            undo.save(state["standing_orders"], order["id"])
             state["standing_orders"][order["id"]] = order
-            self._undo.save(state, "next_standing_order_id")
+            undo.save(state, "next_standing_order_id")
             state["next_standing_order_id"] += 1
             return order
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def cancel_standing_order(self, standing_order_id: int) -> StandingOrder:
         """Stop a standing order (its number from list_standing_orders); no further payments are
         made and it stays listed as cancelled. Returns it. Refused for one already cancelled.
         """
         state = self._state
-        self._undo.tool = "cancel_standing_order"
+        undo = self._undo
+        undo.tool = "cancel_standing_order"
         try:
             if standing_order_id not in state["standing_orders"]:
                 raise DomainError(
@@ -2639,14 +2644,14 @@ class Environment:
                     field="status",
                     current="cancelled",
                 )
-            self._undo.save(order, "status")
+            undo.save(order, "status")
             order["status"] = "cancelled"
             return order
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def open_dispute(self, transaction_id: int, reason: DisputeReason) -> Dispute:
         """Dispute a card payment (the id of its statement line) with the card scheme, for one
@@ -2657,7 +2662,8 @@ class Environment:
         before it (dispute the later of two identical charges).
         """
         state = self._state
-        self._undo.tool = "open_dispute"
+        undo = self._undo
+        undo.tool = "open_dispute"
         try:
             if transaction_id not in state["transactions"]:
                 raise DomainError(
@@ -2720,18 +2726,18 @@ class Environment:
                 "status": "open",
                 "opened_at": state["clock"],
             }
-            self._undo.save(state["disputes"], raised["id"])
+            undo.save(state["disputes"], raised["id"])
             state["disputes"][raised["id"]] = raised
-            self._undo.save(line, "dispute_id")
+            undo.save(line, "dispute_id")
             line["dispute_id"] = raised["id"]
-            self._undo.save(state, "next_dispute_id")
+            undo.save(state, "next_dispute_id")
             state["next_dispute_id"] += 1
             return raised
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_account(self, number: str, field: str) -> Account:
         """The account behind an argument, or not_found naming the argument."""
@@ -2927,13 +2933,14 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

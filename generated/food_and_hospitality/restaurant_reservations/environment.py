@@ -1907,7 +1907,8 @@ class Environment:
         if requests is None:
             requests = []
         state = self._state
-        self._undo.tool = "book_table"
+        undo = self._undo
+        undo.tool = "book_table"
         try:
             restaurant = self._find_restaurant(restaurant_id)
             if guest_id not in state["guests"]:
@@ -1963,10 +1964,10 @@ class Environment:
             )
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def move_booking(self, booking_id: int, time: str, table_id: str) -> Booking:
         """Move a confirmed booking to another seating time and/or table on the same day and
@@ -1976,7 +1977,8 @@ class Environment:
         held by another booking then (conflict) and a move to the same time and table
         (invalid_argument).
         """
-        self._undo.tool = "move_booking"
+        undo = self._undo
+        undo.tool = "move_booking"
         try:
             booking = self._find_booking(booking_id)
             self._require_upcoming(booking, "moved")
@@ -1991,39 +1993,40 @@ class Environment:
                     current=time,
                 )
             self._require_free(table, booking["date"], time, service, booking_id)
-            self._undo.save(booking, "time")
+            undo.save(booking, "time")
             booking["time"] = time
-            self._undo.save(booking, "service")
+            undo.save(booking, "service")
             booking["service"] = service
-            self._undo.save(booking, "table_id")
+            undo.save(booking, "table_id")
             booking["table_id"] = table_id
-            self._undo.save(booking, "area")
+            undo.save(booking, "area")
             booking["area"] = table["area"]
             self._audit("move_booking", f"booking {booking_id}", f"{time} {table_id}")
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def cancel_booking(self, booking_id: int) -> Booking:
         """Cancel a confirmed booking, freeing its table; returns the booking. Refuses one
         that is seated, completed, a no-show or already cancelled (invalid_state).
         """
-        self._undo.tool = "cancel_booking"
+        undo = self._undo
+        undo.tool = "cancel_booking"
         try:
             booking = self._find_booking(booking_id)
             self._require_upcoming(booking, "cancelled")
-            self._undo.save(booking, "status")
+            undo.save(booking, "status")
             booking["status"] = "cancelled"
             self._audit("cancel_booking", f"booking {booking_id}", "")
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def mark_no_show(self, booking_id: int) -> Booking:
         """Record that a party never arrived: a confirmed booking for today whose time is at
@@ -2033,7 +2036,8 @@ class Environment:
         be marked).
         """
         state = self._state
-        self._undo.tool = "mark_no_show"
+        undo = self._undo
+        undo.tool = "mark_no_show"
         try:
             booking = self._find_booking(booking_id)
             self._require_upcoming(booking, "marked as a no-show")
@@ -2055,9 +2059,9 @@ class Environment:
                     field="time",
                     current=booking["time"],
                 )
-            self._undo.save(booking, "status")
+            undo.save(booking, "status")
             booking["status"] = "no_show"
-            self._undo.save(
+            undo.save(
                 (
                     state["guests"][booking["guest_id"]]
                     if booking["guest_id"] in state["guests"]
@@ -2073,17 +2077,18 @@ class Environment:
             self._audit("mark_no_show", f"booking {booking_id}", booking["guest_id"])
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def add_special_request(self, booking_id: int, request: SpecialRequest) -> Booking:
         """Note a special request on a confirmed booking so the floor team sees it; returns the
         booking. Refuses a booking that is not confirmed (invalid_state) and a request the
         booking already has (already_exists).
         """
-        self._undo.tool = "add_special_request"
+        undo = self._undo
+        undo.tool = "add_special_request"
         try:
             booking = self._find_booking(booking_id)
             self._require_upcoming(booking, "changed")
@@ -2095,15 +2100,15 @@ class Environment:
                     field="request",
                     current=booking["requests"],
                 )
-            self._undo.save_length(booking["requests"])
+            undo.save_length(booking["requests"])
             booking["requests"].append(request)
             self._audit("add_special_request", f"booking {booking_id}", f"{request}")
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def book_from_waitlist(self, entry_id: int, table_id: str, time: str) -> Booking:
         """Turn a waiting waitlist entry into a confirmed booking for its guest, day and covers
@@ -2113,7 +2118,8 @@ class Environment:
         checks of book_table (invalid_argument, conflict).
         """
         state = self._state
-        self._undo.tool = "book_from_waitlist"
+        undo = self._undo
+        undo.tool = "book_from_waitlist"
         try:
             if entry_id not in state["waitlist"]:
                 raise DomainError(
@@ -2153,19 +2159,19 @@ class Environment:
                 table,
                 [],
             )
-            self._undo.save(entry, "status")
+            undo.save(entry, "status")
             entry["status"] = "booked"
-            self._undo.save(entry, "booking_id")
+            undo.save(entry, "booking_id")
             entry["booking_id"] = booking["id"]
             self._audit(
                 "book_from_waitlist", f"waitlist entry {entry_id}", f"booking {booking['id']}"
             )
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_restaurant(self, restaurant_id: str) -> Restaurant:
         """Helper `find_restaurant`."""
@@ -2532,13 +2538,14 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1812,7 +1812,8 @@ class Environment:
         needed and none is usable.
         """
         state = self._state
-        self._undo.tool = "book_appointment"
+        undo = self._undo
+        undo.tool = "book_appointment"
         try:
             patient = self._find_patient(patient_id)
             slot = self._find_slot(slot_id)
@@ -1834,10 +1835,10 @@ class Environment:
                 "referral_id": referral_id,
                 "booked_at": state["clock"],
             }
-            self._undo.save(state["appointments"], appointment["id"])
+            undo.save(state["appointments"], appointment["id"])
             state["appointments"][appointment["id"]] = appointment
             if referral_id is not None:
-                self._undo.save(
+                undo.save(
                     (
                         state["referrals"][referral_id]
                         if referral_id in state["referrals"]
@@ -1852,10 +1853,10 @@ class Environment:
                 )["appointment_id"] = appointment["id"]
             return appointment
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def reschedule_appointment(self, appointment_id: int, slot_id: int) -> Appointment:
         """Move an upcoming booked appointment to another free slot of the same specialty (the
@@ -1864,7 +1865,8 @@ class Environment:
         the slot checks of book_appointment; a referral must still be valid on the new day.
         """
         state = self._state
-        self._undo.tool = "reschedule_appointment"
+        undo = self._undo
+        undo.tool = "reschedule_appointment"
         try:
             appointment = self._find_appointment(appointment_id)
             self._require_upcoming(
@@ -1912,18 +1914,18 @@ class Environment:
                         field="expires_on",
                         current=expires,
                     )
-            self._undo.save(appointment, "slot_id")
+            undo.save(appointment, "slot_id")
             appointment["slot_id"] = slot["id"]
-            self._undo.save(appointment, "practitioner_id")
+            undo.save(appointment, "practitioner_id")
             appointment["practitioner_id"] = target["id"]
-            self._undo.save(appointment, "start")
+            undo.save(appointment, "start")
             appointment["start"] = slot["start"]
             return appointment
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def cancel_appointment(self, appointment_id: int) -> Appointment:
         """Cancel an upcoming booked appointment: its slot becomes free and a referral it used
@@ -1931,24 +1933,25 @@ class Environment:
         started (record attendance for those instead).
         """
         state = self._state
-        self._undo.tool = "cancel_appointment"
+        undo = self._undo
+        undo.tool = "cancel_appointment"
         try:
             appointment = self._find_appointment(appointment_id)
             self._require_upcoming(appointment, "there is nothing to cancel")
-            self._undo.save(appointment, "status")
+            undo.save(appointment, "status")
             appointment["status"] = "cancelled"
             referral_id = appointment["referral_id"]
             if referral_id is not None and referral_id in state["referrals"]:
-                self._undo.save(state["referrals"][referral_id], "appointment_id")
+                undo.save(state["referrals"][referral_id], "appointment_id")
                 state["referrals"][referral_id]["appointment_id"] = None
-            self._undo.save(appointment, "referral_id")
+            undo.save(appointment, "referral_id")
             appointment["referral_id"] = None
             return appointment
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def issue_referral(self, patient_id: str, specialty: Specialty, gp_id: str) -> Referral:
         """A GP refers a patient to dermatology or cardiology. The referral is issued today and
@@ -1957,7 +1960,8 @@ class Environment:
         holds an unused referral to the specialty valid today (use that one).
         """
         state = self._state
-        self._undo.tool = "issue_referral"
+        undo = self._undo
+        undo.tool = "issue_referral"
         try:
             patient = self._find_patient(patient_id)
             gp = self._find_practitioner(gp_id)
@@ -2002,7 +2006,7 @@ class Environment:
                 )
                 + 1,
             )
-            self._undo.save(state, "next_referral_id")
+            undo.save(state, "next_referral_id")
             state["next_referral_id"] = number + 1
             referral: Referral = {
                 "id": f"R-{number}",
@@ -2013,14 +2017,14 @@ class Environment:
                 "expires_on": _add_days(state["clock"][:10], WORLD["referral_valid_days"]),
                 "appointment_id": None,
             }
-            self._undo.save(state["referrals"], referral["id"])
+            undo.save(state["referrals"], referral["id"])
             state["referrals"][referral["id"]] = referral
             return referral
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def record_attendance(self, appointment_id: int, attended: bool) -> Appointment:
         """After an appointment's start time, record whether the patient came: `attended`
@@ -2028,7 +2032,8 @@ class Environment:
         and for one that is not booked (cancelled, or already recorded).
         """
         state = self._state
-        self._undo.tool = "record_attendance"
+        undo = self._undo
+        undo.tool = "record_attendance"
         try:
             appointment = self._find_appointment(appointment_id)
             if appointment["status"] != "booked":
@@ -2047,14 +2052,14 @@ class Environment:
                     field="start",
                     current=appointment["start"],
                 )
-            self._undo.save(appointment, "status")
+            undo.save(appointment, "status")
             appointment["status"] = "attended" if attended else "no_show"
             return appointment
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _year_of(self, d: str) -> int:
         """The calendar year of a date, for ages."""

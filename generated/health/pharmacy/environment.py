@@ -1729,7 +1729,8 @@ class Environment:
         with another active prescription (see check_interactions).
         """
         state = self._state
-        self._undo.tool = "fill_prescription"
+        undo = self._undo
+        undo.tool = "fill_prescription"
         try:
             prescription = self._find_prescription(prescription_id)
             self._require_fillable(prescription)
@@ -1775,21 +1776,21 @@ class Environment:
                 "picked_up_on": None,
                 "status": "ready",
             }
-            self._undo.save(state["fills"], fill["id"])
+            undo.save(state["fills"], fill["id"])
             state["fills"][fill["id"]] = fill
-            self._undo.save(medicine, "stock_packs")
+            undo.save(medicine, "stock_packs")
             medicine["stock_packs"] = medicine["stock_packs"] - prescription["packs_per_fill"]
-            self._undo.save(prescription, "fills_used")
+            undo.save(prescription, "fills_used")
             prescription["fills_used"] = prescription["fills_used"] + 1
             if prescription["fills_used"] == prescription["fills_allowed"]:
-                self._undo.save(prescription, "status")
+                undo.save(prescription, "status")
                 prescription["status"] = "completed"
             return fill
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def record_pickup(self, fill_id: str, id_checked: bool = False) -> Fill:
         """The patient (or their representative) collects a ready fill today. Controlled drugs
@@ -1797,7 +1798,8 @@ class Environment:
         fill that is not ready.
         """
         state = self._state
-        self._undo.tool = "record_pickup"
+        undo = self._undo
+        undo.tool = "record_pickup"
         try:
             fill = self._find_fill(fill_id)
             if fill["status"] != "ready":
@@ -1839,16 +1841,16 @@ class Environment:
                     entity=f"fill {fill['id']}",
                     field="id_checked",
                 )
-            self._undo.save(fill, "status")
+            undo.save(fill, "status")
             fill["status"] = "collected"
-            self._undo.save(fill, "picked_up_on")
+            undo.save(fill, "picked_up_on")
             fill["picked_up_on"] = state["clock"][:10]
             return fill
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def return_to_stock(self, fill_id: str) -> Fill:
         """Put an uncollected fill back on the shelves: its packs return to stock and the
@@ -1856,7 +1858,8 @@ class Environment:
         unless the fill is ready.
         """
         state = self._state
-        self._undo.tool = "return_to_stock"
+        undo = self._undo
+        undo.tool = "return_to_stock"
         try:
             fill = self._find_fill(fill_id)
             if fill["status"] != "ready":
@@ -1877,39 +1880,41 @@ class Environment:
                 if prescription["medicine_id"] in state["medicines"]
                 else _not_found("medicines", prescription["medicine_id"], "")
             )
-            self._undo.save(medicine, "stock_packs")
+            undo.save(medicine, "stock_packs")
             medicine["stock_packs"] = medicine["stock_packs"] + fill["packs"]
-            self._undo.save(prescription, "fills_used")
+            undo.save(prescription, "fills_used")
             prescription["fills_used"] = max(0, prescription["fills_used"] - 1)
             if prescription["status"] == "completed":
-                self._undo.save(prescription, "status")
+                undo.save(prescription, "status")
                 prescription["status"] = "active"
-            self._undo.save(fill, "status")
+            undo.save(fill, "status")
             fill["status"] = "returned"
             return fill
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def restock_medicine(self, medicine_id: str, packs: int) -> Medicine:
         """Book a wholesaler delivery of packs of a medicine into stock; returns the medicine with its new stock."""
-        self._undo.tool = "restock_medicine"
+        undo = self._undo
+        undo.tool = "restock_medicine"
         try:
             medicine = self._find_medicine(medicine_id)
-            self._undo.save(medicine, "stock_packs")
+            undo.save(medicine, "stock_packs")
             medicine["stock_packs"] = medicine["stock_packs"] + packs
             return medicine
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def cancel_prescription(self, prescription_id: str) -> Prescription:
         """Cancel an active prescription (the prescriber stopped it, or it must not be dispensed); fills already made stay. Refused unless active."""
-        self._undo.tool = "cancel_prescription"
+        undo = self._undo
+        undo.tool = "cancel_prescription"
         try:
             prescription = self._find_prescription(prescription_id)
             if prescription["status"] != "active":
@@ -1920,14 +1925,14 @@ class Environment:
                     field="status",
                     current=prescription["status"],
                 )
-            self._undo.save(prescription, "status")
+            undo.save(prescription, "status")
             prescription["status"] = "cancelled"
             return prescription
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_patient(self, patient_id: str) -> Patient:
         """Helper `find_patient`."""

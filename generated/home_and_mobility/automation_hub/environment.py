@@ -2802,7 +2802,8 @@ class Environment:
     def connect_source(self, source_id: str, name: str, category: SourceCategory) -> Source:
         """Register an event source of one category of the taxonomy."""
         state = self._state
-        self._undo.tool = "connect_source"
+        undo = self._undo
+        undo.tool = "connect_source"
         try:
             if source_id in state["sources"]:
                 raise DomainError(
@@ -2819,15 +2820,15 @@ class Environment:
                 "registered_at": state["clock"],
                 "events_seen": 0,
             }
-            self._undo.save(state["sources"], source_id)
+            undo.save(state["sources"], source_id)
             state["sources"][source_id] = source
             self._audit("register_source", source_id, f"{category}")
             return source
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def list_sources(self, category: SourceCategory | None = None) -> list[Source]:
         """Tool `list_sources`."""
@@ -2866,7 +2867,8 @@ class Environment:
         satisfies `condition` (if given), dispatch `actions` in order.
         """
         state = self._state
-        self._undo.tool = "create_automation"
+        undo = self._undo
+        undo.tool = "create_automation"
         try:
             if (
                 len(
@@ -2906,17 +2908,17 @@ class Environment:
                 "fire_count": 0,
                 "last_fired_at": None,
             }
-            self._undo.save(state["automations"], rule["id"])
+            undo.save(state["automations"], rule["id"])
             state["automations"][rule["id"]] = rule
-            self._undo.save(state, "next_automation_id")
+            undo.save(state, "next_automation_id")
             state["next_automation_id"] += 1
             self._audit("create_rule", f"{WORLD['rule_noun']} {rule['id']}", name)
             return rule
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def get_automation(self, automation_id: int) -> Automation:
         """Tool `get_automation`."""
@@ -2957,7 +2959,8 @@ class Environment:
     ) -> Automation:
         """Change selected parts of a rule; the result is validated as a whole."""
         state = self._state
-        self._undo.tool = "update_automation"
+        undo = self._undo
+        undo.tool = "update_automation"
         try:
             rule = self._find_automation(automation_id)
             if not (
@@ -3011,43 +3014,44 @@ class Environment:
                         entity=WORLD["rule_noun"],
                         field="name",
                     )
-                self._undo.save(rule, "name")
+                undo.save(rule, "name")
                 rule["name"] = name
             if trigger is not None:
-                self._undo.save(rule, "trigger")
+                undo.save(rule, "trigger")
                 rule["trigger"] = trigger
             if source_filter is not None:
-                self._undo.save(rule, "source_filter")
+                undo.save(rule, "source_filter")
                 rule["source_filter"] = source_filter
             if clear_source_filter:
-                self._undo.save(rule, "source_filter")
+                undo.save(rule, "source_filter")
                 rule["source_filter"] = None
             self._check_trigger(rule["trigger"], rule["source_filter"])
             if condition is not None:
                 self._check_condition(condition)
-                self._undo.save(rule, "condition")
+                undo.save(rule, "condition")
                 rule["condition"] = condition
             if clear_condition:
-                self._undo.save(rule, "condition")
+                undo.save(rule, "condition")
                 rule["condition"] = None
             if actions is not None:
                 self._check_actions(actions)
-                self._undo.save(rule, "actions")
+                undo.save(rule, "actions")
                 rule["actions"] = actions
-            self._undo.save(rule, "updated_at")
+            undo.save(rule, "updated_at")
             rule["updated_at"] = state["clock"]
             self._audit("update_rule", f"{WORLD['rule_noun']} {automation_id}", "")
             return rule
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def resume_automation(self, automation_id: int) -> Automation:
         """Tool `resume_automation`."""
         state = self._state
-        self._undo.tool = "resume_automation"
+        undo = self._undo
+        undo.tool = "resume_automation"
         try:
             rule = self._find_automation(automation_id)
             if rule["enabled"]:
@@ -3058,22 +3062,23 @@ class Environment:
                     field="enabled",
                     current=rule["enabled"],
                 )
-            self._undo.save(rule, "enabled")
+            undo.save(rule, "enabled")
             rule["enabled"] = True
-            self._undo.save(rule, "updated_at")
+            undo.save(rule, "updated_at")
             rule["updated_at"] = state["clock"]
             self._audit("enable_rule", f"{WORLD['rule_noun']} {automation_id}", "")
             return rule
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def pause_automation(self, automation_id: int) -> Automation:
         """Tool `pause_automation`."""
         state = self._state
-        self._undo.tool = "pause_automation"
+        undo = self._undo
+        undo.tool = "pause_automation"
         try:
             rule = self._find_automation(automation_id)
             if not rule["enabled"]:
@@ -3084,35 +3089,36 @@ class Environment:
                     field="enabled",
                     current=rule["enabled"],
                 )
-            self._undo.save(rule, "enabled")
+            undo.save(rule, "enabled")
             rule["enabled"] = False
-            self._undo.save(rule, "updated_at")
+            undo.save(rule, "updated_at")
             rule["updated_at"] = state["clock"]
             self._audit("disable_rule", f"{WORLD['rule_noun']} {automation_id}", "")
             return rule
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def delete_automation(self, automation_id: int) -> Automation:
         """Remove a rule; the logs keep its past events and actions."""
         state = self._state
-        self._undo.tool = "delete_automation"
+        undo = self._undo
+        undo.tool = "delete_automation"
         try:
             rule = self._find_automation(automation_id)
             if automation_id not in state["automations"]:
                 _not_found("automations", automation_id, "automation_id")
-            self._undo.save_map(state["automations"])
+            undo.save_map(state["automations"])
             del state["automations"][automation_id]
             self._audit("delete_rule", f"{WORLD['rule_noun']} {automation_id}", rule["name"])
             return rule
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def evaluate_condition(self, condition: Condition, payload: Any) -> Verdict:
         """Dry run: evaluate a condition against a sample payload; fires nothing."""
@@ -3134,7 +3140,8 @@ class Environment:
         Each injection advances the virtual clock by one second.
         """
         state = self._state
-        self._undo.tool = "inject_event"
+        undo = self._undo
+        undo.tool = "inject_event"
         try:
             source = self._find_source(source_id)
             if event_type not in (
@@ -3170,9 +3177,9 @@ class Environment:
                 "matched": [],
                 "fired": [],
             }
-            self._undo.save(state, "next_event_id")
+            undo.save(state, "next_event_id")
             state["next_event_id"] += 1
-            self._undo.save(source, "events_seen")
+            undo.save(source, "events_seen")
             source["events_seen"] += 1
             result: Injection = {"event": event, "evaluations": [], "actions": []}
             for rule in self._count_each(
@@ -3194,9 +3201,9 @@ class Environment:
                     )
                     if verdict["satisfied"]:
                         event["fired"].append(rule["id"])
-                        self._undo.save(rule, "fire_count")
+                        undo.save(rule, "fire_count")
                         rule["fire_count"] += 1
-                        self._undo.save(rule, "last_fired_at")
+                        undo.save(rule, "last_fired_at")
                         rule["last_fired_at"] = state["clock"]
                         for i in self._count_each(range(len(rule["actions"]))):
                             action = rule["actions"][i]
@@ -3209,12 +3216,12 @@ class Environment:
                                 "params": self._render_params(action["params"], event, rule),
                                 "at": state["clock"],
                             }
-                            self._undo.save(state, "next_action_id")
+                            undo.save(state, "next_action_id")
                             state["next_action_id"] += 1
-                            self._undo.save_length(state["action_log"])
+                            undo.save_length(state["action_log"])
                             state["action_log"].append(dispatched)
                             result["actions"].append(dispatched)
-            self._undo.save_length(state["events"])
+            undo.save_length(state["events"])
             state["events"].append(event)
             self._audit(
                 "inject_event",
@@ -3223,10 +3230,10 @@ class Environment:
             )
             return result
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def search_event_log(
         self,
@@ -3539,13 +3546,14 @@ class Environment:
         return out
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

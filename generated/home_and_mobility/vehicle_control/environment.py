@@ -1642,7 +1642,8 @@ class Environment:
     def set_locks(self, command: LockCommand) -> Car:
         """Lock or unlock the car. Locking is refused while a door or the boot is open; the error names them."""
         state = self._state
-        self._undo.tool = "set_locks"
+        undo = self._undo
+        undo.tool = "set_locks"
         try:
             shown = ", ".join(state["car"]["open_doors"])
             if not (command == "unlock" or len(state["car"]["open_doors"]) == 0):
@@ -1653,38 +1654,40 @@ class Environment:
                     field="open_doors",
                     current=state["car"]["open_doors"],
                 )
-            self._undo.save(state["car"], "locked")
+            undo.save(state["car"], "locked")
             state["car"]["locked"] = command == "lock"
             self._audit("locks", "car", f"{command}")
             return state["car"]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_climate(self, power: Power, target_c: float | None = None) -> Car:
         """Turn cabin climate on (pre-heat or cool to `target_c`, 16-28 °C; the last target when omitted) or off."""
         state = self._state
-        self._undo.tool = "set_climate"
+        undo = self._undo
+        undo.tool = "set_climate"
         try:
-            self._undo.save(state["car"], "climate_on")
+            undo.save(state["car"], "climate_on")
             state["car"]["climate_on"] = power == "switched_on"
             if target_c is not None:
-                self._undo.save(state["car"], "cabin_target_c")
+                undo.save(state["car"], "cabin_target_c")
                 state["car"]["cabin_target_c"] = target_c
             self._audit("climate", "car", f"{power}")
             return state["car"]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_seat_heater(self, seat: str, level: int) -> Car:
         """Set one seat heater (driver, passenger, rear_left, rear_right) to a level from 0 (off) to 3."""
         state = self._state
-        self._undo.tool = "set_seat_heater"
+        undo = self._undo
+        undo.tool = "set_seat_heater"
         try:
             if seat not in WORLD["seats"]:
                 raise DomainError(
@@ -1694,15 +1697,15 @@ class Environment:
                     field="seat",
                     allowed=WORLD["seats"],
                 )
-            self._undo.save(state["car"]["seat_heaters"], seat)
+            undo.save(state["car"]["seat_heaters"], seat)
             state["car"]["seat_heaters"][seat] = level
             self._audit("seat", seat, f"{level}")
             return state["car"]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_charging(
         self,
@@ -1716,7 +1719,8 @@ class Environment:
         must be given. A schedule whose start equals its end is refused.
         """
         state = self._state
-        self._undo.tool = "set_charging"
+        undo = self._undo
+        undo.tool = "set_charging"
         try:
             if not (
                 charge_limit is not None
@@ -1737,14 +1741,14 @@ class Environment:
                     current=end,
                 )
             if charge_limit is not None:
-                self._undo.save(state["car"], "charge_limit")
+                undo.save(state["car"], "charge_limit")
                 state["car"]["charge_limit"] = charge_limit
             if schedule_enabled is not None:
-                self._undo.save(state["car"]["schedule"], "enabled")
+                undo.save(state["car"]["schedule"], "enabled")
                 state["car"]["schedule"]["enabled"] = schedule_enabled
-            self._undo.save(state["car"]["schedule"], "start")
+            undo.save(state["car"]["schedule"], "start")
             state["car"]["schedule"]["start"] = start
-            self._undo.save(state["car"]["schedule"], "end")
+            undo.save(state["car"]["schedule"], "end")
             state["car"]["schedule"]["end"] = end
             self._audit(
                 "charging",
@@ -1753,10 +1757,10 @@ class Environment:
             )
             return state["car"]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def navigate_to(self, place_id: str) -> Car:
         """Send a saved place to the car's navigation as its destination. Refused when the
@@ -1764,7 +1768,8 @@ class Environment:
         both, so the agent can pick a charger instead.
         """
         state = self._state
-        self._undo.tool = "navigate_to"
+        undo = self._undo
+        undo.tool = "navigate_to"
         try:
             target = self._find_place(place_id)
             here = state["places"].get(state["car"]["at_place"], target)
@@ -1778,30 +1783,31 @@ class Environment:
                     field="battery_percent",
                     current=state["car"]["battery_percent"],
                 )
-            self._undo.save(state["car"], "destination")
+            undo.save(state["car"], "destination")
             state["car"]["destination"] = place_id
             self._audit("navigate", place_id, "")
             return state["car"]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def tag_trip(self, trip_id: int, purpose: Purpose) -> Trip:
         """Mark a logged trip as business or private (for expense claims), or back to unset."""
-        self._undo.tool = "tag_trip"
+        undo = self._undo
+        undo.tool = "tag_trip"
         try:
             trip = self._find_trip(trip_id)
-            self._undo.save(trip, "purpose")
+            undo.save(trip, "purpose")
             trip["purpose"] = purpose
             self._audit("tag", f"trip {trip_id}", f"{purpose}")
             return trip
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _range_km(self, percent: int) -> int:
         """Kilometres the charge above the reserve gives."""
@@ -1918,13 +1924,14 @@ class Environment:
         return trip_id
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

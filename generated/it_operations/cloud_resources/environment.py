@@ -2179,7 +2179,8 @@ class Environment:
         another machine of the project first).
         """
         state = self._state
-        self._undo.tool = "start_vm"
+        undo = self._undo
+        undo.tool = "start_vm"
         try:
             vm = self._find_vm(vm_id)
             self._require_status(vm, "stopped", "it is already running")
@@ -2205,36 +2206,38 @@ class Environment:
                     current=self._vcpus_running(project["id"]),
                     allowed=project["vcpu_quota"],
                 )
-            self._undo.save(vm, "status")
+            undo.save(vm, "status")
             vm["status"] = "running"
             return vm
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def stop_vm(self, vm_id: str) -> Vm:
         """Stop a running machine; its disks stay and keep costing. Refused unless it is running."""
-        self._undo.tool = "stop_vm"
+        undo = self._undo
+        undo.tool = "stop_vm"
         try:
             vm = self._find_vm(vm_id)
             self._require_status(vm, "running", "only running machines can be stopped")
-            self._undo.save(vm, "status")
+            undo.save(vm, "status")
             vm["status"] = "stopped"
             return vm
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def resize_vm(self, vm_id: str, machine_type: str) -> Vm:
         """Change a stopped machine's machine type (see list_machine_types). Refused for a
         machine that is not stopped (stop it first, start it again after), for an unknown
         type and for the type it already has.
         """
-        self._undo.tool = "resize_vm"
+        undo = self._undo
+        undo.tool = "resize_vm"
         try:
             vm = self._find_vm(vm_id)
             self._require_status(vm, "stopped", "stop it with stop_vm before resizing")
@@ -2253,21 +2256,22 @@ class Environment:
                     field="machine_type",
                     current=vm["machine_type"],
                 )
-            self._undo.save(vm, "machine_type")
+            undo.save(vm, "machine_type")
             vm["machine_type"] = machine_type
             return vm
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_vm_tag(self, vm_id: str, key: str, value: str) -> Vm:
         """Set a tag on a machine (`env`, `owner`, `cost-centre` or any lower-case key),
         replacing its value; an empty value removes the tag. Refused for a terminated
         machine.
         """
-        self._undo.tool = "set_vm_tag"
+        undo = self._undo
+        undo.tool = "set_vm_tag"
         try:
             vm = self._find_vm(vm_id)
             if vm["status"] == "terminated":
@@ -2287,24 +2291,25 @@ class Environment:
                         field="key",
                         allowed=sorted(vm["tags"]),
                     )
-                self._undo.save_map(vm["tags"])
+                undo.save_map(vm["tags"])
                 del vm["tags"][key]
             else:
-                self._undo.save(vm["tags"], key)
+                undo.save(vm["tags"], key)
                 vm["tags"][key] = value
             return vm
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def delete_disk(self, disk_id: str) -> Disk:
         """Delete a disk for good; returns the disk deleted. Refused while it is attached to a
         machine (it holds that machine's data).
         """
         state = self._state
-        self._undo.tool = "delete_disk"
+        undo = self._undo
+        undo.tool = "delete_disk"
         try:
             disk = self._find_disk(disk_id)
             attached = disk["attached_to"]
@@ -2318,18 +2323,19 @@ class Environment:
                 )
             if disk["id"] not in state["disks"]:
                 _not_found("disks", disk["id"], "")
-            self._undo.save_map(state["disks"])
+            undo.save_map(state["disks"])
             del state["disks"][disk["id"]]
             return disk
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_bucket_public(self, bucket_id: str, public: bool) -> Bucket:
         """Make a bucket readable by anyone on the internet (true) or private (false). Refused when it already is."""
-        self._undo.tool = "set_bucket_public"
+        undo = self._undo
+        undo.tool = "set_bucket_public"
         try:
             bucket = self._find_bucket(bucket_id)
             if bucket["public"] == public:
@@ -2340,14 +2346,14 @@ class Environment:
                     field="public",
                     current=bucket["public"],
                 )
-            self._undo.save(bucket, "public")
+            undo.save(bucket, "public")
             bucket["public"] = public
             return bucket
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_project(self, project_id: str) -> Project:
         """Helper `find_project`."""

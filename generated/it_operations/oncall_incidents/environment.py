@@ -1888,7 +1888,8 @@ class Environment:
         if alert_ids is None:
             alert_ids = []
         state = self._state
-        self._undo.tool = "open_incident"
+        undo = self._undo
+        undo.tool = "open_incident"
         try:
             service = self._find_service(service_id)
             for alert_id in self._count_each(alert_ids):
@@ -1930,17 +1931,17 @@ class Environment:
                 "escalation_level": 0,
                 "resolution": "",
             }
-            self._undo.save(state["incidents"], incident["id"])
+            undo.save(state["incidents"], incident["id"])
             state["incidents"][incident["id"]] = incident
             for alert_id in self._count_each(alert_ids):
-                self._undo.save(state["alerts"][alert_id], "incident_id")
+                undo.save(state["alerts"][alert_id], "incident_id")
                 state["alerts"][alert_id]["incident_id"] = incident["id"]
             return incident
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def acknowledge_incident(self, incident_id: str, responder_id: str) -> Incident:
         """The assignee acknowledges a triggered incident: it becomes acknowledged with the
@@ -1948,7 +1949,8 @@ class Environment:
         and for an incident that is not triggered.
         """
         state = self._state
-        self._undo.tool = "acknowledge_incident"
+        undo = self._undo
+        undo.tool = "acknowledge_incident"
         try:
             incident = self._find_incident(incident_id)
             self._find_engineer(responder_id)
@@ -1968,20 +1970,20 @@ class Environment:
                     field="responder_id",
                     current=incident["assignee"],
                 )
-            self._undo.save(incident, "status")
+            undo.save(incident, "status")
             incident["status"] = "acknowledged"
-            self._undo.save(incident, "acknowledged_at")
+            undo.save(incident, "acknowledged_at")
             incident["acknowledged_at"] = state["clock"]
             for alert in self._count_each(state["alerts"].values()):
                 if alert["incident_id"] == incident["id"] and alert["status"] == "firing":
-                    self._undo.save(alert, "status")
+                    undo.save(alert, "status")
                     alert["status"] = "acknowledged"
             return incident
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def escalate_incident(self, incident_id: str) -> Incident:
         """Escalate an unresolved incident one level: from the primary on call to the
@@ -1990,7 +1992,8 @@ class Environment:
         resolved incident and one already with the manager.
         """
         state = self._state
-        self._undo.tool = "escalate_incident"
+        undo = self._undo
+        undo.tool = "escalate_incident"
         try:
             incident = self._find_incident(incident_id)
             self._require_open(incident)
@@ -2003,9 +2006,9 @@ class Environment:
                     current=incident["escalation_level"],
                     allowed=2,
                 )
-            self._undo.save(incident, "escalation_level")
+            undo.save(incident, "escalation_level")
             incident["escalation_level"] = incident["escalation_level"] + 1
-            self._undo.save(incident, "assignee")
+            undo.save(incident, "assignee")
             incident["assignee"] = self._responder_at_level(
                 (
                     state["services"][incident["service_id"]]
@@ -2014,20 +2017,21 @@ class Environment:
                 )["team"],
                 incident["escalation_level"],
             )
-            self._undo.save(incident, "status")
+            undo.save(incident, "status")
             incident["status"] = "triggered"
-            self._undo.save(incident, "acknowledged_at")
+            undo.save(incident, "acknowledged_at")
             incident["acknowledged_at"] = None
             return incident
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def mitigate_incident(self, incident_id: str) -> Incident:
         """Mark an acknowledged incident mitigated: the impact is over, the cause not yet fixed. Refused unless acknowledged."""
-        self._undo.tool = "mitigate_incident"
+        undo = self._undo
+        undo.tool = "mitigate_incident"
         try:
             incident = self._find_incident(incident_id)
             if incident["status"] != "acknowledged":
@@ -2038,14 +2042,14 @@ class Environment:
                     field="status",
                     current=incident["status"],
                 )
-            self._undo.save(incident, "status")
+            undo.save(incident, "status")
             incident["status"] = "mitigated"
             return incident
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def resolve_incident(self, incident_id: str, resolution: str) -> Incident:
         """Resolve an acknowledged or mitigated incident with what fixed it; its alerts are
@@ -2053,7 +2057,8 @@ class Environment:
         Refused for a triggered incident (acknowledge it first) and a resolved one.
         """
         state = self._state
-        self._undo.tool = "resolve_incident"
+        undo = self._undo
+        undo.tool = "resolve_incident"
         try:
             incident = self._find_incident(incident_id)
             self._require_open(incident)
@@ -2078,22 +2083,22 @@ class Environment:
                     field="severity",
                     current=incident["severity"],
                 )
-            self._undo.save(incident, "status")
+            undo.save(incident, "status")
             incident["status"] = "resolved"
-            self._undo.save(incident, "resolved_at")
+            undo.save(incident, "resolved_at")
             incident["resolved_at"] = state["clock"]
-            self._undo.save(incident, "resolution")
+            undo.save(incident, "resolution")
             incident["resolution"] = resolution
             for alert in self._count_each(state["alerts"].values()):
                 if alert["incident_id"] == incident["id"]:
-                    self._undo.save(alert, "status")
+                    undo.save(alert, "status")
                     alert["status"] = "resolved"
             return incident
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def add_postmortem_action(
         self, incident_id: str, description: str, owner: str, due_on: str
@@ -2102,7 +2107,8 @@ class Environment:
         (or its manager), due after today and within 60 days.
         """
         state = self._state
-        self._undo.tool = "add_postmortem_action"
+        undo = self._undo
+        undo.tool = "add_postmortem_action"
         try:
             incident = self._find_incident(incident_id)
             engineer = self._find_engineer(owner)
@@ -2144,7 +2150,7 @@ class Environment:
                 )
                 + 1,
             )
-            self._undo.save(state, "next_action_number")
+            undo.save(state, "next_action_number")
             state["next_action_number"] = number + 1
             action: PostmortemAction = {
                 "id": f"PM-{number}",
@@ -2154,18 +2160,19 @@ class Environment:
                 "due_on": due_on,
                 "status": "open",
             }
-            self._undo.save(state["postmortem_actions"], action["id"])
+            undo.save(state["postmortem_actions"], action["id"])
             state["postmortem_actions"][action["id"]] = action
             return action
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_severity(self, incident_id: str, severity: Severity) -> Incident:
         """Change an unresolved incident's severity. Refused for a resolved one and for the severity it already has."""
-        self._undo.tool = "set_severity"
+        undo = self._undo
+        undo.tool = "set_severity"
         try:
             incident = self._find_incident(incident_id)
             self._require_open(incident)
@@ -2176,14 +2183,14 @@ class Environment:
                     field="severity",
                     current=incident["severity"],
                 )
-            self._undo.save(incident, "severity")
+            undo.save(incident, "severity")
             incident["severity"] = severity
             return incident
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_service(self, service_id: str) -> Service:
         """Helper `find_service`."""

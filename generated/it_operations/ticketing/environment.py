@@ -1720,7 +1720,8 @@ class Environment:
     def login(self, username: str, password: str) -> bool:
         """Start a session as a workspace user."""
         state = self._state
-        self._undo.tool = "login"
+        undo = self._undo
+        undo.tool = "login"
         try:
             if username not in WORLD["users"]:
                 raise DomainError(
@@ -1732,31 +1733,32 @@ class Environment:
                 )
             if WORLD["users"][username] != password:
                 raise DomainError("unauthenticated", "wrong password", field="password")
-            self._undo.save(state, "current_user")
+            undo.save(state, "current_user")
             state["current_user"] = username
             self._audit("login", username, "")
             return True
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def logout(self) -> bool:
         """End the current session."""
         state = self._state
-        self._undo.tool = "logout"
+        undo = self._undo
+        undo.tool = "logout"
         try:
             user = self._require_login()
-            self._undo.save(state, "current_user")
+            undo.save(state, "current_user")
             state["current_user"] = None
             self._audit("logout", user, "")
             return True
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def whoami(self) -> str | None:
         """The logged-in user, or None."""
@@ -1766,7 +1768,8 @@ class Environment:
     def create_ticket(self, title: str, description: str = "", priority: int = 3) -> Ticket:
         """Open a ticket owned by the logged-in user; it starts open."""
         state = self._state
-        self._undo.tool = "create_ticket"
+        undo = self._undo
+        undo.tool = "create_ticket"
         try:
             user = self._require_login()
             item: Ticket = {
@@ -1782,15 +1785,15 @@ class Environment:
                 "created_at": state["clock"],
                 "updated_at": state["clock"],
             }
-            self._undo.save(state["tickets"], item["id"])
+            undo.save(state["tickets"], item["id"])
             state["tickets"][item["id"]] = item
             self._audit("create", f"{WORLD['noun']} {item['id']}", "")
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def get_ticket(self, ticket_id: int) -> Ticket:
         """Read one ticket by id."""
@@ -1806,7 +1809,8 @@ class Environment:
     ) -> Ticket:
         """Change selected fields of a ticket that is not closed; omitted fields stay."""
         state = self._state
-        self._undo.tool = "update_ticket"
+        undo = self._undo
+        undo.tool = "update_ticket"
         try:
             self._require_login()
             item = self._find_ticket(ticket_id)
@@ -1820,28 +1824,29 @@ class Environment:
             if title is not None:
                 if len(title) <= 0:
                     raise DomainError("invalid_argument", "title must not be empty", field="title")
-                self._undo.save(item, "title")
+                undo.save(item, "title")
                 item["title"] = title
             if description is not None:
-                self._undo.save(item, "description")
+                undo.save(item, "description")
                 item["description"] = description
             if priority is not None:
-                self._undo.save(item, "priority")
+                undo.save(item, "priority")
                 item["priority"] = priority
-            self._undo.save(item, "updated_at")
+            undo.save(item, "updated_at")
             item["updated_at"] = state["clock"]
             self._audit("update", f"{WORLD['noun']} {ticket_id}", "")
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def assign_ticket(self, ticket_id: int, assignee: str) -> Ticket:
         """Hand a ticket that is not yet resolved to a support agent."""
         state = self._state
-        self._undo.tool = "assign_ticket"
+        undo = self._undo
+        undo.tool = "assign_ticket"
         try:
             self._require_login()
             item = self._find_ticket(ticket_id)
@@ -1861,22 +1866,23 @@ class Environment:
                     field="status",
                     current=item["status"],
                 )
-            self._undo.save(item, "assignee")
+            undo.save(item, "assignee")
             item["assignee"] = assignee
-            self._undo.save(item, "updated_at")
+            undo.save(item, "updated_at")
             item["updated_at"] = state["clock"]
             self._audit("assign", f"{WORLD['noun']} {ticket_id}", assignee)
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_status(self, ticket_id: int, status: Status) -> Ticket:
         """Move a ticket forward (resolving records a resolution, so it has its own tool); reverting is refused."""
         state = self._state
-        self._undo.tool = "set_status"
+        undo = self._undo
+        undo.tool = "set_status"
         try:
             self._require_login()
             item = self._find_ticket(ticket_id)
@@ -1907,22 +1913,23 @@ class Environment:
                         if self._rank(s) > self._rank(item["status"])
                     ],
                 )
-            self._undo.save(item, "status")
+            undo.save(item, "status")
             item["status"] = status
-            self._undo.save(item, "updated_at")
+            undo.save(item, "updated_at")
             item["updated_at"] = state["clock"]
             self._audit("status", f"{WORLD['noun']} {ticket_id}", f"{status}")
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def resolve_ticket(self, ticket_id: int, resolution: str) -> Ticket:
         """Mark a ticket resolved; the resolution text is mandatory."""
         state = self._state
-        self._undo.tool = "resolve_ticket"
+        undo = self._undo
+        undo.tool = "resolve_ticket"
         try:
             self._require_login()
             item = self._find_ticket(ticket_id)
@@ -1934,24 +1941,25 @@ class Environment:
                     field="status",
                     current=item["status"],
                 )
-            self._undo.save(item, "status")
+            undo.save(item, "status")
             item["status"] = "resolved"
-            self._undo.save(item, "resolution")
+            undo.save(item, "resolution")
             item["resolution"] = resolution
-            self._undo.save(item, "updated_at")
+            undo.save(item, "updated_at")
             item["updated_at"] = state["clock"]
             self._audit("resolve", f"{WORLD['noun']} {ticket_id}", "")
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def close_ticket(self, ticket_id: int) -> Ticket:
         """Close a ticket for good; closing twice is refused."""
         state = self._state
-        self._undo.tool = "close_ticket"
+        undo = self._undo
+        undo.tool = "close_ticket"
         try:
             self._require_login()
             item = self._find_ticket(ticket_id)
@@ -1963,17 +1971,17 @@ class Environment:
                     field="status",
                     current=item["status"],
                 )
-            self._undo.save(item, "status")
+            undo.save(item, "status")
             item["status"] = "closed"
-            self._undo.save(item, "updated_at")
+            undo.save(item, "updated_at")
             item["updated_at"] = state["clock"]
             self._audit("close", f"{WORLD['noun']} {ticket_id}", "")
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def list_tickets(
         self, status: Status | None = None, mine_only: bool = False, limit: int = 50
@@ -1992,22 +2000,23 @@ class Environment:
     def categorize_ticket(self, ticket_id: int, category: Category) -> Ticket:
         """File a ticket that is not closed under a category."""
         state = self._state
-        self._undo.tool = "categorize_ticket"
+        undo = self._undo
+        undo.tool = "categorize_ticket"
         try:
             self._require_login()
             ticket = self._find_ticket(ticket_id)
             self._require_not_closed(ticket)
-            self._undo.save(ticket, "category")
+            undo.save(ticket, "category")
             ticket["category"] = category
-            self._undo.save(ticket, "updated_at")
+            undo.save(ticket, "updated_at")
             ticket["updated_at"] = state["clock"]
             self._audit("categorize", f"{WORLD['noun']} {ticket_id}", f"{category}")
             return ticket
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def queue_by_category(self) -> dict[Category, int]:
         """How many tickets that are not closed sit in each category."""
@@ -2074,13 +2083,14 @@ class Environment:
             )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

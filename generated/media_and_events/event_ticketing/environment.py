@@ -1749,7 +1749,8 @@ class Environment:
         (invalid_argument) and more seats than are available (conflict, saying how many are).
         """
         state = self._state
-        self._undo.tool = "place_hold"
+        undo = self._undo
+        undo.tool = "place_hold"
         try:
             event = self._find_event(event_id)
             self._find_customer(customer_id, "customer_id")
@@ -1780,17 +1781,17 @@ class Environment:
                 "expires_at": _add_minutes(state["clock"], WORLD["hold_minutes"]),
                 "status": "active",
             }
-            self._undo.save(state["holds"], hold["id"])
+            undo.save(state["holds"], hold["id"])
             state["holds"][hold["id"]] = hold
-            self._undo.save(state, "next_hold_id")
+            undo.save(state, "next_hold_id")
             state["next_hold_id"] += 1
             self._audit("place_hold", f"hold {hold['id']}", f"{event_id} {section_id} x{quantity}")
             return hold
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def buy_hold(self, hold_id: int) -> TicketOrder:
         """Buy a live hold: a paid order for its customer, event, section and seats at the
@@ -1798,7 +1799,8 @@ class Environment:
         is not active or has expired (invalid_state: place a new hold).
         """
         state = self._state
-        self._undo.tool = "buy_hold"
+        undo = self._undo
+        undo.tool = "buy_hold"
         try:
             hold = self._find_hold(hold_id)
             if hold["status"] != "active":
@@ -1841,27 +1843,28 @@ class Environment:
                 "transferred_from": None,
                 "note": None,
             }
-            self._undo.save(state["orders"], order["id"])
+            undo.save(state["orders"], order["id"])
             state["orders"][order["id"]] = order
-            self._undo.save(state, "next_order_id")
+            undo.save(state, "next_order_id")
             state["next_order_id"] += 1
-            self._undo.save(hold, "status")
+            undo.save(hold, "status")
             hold["status"] = "purchased"
-            self._undo.save(event["sold"], hold["section_id"])
+            undo.save(event["sold"], hold["section_id"])
             event["sold"][hold["section_id"]] = (
                 event["sold"].get(hold["section_id"], 0) + hold["quantity"]
             )
             self._audit("buy_hold", f"order {order['id']}", f"hold {hold_id}")
             return order
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def release_hold(self, hold_id: int) -> Hold:
         """Give back the seats of an active hold at once; returns the hold. Refuses a hold that is not active (invalid_state)."""
-        self._undo.tool = "release_hold"
+        undo = self._undo
+        undo.tool = "release_hold"
         try:
             hold = self._find_hold(hold_id)
             if hold["status"] != "active":
@@ -1872,15 +1875,15 @@ class Environment:
                     field="status",
                     current=hold["status"],
                 )
-            self._undo.save(hold, "status")
+            undo.save(hold, "status")
             hold["status"] = "released"
             self._audit("release_hold", f"hold {hold_id}", "")
             return hold
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def refund_order(self, order_id: int) -> TicketOrder:
         """Refund a paid order in full and put its seats back on sale; returns the order.
@@ -1891,7 +1894,8 @@ class Environment:
         pass the tickets on).
         """
         state = self._state
-        self._undo.tool = "refund_order"
+        undo = self._undo
+        undo.tool = "refund_order"
         try:
             order = self._find_order(order_id)
             if order["status"] != "paid":
@@ -1918,11 +1922,11 @@ class Environment:
                     field="order_id",
                     current=event["refund_policy"],
                 )
-            self._undo.save(order, "status")
+            undo.save(order, "status")
             order["status"] = "refunded"
-            self._undo.save(order, "refunded_at")
+            undo.save(order, "refunded_at")
             order["refunded_at"] = state["clock"]
-            self._undo.save(event["sold"], order["section_id"])
+            undo.save(event["sold"], order["section_id"])
             event["sold"][order["section_id"]] = max(
                 0, event["sold"].get(order["section_id"], 0) - order["quantity"]
             )
@@ -1931,10 +1935,10 @@ class Environment:
             )
             return order
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def transfer_order(self, order_id: int, to_customer_id: str) -> TicketOrder:
         """Pass a paid order's tickets to another customer (the order's customer changes, the
@@ -1944,7 +1948,8 @@ class Environment:
         transfer to the order's own customer (invalid_argument).
         """
         state = self._state
-        self._undo.tool = "transfer_order"
+        undo = self._undo
+        undo.tool = "transfer_order"
         try:
             order = self._find_order(order_id)
             to = self._find_customer(to_customer_id, "to_customer_id")
@@ -1980,19 +1985,19 @@ class Environment:
                     field="starts_at",
                     current=event["starts_at"],
                 )
-            self._undo.save(order, "transferred_from")
+            undo.save(order, "transferred_from")
             order["transferred_from"] = order["customer_id"]
-            self._undo.save(order, "customer_id")
+            undo.save(order, "customer_id")
             order["customer_id"] = to["id"]
-            self._undo.save(order, "customer_name")
+            undo.save(order, "customer_name")
             order["customer_name"] = to["name"]
             self._audit("transfer_order", f"order {order_id}", to["id"])
             return order
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_event(self, event_id: str) -> Event:
         """Helper `find_event`."""
@@ -2198,13 +2203,14 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

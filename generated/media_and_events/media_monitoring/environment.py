@@ -2697,7 +2697,8 @@ class Environment:
         if tags is None:
             tags = []
         state = self._state
-        self._undo.tool = "register_feed"
+        undo = self._undo
+        undo.tool = "register_feed"
         try:
             self._require_new_feed(feed_id)
             source: Feed = {
@@ -2708,15 +2709,15 @@ class Environment:
                 "registered_at": state["clock"],
                 "jobs_ingested": 0,
             }
-            self._undo.save(state["feeds"], feed_id)
+            undo.save(state["feeds"], feed_id)
             state["feeds"][feed_id] = source
             self._audit("register_source", feed_id, f"{format}")
             return source
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def list_feeds(self, format: InputFormat | None = None) -> list[Feed]:
         """Registered sources in id order, optionally of one format."""
@@ -2738,7 +2739,8 @@ class Environment:
         a list of row objects.
         """
         state = self._state
-        self._undo.tool = "ingest"
+        undo = self._undo
+        undo.tool = "ingest"
         try:
             source = self._find_feed(feed_id)
             parsed = self._parse_input(source["format"], payload)
@@ -2756,23 +2758,24 @@ class Environment:
                 "created_at": state["clock"],
                 "processed_at": None,
             }
-            self._undo.save(state["jobs"], job["id"])
+            undo.save(state["jobs"], job["id"])
             state["jobs"][job["id"]] = job
-            self._undo.save(state, "next_job_id")
+            undo.save(state, "next_job_id")
             state["next_job_id"] += 1
-            self._undo.save(source, "jobs_ingested")
+            undo.save(source, "jobs_ingested")
             source["jobs_ingested"] += 1
             self._audit("ingest", f"job {job['id']}", f"{job['job_type']} from {feed_id}")
             return job
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def process_job(self, job_id: int) -> Job:
         """Run a queued job through the processor for its type; it ends completed or failed."""
-        self._undo.tool = "process_job"
+        undo = self._undo
+        undo.tool = "process_job"
         try:
             job = self._find_job(job_id)
             if job["status"] != "queued":
@@ -2788,15 +2791,16 @@ class Environment:
             self._audit("process", f"job {job_id}", f"{job['status']}")
             return job
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def process_queue(self, feed_id: str | None = None) -> list[Job]:
         """Process every queued job (of one source, if given) in id order."""
         state = self._state
-        self._undo.tool = "process_queue"
+        undo = self._undo
+        undo.tool = "process_queue"
         try:
             if feed_id is not None:
                 self._find_feed(feed_id)
@@ -2827,10 +2831,10 @@ class Environment:
                 self._audit("process", f"job {job['id']}", f"{job['status']}")
             return queued
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def get_job(self, job_id: int) -> Job:
         """One job with its parsed input and results."""
@@ -2869,7 +2873,8 @@ class Environment:
         if normalization is None:
             normalization = ["lowercase", "strip", "collapse_whitespace"]
         state = self._state
-        self._undo.tool = "build_digest"
+        undo = self._undo
+        undo.tool = "build_digest"
         try:
             key_fields = list(dict.fromkeys([k.strip() for k in self._count_each(dedup_keys)]))
             if len([k for k in self._count_each(key_fields) if len(k) == 0]) != 0:
@@ -2976,9 +2981,9 @@ class Environment:
                                 "mentions": 1,
                             }
                         )
-            self._undo.save(state["digests"], agg["id"])
+            undo.save(state["digests"], agg["id"])
             state["digests"][agg["id"]] = agg
-            self._undo.save(state, "next_digest_id")
+            undo.save(state, "next_digest_id")
             state["next_digest_id"] += 1
             self._audit(
                 "aggregate",
@@ -2987,10 +2992,10 @@ class Environment:
             )
             return agg
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def get_digest(self, digest_id: int) -> Digest:
         """Tool `get_digest`."""
@@ -3007,7 +3012,8 @@ class Environment:
         `fields` picks and orders the item fields shown (default: all, by name).
         """
         state = self._state
-        self._undo.tool = "publish"
+        undo = self._undo
+        undo.tool = "publish"
         try:
             agg = self._find_digest(digest_id)
             content = ""
@@ -3027,17 +3033,17 @@ class Environment:
                 "content": content,
                 "created_at": state["clock"],
             }
-            self._undo.save(state["briefs"], report["id"])
+            undo.save(state["briefs"], report["id"])
             state["briefs"][report["id"]] = report
-            self._undo.save(state, "next_brief_id")
+            undo.save(state, "next_brief_id")
             state["next_brief_id"] += 1
             self._audit("render", f"report {report['id']}", f"{format} of aggregate {digest_id}")
             return report
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def get_brief(self, brief_id: int) -> Brief:
         """Tool `get_brief`."""
@@ -3046,7 +3052,8 @@ class Environment:
     def watch_brand(self, brand: str) -> list[str]:
         """Add a brand to the watchlist that share of voice reports on."""
         state = self._state
-        self._undo.tool = "watch_brand"
+        undo = self._undo
+        undo.tool = "watch_brand"
         try:
             name = self._collapse(brand)
             if len(name) < 2:
@@ -3062,15 +3069,15 @@ class Environment:
                     field="brand",
                     current=state["watchlist"],
                 )
-            self._undo.save_length(state["watchlist"])
+            undo.save_length(state["watchlist"])
             state["watchlist"].append(name)
             self._audit("watch_brand", name, "")
             return state["watchlist"]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def share_of_voice(self, digest_id: int) -> list[VoiceShare]:
         """Per watched brand: digest entries whose fields mention it (case-insensitive), their
@@ -3860,13 +3867,14 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

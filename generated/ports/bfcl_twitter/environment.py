@@ -1486,18 +1486,19 @@ class Environment:
         Returns authentication_status (bool): True if authenticated, False otherwise.
         """
         state = self._state
-        self._undo.tool = "authenticate_twitter"
+        undo = self._undo
+        undo.tool = "authenticate_twitter"
         try:
             if username == state["username"] and password == state["password"]:
-                self._undo.save(state, "authenticated")
+                undo.save(state, "authenticated")
                 state["authenticated"] = True
                 return {"authentication_status": True}
             return {"authentication_status": False}
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def posting_get_login_status(self) -> Any:
         """Get the login status of the current user.
@@ -1520,7 +1521,8 @@ class Environment:
         if mentions is None:
             mentions = []
         state = self._state
-        self._undo.tool = "post_tweet"
+        undo = self._undo
+        undo.tool = "post_tweet"
         try:
             if not state["authenticated"]:
                 return self._not_authenticated("posting")
@@ -1531,16 +1533,16 @@ class Environment:
                 "tags": tags,
                 "mentions": mentions,
             }
-            self._undo.save(state["tweets"], state["tweet_counter"])
+            undo.save(state["tweets"], state["tweet_counter"])
             state["tweets"][state["tweet_counter"]] = tweet
-            self._undo.save(state, "tweet_counter")
+            undo.save(state, "tweet_counter")
             state["tweet_counter"] += 1
             return tweet
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def retweet(self, tweet_id: int) -> Any:
         """Retweet a tweet for the authenticated user.
@@ -1548,25 +1550,26 @@ class Environment:
         Returns retweet_status (str): Status of the retweet action.
         """
         state = self._state
-        self._undo.tool = "retweet"
+        undo = self._undo
+        undo.tool = "retweet"
         try:
             if not state["authenticated"]:
                 return self._not_authenticated("retweeting")
             if tweet_id not in state["tweets"]:
                 return self._tweet_not_found(tweet_id)
             if state["username"] not in state["retweets"]:
-                self._undo.save(state["retweets"], state["username"])
+                undo.save(state["retweets"], state["username"])
                 state["retweets"][state["username"]] = []
             if tweet_id in state["retweets"][state["username"]]:
                 return {"retweet_status": "Already retweeted"}
-            self._undo.save_length(state["retweets"][state["username"]])
+            undo.save_length(state["retweets"][state["username"]])
             state["retweets"][state["username"]].append(tweet_id)
             return {"retweet_status": "Successfully retweeted"}
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def comment(self, tweet_id: int, comment_content: str) -> Any:
         """Comment on a tweet for the authenticated user.
@@ -1574,25 +1577,26 @@ class Environment:
         Returns comment_status (str): Status of the comment action.
         """
         state = self._state
-        self._undo.tool = "comment"
+        undo = self._undo
+        undo.tool = "comment"
         try:
             if not state["authenticated"]:
                 return self._not_authenticated("commenting")
             if tweet_id not in state["tweets"]:
                 return self._tweet_not_found(tweet_id)
             if tweet_id not in state["comments"]:
-                self._undo.save(state["comments"], tweet_id)
+                undo.save(state["comments"], tweet_id)
                 state["comments"][tweet_id] = []
-            self._undo.save_length(state["comments"][tweet_id])
+            undo.save_length(state["comments"][tweet_id])
             state["comments"][tweet_id].append(
                 {"username": state["username"], "content": comment_content}
             )
             return {"comment_status": "Comment added successfully"}
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def mention(self, tweet_id: int, mentioned_usernames: list[str]) -> Any:
         """Mention specified users in a tweet.
@@ -1600,20 +1604,21 @@ class Environment:
         Returns mention_status (str): Status of the mention action.
         """
         state = self._state
-        self._undo.tool = "mention"
+        undo = self._undo
+        undo.tool = "mention"
         try:
             if tweet_id not in state["tweets"]:
                 return self._tweet_not_found(tweet_id)
             mentioned = self._list_of(self._key_of(state["tweets"][tweet_id], "mentions"))
             for name in self._count_each(mentioned_usernames):
-                self._undo.save_length(mentioned)
+                undo.save_length(mentioned)
                 mentioned.append(name)
             return {"mention_status": "Users mentioned successfully"}
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def follow_user(self, username_to_follow: str) -> Any:
         """Follow a user for the authenticated user.
@@ -1621,20 +1626,21 @@ class Environment:
         Returns follow_status (bool): True if followed, False if already following.
         """
         state = self._state
-        self._undo.tool = "follow_user"
+        undo = self._undo
+        undo.tool = "follow_user"
         try:
             if not state["authenticated"]:
                 return self._not_authenticated("following")
             if username_to_follow in state["following_list"]:
                 return {"follow_status": False}
-            self._undo.save_length(state["following_list"])
+            undo.save_length(state["following_list"])
             state["following_list"].append(username_to_follow)
             return {"follow_status": True}
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def list_all_following(self) -> Any:
         """List all users that the authenticated user is following.
@@ -1652,20 +1658,21 @@ class Environment:
         Returns unfollow_status (bool): True if unfollowed, False if not following.
         """
         state = self._state
-        self._undo.tool = "unfollow_user"
+        undo = self._undo
+        undo.tool = "unfollow_user"
         try:
             if not state["authenticated"]:
                 return self._not_authenticated("unfollowing")
             if username_to_unfollow not in state["following_list"]:
                 return {"unfollow_status": False}
-            self._undo.save_list(state["following_list"])
+            undo.save_list(state["following_list"])
             _remove_first(state["following_list"], username_to_unfollow)
             return {"unfollow_status": True}
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def get_tweet(self, tweet_id: int) -> Any:
         """Retrieve a specific tweet.

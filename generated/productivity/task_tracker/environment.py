@@ -2076,7 +2076,8 @@ class Environment:
         if labels is None:
             labels = []
         state = self._state
-        self._undo.tool = "add_task"
+        undo = self._undo
+        undo.tool = "add_task"
         try:
             if project not in state["projects"]:
                 raise DomainError(
@@ -2132,7 +2133,7 @@ class Environment:
             if handle is not None:
                 self._active_member(handle)
             id = max(state["tasks"]) + 1 if len(state["tasks"]) > 0 else 1
-            self._undo.save(state["tasks"], id)
+            undo.save(state["tasks"], id)
             state["tasks"][id] = {
                 "id": id,
                 "project": project,
@@ -2149,30 +2150,31 @@ class Environment:
             self._audit("add", f"task {id}", title)
             return state["tasks"][id]
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def assign_task(self, task_id: int, assignee: str) -> Task:
         """Give an unfinished task to a member (replacing any assignee). Refuses finished tasks
         (invalid_state), unknown handles (not_found) and people who have left
         (invalid_state, naming the active members of their team).
         """
-        self._undo.tool = "assign_task"
+        undo = self._undo
+        undo.tool = "assign_task"
         try:
             item = self._find_task(task_id)
             self._require_unfinished(item)
             self._active_member(assignee)
-            self._undo.save(item, "assignee")
+            undo.save(item, "assignee")
             item["assignee"] = assignee
             self._audit("assign", f"task {task_id}", assignee)
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def move_task(self, task_id: int, status: TaskStatus) -> Task:
         """Move a task along the workflow: backlog -> todo -> in_progress -> in_review -> done,
@@ -2183,7 +2185,8 @@ class Environment:
         refused (invalid_state, with the allowed targets).
         """
         state = self._state
-        self._undo.tool = "move_task"
+        undo = self._undo
+        undo.tool = "move_task"
         try:
             item = self._find_task(task_id)
             allowed: list[TaskStatus] = self._next_statuses(item["status"])
@@ -2224,41 +2227,43 @@ class Environment:
                         field="depends_on",
                         current=waiting,
                     )
-            self._undo.save(item, "status")
+            undo.save(item, "status")
             item["status"] = status
             if status == "done":
-                self._undo.save(item, "completed")
+                undo.save(item, "completed")
                 item["completed"] = state["clock"][:10]
             self._audit("move", f"task {task_id}", f"{status}")
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_priority(self, task_id: int, priority: Priority) -> Task:
         """Change an unfinished task's priority; finished tasks are refused (invalid_state)."""
-        self._undo.tool = "set_priority"
+        undo = self._undo
+        undo.tool = "set_priority"
         try:
             item = self._find_task(task_id)
             self._require_unfinished(item)
-            self._undo.save(item, "priority")
+            undo.save(item, "priority")
             item["priority"] = priority
             self._audit("priority", f"task {task_id}", f"{priority}")
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def set_due_date(self, task_id: int, due: str | None = None) -> Task:
         """Give an unfinished task a new due date, or none to clear it. Refuses finished tasks
         (invalid_state) and a date before today (invalid_argument).
         """
         state = self._state
-        self._undo.tool = "set_due_date"
+        undo = self._undo
+        undo.tool = "set_due_date"
         try:
             item = self._find_task(task_id)
             self._require_unfinished(item)
@@ -2269,21 +2274,22 @@ class Environment:
                     f"the due date {until} is in the past; today is {state['clock'][:10]}",
                     field="due",
                 )
-            self._undo.save(item, "due")
+            undo.save(item, "due")
             item["due"] = until
             self._audit("due", f"task {task_id}", f"{until}")
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def add_label(self, task_id: int, label: str) -> Task:
         """Put a label (lower case, digits and dashes) on a task, finished or not; a label the
         task already has is refused (already_exists).
         """
-        self._undo.tool = "add_label"
+        undo = self._undo
+        undo.tool = "add_label"
         try:
             item = self._find_task(task_id)
             if label in item["labels"]:
@@ -2294,15 +2300,15 @@ class Environment:
                     field="label",
                     current=item["labels"],
                 )
-            self._undo.save_length(item["labels"])
+            undo.save_length(item["labels"])
             item["labels"].append(label)
             self._audit("label", f"task {task_id}", label)
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def add_dependency(self, task_id: int, blocked_by: int) -> Task:
         """Record that a task cannot start until another is done. Refuses a finished task
@@ -2310,7 +2316,8 @@ class Environment:
         (invalid_argument, already_exists), and one that would close a loop because
         `blocked_by` already depends on `task_id`, directly or through others (conflict).
         """
-        self._undo.tool = "add_dependency"
+        undo = self._undo
+        undo.tool = "add_dependency"
         try:
             item = self._find_task(task_id)
             first = self._find_task(blocked_by)
@@ -2336,15 +2343,15 @@ class Environment:
                     entity=f"task {blocked_by}",
                     field="blocked_by",
                 )
-            self._undo.save_length(item["depends_on"])
+            undo.save_length(item["depends_on"])
             item["depends_on"].append(blocked_by)
             self._audit("depend", f"task {task_id}", str(blocked_by))
             return item
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _unfinished(self, item: Task) -> bool:
         """Done and cancelled tasks are finished; everything else still needs work."""
@@ -2470,13 +2477,14 @@ class Environment:
         return state["members"][handle]["name"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -2112,7 +2112,8 @@ class Environment:
     ) -> Calendar:
         """Create a calendar with a timezone and daily working hours."""
         state = self._state
-        self._undo.tool = "create_calendar"
+        undo = self._undo
+        undo.tool = "create_calendar"
         try:
             if calendar_id in state["calendars"]:
                 raise DomainError(
@@ -2142,14 +2143,14 @@ class Environment:
                 "work_start": work_start,
                 "work_end": work_end,
             }
-            self._undo.save(state["calendars"], calendar_id)
+            undo.save(state["calendars"], calendar_id)
             state["calendars"][calendar_id] = calendar
             return calendar
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def schedule_event(
         self,
@@ -2165,7 +2166,8 @@ class Environment:
         if attendees is None:
             attendees = []
         state = self._state
-        self._undo.tool = "schedule_event"
+        undo = self._undo
+        undo.tool = "schedule_event"
         try:
             self._find_calendar(calendar_id)
             if start >= end:
@@ -2187,31 +2189,32 @@ class Environment:
                 "location": location,
                 "continued_from": None,
             }
-            self._undo.save_length(state["events"])
+            undo.save_length(state["events"])
             state["events"].append(event)
             self._refresh_conflicts(calendar_id)
             return event
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def cancel_event(self, event_id: int) -> Event:
         """Cancel an event for good; its conflicts are re-evaluated."""
-        self._undo.tool = "cancel_event"
+        undo = self._undo
+        undo.tool = "cancel_event"
         try:
             event = self._find_event(event_id)
             self._require_live(event)
-            self._undo.save(event, "status")
+            undo.save(event, "status")
             event["status"] = "cancelled"
             self._refresh_conflicts(event["calendar_id"])
             return event
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def list_conflicts(self, calendar_id: str | None = None) -> list[Conflict]:
         """Every overlapping pair of live events, each pair once, in id order."""
@@ -2247,7 +2250,8 @@ class Environment:
         clashes, or split it at a point inside its time range.
         """
         state = self._state
-        self._undo.tool = "resolve_conflict"
+        undo = self._undo
+        undo.tool = "resolve_conflict"
         try:
             event = self._find_event(event_id)
             if event["status"] != "conflicted":
@@ -2272,12 +2276,12 @@ class Environment:
                         field="new_end",
                         current=new_start,
                     )
-                self._undo.save(event, "start")
+                undo.save(event, "start")
                 event["start"] = new_start
-                self._undo.save(event, "end")
+                undo.save(event, "end")
                 event["end"] = new_end
             elif strategy == "cancel":
-                self._undo.save(event, "status")
+                undo.save(event, "status")
                 event["status"] = "cancelled"
             elif strategy == "override":
                 blocking: list[int] = [
@@ -2295,7 +2299,7 @@ class Environment:
                         allowed=blocking,
                     )
                 for other in self._count_each(self._clashes(event)):
-                    self._undo.save(other, "status")
+                    undo.save(other, "status")
                     other["status"] = "cancelled"
             else:
                 if split_at is None:
@@ -2319,17 +2323,17 @@ class Environment:
                     "location": event["location"],
                     "continued_from": event["id"],
                 }
-                self._undo.save(event, "end")
+                undo.save(event, "end")
                 event["end"] = split_at
-                self._undo.save_length(state["events"])
+                undo.save_length(state["events"])
                 state["events"].append(rest)
             self._refresh_conflicts(event["calendar_id"])
             return event
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def list_events(
         self,
@@ -2401,7 +2405,8 @@ class Environment:
         if attendees is None:
             attendees = []
         state = self._state
-        self._undo.tool = "book_room"
+        undo = self._undo
+        undo.tool = "book_room"
         try:
             if room not in WORLD["rooms"]:
                 raise DomainError(
@@ -2449,14 +2454,14 @@ class Environment:
                 "location": room,
                 "continued_from": None,
             }
-            self._undo.save_length(state["events"])
+            undo.save_length(state["events"])
             state["events"].append(event)
             return event
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _overlaps(self, a_start: str, a_end: str, b_start: str, b_end: str) -> bool:
         """Half-open intervals overlap when each starts before the other ends."""

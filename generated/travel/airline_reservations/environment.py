@@ -2398,7 +2398,8 @@ class Environment:
         fewer seats left than travellers.
         """
         state = self._state
-        self._undo.tool = "book_flight"
+        undo = self._undo
+        undo.tool = "book_flight"
         try:
             if customer_id not in state["customers"]:
                 raise DomainError(
@@ -2461,15 +2462,15 @@ class Environment:
             }
             booking["bags_paid"] = self._extra_bags(booking, checked_bags) * WORLD["extra_bag_fee"]
             self._take_seats(flight, fare_class, len(passengers))
-            self._undo.save(state["bookings"], booking["locator"])
+            undo.save(state["bookings"], booking["locator"])
             state["bookings"][booking["locator"]] = booking
             self._audit("book", f"booking {booking['locator']}", flight_id)
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def change_flight(self, locator: str, new_flight_id: str) -> Booking:
         """Move a confirmed booking to another flight on the same route (same origin and
@@ -2482,7 +2483,8 @@ class Environment:
         change_seat.
         """
         state = self._state
-        self._undo.tool = "change_flight"
+        undo = self._undo
+        undo.tool = "change_flight"
         try:
             booking = self._find_booking(locator)
             old = self._require_open(booking)
@@ -2554,7 +2556,7 @@ class Environment:
                 2,
             )
             if not waived:
-                self._undo.save(booking, "fees_paid")
+                undo.save(booking, "fees_paid")
                 booking["fees_paid"] = round(
                     booking["fees_paid"]
                     + (
@@ -2566,24 +2568,24 @@ class Environment:
                     2,
                 )
                 if new_fare > booking["fare_paid"]:
-                    self._undo.save(booking, "fare_paid")
+                    undo.save(booking, "fare_paid")
                     booking["fare_paid"] = new_fare
             self._take_seats(old, booking["fare_class"], 0 - count)
             self._take_seats(flight, booking["fare_class"], count)
-            self._undo.save(booking, "flight_id")
+            undo.save(booking, "flight_id")
             booking["flight_id"] = new_flight_id
             for t in self._count_each(booking["passengers"]):
-                self._undo.save(t, "seat")
+                undo.save(t, "seat")
                 t["seat"] = None
             self._audit(
                 "change", f"booking {booking['locator']}", f"{old['id']} -> {new_flight_id}"
             )
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def change_seat(self, locator: str, passenger: str, seat: str) -> Booking:
         """Give one traveller of a confirmed booking a seat such as 14C (row, then letter): a
@@ -2591,7 +2593,8 @@ class Environment:
         (A-F). `passenger` is the traveller's full name exactly as on the booking. Free of charge; refused for basic economy (seats are assigned at
         check-in) and when another traveller has the seat.
         """
-        self._undo.tool = "change_seat"
+        undo = self._undo
+        undo.tool = "change_seat"
         try:
             booking = self._find_booking(locator)
             flight = self._require_open(booking)
@@ -2647,15 +2650,15 @@ class Environment:
                     current=seat,
                     allowed=free_in_row,
                 )
-            self._undo.save(traveller, "seat")
+            undo.save(traveller, "seat")
             traveller["seat"] = seat
             self._audit("seat", f"booking {booking['locator']}", f"{traveller['name']} {seat}")
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def add_checked_bags(self, locator: str, bags: int) -> Booking:
         """Add `bags` checked bags to a confirmed booking whose flight has not left. The fare
@@ -2663,7 +2666,8 @@ class Environment:
         business two); each bag beyond them costs 40.00, charged to the card. At most 3
         bags per traveller. Returns the booking with its new bag count and bag fees.
         """
-        self._undo.tool = "add_checked_bags"
+        undo = self._undo
+        undo.tool = "add_checked_bags"
         try:
             booking = self._find_booking(locator)
             self._require_open(booking)
@@ -2682,17 +2686,17 @@ class Environment:
                 self._extra_bags(booking, total)
                 - self._extra_bags(booking, booking["checked_bags"])
             ) * WORLD["extra_bag_fee"]
-            self._undo.save(booking, "checked_bags")
+            undo.save(booking, "checked_bags")
             booking["checked_bags"] = total
-            self._undo.save(booking, "bags_paid")
+            undo.save(booking, "bags_paid")
             booking["bags_paid"] = round(booking["bags_paid"] + charge, 2)
             self._audit("bags", f"booking {booking['locator']}", f"+{bags}")
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def cancel_booking(self, locator: str) -> Booking:
         """Cancel a confirmed booking whose flight has not left and give back what its fare
@@ -2703,7 +2707,8 @@ class Environment:
         kept. The seats go back on sale. Returns the booking with refunded_to_card and
         credit_issued.
         """
-        self._undo.tool = "cancel_booking"
+        undo = self._undo
+        undo.tool = "cancel_booking"
         try:
             booking = self._find_booking(locator)
             flight = self._require_open(booking)
@@ -2714,33 +2719,33 @@ class Environment:
             )
             count = len(booking["passengers"])
             if flight["status"] == "cancelled":
-                self._undo.save(booking, "refunded_to_card")
+                undo.save(booking, "refunded_to_card")
                 booking["refunded_to_card"] = round(
                     booking["fare_paid"] + booking["bags_paid"] + booking["fees_paid"], 2
                 )
             elif rule["on_cancel"] == "card_refund":
-                self._undo.save(booking, "refunded_to_card")
+                undo.save(booking, "refunded_to_card")
                 booking["refunded_to_card"] = round(booking["fare_paid"] + booking["bags_paid"], 2)
             elif rule["on_cancel"] == "travel_credit":
-                self._undo.save(booking, "refunded_to_card")
+                undo.save(booking, "refunded_to_card")
                 booking["refunded_to_card"] = booking["bags_paid"]
-                self._undo.save(booking, "credit_issued")
+                undo.save(booking, "credit_issued")
                 booking["credit_issued"] = round(
                     max(0.0, booking["fare_paid"] - rule["cancel_fee"] * count), 2
                 )
                 customer = self._customer_of(booking)
-                self._undo.save(customer, "travel_credit")
+                undo.save(customer, "travel_credit")
                 customer["travel_credit"] = round(
                     customer["travel_credit"] + booking["credit_issued"], 2
                 )
             else:
-                self._undo.save(booking, "refunded_to_card")
+                undo.save(booking, "refunded_to_card")
                 booking["refunded_to_card"] = booking["bags_paid"]
-            self._undo.save(booking, "status")
+            undo.save(booking, "status")
             booking["status"] = "cancelled"
             self._take_seats(flight, booking["fare_class"], 0 - count)
             for t in self._count_each(booking["passengers"]):
-                self._undo.save(t, "seat")
+                undo.save(t, "seat")
                 t["seat"] = None
             self._audit(
                 "cancel",
@@ -2749,10 +2754,10 @@ class Environment:
             )
             return booking
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_booking(self, locator: str) -> Booking:
         """Helper `find_booking`."""
@@ -3033,13 +3038,14 @@ class Environment:
         return booking["locator"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1887,7 +1887,8 @@ class Environment:
         if extras is None:
             extras = []
         state = self._state
-        self._undo.tool = "make_reservation"
+        undo = self._undo
+        undo.tool = "make_reservation"
         try:
             if customer_id not in state["customers"]:
                 raise DomainError(
@@ -1932,17 +1933,17 @@ class Environment:
                 ),
                 "cancellation_fee": 0.0,
             }
-            self._undo.save(state["reservations"], reservation["id"])
+            undo.save(state["reservations"], reservation["id"])
             state["reservations"][reservation["id"]] = reservation
             self._audit(
                 "reserve", f"reservation {reservation['id']}", f"{car_class} {pickup_branch}"
             )
             return reservation
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def change_reservation(
         self,
@@ -1959,7 +1960,8 @@ class Environment:
         has no free car for the period, or the licence expires before the new return.
         """
         state = self._state
-        self._undo.tool = "change_reservation"
+        undo = self._undo
+        undo.tool = "change_reservation"
         try:
             reservation = self._find_reservation(reservation_id)
             if not (reservation["status"] == "reserved" or reservation["status"] == "picked_up"):
@@ -2023,15 +2025,15 @@ class Environment:
                         field="car_class",
                         current=new_class,
                     )
-            self._undo.save(reservation, "car_class")
+            undo.save(reservation, "car_class")
             reservation["car_class"] = new_class
-            self._undo.save(reservation, "pickup_branch")
+            undo.save(reservation, "pickup_branch")
             reservation["pickup_branch"] = new_pickup
-            self._undo.save(reservation, "return_branch")
+            undo.save(reservation, "return_branch")
             reservation["return_branch"] = new_return_branch
-            self._undo.save(reservation, "return_at")
+            undo.save(reservation, "return_at")
             reservation["return_at"] = new_return
-            self._undo.save(reservation, "quoted_total")
+            undo.save(reservation, "quoted_total")
             reservation["quoted_total"] = self._quote(
                 new_class,
                 new_pickup,
@@ -2047,17 +2049,18 @@ class Environment:
             )
             return reservation
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def add_extra(self, reservation_id: str, extra: Extra) -> Reservation:
         """Add an extra (gps, child_seat, additional_driver, full_insurance) to a reservation
         that is reserved or picked up, and re-quote it. Refused when it already has that
         extra.
         """
-        self._undo.tool = "add_extra"
+        undo = self._undo
+        undo.tool = "add_extra"
         try:
             reservation = self._find_reservation(reservation_id)
             if not (reservation["status"] == "reserved" or reservation["status"] == "picked_up"):
@@ -2076,9 +2079,9 @@ class Environment:
                     field="extra",
                     current=reservation["extras"],
                 )
-            self._undo.save_length(reservation["extras"])
+            undo.save_length(reservation["extras"])
             reservation["extras"].append(extra)
-            self._undo.save(reservation, "quoted_total")
+            undo.save(reservation, "quoted_total")
             reservation["quoted_total"] = self._quote(
                 reservation["car_class"],
                 reservation["pickup_branch"],
@@ -2090,37 +2093,38 @@ class Environment:
             self._audit("extra", f"reservation {reservation_id}", f"{extra}")
             return reservation
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def cancel_reservation(self, reservation_id: str) -> Reservation:
         """Cancel a reservation not yet picked up. Free until 24 hours before pick-up; later a
         50.00 late-cancellation fee is charged (`cancellation_fee`).
         """
         state = self._state
-        self._undo.tool = "cancel_reservation"
+        undo = self._undo
+        undo.tool = "cancel_reservation"
         try:
             reservation = self._find_reservation(reservation_id)
             self._require_reserved(reservation)
-            self._undo.save(reservation, "cancellation_fee")
+            undo.save(reservation, "cancellation_fee")
             reservation["cancellation_fee"] = (
                 0.0
                 if _seconds_between(state["clock"], reservation["pickup_at"]) >= 86400
                 else WORLD["late_cancellation_fee"]
             )
-            self._undo.save(reservation, "status")
+            undo.save(reservation, "status")
             reservation["status"] = "cancelled"
             self._audit(
                 "cancel", f"reservation {reservation_id}", f"fee {reservation['cancellation_fee']}"
             )
             return reservation
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def report_damage(
         self, reservation_id: str, description: str, severity: Severity
@@ -2130,7 +2134,8 @@ class Environment:
         in service. Returns the new report.
         """
         state = self._state
-        self._undo.tool = "report_damage"
+        undo = self._undo
+        undo.tool = "report_damage"
         try:
             reservation = self._find_reservation(reservation_id)
             plate = reservation["vehicle_plate"]
@@ -2149,18 +2154,18 @@ class Environment:
                 "severity": severity,
                 "reported_at": state["clock"],
             }
-            self._undo.save_length(state["damage_reports"])
+            undo.save_length(state["damage_reports"])
             state["damage_reports"].append(report)
             if severity == "major":
-                self._undo.save(state["vehicles"][plate], "status")
+                undo.save(state["vehicles"][plate], "status")
                 state["vehicles"][plate]["status"] = "maintenance"
             self._audit("damage", plate, f"{severity}")
             return report
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _find_reservation(self, reservation_id: str) -> Reservation:
         """Helper `find_reservation`."""
@@ -2431,13 +2436,14 @@ class Environment:
         return reservation["id"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

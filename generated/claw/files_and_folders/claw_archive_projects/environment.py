@@ -2193,7 +2193,8 @@ class Environment:
         the way are implied. With `create_only` an existing file is refused.
         """
         state = self._state
-        self._undo.tool = "write_file"
+        undo = self._undo
+        undo.tool = "write_file"
         try:
             target = self._checked(path, "path")
             if self._is_dir(target):
@@ -2217,7 +2218,7 @@ class Environment:
                         field="path",
                         current=len(state["files"]),
                     )
-                self._undo.save(state["files"], target)
+                undo.save(state["files"], target)
                 state["files"][target] = {
                     "content": content,
                     "version": 1,
@@ -2233,49 +2234,51 @@ class Environment:
                         current=target,
                     )
                 f = state["files"][target]
-                self._undo.save(f, "content")
+                undo.save(f, "content")
                 f["content"] = content
-                self._undo.save(f, "version")
+                undo.save(f, "version")
                 f["version"] += 1
-                self._undo.save(f, "modified_at")
+                undo.save(f, "modified_at")
                 f["modified_at"] = state["clock"]
             self._audit("write", target, f"{len(content)} characters")
             return self._result_of(target, created)
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def append_file(self, path: str, content: str) -> WriteResult:
         """Add text to the end of an existing file, exactly as given (no newline is added)."""
         state = self._state
-        self._undo.tool = "append_file"
+        undo = self._undo
+        undo.tool = "append_file"
         try:
             target = self._checked(path, "path")
             f = self._find_file(target, "path")
             self._guard_write(target, "path")
             self._require_size(target, len(f["content"]) + len(content))
-            self._undo.save(f, "content")
+            undo.save(f, "content")
             f["content"] = f["content"] + content
-            self._undo.save(f, "version")
+            undo.save(f, "version")
             f["version"] += 1
-            self._undo.save(f, "modified_at")
+            undo.save(f, "modified_at")
             f["modified_at"] = state["clock"]
             self._audit("append", target, f"{len(content)} characters")
             return self._result_of(target, False)
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def move_path(self, source: str, destination: str) -> list[Moved]:
         """Rename or move a file, or a directory with everything in it. The destination must
         not exist: moving onto an existing file or directory is refused.
         """
         state = self._state
-        self._undo.tool = "move_path"
+        undo = self._undo
+        undo.tool = "move_path"
         try:
             from_path = self._checked(source, "source")
             to_path = self._checked(destination, "destination")
@@ -2322,24 +2325,25 @@ class Environment:
                 self._guard_write(new_path, "destination")
                 moves.append({"source": old, "destination": new_path})
             for m in self._count_each(moves):
-                self._undo.save(state["files"], m["destination"])
+                undo.save(state["files"], m["destination"])
                 state["files"][m["destination"]] = state["files"][m["source"]]
-                self._undo.save_map(state["files"])
+                undo.save_map(state["files"])
                 del state["files"][m["source"]]
             self._audit("move", from_path, f"to {to_path} ({len(moves)} files)")
             return moves
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def delete_path(self, path: str, recursive: bool = False) -> list[str]:
         """Delete a file, or with `recursive` a directory and everything in it. Returns the
         deleted file paths. Deleting a missing path is refused.
         """
         state = self._state
-        self._undo.tool = "delete_path"
+        undo = self._undo
+        undo.tool = "delete_path"
         try:
             target = self._checked(path, "path")
             doomed = [target] if target in state["files"] else self._below(target)
@@ -2358,15 +2362,15 @@ class Environment:
             for p in self._count_each(doomed):
                 if p not in state["files"]:
                     _not_found("files", p, "")
-                self._undo.save_map(state["files"])
+                undo.save_map(state["files"])
                 del state["files"][p]
             self._audit("delete", target, f"{len(doomed)} files")
             return doomed
         except BaseException:
-            self._undo.rollback()
+            undo.rollback()
             raise
         finally:
-            self._undo.finish()
+            undo.finish()
 
     def _segment_rule(self, name: str) -> str:
         """The rule a single path segment breaks, or "" if it is a fine name."""
@@ -2851,13 +2855,14 @@ class Environment:
         return [name, WORLD["studios"][name]]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        log = self._state["audit_log"]
-        self._undo.save_length(log)
+        state, undo = self._state, self._undo
+        log = state["audit_log"]
+        undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": self._state["clock"],
-                "tool": self._undo.tool,
+                "at": state["clock"],
+                "tool": undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,
