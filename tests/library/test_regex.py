@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 
 import pytest
 from hypothesis import given, settings
@@ -76,13 +77,30 @@ def test_same_answers_as_re_on_the_shared_subset(flags: str, body: str, texts: l
         ("(?:a{1000}){30}", "expands to more than"),
         ("[z-a]", "bad character range"),
         ("(unclosed", "missing )"),
+        ("[[a]", "nested set"),
+        ("x[^[ab]", "nested set"),
+        ("[a--b]", "set operation"),
+        ("[\\w&&\\d]", "set operation"),
+        ("[a~~b]", "set operation"),
+        ("[a||b]", "set operation"),
     ],
 )
 def test_patterns_outside_the_subset_are_refused_with_a_reason(pattern: str, why: str) -> None:
-    problem = runtime._regex_problem(pattern)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused before `re` could warn about it
+        problem = runtime._regex_problem(pattern)
     assert problem is not None and why in problem
     assert not runtime._valid_regex(pattern)
     assert not runtime._matches("aa", pattern) and not runtime._search("aa", pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern", ["[\\[a]+", "[a[]+", "[]a]+", "[a\\-\\-b]+", "[a-z-]+", "[&~|]+", "a--b", "[^\\[]x", "[a-]-"]
+)
+def test_classes_that_only_look_like_set_operations_still_match_as_re_does(pattern: str) -> None:
+    assert runtime._regex_problem(pattern) is None
+    for text in ["a", "[a", "a--b", "-&", "b~|", "[x", "zx", "ab-"]:
+        assert runtime._matches(text, pattern) == (re.fullmatch(pattern, text) is not None), (pattern, text)
 
 
 @pytest.mark.parametrize("count", [40, 1000, 100_000])

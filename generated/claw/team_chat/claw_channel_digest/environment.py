@@ -1866,6 +1866,7 @@ def _regex_program(pattern: str, search: bool) -> list[tuple[Any, ...]]:
     """The NFA program: `("char", class)`, `("split", a, b)`, `("jmp", a)`, `("at", kind)`,
     and `("match",)` last. Valid for `re` first, so only the subset is this parser's to
     check."""
+    _regex_refuse_set_operations(pattern)
     re.compile(pattern)
     flags = re.match(r"(?:\(\?[is]+\))*", pattern)
     assert flags is not None
@@ -1884,6 +1885,36 @@ def _regex_program(pattern: str, search: bool) -> list[tuple[Any, ...]]:
             rule = (True, (), "") if dotall and program[pc][1][2] == "." else program[pc][1]
             program[pc] = ("char", rule, fold)
     return program
+
+
+def _regex_refuse_set_operations(pattern: str) -> None:
+    """Refuse what `re` reads today but warns will mean set operations one day (a class
+    opening with `[`, or holding `--`, `&&`, `~~` or `||`): ambiguous, so outside the
+    subset. Checked before `re` sees the pattern, which would print a FutureWarning."""
+    at, size = 0, len(pattern)
+    while at < size:
+        if pattern[at] == "\\":
+            at += 2
+            continue
+        at += 1
+        if pattern[at - 1] != "[":
+            continue
+        at += pattern.startswith("^", at)
+        if pattern.startswith("[", at):
+            raise ValueError(
+                f"a `[` opening a class at position {at} is ambiguous (a nested set); write `\\[`"
+            )
+        first = at
+        while at < size and (pattern[at] != "]" or at == first):
+            if pattern[at] == "\\":
+                at += 2
+                continue
+            if pattern[at] in "-&~|" and pattern.startswith(pattern[at], at + 1):
+                raise ValueError(
+                    f"`{pattern[at] * 2}` in a class at position {at} is ambiguous (a set operation); escape one"
+                )
+            at += 1
+        at += 1
 
 
 def _regex_repeats(pattern: str, at: int, item: tuple[Any, ...]) -> tuple[tuple[Any, ...], int]:
