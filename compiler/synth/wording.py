@@ -242,7 +242,7 @@ def refer(env_: sample.SampleEnv, entity: Entity, rng: random.Random) -> tuple[s
     env = env_.name
     record = entity.record
     noun = record.noun or _humane(record.name).lower()
-    usable = [r for r in record.refers if _is_scalar(entity.item.get(r.field))]
+    usable = [r for r in record.refers if _can_name(entity.item.get(r.field))]
     identifying = {r.field for r in usable if _identifies(r.field, entity)}
     described = [r for r in usable if r.field not in identifying]
     for size in range(1, min(MAX_REFERRING_FIELDS, len(described)) + 1):
@@ -523,6 +523,12 @@ def _humane(name: str) -> str:
 
 def _enum_members(env: sample.SampleEnv) -> set[str]:
     return {m for e in env.model.enums for m in e.members}
+
+
+def _can_name(value: Any) -> bool:
+    """A field value a user can describe an entity by: a scalar that says something (a
+    blank description is no way to point at a stream)."""
+    return _is_scalar(value) and not (isinstance(value, str) and not value.strip())
 
 
 def _is_scalar(value: Any) -> bool:

@@ -1,12 +1,18 @@
 """Slots filled into intents read as a person writes them (compiler/synth/wording.py):
 `a` becomes `an` before a value that starts with a vowel sound we can tell from its
-first letter, quoted or not; other text is left alone."""
+first letter, quoted or not; other text is left alone. An entity is described by fields
+that say something."""
 
 from __future__ import annotations
 
-import pytest
+import random
 
-from compiler.synth.wording import _fill
+import pytest
+from shipped import package_dir, spec_path
+
+from compiler.analyse import analyse_file
+from compiler.synth.sample import load_env
+from compiler.synth.wording import Entity, _fill, refer
 
 
 @pytest.mark.parametrize(
@@ -21,3 +27,27 @@ from compiler.synth.wording import _fill
 )
 def test_the_article_before_a_slot_fits_the_value(template: str, words: dict[str, str], expected: str) -> None:
     assert _fill(template, words) == expected
+
+
+def test_a_blank_field_is_never_how_an_entity_is_described() -> None:
+    """A stream whose description is empty is named by its key, never as `the stream for ""`
+    (the telemetry bus's scenarios leave some descriptions out)."""
+    env = analyse_file(spec_path("telemetry_bus")).environment
+    assert env is not None
+    sample_env = load_env(env, package_dir("telemetry_bus"))
+    record = next(r for r in env.records if r.name == "Stream")
+    assert [r.field for r in record.refers] == ["description"]
+    peers = [
+        {"name": "sensor.temperature", "description": "Cold-room temperature, one reading per minute"},
+        {"name": "sensor.humidity", "description": ""},
+        {"name": "device.status", "description": "   "},
+    ]
+    for item in peers[1:]:
+        text, reference = refer(
+            sample_env, Entity("streams", item["name"], record, item, peers, "name"), random.Random(1)
+        )
+        assert text == f"stream {item['name']}" and reference.by_key, text
+    text, reference = refer(
+        sample_env, Entity("streams", "sensor.temperature", record, peers[0], peers, "name"), random.Random(1)
+    )
+    assert text == 'the stream for "Cold-room temperature, one reading per minute"' and not reference.by_key
