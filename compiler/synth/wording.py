@@ -118,7 +118,7 @@ def request(
         if tool.writes:
             phrase, refs, intent = _phrase(env, tool, call, initial[call["env"]], (produced, carried), rng)
             if cross and env.name != where:  # say where once, when the work moves to another system
-                phrase, where = f"in {env.model.header.title or env.name}, {phrase}", env.name
+                phrase, where = f"in {system_name(env)}, {phrase}", env.name
             phrases.append(phrase)
             references += refs
             intents.append(intent)
@@ -126,6 +126,18 @@ def request(
         if cross:
             _remember_carried(env, tool, call, chain, initial[call["env"]], carried, rng)
     return Request(_compose(phrases, _personas(chain, envs), rng, plain=cross), references, intents)
+
+
+def system_name(env: sample.SampleEnv) -> str:
+    """The environment as a user names the system they work in: its title up to a colon
+    or a parenthesis, after "the", its first word in lower case unless it is an acronym
+    ("the online shop order desk", "the CI/CD build farm"); its name when it has no title."""
+    title = re.split(r":| \(", env.model.header.title, maxsplit=1)[0].strip()
+    if not title:
+        return _humane(env.name)
+    first = title.split(" ", 1)[0]
+    acronym = any(c.isupper() for c in first[1:]) or not first[:1].isalpha()
+    return "the " + (title if acronym else title[:1].lower() + title[1:])
 
 
 def _phrase(

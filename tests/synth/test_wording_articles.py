@@ -6,13 +6,15 @@ that say something."""
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from shipped import package_dir, spec_path
 
 from compiler.analyse import analyse_file
-from compiler.synth.sample import load_env
-from compiler.synth.wording import Entity, _fill, refer
+from compiler.synth.sample import SampleEnv, load_env
+from compiler.synth.wording import Entity, _fill, refer, system_name
 
 
 @pytest.mark.parametrize(
@@ -51,3 +53,19 @@ def test_a_blank_field_is_never_how_an_entity_is_described() -> None:
         sample_env, Entity("streams", "sensor.temperature", record, peers[0], peers, "name"), random.Random(1)
     )
     assert text == 'the stream for "Cold-room temperature, one reading per minute"' and not reference.by_key
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Online shop order desk: orders and returns", "the online shop order desk"),
+        ("Receipts to an expense report (Claw)", "the receipts to an expense report"),
+        ("CI/CD build farm", "the CI/CD build farm"),
+        ("IoT telemetry bus", "the IoT telemetry bus"),
+        ("", "team calendar"),
+    ],
+)
+def test_a_cross_environment_request_names_each_system_as_a_user_does(title: str, expected: str) -> None:
+    """ "In the online shop order desk, …", not "In Online shop order desk: orders and returns, …"."""
+    env = SimpleNamespace(name="team_calendar", model=SimpleNamespace(header=SimpleNamespace(title=title)))
+    assert system_name(cast(SampleEnv, env)) == expected
