@@ -4174,7 +4174,7 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
             2,
         )
         charged = round(state["orders"][order_id]["total"] + overcharge, 2)
-        before = len(state["refunds"])
+        refunds_after = len(state["refunds"]) + 1
         _values: dict[str, Any] = {
             "chat_id": to_json(chat_id),
             "order_id": to_json(order_id),
@@ -4182,7 +4182,7 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
             "item": to_json(item),
             "overcharge": to_json(overcharge),
             "charged": to_json(charged),
-            "before": to_json(before),
+            "refunds_after": to_json(refunds_after),
         }
         _restore_draws(self, _restore)
     except (DomainError, FamilyFailed) as _error:
@@ -4267,7 +4267,7 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
         )
         chat_status: SessionStatus = "escalated" if over else "active"
         refunded = 0 if over else 1
-        before = len(state["refunds"])
+        refunds_after = len(state["refunds"]) + refunded
         already = len(
             [
                 c
@@ -4288,7 +4288,7 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
             "limit": to_json(limit),
             "chat_status": to_json(chat_status),
             "refunded": to_json(refunded),
-            "before": to_json(before),
+            "refunds_after": to_json(refunds_after),
             "already": to_json(already),
             "escalated": to_json(escalated),
             "held_back": to_json(held_back),
