@@ -25,6 +25,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
+from pathlib import Path
 from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
@@ -1170,46 +1171,31 @@ def copy_state(state: State) -> State:
 
 # --------------------------------------------------------------------------- data
 
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
+def _from_data(value: Any, kind: Kind, where: str) -> Any:
+    """A value of a data file as the state holds it: converted by `conform`, as a
+    scenario or `Environment(env.state())` is (int map keys, sets, absent fields, union
+    members), so a value loads the same from a file as from a mapping. envc checked it
+    when it wrote the file, so nothing is refused here."""
+    return conform(value, kind, where)
+
+
 DEFAULT_STATE: Final[State] = {
     "conversations": {},
     "transcripts": {},
     "case_fields": {},
     "personas": {},
     "trajectories": {},
-    "orders": {
-        "A-1042": {
-            "id": "A-1042",
-            "customer": "Dana Reyes",
-            "item": "Glass kettle",
-            "total": 49.99,
-            "status": "delivered",
-            "tracking": "TRK-55120",
-        },
-        "A-1043": {
-            "id": "A-1043",
-            "customer": "Dana Reyes",
-            "item": "Tea set",
-            "total": 24.5,
-            "status": "shipped",
-            "tracking": "TRK-55121",
-        },
-        "B-2210": {
-            "id": "B-2210",
-            "customer": "Sam Ortiz",
-            "item": "Desk lamp",
-            "total": 35.0,
-            "status": "refunded",
-            "tracking": "TRK-60002",
-        },
-        "C-3301": {
-            "id": "C-3301",
-            "customer": "Lee Park",
-            "item": "Blender",
-            "total": 89.0,
-            "status": "placed",
-            "tracking": None,
-        },
-    },
+    "orders": _from_data(_read_data("state/orders.json"), STATE_KINDS["orders"], "orders"),
     "refunds": [],
     "next_refund_id": 1,
     "audit_log": [],
@@ -1617,689 +1603,28 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
         },
     },
     "kettle_refund": {
-        "conversations": {
-            "c-1042": {
-                "id": "c-1042",
-                "customer": "Dana Reyes",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-04-14T09:58:00",
-                "updated_at": "2025-04-14T09:58:00",
-                "last_customer_message": "Hi, the kettle I ordered arrived cracked.",
-                "escalation_reason": None,
-                "closing_note": None,
-            }
-        },
-        "transcripts": {
-            "c-1042": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "Hi, the kettle I ordered arrived cracked.",
-                    "at": "2025-04-14T09:58:00",
-                    "mood": "neutral",
-                }
-            ]
-        },
-        "case_fields": {
-            "c-1042": {
-                "intent_status": "unknown",
-                "mood": "neutral",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "2",
-                "order_id": "A-1042",
-            }
-        },
-        "personas": {
-            "c-1042": {
-                "intent": "refund",
-                "intent_keywords": ["refund", "money back"],
-                "hint": "the kettle arrived cracked and I want my money back",
-                "confidence": 0.3,
-                "valence": -0.1,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["refund", "return label"],
-                "patience": 3,
-                "strikes": 0,
-            }
-        },
-        "trajectories": {
-            "c-1042": [
-                {
-                    "turn": 0,
-                    "confidence": 0.3,
-                    "valence": -0.1,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ]
-        },
+        "conversations": _read_data("scenarios/kettle_refund/conversations.json"),
+        "transcripts": _read_data("scenarios/kettle_refund/transcripts.json"),
+        "case_fields": _read_data("scenarios/kettle_refund/case_fields.json"),
+        "personas": _read_data("scenarios/kettle_refund/personas.json"),
+        "trajectories": _read_data("scenarios/kettle_refund/trajectories.json"),
     },
     "impatient_gold_customer": {
-        "conversations": {
-            "c-2001": {
-                "id": "c-2001",
-                "customer": "Sam Ortiz",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-04-14T09:50:00",
-                "updated_at": "2025-04-14T09:50:00",
-                "last_customer_message": "I'm locked out of my account!",
-                "escalation_reason": None,
-                "closing_note": None,
-            },
-            "c-0990": {
-                "id": "c-0990",
-                "customer": "Lee Park",
-                "status": "closed",
-                "turns": 0,
-                "started_at": "2025-04-13T16:00:00",
-                "updated_at": "2025-04-13T16:20:00",
-                "last_customer_message": "",
-                "escalation_reason": None,
-                "closing_note": "answered by email",
-            },
-        },
-        "transcripts": {
-            "c-2001": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "I'm locked out of my account!",
-                    "at": "2025-04-14T09:50:00",
-                    "mood": "annoyed",
-                }
-            ],
-            "c-0990": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "Has my blender shipped?",
-                    "at": "2025-04-13T16:00:00",
-                    "mood": "neutral",
-                },
-                {
-                    "turn": 0,
-                    "role": "system",
-                    "text": "closed: answered by email",
-                    "at": "2025-04-13T16:20:00",
-                    "mood": None,
-                },
-            ],
-        },
-        "case_fields": {
-            "c-2001": {
-                "intent_status": "suspected",
-                "mood": "annoyed",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "1",
-                "tier": "gold",
-            },
-            "c-0990": {"order_id": "C-3301"},
-        },
-        "personas": {
-            "c-2001": {
-                "intent": "account access",
-                "intent_keywords": ["password", "log in", "locked"],
-                "hint": "I can't log in since this morning",
-                "confidence": 0.4,
-                "valence": -0.3,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["password reset"],
-                "patience": 1,
-                "strikes": 0,
-            },
-            "c-0990": {
-                "intent": "delivery status",
-                "intent_keywords": ["shipped"],
-                "hint": "",
-                "confidence": 0.5,
-                "valence": 0.0,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["tracking number"],
-                "patience": 2,
-                "strikes": 0,
-            },
-        },
-        "trajectories": {
-            "c-2001": [
-                {
-                    "turn": 0,
-                    "confidence": 0.4,
-                    "valence": -0.3,
-                    "mood": "annoyed",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-            "c-0990": [
-                {
-                    "turn": 0,
-                    "confidence": 0.5,
-                    "valence": 0.0,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-        },
+        "conversations": _read_data("scenarios/impatient_gold_customer/conversations.json"),
+        "transcripts": _read_data("scenarios/impatient_gold_customer/transcripts.json"),
+        "case_fields": _read_data("scenarios/impatient_gold_customer/case_fields.json"),
+        "personas": _read_data("scenarios/impatient_gold_customer/personas.json"),
+        "trajectories": _read_data("scenarios/impatient_gold_customer/trajectories.json"),
     },
     "busy_chat_queue": {
-        "orders": {
-            "A-1042": {
-                "id": "A-1042",
-                "customer": "Dana Reyes",
-                "item": "Glass kettle",
-                "total": 49.99,
-                "status": "delivered",
-                "tracking": "TRK-55120",
-            },
-            "A-1043": {
-                "id": "A-1043",
-                "customer": "Dana Reyes",
-                "item": "Tea set",
-                "total": 24.5,
-                "status": "shipped",
-                "tracking": "TRK-55121",
-            },
-            "B-2210": {
-                "id": "B-2210",
-                "customer": "Sam Ortiz",
-                "item": "Desk lamp",
-                "total": 35.0,
-                "status": "refunded",
-                "tracking": "TRK-60002",
-            },
-            "C-3301": {
-                "id": "C-3301",
-                "customer": "Lee Park",
-                "item": "Blender",
-                "total": 89.0,
-                "status": "placed",
-                "tracking": None,
-            },
-            "C-3302": {
-                "id": "C-3302",
-                "customer": "Lee Park",
-                "item": "Blender jug",
-                "total": 19.5,
-                "status": "shipped",
-                "tracking": "TRK-61877",
-            },
-            "D-4410": {
-                "id": "D-4410",
-                "customer": "Maya Chen",
-                "item": "Espresso machine",
-                "total": 229.0,
-                "status": "delivered",
-                "tracking": "TRK-62310",
-            },
-            "D-4411": {
-                "id": "D-4411",
-                "customer": "Maya Chen",
-                "item": "Milk frother",
-                "total": 39.9,
-                "status": "delivered",
-                "tracking": "TRK-62311",
-            },
-            "E-5120": {
-                "id": "E-5120",
-                "customer": "Omar Haddad",
-                "item": "Air fryer",
-                "total": 119.0,
-                "status": "delivered",
-                "tracking": "TRK-63004",
-            },
-            "F-6001": {
-                "id": "F-6001",
-                "customer": "Priya Nair",
-                "item": "Bath towel set",
-                "total": 45.0,
-                "status": "shipped",
-                "tracking": "TRK-64150",
-            },
-        },
-        "conversations": {
-            "c-3101": {
-                "id": "c-3101",
-                "customer": "Dana Reyes",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-04-14T09:20:00",
-                "updated_at": "2025-04-14T09:20:00",
-                "last_customer_message": "Hi, the kettle I ordered arrived cracked.",
-                "escalation_reason": None,
-                "closing_note": None,
-            },
-            "c-3102": {
-                "id": "c-3102",
-                "customer": "Maya Chen",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-04-14T09:25:00",
-                "updated_at": "2025-04-14T09:25:00",
-                "last_customer_message": "Why did you take my money twice?",
-                "escalation_reason": None,
-                "closing_note": None,
-            },
-            "c-3103": {
-                "id": "c-3103",
-                "customer": "Lee Park",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-04-14T09:31:00",
-                "updated_at": "2025-04-14T09:31:00",
-                "last_customer_message": "Where is my parcel? It was due days ago.",
-                "escalation_reason": None,
-                "closing_note": None,
-            },
-            "c-3104": {
-                "id": "c-3104",
-                "customer": "Maya Chen",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-04-14T09:40:00",
-                "updated_at": "2025-04-14T09:40:00",
-                "last_customer_message": "My milk frother stopped working.",
-                "escalation_reason": None,
-                "closing_note": None,
-            },
-            "c-3105": {
-                "id": "c-3105",
-                "customer": "Omar Haddad",
-                "status": "escalated",
-                "turns": 0,
-                "started_at": "2025-04-14T08:50:00",
-                "updated_at": "2025-04-14T08:50:00",
-                "last_customer_message": "The air fryer smells of burning plastic.",
-                "escalation_reason": "Customer's patience has run out after a long wait",
-                "closing_note": None,
-            },
-            "c-3106": {
-                "id": "c-3106",
-                "customer": "Dana Reyes",
-                "status": "closed",
-                "turns": 0,
-                "started_at": "2025-04-13T15:00:00",
-                "updated_at": "2025-04-13T15:20:00",
-                "last_customer_message": "Has my tea set shipped?",
-                "escalation_reason": None,
-                "closing_note": "Answered by e-mail instead",
-            },
-            "c-3107": {
-                "id": "c-3107",
-                "customer": "Priya Nair",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-04-14T09:55:00",
-                "updated_at": "2025-04-14T09:55:00",
-                "last_customer_message": "How do I send these towels back?",
-                "escalation_reason": None,
-                "closing_note": None,
-            },
-            "c-3108": {
-                "id": "c-3108",
-                "customer": "Sam Ortiz",
-                "status": "active",
-                "turns": 0,
-                "started_at": "2025-04-14T09:58:00",
-                "updated_at": "2025-04-14T09:58:00",
-                "last_customer_message": "I'm locked out of my account!",
-                "escalation_reason": None,
-                "closing_note": None,
-            },
-        },
-        "transcripts": {
-            "c-3101": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "Hi, the kettle I ordered arrived cracked.",
-                    "at": "2025-04-14T09:20:00",
-                    "mood": "neutral",
-                }
-            ],
-            "c-3102": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "Why did you take my money twice?",
-                    "at": "2025-04-14T09:25:00",
-                    "mood": "annoyed",
-                }
-            ],
-            "c-3103": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "Where is my parcel? It was due days ago.",
-                    "at": "2025-04-14T09:31:00",
-                    "mood": "neutral",
-                }
-            ],
-            "c-3104": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "My milk frother stopped working.",
-                    "at": "2025-04-14T09:40:00",
-                    "mood": "neutral",
-                }
-            ],
-            "c-3105": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "The air fryer smells of burning plastic.",
-                    "at": "2025-04-14T08:50:00",
-                    "mood": "angry",
-                },
-                {
-                    "turn": 0,
-                    "role": "system",
-                    "text": "escalated: Customer's patience has run out after a long wait",
-                    "at": "2025-04-14T08:50:00",
-                    "mood": None,
-                },
-            ],
-            "c-3106": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "Has my tea set shipped?",
-                    "at": "2025-04-13T15:00:00",
-                    "mood": "neutral",
-                },
-                {
-                    "turn": 0,
-                    "role": "system",
-                    "text": "closed: Answered by e-mail instead",
-                    "at": "2025-04-13T15:20:00",
-                    "mood": None,
-                },
-            ],
-            "c-3107": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "How do I send these towels back?",
-                    "at": "2025-04-14T09:55:00",
-                    "mood": "neutral",
-                }
-            ],
-            "c-3108": [
-                {
-                    "turn": 0,
-                    "role": "customer",
-                    "text": "I'm locked out of my account!",
-                    "at": "2025-04-14T09:58:00",
-                    "mood": "annoyed",
-                }
-            ],
-        },
-        "case_fields": {
-            "c-3101": {
-                "intent_status": "unknown",
-                "mood": "neutral",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "2",
-                "order_id": "A-1042",
-            },
-            "c-3102": {
-                "intent_status": "unknown",
-                "mood": "annoyed",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "1",
-                "order_id": "D-4410",
-            },
-            "c-3103": {
-                "intent_status": "suspected",
-                "mood": "neutral",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "2",
-                "order_id": "C-3302",
-            },
-            "c-3104": {
-                "intent_status": "unknown",
-                "mood": "neutral",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "1",
-                "order_id": "D-4411",
-            },
-            "c-3105": {
-                "intent_status": "suspected",
-                "mood": "angry",
-                "trend": "stable",
-                "escalation_risk": "high",
-                "open_items": "2",
-                "order_id": "E-5120",
-            },
-            "c-3106": {
-                "intent_status": "suspected",
-                "mood": "neutral",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "1",
-                "order_id": "A-1043",
-            },
-            "c-3107": {
-                "intent_status": "suspected",
-                "mood": "neutral",
-                "trend": "stable",
-                "escalation_risk": "low",
-                "open_items": "1",
-                "order_id": "F-6001",
-            },
-            "c-3108": {
-                "intent_status": "suspected",
-                "mood": "annoyed",
-                "trend": "stable",
-                "escalation_risk": "high",
-                "open_items": "1",
-                "tier": "gold",
-            },
-        },
-        "personas": {
-            "c-3101": {
-                "intent": "refund",
-                "intent_keywords": ["refund", "money back"],
-                "hint": "the kettle arrived cracked and I want my money back",
-                "confidence": 0.3,
-                "valence": -0.1,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["refund", "return label"],
-                "patience": 3,
-                "strikes": 0,
-            },
-            "c-3102": {
-                "intent": "billing correction",
-                "intent_keywords": ["charge", "charged", "invoice"],
-                "hint": "I was charged twice for the espresso machine",
-                "confidence": 0.3,
-                "valence": -0.4,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["duplicate charge refund"],
-                "patience": 2,
-                "strikes": 0,
-            },
-            "c-3103": {
-                "intent": "delivery status",
-                "intent_keywords": ["tracking", "delivery", "parcel"],
-                "hint": "the blender jug was due last Friday and still isn't here",
-                "confidence": 0.35,
-                "valence": -0.2,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["tracking number", "new delivery date"],
-                "patience": 2,
-                "strikes": 0,
-            },
-            "c-3104": {
-                "intent": "refund",
-                "intent_keywords": ["refund", "money back"],
-                "hint": "the milk frother stopped working after a week",
-                "confidence": 0.3,
-                "valence": -0.1,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["refund"],
-                "patience": 3,
-                "strikes": 0,
-            },
-            "c-3105": {
-                "intent": "refund",
-                "intent_keywords": ["refund", "money back"],
-                "hint": "the air fryer smells of burning plastic and I want my money back",
-                "confidence": 0.4,
-                "valence": -0.5,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["refund", "return label"],
-                "patience": 1,
-                "strikes": 0,
-            },
-            "c-3106": {
-                "intent": "delivery status",
-                "intent_keywords": ["shipped", "tracking"],
-                "hint": "I want to know when the tea set arrives",
-                "confidence": 0.5,
-                "valence": 0.0,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["tracking number"],
-                "patience": 2,
-                "strikes": 0,
-            },
-            "c-3107": {
-                "intent": "return label",
-                "intent_keywords": ["return", "label", "send back"],
-                "hint": "the towels are the wrong colour and I need a return label",
-                "confidence": 0.4,
-                "valence": 0.1,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["return label"],
-                "patience": 4,
-                "strikes": 0,
-            },
-            "c-3108": {
-                "intent": "account access",
-                "intent_keywords": ["password", "log in", "locked"],
-                "hint": "I can't log in since this morning",
-                "confidence": 0.4,
-                "valence": -0.3,
-                "trend": "stable",
-                "confirmed": [],
-                "outstanding": ["password reset"],
-                "patience": 1,
-                "strikes": 0,
-            },
-        },
-        "trajectories": {
-            "c-3101": [
-                {
-                    "turn": 0,
-                    "confidence": 0.3,
-                    "valence": -0.1,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-            "c-3102": [
-                {
-                    "turn": 0,
-                    "confidence": 0.3,
-                    "valence": -0.4,
-                    "mood": "annoyed",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-            "c-3103": [
-                {
-                    "turn": 0,
-                    "confidence": 0.35,
-                    "valence": -0.2,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-            "c-3104": [
-                {
-                    "turn": 0,
-                    "confidence": 0.3,
-                    "valence": -0.1,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-            "c-3105": [
-                {
-                    "turn": 0,
-                    "confidence": 0.4,
-                    "valence": -0.5,
-                    "mood": "angry",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-            "c-3106": [
-                {
-                    "turn": 0,
-                    "confidence": 0.5,
-                    "valence": 0.0,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-            "c-3107": [
-                {
-                    "turn": 0,
-                    "confidence": 0.4,
-                    "valence": 0.1,
-                    "mood": "neutral",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-            "c-3108": [
-                {
-                    "turn": 0,
-                    "confidence": 0.4,
-                    "valence": -0.3,
-                    "mood": "annoyed",
-                    "trend": "stable",
-                    "confirmed": 0,
-                    "signals": [],
-                }
-            ],
-        },
+        "orders": _read_data("scenarios/busy_chat_queue/orders.json"),
+        "refunds": _read_data("scenarios/busy_chat_queue/refunds.json"),
+        "conversations": _read_data("scenarios/busy_chat_queue/conversations.json"),
+        "transcripts": _read_data("scenarios/busy_chat_queue/transcripts.json"),
+        "case_fields": _read_data("scenarios/busy_chat_queue/case_fields.json"),
+        "personas": _read_data("scenarios/busy_chat_queue/personas.json"),
+        "trajectories": _read_data("scenarios/busy_chat_queue/trajectories.json"),
+        "next_refund_id": 4,
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
@@ -4887,6 +4212,7 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
             2,
         )
         charged = round(state["orders"][order_id]["total"] + overcharge, 2)
+        refunds_after = len(state["refunds"]) + 1
         _values: dict[str, Any] = {
             "chat_id": to_json(chat_id),
             "order_id": to_json(order_id),
@@ -4894,6 +4220,7 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
             "item": to_json(item),
             "overcharge": to_json(overcharge),
             "charged": to_json(charged),
+            "refunds_after": to_json(refunds_after),
         }
         _restore_draws(self, _restore)
     except (DomainError, FamilyFailed) as _error:
@@ -4978,7 +4305,15 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
         )
         chat_status: SessionStatus = "escalated" if over else "active"
         refunded = 0 if over else 1
-        escalated = 2 if over else 1
+        refunds_after = len(state["refunds"]) + refunded
+        already = len(
+            [
+                c
+                for c in self._count_each(state["conversations"].values())
+                if c["status"] == "escalated"
+            ]
+        )
+        escalated = already + 1 if over else already
         held_back = 1 if over else 0
         reason = f"Full refund is above my approval limit of ${limit}"
         _values: dict[str, Any] = {
@@ -4991,6 +4326,8 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
             "limit": to_json(limit),
             "chat_status": to_json(chat_status),
             "refunded": to_json(refunded),
+            "refunds_after": to_json(refunds_after),
+            "already": to_json(already),
             "escalated": to_json(escalated),
             "held_back": to_json(held_back),
             "reason": to_json(reason),

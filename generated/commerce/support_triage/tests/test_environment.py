@@ -574,6 +574,48 @@ def test_refund_guards_on_orders_and_conversations() -> None:
     run_refund_guards_on_orders_and_conversations(Recorder("impatient_gold_customer"))
 
 
+def run_busy_queue_near_misses_and_the_partial_refund(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    assert len(state["refunds"]) == 3 and state["next_refund_id"] == 4
+    assert (
+        state["refunds"][1]["order_id"] == "F-6003"
+        and state["refunds"][1]["amount"] == 8.4
+        and state["orders"]["F-6003"]["status"] == "delivered"
+    )
+    expect_error(
+        env,
+        "forbidden",
+        "belongs to Dana Reeves",
+        "issue_refund",
+        {"conversation_id": "c-3101", "order_id": "A-1044", "amount": 49.99},
+    )
+    expect_error(
+        env,
+        "forbidden",
+        "belongs to Maya Chan",
+        "issue_refund",
+        {"conversation_id": "c-3102", "order_id": "D-4412", "amount": 229.0},
+    )
+    assert [o["id"] for o in env.invoke("orders_of", {"customer": "Maya Chen"})] == [
+        "D-4410",
+        "D-4411",
+        "D-4414",
+    ]
+    r = env.invoke(
+        "issue_refund", {"conversation_id": "c-3109", "order_id": "A-1044", "amount": 49.99}
+    )
+    assert r["id"] == 4 and len(state["refunds"]) == 4 and state["next_refund_id"] == 5
+    assert (
+        len(env.invoke("list_conversations", {"status": "active"})) == 18
+        and len(env.invoke("list_conversations", {"status": "escalated"})) == 3
+    )
+    del state
+
+
+def test_busy_queue_near_misses_and_the_partial_refund() -> None:
+    run_busy_queue_near_misses_and_the_partial_refund(Recorder("busy_chat_queue"))
+
+
 def run_refunds_are_kept_to_the_cent(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     r = env.invoke(
@@ -673,7 +715,8 @@ def run_quick_password_reset_resolves(env: Recorder) -> None:
         {"conversation_id": "c-2001", "text": "To confirm, you can log in again now?"},
     )
     assert done["status"] == "resolved" and done["delta"]["confidence_after"] == 0.9
-    assert env.invoke("list_conversations", {"status": "resolved"})[0]["id"] == "c-2001"
+    assert len(env.invoke("list_conversations", {"status": "resolved"})) == 26
+    assert env.invoke("list_conversations", {"status": "resolved"})[-1]["id"] == "c-2001"
     del state
 
 
@@ -715,6 +758,10 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "refund_guards_on_orders_and_conversations": (
         "impatient_gold_customer",
         run_refund_guards_on_orders_and_conversations,
+    ),
+    "busy_queue_near_misses_and_the_partial_refund": (
+        "busy_chat_queue",
+        run_busy_queue_near_misses_and_the_partial_refund,
     ),
     "refunds_are_kept_to_the_cent": ("kettle_refund", run_refunds_are_kept_to_the_cent),
     "refund_then_tell_the_customer": ("kettle_refund", run_refund_then_tell_the_customer),
