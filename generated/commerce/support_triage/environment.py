@@ -4300,7 +4300,7 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
         limit = cast(
             "int",
             self._random_choice(
-                [l for l in [10, 25, 40, 50, 75, 100, 150, 250, 300] if (l < total) == over]
+                [cap for cap in [10, 25, 40, 50, 75, 100, 150, 250, 300] if (cap < total) == over]
             ),
         )
         chat_status: SessionStatus = "escalated" if over else "active"
