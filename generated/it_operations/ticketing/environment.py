@@ -660,15 +660,9 @@ WORLD: Final[World] = {
         "bob": "bob-pass",
         "carol": "carol-pass",
         "dmitri": "dmitri-pass",
-        "grace": "grace-pass",
-        "hannah": "hannah-pass",
-        "ines": "ines-pass",
-        "kenji": "kenji-pass",
         "marta": "marta-pass",
         "martin": "martin-pass",
-        "olu": "olu-pass",
         "sofia": "sofia-pass",
-        "tom": "tom-pass",
         "yusuf": "yusuf-pass",
     },
     "agents": ["alice", "bob", "dmitri"],
@@ -2196,7 +2190,7 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
             "Category", self._random_choice(["hardware", "network", "access", "software"])
         )
         agent = cast("str", self._random_choice(WORLD["agents"]))
-        reporter = cast("str", self._random_choice(["carol", "marta", "kenji", "sofia", "yusuf"]))
+        reporter = cast("str", self._random_choice(["carol", "marta", "martin", "sofia", "yusuf"]))
         extra = self._issue_id()
         self._undo.save(state["tickets"], extra)
         state["tickets"][extra] = {
@@ -2514,6 +2508,16 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
                     ]
                 )
                 == 0
+                and len(
+                    [
+                        o
+                        for o in self._count_each(state["tickets"].values())
+                        if o["title"] == x
+                        and self._rank(o["status"]) >= 2
+                        and o["category"] != "other"
+                    ]
+                )
+                > 0
             ]
         )
         known = self._random_float() < 0.5
@@ -2522,52 +2526,22 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
             if known
             else cast("str", self._random_choice(not_live))
         )
-        if (
-            not known
-            and self._random_float() < 0.5
-            and len([o for o in self._count_each(state["tickets"].values()) if o["title"] == title])
-            == 0
-        ):
-            old = self._issue_id()
-            self._undo.save(state["tickets"], old)
-            state["tickets"][old] = {
-                "id": old,
-                "title": title,
-                "description": "",
-                "category": "other",
-                "priority": self._random_int(1, 5),
-                "status": "resolved",
-                "created_by": cast(
-                    "str", self._random_choice(["carol", "grace", "martin", "olu", "tom"])
-                ),
-                "assignee": None,
-                "resolution": cast(
-                    "str",
-                    self._random_choice(
-                        [
-                            "Replaced the VPN concentrator and pushed the new client profile",
-                            "Cleared the print queue and replaced the duplex unit",
-                            "Reset the password and re-registered the MFA device",
-                            "Reinstalled Office and repaired the Outlook profile",
-                            "Granted read-write access to the finance share after manager approval",
-                            "Updated the docking station firmware and display drivers",
-                            "Imaged a new laptop and created the accounts; handed over at the desk",
-                            "Moved the meeting room access point to a free channel",
-                            "Replaced the faulty headset under warranty",
-                            "Re-enabled the badge in the access control system",
-                            "Blocked the sender, purged the e-mail from all mailboxes and reset the user's password",
-                            "Installed Acrobat Pro from the software centre and assigned the licence",
-                        ]
-                    ),
-                ),
-                "created_at": state["clock"],
-                "updated_at": state["clock"],
-            }
         existing: list[int] = [
             t["id"]
             for t in self._count_each(state["tickets"].values())
             if t["title"] == title and self._rank(t["status"]) < 2
         ]
+        earlier = sorted(
+            [
+                t
+                for t in self._count_each(state["tickets"].values())
+                if t["title"] == title and self._rank(t["status"]) >= 2
+            ],
+            key=lambda t: t["id"],
+        )
+        category: Category = (
+            state["tickets"][existing[0]]["category"] if known else earlier[-1]["category"]
+        )
         priority = cast(
             "int",
             self._random_choice(
@@ -2579,13 +2553,15 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
             ),
         )
         expected_id = existing[0] if known else state["next_ticket_id"]
-        caller = cast("str", self._random_choice(["Carol", "Grace", "Martin", "Olu", "Tom"]))
+        caller = cast("str", self._random_choice(["Carol", "Marta", "Martin", "Sofia", "Yusuf"]))
         _values: dict[str, Any] = {
             "live_once": to_json(live_once),
             "not_live": to_json(not_live),
             "known": to_json(known),
             "title": to_json(title),
             "existing": to_json(existing),
+            "earlier": to_json(earlier),
+            "category": to_json(category),
             "priority": to_json(priority),
             "expected_id": to_json(expected_id),
             "caller": to_json(caller),
@@ -2611,6 +2587,20 @@ def _solve_2(
     try:
         known = conform(_values.get("known"), ("bool",), "known")
         title = conform(_values.get("title"), ("str",), "title")
+        category = conform(
+            _values.get("category"),
+            (
+                "enum",
+                (
+                    "hardware",
+                    "software",
+                    "network",
+                    "access",
+                    "other",
+                ),
+            ),
+            "category",
+        )
         priority = conform(_values.get("priority"), ("int",), "priority")
         expected_id = conform(_values.get("expected_id"), ("int",), "expected_id")
         if known:
@@ -2619,6 +2609,9 @@ def _solve_2(
             )
         else:
             _solution_call(self, _calls, "create_ticket", {"title": title, "priority": priority})
+            _solution_call(
+                self, _calls, "categorize_ticket", {"ticket_id": expected_id, "category": category}
+            )
     except (DomainError, FamilyFailed) as _error:
         raise FamilyFailed("family `already_reported_or_new`: " + str(_error)) from None
     return _calls

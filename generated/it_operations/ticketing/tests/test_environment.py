@@ -215,7 +215,15 @@ def run_domain_users_and_agents(env: Recorder) -> None:
     state: Any = env.view()  # live, and untyped so each assert reads afresh
     env.invoke("login", {"username": "carol", "password": "carol-pass"})
     assert env.invoke("whoami", {}) == "carol"
-    assert [t["id"] for t in env.invoke("list_tickets", {"mine_only": True})] == [4, 28]
+    assert [t["id"] for t in env.invoke("list_tickets", {"mine_only": True})] == [
+        4,
+        5,
+        14,
+        21,
+        28,
+        33,
+        34,
+    ]
     expect_error(
         env, "not_found", "not an agent", "assign_ticket", {"ticket_id": 4, "assignee": "carol"}
     )
