@@ -28,8 +28,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-USERS = {"alice": "alice-pass", "bob": "bob-pass", "carol": "carol-pass"}
-AGENTS = ["alice", "bob"]
+USERS = {
+    "alice": "alice-pass",
+    "bob": "bob-pass",
+    "carol": "carol-pass",
+    "dmitri": "dmitri-pass",
+    "marta": "marta-pass",
+    "martin": "martin-pass",
+    "sofia": "sofia-pass",
+    "yusuf": "yusuf-pass",
+}
+AGENTS = ["alice", "bob", "dmitri"]
 STATUSES = ("open", "in_progress", "resolved", "closed")
 CATEGORIES = ("hardware", "software", "network", "access", "other")
 RANK = {"open": 0, "in_progress": 1, "resolved": 2, "closed": 3}

@@ -129,7 +129,7 @@ def test_ticketing_data(ticketing: ir.Environment) -> None:
     assert busy["tickets"][1]["priority"] == 4
     assert busy["tickets"][1]["description"] == ""  # record default filled in
     assert busy["tickets"][1]["assignee"] is None
-    assert ticketing.world_values["agents"] == ["alice", "bob"]
+    assert ticketing.world_values["agents"] == ["alice", "bob", "dmitri"]
 
 
 def test_analysis_annotates_names_and_types(ticketing: ir.Environment) -> None:

@@ -36,7 +36,13 @@ PROTOTYPE = (ROOT / "specs" / "prototypes" / "transactional_workspace.envspec").
 
 LIFECYCLE = ["open", "in_progress", "resolved", "closed"]
 CLOCK = "2025-01-01T09:00:00"
-"""The virtual clock of every scenario (the spec's header has no `clock`)."""
+"""The virtual clock of every scenario that sets none (the spec's header has no `clock`)."""
+MONDAY = "2025-01-06T09:30:00"
+"""The clock `help_desk_monday` sets: 09:30 on Monday 6 January."""
+STAFF = ["alice", "bob", "carol", "dmitri", "marta", "martin", "sofia", "yusuf"]
+"""Every user who can log in, in name order; `agents` are three of them."""
+MONDAY_OPEN = [1, 4, 6, 7, 9, 12, 15, 16, 17, 19, 20, 22, 24, 25, 26, 27, 28, 29, 30, 32, 33, 34, 35, 36]
+"""The open tickets of `help_desk_monday` (36 tickets, ids 1 to 36)."""
 
 GOOD_ARGS: dict[str, dict[str, Any]] = {
     "logout": {},
@@ -127,7 +133,7 @@ def test_the_gate_covers_every_tool_but_login_and_whoami() -> None:
 def test_login_checks_user_and_password() -> None:
     env = Environment()
     error = refused(env, "login", {"username": "zed", "password": "x"}, "not_found", "unknown user zed")
-    assert error["allowed"] == ["alice", "bob", "carol"] and error["field"] == "username"
+    assert error["allowed"] == STAFF == sorted(WORLD["users"]) and error["field"] == "username"
     error = refused(env, "login", {"username": "alice", "password": "bob-pass"}, "unauthenticated", "wrong password")
     assert error["field"] == "password"
     refused(env, "login", {"username": "alice", "password": ""}, "invalid_argument", "min length")
@@ -158,7 +164,7 @@ def test_the_session_user_owns_what_it_creates() -> None:
     ok(env, "login", {"username": "carol", "password": "carol-pass"})  # switching user needs no logout
     created = ok(env, "create_ticket", {"title": "Monitor flickers"})
     assert created["created_by"] == "carol"
-    assert [t["id"] for t in ok(env, "list_tickets", {"mine_only": True})] == [4, 5]
+    assert [t["id"] for t in ok(env, "list_tickets", {"mine_only": True})] == [4, 5, 14, 21, 28, 33, 34, 37]
 
 
 def test_sessions_are_isolated_per_environment() -> None:
@@ -180,7 +186,7 @@ def test_creation_issues_the_next_id_and_starts_open() -> None:
     env = Environment("help_desk_monday")
     created = ok(env, "create_ticket", {"title": "Printer jams", "description": "Tray 2", "priority": 5})
     assert created == {
-        "id": 5,
+        "id": 37,
         "title": "Printer jams",
         "description": "Tray 2",
         "category": "other",
@@ -189,35 +195,35 @@ def test_creation_issues_the_next_id_and_starts_open() -> None:
         "created_by": "alice",
         "assignee": None,
         "resolution": None,
-        "created_at": CLOCK,
-        "updated_at": CLOCK,
+        "created_at": MONDAY,
+        "updated_at": MONDAY,
     }
-    assert tickets(env)["5"] == created and env.state()["next_ticket_id"] == 6
+    assert tickets(env)["37"] == created and env.state()["next_ticket_id"] == 38
     defaults = ok(env, "create_ticket", {"title": "Defaults"})
-    assert (defaults["id"], defaults["priority"], defaults["description"]) == (6, 3, "")
-    assert ok(env, "get_ticket", {"ticket_id": 6}) == defaults
+    assert (defaults["id"], defaults["priority"], defaults["description"]) == (38, 3, "")
+    assert ok(env, "get_ticket", {"ticket_id": 38}) == defaults
 
 
 def test_ids_are_never_reissued_or_changed() -> None:
     env = Environment("help_desk_monday")
     refused(env, "create_ticket", {"title": ""}, "invalid_argument")
-    assert ok(env, "create_ticket", {"title": "Fifth"})["id"] == 5  # a refused create uses no id
+    assert ok(env, "create_ticket", {"title": "Thirty-seventh"})["id"] == 37  # a refused create uses no id
     for tool in TOOL_SPECS:
         assert "id" not in [p.name for p in TOOL_SPECS[tool].params], tool
-    refused(env, "update_ticket", {"ticket_id": 5, "id": 9}, "invalid_argument", "no parameter `id`")
+    refused(env, "update_ticket", {"ticket_id": 37, "id": 9}, "invalid_argument", "no parameter `id`")
     steps: list[tuple[str, dict[str, Any]]] = [
-        ("update_ticket", {"ticket_id": 5, "title": "Renamed"}),
-        ("categorize_ticket", {"ticket_id": 5, "category": "hardware"}),
-        ("assign_ticket", {"ticket_id": 5, "assignee": "bob"}),
-        ("set_status", {"ticket_id": 5, "status": "in_progress"}),
-        ("resolve_ticket", {"ticket_id": 5, "resolution": "Done"}),
-        ("close_ticket", {"ticket_id": 5}),
+        ("update_ticket", {"ticket_id": 37, "title": "Renamed"}),
+        ("categorize_ticket", {"ticket_id": 37, "category": "hardware"}),
+        ("assign_ticket", {"ticket_id": 37, "assignee": "bob"}),
+        ("set_status", {"ticket_id": 37, "status": "in_progress"}),
+        ("resolve_ticket", {"ticket_id": 37, "resolution": "Done"}),
+        ("close_ticket", {"ticket_id": 37}),
     ]
     for step, args in steps:
-        assert ok(env, step, args)["id"] == 5
-    assert sorted(tickets(env), key=int) == ["1", "2", "3", "4", "5"]
+        assert ok(env, step, args)["id"] == 37
+    assert sorted(tickets(env), key=int) == [str(n) for n in range(1, 38)]
     assert all(int(key) == value["id"] for key, value in tickets(env).items())
-    assert ok(env, "create_ticket", {"title": "Sixth"})["id"] == 6
+    assert ok(env, "create_ticket", {"title": "Thirty-eighth"})["id"] == 38
 
 
 def test_creating_never_replaces_an_existing_ticket() -> None:
@@ -232,7 +238,8 @@ def test_unknown_ids_are_refused_naming_the_ids_that_exist() -> None:
     for tool in ["get_ticket", "close_ticket", "update_ticket", "categorize_ticket"]:
         args = {**GOOD_ARGS[tool], "ticket_id": 42}
         error = refused(env, tool, args, "not_found", "ticket 42 does not exist")
-        assert error["allowed"] == [1, 2, 3, 4] and error["field"] == "ticket_id" and error["entity"] == "ticket"
+        # the first twenty of the 36 ids
+        assert error["allowed"] == list(range(1, 21)) and error["field"] == "ticket_id" and error["entity"] == "ticket"
     refused(env, "get_ticket", {"ticket_id": "1"}, "invalid_argument", "must be an integer")
 
 
@@ -360,7 +367,12 @@ def test_resolution_is_mandatory() -> None:
     # set_status cannot be used to skip the resolution text
     refused(env, "set_status", {"ticket_id": 1, "status": "resolved"}, "invalid_argument", "resolve")
     refused(env, "set_status", {"ticket_id": 2, "status": "resolved"}, "invalid_argument", "resolve")
-    assert [t["resolution"] for t in ok(env, "list_tickets", {"status": "resolved"})] == ["Reset by phone"]
+    assert [t["resolution"] for t in ok(env, "list_tickets", {"status": "resolved"})] == [
+        "Reset by phone",
+        "Unlocked the account and re-registered the MFA device",
+        "Updated the docking station firmware and display drivers",
+        "Re-enabled the badge in the access control system",
+    ]
 
 
 @pytest.mark.parametrize("current", ["resolved", "closed"])
@@ -386,7 +398,7 @@ def test_the_set_status_refusal_names_a_tool_that_exists() -> None:
 def test_assigning_is_for_agents_and_unresolved_tickets() -> None:
     env = Environment("help_desk_monday")
     error = refused(env, "assign_ticket", {"ticket_id": 4, "assignee": "carol"}, "not_found", "carol is not an agent")
-    assert error["allowed"] == WORLD["agents"] == ["alice", "bob"]
+    assert error["allowed"] == WORLD["agents"] == ["alice", "bob", "dmitri"]
     assigned = ok(env, "assign_ticket", {"ticket_id": 4, "assignee": "alice"})
     assert (assigned["assignee"], assigned["status"]) == ("alice", "open")  # assigning does not move the status
     ok(env, "assign_ticket", {"ticket_id": 2, "assignee": "alice"})  # reassigning is fine
@@ -412,7 +424,7 @@ def test_updates_change_only_the_given_fields(change: dict[str, Any]) -> None:
     env = Environment("help_desk_monday")
     before = tickets(env)["1"]
     updated = ok(env, "update_ticket", {"ticket_id": 1, **change})
-    assert updated == {**before, **change, "updated_at": CLOCK}
+    assert updated == {**before, **change, "updated_at": MONDAY}
     assert tickets(env)["1"] == updated
     assert {k: v for k, v in tickets(env).items() if k != "1"} == {
         k: v for k, v in Environment("help_desk_monday").state()["tickets"].items() if k != "1"
@@ -448,16 +460,19 @@ def ids(env: Environment, **args: Any) -> list[int]:
 
 def test_listing_filters_by_status_owner_and_limit_in_id_order() -> None:
     env = Environment("help_desk_monday")
-    assert ids(env) == [1, 2, 3, 4]
+    assert ids(env) == list(range(1, 37))
     assert ids(env, mine_only=True) == [1, 2]
-    assert ids(env, status="open") == [1, 4]
+    assert ids(env, status="open") == MONDAY_OPEN
     assert ids(env, status="open", mine_only=True) == [1]
-    assert ids(env, status="closed") == []
+    assert ids(env, status="in_progress") == [2, 8, 13, 14, 18, 31]
+    assert ids(env, status="closed") == [11, 23]
     assert ids(env, limit=2) == [1, 2]
+    assert ids(env, status="open", limit=3) == [1, 4, 6]
     assert ids(env, mine_only=True, limit=1) == [1]
-    assert ids(env, status=None, mine_only=False, limit=500) == [1, 2, 3, 4]
+    assert ids(env, status=None, mine_only=False, limit=500) == list(range(1, 37))
+    assert ids(env) == ids(env, limit=50) != ids(env, limit=20)  # the default limit, 50, holds all 36
     ok(env, "login", {"username": "bob", "password": "bob-pass"})
-    assert ids(env, mine_only=True) == [3]
+    assert ids(env, mine_only=True) == [3, 31]
     assert ids(env, mine_only=True, status="open") == []
 
 
@@ -497,7 +512,7 @@ def test_every_successful_write_adds_exactly_one_entry(tool: str) -> None:
     after = env.state()["audit_log"]
     assert after[: len(before)] == before and len(after) == len(before) + 1
     entry = after[-1]
-    assert (entry["seq"], entry["tool"], entry["at"]) == (1, tool, CLOCK)
+    assert (entry["seq"], entry["tool"], entry["at"]) == (1, tool, MONDAY)
 
 
 def test_the_log_records_every_mutation_in_order() -> None:
@@ -682,7 +697,7 @@ def test_categorising_files_a_ticket_and_is_audited() -> None:
     env = Environment("help_desk_monday")
     categorized = ok(env, "categorize_ticket", {"ticket_id": 4, "category": "hardware"})
     assert categorized["category"] == "hardware" == tickets(env)["4"]["category"]
-    assert categorized["status"] == "open" and categorized["updated_at"] == CLOCK
+    assert categorized["status"] == "open" and categorized["updated_at"] == MONDAY
     assert env.state()["audit_log"][-1]["detail"] == "hardware"
     error = refused(env, "categorize_ticket", {"ticket_id": 4, "category": "printers"}, "invalid_argument")
     assert error["allowed"] == ["hardware", "software", "network", "access", "other"]
@@ -694,13 +709,17 @@ def test_categorising_files_a_ticket_and_is_audited() -> None:
 
 def test_the_queue_counts_tickets_that_are_not_closed_per_category() -> None:
     env = Environment("help_desk_monday")
-    assert ok(env, "queue_by_category") == {"hardware": 1, "network": 1, "access": 1, "software": 1}
+    # tickets 11 (other) and 23 (hardware) are closed and not counted
+    assert ok(env, "queue_by_category") == {"hardware": 10, "software": 9, "network": 7, "access": 7, "other": 1}
     ok(env, "categorize_ticket", {"ticket_id": 4, "category": "hardware"})
     ok(env, "create_ticket", {"title": "Uncategorised"})
-    assert ok(env, "queue_by_category") == {"hardware": 2, "network": 1, "access": 1, "other": 1}
+    assert ok(env, "queue_by_category") == {"hardware": 11, "software": 8, "network": 7, "access": 7, "other": 2}
     ok(env, "close_ticket", {"ticket_id": 1})
     ok(env, "close_ticket", {"ticket_id": 3})
-    assert ok(env, "queue_by_category") == {"hardware": 1, "network": 1, "other": 1}  # empty categories are absent
+    assert ok(env, "queue_by_category") == {"hardware": 10, "software": 8, "network": 7, "access": 6, "other": 2}
+    ok(env, "close_ticket", {"ticket_id": 33})
+    ok(env, "close_ticket", {"ticket_id": 37})
+    assert ok(env, "queue_by_category") == {"hardware": 10, "software": 8, "network": 7, "access": 6}  # empty: absent
     assert ok(Environment("logged_in"), "queue_by_category") == {}
 
 
@@ -717,7 +736,7 @@ def test_domain_users_log_in_but_only_agents_are_assigned() -> None:
     env = Environment("help_desk_monday")
     ok(env, "login", {"username": "carol", "password": "carol-pass"})
     assert ok(env, "whoami") == "carol"
-    assert ids(env, mine_only=True) == [4]
+    assert ids(env, mine_only=True) == [4, 5, 14, 21, 28, 33, 34]
     refused(env, "assign_ticket", {"ticket_id": 4, "assignee": "carol"}, "not_found", "not an agent")
     assert ok(env, "assign_ticket", {"ticket_id": 4, "assignee": "bob"})["assignee"] == "bob"
 

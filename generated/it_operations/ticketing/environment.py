@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
+from pathlib import Path
 from typing import Any, Final, Literal, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
@@ -633,6 +634,16 @@ def copy_state(state: State) -> State:
 
 # --------------------------------------------------------------------------- data
 
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
 DEFAULT_STATE: Final[State] = {
     "tickets": {},
     "next_ticket_id": 1,
@@ -644,8 +655,17 @@ DEFAULT_STATE: Final[State] = {
 
 WORLD: Final[World] = {
     "noun": "ticket",
-    "users": {"alice": "alice-pass", "bob": "bob-pass", "carol": "carol-pass"},
-    "agents": ["alice", "bob"],
+    "users": {
+        "alice": "alice-pass",
+        "bob": "bob-pass",
+        "carol": "carol-pass",
+        "dmitri": "dmitri-pass",
+        "marta": "marta-pass",
+        "martin": "martin-pass",
+        "sofia": "sofia-pass",
+        "yusuf": "yusuf-pass",
+    },
+    "agents": ["alice", "bob", "dmitri"],
 }
 
 SCENARIOS: Final[dict[str, dict[str, Any]]] = {
@@ -696,198 +716,16 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
         },
     },
     "help_desk_monday": {
+        "clock": "2025-01-06T09:30:00",
         "current_user": "alice",
-        "next_ticket_id": 5,
-        "tickets": {
-            1: {
-                "id": 1,
-                "title": "Laptop will not boot",
-                "description": "",
-                "category": "hardware",
-                "priority": 4,
-                "status": "open",
-                "created_by": "alice",
-                "assignee": None,
-                "resolution": None,
-                "created_at": "2025-01-01T08:00:00",
-                "updated_at": "2025-01-01T08:00:00",
-            },
-            2: {
-                "id": 2,
-                "title": "VPN drops every hour",
-                "description": "",
-                "category": "network",
-                "priority": 2,
-                "status": "in_progress",
-                "created_by": "alice",
-                "assignee": "bob",
-                "resolution": None,
-                "created_at": "2025-01-01T08:10:00",
-                "updated_at": "2025-01-01T08:30:00",
-            },
-            3: {
-                "id": 3,
-                "title": "Reset my password",
-                "description": "",
-                "category": "access",
-                "priority": 1,
-                "status": "resolved",
-                "created_by": "bob",
-                "assignee": None,
-                "resolution": "Reset by phone",
-                "created_at": "2025-01-01T08:20:00",
-                "updated_at": "2025-01-01T08:40:00",
-            },
-            4: {
-                "id": 4,
-                "title": "Excel crashes on open",
-                "description": "",
-                "category": "software",
-                "priority": 3,
-                "status": "open",
-                "created_by": "carol",
-                "assignee": None,
-                "resolution": None,
-                "created_at": "2025-01-01T08:50:00",
-                "updated_at": "2025-01-01T08:50:00",
-            },
-        },
+        "next_ticket_id": 37,
+        "tickets": _read_data("scenarios/help_desk_monday/tickets.json"),
     },
     "help_desk_busy_week": {
+        "clock": "2025-01-10T16:00:00",
         "current_user": "alice",
-        "next_ticket_id": 11,
-        "tickets": {
-            1: {
-                "id": 1,
-                "title": "Printer on floor 3 jams on double-sided jobs",
-                "description": "",
-                "category": "hardware",
-                "priority": 3,
-                "status": "open",
-                "created_by": "carol",
-                "assignee": None,
-                "resolution": None,
-                "created_at": "2025-01-06T08:05:00",
-                "updated_at": "2025-01-06T08:05:00",
-            },
-            2: {
-                "id": 2,
-                "title": "Printer on floor 3 jams on double-sided jobs",
-                "description": "",
-                "category": "hardware",
-                "priority": 3,
-                "status": "in_progress",
-                "created_by": "bob",
-                "assignee": "alice",
-                "resolution": None,
-                "created_at": "2025-01-06T08:20:00",
-                "updated_at": "2025-01-06T09:00:00",
-            },
-            3: {
-                "id": 3,
-                "title": "VPN drops every hour",
-                "description": "",
-                "category": "network",
-                "priority": 2,
-                "status": "open",
-                "created_by": "alice",
-                "assignee": None,
-                "resolution": None,
-                "created_at": "2025-01-06T08:40:00",
-                "updated_at": "2025-01-06T08:40:00",
-            },
-            4: {
-                "id": 4,
-                "title": "VPN drops every hour",
-                "description": "",
-                "category": "network",
-                "priority": 2,
-                "status": "in_progress",
-                "created_by": "carol",
-                "assignee": "bob",
-                "resolution": None,
-                "created_at": "2025-01-06T09:10:00",
-                "updated_at": "2025-01-06T09:30:00",
-            },
-            5: {
-                "id": 5,
-                "title": "Outlook keeps asking for my password",
-                "description": "",
-                "category": "software",
-                "priority": 3,
-                "status": "open",
-                "created_by": "bob",
-                "assignee": None,
-                "resolution": None,
-                "created_at": "2025-01-06T09:15:00",
-                "updated_at": "2025-01-06T09:15:00",
-            },
-            6: {
-                "id": 6,
-                "title": "Cannot open the shared finance drive",
-                "description": "",
-                "category": "access",
-                "priority": 4,
-                "status": "open",
-                "created_by": "carol",
-                "assignee": None,
-                "resolution": None,
-                "created_at": "2025-01-06T09:45:00",
-                "updated_at": "2025-01-06T09:45:00",
-            },
-            7: {
-                "id": 7,
-                "title": "New starter needs a laptop and accounts by Monday",
-                "description": "",
-                "category": "access",
-                "priority": 3,
-                "status": "in_progress",
-                "created_by": "alice",
-                "assignee": "bob",
-                "resolution": None,
-                "created_at": "2025-01-06T10:00:00",
-                "updated_at": "2025-01-06T10:30:00",
-            },
-            8: {
-                "id": 8,
-                "title": "Second monitor flickers after docking",
-                "description": "",
-                "category": "hardware",
-                "priority": 2,
-                "status": "resolved",
-                "created_by": "bob",
-                "assignee": "alice",
-                "resolution": "Updated the docking station firmware and display drivers",
-                "created_at": "2025-01-06T10:20:00",
-                "updated_at": "2025-01-06T11:00:00",
-            },
-            9: {
-                "id": 9,
-                "title": "Phishing e-mail pretending to be from payroll",
-                "description": "",
-                "category": "other",
-                "priority": 5,
-                "status": "open",
-                "created_by": "carol",
-                "assignee": None,
-                "resolution": None,
-                "created_at": "2025-01-06T11:05:00",
-                "updated_at": "2025-01-06T11:05:00",
-            },
-            10: {
-                "id": 10,
-                "title": "Teams calls drop after ten minutes",
-                "description": "",
-                "category": "network",
-                "priority": 3,
-                "status": "closed",
-                "created_by": "alice",
-                "assignee": "alice",
-                "resolution": "Moved the meeting room access point to a free channel",
-                "created_at": "2025-01-03T14:00:00",
-                "updated_at": "2025-01-03T16:00:00",
-            },
-        },
+        "next_ticket_id": 41,
+        "tickets": _read_data("scenarios/help_desk_busy_week/tickets.json"),
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
@@ -2362,7 +2200,7 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
             "Category", self._random_choice(["hardware", "network", "access", "software"])
         )
         agent = cast("str", self._random_choice(WORLD["agents"]))
-        reporter = cast("str", self._random_choice(["bob", "carol"]))
+        reporter = cast("str", self._random_choice(["carol", "marta", "martin", "sofia", "yusuf"]))
         extra = self._issue_id()
         self._undo.save(state["tickets"], extra)
         state["tickets"][extra] = {
@@ -2387,6 +2225,20 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
                         "Phishing e-mail pretending to be from payroll",
                         "Keyboard keys stick on my desk laptop",
                         "Zoom cannot find my headset microphone",
+                        "Docker Desktop will not start after the update",
+                        "Adobe Creative Cloud says my licence has expired",
+                        "Render node 2 is not picking up jobs",
+                        "Render node 3 is not picking up jobs",
+                        "Cannot open the shared clients drive",
+                        "Cannot reach the staging server over the VPN",
+                        "VPN disconnects when I switch Wi-Fi networks",
+                        "Phone will not sync work e-mail",
+                        "Wacom tablet pen stops responding",
+                        "Projector in the big meeting room shows no signal",
+                        "Please set up a shared mailbox for recruitment",
+                        "Air conditioning in the server room is beeping",
+                        "Large-format plotter prints with a pink cast",
+                        "Font library will not sync to my Mac",
                     ]
                 ),
             ),
@@ -2424,6 +2276,20 @@ def _plan_0(self: Environment, _seed: int) -> dict[str, Any]:
                         "Phishing e-mail pretending to be from payroll",
                         "Keyboard keys stick on my desk laptop",
                         "Zoom cannot find my headset microphone",
+                        "Docker Desktop will not start after the update",
+                        "Adobe Creative Cloud says my licence has expired",
+                        "Render node 2 is not picking up jobs",
+                        "Render node 3 is not picking up jobs",
+                        "Cannot open the shared clients drive",
+                        "Cannot reach the staging server over the VPN",
+                        "VPN disconnects when I switch Wi-Fi networks",
+                        "Phone will not sync work e-mail",
+                        "Wacom tablet pen stops responding",
+                        "Projector in the big meeting room shows no signal",
+                        "Please set up a shared mailbox for recruitment",
+                        "Air conditioning in the server room is beeping",
+                        "Large-format plotter prints with a pink cast",
+                        "Font library will not sync to my Mac",
                     ]
                 ),
             ),
@@ -2629,6 +2495,20 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
                     "Phishing e-mail pretending to be from payroll",
                     "Keyboard keys stick on my desk laptop",
                     "Zoom cannot find my headset microphone",
+                    "Docker Desktop will not start after the update",
+                    "Adobe Creative Cloud says my licence has expired",
+                    "Render node 2 is not picking up jobs",
+                    "Render node 3 is not picking up jobs",
+                    "Cannot open the shared clients drive",
+                    "Cannot reach the staging server over the VPN",
+                    "VPN disconnects when I switch Wi-Fi networks",
+                    "Phone will not sync work e-mail",
+                    "Wacom tablet pen stops responding",
+                    "Projector in the big meeting room shows no signal",
+                    "Please set up a shared mailbox for recruitment",
+                    "Air conditioning in the server room is beeping",
+                    "Large-format plotter prints with a pink cast",
+                    "Font library will not sync to my Mac",
                 ]
                 if len(
                     [
@@ -2638,6 +2518,16 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
                     ]
                 )
                 == 0
+                and len(
+                    [
+                        o
+                        for o in self._count_each(state["tickets"].values())
+                        if o["title"] == x
+                        and self._rank(o["status"]) >= 2
+                        and o["category"] != "other"
+                    ]
+                )
+                > 0
             ]
         )
         known = self._random_float() < 0.5
@@ -2646,50 +2536,22 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
             if known
             else cast("str", self._random_choice(not_live))
         )
-        if (
-            not known
-            and self._random_float() < 0.5
-            and len([o for o in self._count_each(state["tickets"].values()) if o["title"] == title])
-            == 0
-        ):
-            old = self._issue_id()
-            self._undo.save(state["tickets"], old)
-            state["tickets"][old] = {
-                "id": old,
-                "title": title,
-                "description": "",
-                "category": "other",
-                "priority": self._random_int(1, 5),
-                "status": "resolved",
-                "created_by": cast("str", self._random_choice(["bob", "carol"])),
-                "assignee": None,
-                "resolution": cast(
-                    "str",
-                    self._random_choice(
-                        [
-                            "Replaced the VPN concentrator and pushed the new client profile",
-                            "Cleared the print queue and replaced the duplex unit",
-                            "Reset the password and re-registered the MFA device",
-                            "Reinstalled Office and repaired the Outlook profile",
-                            "Granted read-write access to the finance share after manager approval",
-                            "Updated the docking station firmware and display drivers",
-                            "Imaged a new laptop and created the accounts; handed over at the desk",
-                            "Moved the meeting room access point to a free channel",
-                            "Replaced the faulty headset under warranty",
-                            "Re-enabled the badge in the access control system",
-                            "Blocked the sender, purged the e-mail from all mailboxes and reset the user's password",
-                            "Installed Acrobat Pro from the software centre and assigned the licence",
-                        ]
-                    ),
-                ),
-                "created_at": state["clock"],
-                "updated_at": state["clock"],
-            }
         existing: list[int] = [
             t["id"]
             for t in self._count_each(state["tickets"].values())
             if t["title"] == title and self._rank(t["status"]) < 2
         ]
+        earlier = sorted(
+            [
+                t
+                for t in self._count_each(state["tickets"].values())
+                if t["title"] == title and self._rank(t["status"]) >= 2
+            ],
+            key=lambda t: t["id"],
+        )
+        category: Category = (
+            state["tickets"][existing[0]]["category"] if known else earlier[-1]["category"]
+        )
         priority = cast(
             "int",
             self._random_choice(
@@ -2701,13 +2563,15 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
             ),
         )
         expected_id = existing[0] if known else state["next_ticket_id"]
-        caller = cast("str", self._random_choice(["Bob", "Carol"]))
+        caller = cast("str", self._random_choice(["Carol", "Marta", "Martin", "Sofia", "Yusuf"]))
         _values: dict[str, Any] = {
             "live_once": to_json(live_once),
             "not_live": to_json(not_live),
             "known": to_json(known),
             "title": to_json(title),
             "existing": to_json(existing),
+            "earlier": to_json(earlier),
+            "category": to_json(category),
             "priority": to_json(priority),
             "expected_id": to_json(expected_id),
             "caller": to_json(caller),
@@ -2733,6 +2597,20 @@ def _solve_2(
     try:
         known = conform(_values.get("known"), ("bool",), "known")
         title = conform(_values.get("title"), ("str",), "title")
+        category = conform(
+            _values.get("category"),
+            (
+                "enum",
+                (
+                    "hardware",
+                    "software",
+                    "network",
+                    "access",
+                    "other",
+                ),
+            ),
+            "category",
+        )
         priority = conform(_values.get("priority"), ("int",), "priority")
         expected_id = conform(_values.get("expected_id"), ("int",), "expected_id")
         if known:
@@ -2741,6 +2619,9 @@ def _solve_2(
             )
         else:
             _solution_call(self, _calls, "create_ticket", {"title": title, "priority": priority})
+            _solution_call(
+                self, _calls, "categorize_ticket", {"ticket_id": expected_id, "category": category}
+            )
     except (DomainError, FamilyFailed) as _error:
         raise FamilyFailed("family `already_reported_or_new`: " + str(_error)) from None
     return _calls
