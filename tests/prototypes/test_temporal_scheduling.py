@@ -737,7 +737,16 @@ def test_booking_needs_a_bookable_room_with_a_calendar() -> None:
     args = {"title": "x", "start": "2025-03-07T14:30:00", "end": "2025-03-07T15:30:00"}
     error = refused(env, "book_room", {"room": "roof", **args}, "not_found", "roof is not a bookable room")
     assert error["allowed"] == WORLD["rooms"]
-    assert WORLD["rooms"] == ["room_a", "room_b", "room_c", "room_d", "boardroom", "training_room", "london_1", "london_2"]
+    assert WORLD["rooms"] == [
+        "room_a",
+        "room_b",
+        "room_c",
+        "room_d",
+        "boardroom",
+        "training_room",
+        "london_1",
+        "london_2",
+    ]
     refused(env, "book_room", {"room": "bob", **args}, "not_found", "bookable")  # a person's calendar is no room
     refused(env, "book_room", {"room": "room_a", **args}, "invalid_state", "room_a has no calendar yet")
     refused(
