@@ -63,6 +63,8 @@ def test_json_is_the_same_bytes_every_run_and_in_a_file(tmp_path: Path) -> None:
 def test_a_directory_means_every_spec_below_it(tmp_path: Path) -> None:
     shutil.copy(TICKETING, tmp_path / "a.envspec")
     shutil.copy(spec_path("calendar"), tmp_path / "b.envspec")
+    data = Path("data") / "team_calendar"  # the calendar's scenarios read their data beside the spec
+    shutil.copytree(spec_path("calendar").parent / data, tmp_path / data)
     result = run(tmp_path)
     assert result.exit_code == 0, result.stderr
     assert set(json.loads(result.stdout)["tool_graphs"]) == {"ticketing", "team_calendar"}

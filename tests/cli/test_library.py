@@ -137,6 +137,8 @@ def test_library_tasks_remeasures_only_the_environments_named(tmp_path: Path) ->
     (project / "specs" / "productivity").mkdir(parents=True)
     for stem in ("ticketing", "calendar"):
         shutil.copy(spec_path(stem), project / "specs" / "productivity" / f"{stem}.envspec")
+    data = Path("data") / "team_calendar"  # the calendar's scenarios read their data beside the spec
+    shutil.copytree(spec_path("calendar").parent / data, project / "specs" / "productivity" / data)
     (project / "specs" / "catalog.yaml").write_text(
         "general:\n  productivity:\n    title: Productivity\n    scenarios:\n"
         "      - name: help_desk\n        title: Help desk\n        description: A desk.\n"

@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
+from pathlib import Path
 from typing import Any, Final, Literal, NoReturn, TypedDict, TypeVar, cast
 
 # --------------------------------------------------------------------------- types
@@ -690,6 +691,16 @@ def copy_state(state: State) -> State:
 
 # --------------------------------------------------------------------------- data
 
+_DATA: Final = Path(__file__).with_name("data")
+"""The JSON files the spec read values from, shipped with this module (`data/`)."""
+
+
+def _read_data(name: str) -> Any:
+    """One of the package's own data files, read once, when this module is imported:
+    parsing JSON is much quicker than importing the same data as a Python literal."""
+    return json.loads((_DATA / name).read_text(encoding="utf-8"))
+
+
 DEFAULT_STATE: Final[State] = {
     "calendars": {},
     "events": [],
@@ -701,7 +712,16 @@ DEFAULT_STATE: Final[State] = {
 
 WORLD: Final[World] = {
     "timezones": ["UTC", "Europe/Berlin", "Europe/London", "America/New_York", "Asia/Tokyo"],
-    "rooms": ["room_a", "room_b"],
+    "rooms": [
+        "room_a",
+        "room_b",
+        "room_c",
+        "room_d",
+        "boardroom",
+        "training_room",
+        "london_1",
+        "london_2",
+    ],
 }
 
 SCENARIOS: Final[dict[str, dict[str, Any]]] = {
@@ -794,190 +814,15 @@ SCENARIOS: Final[dict[str, dict[str, Any]]] = {
     },
     "quiet_friday": {
         "clock": "2025-03-07T08:00:00",
-        "calendars": {
-            "alice": {
-                "id": "alice",
-                "owner": "Alice",
-                "timezone": "Europe/Berlin",
-                "work_start": "09:00:00",
-                "work_end": "17:00:00",
-            },
-            "bob": {
-                "id": "bob",
-                "owner": "Bob",
-                "timezone": "Europe/London",
-                "work_start": "09:00:00",
-                "work_end": "17:00:00",
-            },
-            "room_b": {
-                "id": "room_b",
-                "owner": "Facilities",
-                "timezone": "UTC",
-                "work_start": "08:00:00",
-                "work_end": "20:00:00",
-            },
-        },
-        "events": [
-            {
-                "id": 1,
-                "calendar_id": "bob",
-                "title": "Workshop",
-                "start": "2025-03-07T09:00:00",
-                "end": "2025-03-07T16:00:00",
-                "priority": 3,
-                "status": "scheduled",
-                "attendees": ["bob"],
-                "location": "",
-                "continued_from": None,
-            }
-        ],
-        "next_event_id": 2,
+        "calendars": _read_data("scenarios/quiet_friday/calendars.json"),
+        "events": _read_data("scenarios/quiet_friday/events.json"),
+        "next_event_id": 38,
     },
     "busy_week": {
         "clock": "2025-03-04T08:00:00",
-        "calendars": {
-            "alice": {
-                "id": "alice",
-                "owner": "Alice",
-                "timezone": "Europe/Berlin",
-                "work_start": "09:00:00",
-                "work_end": "17:00:00",
-            },
-            "bob": {
-                "id": "bob",
-                "owner": "Bob",
-                "timezone": "Europe/London",
-                "work_start": "09:00:00",
-                "work_end": "17:00:00",
-            },
-            "carol": {
-                "id": "carol",
-                "owner": "Carol",
-                "timezone": "Europe/Berlin",
-                "work_start": "08:00:00",
-                "work_end": "16:00:00",
-            },
-            "dev": {
-                "id": "dev",
-                "owner": "Dev",
-                "timezone": "America/New_York",
-                "work_start": "10:00:00",
-                "work_end": "18:00:00",
-            },
-            "room_a": {
-                "id": "room_a",
-                "owner": "Facilities",
-                "timezone": "UTC",
-                "work_start": "08:00:00",
-                "work_end": "18:00:00",
-            },
-            "room_b": {
-                "id": "room_b",
-                "owner": "Facilities",
-                "timezone": "UTC",
-                "work_start": "07:00:00",
-                "work_end": "20:00:00",
-            },
-        },
-        "events": [
-            {
-                "id": 1,
-                "calendar_id": "alice",
-                "title": "Sprint planning",
-                "start": "2025-03-04T09:00:00",
-                "end": "2025-03-04T10:00:00",
-                "priority": 3,
-                "status": "scheduled",
-                "attendees": ["alice", "bob", "carol"],
-                "location": "Room A",
-                "continued_from": None,
-            },
-            {
-                "id": 2,
-                "calendar_id": "bob",
-                "title": "Quarterly budget review",
-                "start": "2025-03-04T11:00:00",
-                "end": "2025-03-04T12:30:00",
-                "priority": 4,
-                "status": "conflicted",
-                "attendees": ["bob", "alice"],
-                "location": "the boardroom",
-                "continued_from": None,
-            },
-            {
-                "id": 3,
-                "calendar_id": "bob",
-                "title": "1:1 with Carol",
-                "start": "2025-03-04T12:00:00",
-                "end": "2025-03-04T12:30:00",
-                "priority": 2,
-                "status": "conflicted",
-                "attendees": ["bob", "carol"],
-                "location": "",
-                "continued_from": None,
-            },
-            {
-                "id": 4,
-                "calendar_id": "carol",
-                "title": "Team retro",
-                "start": "2025-03-04T15:00:00",
-                "end": "2025-03-04T16:00:00",
-                "priority": 3,
-                "status": "scheduled",
-                "attendees": ["carol", "dev"],
-                "location": "Zoom",
-                "continued_from": None,
-            },
-            {
-                "id": 5,
-                "calendar_id": "dev",
-                "title": "Team retro",
-                "start": "2025-03-04T15:00:00",
-                "end": "2025-03-04T16:00:00",
-                "priority": 3,
-                "status": "scheduled",
-                "attendees": ["carol", "dev"],
-                "location": "Zoom",
-                "continued_from": None,
-            },
-            {
-                "id": 6,
-                "calendar_id": "alice",
-                "title": "Customer demo for Hartley & Sons",
-                "start": "2025-03-05T14:00:00",
-                "end": "2025-03-05T15:00:00",
-                "priority": 5,
-                "status": "scheduled",
-                "attendees": ["alice", "dev"],
-                "location": "Google Meet",
-                "continued_from": None,
-            },
-            {
-                "id": 7,
-                "calendar_id": "room_a",
-                "title": "Hiring panel: backend engineer",
-                "start": "2025-03-04T13:00:00",
-                "end": "2025-03-04T14:30:00",
-                "priority": 3,
-                "status": "scheduled",
-                "attendees": ["alice", "bob"],
-                "location": "room_a",
-                "continued_from": None,
-            },
-            {
-                "id": 8,
-                "calendar_id": "dev",
-                "title": "Vendor call about the office move",
-                "start": "2025-03-04T10:00:00",
-                "end": "2025-03-04T10:30:00",
-                "priority": 3,
-                "status": "cancelled",
-                "attendees": ["dev"],
-                "location": "",
-                "continued_from": None,
-            },
-        ],
-        "next_event_id": 9,
+        "calendars": _read_data("scenarios/busy_week/calendars.json"),
+        "events": _read_data("scenarios/busy_week/events.json"),
+        "next_event_id": 51,
     },
 }
 """Named scenarios: the state fields each one sets on top of `DEFAULT_STATE`."""
@@ -3006,7 +2851,12 @@ def _plan_1(self: Environment, _seed: int) -> dict[str, Any]:
     self._undo.tool = "family clear_a_day"
     try:
         _restore = _seed_draws(self, _seed)
-        person = cast("str", self._random_choice(["alice", "bob", "carol", "dev"]))
+        person = cast(
+            "str",
+            self._random_choice(
+                ["alice", "bob", "carol", "dev", "jakob", "priya", "hannah", "rob"]
+            ),
+        )
         tuesday = cast("bool", self._random_choice([True, False]))
         day = "2025-03-04" if tuesday else "2025-03-05"
         weekday_name = "Tuesday" if tuesday else "Wednesday"
@@ -3124,7 +2974,10 @@ def _plan_2(self: Environment, _seed: int) -> dict[str, Any]:
     self._undo.tool = "family first_free_gap"
     try:
         _restore = _seed_draws(self, _seed)
-        person = cast("str", self._random_choice(["alice", "bob", "carol", "dev"]))
+        person = cast(
+            "str",
+            self._random_choice(["alice", "bob", "carol", "dev", "lena", "imogen", "rob", "priya"]),
+        )
         tuesday = cast("bool", self._random_choice([True, False]))
         day = "2025-03-04" if tuesday else "2025-03-05"
         weekday_name = "Tuesday" if tuesday else "Wednesday"

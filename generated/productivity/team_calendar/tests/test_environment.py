@@ -371,7 +371,7 @@ def run_rooms_are_never_double_booked(env: Recorder) -> None:
             "end": "2025-03-07T15:30:00",
         },
     )
-    assert len(state["events"]) == 2
+    assert len(state["events"]) == 38
     del state
 
 
@@ -401,6 +401,42 @@ def test_agenda_spans_calendars() -> None:
     run_agenda_spans_calendars(Recorder("quiet_friday"))
 
 
+def run_friday_is_quiet_for_alice_and_room_b(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    assert len(env.invoke("attendee_agenda", {"attendee": "alice", "day": "2025-03-07"})) == 0
+    assert [
+        e["title"] for e in env.invoke("attendee_agenda", {"attendee": "bob", "day": "2025-03-07"})
+    ] == ["Workshop"]
+    room = env.invoke(
+        "find_availability", {"calendar_id": "room_b", "day": "2025-03-07", "min_minutes": 720}
+    )
+    assert len(room) == 1
+    assert room[0]["start"] == "2025-03-07T08:00:00"
+    assert [c["event_id"] for c in env.invoke("list_conflicts", {})] == [33]
+    assert state["events"][12]["status"] == "conflicted"
+    del state
+
+
+def test_friday_is_quiet_for_alice_and_room_b() -> None:
+    run_friday_is_quiet_for_alice_and_room_b(Recorder("quiet_friday"))
+
+
+def run_busy_tuesday_clashes(env: Recorder) -> None:
+    state: Any = env.view()  # live, and untyped so each assert reads afresh
+    assert [c["event_id"] for c in env.invoke("list_conflicts", {})] == [2, 27, 31]
+    assert [c["other_id"] for c in env.invoke("list_conflicts", {})] == [3, 28, 32]
+    assert state["events"][34]["status"] == "conflicted"
+    assert len(env.invoke("list_conflicts", {"calendar_id": "jakob"})) == 0
+    env.invoke("resolve_conflict", {"event_id": 35, "strategy": "override"})
+    assert state["events"][34]["status"] == "scheduled"
+    assert len(env.invoke("list_conflicts", {})) == 3
+    del state
+
+
+def test_busy_tuesday_clashes() -> None:
+    run_busy_tuesday_clashes(Recorder("busy_week"))
+
+
 SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "overlap_is_detected_on_insert": ("empty_office", run_overlap_is_detected_on_insert),
     "cancel_clears_the_conflict": ("team_week", run_cancel_clears_the_conflict),
@@ -411,6 +447,11 @@ SPEC_RUNS: dict[str, tuple[str | None, Callable[[Recorder], None]]] = {
     "listing_filters_and_validation": ("team_week", run_listing_filters_and_validation),
     "rooms_are_never_double_booked": ("quiet_friday", run_rooms_are_never_double_booked),
     "agenda_spans_calendars": ("quiet_friday", run_agenda_spans_calendars),
+    "friday_is_quiet_for_alice_and_room_b": (
+        "quiet_friday",
+        run_friday_is_quiet_for_alice_and_room_b,
+    ),
+    "busy_tuesday_clashes": ("busy_week", run_busy_tuesday_clashes),
 }
 
 
