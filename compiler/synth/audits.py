@@ -22,7 +22,6 @@ from compiler.synth import families, sample
 from compiler.synth.task_build import (
     FILES_FIELD,
     PATH_ARGUMENTS,
-    is_workspace_env,
     open_session,
     replay,
     score_calls,
@@ -283,7 +282,7 @@ def _path_consistency(task: dict[str, Any], envs: dict[str, sample.SampleEnv]) -
     output it leaves is inspected by a check, and every check inspects a path the request
     names (or one below a folder it names): the request and the verifier mean the same files."""
     for name in task["envs"]:
-        if not is_workspace_env(envs[name]):
+        if not envs[name].is_workspace:
             continue
         finals, initial, _ = replay(envs, task, task["gold_calls"])
         named: set[str] = set()

@@ -36,7 +36,6 @@ from compiler.synth.task_build import (
     WHOLE_FIELD_BYTES,
     TaskOptions,
     build_task,
-    is_workspace_env,
     open_session,
     pointer,
 )
@@ -97,7 +96,7 @@ def draw_family_task(env: sample.SampleEnv, decl: ir.FamilyDecl, seed: str, opti
         "calls": calls,
     }
     source = {"family": decl.name, "kind": decl.kind, "seed": seed, "values": values, "intents": [template]}
-    workspace = _workspace(env, decl, seed, initial_state[env.name], final) if is_workspace_env(env) else None
+    workspace = _workspace(env, decl, seed, initial_state[env.name], final) if env.is_workspace else None
     return build_task(
         chain, {env.name: env}, options, request, checks, initial_state, workspace, source=source, reward=decl.reward
     )

@@ -157,6 +157,12 @@ class SampleEnv:
         return self.model.header.name
 
     @property
+    def is_workspace(self) -> bool:
+        """A file workspace (the Claw environments): its tasks are its families' draws,
+        its entities are files named by path."""
+        return self.model.header.archetype == "file_workspace"
+
+    @property
     def world(self) -> dict[str, Any]:
         world: dict[str, Any] = getattr(self.package.environment, "WORLD", {})  # none without world data
         return world

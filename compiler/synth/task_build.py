@@ -92,7 +92,7 @@ def build_task(
     elif source is None:
         source = {"chain": chain["id"], "seed": chain["seed"]} if workspace is not None else {"declared": chain["id"]}
     if reward is None:
-        reward = "partial" if any(is_workspace_env(envs[n]) for n in names) else "binary"
+        reward = "partial" if any(envs[n].is_workspace for n in names) else "binary"
     task: dict[str, Any] = {
         "envs": names,
         "initial_state": initial_state,
@@ -114,10 +114,6 @@ def with_id(task: dict[str, Any]) -> dict[str, Any]:
     """The task with its id first: a hash of the rest (equal tasks, equal ids)."""
     digest = hashlib.sha256(json.dumps(task, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
     return {"id": f"task-{digest}", **task}
-
-
-def is_workspace_env(env: sample.SampleEnv) -> bool:
-    return env.model.header.archetype == "file_workspace"
 
 
 def _initial_state(chain: dict[str, Any], envs: dict[str, sample.SampleEnv] | None = None) -> dict[str, Any]:

@@ -131,7 +131,10 @@ def request(
 def system_name(env: sample.SampleEnv) -> str:
     """The environment as a user names the system they work in: its title up to a colon
     or a parenthesis, after "the", its first word in lower case unless it is an acronym
-    ("the online shop order desk", "the CI/CD build farm"); its name when it has no title."""
+    ("the online shop order desk", "the CI/CD build farm"); its name when it has no title.
+    A file workspace is "the shared files" (a Claw title names the job, not a system)."""
+    if env.is_workspace:
+        return "the shared files"
     title = re.split(r":| \(", env.model.header.title, maxsplit=1)[0].strip()
     if not title:
         return _humane(env.name)

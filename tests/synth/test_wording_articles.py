@@ -67,5 +67,9 @@ def test_a_blank_field_is_never_how_an_entity_is_described() -> None:
 )
 def test_a_cross_environment_request_names_each_system_as_a_user_does(title: str, expected: str) -> None:
     """ "In the online shop order desk, …", not "In Online shop order desk: orders and returns, …"."""
-    env = SimpleNamespace(name="team_calendar", model=SimpleNamespace(header=SimpleNamespace(title=title)))
+    env = SimpleNamespace(
+        name="team_calendar", is_workspace=False, model=SimpleNamespace(header=SimpleNamespace(title=title))
+    )
     assert system_name(cast(SampleEnv, env)) == expected
+    workspace = SimpleNamespace(name="claw_contact_cleanup", is_workspace=True, model=env.model)
+    assert system_name(cast(SampleEnv, workspace)) == "the shared files"  # a Claw title names a job
