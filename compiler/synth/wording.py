@@ -105,7 +105,7 @@ def request(
     chain: dict[str, Any], envs: dict[str, sample.SampleEnv], initial: dict[str, Any], rng: random.Random
 ) -> Request:
     """The goal of a chain's write calls, in the words of their specs (see the module doc)."""
-    produced: dict[Any, str] = {}
+    produced: dict[tuple[str, Any], str] = {}  # (environment, value): ids of two systems may be equal
     carried: dict[Any, tuple[str, Reference | None]] = {}
     phrases: list[str] = []
     references: list[Reference] = []
@@ -148,7 +148,7 @@ def _phrase(
     tool: ir.ToolDecl,
     call: dict[str, Any],
     start: dict[str, Any],
-    known: tuple[dict[Any, str], dict[Any, tuple[str, Reference | None]]],
+    known: tuple[dict[tuple[str, Any], str], dict[Any, tuple[str, Reference | None]]],
     rng: random.Random,
 ) -> tuple[str, list[Reference], str]:
     """One write call as one of its tool's intents (`known`: the values earlier calls made,
@@ -187,7 +187,7 @@ def _argument(
     name: str,
     value: Any,
     start: dict[str, Any],
-    produced: dict[Any, str],
+    produced: dict[tuple[str, Any], str],
     origin: str,
     rng: random.Random,
 ) -> tuple[str, Reference | None]:
@@ -195,8 +195,8 @@ def _argument(
     entity = find_entity(env, tool, name, value, start)
     if entity is not None:
         return refer(env, entity, rng)
-    if _hashable(value) and value in produced and env.facts[tool.name].domains.get(name):
-        return produced[value], None  # it names what an earlier call made (a number that only matches one is not)
+    if _hashable(value) and (env.name, value) in produced and env.facts[tool.name].domains.get(name):
+        return produced[env.name, value], None  # what an earlier call here made (a number that only matches one is not)
     return show(value, origin, env), None
 
 
@@ -358,17 +358,21 @@ def _extra(name: str, value: Any, shown: str, is_entity: bool) -> str:
 
 
 def _remember_products(
-    env: sample.SampleEnv, tool: ir.ToolDecl, call: dict[str, Any], start: dict[str, Any], produced: dict[Any, str]
+    env: sample.SampleEnv,
+    tool: ir.ToolDecl,
+    call: dict[str, Any],
+    start: dict[str, Any],
+    produced: dict[tuple[str, Any], str],
 ) -> None:
     """Values a write call brings into being (the id of what it creates) are named by
-    what they are in later phrases: "the new ticket"."""
+    what they are in later phrases of the same environment: "the new ticket"."""
     if not tool.writes or sample.is_failure(call.get("result")):
         return
     result = call.get("result")
     record = _record_made(env, tool, result)
     noun = (record.noun or _humane(record.name).lower()) if record is not None else "one you just made"
     for value in _identifiers(result):
-        produced.setdefault(value, f"the new {noun}" if record is not None else f"the {noun}")
+        produced.setdefault((env.name, value), f"the new {noun}" if record is not None else f"the {noun}")
 
 
 def _remember_carried(

@@ -14,7 +14,7 @@ from shipped import package_dir, spec_path
 
 from compiler.analyse import analyse_file
 from compiler.synth.sample import SampleEnv, load_env
-from compiler.synth.wording import Entity, _fill, refer, system_name
+from compiler.synth.wording import Entity, _fill, refer, request, system_name
 
 
 @pytest.mark.parametrize(
@@ -73,3 +73,45 @@ def test_a_cross_environment_request_names_each_system_as_a_user_does(title: str
     assert system_name(cast(SampleEnv, env)) == expected
     workspace = SimpleNamespace(name="claw_contact_cleanup", is_workspace=True, model=env.model)
     assert system_name(cast(SampleEnv, workspace)) == "the shared files"  # a Claw title names a job
+
+
+def test_an_id_made_in_one_environment_is_not_what_another_one_made() -> None:
+    """The help desk's new ticket 41 and the calendar's new meeting 41 are two things:
+    cancelling meeting 41 is "cancel the new meeting", not "the new ticket"."""
+    envs = {}
+    for name in ("ticketing", "team_calendar"):
+        model = analyse_file(spec_path("calendar" if name == "team_calendar" else name)).environment
+        assert model is not None
+        envs[name] = load_env(model, package_dir(name))
+    initial = {
+        "ticketing": envs["ticketing"].package.environment.Environment("help_desk_monday")._state,
+        "team_calendar": envs["team_calendar"].package.environment.Environment("quiet_friday")._state,
+    }
+    made = {"id": 41, "title": "Projector in room C shows no picture", "status": "open"}
+    meeting = {"id": 41, "calendar_id": "alice", "title": "Design critique", "status": "confirmed"}
+    chain = {
+        "envs": ["ticketing", "team_calendar"],
+        "calls": [
+            {"env": "ticketing", "tool": "ticketing__create_ticket", "args": {"title": made["title"]}, "result": made},
+            {
+                "env": "team_calendar",
+                "tool": "team_calendar__schedule_event",
+                "args": {
+                    "calendar_id": "alice",
+                    "title": "Design critique",
+                    "start": "2025-03-07T10:00:00",
+                    "end": "2025-03-07T11:00:00",
+                },
+                "result": meeting,
+            },
+            {
+                "env": "team_calendar",
+                "tool": "team_calendar__cancel_event",
+                "args": {"event_id": 41},
+                "result": meeting,
+            },
+        ],
+    }
+    text = request(chain, envs, initial, random.Random(3)).text
+    calendar_part = text.split("in the team calendar and room scheduling", 1)[1]
+    assert "the new ticket" not in calendar_part and "the new meeting" in calendar_part, text
