@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
+import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +31,24 @@ def spec_path(stem: str) -> Path:
     found = [spec for spec in library_specs() if spec.stem == stem]
     assert len(found) == 1, f"{len(found)} shipped specs are called {stem}"
     return found[0]
+
+
+DATA_READ = re.compile(r'\bfrom "([^"]+)"')
+"""A state, world or scenario field read from a file beside the spec (`from "data/x.json"`)."""
+
+
+def copy_spec(stem: str, folder: Path, name: str = "") -> Path:
+    """Copy the shipped spec `stem` into `folder` (as `name`, else its own file name) with
+    the data files it reads, at the same paths beside it: a spec whose scenarios live in
+    JSON files does not analyse without them."""
+    source = spec_path(stem)
+    folder.mkdir(parents=True, exist_ok=True)
+    copied = folder / (name or source.name)
+    shutil.copy(source, copied)
+    for relative in sorted(set(DATA_READ.findall(source.read_text(encoding="utf-8")))):
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source.parent / relative, folder / relative)
+    return copied
 
 
 def spec_arg(stem: str) -> str:

@@ -600,8 +600,8 @@ def test_sets_lower_to_python_sets(files: dict[str, str]) -> None:
 
 def test_set_changes_are_journaled_and_loops_are_sorted(files: dict[str, str]) -> None:
     text = files["environment.py"]
-    assert re.search(r'self\._undo\.save_member\(state\["tags"\], tag\)\n\s+state\["tags"\]\.add\(tag\)', text)
-    assert re.search(r'self\._undo\.save_member\(state\["tags"\], "a"\)\n\s+state\["tags"\]\.discard\("a"\)', text)
+    assert re.search(r'undo_log\.save_member\(state\["tags"\], tag\)\n\s+state\["tags"\]\.add\(tag\)', text)
+    assert re.search(r'undo_log\.save_member\(state\["tags"\], "a"\)\n\s+state\["tags"\]\.discard\("a"\)', text)
     # the copying loops of walk_tags and paint lower to one extend (ruff's PERF402), still sorted
     assert 'out.extend(sorted(state["tags"]))' in text
     assert 'out.extend(sorted(state["colors"]))' in text

@@ -600,7 +600,9 @@ def test_ticketing_is_idempotent_and_meaning_preserving() -> None:
     out = assert_canonical(source)
     assert out.count("#") == source.count("#")
     assert out.startswith("# Support ticketing")
-    assert "    tickets = {\n        1: {" in out  # the scenario's map stays one ticket per line
+    assert '    tickets = from "data/ticketing/help_desk_monday_tickets.json"\n' in out  # read from a file, as written
+    prototype = (SPECS_DIR / "prototypes" / "transactional_workspace.envspec").read_text(encoding="utf-8")
+    assert "    entities = {\n        1: {" in assert_canonical(prototype)  # a scenario's map stays one entity per line
 
 
 SHIPPED = sorted(SPECS_DIR.rglob("*.envspec"))

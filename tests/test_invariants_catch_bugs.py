@@ -138,7 +138,7 @@ def fork_check_out_skips_undo(text: str) -> str:
 
 
 def undo_entry_removed(text: str) -> str:
-    return replace_line(text, "withdraw", 'undo.save(state, "balance")', "")
+    return replace_line(text, "withdraw", 'undo_log.save(state, "balance")', "")
 
 
 @dataclass

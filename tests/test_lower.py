@@ -319,34 +319,34 @@ def test_state_mutations_are_journaled_and_local_ones_are_not(methods: dict[str,
     in_order(
         lines,
         [
-            "undo = self._undo",  # bound once: the call stays on one journal
-            'undo.tool = "add_item"',
+            "undo_log = self._undo",  # bound once: the call stays on one journal
+            'undo_log.tool = "add_item"',
             "try:",
-            'undo.save(state["items"], item["id"])',
+            'undo_log.save(state["items"], item["id"])',
             'state["items"][item["id"]] = item',
-            'undo.save_length(state["log"])',
+            'undo_log.save_length(state["log"])',
             'state["log"].append(f"added {item[\'id\']}")',
-            'undo.save(state, "visits")',
+            'undo_log.save(state, "visits")',
             'state["visits"] += 1 + len(extra)',
-            'undo.save(state, "last")',
+            'undo_log.save(state, "last")',
             'state["last"] = title',
             "local: list[str] = []",
             "local.append(title)",
             "return item",
             "except BaseException:",  # a failure anywhere undoes the call
-            "undo.rollback()",
+            "undo_log.rollback()",
             "raise",
             "finally:",
-            "undo.finish()",
+            "undo_log.finish()",
         ],
     )
-    assert not any("undo." in line and "local" in line for line in lines)
+    assert not any("undo_log." in line and "local" in line for line in lines)
     in_order(
         body_lines(methods, "finish"),
         [
-            'undo.save(item, "status")',
+            'undo_log.save(item, "status")',
             'item["status"] = "done"',
-            'undo.save_map(state["counts"])',  # the whole map: a rollback keeps the key order
+            'undo_log.save_map(state["counts"])',  # the whole map: a rollback keeps the key order
             'del state["counts"]["a"]',
         ],
     )
@@ -355,7 +355,7 @@ def test_state_mutations_are_journaled_and_local_ones_are_not(methods: dict[str,
 @pytest.mark.parametrize("tool", ["lets", "requires", "none_checks", "walk_counts", "describe", "loops"])
 def test_read_tools_have_no_journal(tool: str, methods: dict[str, tuple[str, str]], env: ir.Environment) -> None:
     assert next(t for t in env.tools if t.name == tool).writes == []
-    assert "self._undo" not in methods[tool][1]
+    assert "self._undo" not in methods[tool][1] and "undo_log" not in methods[tool][1]
 
 
 STATE_CHANGE = re.compile(
@@ -373,7 +373,7 @@ def test_every_state_change_is_preceded_by_its_journal_entry(
         for index, line in enumerate(lines):
             if STATE_CHANGE.match(line):
                 changes += 1
-                assert lines[index - 1].startswith("undo."), f"{tool.name}: {line!r} is not journaled"
+                assert lines[index - 1].startswith("undo_log."), f"{tool.name}: {line!r} is not journaled"
     assert changes == 6
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from shipped import package_dir, spec_path
+from shipped import copy_spec, package_dir
 
 from compiler import project as envc_project
 from compiler.analyse import analyse_file
@@ -353,9 +353,7 @@ def test_replace_folder_swaps_whole_packages(tmp_path: Path) -> None:
 def test_full_qc_on_a_copy_of_ticketing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shipped spec compiles, passes every check, is cached, and matches generated/."""
     (project / "specs" / "counter.envspec").unlink()
-    spec = project / "specs" / "it_operations" / "ticketing.envspec"  # where the shipped one is: same headers
-    spec.parent.mkdir()
-    shutil.copy(spec_path("ticketing"), spec)
+    spec = copy_spec("ticketing", project / "specs" / "it_operations")  # where the shipped one is: same headers
     options = pipeline.Options(output=project / "out", project_root=project)
     [result] = pipeline.compile_specs([spec], options)
     assert result.status == "written", [d.message for d in result.diagnostics]
@@ -551,7 +549,7 @@ def test_a_prototype_edit_reaches_the_manifest_through_its_inputs(
     """Prototypes are not in the fingerprint: every manifest lists those its spec extends."""
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.envc]\noutput = "out"\n')
     (tmp_path / "specs" / "prototypes").mkdir(parents=True)
-    shutil.copy(spec_path("ticketing"), tmp_path / "specs")
+    copy_spec("ticketing", tmp_path / "specs")  # with the data files its scenarios read
     shutil.copy(ROOT / "specs" / "prototypes" / "transactional_workspace.envspec", tmp_path / "specs" / "prototypes")
     monkeypatch.chdir(tmp_path)
     assert envc("--no-qc").exit_code == 0

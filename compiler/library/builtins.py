@@ -367,9 +367,9 @@ MODULE_NAMES: Final = _by_kind(
             "_member_class _moment _not_found _old _pair_order _parse_datetime _parse_int _parse_json "
             "_parse_number _plan_0 _read_data _redo_entry _refuse _refuse_constant _regex _regex_alternation "
             "_regex_atom _regex_class _regex_closure _regex_emit _regex_emit_repeat _regex_escape "
-            "_regex_group _regex_holds _regex_program _regex_repeats _regex_run _regex_sequence "
-            "_regex_settle _regex_step _remove_first _repr _restore_draws _scenario_state _search "
-            "_seconds_between _seed_draws _show _solution_call _solve_0 _stable_hash _text _type_of "
+            "_regex_group _regex_holds _regex_program _regex_refuse_set_operations _regex_repeats _regex_run "
+            "_regex_sequence _regex_settle _regex_step _remove_first _repr _restore_draws _scenario_state "
+            "_search _seconds_between _seed_draws _show _solution_call _solve_0 _stable_hash _text _type_of "
             "_undo_entry _valid_moment _valid_regex _weekday _with_new_value check_arguments check_json "
             "check_load_options conform copy_json copy_state result_text state_to_json to_json"
         ),
@@ -421,7 +421,7 @@ BODY_NAMES: Final = frozenset(
     "_format_datetime _json_key _matches _not_found _parse_datetime _parse_int _parse_json _parse_number "
     "_remove_first _repr _search _seconds_between _stable_hash _type_of _valid_regex _weekday abs all any "
     "bool cast chr dict env environment expect_error float int json key_1 len list max min ord range "
-    "reversed round self set sorted state str sum zip".split()
+    "reversed round self set sorted state str sum undo_log zip".split()
 )
 TEST_MODULE_NAMES: Final = frozenset(
     "Any BAD_ARGUMENTS Callable DomainError Environment FAMILIES FamilyFailed INTERNAL_ERROR MISSING_KEYS "

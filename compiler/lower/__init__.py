@@ -516,7 +516,7 @@ class _Builder:
         scope = Scope(kind=kind, names={"self", "state", *_names_of(tool)}, recursion=recursion, unchecked=unchecked)
         emitter = StatementEmitter(self.env, scope, self.tables)
         if kind == "tool" and tool.writes:
-            scope.undo_var = emitter.fresh("undo")
+            scope.undo_var = emitter.fresh("undo_log")
         for param in tool.params:
             scope.annotated.add(param.name)
         returns = [s for s in walk_statements(tool.body) if isinstance(s, ir.Return)]

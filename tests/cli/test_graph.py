@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from shipped import spec_path
+from shipped import copy_spec, spec_path
 
 from compiler.cli import graph as graph_command
 from compiler.cli.app import cli
@@ -61,10 +61,8 @@ def test_json_is_the_same_bytes_every_run_and_in_a_file(tmp_path: Path) -> None:
 
 
 def test_a_directory_means_every_spec_below_it(tmp_path: Path) -> None:
-    shutil.copy(TICKETING, tmp_path / "a.envspec")
-    shutil.copy(spec_path("calendar"), tmp_path / "b.envspec")
-    data = Path("data") / "team_calendar"  # the calendar's scenarios read their data beside the spec
-    shutil.copytree(spec_path("calendar").parent / data, tmp_path / data)
+    copy_spec("ticketing", tmp_path, "a.envspec")  # with the data files their scenarios read
+    copy_spec("calendar", tmp_path, "b.envspec")
     result = run(tmp_path)
     assert result.exit_code == 0, result.stderr
     assert set(json.loads(result.stdout)["tool_graphs"]) == {"ticketing", "team_calendar"}
@@ -130,7 +128,7 @@ def test_a_missing_file_exits_2(tmp_path: Path) -> None:
 
 
 def test_two_specs_with_one_name_exit_1(tmp_path: Path) -> None:
-    shutil.copy(TICKETING, tmp_path / "copy.envspec")
+    copy_spec("ticketing", tmp_path, "copy.envspec")
     result = run(TICKETING, tmp_path / "copy.envspec")
     assert result.exit_code == 1
     assert "E6005" in result.stderr and "both define environment `ticketing`" in result.stderr

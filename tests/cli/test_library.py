@@ -5,12 +5,11 @@ tests/serve/test_nested.py."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from shipped import spec_path
+from shipped import copy_spec
 
 from .conftest import ROOT, run
 
@@ -114,7 +113,7 @@ def test_library_profiles_are_draft_batch_profiles(tmp_path: Path) -> None:
 def test_library_tasks_measures_each_environment_and_show_reads_it(tmp_path: Path) -> None:
     project = shelf_project(tmp_path)
     (project / "specs" / "productivity").mkdir(parents=True)
-    shutil.copy(spec_path("ticketing"), project / "specs" / "productivity" / "ticketing.envspec")
+    copy_spec("ticketing", project / "specs" / "productivity")
     (project / "specs" / "catalog.yaml").write_text(
         "general:\n  productivity:\n    title: Productivity\n    scenarios:\n"
         "      - name: help_desk\n        title: Help desk\n        description: A desk.\n"
@@ -136,9 +135,7 @@ def test_library_tasks_remeasures_only_the_environments_named(tmp_path: Path) ->
     project = shelf_project(tmp_path)
     (project / "specs" / "productivity").mkdir(parents=True)
     for stem in ("ticketing", "calendar"):
-        shutil.copy(spec_path(stem), project / "specs" / "productivity" / f"{stem}.envspec")
-    data = Path("data") / "team_calendar"  # the calendar's scenarios read their data beside the spec
-    shutil.copytree(spec_path("calendar").parent / data, project / "specs" / "productivity" / data)
+        copy_spec(stem, project / "specs" / "productivity")  # with the data files their scenarios read
     (project / "specs" / "catalog.yaml").write_text(
         "general:\n  productivity:\n    title: Productivity\n    scenarios:\n"
         "      - name: help_desk\n        title: Help desk\n        description: A desk.\n"

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shipped import copy_spec
+
 from .conftest import DIAGNOSTIC_HEAD, MALFORMED, ROOT, TICKETING, run, run_subprocess
 
 
@@ -97,8 +99,7 @@ def test_check_emit_ir_with_errors_prints_no_ir(malformed: Path) -> None:
 
 
 def test_check_directory_checks_every_spec(tmp_path: Path, malformed: Path) -> None:
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "good.envspec").write_text(TICKETING.read_text(encoding="utf-8"), encoding="utf-8")
+    copy_spec("ticketing", tmp_path / "sub", "good.envspec")  # with the data files its scenarios read
     result = run("check", tmp_path)
     assert result.exit_code == 1
     assert "checked 2 files: 1 error" in result.stdout

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from shipped import spec_path
+from shipped import copy_spec, spec_path
 
 from compiler.build import draft
 from compiler.run import library
@@ -40,7 +40,7 @@ def project(tmp_path: Path) -> Path:
     """A project whose catalog lists its one spec (the shipped ticketing spec, in commerce/)."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
     (tmp_path / "specs" / "commerce").mkdir(parents=True)
-    shutil.copy(spec_path("ticketing"), tmp_path / "specs" / "commerce" / "ticketing.envspec")
+    copy_spec("ticketing", tmp_path / "specs" / "commerce")  # with the data files its scenarios read
     write_catalog(tmp_path, CATALOG)
     return tmp_path
 
@@ -128,7 +128,7 @@ def test_bad_names_and_a_scenario_named_twice_are_refused(project: Path) -> None
 
 
 def test_two_specs_of_one_environment_are_refused_naming_both(project: Path) -> None:
-    shutil.copy(spec_path("ticketing"), project / "specs" / "commerce" / "ticketing_copy.envspec")
+    copy_spec("ticketing", project / "specs" / "commerce", "ticketing_copy.envspec")
     write_catalog(
         project,
         CATALOG.replace(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from shipped import spec_path
+from shipped import copy_spec
 
 from compiler.cli.app import cli
 from compiler.serve.catalog import load_catalog
@@ -45,9 +45,7 @@ def test_a_trainer_token_variable_must_be_set() -> None:
 def spec_project(tmp_path: Path) -> Path:
     """A project holding a copy of the ticketing spec, its packages to go in out/."""
     (tmp_path / "pyproject.toml").write_text("[tool.envc]\noutput = 'out'\n", encoding="utf-8")
-    spec = tmp_path / "ticketing.envspec"
-    spec.write_text((spec_path("ticketing")).read_text(encoding="utf-8"), encoding="utf-8")
-    return spec
+    return copy_spec("ticketing", tmp_path)  # with the data files its scenarios read
 
 
 def test_a_spec_without_a_current_package_is_refused_before_listening(

@@ -1577,8 +1577,8 @@ class Environment:
         order. Refuses an order that is not open or whose picking has started
         (invalid_state) and more units than are in stock (conflict, saying how many are).
         """
-        undo = self._undo
-        undo.tool = "add_item"
+        undo_log = self._undo
+        undo_log.tool = "add_item"
         try:
             order = self._find_order(order_id)
             product = self._find_product(sku, "sku")
@@ -1593,10 +1593,10 @@ class Environment:
                     current=product["stock"],
                 )
             if have > 0:
-                undo.save(self._line_for(order, sku), "quantity")
+                undo_log.save(self._line_for(order, sku), "quantity")
                 self._line_for(order, sku)["quantity"] = have + quantity
             else:
-                undo.save_length(order["lines"])
+                undo_log.save_length(order["lines"])
                 order["lines"].append(
                     {
                         "sku": sku,
@@ -1610,30 +1610,30 @@ class Environment:
             self._audit("add_item", f"order {order_id}", f"{sku} x{quantity}")
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def remove_item(self, order_id: int, sku: str) -> Order:
         """Take a product's line off an open order; returns the order. Refuses an order that cannot change (invalid_state) and a sku it does not have (not_found)."""
-        undo = self._undo
-        undo.tool = "remove_item"
+        undo_log = self._undo
+        undo_log.tool = "remove_item"
         try:
             order = self._find_order(order_id)
             self._require_editable(order)
             line = self._line_for(order, sku)
-            undo.save(order, "lines")
+            undo_log.save(order, "lines")
             order["lines"] = [
                 l for l in self._count_each(order["lines"]) if l["sku"] != line["sku"]
             ]
             self._audit("remove_item", f"order {order_id}", sku)
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_substitute(self, order_id: int, sku: str, substitute_sku: str) -> Order:
         """Name the product the pickers send instead of a line the grocer is short of (stock
@@ -1644,8 +1644,8 @@ class Environment:
         (invalid_argument) and a substitute that breaks the rules (invalid_argument).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "set_substitute"
+        undo_log = self._undo
+        undo_log.tool = "set_substitute"
         try:
             order = self._find_order(order_id)
             self._require_editable(order)
@@ -1692,17 +1692,17 @@ class Environment:
                     current=other["price"],
                     allowed=round(original["price"] * 1.2, 2),
                 )
-            undo.save(line, "substitute_sku")
+            undo_log.save(line, "substitute_sku")
             line["substitute_sku"] = other["sku"]
-            undo.save(line, "substitute_name")
+            undo_log.save(line, "substitute_name")
             line["substitute_name"] = other["name"]
             self._audit("set_substitute", f"order {order_id}", f"{sku} -> {substitute_sku}")
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def change_slot(self, order_id: int, slot_id: str) -> Order:
         """Move an open order to another delivery slot that has room and whose picking has not
@@ -1711,8 +1711,8 @@ class Environment:
         the slot it is already in (invalid_argument).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "change_slot"
+        undo_log = self._undo
+        undo_log.tool = "change_slot"
         try:
             order = self._find_order(order_id)
             if slot_id not in state["slots"]:
@@ -1746,7 +1746,7 @@ class Environment:
                     entity=f"slot {slot_id}",
                     field="slot_id",
                 )
-            undo.save(
+            undo_log.save(
                 (
                     state["slots"][order["slot_id"]]
                     if order["slot_id"] in state["slots"]
@@ -1759,17 +1759,17 @@ class Environment:
                 if order["slot_id"] in state["slots"]
                 else _not_found("slots", order["slot_id"], "")
             )["booked"] -= 1
-            undo.save(slot, "booked")
+            undo_log.save(slot, "booked")
             slot["booked"] += 1
-            undo.save(order, "slot_id")
+            undo_log.save(order, "slot_id")
             order["slot_id"] = slot_id
             self._audit("change_slot", f"order {order_id}", slot_id)
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_order(self, order_id: int) -> Order:
         """Helper `find_order`."""
@@ -1903,14 +1903,13 @@ class Environment:
         return f"{day} {slot['start']}-{slot['end']}"
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

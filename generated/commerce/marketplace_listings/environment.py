@@ -1633,8 +1633,8 @@ class Environment:
         suppressed listing (forbidden: fix the violation first) and one the stock cannot
         cover (conflict).
         """
-        undo = self._undo
-        undo.tool = "accept_offer"
+        undo_log = self._undo
+        undo_log.tool = "accept_offer"
         try:
             offer = self._find_offer(offer_id)
             self._require_open_offer(offer, "accepted")
@@ -1663,19 +1663,19 @@ class Environment:
                     field="stock",
                     current=listing["stock"],
                 )
-            undo.save(offer, "status")
+            undo_log.save(offer, "status")
             offer["status"] = "accepted"
-            undo.save(listing, "stock")
+            undo_log.save(listing, "stock")
             listing["stock"] -= offer["quantity"]
-            undo.save(listing, "status")
+            undo_log.save(listing, "status")
             listing["status"] = self._status_after_stock(listing)
             self._audit("accept_offer", f"offer {offer_id}", f"{offer['amount']}")
             return offer
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def counter_offer(self, offer_id: int, amount: float) -> Offer:
         """Answer a pending, unexpired offer with a counter-offer at `amount` (pounds): the
@@ -1684,8 +1684,8 @@ class Environment:
         price (invalid_argument otherwise). Refuses an offer that is not pending or has
         expired (invalid_state).
         """
-        undo = self._undo
-        undo.tool = "counter_offer"
+        undo_log = self._undo
+        undo_log.tool = "counter_offer"
         try:
             offer = self._find_offer(offer_id)
             self._require_open_offer(offer, "countered")
@@ -1713,24 +1713,24 @@ class Environment:
                     current=amount,
                     allowed=listing["floor_price"],
                 )
-            undo.save(offer, "status")
+            undo_log.save(offer, "status")
             offer["status"] = "countered"
-            undo.save(offer, "counter_amount")
+            undo_log.save(offer, "counter_amount")
             offer["counter_amount"] = self._money(amount)
             self._audit("counter_offer", f"offer {offer_id}", f"{amount}")
             return offer
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def decline_offer(self, offer_id: int) -> Offer:
         """Decline a pending offer (also one whose expiry has passed); returns the offer.
         Refuses an offer that is not pending (invalid_state).
         """
-        undo = self._undo
-        undo.tool = "decline_offer"
+        undo_log = self._undo
+        undo_log.tool = "decline_offer"
         try:
             offer = self._find_offer(offer_id)
             if offer["status"] != "pending":
@@ -1742,15 +1742,15 @@ class Environment:
                     current=offer["status"],
                     allowed=["pending"],
                 )
-            undo.save(offer, "status")
+            undo_log.save(offer, "status")
             offer["status"] = "declined"
             self._audit("decline_offer", f"offer {offer_id}", "")
             return offer
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def update_price(self, listing_id: str, price: float) -> Listing:
         """Set a listing's asking price (pounds); returns the listing. Refuses a price below
@@ -1761,8 +1761,8 @@ class Environment:
         floor (forbidden, naming the promotion).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "update_price"
+        undo_log = self._undo
+        undo_log.tool = "update_price"
         try:
             listing = self._find_listing(listing_id)
             if listing["status"] == "ended":
@@ -1801,15 +1801,15 @@ class Environment:
                         field="price",
                         current=promo_id,
                     )
-            undo.save(listing, "price")
+            undo_log.save(listing, "price")
             listing["price"] = self._money(price)
             self._audit("update_price", f"listing {listing_id}", f"{price}")
             return listing
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_to_promotion(self, listing_id: str, promotion_id: str) -> Listing:
         """Put an active listing into a running promotion (ends_on today or later) of its
@@ -1819,8 +1819,8 @@ class Environment:
         price below the listing's floor (forbidden).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "add_to_promotion"
+        undo_log = self._undo
+        undo_log.tool = "add_to_promotion"
         try:
             listing = self._find_listing(listing_id)
             if promotion_id not in state["promotions"]:
@@ -1876,17 +1876,17 @@ class Environment:
                     current=sale_price,
                     allowed=listing["floor_price"],
                 )
-            undo.save(listing, "promotion_id")
+            undo_log.save(listing, "promotion_id")
             listing["promotion_id"] = promotion_id
-            undo.save_length(promo["listing_ids"])
+            undo_log.save_length(promo["listing_ids"])
             promo["listing_ids"].append(listing_id)
             self._audit("add_to_promotion", f"listing {listing_id}", promotion_id)
             return listing
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def remove_flagged_words(self, violation_id: int) -> Listing:
         """Fix an open violation by taking its flagged words out of the listing's title
@@ -1896,8 +1896,8 @@ class Environment:
         (invalid_state).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "remove_flagged_words"
+        undo_log = self._undo
+        undo_log.tool = "remove_flagged_words"
         try:
             if violation_id not in state["violations"]:
                 raise DomainError(
@@ -1916,11 +1916,11 @@ class Environment:
                     current=violation["status"],
                 )
             listing = self._find_listing(violation["listing_id"])
-            undo.save(listing, "title")
+            undo_log.save(listing, "title")
             listing["title"] = self._without_word(listing["title"], violation["flagged_word"])
-            undo.save(violation, "status")
+            undo_log.save(violation, "status")
             violation["status"] = "resolved"
-            undo.save(violation, "resolved_on")
+            undo_log.save(violation, "resolved_on")
             violation["resolved_on"] = state["clock"][:10]
             still_open: list[Violation] = [
                 v
@@ -1928,17 +1928,17 @@ class Environment:
                 if v["listing_id"] == listing["id"] and v["status"] == "open"
             ]
             if len(still_open) == 0 and listing["status"] == "suppressed":
-                undo.save(listing, "status")
+                undo_log.save(listing, "status")
                 listing["status"] = self._status_after_stock(listing)
             self._audit(
                 "remove_flagged_words", f"listing {listing['id']}", violation["flagged_word"]
             )
             return listing
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_listing(self, listing_id: str) -> Listing:
         """Helper `find_listing`."""
@@ -2093,14 +2093,13 @@ class Environment:
         return id
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

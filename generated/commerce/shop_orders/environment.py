@@ -1910,8 +1910,8 @@ class Environment:
         address the order already goes to (conflict).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "change_shipping_address"
+        undo_log = self._undo
+        undo_log.tool = "change_shipping_address"
         try:
             order = self._find_order(order_id)
             if address_id not in state["addresses"]:
@@ -1945,15 +1945,15 @@ class Environment:
                     field="address_id",
                     current=address_id,
                 )
-            undo.save(order, "ship_to")
+            undo_log.save(order, "ship_to")
             order["ship_to"] = _copy_Address(address)
             self._audit("change_shipping_address", f"order {order_id}", address_id)
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_order(self, order_id: int, reason: CancelReason) -> Order:
         """Cancel an order that has not shipped yet (status placed or packed) and refund what
@@ -1963,16 +1963,16 @@ class Environment:
         already cancelled (invalid_state).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "cancel_order"
+        undo_log = self._undo
+        undo_log.tool = "cancel_order"
         try:
             order = self._find_order(order_id)
             self._require_unshipped(order, "be cancelled")
-            undo.save(order, "status")
+            undo_log.save(order, "status")
             order["status"] = "cancelled"
-            undo.save(order, "cancelled_on")
+            undo_log.save(order, "cancelled_on")
             order["cancelled_on"] = state["clock"][:10]
-            undo.save(order, "cancel_reason")
+            undo_log.save(order, "cancel_reason")
             order["cancel_reason"] = reason
             owed = self._money(order["total"] - self._refunded_so_far(order_id))
             if owed > 0:
@@ -1980,10 +1980,10 @@ class Environment:
             self._audit("cancel_order", f"order {order_id}", f"{reason}")
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def start_return(self, order_id: int, sku: str, quantity: int, reason: ReturnReason) -> Return:
         """Open a return (status requested) for some units of one line of a delivered order;
@@ -1996,8 +1996,8 @@ class Environment:
         the order does not have (not_found, listing its skus).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "start_return"
+        undo_log = self._undo
+        undo_log.tool = "start_return"
         try:
             order = self._find_order(order_id)
             if order["status"] == "cancelled":
@@ -2073,9 +2073,9 @@ class Environment:
                 "opened_on": state["clock"][:10],
                 "received_on": None,
             }
-            undo.save(state["returns"], ret["id"])
+            undo_log.save(state["returns"], ret["id"])
             state["returns"][ret["id"]] = ret
-            undo.save(state, "next_return_id")
+            undo_log.save(state, "next_return_id")
             state["next_return_id"] += 1
             self._audit(
                 "start_return",
@@ -2084,10 +2084,10 @@ class Environment:
             )
             return ret
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def receive_return(self, return_id: int) -> Return:
         """Record that a return's item is back at the warehouse: a requested return becomes
@@ -2096,8 +2096,8 @@ class Environment:
         status).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "receive_return"
+        undo_log = self._undo
+        undo_log.tool = "receive_return"
         try:
             ret = self._find_return(return_id)
             if ret["status"] != "requested":
@@ -2109,17 +2109,17 @@ class Environment:
                     current=ret["status"],
                     allowed=["requested"],
                 )
-            undo.save(ret, "status")
+            undo_log.save(ret, "status")
             ret["status"] = "received"
-            undo.save(ret, "received_on")
+            undo_log.save(ret, "received_on")
             ret["received_on"] = state["clock"][:10]
             self._audit("receive_return", f"return {return_id}", "")
             return ret
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def issue_refund(self, return_id: int) -> Refund:
         """Refund a received return to the order's original payment method (card, PayPal or
@@ -2129,8 +2129,8 @@ class Environment:
         return whose item is not back yet (invalid_state: receive it first with
         receive_return), one already refunded or rejected (invalid_state).
         """
-        undo = self._undo
-        undo.tool = "issue_refund"
+        undo_log = self._undo
+        undo_log.tool = "issue_refund"
         try:
             ret = self._find_return(return_id)
             if ret["status"] == "requested":
@@ -2159,15 +2159,15 @@ class Environment:
                 f"return {return_id}: {ret['quantity']} x {ret['product']}",
                 return_id,
             )
-            undo.save(ret, "status")
+            undo_log.save(ret, "status")
             ret["status"] = "refunded"
             self._audit("issue_refund", f"return {return_id}", f"{refund['amount']}")
             return refund
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_order(self, order_id: int) -> Order:
         """Helper `find_order`."""
@@ -2474,14 +2474,13 @@ class Environment:
         order["tracking"] = f"RM{700000000 + order_id}GB"
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -3025,8 +3025,8 @@ class Environment:
         preset with some fields replaced. The customer speaks first.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "open_conversation"
+        undo_log = self._undo
+        undo_log.tool = "open_conversation"
         try:
             self._require_new_conversation(conversation_id)
             if not (profile is not None or intent is not None and items is not None):
@@ -3106,11 +3106,11 @@ class Environment:
                 "escalation_reason": None,
                 "closing_note": None,
             }
-            undo.save(state["conversations"], conversation_id)
+            undo_log.save(state["conversations"], conversation_id)
             state["conversations"][conversation_id] = session
-            undo.save(state["personas"], conversation_id)
+            undo_log.save(state["personas"], conversation_id)
             state["personas"][conversation_id] = persona
-            undo.save(state["transcripts"], conversation_id)
+            undo_log.save(state["transcripts"], conversation_id)
             state["transcripts"][conversation_id] = [
                 {
                     "turn": 0,
@@ -3120,17 +3120,17 @@ class Environment:
                     "mood": self._mood_of(persona["valence"]),
                 }
             ]
-            undo.save(state["case_fields"], conversation_id)
+            undo_log.save(state["case_fields"], conversation_id)
             state["case_fields"][conversation_id] = self._derived_context(persona)
-            undo.save(state["trajectories"], conversation_id)
+            undo_log.save(state["trajectories"], conversation_id)
             state["trajectories"][conversation_id] = [self._point(0, persona, [])]
             self._audit("start_session", conversation_id, customer)
             return session
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def reply_to_customer(self, conversation_id: str, text: str) -> Exchange:
         """Send the customer a message. The analysis moves confidence and mood, confirms
@@ -3138,8 +3138,8 @@ class Environment:
         customer replies at once. Returns the reply and the context delta.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "reply_to_customer"
+        undo_log = self._undo
+        undo_log.tool = "reply_to_customer"
         try:
             session = self._find_conversation(conversation_id)
             self._require_active(session)
@@ -3157,29 +3157,29 @@ class Environment:
                 if conversation_id in state["case_fields"]
                 else _not_found("case_fields", conversation_id, "conversation_id")
             )
-            undo.save(persona, "confidence")
+            undo_log.save(persona, "confidence")
             persona["confidence"] = self._clamp(
                 persona["confidence"] + found["confidence_delta"], 0.0, 1.0
             )
             for item in self._count_each(found["resolved_items"]):
-                undo.save_list(persona["outstanding"])
+                undo_log.save_list(persona["outstanding"])
                 _remove_first(persona["outstanding"], item)
-                undo.save_length(persona["confirmed"])
+                undo_log.save_length(persona["confirmed"])
                 persona["confirmed"].append(item)
-            undo.save(persona, "valence")
+            undo_log.save(persona, "valence")
             persona["valence"] = self._clamp(persona["valence"] + found["valence_delta"], -1.0, 1.0)
-            undo.save(persona, "trend")
+            undo_log.save(persona, "trend")
             persona["trend"] = self._trend_of(
                 valence_before, round(valence_before + found["valence_delta"], 2)
             )
             if persona["trend"] == "deteriorating":
-                undo.save(persona, "strikes")
+                undo_log.save(persona, "strikes")
                 persona["strikes"] += 1
             bank = WORLD["replies"][self._mood_of(persona["valence"])]
             if persona["strikes"] > persona["patience"]:
-                undo.save(session, "status")
+                undo_log.save(session, "status")
                 session["status"] = "escalated"
-                undo.save(session, "escalation_reason")
+                undo_log.save(session, "escalation_reason")
                 session["escalation_reason"] = (
                     f"patience exhausted: the mood deteriorated on {persona['strikes']} turns (patience {persona['patience']})"
                 )
@@ -3188,7 +3188,7 @@ class Environment:
                 len(persona["outstanding"]) == 0
                 and persona["confidence"] >= WORLD["tuning"]["resolve_threshold"]
             ):
-                undo.save(session, "status")
+                undo_log.save(session, "status")
                 session["status"] = "resolved"
                 bank = WORLD["resolved_replies"]
             elif persona["strikes"] == persona["patience"] and persona["trend"] == "deteriorating":
@@ -3204,10 +3204,10 @@ class Environment:
                 else _not_found("case_fields", conversation_id, "conversation_id")
             )
             for key, value in self._count_each(self._derived_context(persona).items()):
-                undo.save(context, key)
+                undo_log.save(context, key)
                 context[key] = value
             if len(found["resolved_items"]) > 0:
-                undo.save(context, "last_resolved")
+                undo_log.save(context, "last_resolved")
                 context["last_resolved"] = found["resolved_items"][len(found["resolved_items"]) - 1]
             changed: dict[str, str] = {}
             for key, value in self._count_each(context.items()):
@@ -3218,11 +3218,11 @@ class Environment:
                 if conversation_id in state["transcripts"]
                 else _not_found("transcripts", conversation_id, "conversation_id")
             )
-            undo.save_length(history)
+            undo_log.save_length(history)
             history.append(
                 {"turn": turn, "role": "agent", "text": text, "at": state["clock"], "mood": None}
             )
-            undo.save_length(history)
+            undo_log.save_length(history)
             history.append(
                 {
                     "turn": turn,
@@ -3232,7 +3232,7 @@ class Environment:
                     "mood": self._mood_of(persona["valence"]),
                 }
             )
-            undo.save_length(
+            undo_log.save_length(
                 state["trajectories"][conversation_id]
                 if conversation_id in state["trajectories"]
                 else _not_found("trajectories", conversation_id, "conversation_id")
@@ -3242,11 +3242,11 @@ class Environment:
                 if conversation_id in state["trajectories"]
                 else _not_found("trajectories", conversation_id, "conversation_id")
             ).append(self._point(turn, persona, found["signals"]))
-            undo.save(session, "turns")
+            undo_log.save(session, "turns")
             session["turns"] = turn
-            undo.save(session, "updated_at")
+            undo_log.save(session, "updated_at")
             session["updated_at"] = state["clock"]
-            undo.save(session, "last_customer_message")
+            undo_log.save(session, "last_customer_message")
             session["last_customer_message"] = reply
             self._audit("send_message", conversation_id, f"turn {turn}: {session['status']}")
             delta: ContextDelta = {
@@ -3268,10 +3268,10 @@ class Environment:
                 "delta": delta,
             }
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def get_transcript(
         self, conversation_id: str, role: Role | None = None, last: int | None = None
@@ -3309,8 +3309,8 @@ class Environment:
         the analysis derives are overwritten again on the next message.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "set_case_field"
+        undo_log = self._undo
+        undo_log.tool = "set_case_field"
         try:
             session = self._find_conversation(conversation_id)
             self._require_open(session, "change its context")
@@ -3329,12 +3329,12 @@ class Environment:
                         field="key",
                         allowed=sorted(context),
                     )
-                undo.save_map(context)
+                undo_log.save_map(context)
                 del context[key]
             else:
-                undo.save(context, key)
+                undo_log.save(context, key)
                 context[key] = value
-            undo.save_length(
+            undo_log.save_length(
                 state["transcripts"][conversation_id]
                 if conversation_id in state["transcripts"]
                 else _not_found("transcripts", conversation_id, "conversation_id")
@@ -3354,15 +3354,15 @@ class Environment:
                     "mood": None,
                 }
             )
-            undo.save(session, "updated_at")
+            undo_log.save(session, "updated_at")
             session["updated_at"] = state["clock"]
             self._audit("set_context", conversation_id, key)
             return {"key": key, "previous": previous, "value": value, "context": dict(context)}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def summarize_conversation(self, conversation_id: str) -> Summary:
         """Outcome and trajectory of a session: confidence and mood over the turns, the
@@ -3421,18 +3421,18 @@ class Environment:
     def escalate_to_tier2(self, conversation_id: str, reason: str) -> Conversation:
         """Hand an active session to a human supervisor."""
         state = self._state
-        undo = self._undo
-        undo.tool = "escalate_to_tier2"
+        undo_log = self._undo
+        undo_log.tool = "escalate_to_tier2"
         try:
             session = self._find_conversation(conversation_id)
             self._require_active(session)
-            undo.save(session, "status")
+            undo_log.save(session, "status")
             session["status"] = "escalated"
-            undo.save(session, "escalation_reason")
+            undo_log.save(session, "escalation_reason")
             session["escalation_reason"] = reason
-            undo.save(session, "updated_at")
+            undo_log.save(session, "updated_at")
             session["updated_at"] = state["clock"]
-            undo.save_length(
+            undo_log.save_length(
                 state["transcripts"][conversation_id]
                 if conversation_id in state["transcripts"]
                 else _not_found("transcripts", conversation_id, "conversation_id")
@@ -3453,26 +3453,26 @@ class Environment:
             self._audit("escalate_session", conversation_id, reason)
             return session
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def close_conversation(self, conversation_id: str, note: str = "") -> Conversation:
         """Close a session for good, whatever its outcome; closing twice is refused."""
         state = self._state
-        undo = self._undo
-        undo.tool = "close_conversation"
+        undo_log = self._undo
+        undo_log.tool = "close_conversation"
         try:
             session = self._find_conversation(conversation_id)
             self._require_open(session, "close it again")
-            undo.save(session, "status")
+            undo_log.save(session, "status")
             session["status"] = "closed"
-            undo.save(session, "closing_note")
+            undo_log.save(session, "closing_note")
             session["closing_note"] = note
-            undo.save(session, "updated_at")
+            undo_log.save(session, "updated_at")
             session["updated_at"] = state["clock"]
-            undo.save_length(
+            undo_log.save_length(
                 state["transcripts"][conversation_id]
                 if conversation_id in state["transcripts"]
                 else _not_found("transcripts", conversation_id, "conversation_id")
@@ -3493,10 +3493,10 @@ class Environment:
             self._audit("close_session", conversation_id, note)
             return session
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_conversations(self, status: SessionStatus | None = None) -> list[Conversation]:
         """Sessions in id order, optionally of one status."""
@@ -3528,8 +3528,8 @@ class Environment:
         be told.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "issue_refund"
+        undo_log = self._undo
+        undo_log.tool = "issue_refund"
         try:
             conversation = self._find_conversation(conversation_id)
             self._require_open(conversation, "refund in it")
@@ -3579,13 +3579,13 @@ class Environment:
                 "amount": cents,
                 "at": state["clock"],
             }
-            undo.save_length(state["refunds"])
+            undo_log.save_length(state["refunds"])
             state["refunds"].append(refund)
-            undo.save(state, "next_refund_id")
+            undo_log.save(state, "next_refund_id")
             state["next_refund_id"] += 1
-            undo.save(order, "status")
+            undo_log.save(order, "status")
             order["status"] = "refunded"
-            undo.save(
+            undo_log.save(
                 (
                     state["case_fields"][conversation_id]
                     if conversation_id in state["case_fields"]
@@ -3598,7 +3598,7 @@ class Environment:
                 if conversation_id in state["case_fields"]
                 else _not_found("case_fields", conversation_id, "conversation_id")
             )["refund_id"] = str(refund["id"])
-            undo.save_length(
+            undo_log.save_length(
                 state["transcripts"][conversation_id]
                 if conversation_id in state["transcripts"]
                 else _not_found("transcripts", conversation_id, "conversation_id")
@@ -3619,10 +3619,10 @@ class Environment:
             self._audit("issue_refund", f"order {order_id}", f"{cents}")
             return refund
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_conversation(self, conversation_id: str) -> Conversation:
         """Helper `find_conversation`."""
@@ -3816,14 +3816,13 @@ class Environment:
         return state["orders"][order_id]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

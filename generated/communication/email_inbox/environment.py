@@ -2027,8 +2027,8 @@ class Environment:
         target (invalid_argument), moving a draft (invalid_state: send it or leave it) and a
         message already in that folder (invalid_state).
         """
-        undo = self._undo
-        undo.tool = "move_message"
+        undo_log = self._undo
+        undo_log.tool = "move_message"
         try:
             mail = self._find_message(message_id)
             if not self._is_filable(folder):
@@ -2054,54 +2054,54 @@ class Environment:
                     field="folder",
                     current=mail["folder"],
                 )
-            undo.save(mail, "folder")
+            undo_log.save(mail, "folder")
             mail["folder"] = folder
             self._audit("move", f"message {message_id}", f"{folder}")
             return mail
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def mark_read(self, message_id: int) -> Message:
         """Mark a message read; one already read stays read."""
-        undo = self._undo
-        undo.tool = "mark_read"
+        undo_log = self._undo
+        undo_log.tool = "mark_read"
         try:
             mail = self._find_message(message_id)
-            undo.save(mail, "read")
+            undo_log.save(mail, "read")
             mail["read"] = True
             self._audit("read", f"message {message_id}", "")
             return mail
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def mark_unread(self, message_id: int) -> Message:
         """Mark a message unread, to come back to it; one already unread stays unread."""
-        undo = self._undo
-        undo.tool = "mark_unread"
+        undo_log = self._undo
+        undo_log.tool = "mark_unread"
         try:
             mail = self._find_message(message_id)
-            undo.save(mail, "read")
+            undo_log.save(mail, "read")
             mail["read"] = False
             self._audit("unread", f"message {message_id}", "")
             return mail
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def label_message(self, message_id: int, label: str) -> Message:
         """Put a label (lower case, digits and dashes) on a message; a label it already has is
         refused (already_exists).
         """
-        undo = self._undo
-        undo.tool = "label_message"
+        undo_log = self._undo
+        undo_log.tool = "label_message"
         try:
             mail = self._find_message(message_id)
             if label in mail["labels"]:
@@ -2112,15 +2112,15 @@ class Environment:
                     field="label",
                     current=mail["labels"],
                 )
-            undo.save_length(mail["labels"])
+            undo_log.save_length(mail["labels"])
             mail["labels"].append(label)
             self._audit("label", f"message {message_id}", label)
             return mail
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def draft_reply(self, message_id: int, body: str) -> Message:
         """Write a reply to a received message as a draft to its sender, subject "Re: ..."; if
@@ -2128,8 +2128,8 @@ class Environment:
         spam (invalid_state: move it out first) and to Nora's own drafts or sent mail.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "draft_reply"
+        undo_log = self._undo
+        undo_log.tool = "draft_reply"
         try:
             mail = self._find_message(message_id)
             if mail["folder"] == "spam":
@@ -2161,9 +2161,9 @@ class Environment:
                     if earlier[0] in state["messages"]
                     else _not_found("messages", earlier[0], "")
                 )
-                undo.save(draft, "body")
+                undo_log.save(draft, "body")
                 draft["body"] = body
-                undo.save(draft, "date")
+                undo_log.save(draft, "date")
                 draft["date"] = state["clock"]
                 self._audit("redraft", f"message {draft['id']}", "")
                 return draft
@@ -2171,7 +2171,7 @@ class Environment:
                 mail["subject"] if mail["subject"].startswith("Re: ") else "Re: " + mail["subject"]
             )
             id = self._new_id()
-            undo.save(state["messages"], id)
+            undo_log.save(state["messages"], id)
             state["messages"][id] = {
                 "id": id,
                 "folder": "drafts",
@@ -2189,18 +2189,18 @@ class Environment:
             self._audit("draft", f"message {id}", "")
             return state["messages"][id]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def send_draft(self, draft_id: int) -> Message:
         """Send a draft: it moves to sent, dated now. Refuses a message that is not a draft
         (invalid_state) and a draft with no text (invalid_state: write it with draft_reply).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "send_draft"
+        undo_log = self._undo
+        undo_log.tool = "send_draft"
         try:
             mail = self._find_message(draft_id)
             if mail["folder"] != "drafts":
@@ -2218,25 +2218,25 @@ class Environment:
                     entity=f"message {draft_id}",
                     field="body",
                 )
-            undo.save(mail, "folder")
+            undo_log.save(mail, "folder")
             mail["folder"] = "sent"
-            undo.save(mail, "date")
+            undo_log.save(mail, "date")
             mail["date"] = state["clock"]
             self._audit("send", f"message {draft_id}", "")
             return mail
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def forward_message(self, message_id: int, to: str, note: str) -> Message:
         """Forward a message to one address at once: a sent message "Fwd: ..." holding the note
         and then the original. Refuses spam (invalid_state) and drafts (invalid_state).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "forward_message"
+        undo_log = self._undo
+        undo_log.tool = "forward_message"
         try:
             mail = self._find_message(message_id)
             if not (mail["folder"] != "spam" and mail["folder"] != "drafts"):
@@ -2249,7 +2249,7 @@ class Environment:
                 )
             id = self._new_id()
             original = f"---------- Forwarded message ----------\nFrom: {mail['sender_name']} <{mail['sender']}>\nSubject: {mail['subject']}\n\n{mail['body']}"
-            undo.save(state["messages"], id)
+            undo_log.save(state["messages"], id)
             state["messages"][id] = {
                 "id": id,
                 "folder": "sent",
@@ -2267,10 +2267,10 @@ class Environment:
             self._audit("forward", f"message {message_id}", to)
             return state["messages"][id]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_rule(self, sender: str, folder: Folder, label: str | None = None) -> Rule:
         """File all mail from one exact address into a folder (inbox, archive, spam or trash),
@@ -2279,8 +2279,8 @@ class Environment:
         sent or drafts as the folder (invalid_argument).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "add_rule"
+        undo_log = self._undo
+        undo_log.tool = "add_rule"
         try:
             same: list[int] = [
                 r["id"]
@@ -2303,7 +2303,7 @@ class Environment:
                     allowed=["inbox", "archive", "spam", "trash"],
                 )
             id = max(state["rules"]) + 1 if len(state["rules"]) > 0 else 1
-            undo.save(state["rules"], id)
+            undo_log.save(state["rules"], id)
             state["rules"][id] = {
                 "id": id,
                 "sender": sender.lower(),
@@ -2312,19 +2312,19 @@ class Environment:
             }
             for mail in self._count_each(state["messages"].values()):
                 if mail["folder"] == "inbox" and mail["sender"] == sender.lower():
-                    undo.save(mail, "folder")
+                    undo_log.save(mail, "folder")
                     mail["folder"] = folder
                     tag = label
                     if tag is not None and tag not in mail["labels"]:
-                        undo.save_length(mail["labels"])
+                        undo_log.save_length(mail["labels"])
                         mail["labels"].append(tag)
             self._audit("rule", f"rule {id}", sender)
             return state["rules"][id]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_message(self, message_id: int) -> Message:
         """Every tool that takes a message id looks it up here, so the error is the same."""
@@ -2361,14 +2361,13 @@ class Environment:
         return amount if amount is not None else 0
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

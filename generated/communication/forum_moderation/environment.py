@@ -1626,8 +1626,8 @@ class Environment:
         (not_found, listing the rules).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "remove_post"
+        undo_log = self._undo
+        undo_log.tool = "remove_post"
         try:
             post = self._find_post(post_id)
             self._check_rule(rule)
@@ -1639,31 +1639,31 @@ class Environment:
                     field="removed",
                     current=post["removed_for"],
                 )
-            undo.save(post, "removed")
+            undo_log.save(post, "removed")
             post["removed"] = True
-            undo.save(post, "removed_for")
+            undo_log.save(post, "removed_for")
             post["removed_for"] = rule
             for report in self._count_each(state["reports"].values()):
                 if report["post"] == post_id and report["status"] == "open":
-                    undo.save(report, "status")
+                    undo_log.save(report, "status")
                     report["status"] = "actioned"
-                    undo.save(report, "resolution")
+                    undo_log.save(report, "resolution")
                     report["resolution"] = f"post removed under {rule}"
             self._audit("remove", f"post {post_id}", rule)
             return post
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def dismiss_report(self, report_id: int, note: str) -> Report:
         """Close an open report without acting on the post, with a note saying why; the post
         stays up. Refuses a report that is not open (invalid_state).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "dismiss_report"
+        undo_log = self._undo
+        undo_log.tool = "dismiss_report"
         try:
             if report_id not in state["reports"]:
                 raise DomainError(
@@ -1681,25 +1681,25 @@ class Environment:
                     field="status",
                     current=report["status"],
                 )
-            undo.save(report, "status")
+            undo_log.save(report, "status")
             report["status"] = "dismissed"
-            undo.save(report, "resolution")
+            undo_log.save(report, "resolution")
             report["resolution"] = note
             self._audit("dismiss", f"report {report_id}", "")
             return report
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def warn_member(self, handle: str, rule: str, post_id: int | None = None) -> Profile:
         """Give a member a warning under a rule, for a post if given; returns their profile with
         the new warning. Refuses moderators (forbidden) and unknown rules (not_found).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "warn_member"
+        undo_log = self._undo
+        undo_log.tool = "warn_member"
         try:
             member = self._find_member(handle)
             self._check_rule(rule)
@@ -1719,7 +1719,7 @@ class Environment:
                     "invalid_argument", f"post {about} is not by {handle}", field="post_id"
                 )
             id = self._next_warning_id()
-            undo.save(state["warnings"], id)
+            undo_log.save(state["warnings"], id)
             state["warnings"][id] = {
                 "id": id,
                 "member": handle,
@@ -1744,10 +1744,10 @@ class Environment:
                 ),
             }
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def ban_member(self, handle: str, days: int, rule: str) -> Member:
         """Ban a member for a number of days; they may post again on today + days. The
@@ -1756,8 +1756,8 @@ class Environment:
         applies). Refuses moderators (forbidden) and members already banned (invalid_state).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "ban_member"
+        undo_log = self._undo
+        undo_log.tool = "ban_member"
         try:
             member = self._find_member(handle)
             self._check_rule(rule)
@@ -1787,21 +1787,21 @@ class Environment:
                     field="rule",
                     current=self._strikes(handle),
                 )
-            undo.save(member, "banned_until")
+            undo_log.save(member, "banned_until")
             member["banned_until"] = _add_days(state["clock"][:10], days)
             self._audit("ban", f"member {handle}", f"{rule} {days}")
             return member
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def lock_thread(self, thread_id: int) -> Thread:
         """Lock a thread so nobody can reply; a thread already locked is refused (invalid_state)."""
         state = self._state
-        undo = self._undo
-        undo.tool = "lock_thread"
+        undo_log = self._undo
+        undo_log.tool = "lock_thread"
         try:
             if thread_id not in state["threads"]:
                 raise DomainError(
@@ -1818,15 +1818,15 @@ class Environment:
                     entity=f"thread {thread_id}",
                     field="locked",
                 )
-            undo.save(thread, "locked")
+            undo_log.save(thread, "locked")
             thread["locked"] = True
             self._audit("lock", f"thread {thread_id}", "")
             return thread
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_post(self, post_id: int) -> Post:
         """Helper `find_post`."""
@@ -1908,14 +1908,13 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1491,8 +1491,8 @@ class Environment:
         (invalid_argument) and a third post on one account on one day (conflict).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "schedule_post"
+        undo_log = self._undo
+        undo_log.tool = "schedule_post"
         try:
             if account not in state["accounts"]:
                 raise DomainError(
@@ -1513,7 +1513,7 @@ class Environment:
                 )
             self._check_slot(account, at, 0)
             id = max(state["posts"]) + 1 if len(state["posts"]) > 0 else 1
-            undo.save(state["posts"], id)
+            undo_log.save(state["posts"], id)
             state["posts"][id] = {
                 "id": id,
                 "account": account,
@@ -1530,17 +1530,17 @@ class Environment:
             self._audit("schedule", f"post {id}", f"{account} {at}")
             return state["posts"][id]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def reschedule_post(self, post_id: int, at: str) -> Post:
         """Move a scheduled or failed post to a new time (a failed post is scheduled again).
         Refuses other statuses (invalid_state) and slots the calendar does not allow.
         """
-        undo = self._undo
-        undo.tool = "reschedule_post"
+        undo_log = self._undo
+        undo_log.tool = "reschedule_post"
         try:
             post = self._find_post(post_id)
             if not (post["status"] == "scheduled" or post["status"] == "failed"):
@@ -1552,22 +1552,22 @@ class Environment:
                     current=post["status"],
                 )
             self._check_slot(post["account"], at, post_id)
-            undo.save(post, "scheduled_at")
+            undo_log.save(post, "scheduled_at")
             post["scheduled_at"] = at
-            undo.save(post, "status")
+            undo_log.save(post, "status")
             post["status"] = "scheduled"
             self._audit("reschedule", f"post {post_id}", f"{at}")
             return post
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_post(self, post_id: int) -> Post:
         """Take a scheduled post or a draft off the calendar; other statuses are refused (invalid_state)."""
-        undo = self._undo
-        undo.tool = "cancel_post"
+        undo_log = self._undo
+        undo_log.tool = "cancel_post"
         try:
             post = self._find_post(post_id)
             if not (post["status"] == "scheduled" or post["status"] == "draft"):
@@ -1578,22 +1578,22 @@ class Environment:
                     field="status",
                     current=post["status"],
                 )
-            undo.save(post, "status")
+            undo_log.save(post, "status")
             post["status"] = "cancelled"
             self._audit("cancel", f"post {post_id}", "")
             return post
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def reply_to_comment(self, comment_id: int, text: str) -> Comment:
         """Answer a comment as the brand. Refuses a comment already answered (already_exists)
         and a hidden one (invalid_state).
         """
-        undo = self._undo
-        undo.tool = "reply_to_comment"
+        undo_log = self._undo
+        undo_log.tool = "reply_to_comment"
         try:
             comment = self._find_comment(comment_id)
             if comment["hidden"]:
@@ -1611,20 +1611,20 @@ class Environment:
                     field="reply",
                     current=comment["reply"],
                 )
-            undo.save(comment, "reply")
+            undo_log.save(comment, "reply")
             comment["reply"] = text
             self._audit("reply", f"comment {comment_id}", "")
             return comment
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def hide_comment(self, comment_id: int) -> Comment:
         """Hide a comment from the public (spam, abuse); one already hidden is refused (invalid_state)."""
-        undo = self._undo
-        undo.tool = "hide_comment"
+        undo_log = self._undo
+        undo_log.tool = "hide_comment"
         try:
             comment = self._find_comment(comment_id)
             if comment["hidden"]:
@@ -1634,15 +1634,15 @@ class Environment:
                     entity=f"comment {comment_id}",
                     field="hidden",
                 )
-            undo.save(comment, "hidden")
+            undo_log.save(comment, "hidden")
             comment["hidden"] = True
             self._audit("hide", f"comment {comment_id}", "")
             return comment
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_post(self, post_id: int) -> Post:
         """Helper `find_post`."""
@@ -1736,14 +1736,13 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1456,8 +1456,8 @@ class Environment:
         another channel (invalid_argument).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "post_message"
+        undo_log = self._undo
+        undo_log.tool = "post_message"
         try:
             room = self._find_channel(channel)
             if room["archived"]:
@@ -1487,7 +1487,7 @@ class Environment:
                     )
                 top = above["thread_of"] if above["thread_of"] is not None else parent
             id = self._next_message_id()
-            undo.save(state["messages"], id)
+            undo_log.save(state["messages"], id)
             state["messages"][id] = {
                 "id": id,
                 "channel": channel,
@@ -1500,18 +1500,18 @@ class Environment:
             self._audit("post", f"message {id}", channel)
             return state["messages"][id]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def pin_message(self, message_id: int) -> Message:
         """Pin a message in its channel. A channel holds at most five pins: a sixth is refused
         (conflict, listing the pinned ids oldest first; unpin one first), and so is a
         message already pinned (invalid_state).
         """
-        undo = self._undo
-        undo.tool = "pin_message"
+        undo_log = self._undo
+        undo_log.tool = "pin_message"
         try:
             found = self._find_message(message_id)
             if found["pinned"]:
@@ -1532,20 +1532,20 @@ class Environment:
                     field="message_id",
                     current=pinned,
                 )
-            undo.save(found, "pinned")
+            undo_log.save(found, "pinned")
             found["pinned"] = True
             self._audit("pin", f"message {message_id}", "")
             return found
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def unpin_message(self, message_id: int) -> Message:
         """Unpin a pinned message; one that is not pinned is refused (invalid_state)."""
-        undo = self._undo
-        undo.tool = "unpin_message"
+        undo_log = self._undo
+        undo_log.tool = "unpin_message"
         try:
             found = self._find_message(message_id)
             if not found["pinned"]:
@@ -1555,23 +1555,23 @@ class Environment:
                     entity=f"message {message_id}",
                     field="pinned",
                 )
-            undo.save(found, "pinned")
+            undo_log.save(found, "pinned")
             found["pinned"] = False
             self._audit("unpin", f"message {message_id}", "")
             return found
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def invite_to_channel(self, channel: str, handle: str) -> Channel:
         """Add a person to a channel Leo is in. Refuses deactivated accounts (invalid_state),
         people already in it (already_exists), archived channels and channels Leo is not in.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "invite_to_channel"
+        undo_log = self._undo
+        undo_log.tool = "invite_to_channel"
         try:
             room = self._find_channel(channel)
             if handle not in state["users"]:
@@ -1610,21 +1610,21 @@ class Environment:
                     entity=f"channel {channel}",
                     field="handle",
                 )
-            undo.save_length(room["members"])
+            undo_log.save_length(room["members"])
             room["members"].append(handle)
             self._audit("invite", f"channel {channel}", handle)
             return room
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_reminder(self, message_id: int, due: str, note: str) -> Reminder:
         """Remind Leo of a message at a later time with a note; a time not after now is refused (invalid_argument)."""
         state = self._state
-        undo = self._undo
-        undo.tool = "set_reminder"
+        undo_log = self._undo
+        undo_log.tool = "set_reminder"
         try:
             self._find_message(message_id)
             if due <= state["clock"]:
@@ -1634,7 +1634,7 @@ class Environment:
                     field="due",
                 )
             id = max(state["reminders"]) + 1 if len(state["reminders"]) > 0 else 1
-            undo.save(state["reminders"], id)
+            undo_log.save(state["reminders"], id)
             state["reminders"][id] = {
                 "id": id,
                 "message": message_id,
@@ -1645,10 +1645,10 @@ class Environment:
             self._audit("remind", f"message {message_id}", f"{due}")
             return state["reminders"][id]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_message(self, message_id: int) -> Message:
         """Helper `find_message`."""
@@ -1746,14 +1746,13 @@ class Environment:
         return " ".join(words[:6]) if len(words) > 6 else text
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

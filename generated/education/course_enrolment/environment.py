@@ -1581,8 +1581,8 @@ class Environment:
         check_enrolment gives; a full section is refused too (join its waitlist instead).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "enrol"
+        undo_log = self._undo
+        undo_log.tool = "enrol"
         try:
             student = self._find_student(student_id)
             section = self._find_section(section_id)
@@ -1612,14 +1612,14 @@ class Environment:
                 "waitlist_position": None,
                 "enrolled_at": state["clock"],
             }
-            undo.save(state["enrolments"], entry["id"])
+            undo_log.save(state["enrolments"], entry["id"])
             state["enrolments"][entry["id"]] = entry
             return entry
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def join_waitlist(self, student_id: str, section_id: str) -> Enrolment:
         """Put a student at the end of a full section's waitlist. Refused when the section has
@@ -1627,8 +1627,8 @@ class Environment:
         reasons enrol gives.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "join_waitlist"
+        undo_log = self._undo
+        undo_log.tool = "join_waitlist"
         try:
             student = self._find_student(student_id)
             section = self._find_section(section_id)
@@ -1674,22 +1674,22 @@ class Environment:
                 "waitlist_position": len(self._waitlist(section["id"])) + 1,
                 "enrolled_at": state["clock"],
             }
-            undo.save(state["enrolments"], entry["id"])
+            undo_log.save(state["enrolments"], entry["id"])
             state["enrolments"][entry["id"]] = entry
             return entry
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def drop_section(self, student_id: str, section_id: str) -> Enrolment:
         """Take a student out of a section they are enrolled in or waiting for. A freed seat
         goes to the first waitlisted student it fits. Refused when they hold no place there.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "drop_section"
+        undo_log = self._undo
+        undo_log.tool = "drop_section"
         try:
             student = self._find_student(student_id)
             section = self._find_section(section_id)
@@ -1712,17 +1712,17 @@ class Environment:
                     ],
                 )
             entry = held[0]
-            undo.save(entry, "status")
+            undo_log.save(entry, "status")
             entry["status"] = "dropped"
-            undo.save(entry, "waitlist_position")
+            undo_log.save(entry, "waitlist_position")
             entry["waitlist_position"] = None
             self._promote_from_waitlist(section["id"])
             return entry
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def switch_section(self, student_id: str, from_section: str, to_section: str) -> Enrolment:
         """Move a student between two sections of the same course in one step: they keep
@@ -1730,8 +1730,8 @@ class Environment:
         without the old section). The old seat goes to the waitlist as drop_section does.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "switch_section"
+        undo_log = self._undo
+        undo_log.tool = "switch_section"
         try:
             student = self._find_student(student_id)
             old = self._find_section(from_section)
@@ -1773,7 +1773,7 @@ class Environment:
                     field="capacity",
                     current=target["capacity"],
                 )
-            undo.save(held[0], "status")
+            undo_log.save(held[0], "status")
             held[0]["status"] = "dropped"
             entry: Enrolment = {
                 "id": self._next_enrolment_id(),
@@ -1783,15 +1783,15 @@ class Environment:
                 "waitlist_position": None,
                 "enrolled_at": state["clock"],
             }
-            undo.save(state["enrolments"], entry["id"])
+            undo_log.save(state["enrolments"], entry["id"])
             state["enrolments"][entry["id"]] = entry
             self._promote_from_waitlist(old["id"])
             return entry
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_student(self, student_id: str) -> Student:
         """Helper `find_student`."""

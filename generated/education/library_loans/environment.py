@@ -1627,8 +1627,8 @@ class Environment:
         10.00 or more in fines, or the copy is on loan, missing or held for someone else.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "check_out"
+        undo_log = self._undo
+        undo_log.tool = "check_out"
         try:
             member = self._find_member(card)
             copy = self._find_copy(barcode)
@@ -1659,11 +1659,11 @@ class Environment:
                         and h["card"] == card
                         and h["status"] == "ready"
                     ):
-                        undo.save(h, "status")
+                        undo_log.save(h, "status")
                         h["status"] = "collected"
-            undo.save(copy, "status")
+            undo_log.save(copy, "status")
             copy["status"] = "on_loan"
-            undo.save(copy, "held_for")
+            undo_log.save(copy, "held_for")
             copy["held_for"] = None
             number = 9000 + self._next_id("loan")
             loan: Loan = {
@@ -1676,15 +1676,15 @@ class Environment:
                 "returned": None,
                 "fine": 0.0,
             }
-            undo.save(state["loans"], loan["id"])
+            undo_log.save(state["loans"], loan["id"])
             state["loans"][loan["id"]] = loan
             self._audit("check_out", loan["id"], f"{barcode} to {card}")
             return loan
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def renew_loan(self, loan_id: str) -> Loan:
         """Extend an open loan by 21 days from its current due date. Refused after two
@@ -1692,8 +1692,8 @@ class Environment:
         waiting for a hold on the title.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "renew_loan"
+        undo_log = self._undo
+        undo_log.tool = "renew_loan"
         try:
             if loan_id not in state["loans"]:
                 raise DomainError(
@@ -1736,17 +1736,17 @@ class Environment:
                     field="barcode",
                     current=len(queue),
                 )
-            undo.save(loan, "renewals")
+            undo_log.save(loan, "renewals")
             loan["renewals"] += 1
-            undo.save(loan, "due")
+            undo_log.save(loan, "due")
             loan["due"] = _add_days(loan["due"], WORLD["loan_days"])
             self._audit("renew", loan_id, f"due {loan['due']}")
             return loan
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def return_copy(self, barcode: str) -> Loan:
         """Take back a copy on loan: the loan is closed today and any late fine (0.25 a day
@@ -1755,8 +1755,8 @@ class Environment:
         becomes ready; otherwise back on the shelf.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "return_copy"
+        undo_log = self._undo
+        undo_log.tool = "return_copy"
         try:
             copy = self._find_copy(barcode)
             loan = self._open_loan_of(barcode)
@@ -1768,37 +1768,37 @@ class Environment:
                     field="status",
                     current=copy["status"],
                 )
-            undo.save(loan, "returned")
+            undo_log.save(loan, "returned")
             loan["returned"] = state["clock"][:10]
-            undo.save(loan, "fine")
+            undo_log.save(loan, "fine")
             loan["fine"] = self._late_fine(loan, state["clock"][:10])
             member = self._find_member(loan["card"])
-            undo.save(member, "fines_owed")
+            undo_log.save(member, "fines_owed")
             member["fines_owed"] = round(member["fines_owed"] + loan["fine"], 2)
             queue = self._waiting_holds(copy["title_id"])
             if len(queue) > 0:
-                undo.save(queue[0], "status")
+                undo_log.save(queue[0], "status")
                 queue[0]["status"] = "ready"
-                undo.save(copy, "status")
+                undo_log.save(copy, "status")
                 copy["status"] = "on_hold_shelf"
-                undo.save(copy, "held_for")
+                undo_log.save(copy, "held_for")
                 copy["held_for"] = queue[0]["card"]
             else:
-                undo.save(copy, "status")
+                undo_log.save(copy, "status")
                 copy["status"] = "on_shelf"
             self._audit("return", loan["id"], f"fine {loan['fine']}")
             return loan
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def place_hold(self, card: str, title_id: str, pickup_branch: str) -> Hold:
         """Put a member in the queue for a title, to collect at a branch. Refused when they already wait for it."""
         state = self._state
-        undo = self._undo
-        undo.tool = "place_hold"
+        undo_log = self._undo
+        undo_log.tool = "place_hold"
         try:
             self._find_member(card)
             if title_id not in state["titles"]:
@@ -1843,20 +1843,20 @@ class Environment:
                 "placed_at": state["clock"],
                 "status": "waiting",
             }
-            undo.save_length(state["holds"])
+            undo_log.save_length(state["holds"])
             state["holds"].append(hold)
             self._audit("hold", title_id, card)
             return hold
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def pay_fine(self, card: str, amount: float) -> Member:
         """Record a fine payment; refused when it is more than the member owes."""
-        undo = self._undo
-        undo.tool = "pay_fine"
+        undo_log = self._undo
+        undo_log.tool = "pay_fine"
         try:
             member = self._find_member(card)
             if amount > member["fines_owed"]:
@@ -1867,15 +1867,15 @@ class Environment:
                     current=amount,
                     allowed=member["fines_owed"],
                 )
-            undo.save(member, "fines_owed")
+            undo_log.save(member, "fines_owed")
             member["fines_owed"] = round(member["fines_owed"] - amount, 2)
             self._audit("pay", card, f"{amount}")
             return member
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_member(self, card: str) -> Member:
         """Helper `find_member`."""
@@ -2013,14 +2013,13 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1738,8 +1738,8 @@ class Environment:
         price. Returns the order.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "place_order"
+        undo_log = self._undo
+        undo_log.tool = "place_order"
         try:
             account = self._find_account(account_id)
             inst = self._find_instrument(symbol)
@@ -1821,24 +1821,24 @@ class Environment:
                         field="quantity",
                         current=free,
                     )
-            undo.save(state["orders"], order["id"])
+            undo_log.save(state["orders"], order["id"])
             state["orders"][order["id"]] = order
-            undo.save(state, "next_order_id")
+            undo_log.save(state, "next_order_id")
             state["next_order_id"] += 1
             if marketable:
                 self._execute(order, account, inst["price"])
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_order(self, order_id: int) -> Order:
         """Cancel an open (resting) order; refused for one already filled or cancelled. Returns it."""
         state = self._state
-        undo = self._undo
-        undo.tool = "cancel_order"
+        undo_log = self._undo
+        undo_log.tool = "cancel_order"
         try:
             if order_id not in state["orders"]:
                 raise DomainError(
@@ -1856,14 +1856,14 @@ class Environment:
                     field="status",
                     current=f"{order['status']}",
                 )
-            undo.save(order, "status")
+            undo_log.save(order, "status")
             order["status"] = "cancelled"
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def credit_dividend(self, account_id: str, symbol: str) -> DividendPayment:
         """Credit to an account's cash the dividend of an instrument paid on or before today:
@@ -1872,8 +1872,8 @@ class Environment:
         account was already credited for it. Returns the payment.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "credit_dividend"
+        undo_log = self._undo
+        undo_log.tool = "credit_dividend"
         try:
             account = self._find_account(account_id)
             paid: list[Dividend] = [
@@ -1916,16 +1916,16 @@ class Environment:
                 "pay_date": due["pay_date"],
                 "amount": round(shares * due["per_share"], 2),
             }
-            undo.save_length(state["dividend_payments"])
+            undo_log.save_length(state["dividend_payments"])
             state["dividend_payments"].append(payment)
-            undo.save(account, "cash")
+            undo_log.save(account, "cash")
             account["cash"] = round(account["cash"] + payment["amount"], 2)
             return payment
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_account(self, account_id: str) -> Account:
         """Helper `find_account`."""

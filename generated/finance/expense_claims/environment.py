@@ -1945,16 +1945,16 @@ class Environment:
         """Start an empty draft claim for an employee (id like E114) with a short title, such as
         the trip or event it covers. Returns the new claim; add lines with add_claim_line.
         """
-        undo = self._undo
-        undo.tool = "create_claim"
+        undo_log = self._undo
+        undo_log.tool = "create_claim"
         try:
             self._find_employee(employee_id, "employee_id")
             return self._new_claim(employee_id, title)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def file_claim(self, claimant: str, title: str) -> Claim:
         """Start an empty draft claim for the employee with this full name (any letter case,
@@ -1964,8 +1964,8 @@ class Environment:
         with add_claim_line.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "file_claim"
+        undo_log = self._undo
+        undo_log.tool = "file_claim"
         try:
             wanted = claimant.strip().lower()
             matching = sorted(
@@ -1993,10 +1993,10 @@ class Environment:
                 )
             return self._new_claim(matching[0], title)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_claim_line(
         self,
@@ -2015,8 +2015,8 @@ class Environment:
         limit are accepted but flagged over policy. Returns the claim.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "add_claim_line"
+        undo_log = self._undo
+        undo_log.tool = "add_claim_line"
         try:
             claim = self._find_claim(claim_id)
             self._require_editable(claim)
@@ -2040,7 +2040,7 @@ class Environment:
                     field="expense_date",
                 )
             number = max([l["line_no"] for l in self._count_each(claim["lines"])] + [0]) + 1
-            undo.save_length(claim["lines"])
+            undo_log.save_length(claim["lines"])
             claim["lines"].append(
                 {
                     "line_no": number,
@@ -2054,17 +2054,17 @@ class Environment:
             )
             return self._claim_view(claim)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def remove_claim_line(self, claim_id: int, line_no: int) -> ClaimView:
         """Take a line off a draft or returned claim by its line number; the other lines keep
         their numbers. Returns the claim.
         """
-        undo = self._undo
-        undo.tool = "remove_claim_line"
+        undo_log = self._undo
+        undo_log.tool = "remove_claim_line"
         try:
             claim = self._find_claim(claim_id)
             self._require_editable(claim)
@@ -2079,14 +2079,14 @@ class Environment:
                     entity=f"claim {claim_id}",
                     field="line_no",
                 )
-            undo.save(claim, "lines")
+            undo_log.save(claim, "lines")
             claim["lines"] = kept
             return self._claim_view(claim)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def submit_claim(self, claim_id: int) -> ClaimView:
         """Send a draft or returned claim to the claimant's line manager for approval. Refused
@@ -2095,8 +2095,8 @@ class Environment:
         policy may be submitted; the manager decides. Returns the claim.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "submit_claim"
+        undo_log = self._undo
+        undo_log.tool = "submit_claim"
         try:
             claim = self._find_claim(claim_id)
             self._require_editable(claim)
@@ -2117,11 +2117,11 @@ class Environment:
                     field="lines",
                     current=missing,
                 )
-            undo.save(claim, "status")
+            undo_log.save(claim, "status")
             claim["status"] = "submitted"
-            undo.save(claim, "submitted_at")
+            undo_log.save(claim, "submitted_at")
             claim["submitted_at"] = state["clock"]
-            undo.save_length(claim["history"])
+            undo_log.save_length(claim["history"])
             claim["history"].append(
                 {
                     "at": state["clock"],
@@ -2132,10 +2132,10 @@ class Environment:
             )
             return self._claim_view(claim)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def approve_claim(self, claim_id: int, approver_id: str, note: str = "") -> ClaimView:
         """Approve a claim as the approver it waits for (employee id). A submitted claim is
@@ -2145,19 +2145,19 @@ class Environment:
         Managers may approve lines over policy as exceptions. Returns the claim.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "approve_claim"
+        undo_log = self._undo
+        undo_log.tool = "approve_claim"
         try:
             claim = self._find_claim(claim_id)
             step = self._require_due_approver(claim, approver_id)
             if step == "manager":
-                undo.save(claim, "status")
+                undo_log.save(claim, "status")
                 claim["status"] = (
                     "manager_approved"
                     if self._total_of(claim) > WORLD["finance_threshold"]
                     else "approved"
                 )
-                undo.save_length(claim["history"])
+                undo_log.save_length(claim["history"])
                 claim["history"].append(
                     {
                         "at": state["clock"],
@@ -2167,9 +2167,9 @@ class Environment:
                     }
                 )
             else:
-                undo.save(claim, "status")
+                undo_log.save(claim, "status")
                 claim["status"] = "approved"
-                undo.save_length(claim["history"])
+                undo_log.save_length(claim["history"])
                 claim["history"].append(
                     {
                         "at": state["clock"],
@@ -2180,10 +2180,10 @@ class Environment:
                 )
             return self._claim_view(claim)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def return_claim(self, claim_id: int, approver_id: str, reason: str) -> ClaimView:
         """Send a claim back to the claimant for changes, as the approver it waits for (the line
@@ -2192,23 +2192,23 @@ class Environment:
         claim.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "return_claim"
+        undo_log = self._undo
+        undo_log.tool = "return_claim"
         try:
             claim = self._find_claim(claim_id)
             self._require_due_approver(claim, approver_id)
-            undo.save(claim, "status")
+            undo_log.save(claim, "status")
             claim["status"] = "returned"
-            undo.save_length(claim["history"])
+            undo_log.save_length(claim["history"])
             claim["history"].append(
                 {"at": state["clock"], "by": approver_id, "action": "returned", "note": reason}
             )
             return self._claim_view(claim)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def reimburse_claim(self, claim_id: int) -> ClaimView:
         """Pay a fully approved claim to the claimant with the next payroll: it becomes paid,
@@ -2216,8 +2216,8 @@ class Environment:
         that is not approved (the refusal says who it waits for). Returns the claim.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "reimburse_claim"
+        undo_log = self._undo
+        undo_log.tool = "reimburse_claim"
         try:
             claim = self._find_claim(claim_id)
             due = self._waiting_for(claim)
@@ -2231,22 +2231,22 @@ class Environment:
                     current=f"{claim['status']}",
                     allowed="approved",
                 )
-            undo.save(claim, "status")
+            undo_log.save(claim, "status")
             claim["status"] = "paid"
-            undo.save(claim, "paid_at")
+            undo_log.save(claim, "paid_at")
             claim["paid_at"] = state["clock"]
-            undo.save(claim, "payment_reference")
+            undo_log.save(claim, "payment_reference")
             claim["payment_reference"] = f"PAY-{claim_id}"
-            undo.save_length(claim["history"])
+            undo_log.save_length(claim["history"])
             claim["history"].append(
                 {"at": state["clock"], "by": "ap_batch", "action": "paid", "note": ""}
             )
             return self._claim_view(claim)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_claim(self, claim_id: int) -> Claim:
         """Helper `find_claim`."""

@@ -2313,8 +2313,8 @@ class Environment:
         new number. Refused for another VAT rate.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "raise_invoice"
+        undo_log = self._undo
+        undo_log.tool = "raise_invoice"
         try:
             client = self._find_client(client_id)
             if vat_rate not in WORLD["vat_rates"]:
@@ -2325,7 +2325,7 @@ class Environment:
                     allowed=WORLD["vat_rates"],
                 )
             number = "INV-2025-" + str(state["next_invoice_no"]).zfill(4)
-            undo.save(state, "next_invoice_no")
+            undo_log.save(state, "next_invoice_no")
             state["next_invoice_no"] += 1
             inv: Invoice = {
                 "number": number,
@@ -2346,14 +2346,14 @@ class Environment:
                 "reminders": [],
                 "po_number": po_number,
             }
-            undo.save(state["invoices"], number)
+            undo_log.save(state["invoices"], number)
             state["invoices"][number] = inv
             return self._invoice_view(inv)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def apply_payment(self, payment_id: int, invoice_number: str, amount: float) -> InvoiceView:
         """Apply part or all of a received payment (its id) to an invoice, in pounds. The
@@ -2363,8 +2363,8 @@ class Environment:
         or partly paid. Returns the invoice.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "apply_payment"
+        undo_log = self._undo
+        undo_log.tool = "apply_payment"
         try:
             if payment_id not in state["payments"]:
                 raise DomainError(
@@ -2394,17 +2394,17 @@ class Environment:
                     field="amount",
                     current=owed,
                 )
-            undo.save_length(payment["allocations"])
+            undo_log.save_length(payment["allocations"])
             payment["allocations"].append({"invoice_number": invoice_number, "amount": amount})
-            undo.save(inv, "amount_paid")
+            undo_log.save(inv, "amount_paid")
             inv["amount_paid"] = round(inv["amount_paid"] + amount, 2)
             self._settle_status(inv)
             return self._invoice_view(inv)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def issue_credit_note(self, invoice_number: str, amount: float, reason: str) -> CreditNote:
         """Credit a client part of an open invoice, in pounds including VAT, with the reason
@@ -2414,8 +2414,8 @@ class Environment:
         the credit note.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "issue_credit_note"
+        undo_log = self._undo
+        undo_log.tool = "issue_credit_note"
         try:
             inv = self._find_invoice(invoice_number)
             self._require_open(inv)
@@ -2435,19 +2435,19 @@ class Environment:
                 "reason": reason,
                 "issued": state["clock"][:10],
             }
-            undo.save(state["credit_notes"], note["id"])
+            undo_log.save(state["credit_notes"], note["id"])
             state["credit_notes"][note["id"]] = note
-            undo.save(state, "next_credit_note_id")
+            undo_log.save(state, "next_credit_note_id")
             state["next_credit_note_id"] += 1
-            undo.save(inv, "credited")
+            undo_log.save(inv, "credited")
             inv["credited"] = round(inv["credited"] + amount, 2)
             self._settle_status(inv)
             return note
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def send_reminder(self, invoice_number: str) -> InvoiceView:
         """E-mail the client a payment reminder for an overdue invoice and record today's date
@@ -2456,8 +2456,8 @@ class Environment:
         already had 3 reminders (pass it to collections instead). Returns the invoice.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "send_reminder"
+        undo_log = self._undo
+        undo_log.tool = "send_reminder"
         try:
             inv = self._find_invoice(invoice_number)
             self._require_open(inv)
@@ -2489,22 +2489,22 @@ class Environment:
                         current=last,
                         allowed=next_day,
                     )
-            undo.save_length(inv["reminders"])
+            undo_log.save_length(inv["reminders"])
             inv["reminders"].append(state["clock"][:10])
             return self._invoice_view(inv)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def void_invoice(self, invoice_number: str, reason: str) -> InvoiceView:
         """Cancel an invoice raised in error, with the reason for the record: it becomes void
         and owes nothing. Refused once any payment or credit note touched it (credit the
         balance instead) and for an invoice already paid or void. Returns the invoice.
         """
-        undo = self._undo
-        undo.tool = "void_invoice"
+        undo_log = self._undo
+        undo_log.tool = "void_invoice"
         try:
             inv = self._find_invoice(invoice_number)
             if not (inv["status"] == "sent" or inv["status"] == "draft"):
@@ -2522,15 +2522,15 @@ class Environment:
                     entity=f"invoice {invoice_number}",
                     field="status",
                 )
-            undo.save(inv, "status")
+            undo_log.save(inv, "status")
             inv["status"] = "void"
             self._audit("void_invoice", f"invoice {invoice_number}", reason)
             return self._invoice_view(inv)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_invoice(self, number: str) -> Invoice:
         """Helper `find_invoice`."""
@@ -2728,14 +2728,13 @@ class Environment:
         return _format_datetime(d, "%A ") + d[8:10].lstrip("0") + _format_datetime(d, " %B")
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

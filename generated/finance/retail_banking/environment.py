@@ -2398,8 +2398,8 @@ class Environment:
         customer's own accounts are not limited).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "transfer_funds"
+        undo_log = self._undo
+        undo_log.tool = "transfer_funds"
         try:
             self._require_two_decimals(amount)
             if from_account == to_account:
@@ -2454,9 +2454,9 @@ class Environment:
                         current=used,
                         allowed=room,
                     )
-            undo.save(source, "balance")
+            undo_log.save(source, "balance")
             source["balance"] = round(source["balance"] - amount, 2)
-            undo.save(target, "balance")
+            undo_log.save(target, "balance")
             target["balance"] = round(target["balance"] + amount, 2)
             label = reference if reference != "" else f"Transfer {from_account}"
             out = self._post(
@@ -2488,18 +2488,18 @@ class Environment:
                 "daily_limit_left": round(payer["daily_transfer_limit"] - spent, 2),
             }
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def freeze_card(self, card_id: str, reason: FreezeReason) -> Card:
         """Freeze a debit card (id like CRD-1234) so it declines every payment, recording why:
         lost, stolen, suspected_fraud or customer_request. Returns the card. Refused for a
         cancelled card and for one already frozen (its current reason is given).
         """
-        undo = self._undo
-        undo.tool = "freeze_card"
+        undo_log = self._undo
+        undo_log.tool = "freeze_card"
         try:
             card = self._find_card(card_id)
             if card["status"] == "cancelled":
@@ -2518,25 +2518,25 @@ class Environment:
                     field="status",
                     current="frozen",
                 )
-            undo.save(card, "status")
+            undo_log.save(card, "status")
             card["status"] = "frozen"
-            undo.save(card, "freeze_reason")
+            undo_log.save(card, "freeze_reason")
             card["freeze_reason"] = reason
             self._audit("freeze_card", f"card {card_id}", f"{reason}")
             return card
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def unfreeze_card(self, card_id: str) -> Card:
         """Lift the freeze on a debit card (id like CRD-1234) so it works again; returns the card.
         Refused when the card is not frozen, and for a card frozen as stolen, which stays
         frozen for good (the customer needs a replacement card).
         """
-        undo = self._undo
-        undo.tool = "unfreeze_card"
+        undo_log = self._undo
+        undo_log.tool = "unfreeze_card"
         try:
             card = self._find_card(card_id)
             if card["status"] != "frozen":
@@ -2555,17 +2555,17 @@ class Environment:
                     field="freeze_reason",
                     current="stolen",
                 )
-            undo.save(card, "status")
+            undo_log.save(card, "status")
             card["status"] = "active"
-            undo.save(card, "freeze_reason")
+            undo_log.save(card, "freeze_reason")
             card["freeze_reason"] = None
             self._audit("unfreeze_card", f"card {card_id}", "")
             return card
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_up_standing_order(
         self,
@@ -2584,8 +2584,8 @@ class Environment:
         on that day.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "set_up_standing_order"
+        undo_log = self._undo
+        undo_log.tool = "set_up_standing_order"
         try:
             self._require_two_decimals(amount)
             source = self._find_account(from_account, "from_account")
@@ -2640,24 +2640,24 @@ class Environment:
                 "status": "active",
                 "next_payment": self._next_payment_date(day_of_month),
             }
-            undo.save(state["standing_orders"], order["id"])
+            undo_log.save(state["standing_orders"], order["id"])
             state["standing_orders"][order["id"]] = order
-            undo.save(state, "next_standing_order_id")
+            undo_log.save(state, "next_standing_order_id")
             state["next_standing_order_id"] += 1
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_standing_order(self, standing_order_id: int) -> StandingOrder:
         """Stop a standing order (its number from list_standing_orders); no further payments are
         made and it stays listed as cancelled. Returns it. Refused for one already cancelled.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "cancel_standing_order"
+        undo_log = self._undo
+        undo_log.tool = "cancel_standing_order"
         try:
             if standing_order_id not in state["standing_orders"]:
                 raise DomainError(
@@ -2675,14 +2675,14 @@ class Environment:
                     field="status",
                     current="cancelled",
                 )
-            undo.save(order, "status")
+            undo_log.save(order, "status")
             order["status"] = "cancelled"
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def open_dispute(self, transaction_id: int, reason: DisputeReason) -> Dispute:
         """Dispute a card payment (the id of its statement line) with the card scheme, for one
@@ -2693,8 +2693,8 @@ class Environment:
         before it (dispute the later of two identical charges).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "open_dispute"
+        undo_log = self._undo
+        undo_log.tool = "open_dispute"
         try:
             if transaction_id not in state["transactions"]:
                 raise DomainError(
@@ -2757,18 +2757,18 @@ class Environment:
                 "status": "open",
                 "opened_at": state["clock"],
             }
-            undo.save(state["disputes"], raised["id"])
+            undo_log.save(state["disputes"], raised["id"])
             state["disputes"][raised["id"]] = raised
-            undo.save(line, "dispute_id")
+            undo_log.save(line, "dispute_id")
             line["dispute_id"] = raised["id"]
-            undo.save(state, "next_dispute_id")
+            undo_log.save(state, "next_dispute_id")
             state["next_dispute_id"] += 1
             return raised
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_account(self, number: str, field: str) -> Account:
         """The account behind an argument, or not_found naming the argument."""
@@ -2964,14 +2964,13 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

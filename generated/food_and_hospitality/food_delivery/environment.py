@@ -1687,8 +1687,8 @@ class Environment:
         (invalid_state), a courier who is not available (conflict, naming their status) and
         a courier of another zone than the restaurant's (invalid_argument).
         """
-        undo = self._undo
-        undo.tool = "assign_courier"
+        undo_log = self._undo
+        undo_log.tool = "assign_courier"
         try:
             order = self._find_order(order_id)
             courier = self._find_courier(courier_id)
@@ -1730,17 +1730,17 @@ class Environment:
                     allowed=zone,
                 )
             self._free_courier(order["courier_id"])
-            undo.save(order, "courier_id")
+            undo_log.save(order, "courier_id")
             order["courier_id"] = courier_id
-            undo.save(courier, "status")
+            undo_log.save(courier, "status")
             courier["status"] = "delivering"
             self._audit("assign_courier", f"order {order_id}", courier_id)
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def mark_delivered(self, order_id: int) -> Order:
         """Record that a picked-up order reached the customer now: delivered, delivered_at the
@@ -1748,8 +1748,8 @@ class Environment:
         is not picked_up (invalid_state).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "mark_delivered"
+        undo_log = self._undo
+        undo_log.tool = "mark_delivered"
         try:
             order = self._find_order(order_id)
             if order["status"] != "picked_up":
@@ -1761,18 +1761,18 @@ class Environment:
                     current=order["status"],
                     allowed=["picked_up"],
                 )
-            undo.save(order, "status")
+            undo_log.save(order, "status")
             order["status"] = "delivered"
-            undo.save(order, "delivered_at")
+            undo_log.save(order, "delivered_at")
             order["delivered_at"] = state["clock"]
             self._free_courier(order["courier_id"])
             self._audit("mark_delivered", f"order {order_id}", "")
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_order(self, order_id: int) -> Order:
         """Cancel an order that has not been picked up (placed, preparing or ready); its
@@ -1780,8 +1780,8 @@ class Environment:
         provider. Returns the order. Refuses an order picked up, delivered or already
         cancelled (invalid_state).
         """
-        undo = self._undo
-        undo.tool = "cancel_order"
+        undo_log = self._undo
+        undo_log.tool = "cancel_order"
         try:
             order = self._find_order(order_id)
             if not (
@@ -1797,16 +1797,16 @@ class Environment:
                     current=order["status"],
                     allowed=["placed", "preparing", "ready"],
                 )
-            undo.save(order, "status")
+            undo_log.save(order, "status")
             order["status"] = "cancelled"
             self._free_courier(order["courier_id"])
             self._audit("cancel_order", f"order {order_id}", "")
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def issue_late_credit(self, order_id: int) -> Credit:
         """Credit the customer's account for a late delivered order, by the policy: 15 to 29
@@ -1817,8 +1817,8 @@ class Environment:
         (already_exists).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "issue_late_credit"
+        undo_log = self._undo
+        undo_log.tool = "issue_late_credit"
         try:
             order = self._find_order(order_id)
             if order["status"] != "delivered":
@@ -1864,17 +1864,17 @@ class Environment:
                 "reason": f"late delivery: {late} minutes",
                 "issued_at": state["clock"],
             }
-            undo.save(state["credits"], credit["id"])
+            undo_log.save(state["credits"], credit["id"])
             state["credits"][credit["id"]] = credit
-            undo.save(state, "next_credit_id")
+            undo_log.save(state, "next_credit_id")
             state["next_credit_id"] += 1
             self._audit("issue_late_credit", f"order {order_id}", f"{credit['amount']}")
             return credit
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_order(self, order_id: int) -> Order:
         """Helper `find_order`."""
@@ -2026,14 +2026,13 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

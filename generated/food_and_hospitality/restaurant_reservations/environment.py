@@ -1907,8 +1907,8 @@ class Environment:
         if requests is None:
             requests = []
         state = self._state
-        undo = self._undo
-        undo.tool = "book_table"
+        undo_log = self._undo
+        undo_log.tool = "book_table"
         try:
             restaurant = self._find_restaurant(restaurant_id)
             if guest_id not in state["guests"]:
@@ -1964,10 +1964,10 @@ class Environment:
             )
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def move_booking(self, booking_id: int, time: str, table_id: str) -> Booking:
         """Move a confirmed booking to another seating time and/or table on the same day and
@@ -1977,8 +1977,8 @@ class Environment:
         held by another booking then (conflict) and a move to the same time and table
         (invalid_argument).
         """
-        undo = self._undo
-        undo.tool = "move_booking"
+        undo_log = self._undo
+        undo_log.tool = "move_booking"
         try:
             booking = self._find_booking(booking_id)
             self._require_upcoming(booking, "moved")
@@ -1993,40 +1993,40 @@ class Environment:
                     current=time,
                 )
             self._require_free(table, booking["date"], time, service, booking_id)
-            undo.save(booking, "time")
+            undo_log.save(booking, "time")
             booking["time"] = time
-            undo.save(booking, "service")
+            undo_log.save(booking, "service")
             booking["service"] = service
-            undo.save(booking, "table_id")
+            undo_log.save(booking, "table_id")
             booking["table_id"] = table_id
-            undo.save(booking, "area")
+            undo_log.save(booking, "area")
             booking["area"] = table["area"]
             self._audit("move_booking", f"booking {booking_id}", f"{time} {table_id}")
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_booking(self, booking_id: int) -> Booking:
         """Cancel a confirmed booking, freeing its table; returns the booking. Refuses one
         that is seated, completed, a no-show or already cancelled (invalid_state).
         """
-        undo = self._undo
-        undo.tool = "cancel_booking"
+        undo_log = self._undo
+        undo_log.tool = "cancel_booking"
         try:
             booking = self._find_booking(booking_id)
             self._require_upcoming(booking, "cancelled")
-            undo.save(booking, "status")
+            undo_log.save(booking, "status")
             booking["status"] = "cancelled"
             self._audit("cancel_booking", f"booking {booking_id}", "")
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def mark_no_show(self, booking_id: int) -> Booking:
         """Record that a party never arrived: a confirmed booking for today whose time is at
@@ -2036,8 +2036,8 @@ class Environment:
         be marked).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "mark_no_show"
+        undo_log = self._undo
+        undo_log.tool = "mark_no_show"
         try:
             booking = self._find_booking(booking_id)
             self._require_upcoming(booking, "marked as a no-show")
@@ -2059,9 +2059,9 @@ class Environment:
                     field="time",
                     current=booking["time"],
                 )
-            undo.save(booking, "status")
+            undo_log.save(booking, "status")
             booking["status"] = "no_show"
-            undo.save(
+            undo_log.save(
                 (
                     state["guests"][booking["guest_id"]]
                     if booking["guest_id"] in state["guests"]
@@ -2077,18 +2077,18 @@ class Environment:
             self._audit("mark_no_show", f"booking {booking_id}", booking["guest_id"])
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_special_request(self, booking_id: int, request: SpecialRequest) -> Booking:
         """Note a special request on a confirmed booking so the floor team sees it; returns the
         booking. Refuses a booking that is not confirmed (invalid_state) and a request the
         booking already has (already_exists).
         """
-        undo = self._undo
-        undo.tool = "add_special_request"
+        undo_log = self._undo
+        undo_log.tool = "add_special_request"
         try:
             booking = self._find_booking(booking_id)
             self._require_upcoming(booking, "changed")
@@ -2100,15 +2100,15 @@ class Environment:
                     field="request",
                     current=booking["requests"],
                 )
-            undo.save_length(booking["requests"])
+            undo_log.save_length(booking["requests"])
             booking["requests"].append(request)
             self._audit("add_special_request", f"booking {booking_id}", f"{request}")
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def book_from_waitlist(self, entry_id: int, table_id: str, time: str) -> Booking:
         """Turn a waiting waitlist entry into a confirmed booking for its guest, day and covers
@@ -2118,8 +2118,8 @@ class Environment:
         checks of book_table (invalid_argument, conflict).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "book_from_waitlist"
+        undo_log = self._undo
+        undo_log.tool = "book_from_waitlist"
         try:
             if entry_id not in state["waitlist"]:
                 raise DomainError(
@@ -2159,19 +2159,19 @@ class Environment:
                 table,
                 [],
             )
-            undo.save(entry, "status")
+            undo_log.save(entry, "status")
             entry["status"] = "booked"
-            undo.save(entry, "booking_id")
+            undo_log.save(entry, "booking_id")
             entry["booking_id"] = booking["id"]
             self._audit(
                 "book_from_waitlist", f"waitlist entry {entry_id}", f"booking {booking['id']}"
             )
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_restaurant(self, restaurant_id: str) -> Restaurant:
         """Helper `find_restaurant`."""
@@ -2538,14 +2538,13 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

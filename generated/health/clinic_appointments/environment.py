@@ -1812,8 +1812,8 @@ class Environment:
         needed and none is usable.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "book_appointment"
+        undo_log = self._undo
+        undo_log.tool = "book_appointment"
         try:
             patient = self._find_patient(patient_id)
             slot = self._find_slot(slot_id)
@@ -1835,10 +1835,10 @@ class Environment:
                 "referral_id": referral_id,
                 "booked_at": state["clock"],
             }
-            undo.save(state["appointments"], appointment["id"])
+            undo_log.save(state["appointments"], appointment["id"])
             state["appointments"][appointment["id"]] = appointment
             if referral_id is not None:
-                undo.save(
+                undo_log.save(
                     (
                         state["referrals"][referral_id]
                         if referral_id in state["referrals"]
@@ -1853,10 +1853,10 @@ class Environment:
                 )["appointment_id"] = appointment["id"]
             return appointment
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def reschedule_appointment(self, appointment_id: int, slot_id: int) -> Appointment:
         """Move an upcoming booked appointment to another free slot of the same specialty (the
@@ -1865,8 +1865,8 @@ class Environment:
         the slot checks of book_appointment; a referral must still be valid on the new day.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "reschedule_appointment"
+        undo_log = self._undo
+        undo_log.tool = "reschedule_appointment"
         try:
             appointment = self._find_appointment(appointment_id)
             self._require_upcoming(
@@ -1914,18 +1914,18 @@ class Environment:
                         field="expires_on",
                         current=expires,
                     )
-            undo.save(appointment, "slot_id")
+            undo_log.save(appointment, "slot_id")
             appointment["slot_id"] = slot["id"]
-            undo.save(appointment, "practitioner_id")
+            undo_log.save(appointment, "practitioner_id")
             appointment["practitioner_id"] = target["id"]
-            undo.save(appointment, "start")
+            undo_log.save(appointment, "start")
             appointment["start"] = slot["start"]
             return appointment
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_appointment(self, appointment_id: int) -> Appointment:
         """Cancel an upcoming booked appointment: its slot becomes free and a referral it used
@@ -1933,25 +1933,25 @@ class Environment:
         started (record attendance for those instead).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "cancel_appointment"
+        undo_log = self._undo
+        undo_log.tool = "cancel_appointment"
         try:
             appointment = self._find_appointment(appointment_id)
             self._require_upcoming(appointment, "there is nothing to cancel")
-            undo.save(appointment, "status")
+            undo_log.save(appointment, "status")
             appointment["status"] = "cancelled"
             referral_id = appointment["referral_id"]
             if referral_id is not None and referral_id in state["referrals"]:
-                undo.save(state["referrals"][referral_id], "appointment_id")
+                undo_log.save(state["referrals"][referral_id], "appointment_id")
                 state["referrals"][referral_id]["appointment_id"] = None
-            undo.save(appointment, "referral_id")
+            undo_log.save(appointment, "referral_id")
             appointment["referral_id"] = None
             return appointment
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def issue_referral(self, patient_id: str, specialty: Specialty, gp_id: str) -> Referral:
         """A GP refers a patient to dermatology or cardiology. The referral is issued today and
@@ -1960,8 +1960,8 @@ class Environment:
         holds an unused referral to the specialty valid today (use that one).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "issue_referral"
+        undo_log = self._undo
+        undo_log.tool = "issue_referral"
         try:
             patient = self._find_patient(patient_id)
             gp = self._find_practitioner(gp_id)
@@ -2006,7 +2006,7 @@ class Environment:
                 )
                 + 1,
             )
-            undo.save(state, "next_referral_id")
+            undo_log.save(state, "next_referral_id")
             state["next_referral_id"] = number + 1
             referral: Referral = {
                 "id": f"R-{number}",
@@ -2017,14 +2017,14 @@ class Environment:
                 "expires_on": _add_days(state["clock"][:10], WORLD["referral_valid_days"]),
                 "appointment_id": None,
             }
-            undo.save(state["referrals"], referral["id"])
+            undo_log.save(state["referrals"], referral["id"])
             state["referrals"][referral["id"]] = referral
             return referral
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def record_attendance(self, appointment_id: int, attended: bool) -> Appointment:
         """After an appointment's start time, record whether the patient came: `attended`
@@ -2032,8 +2032,8 @@ class Environment:
         and for one that is not booked (cancelled, or already recorded).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "record_attendance"
+        undo_log = self._undo
+        undo_log.tool = "record_attendance"
         try:
             appointment = self._find_appointment(appointment_id)
             if appointment["status"] != "booked":
@@ -2052,14 +2052,14 @@ class Environment:
                     field="start",
                     current=appointment["start"],
                 )
-            undo.save(appointment, "status")
+            undo_log.save(appointment, "status")
             appointment["status"] = "attended" if attended else "no_show"
             return appointment
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _year_of(self, d: str) -> int:
         """The calendar year of a date, for ages."""

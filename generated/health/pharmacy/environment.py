@@ -1729,8 +1729,8 @@ class Environment:
         with another active prescription (see check_interactions).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "fill_prescription"
+        undo_log = self._undo
+        undo_log.tool = "fill_prescription"
         try:
             prescription = self._find_prescription(prescription_id)
             self._require_fillable(prescription)
@@ -1776,21 +1776,21 @@ class Environment:
                 "picked_up_on": None,
                 "status": "ready",
             }
-            undo.save(state["fills"], fill["id"])
+            undo_log.save(state["fills"], fill["id"])
             state["fills"][fill["id"]] = fill
-            undo.save(medicine, "stock_packs")
+            undo_log.save(medicine, "stock_packs")
             medicine["stock_packs"] = medicine["stock_packs"] - prescription["packs_per_fill"]
-            undo.save(prescription, "fills_used")
+            undo_log.save(prescription, "fills_used")
             prescription["fills_used"] = prescription["fills_used"] + 1
             if prescription["fills_used"] == prescription["fills_allowed"]:
-                undo.save(prescription, "status")
+                undo_log.save(prescription, "status")
                 prescription["status"] = "completed"
             return fill
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def record_pickup(self, fill_id: str, id_checked: bool = False) -> Fill:
         """The patient (or their representative) collects a ready fill today. Controlled drugs
@@ -1798,8 +1798,8 @@ class Environment:
         fill that is not ready.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "record_pickup"
+        undo_log = self._undo
+        undo_log.tool = "record_pickup"
         try:
             fill = self._find_fill(fill_id)
             if fill["status"] != "ready":
@@ -1841,16 +1841,16 @@ class Environment:
                     entity=f"fill {fill['id']}",
                     field="id_checked",
                 )
-            undo.save(fill, "status")
+            undo_log.save(fill, "status")
             fill["status"] = "collected"
-            undo.save(fill, "picked_up_on")
+            undo_log.save(fill, "picked_up_on")
             fill["picked_up_on"] = state["clock"][:10]
             return fill
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def return_to_stock(self, fill_id: str) -> Fill:
         """Put an uncollected fill back on the shelves: its packs return to stock and the
@@ -1858,8 +1858,8 @@ class Environment:
         unless the fill is ready.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "return_to_stock"
+        undo_log = self._undo
+        undo_log.tool = "return_to_stock"
         try:
             fill = self._find_fill(fill_id)
             if fill["status"] != "ready":
@@ -1880,41 +1880,41 @@ class Environment:
                 if prescription["medicine_id"] in state["medicines"]
                 else _not_found("medicines", prescription["medicine_id"], "")
             )
-            undo.save(medicine, "stock_packs")
+            undo_log.save(medicine, "stock_packs")
             medicine["stock_packs"] = medicine["stock_packs"] + fill["packs"]
-            undo.save(prescription, "fills_used")
+            undo_log.save(prescription, "fills_used")
             prescription["fills_used"] = max(0, prescription["fills_used"] - 1)
             if prescription["status"] == "completed":
-                undo.save(prescription, "status")
+                undo_log.save(prescription, "status")
                 prescription["status"] = "active"
-            undo.save(fill, "status")
+            undo_log.save(fill, "status")
             fill["status"] = "returned"
             return fill
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def restock_medicine(self, medicine_id: str, packs: int) -> Medicine:
         """Book a wholesaler delivery of packs of a medicine into stock; returns the medicine with its new stock."""
-        undo = self._undo
-        undo.tool = "restock_medicine"
+        undo_log = self._undo
+        undo_log.tool = "restock_medicine"
         try:
             medicine = self._find_medicine(medicine_id)
-            undo.save(medicine, "stock_packs")
+            undo_log.save(medicine, "stock_packs")
             medicine["stock_packs"] = medicine["stock_packs"] + packs
             return medicine
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_prescription(self, prescription_id: str) -> Prescription:
         """Cancel an active prescription (the prescriber stopped it, or it must not be dispensed); fills already made stay. Refused unless active."""
-        undo = self._undo
-        undo.tool = "cancel_prescription"
+        undo_log = self._undo
+        undo_log.tool = "cancel_prescription"
         try:
             prescription = self._find_prescription(prescription_id)
             if prescription["status"] != "active":
@@ -1925,14 +1925,14 @@ class Environment:
                     field="status",
                     current=prescription["status"],
                 )
-            undo.save(prescription, "status")
+            undo_log.save(prescription, "status")
             prescription["status"] = "cancelled"
             return prescription
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_patient(self, patient_id: str) -> Patient:
         """Helper `find_patient`."""

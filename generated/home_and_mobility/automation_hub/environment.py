@@ -2833,8 +2833,8 @@ class Environment:
     def connect_source(self, source_id: str, name: str, category: SourceCategory) -> Source:
         """Register an event source of one category of the taxonomy."""
         state = self._state
-        undo = self._undo
-        undo.tool = "connect_source"
+        undo_log = self._undo
+        undo_log.tool = "connect_source"
         try:
             if source_id in state["sources"]:
                 raise DomainError(
@@ -2851,15 +2851,15 @@ class Environment:
                 "registered_at": state["clock"],
                 "events_seen": 0,
             }
-            undo.save(state["sources"], source_id)
+            undo_log.save(state["sources"], source_id)
             state["sources"][source_id] = source
             self._audit("register_source", source_id, f"{category}")
             return source
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_sources(self, category: SourceCategory | None = None) -> list[Source]:
         """Tool `list_sources`."""
@@ -2898,8 +2898,8 @@ class Environment:
         satisfies `condition` (if given), dispatch `actions` in order.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "create_automation"
+        undo_log = self._undo
+        undo_log.tool = "create_automation"
         try:
             if (
                 len(
@@ -2939,17 +2939,17 @@ class Environment:
                 "fire_count": 0,
                 "last_fired_at": None,
             }
-            undo.save(state["automations"], rule["id"])
+            undo_log.save(state["automations"], rule["id"])
             state["automations"][rule["id"]] = rule
-            undo.save(state, "next_automation_id")
+            undo_log.save(state, "next_automation_id")
             state["next_automation_id"] += 1
             self._audit("create_rule", f"{WORLD['rule_noun']} {rule['id']}", name)
             return rule
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def get_automation(self, automation_id: int) -> Automation:
         """Tool `get_automation`."""
@@ -2990,8 +2990,8 @@ class Environment:
     ) -> Automation:
         """Change selected parts of a rule; the result is validated as a whole."""
         state = self._state
-        undo = self._undo
-        undo.tool = "update_automation"
+        undo_log = self._undo
+        undo_log.tool = "update_automation"
         try:
             rule = self._find_automation(automation_id)
             if not (
@@ -3045,44 +3045,44 @@ class Environment:
                         entity=WORLD["rule_noun"],
                         field="name",
                     )
-                undo.save(rule, "name")
+                undo_log.save(rule, "name")
                 rule["name"] = name
             if trigger is not None:
-                undo.save(rule, "trigger")
+                undo_log.save(rule, "trigger")
                 rule["trigger"] = trigger
             if source_filter is not None:
-                undo.save(rule, "source_filter")
+                undo_log.save(rule, "source_filter")
                 rule["source_filter"] = source_filter
             if clear_source_filter:
-                undo.save(rule, "source_filter")
+                undo_log.save(rule, "source_filter")
                 rule["source_filter"] = None
             self._check_trigger(rule["trigger"], rule["source_filter"])
             if condition is not None:
                 self._check_condition(condition)
-                undo.save(rule, "condition")
+                undo_log.save(rule, "condition")
                 rule["condition"] = condition
             if clear_condition:
-                undo.save(rule, "condition")
+                undo_log.save(rule, "condition")
                 rule["condition"] = None
             if actions is not None:
                 self._check_actions(actions)
-                undo.save(rule, "actions")
+                undo_log.save(rule, "actions")
                 rule["actions"] = actions
-            undo.save(rule, "updated_at")
+            undo_log.save(rule, "updated_at")
             rule["updated_at"] = state["clock"]
             self._audit("update_rule", f"{WORLD['rule_noun']} {automation_id}", "")
             return rule
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def resume_automation(self, automation_id: int) -> Automation:
         """Tool `resume_automation`."""
         state = self._state
-        undo = self._undo
-        undo.tool = "resume_automation"
+        undo_log = self._undo
+        undo_log.tool = "resume_automation"
         try:
             rule = self._find_automation(automation_id)
             if rule["enabled"]:
@@ -3093,23 +3093,23 @@ class Environment:
                     field="enabled",
                     current=rule["enabled"],
                 )
-            undo.save(rule, "enabled")
+            undo_log.save(rule, "enabled")
             rule["enabled"] = True
-            undo.save(rule, "updated_at")
+            undo_log.save(rule, "updated_at")
             rule["updated_at"] = state["clock"]
             self._audit("enable_rule", f"{WORLD['rule_noun']} {automation_id}", "")
             return rule
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def pause_automation(self, automation_id: int) -> Automation:
         """Tool `pause_automation`."""
         state = self._state
-        undo = self._undo
-        undo.tool = "pause_automation"
+        undo_log = self._undo
+        undo_log.tool = "pause_automation"
         try:
             rule = self._find_automation(automation_id)
             if not rule["enabled"]:
@@ -3120,36 +3120,36 @@ class Environment:
                     field="enabled",
                     current=rule["enabled"],
                 )
-            undo.save(rule, "enabled")
+            undo_log.save(rule, "enabled")
             rule["enabled"] = False
-            undo.save(rule, "updated_at")
+            undo_log.save(rule, "updated_at")
             rule["updated_at"] = state["clock"]
             self._audit("disable_rule", f"{WORLD['rule_noun']} {automation_id}", "")
             return rule
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def delete_automation(self, automation_id: int) -> Automation:
         """Remove a rule; the logs keep its past events and actions."""
         state = self._state
-        undo = self._undo
-        undo.tool = "delete_automation"
+        undo_log = self._undo
+        undo_log.tool = "delete_automation"
         try:
             rule = self._find_automation(automation_id)
             if automation_id not in state["automations"]:
                 _not_found("automations", automation_id, "automation_id")
-            undo.save_map(state["automations"])
+            undo_log.save_map(state["automations"])
             del state["automations"][automation_id]
             self._audit("delete_rule", f"{WORLD['rule_noun']} {automation_id}", rule["name"])
             return rule
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def evaluate_condition(self, condition: Condition, payload: Any) -> Verdict:
         """Dry run: evaluate a condition against a sample payload; fires nothing."""
@@ -3171,8 +3171,8 @@ class Environment:
         Each injection advances the virtual clock by one second.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "inject_event"
+        undo_log = self._undo
+        undo_log.tool = "inject_event"
         try:
             source = self._find_source(source_id)
             if event_type not in (
@@ -3208,9 +3208,9 @@ class Environment:
                 "matched": [],
                 "fired": [],
             }
-            undo.save(state, "next_event_id")
+            undo_log.save(state, "next_event_id")
             state["next_event_id"] += 1
-            undo.save(source, "events_seen")
+            undo_log.save(source, "events_seen")
             source["events_seen"] += 1
             result: Injection = {"event": event, "evaluations": [], "actions": []}
             for rule in self._count_each(
@@ -3232,9 +3232,9 @@ class Environment:
                     )
                     if verdict["satisfied"]:
                         event["fired"].append(rule["id"])
-                        undo.save(rule, "fire_count")
+                        undo_log.save(rule, "fire_count")
                         rule["fire_count"] += 1
-                        undo.save(rule, "last_fired_at")
+                        undo_log.save(rule, "last_fired_at")
                         rule["last_fired_at"] = state["clock"]
                         for i in self._count_each(range(len(rule["actions"]))):
                             action = rule["actions"][i]
@@ -3247,12 +3247,12 @@ class Environment:
                                 "params": self._render_params(action["params"], event, rule),
                                 "at": state["clock"],
                             }
-                            undo.save(state, "next_action_id")
+                            undo_log.save(state, "next_action_id")
                             state["next_action_id"] += 1
-                            undo.save_length(state["action_log"])
+                            undo_log.save_length(state["action_log"])
                             state["action_log"].append(dispatched)
                             result["actions"].append(dispatched)
-            undo.save_length(state["events"])
+            undo_log.save_length(state["events"])
             state["events"].append(event)
             self._audit(
                 "inject_event",
@@ -3261,10 +3261,10 @@ class Environment:
             )
             return result
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def search_event_log(
         self,
@@ -3577,14 +3577,13 @@ class Environment:
         return out
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

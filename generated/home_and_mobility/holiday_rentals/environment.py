@@ -1689,8 +1689,8 @@ class Environment:
         night is booked or blocked.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "create_booking"
+        undo_log = self._undo
+        undo_log.tool = "create_booking"
         try:
             home = self._find_property(property_id)
             if guest_id not in state["guests"]:
@@ -1765,23 +1765,23 @@ class Environment:
                 "refunded": 0.0,
                 "status": "confirmed",
             }
-            undo.save(state["bookings"], booking["id"])
+            undo_log.save(state["bookings"], booking["id"])
             state["bookings"][booking["id"]] = booking
             self._audit("book", booking["id"], property_id)
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_booking(self, booking_id: str) -> Booking:
         """Cancel a confirmed booking that has not started. The rent is refunded in full when
         arrival is at least 28 days away, else half of it; the deposit is returned.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "cancel_booking"
+        undo_log = self._undo
+        undo_log.tool = "cancel_booking"
         try:
             booking = self._find_booking(booking_id)
             if booking["status"] != "confirmed":
@@ -1792,24 +1792,24 @@ class Environment:
                     field="status",
                     current=booking["status"],
                 )
-            undo.save(booking, "refunded")
+            undo_log.save(booking, "refunded")
             booking["refunded"] = (
                 booking["rent"]
                 if _days_between(state["clock"][:10], booking["arrive"])
                 >= WORLD["full_refund_days"]
                 else round(booking["rent"] / 2, 2)
             )
-            undo.save(booking, "status")
+            undo_log.save(booking, "status")
             booking["status"] = "cancelled"
-            undo.save(booking, "deposit_status")
+            undo_log.save(booking, "deposit_status")
             booking["deposit_status"] = "returned"
             self._audit("cancel", booking_id, f"refunded {booking['refunded']}")
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def schedule_turnover(self, property_id: str, day: str, cleaner: str) -> Turnover:
         """Book a cleaner (one of Jenna Trewin, Mark Pascoe, Sue Penrose, Dave Luscombe) for a
@@ -1817,8 +1817,8 @@ class Environment:
         has a turnover that day.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "schedule_turnover"
+        undo_log = self._undo
+        undo_log.tool = "schedule_turnover"
         try:
             self._find_property(property_id)
             if cleaner not in WORLD["cleaners"]:
@@ -1852,23 +1852,23 @@ class Environment:
                 "cleaner": cleaner,
                 "done": False,
             }
-            undo.save_length(state["turnovers"])
+            undo_log.save_length(state["turnovers"])
             state["turnovers"].append(turnover)
             self._audit("turnover", property_id, f"{day} {cleaner}")
             return turnover
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def settle_deposit(self, booking_id: str, kept: float, note: str) -> Booking:
         """Settle the held deposit of a checked-out booking: keep `kept` (0 up to the deposit)
         for damage, priced by list_damage_prices, with a note saying why, and return the rest. The status becomes
         returned, partly_kept or kept_in_full.
         """
-        undo = self._undo
-        undo.tool = "settle_deposit"
+        undo_log = self._undo
+        undo_log.tool = "settle_deposit"
         try:
             booking = self._find_booking(booking_id)
             if booking["status"] != "checked_out":
@@ -1895,11 +1895,11 @@ class Environment:
                     current=kept,
                     allowed=booking["deposit"],
                 )
-            undo.save(booking, "deposit_kept")
+            undo_log.save(booking, "deposit_kept")
             booking["deposit_kept"] = round(kept, 2)
-            undo.save(booking, "deposit_note")
+            undo_log.save(booking, "deposit_note")
             booking["deposit_note"] = note
-            undo.save(booking, "deposit_status")
+            undo_log.save(booking, "deposit_status")
             booking["deposit_status"] = (
                 "returned"
                 if kept == 0.0
@@ -1910,18 +1910,18 @@ class Environment:
             self._audit("deposit", booking_id, f"kept {kept}")
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def block_dates(self, property_id: str, start: str, end: str, reason: str) -> Block:
         """Keep a property off sale from `start` to the night before `end` (owner stays,
         works). Refused when a booking holds any of those nights.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "block_dates"
+        undo_log = self._undo
+        undo_log.tool = "block_dates"
         try:
             home = self._find_property(property_id)
             if not (start >= state["clock"][:10] and start < end):
@@ -1947,15 +1947,15 @@ class Environment:
                 "end": end,
                 "reason": reason,
             }
-            undo.save_length(state["blocks"])
+            undo_log.save_length(state["blocks"])
             state["blocks"].append(block)
             self._audit("block", property_id, f"{start} to {end}")
             return block
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_property(self, property_id: str) -> Property:
         """Helper `find_property`."""
@@ -2140,14 +2140,13 @@ class Environment:
         return booking["id"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1773,8 +1773,8 @@ class Environment:
         none); switched off, its brightness reads 0 and `brightness` is ignored. Refused for
         devices that are not lights and for offline lights.
         """
-        undo = self._undo
-        undo.tool = "set_light"
+        undo_log = self._undo
+        undo_log.tool = "set_light"
         try:
             switched_on = power == "switched_on"
             light = self._controllable(device_id, "light")
@@ -1794,10 +1794,10 @@ class Environment:
             self._audit("light", device_id, f"{switched_on} {light['brightness']}")
             return light
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_thermostat(
         self, device_id: str, target_c: float, mode: ThermostatMode | None = None
@@ -1806,29 +1806,29 @@ class Environment:
         eco or off); without a mode it keeps its own. Refused for other devices and offline
         thermostats.
         """
-        undo = self._undo
-        undo.tool = "set_thermostat"
+        undo_log = self._undo
+        undo_log.tool = "set_thermostat"
         try:
             thermostat = self._controllable(device_id, "thermostat")
-            undo.save(thermostat, "target_c")
+            undo_log.save(thermostat, "target_c")
             thermostat["target_c"] = target_c
             if mode is not None:
-                undo.save(thermostat, "mode")
+                undo_log.save(thermostat, "mode")
                 thermostat["mode"] = mode
             self._audit("thermostat", device_id, f"{target_c}")
             return thermostat
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_lock(self, device_id: str, command: LockCommand) -> Device:
         """Lock or unlock a door lock (`command` lock or unlock). The front door cannot be locked while its contact sensor
         reports the door open. Refused for other devices and offline locks.
         """
-        undo = self._undo
-        undo.tool = "set_lock"
+        undo_log = self._undo
+        undo_log.tool = "set_lock"
         try:
             lock = self._controllable(device_id, "lock")
             locked = command == "lock"
@@ -1840,47 +1840,47 @@ class Environment:
                     field="locked",
                     current=False,
                 )
-            undo.save(lock, "locked")
+            undo_log.save(lock, "locked")
             lock["locked"] = locked
             self._audit("lock", device_id, f"{locked}")
             return lock
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_blinds(self, device_id: str, position: int) -> Device:
         """Move blinds to `position`: 0 fully closed, 100 fully open. Refused for other devices and offline blinds."""
-        undo = self._undo
-        undo.tool = "set_blinds"
+        undo_log = self._undo
+        undo_log.tool = "set_blinds"
         try:
             blinds = self._controllable(device_id, "blinds")
-            undo.save(blinds, "position")
+            undo_log.save(blinds, "position")
             blinds["position"] = position
             self._audit("blinds", device_id, f"{position}")
             return blinds
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_plug(self, device_id: str, power: Power) -> Device:
         """Switch a smart plug, and what is plugged into it, on (`power` switched_on) or off (switched_off). Refused for other devices and offline plugs."""
-        undo = self._undo
-        undo.tool = "set_plug"
+        undo_log = self._undo
+        undo_log.tool = "set_plug"
         try:
             plug = self._controllable(device_id, "plug")
-            undo.save(plug, "switched_on")
+            undo_log.save(plug, "switched_on")
             plug["switched_on"] = power == "switched_on"
             self._audit("plug", device_id, f"{power}")
             return plug
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def run_scene(self, scene_id: str) -> SceneRun:
         """Apply a scene now: every device it lists gets the scene's settings, except offline
@@ -1888,8 +1888,8 @@ class Environment:
         skipped too, as offline, when the door is open.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "run_scene"
+        undo_log = self._undo
+        undo_log.tool = "run_scene"
         try:
             if scene_id not in WORLD["scenes"]:
                 raise DomainError(
@@ -1917,10 +1917,10 @@ class Environment:
             self._audit("scene", scene_id, f"{len(applied)} set, {len(skipped)} skipped")
             return {"scene_id": scene_id, "applied": applied, "skipped_offline": skipped}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def update_schedule(
         self,
@@ -1934,8 +1934,8 @@ class Environment:
         leave that part as it is; at least one must be given.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "update_schedule"
+        undo_log = self._undo
+        undo_log.tool = "update_schedule"
         try:
             if schedule_id not in state["schedules"]:
                 raise DomainError(
@@ -1953,13 +1953,13 @@ class Environment:
                 )
             schedule = state["schedules"][schedule_id]
             if enabled is not None:
-                undo.save(schedule, "enabled")
+                undo_log.save(schedule, "enabled")
                 schedule["enabled"] = enabled
             if at is not None:
-                undo.save(schedule, "at")
+                undo_log.save(schedule, "at")
                 schedule["at"] = at
             if days is not None:
-                undo.save(schedule, "days")
+                undo_log.save(schedule, "days")
                 schedule["days"] = [
                     d
                     for d in cast(
@@ -1970,10 +1970,10 @@ class Environment:
             self._audit("schedule", schedule_id, f"{schedule['enabled']} {schedule['at']}")
             return schedule
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_device(self, device_id: str) -> Device:
         """Helper `find_device`."""
@@ -2112,14 +2112,13 @@ class Environment:
         ]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1642,8 +1642,8 @@ class Environment:
     def set_locks(self, command: LockCommand) -> Car:
         """Lock or unlock the car. Locking is refused while a door or the boot is open; the error names them."""
         state = self._state
-        undo = self._undo
-        undo.tool = "set_locks"
+        undo_log = self._undo
+        undo_log.tool = "set_locks"
         try:
             shown = ", ".join(state["car"]["open_doors"])
             if not (command == "unlock" or len(state["car"]["open_doors"]) == 0):
@@ -1654,40 +1654,40 @@ class Environment:
                     field="open_doors",
                     current=state["car"]["open_doors"],
                 )
-            undo.save(state["car"], "locked")
+            undo_log.save(state["car"], "locked")
             state["car"]["locked"] = command == "lock"
             self._audit("locks", "car", f"{command}")
             return state["car"]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_climate(self, power: Power, target_c: float | None = None) -> Car:
         """Turn cabin climate on (pre-heat or cool to `target_c`, 16-28 °C; the last target when omitted) or off."""
         state = self._state
-        undo = self._undo
-        undo.tool = "set_climate"
+        undo_log = self._undo
+        undo_log.tool = "set_climate"
         try:
-            undo.save(state["car"], "climate_on")
+            undo_log.save(state["car"], "climate_on")
             state["car"]["climate_on"] = power == "switched_on"
             if target_c is not None:
-                undo.save(state["car"], "cabin_target_c")
+                undo_log.save(state["car"], "cabin_target_c")
                 state["car"]["cabin_target_c"] = target_c
             self._audit("climate", "car", f"{power}")
             return state["car"]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_seat_heater(self, seat: str, level: int) -> Car:
         """Set one seat heater (driver, passenger, rear_left, rear_right) to a level from 0 (off) to 3."""
         state = self._state
-        undo = self._undo
-        undo.tool = "set_seat_heater"
+        undo_log = self._undo
+        undo_log.tool = "set_seat_heater"
         try:
             if seat not in WORLD["seats"]:
                 raise DomainError(
@@ -1697,15 +1697,15 @@ class Environment:
                     field="seat",
                     allowed=WORLD["seats"],
                 )
-            undo.save(state["car"]["seat_heaters"], seat)
+            undo_log.save(state["car"]["seat_heaters"], seat)
             state["car"]["seat_heaters"][seat] = level
             self._audit("seat", seat, f"{level}")
             return state["car"]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_charging(
         self,
@@ -1719,8 +1719,8 @@ class Environment:
         must be given. A schedule whose start equals its end is refused.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "set_charging"
+        undo_log = self._undo
+        undo_log.tool = "set_charging"
         try:
             if not (
                 charge_limit is not None
@@ -1741,14 +1741,14 @@ class Environment:
                     current=end,
                 )
             if charge_limit is not None:
-                undo.save(state["car"], "charge_limit")
+                undo_log.save(state["car"], "charge_limit")
                 state["car"]["charge_limit"] = charge_limit
             if schedule_enabled is not None:
-                undo.save(state["car"]["schedule"], "enabled")
+                undo_log.save(state["car"]["schedule"], "enabled")
                 state["car"]["schedule"]["enabled"] = schedule_enabled
-            undo.save(state["car"]["schedule"], "start")
+            undo_log.save(state["car"]["schedule"], "start")
             state["car"]["schedule"]["start"] = start
-            undo.save(state["car"]["schedule"], "end")
+            undo_log.save(state["car"]["schedule"], "end")
             state["car"]["schedule"]["end"] = end
             self._audit(
                 "charging",
@@ -1757,10 +1757,10 @@ class Environment:
             )
             return state["car"]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def navigate_to(self, place_id: str) -> Car:
         """Send a saved place to the car's navigation as its destination. Refused when the
@@ -1768,8 +1768,8 @@ class Environment:
         both, so the agent can pick a charger instead.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "navigate_to"
+        undo_log = self._undo
+        undo_log.tool = "navigate_to"
         try:
             target = self._find_place(place_id)
             here = state["places"].get(state["car"]["at_place"], target)
@@ -1783,31 +1783,31 @@ class Environment:
                     field="battery_percent",
                     current=state["car"]["battery_percent"],
                 )
-            undo.save(state["car"], "destination")
+            undo_log.save(state["car"], "destination")
             state["car"]["destination"] = place_id
             self._audit("navigate", place_id, "")
             return state["car"]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def tag_trip(self, trip_id: int, purpose: Purpose) -> Trip:
         """Mark a logged trip as business or private (for expense claims), or back to unset."""
-        undo = self._undo
-        undo.tool = "tag_trip"
+        undo_log = self._undo
+        undo_log.tool = "tag_trip"
         try:
             trip = self._find_trip(trip_id)
-            undo.save(trip, "purpose")
+            undo_log.save(trip, "purpose")
             trip["purpose"] = purpose
             self._audit("tag", f"trip {trip_id}", f"{purpose}")
             return trip
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _range_km(self, percent: int) -> int:
         """Kilometres the charge above the reserve gives."""
@@ -1924,14 +1924,13 @@ class Environment:
         return trip_id
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

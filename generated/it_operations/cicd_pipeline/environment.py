@@ -2813,8 +2813,8 @@ class Environment:
         if capabilities is None:
             capabilities = []
         state = self._state
-        undo = self._undo
-        undo.tool = "register_runner"
+        undo_log = self._undo
+        undo_log.tool = "register_runner"
         try:
             if worker_id in state["runners"]:
                 raise DomainError(
@@ -2832,23 +2832,23 @@ class Environment:
                 "holding": None,
                 "registered_at": state["clock"],
             }
-            undo.save(state["runners"], worker_id)
+            undo_log.save(state["runners"], worker_id)
             state["runners"][worker_id] = worker
             self._audit("register_worker", f"worker {worker_id}", role)
             return worker
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def deregister_runner(self, worker_id: str) -> Runner:
         """Remove an idle worker; its pending stages in active pipelines become unassigned.
         A busy worker is refused.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "deregister_runner"
+        undo_log = self._undo
+        undo_log.tool = "deregister_runner"
         try:
             worker = self._find_runner(worker_id, "worker_id")
             if worker["status"] != "idle":
@@ -2863,19 +2863,19 @@ class Environment:
                 if pipeline["status"] == "pending" or pipeline["status"] == "running":
                     for stage in self._count_each(pipeline["stages"]):
                         if stage["status"] == "pending" and stage["worker_id"] == worker_id:
-                            undo.save(stage, "worker_id")
+                            undo_log.save(stage, "worker_id")
                             stage["worker_id"] = None
             if worker_id not in state["runners"]:
                 _not_found("runners", worker_id, "worker_id")
-            undo.save_map(state["runners"])
+            undo_log.save_map(state["runners"])
             del state["runners"][worker_id]
             self._audit("deregister_worker", f"worker {worker_id}", "")
             return worker
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_runners(
         self,
@@ -2901,8 +2901,8 @@ class Environment:
         run sequentially (array order) or in parallel waves.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "create_pipeline"
+        undo_log = self._undo
+        undo_log.tool = "create_pipeline"
         try:
             if pipeline_id in state["pipelines"]:
                 raise DomainError(
@@ -2924,24 +2924,24 @@ class Environment:
                 "created_at": state["clock"],
                 "finished_at": None,
             }
-            undo.save(state["pipelines"], pipeline_id)
+            undo_log.save(state["pipelines"], pipeline_id)
             state["pipelines"][pipeline_id] = pipeline
             self._audit(
                 "define_pipeline", f"pipeline {pipeline_id}", f"{mode}, {len(stages)} stages"
             )
             return pipeline
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def assign_stage(self, pipeline_id: str, stage_id: str, worker_id: str) -> Stage:
         """Assign a pending stage to a registered worker that has the stage's required
         capability.
         """
-        undo = self._undo
-        undo.tool = "assign_stage"
+        undo_log = self._undo
+        undo_log.tool = "assign_stage"
         try:
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
@@ -2972,22 +2972,22 @@ class Environment:
                     current=worker["capabilities"],
                     allowed=self._eligible_workers(needed),
                 )
-            undo.save(stage, "worker_id")
+            undo_log.save(stage, "worker_id")
             stage["worker_id"] = worker_id
             self._audit("assign_stage", f"pipeline {pipeline_id}", f"{stage_id} -> {worker_id}")
             return stage
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def execute_stage(self, pipeline_id: str, stage_id: str) -> StageRun:
         """Run one pending stage whose dependencies are satisfied, on its idle worker;
         the failure policy applies to the outcome.
         """
-        undo = self._undo
-        undo.tool = "execute_stage"
+        undo_log = self._undo
+        undo_log.tool = "execute_stage"
         try:
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
@@ -3039,10 +3039,10 @@ class Environment:
             self._audit("execute_stage", f"pipeline {pipeline_id}", f"{stage_id}: {run['outcome']}")
             return run
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def run_pipeline(self, pipeline_id: str) -> RunReport:
         """Execute the pipeline as far as it goes: sequential mode repeats in-order passes,
@@ -3050,8 +3050,8 @@ class Environment:
         or an abort (or an exhausted retry) fails it. Stages awaiting a retry are not
         re-run here: call retry_stage.
         """
-        undo = self._undo
-        undo.tool = "run_pipeline"
+        undo_log = self._undo
+        undo_log.tool = "run_pipeline"
         try:
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
@@ -3092,17 +3092,17 @@ class Environment:
                 ],
             }
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def retry_stage(self, pipeline_id: str, stage_id: str) -> StageRun:
         """Re-invoke a stage whose failed attempt scheduled a retry (its worker stays
         bound to it meanwhile).
         """
-        undo = self._undo
-        undo.tool = "retry_stage"
+        undo_log = self._undo
+        undo_log.tool = "retry_stage"
         try:
             pipeline = self._find_pipeline(pipeline_id)
             self._require_active(pipeline)
@@ -3133,10 +3133,10 @@ class Environment:
             self._audit("retry_stage", f"pipeline {pipeline_id}", f"{stage_id}: {run['outcome']}")
             return run
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def rollback_pipeline(self, pipeline_id: str) -> list[Compensation]:
         """Undo a pipeline: walk its completed stages in reverse completion order, run
@@ -3144,8 +3144,8 @@ class Environment:
         rolled_back and its workers are released.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "rollback_pipeline"
+        undo_log = self._undo
+        undo_log.tool = "rollback_pipeline"
         try:
             pipeline = self._find_pipeline(pipeline_id)
             if pipeline["status"] == "rolled_back":
@@ -3179,15 +3179,15 @@ class Environment:
                     "worker_id": stage["worker_id"],
                     "at": state["clock"],
                 }
-                undo.save_length(state["compensation_log"])
+                undo_log.save_length(state["compensation_log"])
                 state["compensation_log"].append(step)
                 undone.append(step)
-                undo.save(stage, "status")
+                undo_log.save(stage, "status")
                 stage["status"] = "compensated"
             self._release_workers(pipeline)
-            undo.save(pipeline, "status")
+            undo_log.save(pipeline, "status")
             pipeline["status"] = "rolled_back"
-            undo.save(pipeline, "finished_at")
+            undo_log.save(pipeline, "finished_at")
             pipeline["finished_at"] = state["clock"]
             self._audit(
                 "rollback",
@@ -3196,10 +3196,10 @@ class Environment:
             )
             return undone
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def collect_results(self, pipeline_id: str) -> PipelineResults:
         """Stage outcomes, attempts and outputs of a pipeline."""
@@ -3255,8 +3255,8 @@ class Environment:
         a pipeline.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "send_message"
+        undo_log = self._undo
+        undo_log.tool = "send_message"
         try:
             self._find_runner(sender, "sender")
             self._find_runner(recipient, "recipient")
@@ -3277,15 +3277,15 @@ class Environment:
                 "pipeline_id": pipeline_id,
                 "sent_at": state["clock"],
             }
-            undo.save_length(state["messages"])
+            undo_log.save_length(state["messages"])
             state["messages"].append(message)
             self._audit("message", f"worker {recipient}", f"from {sender}")
             return message
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_messages(
         self,
@@ -3314,8 +3314,8 @@ class Environment:
         every stage goes to the first runner (by id) that has its required capability.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "trigger_build"
+        undo_log = self._undo
+        undo_log.tool = "trigger_build"
         try:
             if template not in WORLD["pipeline_templates"]:
                 raise DomainError(
@@ -3351,17 +3351,17 @@ class Environment:
                 "created_at": state["clock"],
                 "finished_at": None,
             }
-            undo.save(state["pipelines"], pipeline_id)
+            undo_log.save(state["pipelines"], pipeline_id)
             state["pipelines"][pipeline_id] = pipeline
-            undo.save(state["pipeline_commits"], pipeline_id)
+            undo_log.save(state["pipeline_commits"], pipeline_id)
             state["pipeline_commits"][pipeline_id] = short
             self._audit("trigger_build", f"pipeline {pipeline_id}", f"{mode}")
             return pipeline
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def pipelines_for_commit(self, commit: str) -> list[Pipeline]:
         """Every pipeline triggered for a commit, by id."""
@@ -3836,14 +3836,13 @@ class Environment:
         return capable[0]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

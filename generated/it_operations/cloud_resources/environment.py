@@ -2210,8 +2210,8 @@ class Environment:
         another machine of the project first).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "start_vm"
+        undo_log = self._undo
+        undo_log.tool = "start_vm"
         try:
             vm = self._find_vm(vm_id)
             self._require_status(vm, "stopped", "it is already running")
@@ -2237,38 +2237,38 @@ class Environment:
                     current=self._vcpus_running(project["id"]),
                     allowed=project["vcpu_quota"],
                 )
-            undo.save(vm, "status")
+            undo_log.save(vm, "status")
             vm["status"] = "running"
             return vm
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def stop_vm(self, vm_id: str) -> Vm:
         """Stop a running machine; its disks stay and keep costing. Refused unless it is running."""
-        undo = self._undo
-        undo.tool = "stop_vm"
+        undo_log = self._undo
+        undo_log.tool = "stop_vm"
         try:
             vm = self._find_vm(vm_id)
             self._require_status(vm, "running", "only running machines can be stopped")
-            undo.save(vm, "status")
+            undo_log.save(vm, "status")
             vm["status"] = "stopped"
             return vm
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def resize_vm(self, vm_id: str, machine_type: str) -> Vm:
         """Change a stopped machine's machine type (see list_machine_types). Refused for a
         machine that is not stopped (stop it first, start it again after), for an unknown
         type and for the type it already has.
         """
-        undo = self._undo
-        undo.tool = "resize_vm"
+        undo_log = self._undo
+        undo_log.tool = "resize_vm"
         try:
             vm = self._find_vm(vm_id)
             self._require_status(vm, "stopped", "stop it with stop_vm before resizing")
@@ -2287,22 +2287,22 @@ class Environment:
                     field="machine_type",
                     current=vm["machine_type"],
                 )
-            undo.save(vm, "machine_type")
+            undo_log.save(vm, "machine_type")
             vm["machine_type"] = machine_type
             return vm
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_vm_tag(self, vm_id: str, key: str, value: str) -> Vm:
         """Set a tag on a machine (`env`, `owner`, `cost-centre` or any lower-case key),
         replacing its value; an empty value removes the tag. Refused for a terminated
         machine.
         """
-        undo = self._undo
-        undo.tool = "set_vm_tag"
+        undo_log = self._undo
+        undo_log.tool = "set_vm_tag"
         try:
             vm = self._find_vm(vm_id)
             if vm["status"] == "terminated":
@@ -2322,25 +2322,25 @@ class Environment:
                         field="key",
                         allowed=sorted(vm["tags"]),
                     )
-                undo.save_map(vm["tags"])
+                undo_log.save_map(vm["tags"])
                 del vm["tags"][key]
             else:
-                undo.save(vm["tags"], key)
+                undo_log.save(vm["tags"], key)
                 vm["tags"][key] = value
             return vm
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def delete_disk(self, disk_id: str) -> Disk:
         """Delete a disk for good; returns the disk deleted. Refused while it is attached to a
         machine (it holds that machine's data).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "delete_disk"
+        undo_log = self._undo
+        undo_log.tool = "delete_disk"
         try:
             disk = self._find_disk(disk_id)
             attached = disk["attached_to"]
@@ -2354,19 +2354,19 @@ class Environment:
                 )
             if disk["id"] not in state["disks"]:
                 _not_found("disks", disk["id"], "")
-            undo.save_map(state["disks"])
+            undo_log.save_map(state["disks"])
             del state["disks"][disk["id"]]
             return disk
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_bucket_public(self, bucket_id: str, public: bool) -> Bucket:
         """Make a bucket readable by anyone on the internet (true) or private (false). Refused when it already is."""
-        undo = self._undo
-        undo.tool = "set_bucket_public"
+        undo_log = self._undo
+        undo_log.tool = "set_bucket_public"
         try:
             bucket = self._find_bucket(bucket_id)
             if bucket["public"] == public:
@@ -2377,14 +2377,14 @@ class Environment:
                     field="public",
                     current=bucket["public"],
                 )
-            undo.save(bucket, "public")
+            undo_log.save(bucket, "public")
             bucket["public"] = public
             return bucket
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_project(self, project_id: str) -> Project:
         """Helper `find_project`."""

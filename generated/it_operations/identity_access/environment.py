@@ -1848,8 +1848,8 @@ class Environment:
         application (decide that one first).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "request_access"
+        undo_log = self._undo
+        undo_log.tool = "request_access"
         try:
             user = self._find_user(user_id)
             app = self._find_app(app_id)
@@ -1894,7 +1894,7 @@ class Environment:
                 )
                 + 1,
             )
-            undo.save(state, "next_request_number")
+            undo_log.save(state, "next_request_number")
             state["next_request_number"] = number + 1
             request: AccessRequest = {
                 "id": f"REQ-{number}",
@@ -1907,14 +1907,14 @@ class Environment:
                 "approvals": [],
                 "note": "",
             }
-            undo.save(state["access_requests"], request["id"])
+            undo_log.save(state["access_requests"], request["id"])
             state["access_requests"][request["id"]] = request
             return request
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def approve_request(self, request_id: str, approver_id: str) -> AccessRequest:
         """Record a pending request's approval by `approver_id`, who approves as the
@@ -1926,8 +1926,8 @@ class Environment:
         approver, a repeated approval, and a requester whose account is no longer active.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "approve_request"
+        undo_log = self._undo
+        undo_log.tool = "approve_request"
         try:
             request = self._find_request(request_id)
             roles: list[ApproverRole] = self._require_decider(request, approver_id)
@@ -1951,51 +1951,51 @@ class Environment:
                     allowed=self._missing_roles(request),
                 )
             for role in self._count_each(fresh):
-                undo.save_length(request["approvals"])
+                undo_log.save_length(request["approvals"])
                 request["approvals"].append(
                     {"approver_id": approver_id, "as_role": role, "at": state["clock"]}
                 )
             if len(self._missing_roles(request)) == 0:
-                undo.save(request, "status")
+                undo_log.save(request, "status")
                 request["status"] = "granted"
                 self._put_grant(
                     request["user_id"], request["app_id"], request["role"], request["id"]
                 )
             return request
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def reject_request(self, request_id: str, approver_id: str, reason: str) -> AccessRequest:
         """Reject a pending request as the requester's manager or the application's owner,
         with the reason kept as the request's note. Refused as approve_request refuses a
         decider.
         """
-        undo = self._undo
-        undo.tool = "reject_request"
+        undo_log = self._undo
+        undo_log.tool = "reject_request"
         try:
             request = self._find_request(request_id)
             self._require_decider(request, approver_id)
-            undo.save(request, "status")
+            undo_log.save(request, "status")
             request["status"] = "rejected"
-            undo.save(request, "note")
+            undo_log.save(request, "note")
             request["note"] = reason
             return request
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def revoke_access(self, user_id: str, app_id: str) -> Grant:
         """Remove a user's access to an application, whatever the role or source; returns
         the grant removed. Refused (not_found) when the user holds no access there.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "revoke_access"
+        undo_log = self._undo
+        undo_log.tool = "revoke_access"
         try:
             user = self._find_user(user_id)
             app = self._find_app(app_id)
@@ -2016,14 +2016,14 @@ class Environment:
                 )
             if held["id"] not in state["grants"]:
                 _not_found("grants", held["id"], "")
-            undo.save_map(state["grants"])
+            undo_log.save_map(state["grants"])
             del state["grants"][held["id"]]
             return held
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def onboard_joiner(
         self, full_name: str, department: str, manager_id: str, start_date: str, title: str
@@ -2036,8 +2036,8 @@ class Environment:
         member of the department, and a start date in the past.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "onboard_joiner"
+        undo_log = self._undo
+        undo_log.tool = "onboard_joiner"
         try:
             if department not in WORLD["departments"]:
                 raise DomainError(
@@ -2102,7 +2102,7 @@ class Environment:
                 "leaving_on": None,
                 "last_sign_in": None,
             }
-            undo.save(state["users"], user_id)
+            undo_log.save(state["users"], user_id)
             state["users"][user_id] = user
             for app in self._count_each(
                 sorted(state["applications"].values(), key=lambda a: a["id"])
@@ -2111,10 +2111,10 @@ class Environment:
                     self._put_grant(user_id, app["id"], app["roles"][0], "birthright")
             return user
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def transfer_user(self, user_id: str, department: str, manager_id: str) -> Transfer:
         """Move an active user to another department under a new manager: birthright access
@@ -2124,8 +2124,8 @@ class Environment:
         department (or lead it). Refused for the user's current department.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "transfer_user"
+        undo_log = self._undo
+        undo_log.tool = "transfer_user"
         try:
             user = self._find_user(user_id)
             self._require_active(user, "a transfer")
@@ -2200,16 +2200,16 @@ class Environment:
                     )["roles"][0],
                     "birthright",
                 )
-            undo.save(user, "department")
+            undo_log.save(user, "department")
             user["department"] = department
-            undo.save(user, "manager_id")
+            undo_log.save(user, "manager_id")
             user["manager_id"] = manager["id"]
             return {"user": user, "removed_apps": removed, "added_apps": added}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def offboard_user(self, user_id: str) -> User:
         """Deprovision a leaver today: the account becomes deprovisioned with today as the
@@ -2218,8 +2218,8 @@ class Environment:
         report to them (transfer those people to a new manager first).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "offboard_user"
+        undo_log = self._undo
+        undo_log.tool = "offboard_user"
         try:
             user = self._find_user(user_id)
             if user["status"] == "deprovisioned":
@@ -2255,28 +2255,28 @@ class Environment:
             )
             for request in self._count_each(state["access_requests"].values()):
                 if request["user_id"] == user["id"] and request["status"] == "pending":
-                    undo.save(request, "status")
+                    undo_log.save(request, "status")
                     request["status"] = "cancelled"
-                    undo.save(request, "note")
+                    undo_log.save(request, "note")
                     request["note"] = "requester left"
-            undo.save(user, "status")
+            undo_log.save(user, "status")
             user["status"] = "deprovisioned"
-            undo.save(user, "leaving_on")
+            undo_log.save(user, "leaving_on")
             user["leaving_on"] = state["clock"][:10]
             return user
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def suspend_stale_account(self, user_id: str) -> User:
         """Suspend an active account that has gone stale: no sign-in for more than 90 days
         (or, never signed in, hired more than 90 days ago). Access is kept for a later
         reactivation. Refused for an account that is not active or not stale.
         """
-        undo = self._undo
-        undo.tool = "suspend_stale_account"
+        undo_log = self._undo
+        undo_log.tool = "suspend_stale_account"
         try:
             user = self._find_user(user_id)
             self._require_active(user, "suspension")
@@ -2289,14 +2289,14 @@ class Environment:
                     field="last_sign_in",
                     current=user["last_sign_in"],
                 )
-            undo.save(user, "status")
+            undo_log.save(user, "status")
             user["status"] = "suspended"
             return user
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _request_number(self, request_id: str) -> int:
         """The number of a request id such as REQ-4107, for issuing the next one."""

@@ -1888,8 +1888,8 @@ class Environment:
         if alert_ids is None:
             alert_ids = []
         state = self._state
-        undo = self._undo
-        undo.tool = "open_incident"
+        undo_log = self._undo
+        undo_log.tool = "open_incident"
         try:
             service = self._find_service(service_id)
             for alert_id in self._count_each(alert_ids):
@@ -1931,17 +1931,17 @@ class Environment:
                 "escalation_level": 0,
                 "resolution": "",
             }
-            undo.save(state["incidents"], incident["id"])
+            undo_log.save(state["incidents"], incident["id"])
             state["incidents"][incident["id"]] = incident
             for alert_id in self._count_each(alert_ids):
-                undo.save(state["alerts"][alert_id], "incident_id")
+                undo_log.save(state["alerts"][alert_id], "incident_id")
                 state["alerts"][alert_id]["incident_id"] = incident["id"]
             return incident
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def acknowledge_incident(self, incident_id: str, responder_id: str) -> Incident:
         """The assignee acknowledges a triggered incident: it becomes acknowledged with the
@@ -1949,8 +1949,8 @@ class Environment:
         and for an incident that is not triggered.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "acknowledge_incident"
+        undo_log = self._undo
+        undo_log.tool = "acknowledge_incident"
         try:
             incident = self._find_incident(incident_id)
             self._find_engineer(responder_id)
@@ -1970,20 +1970,20 @@ class Environment:
                     field="responder_id",
                     current=incident["assignee"],
                 )
-            undo.save(incident, "status")
+            undo_log.save(incident, "status")
             incident["status"] = "acknowledged"
-            undo.save(incident, "acknowledged_at")
+            undo_log.save(incident, "acknowledged_at")
             incident["acknowledged_at"] = state["clock"]
             for alert in self._count_each(state["alerts"].values()):
                 if alert["incident_id"] == incident["id"] and alert["status"] == "firing":
-                    undo.save(alert, "status")
+                    undo_log.save(alert, "status")
                     alert["status"] = "acknowledged"
             return incident
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def escalate_incident(self, incident_id: str) -> Incident:
         """Escalate an unresolved incident one level: from the primary on call to the
@@ -1992,8 +1992,8 @@ class Environment:
         resolved incident and one already with the manager.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "escalate_incident"
+        undo_log = self._undo
+        undo_log.tool = "escalate_incident"
         try:
             incident = self._find_incident(incident_id)
             self._require_open(incident)
@@ -2006,9 +2006,9 @@ class Environment:
                     current=incident["escalation_level"],
                     allowed=2,
                 )
-            undo.save(incident, "escalation_level")
+            undo_log.save(incident, "escalation_level")
             incident["escalation_level"] = incident["escalation_level"] + 1
-            undo.save(incident, "assignee")
+            undo_log.save(incident, "assignee")
             incident["assignee"] = self._responder_at_level(
                 (
                     state["services"][incident["service_id"]]
@@ -2017,21 +2017,21 @@ class Environment:
                 )["team"],
                 incident["escalation_level"],
             )
-            undo.save(incident, "status")
+            undo_log.save(incident, "status")
             incident["status"] = "triggered"
-            undo.save(incident, "acknowledged_at")
+            undo_log.save(incident, "acknowledged_at")
             incident["acknowledged_at"] = None
             return incident
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def mitigate_incident(self, incident_id: str) -> Incident:
         """Mark an acknowledged incident mitigated: the impact is over, the cause not yet fixed. Refused unless acknowledged."""
-        undo = self._undo
-        undo.tool = "mitigate_incident"
+        undo_log = self._undo
+        undo_log.tool = "mitigate_incident"
         try:
             incident = self._find_incident(incident_id)
             if incident["status"] != "acknowledged":
@@ -2042,14 +2042,14 @@ class Environment:
                     field="status",
                     current=incident["status"],
                 )
-            undo.save(incident, "status")
+            undo_log.save(incident, "status")
             incident["status"] = "mitigated"
             return incident
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def resolve_incident(self, incident_id: str, resolution: str) -> Incident:
         """Resolve an acknowledged or mitigated incident with what fixed it; its alerts are
@@ -2057,8 +2057,8 @@ class Environment:
         Refused for a triggered incident (acknowledge it first) and a resolved one.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "resolve_incident"
+        undo_log = self._undo
+        undo_log.tool = "resolve_incident"
         try:
             incident = self._find_incident(incident_id)
             self._require_open(incident)
@@ -2083,22 +2083,22 @@ class Environment:
                     field="severity",
                     current=incident["severity"],
                 )
-            undo.save(incident, "status")
+            undo_log.save(incident, "status")
             incident["status"] = "resolved"
-            undo.save(incident, "resolved_at")
+            undo_log.save(incident, "resolved_at")
             incident["resolved_at"] = state["clock"]
-            undo.save(incident, "resolution")
+            undo_log.save(incident, "resolution")
             incident["resolution"] = resolution
             for alert in self._count_each(state["alerts"].values()):
                 if alert["incident_id"] == incident["id"]:
-                    undo.save(alert, "status")
+                    undo_log.save(alert, "status")
                     alert["status"] = "resolved"
             return incident
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_postmortem_action(
         self, incident_id: str, description: str, owner: str, due_on: str
@@ -2107,8 +2107,8 @@ class Environment:
         (or its manager), due after today and within 60 days.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "add_postmortem_action"
+        undo_log = self._undo
+        undo_log.tool = "add_postmortem_action"
         try:
             incident = self._find_incident(incident_id)
             engineer = self._find_engineer(owner)
@@ -2150,7 +2150,7 @@ class Environment:
                 )
                 + 1,
             )
-            undo.save(state, "next_action_number")
+            undo_log.save(state, "next_action_number")
             state["next_action_number"] = number + 1
             action: PostmortemAction = {
                 "id": f"PM-{number}",
@@ -2160,19 +2160,19 @@ class Environment:
                 "due_on": due_on,
                 "status": "open",
             }
-            undo.save(state["postmortem_actions"], action["id"])
+            undo_log.save(state["postmortem_actions"], action["id"])
             state["postmortem_actions"][action["id"]] = action
             return action
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_severity(self, incident_id: str, severity: Severity) -> Incident:
         """Change an unresolved incident's severity. Refused for a resolved one and for the severity it already has."""
-        undo = self._undo
-        undo.tool = "set_severity"
+        undo_log = self._undo
+        undo_log.tool = "set_severity"
         try:
             incident = self._find_incident(incident_id)
             self._require_open(incident)
@@ -2183,14 +2183,14 @@ class Environment:
                     field="severity",
                     current=incident["severity"],
                 )
-            undo.save(incident, "severity")
+            undo_log.save(incident, "severity")
             incident["severity"] = severity
             return incident
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_service(self, service_id: str) -> Service:
         """Helper `find_service`."""

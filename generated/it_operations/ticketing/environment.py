@@ -1558,8 +1558,8 @@ class Environment:
     def login(self, username: str, password: str) -> bool:
         """Start a session as a workspace user."""
         state = self._state
-        undo = self._undo
-        undo.tool = "login"
+        undo_log = self._undo
+        undo_log.tool = "login"
         try:
             if username not in WORLD["users"]:
                 raise DomainError(
@@ -1571,32 +1571,32 @@ class Environment:
                 )
             if WORLD["users"][username] != password:
                 raise DomainError("unauthenticated", "wrong password", field="password")
-            undo.save(state, "current_user")
+            undo_log.save(state, "current_user")
             state["current_user"] = username
             self._audit("login", username, "")
             return True
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def logout(self) -> bool:
         """End the current session."""
         state = self._state
-        undo = self._undo
-        undo.tool = "logout"
+        undo_log = self._undo
+        undo_log.tool = "logout"
         try:
             user = self._require_login()
-            undo.save(state, "current_user")
+            undo_log.save(state, "current_user")
             state["current_user"] = None
             self._audit("logout", user, "")
             return True
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def whoami(self) -> str | None:
         """The logged-in user, or None."""
@@ -1606,8 +1606,8 @@ class Environment:
     def create_ticket(self, title: str, description: str = "", priority: int = 3) -> Ticket:
         """Open a ticket owned by the logged-in user; it starts open."""
         state = self._state
-        undo = self._undo
-        undo.tool = "create_ticket"
+        undo_log = self._undo
+        undo_log.tool = "create_ticket"
         try:
             user = self._require_login()
             item: Ticket = {
@@ -1623,15 +1623,15 @@ class Environment:
                 "created_at": state["clock"],
                 "updated_at": state["clock"],
             }
-            undo.save(state["tickets"], item["id"])
+            undo_log.save(state["tickets"], item["id"])
             state["tickets"][item["id"]] = item
             self._audit("create", f"{WORLD['noun']} {item['id']}", "")
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def get_ticket(self, ticket_id: int) -> Ticket:
         """Read one ticket by id."""
@@ -1647,8 +1647,8 @@ class Environment:
     ) -> Ticket:
         """Change selected fields of a ticket that is not closed; omitted fields stay."""
         state = self._state
-        undo = self._undo
-        undo.tool = "update_ticket"
+        undo_log = self._undo
+        undo_log.tool = "update_ticket"
         try:
             self._require_login()
             item = self._find_ticket(ticket_id)
@@ -1662,29 +1662,29 @@ class Environment:
             if title is not None:
                 if len(title) <= 0:
                     raise DomainError("invalid_argument", "title must not be empty", field="title")
-                undo.save(item, "title")
+                undo_log.save(item, "title")
                 item["title"] = title
             if description is not None:
-                undo.save(item, "description")
+                undo_log.save(item, "description")
                 item["description"] = description
             if priority is not None:
-                undo.save(item, "priority")
+                undo_log.save(item, "priority")
                 item["priority"] = priority
-            undo.save(item, "updated_at")
+            undo_log.save(item, "updated_at")
             item["updated_at"] = state["clock"]
             self._audit("update", f"{WORLD['noun']} {ticket_id}", "")
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def assign_ticket(self, ticket_id: int, assignee: str) -> Ticket:
         """Hand a ticket that is not yet resolved to a support agent."""
         state = self._state
-        undo = self._undo
-        undo.tool = "assign_ticket"
+        undo_log = self._undo
+        undo_log.tool = "assign_ticket"
         try:
             self._require_login()
             item = self._find_ticket(ticket_id)
@@ -1704,23 +1704,23 @@ class Environment:
                     field="status",
                     current=item["status"],
                 )
-            undo.save(item, "assignee")
+            undo_log.save(item, "assignee")
             item["assignee"] = assignee
-            undo.save(item, "updated_at")
+            undo_log.save(item, "updated_at")
             item["updated_at"] = state["clock"]
             self._audit("assign", f"{WORLD['noun']} {ticket_id}", assignee)
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_status(self, ticket_id: int, status: Status) -> Ticket:
         """Move a ticket forward (resolving records a resolution, so it has its own tool); reverting is refused."""
         state = self._state
-        undo = self._undo
-        undo.tool = "set_status"
+        undo_log = self._undo
+        undo_log.tool = "set_status"
         try:
             self._require_login()
             item = self._find_ticket(ticket_id)
@@ -1751,23 +1751,23 @@ class Environment:
                         if self._rank(s) > self._rank(item["status"])
                     ],
                 )
-            undo.save(item, "status")
+            undo_log.save(item, "status")
             item["status"] = status
-            undo.save(item, "updated_at")
+            undo_log.save(item, "updated_at")
             item["updated_at"] = state["clock"]
             self._audit("status", f"{WORLD['noun']} {ticket_id}", f"{status}")
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def resolve_ticket(self, ticket_id: int, resolution: str) -> Ticket:
         """Mark a ticket resolved; the resolution text is mandatory."""
         state = self._state
-        undo = self._undo
-        undo.tool = "resolve_ticket"
+        undo_log = self._undo
+        undo_log.tool = "resolve_ticket"
         try:
             self._require_login()
             item = self._find_ticket(ticket_id)
@@ -1779,25 +1779,25 @@ class Environment:
                     field="status",
                     current=item["status"],
                 )
-            undo.save(item, "status")
+            undo_log.save(item, "status")
             item["status"] = "resolved"
-            undo.save(item, "resolution")
+            undo_log.save(item, "resolution")
             item["resolution"] = resolution
-            undo.save(item, "updated_at")
+            undo_log.save(item, "updated_at")
             item["updated_at"] = state["clock"]
             self._audit("resolve", f"{WORLD['noun']} {ticket_id}", "")
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def close_ticket(self, ticket_id: int) -> Ticket:
         """Close a ticket for good; closing twice is refused."""
         state = self._state
-        undo = self._undo
-        undo.tool = "close_ticket"
+        undo_log = self._undo
+        undo_log.tool = "close_ticket"
         try:
             self._require_login()
             item = self._find_ticket(ticket_id)
@@ -1809,17 +1809,17 @@ class Environment:
                     field="status",
                     current=item["status"],
                 )
-            undo.save(item, "status")
+            undo_log.save(item, "status")
             item["status"] = "closed"
-            undo.save(item, "updated_at")
+            undo_log.save(item, "updated_at")
             item["updated_at"] = state["clock"]
             self._audit("close", f"{WORLD['noun']} {ticket_id}", "")
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_tickets(
         self, status: Status | None = None, mine_only: bool = False, limit: int = 50
@@ -1838,23 +1838,23 @@ class Environment:
     def categorize_ticket(self, ticket_id: int, category: Category) -> Ticket:
         """File a ticket that is not closed under a category."""
         state = self._state
-        undo = self._undo
-        undo.tool = "categorize_ticket"
+        undo_log = self._undo
+        undo_log.tool = "categorize_ticket"
         try:
             self._require_login()
             ticket = self._find_ticket(ticket_id)
             self._require_not_closed(ticket)
-            undo.save(ticket, "category")
+            undo_log.save(ticket, "category")
             ticket["category"] = category
-            undo.save(ticket, "updated_at")
+            undo_log.save(ticket, "updated_at")
             ticket["updated_at"] = state["clock"]
             self._audit("categorize", f"{WORLD['noun']} {ticket_id}", f"{category}")
             return ticket
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def queue_by_category(self) -> dict[Category, int]:
         """How many tickets that are not closed sit in each category."""
@@ -1921,14 +1921,13 @@ class Environment:
             )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

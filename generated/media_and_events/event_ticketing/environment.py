@@ -1749,8 +1749,8 @@ class Environment:
         (invalid_argument) and more seats than are available (conflict, saying how many are).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "place_hold"
+        undo_log = self._undo
+        undo_log.tool = "place_hold"
         try:
             event = self._find_event(event_id)
             self._find_customer(customer_id, "customer_id")
@@ -1781,17 +1781,17 @@ class Environment:
                 "expires_at": _add_minutes(state["clock"], WORLD["hold_minutes"]),
                 "status": "active",
             }
-            undo.save(state["holds"], hold["id"])
+            undo_log.save(state["holds"], hold["id"])
             state["holds"][hold["id"]] = hold
-            undo.save(state, "next_hold_id")
+            undo_log.save(state, "next_hold_id")
             state["next_hold_id"] += 1
             self._audit("place_hold", f"hold {hold['id']}", f"{event_id} {section_id} x{quantity}")
             return hold
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def buy_hold(self, hold_id: int) -> TicketOrder:
         """Buy a live hold: a paid order for its customer, event, section and seats at the
@@ -1799,8 +1799,8 @@ class Environment:
         is not active or has expired (invalid_state: place a new hold).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "buy_hold"
+        undo_log = self._undo
+        undo_log.tool = "buy_hold"
         try:
             hold = self._find_hold(hold_id)
             if hold["status"] != "active":
@@ -1843,28 +1843,28 @@ class Environment:
                 "transferred_from": None,
                 "note": None,
             }
-            undo.save(state["orders"], order["id"])
+            undo_log.save(state["orders"], order["id"])
             state["orders"][order["id"]] = order
-            undo.save(state, "next_order_id")
+            undo_log.save(state, "next_order_id")
             state["next_order_id"] += 1
-            undo.save(hold, "status")
+            undo_log.save(hold, "status")
             hold["status"] = "purchased"
-            undo.save(event["sold"], hold["section_id"])
+            undo_log.save(event["sold"], hold["section_id"])
             event["sold"][hold["section_id"]] = (
                 event["sold"].get(hold["section_id"], 0) + hold["quantity"]
             )
             self._audit("buy_hold", f"order {order['id']}", f"hold {hold_id}")
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def release_hold(self, hold_id: int) -> Hold:
         """Give back the seats of an active hold at once; returns the hold. Refuses a hold that is not active (invalid_state)."""
-        undo = self._undo
-        undo.tool = "release_hold"
+        undo_log = self._undo
+        undo_log.tool = "release_hold"
         try:
             hold = self._find_hold(hold_id)
             if hold["status"] != "active":
@@ -1875,15 +1875,15 @@ class Environment:
                     field="status",
                     current=hold["status"],
                 )
-            undo.save(hold, "status")
+            undo_log.save(hold, "status")
             hold["status"] = "released"
             self._audit("release_hold", f"hold {hold_id}", "")
             return hold
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def refund_order(self, order_id: int) -> TicketOrder:
         """Refund a paid order in full and put its seats back on sale; returns the order.
@@ -1894,8 +1894,8 @@ class Environment:
         pass the tickets on).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "refund_order"
+        undo_log = self._undo
+        undo_log.tool = "refund_order"
         try:
             order = self._find_order(order_id)
             if order["status"] != "paid":
@@ -1922,11 +1922,11 @@ class Environment:
                     field="order_id",
                     current=event["refund_policy"],
                 )
-            undo.save(order, "status")
+            undo_log.save(order, "status")
             order["status"] = "refunded"
-            undo.save(order, "refunded_at")
+            undo_log.save(order, "refunded_at")
             order["refunded_at"] = state["clock"]
-            undo.save(event["sold"], order["section_id"])
+            undo_log.save(event["sold"], order["section_id"])
             event["sold"][order["section_id"]] = max(
                 0, event["sold"].get(order["section_id"], 0) - order["quantity"]
             )
@@ -1935,10 +1935,10 @@ class Environment:
             )
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def transfer_order(self, order_id: int, to_customer_id: str) -> TicketOrder:
         """Pass a paid order's tickets to another customer (the order's customer changes, the
@@ -1948,8 +1948,8 @@ class Environment:
         transfer to the order's own customer (invalid_argument).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "transfer_order"
+        undo_log = self._undo
+        undo_log.tool = "transfer_order"
         try:
             order = self._find_order(order_id)
             to = self._find_customer(to_customer_id, "to_customer_id")
@@ -1985,19 +1985,19 @@ class Environment:
                     field="starts_at",
                     current=event["starts_at"],
                 )
-            undo.save(order, "transferred_from")
+            undo_log.save(order, "transferred_from")
             order["transferred_from"] = order["customer_id"]
-            undo.save(order, "customer_id")
+            undo_log.save(order, "customer_id")
             order["customer_id"] = to["id"]
-            undo.save(order, "customer_name")
+            undo_log.save(order, "customer_name")
             order["customer_name"] = to["name"]
             self._audit("transfer_order", f"order {order_id}", to["id"])
             return order
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_event(self, event_id: str) -> Event:
         """Helper `find_event`."""
@@ -2203,14 +2203,13 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -2728,8 +2728,8 @@ class Environment:
         if tags is None:
             tags = []
         state = self._state
-        undo = self._undo
-        undo.tool = "register_feed"
+        undo_log = self._undo
+        undo_log.tool = "register_feed"
         try:
             self._require_new_feed(feed_id)
             source: Feed = {
@@ -2740,15 +2740,15 @@ class Environment:
                 "registered_at": state["clock"],
                 "jobs_ingested": 0,
             }
-            undo.save(state["feeds"], feed_id)
+            undo_log.save(state["feeds"], feed_id)
             state["feeds"][feed_id] = source
             self._audit("register_source", feed_id, f"{format}")
             return source
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_feeds(self, format: InputFormat | None = None) -> list[Feed]:
         """Registered sources in id order, optionally of one format."""
@@ -2770,8 +2770,8 @@ class Environment:
         a list of row objects.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "ingest"
+        undo_log = self._undo
+        undo_log.tool = "ingest"
         try:
             source = self._find_feed(feed_id)
             parsed = self._parse_input(source["format"], payload)
@@ -2789,24 +2789,24 @@ class Environment:
                 "created_at": state["clock"],
                 "processed_at": None,
             }
-            undo.save(state["jobs"], job["id"])
+            undo_log.save(state["jobs"], job["id"])
             state["jobs"][job["id"]] = job
-            undo.save(state, "next_job_id")
+            undo_log.save(state, "next_job_id")
             state["next_job_id"] += 1
-            undo.save(source, "jobs_ingested")
+            undo_log.save(source, "jobs_ingested")
             source["jobs_ingested"] += 1
             self._audit("ingest", f"job {job['id']}", f"{job['job_type']} from {feed_id}")
             return job
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def process_job(self, job_id: int) -> Job:
         """Run a queued job through the processor for its type; it ends completed or failed."""
-        undo = self._undo
-        undo.tool = "process_job"
+        undo_log = self._undo
+        undo_log.tool = "process_job"
         try:
             job = self._find_job(job_id)
             if job["status"] != "queued":
@@ -2822,16 +2822,16 @@ class Environment:
             self._audit("process", f"job {job_id}", f"{job['status']}")
             return job
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def process_queue(self, feed_id: str | None = None) -> list[Job]:
         """Process every queued job (of one source, if given) in id order."""
         state = self._state
-        undo = self._undo
-        undo.tool = "process_queue"
+        undo_log = self._undo
+        undo_log.tool = "process_queue"
         try:
             if feed_id is not None:
                 self._find_feed(feed_id)
@@ -2862,10 +2862,10 @@ class Environment:
                 self._audit("process", f"job {job['id']}", f"{job['status']}")
             return queued
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def get_job(self, job_id: int) -> Job:
         """One job with its parsed input and results."""
@@ -2904,8 +2904,8 @@ class Environment:
         if normalization is None:
             normalization = ["lowercase", "strip", "collapse_whitespace"]
         state = self._state
-        undo = self._undo
-        undo.tool = "build_digest"
+        undo_log = self._undo
+        undo_log.tool = "build_digest"
         try:
             key_fields = list(dict.fromkeys([k.strip() for k in self._count_each(dedup_keys)]))
             if len([k for k in self._count_each(key_fields) if len(k) == 0]) != 0:
@@ -3012,9 +3012,9 @@ class Environment:
                                 "mentions": 1,
                             }
                         )
-            undo.save(state["digests"], agg["id"])
+            undo_log.save(state["digests"], agg["id"])
             state["digests"][agg["id"]] = agg
-            undo.save(state, "next_digest_id")
+            undo_log.save(state, "next_digest_id")
             state["next_digest_id"] += 1
             self._audit(
                 "aggregate",
@@ -3023,10 +3023,10 @@ class Environment:
             )
             return agg
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def get_digest(self, digest_id: int) -> Digest:
         """Tool `get_digest`."""
@@ -3043,8 +3043,8 @@ class Environment:
         `fields` picks and orders the item fields shown (default: all, by name).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "publish"
+        undo_log = self._undo
+        undo_log.tool = "publish"
         try:
             agg = self._find_digest(digest_id)
             content = ""
@@ -3064,17 +3064,17 @@ class Environment:
                 "content": content,
                 "created_at": state["clock"],
             }
-            undo.save(state["briefs"], report["id"])
+            undo_log.save(state["briefs"], report["id"])
             state["briefs"][report["id"]] = report
-            undo.save(state, "next_brief_id")
+            undo_log.save(state, "next_brief_id")
             state["next_brief_id"] += 1
             self._audit("render", f"report {report['id']}", f"{format} of aggregate {digest_id}")
             return report
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def get_brief(self, brief_id: int) -> Brief:
         """Tool `get_brief`."""
@@ -3083,8 +3083,8 @@ class Environment:
     def watch_brand(self, brand: str) -> list[str]:
         """Add a brand to the watchlist that share of voice reports on."""
         state = self._state
-        undo = self._undo
-        undo.tool = "watch_brand"
+        undo_log = self._undo
+        undo_log.tool = "watch_brand"
         try:
             name = self._collapse(brand)
             if len(name) < 2:
@@ -3100,15 +3100,15 @@ class Environment:
                     field="brand",
                     current=state["watchlist"],
                 )
-            undo.save_length(state["watchlist"])
+            undo_log.save_length(state["watchlist"])
             state["watchlist"].append(name)
             self._audit("watch_brand", name, "")
             return state["watchlist"]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def share_of_voice(self, digest_id: int) -> list[VoiceShare]:
         """Per watched brand: digest entries whose fields mention it (case-insensitive), their
@@ -3898,14 +3898,13 @@ class Environment:
         )
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

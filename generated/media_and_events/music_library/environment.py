@@ -1428,8 +1428,8 @@ class Environment:
     def create_playlist(self, name: str, family_safe: bool = False) -> Playlist:
         """Start an empty playlist; returns it with its new id. Refuses a name another playlist already has (already_exists, case-insensitive)."""
         state = self._state
-        undo = self._undo
-        undo.tool = "create_playlist"
+        undo_log = self._undo
+        undo_log.tool = "create_playlist"
         try:
             same: list[Playlist] = [
                 p
@@ -1450,17 +1450,17 @@ class Environment:
                 "family_safe": family_safe,
                 "track_ids": [],
             }
-            undo.save(state["playlists"], playlist["id"])
+            undo_log.save(state["playlists"], playlist["id"])
             state["playlists"][playlist["id"]] = playlist
-            undo.save(state, "next_playlist_id")
+            undo_log.save(state, "next_playlist_id")
             state["next_playlist_id"] += 1
             self._audit("create_playlist", playlist["id"], name)
             return playlist
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_to_playlist(self, playlist_id: str, track_id: int) -> Playlist:
         """Append a track to the end of a playlist; returns the playlist. Refuses a track the
@@ -1468,8 +1468,8 @@ class Environment:
         (forbidden, naming the clean version when there is one) and a playlist of 100
         tracks (limit_exceeded).
         """
-        undo = self._undo
-        undo.tool = "add_to_playlist"
+        undo_log = self._undo
+        undo_log.tool = "add_to_playlist"
         try:
             playlist = self._find_playlist(playlist_id)
             track = self._find_track(track_id)
@@ -1502,20 +1502,20 @@ class Environment:
                     entity=f"playlist {playlist_id}",
                     field="track_id",
                 )
-            undo.save_length(playlist["track_ids"])
+            undo_log.save_length(playlist["track_ids"])
             playlist["track_ids"].append(track_id)
             self._audit("add_to_playlist", f"playlist {playlist_id}", str(track_id))
             return playlist
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def remove_from_playlist(self, playlist_id: str, track_id: int) -> Playlist:
         """Take a track off a playlist (every occurrence); returns the playlist. Refuses a track the playlist does not have (not_found)."""
-        undo = self._undo
-        undo.tool = "remove_from_playlist"
+        undo_log = self._undo
+        undo_log.tool = "remove_from_playlist"
         try:
             playlist = self._find_playlist(playlist_id)
             if track_id not in playlist["track_ids"]:
@@ -1526,17 +1526,17 @@ class Environment:
                     field="track_id",
                     allowed=playlist["track_ids"],
                 )
-            undo.save(playlist, "track_ids")
+            undo_log.save(playlist, "track_ids")
             playlist["track_ids"] = [
                 i for i in self._count_each(playlist["track_ids"]) if i != track_id
             ]
             self._audit("remove_from_playlist", f"playlist {playlist_id}", str(track_id))
             return playlist
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_playlist(self, playlist_id: str) -> Playlist:
         """Helper `find_playlist`."""
@@ -1606,14 +1606,13 @@ class Environment:
         return rows[0]["track_id"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -2236,8 +2236,8 @@ class Environment:
         pending) do not cover it, and for sick leave starting in the future.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "request_leave"
+        undo_log = self._undo
+        undo_log.tool = "request_leave"
         try:
             employee = self._find_employee(employee_id)
             if start > end:
@@ -2298,7 +2298,7 @@ class Environment:
                 )
                 + 1,
             )
-            undo.save(state, "next_request_number")
+            undo_log.save(state, "next_request_number")
             state["next_request_number"] = number + 1
             request: LeaveRequest = {
                 "id": f"LV-{number}",
@@ -2311,22 +2311,22 @@ class Environment:
                 "approver_id": None,
                 "note": note,
             }
-            undo.save(state["leave_requests"], request["id"])
+            undo_log.save(state["leave_requests"], request["id"])
             state["leave_requests"][request["id"]] = request
             return request
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def approve_leave(self, request_id: str, approver_id: str) -> LeaveRequest:
         """The employee's line manager approves a pending request; annual and compassionate
         days leave the balance now. Refused for anyone but the line manager, a request not
         pending, and a balance that no longer covers it.
         """
-        undo = self._undo
-        undo.tool = "approve_leave"
+        undo_log = self._undo
+        undo_log.tool = "approve_leave"
         try:
             request = self._find_request(request_id)
             self._require_manager(request, approver_id)
@@ -2343,36 +2343,36 @@ class Environment:
                 self._take_days(
                     request["employee_id"], request["leave_type"], request["working_days"]
                 )
-            undo.save(request, "status")
+            undo_log.save(request, "status")
             request["status"] = "approved"
-            undo.save(request, "approver_id")
+            undo_log.save(request, "approver_id")
             request["approver_id"] = approver_id
             return request
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def reject_leave(self, request_id: str, approver_id: str, reason: str) -> LeaveRequest:
         """The line manager rejects a pending request with a reason, kept as its note. Refused as approve_leave refuses a decider."""
-        undo = self._undo
-        undo.tool = "reject_leave"
+        undo_log = self._undo
+        undo_log.tool = "reject_leave"
         try:
             request = self._find_request(request_id)
             self._require_manager(request, approver_id)
-            undo.save(request, "status")
+            undo_log.save(request, "status")
             request["status"] = "rejected"
-            undo.save(request, "approver_id")
+            undo_log.save(request, "approver_id")
             request["approver_id"] = approver_id
-            undo.save(request, "note")
+            undo_log.save(request, "note")
             request["note"] = reason
             return request
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_leave(self, request_id: str) -> LeaveRequest:
         """Withdraw a pending request, or cancel approved leave that has not started (its
@@ -2380,8 +2380,8 @@ class Environment:
         otherwise.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "cancel_leave"
+        undo_log = self._undo
+        undo_log.tool = "cancel_leave"
         try:
             request = self._find_request(request_id)
             if not (request["status"] == "pending" or request["status"] == "approved"):
@@ -2404,14 +2404,14 @@ class Environment:
                 self._take_days(
                     request["employee_id"], request["leave_type"], 0.0 - request["working_days"]
                 )
-            undo.save(request, "status")
+            undo_log.save(request, "status")
             request["status"] = "cancelled"
             return request
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def run_payroll(self, month: str) -> PayrollRun:
         """Run a month's payroll as a draft: a payslip for every active employee who had
@@ -2420,8 +2420,8 @@ class Environment:
         been run already.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "run_payroll"
+        undo_log = self._undo
+        undo_log.tool = "run_payroll"
         try:
             if month in state["payroll_runs"]:
                 raise DomainError(
@@ -2452,7 +2452,7 @@ class Environment:
                 gross = round(employee["annual_salary"] / 12, 2)
                 deduction = round(unpaid * self._day_rate(employee), 2)
                 id = f"PS-{number}"
-                undo.save(state["payslips"], id)
+                undo_log.save(state["payslips"], id)
                 state["payslips"][id] = {
                     "id": id,
                     "employee_id": employee["id"],
@@ -2464,23 +2464,23 @@ class Environment:
                     "corrections": [],
                 }
                 number = number + 1
-            undo.save(state, "next_payslip_number")
+            undo_log.save(state, "next_payslip_number")
             state["next_payslip_number"] = number
             run: PayrollRun = {"month": month, "status": "draft", "run_on": state["clock"][:10]}
-            undo.save(state["payroll_runs"], month)
+            undo_log.save(state["payroll_runs"], month)
             state["payroll_runs"][month] = run
             return run
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def finalise_payroll(self, month: str) -> PayrollRun:
         """Fix a draft payroll run; its payslips then change only through corrections. Refused unless the run is a draft."""
         state = self._state
-        undo = self._undo
-        undo.tool = "finalise_payroll"
+        undo_log = self._undo
+        undo_log.tool = "finalise_payroll"
         try:
             if month not in state["payroll_runs"]:
                 raise DomainError(
@@ -2498,14 +2498,14 @@ class Environment:
                     field="status",
                     current=run["status"],
                 )
-            undo.save(run, "status")
+            undo_log.save(run, "status")
             run["status"] = "finalised"
             return run
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def correct_payslip(self, payslip_id: str, reason: str) -> Payslip:
         """Recompute a payslip's unpaid leave from the approved leave on record now, and record
@@ -2513,8 +2513,8 @@ class Environment:
         record (nothing to correct).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "correct_payslip"
+        undo_log = self._undo
+        undo_log.tool = "correct_payslip"
         try:
             if payslip_id not in state["payslips"]:
                 raise DomainError(
@@ -2539,7 +2539,7 @@ class Environment:
                     field="unpaid_deduction",
                     current=slip["unpaid_deduction"],
                 )
-            undo.save_length(slip["corrections"])
+            undo_log.save_length(slip["corrections"])
             slip["corrections"].append(
                 {
                     "on": state["clock"][:10],
@@ -2548,18 +2548,18 @@ class Environment:
                     "new_deduction": deduction,
                 }
             )
-            undo.save(slip, "unpaid_leave_days")
+            undo_log.save(slip, "unpaid_leave_days")
             slip["unpaid_leave_days"] = unpaid
-            undo.save(slip, "unpaid_deduction")
+            undo_log.save(slip, "unpaid_deduction")
             slip["unpaid_deduction"] = deduction
-            undo.save(slip, "net_before_tax")
+            undo_log.save(slip, "net_before_tax")
             slip["net_before_tax"] = round(slip["gross"] - deduction, 2)
             return slip
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_employee(self, employee_id: str) -> Employee:
         """Helper `find_employee`."""

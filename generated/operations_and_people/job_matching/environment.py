@@ -2427,8 +2427,8 @@ class Environment:
         every weight > 0) and a top-K cap.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "create_pool"
+        undo_log = self._undo
+        undo_log.tool = "create_pool"
         try:
             if pool_id in state["pools"]:
                 raise DomainError(
@@ -2459,15 +2459,15 @@ class Environment:
                 "demand": {},
                 "created_at": state["clock"],
             }
-            undo.save(state["pools"], pool_id)
+            undo_log.save(state["pools"], pool_id)
             state["pools"][pool_id] = pool
             self._audit("create_pool", f"pool {pool_id}", f"top {top_k}")
             return pool
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_applicant(
         self, pool_id: str, candidate_id: str, name: str, attributes: dict[str, Any] | None = None
@@ -2475,17 +2475,17 @@ class Environment:
         """Add an applicant with typed attributes (skills, experience, ...) to a hiring pool."""
         if attributes is None:
             attributes = {}
-        undo = self._undo
-        undo.tool = "add_applicant"
+        undo_log = self._undo
+        undo_log.tool = "add_applicant"
         try:
             candidate = self._add_candidate(pool_id, "supply", candidate_id, name, attributes)
             self._audit("add_supply", f"pool {pool_id}", candidate_id)
             return candidate
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_opening(
         self, pool_id: str, candidate_id: str, name: str, attributes: dict[str, Any] | None = None
@@ -2493,17 +2493,17 @@ class Environment:
         """Add a job opening with typed requirements to a hiring pool."""
         if attributes is None:
             attributes = {}
-        undo = self._undo
-        undo.tool = "add_opening"
+        undo_log = self._undo
+        undo_log.tool = "add_opening"
         try:
             candidate = self._add_candidate(pool_id, "demand", candidate_id, name, attributes)
             self._audit("add_demand", f"pool {pool_id}", candidate_id)
             return candidate
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def get_pool(self, pool_id: str) -> HiringPool:
         """A pool: criteria, top-K cap and candidates."""
@@ -2544,8 +2544,8 @@ class Environment:
         match keeps it (whatever its status); results come in ranked order.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "run_shortlist"
+        undo_log = self._undo
+        undo_log.tool = "run_shortlist"
         try:
             pool = self._find_pool(pool_id)
             if not (len(pool["supply"]) > 0 and len(pool["demand"]) > 0):
@@ -2587,9 +2587,9 @@ class Environment:
                         "created_at": state["clock"],
                         "decided_at": None,
                     }
-                    undo.save(state, "next_match_id")
+                    undo_log.save(state, "next_match_id")
                     state["next_match_id"] += 1
-                    undo.save(state["match_records"], m["id"])
+                    undo_log.save(state["match_records"], m["id"])
                     state["match_records"][m["id"]] = m
                     result.append(m)
             self._audit(
@@ -2597,10 +2597,10 @@ class Environment:
             )
             return result
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def rerank_matches(
         self, pool_id: str, by: RankBy = "score", status: MatchStatus | None = None
@@ -2627,31 +2627,31 @@ class Environment:
 
     def accept_match(self, match_id: int, on_behalf_of: Side, note: str = "") -> Match:
         """Accept a pending match on behalf of one side; accepted is final."""
-        undo = self._undo
-        undo.tool = "accept_match"
+        undo_log = self._undo
+        undo_log.tool = "accept_match"
         try:
             m = self._decide(match_id, "accepted", on_behalf_of, note)
             self._audit("accept", f"match {match_id}", f"{on_behalf_of}")
             return m
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def reject_match(self, match_id: int, on_behalf_of: Side, note: str = "") -> Match:
         """Reject a pending match on behalf of one side; rejected is final."""
-        undo = self._undo
-        undo.tool = "reject_match"
+        undo_log = self._undo
+        undo_log.tool = "reject_match"
         try:
             m = self._decide(match_id, "rejected", on_behalf_of, note)
             self._audit("reject", f"match {match_id}", f"{on_behalf_of}")
             return m
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_matches(
         self,
@@ -2682,8 +2682,8 @@ class Environment:
         onboarding.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "hire_applicant"
+        undo_log = self._undo
+        undo_log.tool = "hire_applicant"
         try:
             pairs = sorted(
                 [
@@ -2765,22 +2765,22 @@ class Environment:
                 "start_date": start_date,
                 "hired_at": state["clock"],
             }
-            undo.save(state["hires"], hire["id"])
+            undo_log.save(state["hires"], hire["id"])
             state["hires"][hire["id"]] = hire
-            undo.save(state, "next_hire_id")
+            undo_log.save(state, "next_hire_id")
             state["next_hire_id"] += 1
             self._audit("hire_applicant", f"pool {pool['id']}", f"{candidate_id} -> {opening_id}")
             return hire
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def import_resume(self, pool_id: str, resume_id: str) -> PoolMember:
         """Add an applicant from the resume bank to a pool (id = resume id)."""
-        undo = self._undo
-        undo.tool = "import_resume"
+        undo_log = self._undo
+        undo_log.tool = "import_resume"
         try:
             if resume_id not in WORLD["resumes"]:
                 raise DomainError(
@@ -2797,15 +2797,15 @@ class Environment:
             self._audit("import_resume", f"pool {pool_id}", resume_id)
             return member
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def post_opening(self, pool_id: str, job_code: str) -> PoolMember:
         """Add an opening from the job catalogue to a pool (id = job code)."""
-        undo = self._undo
-        undo.tool = "post_opening"
+        undo_log = self._undo
+        undo_log.tool = "post_opening"
         try:
             if job_code not in WORLD["job_catalog"]:
                 raise DomainError(
@@ -2822,10 +2822,10 @@ class Environment:
             self._audit("post_opening", f"pool {pool_id}", job_code)
             return member
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_pool(self, pool_id: str) -> HiringPool:
         """Helper `find_pool`."""
@@ -3170,14 +3170,13 @@ class Environment:
         return m["id"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -2793,8 +2793,8 @@ class Environment:
     def create_machine(self, machine_id: str, name: str, description: str = "") -> Machine:
         """Declare an empty machine; add states and transitions next."""
         state = self._state
-        undo = self._undo
-        undo.tool = "create_machine"
+        undo_log = self._undo
+        undo_log.tool = "create_machine"
         try:
             if machine_id in state["machines"]:
                 raise DomainError(
@@ -2812,15 +2812,15 @@ class Environment:
                 "transitions": [],
                 "next_transition_id": 1,
             }
-            undo.save(state["machines"], machine_id)
+            undo_log.save(state["machines"], machine_id)
             state["machines"][machine_id] = machine
             self._audit("create_machine", f"machine {machine_id}", "")
             return machine
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_state(
         self,
@@ -2838,8 +2838,8 @@ class Environment:
             on_enter = []
         if on_exit is None:
             on_exit = []
-        undo = self._undo
-        undo.tool = "add_state"
+        undo_log = self._undo
+        undo_log.tool = "add_state"
         try:
             machine = self._find_machine(machine_id)
             if name in self._state_names(machine):
@@ -2864,15 +2864,15 @@ class Environment:
                 "initial": initial,
                 "terminal": terminal,
             }
-            undo.save_length(machine["states"])
+            undo_log.save_length(machine["states"])
             machine["states"].append(state_def)
             self._audit("add_state", f"machine {machine_id}", name)
             return state_def
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_transition(
         self,
@@ -2888,8 +2888,8 @@ class Environment:
         """
         if guards is None:
             guards = {}
-        undo = self._undo
-        undo.tool = "add_transition"
+        undo_log = self._undo
+        undo_log.tool = "add_transition"
         try:
             machine = self._find_machine(machine_id)
             self._find_state(machine, source, "source")
@@ -2916,19 +2916,19 @@ class Environment:
                 "trigger": trigger,
                 "guards": guards,
             }
-            undo.save(machine, "next_transition_id")
+            undo_log.save(machine, "next_transition_id")
             machine["next_transition_id"] += 1
-            undo.save_length(machine["transitions"])
+            undo_log.save_length(machine["transitions"])
             machine["transitions"].append(edge)
             self._audit(
                 "add_transition", f"machine {machine_id}", f"{edge['id']}: {source} -> {target}"
             )
             return edge
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def evaluate_guards(
         self, guards: dict[str, dict[str, Any]], data: dict[str, Any] | None = None
@@ -2981,8 +2981,8 @@ class Environment:
         if remove is None:
             remove = []
         state = self._state
-        undo = self._undo
-        undo.tool = "update_loan_data"
+        undo_log = self._undo
+        undo_log.tool = "update_loan_data"
         try:
             entity = self._find_loan(loan_id)
             self._require_open(entity)
@@ -3002,16 +3002,16 @@ class Environment:
                         allowed=sorted(entity["data"]),
                     )
             for field in self._count_each(remove):
-                undo.save_map(entity["data"])
+                undo_log.save_map(entity["data"])
                 del entity["data"][field]
             for field, value in self._count_each(changes.items()):
                 if len(field) <= 0:
                     raise DomainError(
                         "invalid_argument", "data field names must not be empty", field="changes"
                     )
-                undo.save(entity["data"], field)
+                undo_log.save(entity["data"], field)
                 entity["data"][field] = value
-            undo.save(entity, "updated_at")
+            undo_log.save(entity, "updated_at")
             entity["updated_at"] = state["clock"]
             self._audit(
                 "update_data",
@@ -3020,10 +3020,10 @@ class Environment:
             )
             return entity
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def move_loan(self, loan_id: int, target: str) -> TransitionResult:
         """Ask to move a loan application to the stage `target`. The edges from its current
@@ -3033,8 +3033,8 @@ class Environment:
         are listed).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "move_loan"
+        undo_log = self._undo
+        undo_log.tool = "move_loan"
         try:
             entity = self._find_loan(loan_id)
             machine = self._find_machine(entity["machine_id"])
@@ -3070,17 +3070,17 @@ class Environment:
                     ran = self._run_hooks(
                         entity, self._find_state(machine, source, "source"), "on_exit"
                     )
-                    undo.save(entity, "state")
+                    undo_log.save(entity, "state")
                     entity["state"] = target
-                    undo.save_length(entity["history"])
+                    undo_log.save_length(entity["history"])
                     entity["history"].append(target)
-                    undo.save(entity, "updated_at")
+                    undo_log.save(entity, "updated_at")
                     entity["updated_at"] = state["clock"]
                     target_def = self._find_state(machine, target, "target")
                     ran.extend(self._run_hooks(entity, target_def, "on_enter"))
-                    undo.save(entity, "completed")
+                    undo_log.save(entity, "completed")
                     entity["completed"] = target_def["terminal"]
-                    undo.save_length(state["move_log"])
+                    undo_log.save_length(state["move_log"])
                     state["move_log"].append(
                         {
                             "seq": len(state["move_log"]) + 1,
@@ -3137,10 +3137,10 @@ class Environment:
                 "message": f"transition {source} -> {target} blocked by guard: {reasons}",
             }
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def available_moves(self, loan_id: int, trigger: str | None = None) -> list[AvailableTarget]:
         """The moves leaving the loan's current stage (optionally of one trigger label), each
@@ -3238,8 +3238,8 @@ class Environment:
         (pick one with start_state if the workflow has several) with the amount, term and
         an empty document list in its data.
         """
-        undo = self._undo
-        undo.tool = "submit_application"
+        undo_log = self._undo
+        undo_log.tool = "submit_application"
         try:
             p = self._find_product(product)
             if not (amount >= p["min_amount"] and amount <= p["max_amount"]):
@@ -3272,18 +3272,18 @@ class Environment:
             self._audit("submit", f"loan {loan['id']}", f"{applicant} {product} {amount}")
             return loan
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def receive_document(self, loan_id: int, document: str) -> Loan:
         """File a document on an open loan; `documents_complete` becomes true once every
         document its product requires is on file.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "receive_document"
+        undo_log = self._undo
+        undo_log.tool = "receive_document"
         try:
             loan = self._find_loan(loan_id)
             self._require_open(loan)
@@ -3310,27 +3310,27 @@ class Environment:
                 WORLD["products"][code]["required_documents"] if code in WORLD["products"] else []
             )
             missing: list[str] = [d for d in self._count_each(required) if d not in have]
-            undo.save(loan["data"], "documents")
+            undo_log.save(loan["data"], "documents")
             loan["data"]["documents"] = have
-            undo.save(loan["data"], "documents_complete")
+            undo_log.save(loan["data"], "documents_complete")
             loan["data"]["documents_complete"] = len(missing) == 0
-            undo.save(loan, "updated_at")
+            undo_log.save(loan, "updated_at")
             loan["updated_at"] = state["clock"]
             self._audit("document", f"loan {loan_id}", document)
             return loan
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def pull_credit_report(self, loan_id: int) -> Loan:
         """Copy the applicant's bureau file into the loan's data and compute the
         debt-to-income ratio including the new loan's payment (amount / term, 3 decimals).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "pull_credit_report"
+        undo_log = self._undo
+        undo_log.tool = "pull_credit_report"
         try:
             loan = self._find_loan(loan_id)
             self._require_open(loan)
@@ -3362,27 +3362,27 @@ class Environment:
                     entity=f"loan {loan_id}",
                     field="amount",
                 )
-            undo.save(loan["data"], "credit_score")
+            undo_log.save(loan["data"], "credit_score")
             loan["data"]["credit_score"] = report["credit_score"]
-            undo.save(loan["data"], "monthly_income")
+            undo_log.save(loan["data"], "monthly_income")
             loan["data"]["monthly_income"] = report["monthly_income"]
-            undo.save(loan["data"], "monthly_debt")
+            undo_log.save(loan["data"], "monthly_debt")
             loan["data"]["monthly_debt"] = report["monthly_debt"]
-            undo.save(loan["data"], "bankruptcies")
+            undo_log.save(loan["data"], "bankruptcies")
             loan["data"]["bankruptcies"] = report["bankruptcies"]
-            undo.save(loan["data"], "dti")
+            undo_log.save(loan["data"], "dti")
             loan["data"]["dti"] = round(
                 (report["monthly_debt"] + amount / term) / report["monthly_income"], 3
             )
-            undo.save(loan, "updated_at")
+            undo_log.save(loan, "updated_at")
             loan["updated_at"] = state["clock"]
             self._audit("credit_pull", f"loan {loan_id}", applicant)
             return loan
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_machine(self, machine_id: str) -> Machine:
         """Helper `find_machine`."""
@@ -3802,14 +3802,13 @@ class Environment:
         return loan["id"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -2190,8 +2190,8 @@ class Environment:
         of redeliveries is used up (send it back with return_to_sender instead).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "schedule_redelivery"
+        undo_log = self._undo
+        undo_log.tool = "schedule_redelivery"
         try:
             parcel = self._find_shipment(tracking_number)
             if parcel["status"] != "awaiting_redelivery":
@@ -2227,7 +2227,7 @@ class Environment:
                     current=len(parcel["redeliveries"]),
                     allowed=carrier["max_redeliveries"],
                 )
-            undo.save_length(parcel["redeliveries"])
+            undo_log.save_length(parcel["redeliveries"])
             parcel["redeliveries"].append(
                 {
                     "delivery_date": delivery_date,
@@ -2235,15 +2235,15 @@ class Environment:
                     "booked_at": state["clock"],
                 }
             )
-            undo.save(parcel, "status")
+            undo_log.save(parcel, "status")
             parcel["status"] = "redelivery_booked"
             self._log_event(parcel, "redelivery_booked", f"for {delivery_date}")
             return self._shipment_view(parcel)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def correct_address(
         self, tracking_number: str, address_line: str, postcode: str
@@ -2253,8 +2253,8 @@ class Environment:
         address; a stopped parcel goes back in transit. Refused once the parcel is delivered,
         lost, being returned or waiting for a redelivery.
         """
-        undo = self._undo
-        undo.tool = "correct_address"
+        undo_log = self._undo
+        undo_log.tool = "correct_address"
         try:
             parcel = self._find_shipment(tracking_number)
             stopped = (
@@ -2269,22 +2269,22 @@ class Environment:
                     field="status",
                     current=f"{parcel['status']}",
                 )
-            undo.save(parcel, "address_line")
+            undo_log.save(parcel, "address_line")
             parcel["address_line"] = address_line
-            undo.save(parcel, "postcode")
+            undo_log.save(parcel, "postcode")
             parcel["postcode"] = postcode
             if stopped:
-                undo.save(parcel, "status")
+                undo_log.save(parcel, "status")
                 parcel["status"] = "in_transit"
-                undo.save(parcel, "exception_reason")
+                undo_log.save(parcel, "exception_reason")
                 parcel["exception_reason"] = None
             self._log_event(parcel, "address_corrected", f"{address_line}, {postcode}")
             return self._shipment_view(parcel)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def file_damage_claim(self, tracking_number: str, amount: float, description: str) -> Claim:
         """Claim from the carrier for goods that arrived damaged or were damaged in transit:
@@ -2294,8 +2294,8 @@ class Environment:
         window, above the cap, and for a parcel that already has a claim.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "file_damage_claim"
+        undo_log = self._undo
+        undo_log.tool = "file_damage_claim"
         try:
             parcel = self._find_shipment(tracking_number)
             carrier = self._carrier_of(parcel)
@@ -2340,10 +2340,10 @@ class Environment:
                 )
             return self._open_claim(parcel, "damaged", amount, description)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def report_lost(self, tracking_number: str) -> Claim:
         """Report an in-transit parcel lost once the carrier's no-scan period has passed since
@@ -2352,8 +2352,8 @@ class Environment:
         before the period is over (the refusal says when it will be). Returns the claim.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "report_lost"
+        undo_log = self._undo
+        undo_log.tool = "report_lost"
         try:
             parcel = self._find_shipment(tracking_number)
             if parcel["status"] != "in_transit":
@@ -2375,25 +2375,25 @@ class Environment:
                     current=quiet,
                     allowed=carrier["lost_after_days"],
                 )
-            undo.save(parcel, "status")
+            undo_log.save(parcel, "status")
             parcel["status"] = "lost"
             self._log_event(parcel, "reported_lost", f"no scan for {quiet} days")
             return self._open_claim(
                 parcel, "lost", self._cover(parcel), f"Lost in transit: {parcel['contents']}"
             )
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def return_to_sender(self, tracking_number: str) -> ShipmentView:
         """Have the carrier bring a parcel back to the warehouse instead of delivering it: for
         a parcel waiting for (or booked for) a redelivery or stopped with an exception.
         Refused for any other status.
         """
-        undo = self._undo
-        undo.tool = "return_to_sender"
+        undo_log = self._undo
+        undo_log.tool = "return_to_sender"
         try:
             parcel = self._find_shipment(tracking_number)
             if not (
@@ -2408,15 +2408,15 @@ class Environment:
                     field="status",
                     current=f"{parcel['status']}",
                 )
-            undo.save(parcel, "status")
+            undo_log.save(parcel, "status")
             parcel["status"] = "returning_to_sender"
             self._log_event(parcel, "return_to_sender", "requested by the shop")
             return self._shipment_view(parcel)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_shipment(self, tracking_number: str) -> Shipment:
         """Helper `find_shipment`."""

@@ -1769,8 +1769,8 @@ class Environment:
         line's current plan and for a suspended line. Returns the line.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "change_plan"
+        undo_log = self._undo
+        undo_log.tool = "change_plan"
         try:
             line = self._find_line(msisdn)
             self._require_active(line)
@@ -1806,9 +1806,9 @@ class Environment:
                     current=line["plan"],
                     allowed=from_day,
                 )
-            undo.save(line, "plan")
+            undo_log.save(line, "plan")
             line["plan"] = plan_code
-            undo.save(line, "add_ons")
+            undo_log.save(line, "add_ons")
             line["add_ons"] = [
                 a
                 for a in self._count_each(line["add_ons"])
@@ -1819,18 +1819,18 @@ class Environment:
             ]
             return self._line_view(line)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_add_on(self, msisdn: str, add_on_code: str) -> LineView:
         """Add an add-on (code from list_plans) to an active line. Refused when the add-on does
         not fit the line's plan (for example a roaming pass on a plan that includes roaming)
         and when the line already has it. Returns the line.
         """
-        undo = self._undo
-        undo.tool = "add_add_on"
+        undo_log = self._undo
+        undo_log.tool = "add_add_on"
         try:
             line = self._find_line(msisdn)
             self._require_active(line)
@@ -1860,19 +1860,19 @@ class Environment:
                     entity=f"line {msisdn}",
                     field="add_on_code",
                 )
-            undo.save_length(line["add_ons"])
+            undo_log.save_length(line["add_ons"])
             line["add_ons"].append(add_on_code)
             return self._line_view(line)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def remove_add_on(self, msisdn: str, add_on_code: str) -> LineView:
         """Take an add-on off a line; refused when the line does not have it. Returns the line."""
-        undo = self._undo
-        undo.tool = "remove_add_on"
+        undo_log = self._undo
+        undo_log.tool = "remove_add_on"
         try:
             line = self._find_line(msisdn)
             has = ", ".join(line["add_ons"]) if len(line["add_ons"]) > 0 else "none"
@@ -1883,32 +1883,32 @@ class Environment:
                     entity=f"line {msisdn}",
                     field="add_on_code",
                 )
-            undo.save(line, "add_ons")
+            undo_log.save(line, "add_ons")
             line["add_ons"] = [a for a in self._count_each(line["add_ons"]) if a != add_on_code]
             return self._line_view(line)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def suspend_line(self, msisdn: str, reason: SuspendReason) -> LineView:
         """Suspend an active line at once (lost or stolen phone, or at the customer's request). Refused for a suspended line."""
-        undo = self._undo
-        undo.tool = "suspend_line"
+        undo_log = self._undo
+        undo_log.tool = "suspend_line"
         try:
             line = self._find_line(msisdn)
             self._require_active(line)
-            undo.save(line, "status")
+            undo_log.save(line, "status")
             line["status"] = "suspended"
-            undo.save(line, "suspend_reason")
+            undo_log.save(line, "suspend_reason")
             line["suspend_reason"] = reason
             return self._line_view(line)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def raise_bill_dispute(
         self, bill_id: str, msisdn: str, description: str, reason: DisputeReason
@@ -1920,8 +1920,8 @@ class Environment:
         the dispute.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "raise_bill_dispute"
+        undo_log = self._undo
+        undo_log.tool = "raise_bill_dispute"
         try:
             if bill_id not in state["bills"]:
                 raise DomainError(
@@ -1964,7 +1964,7 @@ class Environment:
                     entity=f"bill {bill_id}",
                     field="description",
                 )
-            undo.save(charge, "disputed")
+            undo_log.save(charge, "disputed")
             charge["disputed"] = True
             dispute: Dispute = {
                 "id": state["next_dispute_id"],
@@ -1975,16 +1975,16 @@ class Environment:
                 "reason": reason,
                 "raised_at": state["clock"],
             }
-            undo.save(state["disputes"], dispute["id"])
+            undo_log.save(state["disputes"], dispute["id"])
             state["disputes"][dispute["id"]] = dispute
-            undo.save(state, "next_dispute_id")
+            undo_log.save(state, "next_dispute_id")
             state["next_dispute_id"] += 1
             return dispute
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_line(self, msisdn: str) -> Line:
         """Helper `find_line`."""

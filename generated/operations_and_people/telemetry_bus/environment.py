@@ -2758,8 +2758,8 @@ class Environment:
         str, int, float, bool, list, map; every published payload must match it exactly.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "create_stream"
+        undo_log = self._undo
+        undo_log.tool = "create_stream"
         try:
             if name in state["streams"]:
                 raise DomainError(
@@ -2777,15 +2777,15 @@ class Environment:
                 "created_at": state["clock"],
                 "history": [],
             }
-            undo.save(state["streams"], name)
+            undo_log.save(state["streams"], name)
             state["streams"][name] = stream
             self._audit("create_stream", f"stream {name}", "")
             return stream
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_streams(self) -> list[StreamInfo]:
         """Every stream with its schema, event count and number of active subscriptions."""
@@ -2823,8 +2823,8 @@ class Environment:
         if filter is None:
             filter = {}
         state = self._state
-        undo = self._undo
-        undo.tool = "subscribe"
+        undo_log = self._undo
+        undo_log.tool = "subscribe"
         try:
             target = self._find_stream(stream)
             self._check_fields(target, filter, "filter")
@@ -2863,60 +2863,60 @@ class Environment:
                 "acknowledged": 0,
                 "created_at": state["clock"],
             }
-            undo.save(state["subscriptions"], sub["id"])
+            undo_log.save(state["subscriptions"], sub["id"])
             state["subscriptions"][sub["id"]] = sub
-            undo.save(state, "next_subscription_id")
+            undo_log.save(state, "next_subscription_id")
             state["next_subscription_id"] += 1
             self._audit(
                 "subscribe", f"subscription {sub['id']}", f"{consumer} on {stream} ({mode})"
             )
             return sub
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def change_filter(self, subscription_id: int, filter: dict[str, Any]) -> Subscription:
         """Replace the filter of an active subscription. It applies to later publications;
         events already pending stay pending until acknowledged.
         """
-        undo = self._undo
-        undo.tool = "change_filter"
+        undo_log = self._undo
+        undo_log.tool = "change_filter"
         try:
             sub = self._find_subscription(subscription_id)
             self._require_active(sub)
             self._check_fields(self._find_stream(sub["stream"]), filter, "filter")
-            undo.save(sub, "filter")
+            undo_log.save(sub, "filter")
             sub["filter"] = filter
             self._audit("change_filter", f"subscription {subscription_id}", "")
             return sub
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def unsubscribe(self, subscription_id: int) -> Subscription:
         """End a subscription: it receives nothing more. Its pending events stay until they
         are acknowledged.
         """
-        undo = self._undo
-        undo.tool = "unsubscribe"
+        undo_log = self._undo
+        undo_log.tool = "unsubscribe"
         try:
             sub = self._find_subscription(subscription_id)
             self._require_active(sub)
-            undo.save(sub, "status")
+            undo_log.save(sub, "status")
             sub["status"] = "unsubscribed"
             self._audit(
                 "unsubscribe", f"subscription {subscription_id}", f"{len(sub['pending'])} pending"
             )
             return sub
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_subscriptions(
         self,
@@ -2946,8 +2946,8 @@ class Environment:
         subscription whose filter matches; push subscriptions get it handed over at once.
         The payload must carry exactly the stream's schema fields, each of its type.
         """
-        undo = self._undo
-        undo.tool = "ingest"
+        undo_log = self._undo
+        undo_log.tool = "ingest"
         try:
             receipt = self._publish_into(self._find_stream(stream), payload, priority)
             self._audit(
@@ -2957,10 +2957,10 @@ class Environment:
             )
             return receipt
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def poll(self, subscription_id: int, max_events: int = 10) -> Delivery:
         """Hand pending events to the consumer, higher tiers first. Nothing leaves the queue:
@@ -2968,8 +2968,8 @@ class Environment:
         A batch subscription gets exactly `batch_size` events, or none while fewer are
         pending; push and poll subscriptions get up to `max_events`.
         """
-        undo = self._undo
-        undo.tool = "poll"
+        undo_log = self._undo
+        undo_log.tool = "poll"
         try:
             sub = self._find_subscription(subscription_id)
             self._require_active(sub)
@@ -2979,7 +2979,7 @@ class Environment:
                 count = sub["batch_size"] if len(ordered) >= sub["batch_size"] else 0
             handed: list[DeliveredEvent] = []
             for event in self._count_each(ordered[:count]):
-                undo.save(sub["deliveries"], event["id"])
+                undo_log.save(sub["deliveries"], event["id"])
                 sub["deliveries"][event["id"]] = sub["deliveries"].get(event["id"], 0) + 1
                 handed.append(self._delivered(sub, event))
             return {
@@ -2990,17 +2990,17 @@ class Environment:
                 "depth": self._depth_of(sub),
             }
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def acknowledge(self, subscription_id: int, event_ids: list[int]) -> AckReceipt:
         """Remove processed events from the subscription's pending queue: the only way an
         event leaves it. All ids must be pending there, else nothing is acknowledged.
         """
-        undo = self._undo
-        undo.tool = "acknowledge"
+        undo_log = self._undo
+        undo_log.tool = "acknowledge"
         try:
             sub = self._find_subscription(subscription_id)
             if len(list(dict.fromkeys(event_ids))) != len(event_ids):
@@ -3022,11 +3022,11 @@ class Environment:
                         allowed=sub["pending"],
                     )
             for event_id in self._count_each(event_ids):
-                undo.save_list(sub["pending"])
+                undo_log.save_list(sub["pending"])
                 _remove_first(sub["pending"], event_id)
-                undo.save_map(sub["deliveries"])
+                undo_log.save_map(sub["deliveries"])
                 sub["deliveries"].pop(event_id, None)
-            undo.save(sub, "acknowledged")
+            undo_log.save(sub, "acknowledged")
             sub["acknowledged"] += len(event_ids)
             self._audit(
                 "acknowledge",
@@ -3039,10 +3039,10 @@ class Environment:
                 "depth": self._depth_of(sub),
             }
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def pending_events(self, subscription_id: int, limit: int = 50) -> PendingView:
         """Inspect a subscription's pending queue in delivery order without handing anything
@@ -3092,8 +3092,8 @@ class Environment:
         """Publish an operator alert about a device on the `alerts` stream (the device's site
         is filled in from the registry); subscribers of `alerts` get it like any reading.
         """
-        undo = self._undo
-        undo.tool = "raise_alert"
+        undo_log = self._undo
+        undo_log.tool = "raise_alert"
         try:
             known = self._find_device(device)
             receipt = self._publish_into(
@@ -3106,10 +3106,10 @@ class Environment:
             )
             return receipt
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_devices(
         self, site: str | None = None, kind: SensorKind | None = None, include_retired: bool = False
@@ -3516,14 +3516,13 @@ class Environment:
         return reading["id"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1674,8 +1674,8 @@ class Environment:
         SKU, and when the target has no room (the refusal gives the free space). Returns
         where the SKU is afterwards.
         """
-        undo = self._undo
-        undo.tool = "move_stock"
+        undo_log = self._undo
+        undo_log.tool = "move_stock"
         try:
             self._find_sku(sku)
             if from_bin == to_bin:
@@ -1701,10 +1701,10 @@ class Environment:
             self._log_move("move", sku, from_bin, to_bin, quantity)
             return self._places_of(sku)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def receive_goods(
         self, receipt_id: str, sku: str, quantity: int, to_bin: str = "RCV-1"
@@ -1715,8 +1715,8 @@ class Environment:
         blocked or has no room. The note is received once every line is complete. Returns it.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "receive_goods"
+        undo_log = self._undo
+        undo_log.tool = "receive_goods"
         try:
             if receipt_id not in state["receipts"]:
                 raise DomainError(
@@ -1758,18 +1758,18 @@ class Environment:
             self._require_unblocked(target, "to_bin")
             self._require_room(target, sku, quantity)
             self._add_units(target, sku, quantity)
-            undo.save(line, "received")
+            undo_log.save(line, "received")
             line["received"] += quantity
             if all(l["received"] == l["expected"] for l in self._count_each(receipt["lines"])):
-                undo.save(receipt, "status")
+                undo_log.save(receipt, "status")
                 receipt["status"] = "received"
             self._log_move("receipt", sku, None, to_bin, quantity)
             return receipt
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def record_count(self, bin_code: str, sku: str, counted_qty: int) -> StockCount:
         """Record a cycle count of a SKU in a bin. When it differs from the system by at most 5
@@ -1779,8 +1779,8 @@ class Environment:
         Returns the count.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "record_count"
+        undo_log = self._undo
+        undo_log.tool = "record_count"
         try:
             self._find_sku(sku)
             bin = self._find_bin(bin_code, "bin_code")
@@ -1808,9 +1808,9 @@ class Environment:
                 "status": "adjusted" if small else "pending_approval",
                 "counted_at": state["clock"],
             }
-            undo.save(state["counts"], count["id"])
+            undo_log.save(state["counts"], count["id"])
             state["counts"][count["id"]] = count
-            undo.save(state, "next_count_id")
+            undo_log.save(state, "next_count_id")
             state["next_count_id"] += 1
             if small and counted_qty != system:
                 self._take_units(bin, sku, system)
@@ -1819,10 +1819,10 @@ class Environment:
                 self._log_move("count_adjustment", sku, None, bin_code, counted_qty - system)
             return count
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def approve_count(self, count_id: int) -> StockCount:
         """Approve, as shift supervisor, a count waiting for approval: the bin's stock of the
@@ -1830,8 +1830,8 @@ class Environment:
         is blocked. Returns the count.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "approve_count"
+        undo_log = self._undo
+        undo_log.tool = "approve_count"
         try:
             if count_id not in state["counts"]:
                 raise DomainError(
@@ -1855,17 +1855,17 @@ class Environment:
             self._take_units(bin, count["sku"], system)
             if count["counted_qty"] > 0:
                 self._add_units(bin, count["sku"], count["counted_qty"])
-            undo.save(count, "status")
+            undo_log.save(count, "status")
             count["status"] = "approved"
             self._log_move(
                 "count_adjustment", count["sku"], None, count["bin"], count["counted_qty"] - system
             )
             return count
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_bin(self, code: str, field: str) -> Bin:
         """Helper `find_bin`."""

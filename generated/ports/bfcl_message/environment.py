@@ -1285,19 +1285,19 @@ class Environment:
     def message_login(self, user_id: str) -> Any:
         """Log in a user with the given user ID to messeage application."""
         state = self._state
-        undo = self._undo
-        undo.tool = "message_login"
+        undo_log = self._undo
+        undo_log.tool = "message_login"
         try:
             if user_id not in state["user_map"].values():
                 return {"login_status": False, "message": f"User ID '{user_id}' not found."}
-            undo.save(state, "current_user")
+            undo_log.save(state, "current_user")
             state["current_user"] = user_id
             return {"login_status": True, "message": f"User '{user_id}' logged in successfully."}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def message_get_login_status(self) -> Any:
         """Get the login status of the current user."""
@@ -1306,17 +1306,17 @@ class Environment:
     def send_message(self, receiver_id: str, message: str) -> Any:
         """Send a message to a user."""
         state = self._state
-        undo = self._undo
-        undo.tool = "send_message"
+        undo_log = self._undo
+        undo_log.tool = "send_message"
         try:
             if not self._logged_in():
                 return {"error": "No user is currently logged in."}
             if receiver_id not in state["user_map"].values():
                 return {"error": f"Receiver ID '{receiver_id}' not found."}
             message_id = self._generate_id()
-            undo.save_length(state["inbox"])
+            undo_log.save_length(state["inbox"])
             state["inbox"].append({receiver_id: message})
-            undo.save(state, "message_count")
+            undo_log.save(state, "message_count")
             state["message_count"] += 1
             return {
                 "sent_status": True,
@@ -1324,23 +1324,23 @@ class Environment:
                 "message": f"Message sent to '{receiver_id}' successfully.",
             }
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def delete_message(self, receiver_id: str) -> Any:
         """Delete the latest message sent to a receiver."""
         state = self._state
-        undo = self._undo
-        undo.tool = "delete_message"
+        undo_log = self._undo
+        undo_log.tool = "delete_message"
         try:
             if not self._logged_in():
                 return {"error": "No user is currently logged in."}
             for entry in self._count_each(state["inbox"][::-1]):
                 receiver = self._receiver_of(entry)
                 if receiver == receiver_id:
-                    undo.save_list(state["inbox"])
+                    undo_log.save_list(state["inbox"])
                     _remove_first(state["inbox"], entry)
                     return {
                         "deleted_status": True,
@@ -1349,10 +1349,10 @@ class Environment:
                     }
             return {"error": f"Receiver ID {receiver_id} not found."}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def view_messages_sent(self) -> Any:
         """View all historical messages sent by the current user."""
@@ -1371,17 +1371,17 @@ class Environment:
     def add_contact(self, user_name: str) -> Any:
         """Add a contact to the workspace."""
         state = self._state
-        undo = self._undo
-        undo.tool = "add_contact"
+        undo_log = self._undo
+        undo_log.tool = "add_contact"
         try:
             if user_name in state["user_map"]:
                 return {"error": f"User name '{user_name}' already exists."}
-            undo.save(state, "user_count")
+            undo_log.save(state, "user_count")
             state["user_count"] += 1
             user_id = "USR" + str(state["user_count"]).zfill(3)
             if user_id in state["user_map"].values():
                 return {"error": f"User ID '{user_id}' already exists."}
-            undo.save(state["user_map"], user_name)
+            undo_log.save(state["user_map"], user_name)
             state["user_map"][user_name] = user_id
             return {
                 "added_status": True,
@@ -1389,10 +1389,10 @@ class Environment:
                 "message": f"Contact '{user_name}' added successfully.",
             }
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def search_messages(self, keyword: str) -> Any:
         """Search for messages containing a specific keyword."""

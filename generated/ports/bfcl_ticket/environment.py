@@ -1332,8 +1332,8 @@ class Environment:
         Returns the ticket: id (int), title (str), description (str), status (str), priority (int).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "create_ticket"
+        undo_log = self._undo
+        undo_log.tool = "create_ticket"
         try:
             user = state["current_user"]
             if user is None or user == "":
@@ -1348,16 +1348,16 @@ class Environment:
                 "priority": priority,
                 "created_by": user,
             }
-            undo.save_length(state["ticket_queue"])
+            undo_log.save_length(state["ticket_queue"])
             state["ticket_queue"].append(ticket)
-            undo.save(state, "ticket_counter")
+            undo_log.save(state, "ticket_counter")
             state["ticket_counter"] += 1
             return ticket
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def get_ticket(self, ticket_id: Any) -> Any:
         """Get a specific ticket by its ID.
@@ -1375,54 +1375,54 @@ class Environment:
 
         Returns status (str): Status of the close operation.
         """
-        undo = self._undo
-        undo.tool = "close_ticket"
+        undo_log = self._undo
+        undo_log.tool = "close_ticket"
         try:
             ticket = self._find_ticket(ticket_id)
             if ticket is None:
                 return self._missing_ticket(ticket_id)
             if bool(self._key_of(ticket, "status") == "Closed"):
                 return {"error": f"Ticket with ID {self._id_text(ticket_id)} is already closed."}
-            undo.save(ticket, "status")
+            undo_log.save(ticket, "status")
             ticket["status"] = "Closed"
             return {"status": f"Ticket {self._id_text(ticket_id)} has been closed successfully."}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def resolve_ticket(self, ticket_id: Any, resolution: str) -> Any:
         """Resolve a ticket with a resolution.
 
         Returns status (str): Status of the resolve operation.
         """
-        undo = self._undo
-        undo.tool = "resolve_ticket"
+        undo_log = self._undo
+        undo_log.tool = "resolve_ticket"
         try:
             ticket = self._find_ticket(ticket_id)
             if ticket is None:
                 return self._missing_ticket(ticket_id)
             if bool(self._key_of(ticket, "status") == "Resolved"):
                 return {"error": f"Ticket with ID {self._id_text(ticket_id)} is already resolved."}
-            undo.save(ticket, "status")
+            undo_log.save(ticket, "status")
             ticket["status"] = "Resolved"
-            undo.save(ticket, "resolution")
+            undo_log.save(ticket, "resolution")
             ticket["resolution"] = resolution
             return {"status": f"Ticket {self._id_text(ticket_id)} has been resolved successfully."}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def edit_ticket(self, ticket_id: Any, updates: dict[str, Any]) -> Any:
         """Modify the details of an existing ticket.
 
         Returns status (str): Status of the update operation.
         """
-        undo = self._undo
-        undo.tool = "edit_ticket"
+        undo_log = self._undo
+        undo_log.tool = "edit_ticket"
         try:
             ticket = self._find_ticket(ticket_id)
             if ticket is None:
@@ -1436,14 +1436,14 @@ class Environment:
                 return {"error": "Invalid fields for update: " + ", ".join(invalid)}
             for key, value in self._count_each(updates.items()):
                 if bool(value is not None):
-                    undo.save(ticket, key)
+                    undo_log.save(ticket, key)
                     ticket[key] = value
             return {"status": f"Ticket {self._id_text(ticket_id)} has been updated successfully."}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def ticket_login(self, username: str, password: str) -> Any:
         """Authenticate a user for ticket system.
@@ -1451,19 +1451,19 @@ class Environment:
         Returns success (bool): True if login was successful, False otherwise.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "ticket_login"
+        undo_log = self._undo
+        undo_log.tool = "ticket_login"
         try:
             if username != "" and password != "":
-                undo.save(state, "current_user")
+                undo_log.save(state, "current_user")
                 state["current_user"] = username
                 return {"success": True}
             return {"success": False}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def ticket_get_login_status(self) -> Any:
         """Get the login status of the currently authenticated user.
@@ -1478,19 +1478,19 @@ class Environment:
         Returns success (bool): True if logout was successful, False otherwise.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "logout"
+        undo_log = self._undo
+        undo_log.tool = "logout"
         try:
             if self._logged_in():
-                undo.save(state, "current_user")
+                undo_log.save(state, "current_user")
                 state["current_user"] = None
                 return {"success": True}
             return {"success": False}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def get_user_tickets(self, status: str | None = None) -> Any:
         """Get all tickets created by the current user, optionally filtered by status.

@@ -1486,19 +1486,19 @@ class Environment:
         Returns authentication_status (bool): True if authenticated, False otherwise.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "authenticate_twitter"
+        undo_log = self._undo
+        undo_log.tool = "authenticate_twitter"
         try:
             if username == state["username"] and password == state["password"]:
-                undo.save(state, "authenticated")
+                undo_log.save(state, "authenticated")
                 state["authenticated"] = True
                 return {"authentication_status": True}
             return {"authentication_status": False}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def posting_get_login_status(self) -> Any:
         """Get the login status of the current user.
@@ -1521,8 +1521,8 @@ class Environment:
         if mentions is None:
             mentions = []
         state = self._state
-        undo = self._undo
-        undo.tool = "post_tweet"
+        undo_log = self._undo
+        undo_log.tool = "post_tweet"
         try:
             if not state["authenticated"]:
                 return self._not_authenticated("posting")
@@ -1533,16 +1533,16 @@ class Environment:
                 "tags": tags,
                 "mentions": mentions,
             }
-            undo.save(state["tweets"], state["tweet_counter"])
+            undo_log.save(state["tweets"], state["tweet_counter"])
             state["tweets"][state["tweet_counter"]] = tweet
-            undo.save(state, "tweet_counter")
+            undo_log.save(state, "tweet_counter")
             state["tweet_counter"] += 1
             return tweet
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def retweet(self, tweet_id: int) -> Any:
         """Retweet a tweet for the authenticated user.
@@ -1550,26 +1550,26 @@ class Environment:
         Returns retweet_status (str): Status of the retweet action.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "retweet"
+        undo_log = self._undo
+        undo_log.tool = "retweet"
         try:
             if not state["authenticated"]:
                 return self._not_authenticated("retweeting")
             if tweet_id not in state["tweets"]:
                 return self._tweet_not_found(tweet_id)
             if state["username"] not in state["retweets"]:
-                undo.save(state["retweets"], state["username"])
+                undo_log.save(state["retweets"], state["username"])
                 state["retweets"][state["username"]] = []
             if tweet_id in state["retweets"][state["username"]]:
                 return {"retweet_status": "Already retweeted"}
-            undo.save_length(state["retweets"][state["username"]])
+            undo_log.save_length(state["retweets"][state["username"]])
             state["retweets"][state["username"]].append(tweet_id)
             return {"retweet_status": "Successfully retweeted"}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def comment(self, tweet_id: int, comment_content: str) -> Any:
         """Comment on a tweet for the authenticated user.
@@ -1577,26 +1577,26 @@ class Environment:
         Returns comment_status (str): Status of the comment action.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "comment"
+        undo_log = self._undo
+        undo_log.tool = "comment"
         try:
             if not state["authenticated"]:
                 return self._not_authenticated("commenting")
             if tweet_id not in state["tweets"]:
                 return self._tweet_not_found(tweet_id)
             if tweet_id not in state["comments"]:
-                undo.save(state["comments"], tweet_id)
+                undo_log.save(state["comments"], tweet_id)
                 state["comments"][tweet_id] = []
-            undo.save_length(state["comments"][tweet_id])
+            undo_log.save_length(state["comments"][tweet_id])
             state["comments"][tweet_id].append(
                 {"username": state["username"], "content": comment_content}
             )
             return {"comment_status": "Comment added successfully"}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def mention(self, tweet_id: int, mentioned_usernames: list[str]) -> Any:
         """Mention specified users in a tweet.
@@ -1604,21 +1604,21 @@ class Environment:
         Returns mention_status (str): Status of the mention action.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "mention"
+        undo_log = self._undo
+        undo_log.tool = "mention"
         try:
             if tweet_id not in state["tweets"]:
                 return self._tweet_not_found(tweet_id)
             mentioned = self._list_of(self._key_of(state["tweets"][tweet_id], "mentions"))
             for name in self._count_each(mentioned_usernames):
-                undo.save_length(mentioned)
+                undo_log.save_length(mentioned)
                 mentioned.append(name)
             return {"mention_status": "Users mentioned successfully"}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def follow_user(self, username_to_follow: str) -> Any:
         """Follow a user for the authenticated user.
@@ -1626,21 +1626,21 @@ class Environment:
         Returns follow_status (bool): True if followed, False if already following.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "follow_user"
+        undo_log = self._undo
+        undo_log.tool = "follow_user"
         try:
             if not state["authenticated"]:
                 return self._not_authenticated("following")
             if username_to_follow in state["following_list"]:
                 return {"follow_status": False}
-            undo.save_length(state["following_list"])
+            undo_log.save_length(state["following_list"])
             state["following_list"].append(username_to_follow)
             return {"follow_status": True}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_all_following(self) -> Any:
         """List all users that the authenticated user is following.
@@ -1658,21 +1658,21 @@ class Environment:
         Returns unfollow_status (bool): True if unfollowed, False if not following.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "unfollow_user"
+        undo_log = self._undo
+        undo_log.tool = "unfollow_user"
         try:
             if not state["authenticated"]:
                 return self._not_authenticated("unfollowing")
             if username_to_unfollow not in state["following_list"]:
                 return {"unfollow_status": False}
-            undo.save_list(state["following_list"])
+            undo_log.save_list(state["following_list"])
             _remove_first(state["following_list"], username_to_unfollow)
             return {"unfollow_status": True}
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def get_tweet(self, tweet_id: int) -> Any:
         """Retrieve a specific tweet.

@@ -2030,8 +2030,8 @@ class Environment:
         with another company than the contact's (conflict).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "log_activity"
+        undo_log = self._undo
+        undo_log.tool = "log_activity"
         try:
             person = self._find_contact(contact_id)
             on = deal_id
@@ -2046,7 +2046,7 @@ class Environment:
                         current=deal["company"],
                     )
             id = max(state["activities"]) + 1 if len(state["activities"]) > 0 else 1
-            undo.save(state["activities"], id)
+            undo_log.save(state["activities"], id)
             state["activities"][id] = {
                 "id": id,
                 "kind": kind,
@@ -2059,18 +2059,18 @@ class Environment:
             self._audit("log", f"contact {contact_id}", f"{kind}")
             return state["activities"][id]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def advance_deal(self, deal_id: int) -> Deal:
         """Move an open deal one stage forward (lead, qualified, proposal, negotiation, won).
         Winning needs a meeting logged on the deal (invalid_state); closed deals are refused
         (invalid_state).
         """
-        undo = self._undo
-        undo.tool = "advance_deal"
+        undo_log = self._undo
+        undo_log.tool = "advance_deal"
         try:
             deal = self._find_deal(deal_id)
             target: Stage | None = self._next_stage(deal["stage"])
@@ -2090,20 +2090,20 @@ class Environment:
                     field="stage",
                     current=deal["stage"],
                 )
-            undo.save(deal, "stage")
+            undo_log.save(deal, "stage")
             deal["stage"] = target
             self._audit("advance", f"deal {deal_id}", f"{target}")
             return deal
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def mark_deal_lost(self, deal_id: int, reason: str) -> Deal:
         """Close an open deal as lost with a reason; closed deals are refused (invalid_state)."""
-        undo = self._undo
-        undo.tool = "mark_deal_lost"
+        undo_log = self._undo
+        undo_log.tool = "mark_deal_lost"
         try:
             deal = self._find_deal(deal_id)
             if not self._is_open(deal):
@@ -2114,17 +2114,17 @@ class Environment:
                     field="stage",
                     current=deal["stage"],
                 )
-            undo.save(deal, "stage")
+            undo_log.save(deal, "stage")
             deal["stage"] = "lost"
-            undo.save(deal, "lost_reason")
+            undo_log.save(deal, "lost_reason")
             deal["lost_reason"] = reason
             self._audit("lost", f"deal {deal_id}", reason)
             return deal
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def update_contact(
         self,
@@ -2136,8 +2136,8 @@ class Environment:
         """Change a contact's job title, e-mail or phone; fields left out stay. Refuses a call
         with nothing to change (invalid_argument) and a merged contact (invalid_state).
         """
-        undo = self._undo
-        undo.tool = "update_contact"
+        undo_log = self._undo
+        undo_log.tool = "update_contact"
         try:
             person = self._find_contact(contact_id)
             if not (title is not None or email is not None or phone is not None):
@@ -2147,21 +2147,21 @@ class Environment:
                     allowed=["title", "email", "phone"],
                 )
             if title is not None:
-                undo.save(person, "title")
+                undo_log.save(person, "title")
                 person["title"] = title
             if email is not None:
-                undo.save(person, "email")
+                undo_log.save(person, "email")
                 person["email"] = email
             if phone is not None:
-                undo.save(person, "phone")
+                undo_log.save(person, "phone")
                 person["phone"] = phone
             self._audit("update", f"contact {contact_id}", "")
             return person
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def merge_contacts(self, keep_id: int, duplicate_id: int) -> Contact:
         """Merge a duplicate contact into the one that stays: its activities and deals move to
@@ -2170,8 +2170,8 @@ class Environment:
         and two contacts at different companies (conflict).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "merge_contacts"
+        undo_log = self._undo
+        undo_log.tool = "merge_contacts"
         try:
             if keep_id == duplicate_id:
                 raise DomainError(
@@ -2191,27 +2191,27 @@ class Environment:
                 )
             for activity in self._count_each(state["activities"].values()):
                 if activity["contact"] == duplicate_id:
-                    undo.save(activity, "contact")
+                    undo_log.save(activity, "contact")
                     activity["contact"] = keep_id
             for deal in self._count_each(state["deals"].values()):
                 if deal["contact"] == duplicate_id:
-                    undo.save(deal, "contact")
+                    undo_log.save(deal, "contact")
                     deal["contact"] = keep_id
             if kept["email"] is None:
-                undo.save(kept, "email")
+                undo_log.save(kept, "email")
                 kept["email"] = twin["email"]
             if kept["phone"] is None:
-                undo.save(kept, "phone")
+                undo_log.save(kept, "phone")
                 kept["phone"] = twin["phone"]
-            undo.save(twin, "merged_into")
+            undo_log.save(twin, "merged_into")
             twin["merged_into"] = keep_id
             self._audit("merge", f"contact {keep_id}", str(duplicate_id))
             return kept
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_contact(self, contact_id: int) -> Contact:
         """Contacts are looked up here; a merged duplicate points to the record that stayed."""
@@ -2290,14 +2290,13 @@ class Environment:
         return found[0] if len(found) > 0 else ""
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -2107,8 +2107,8 @@ class Environment:
         if labels is None:
             labels = []
         state = self._state
-        undo = self._undo
-        undo.tool = "add_task"
+        undo_log = self._undo
+        undo_log.tool = "add_task"
         try:
             if project not in state["projects"]:
                 raise DomainError(
@@ -2164,7 +2164,7 @@ class Environment:
             if handle is not None:
                 self._active_member(handle)
             id = max(state["tasks"]) + 1 if len(state["tasks"]) > 0 else 1
-            undo.save(state["tasks"], id)
+            undo_log.save(state["tasks"], id)
             state["tasks"][id] = {
                 "id": id,
                 "project": project,
@@ -2181,31 +2181,31 @@ class Environment:
             self._audit("add", f"task {id}", title)
             return state["tasks"][id]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def assign_task(self, task_id: int, assignee: str) -> Task:
         """Give an unfinished task to a member (replacing any assignee). Refuses finished tasks
         (invalid_state), unknown handles (not_found) and people who have left
         (invalid_state, naming the active members of their team).
         """
-        undo = self._undo
-        undo.tool = "assign_task"
+        undo_log = self._undo
+        undo_log.tool = "assign_task"
         try:
             item = self._find_task(task_id)
             self._require_unfinished(item)
             self._active_member(assignee)
-            undo.save(item, "assignee")
+            undo_log.save(item, "assignee")
             item["assignee"] = assignee
             self._audit("assign", f"task {task_id}", assignee)
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def move_task(self, task_id: int, status: TaskStatus) -> Task:
         """Move a task along the workflow: backlog -> todo -> in_progress -> in_review -> done,
@@ -2216,8 +2216,8 @@ class Environment:
         refused (invalid_state, with the allowed targets).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "move_task"
+        undo_log = self._undo
+        undo_log.tool = "move_task"
         try:
             item = self._find_task(task_id)
             allowed: list[TaskStatus] = self._next_statuses(item["status"])
@@ -2258,43 +2258,43 @@ class Environment:
                         field="depends_on",
                         current=waiting,
                     )
-            undo.save(item, "status")
+            undo_log.save(item, "status")
             item["status"] = status
             if status == "done":
-                undo.save(item, "completed")
+                undo_log.save(item, "completed")
                 item["completed"] = state["clock"][:10]
             self._audit("move", f"task {task_id}", f"{status}")
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_priority(self, task_id: int, priority: Priority) -> Task:
         """Change an unfinished task's priority; finished tasks are refused (invalid_state)."""
-        undo = self._undo
-        undo.tool = "set_priority"
+        undo_log = self._undo
+        undo_log.tool = "set_priority"
         try:
             item = self._find_task(task_id)
             self._require_unfinished(item)
-            undo.save(item, "priority")
+            undo_log.save(item, "priority")
             item["priority"] = priority
             self._audit("priority", f"task {task_id}", f"{priority}")
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def set_due_date(self, task_id: int, due: str | None = None) -> Task:
         """Give an unfinished task a new due date, or none to clear it. Refuses finished tasks
         (invalid_state) and a date before today (invalid_argument).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "set_due_date"
+        undo_log = self._undo
+        undo_log.tool = "set_due_date"
         try:
             item = self._find_task(task_id)
             self._require_unfinished(item)
@@ -2305,22 +2305,22 @@ class Environment:
                     f"the due date {until} is in the past; today is {state['clock'][:10]}",
                     field="due",
                 )
-            undo.save(item, "due")
+            undo_log.save(item, "due")
             item["due"] = until
             self._audit("due", f"task {task_id}", f"{until}")
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_label(self, task_id: int, label: str) -> Task:
         """Put a label (lower case, digits and dashes) on a task, finished or not; a label the
         task already has is refused (already_exists).
         """
-        undo = self._undo
-        undo.tool = "add_label"
+        undo_log = self._undo
+        undo_log.tool = "add_label"
         try:
             item = self._find_task(task_id)
             if label in item["labels"]:
@@ -2331,15 +2331,15 @@ class Environment:
                     field="label",
                     current=item["labels"],
                 )
-            undo.save_length(item["labels"])
+            undo_log.save_length(item["labels"])
             item["labels"].append(label)
             self._audit("label", f"task {task_id}", label)
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_dependency(self, task_id: int, blocked_by: int) -> Task:
         """Record that a task cannot start until another is done. Refuses a finished task
@@ -2347,8 +2347,8 @@ class Environment:
         (invalid_argument, already_exists), and one that would close a loop because
         `blocked_by` already depends on `task_id`, directly or through others (conflict).
         """
-        undo = self._undo
-        undo.tool = "add_dependency"
+        undo_log = self._undo
+        undo_log.tool = "add_dependency"
         try:
             item = self._find_task(task_id)
             first = self._find_task(blocked_by)
@@ -2374,15 +2374,15 @@ class Environment:
                     entity=f"task {blocked_by}",
                     field="blocked_by",
                 )
-            undo.save_length(item["depends_on"])
+            undo_log.save_length(item["depends_on"])
             item["depends_on"].append(blocked_by)
             self._audit("depend", f"task {task_id}", str(blocked_by))
             return item
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _unfinished(self, item: Task) -> bool:
         """Done and cancelled tasks are finished; everything else still needs work."""
@@ -2508,14 +2508,13 @@ class Environment:
         return state["members"][handle]["name"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1988,8 +1988,8 @@ class Environment:
     ) -> Calendar:
         """Create a calendar with a timezone and daily working hours."""
         state = self._state
-        undo = self._undo
-        undo.tool = "create_calendar"
+        undo_log = self._undo
+        undo_log.tool = "create_calendar"
         try:
             if calendar_id in state["calendars"]:
                 raise DomainError(
@@ -2019,14 +2019,14 @@ class Environment:
                 "work_start": work_start,
                 "work_end": work_end,
             }
-            undo.save(state["calendars"], calendar_id)
+            undo_log.save(state["calendars"], calendar_id)
             state["calendars"][calendar_id] = calendar
             return calendar
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def schedule_event(
         self,
@@ -2042,8 +2042,8 @@ class Environment:
         if attendees is None:
             attendees = []
         state = self._state
-        undo = self._undo
-        undo.tool = "schedule_event"
+        undo_log = self._undo
+        undo_log.tool = "schedule_event"
         try:
             self._find_calendar(calendar_id)
             if start >= end:
@@ -2065,32 +2065,32 @@ class Environment:
                 "location": location,
                 "continued_from": None,
             }
-            undo.save_length(state["events"])
+            undo_log.save_length(state["events"])
             state["events"].append(event)
             self._refresh_conflicts(calendar_id)
             return event
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_event(self, event_id: int) -> Event:
         """Cancel an event for good; its conflicts are re-evaluated."""
-        undo = self._undo
-        undo.tool = "cancel_event"
+        undo_log = self._undo
+        undo_log.tool = "cancel_event"
         try:
             event = self._find_event(event_id)
             self._require_live(event)
-            undo.save(event, "status")
+            undo_log.save(event, "status")
             event["status"] = "cancelled"
             self._refresh_conflicts(event["calendar_id"])
             return event
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_conflicts(self, calendar_id: str | None = None) -> list[Conflict]:
         """Every overlapping pair of live events, each pair once, in id order."""
@@ -2126,8 +2126,8 @@ class Environment:
         clashes, or split it at a point inside its time range.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "resolve_conflict"
+        undo_log = self._undo
+        undo_log.tool = "resolve_conflict"
         try:
             event = self._find_event(event_id)
             if event["status"] != "conflicted":
@@ -2152,12 +2152,12 @@ class Environment:
                         field="new_end",
                         current=new_start,
                     )
-                undo.save(event, "start")
+                undo_log.save(event, "start")
                 event["start"] = new_start
-                undo.save(event, "end")
+                undo_log.save(event, "end")
                 event["end"] = new_end
             elif strategy == "cancel":
-                undo.save(event, "status")
+                undo_log.save(event, "status")
                 event["status"] = "cancelled"
             elif strategy == "override":
                 blocking: list[int] = [
@@ -2175,7 +2175,7 @@ class Environment:
                         allowed=blocking,
                     )
                 for other in self._count_each(self._clashes(event)):
-                    undo.save(other, "status")
+                    undo_log.save(other, "status")
                     other["status"] = "cancelled"
             else:
                 if split_at is None:
@@ -2199,17 +2199,17 @@ class Environment:
                     "location": event["location"],
                     "continued_from": event["id"],
                 }
-                undo.save(event, "end")
+                undo_log.save(event, "end")
                 event["end"] = split_at
-                undo.save_length(state["events"])
+                undo_log.save_length(state["events"])
                 state["events"].append(rest)
             self._refresh_conflicts(event["calendar_id"])
             return event
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def list_events(
         self,
@@ -2281,8 +2281,8 @@ class Environment:
         if attendees is None:
             attendees = []
         state = self._state
-        undo = self._undo
-        undo.tool = "book_room"
+        undo_log = self._undo
+        undo_log.tool = "book_room"
         try:
             if room not in WORLD["rooms"]:
                 raise DomainError(
@@ -2330,14 +2330,14 @@ class Environment:
                 "location": room,
                 "continued_from": None,
             }
-            undo.save_length(state["events"])
+            undo_log.save_length(state["events"])
             state["events"].append(event)
             return event
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _overlaps(self, a_start: str, a_end: str, b_start: str, b_end: str) -> bool:
         """Half-open intervals overlap when each starts before the other ends."""

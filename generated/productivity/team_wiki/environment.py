@@ -1596,19 +1596,19 @@ class Environment:
         revision with the summary is recorded. Refuses archived pages (invalid_state).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "edit_page"
+        undo_log = self._undo
+        undo_log.tool = "edit_page"
         try:
             page = self._find_page(page_id)
             self._require_live(page)
-            undo.save(page, "body")
+            undo_log.save(page, "body")
             page["body"] = body
-            undo.save(page, "version")
+            undo_log.save(page, "version")
             page["version"] += 1
-            undo.save(page, "updated")
+            undo_log.save(page, "updated")
             page["updated"] = state["clock"][:10]
             id = max(state["revisions"]) + 1 if len(state["revisions"]) > 0 else 1
-            undo.save(state["revisions"], id)
+            undo_log.save(state["revisions"], id)
             state["revisions"][id] = {
                 "id": id,
                 "page": page_id,
@@ -1620,10 +1620,10 @@ class Environment:
             self._audit("edit", f"page {page_id}", summary)
             return page
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def create_page(self, parent_id: int, title: str, body: str = "") -> Page:
         """Add a page under a live page, in its space, owned by Amy Zhou (the editor), version
@@ -1631,8 +1631,8 @@ class Environment:
         parent already has (already_exists).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "create_page"
+        undo_log = self._undo
+        undo_log.tool = "create_page"
         try:
             parent = self._find_page(parent_id)
             self._require_live(parent)
@@ -1650,7 +1650,7 @@ class Environment:
                     current=twins[0],
                 )
             id = max(state["pages"]) + 1 if len(state["pages"]) > 0 else 1
-            undo.save(state["pages"], id)
+            undo_log.save(state["pages"], id)
             state["pages"][id] = {
                 "id": id,
                 "space": parent["space"],
@@ -1664,7 +1664,7 @@ class Environment:
                 "archived": False,
             }
             rev = max(state["revisions"]) + 1 if len(state["revisions"]) > 0 else 1
-            undo.save(state["revisions"], rev)
+            undo_log.save(state["revisions"], rev)
             state["revisions"][rev] = {
                 "id": rev,
                 "page": id,
@@ -1676,18 +1676,18 @@ class Environment:
             self._audit("create", f"page {id}", title)
             return state["pages"][id]
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def move_page(self, page_id: int, new_parent_id: int) -> Page:
         """Move a page, with everything under it, below another live page of the same space.
         Refuses a home page (invalid_state), another space (conflict) and a new parent that
         is the page itself or sits under it (conflict).
         """
-        undo = self._undo
-        undo.tool = "move_page"
+        undo_log = self._undo
+        undo_log.tool = "move_page"
         try:
             page = self._find_page(page_id)
             target = self._find_page(new_parent_id)
@@ -1715,23 +1715,23 @@ class Environment:
                     entity=f"page {new_parent_id}",
                     field="new_parent_id",
                 )
-            undo.save(page, "parent")
+            undo_log.save(page, "parent")
             page["parent"] = new_parent_id
             self._audit("move", f"page {page_id}", str(new_parent_id))
             return page
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def archive_page(self, page_id: int) -> Page:
         """Archive a page: it leaves the tree and search, and the live pages directly under it
         move up to its parent. Refuses home pages and pages already archived (invalid_state).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "archive_page"
+        undo_log = self._undo
+        undo_log.tool = "archive_page"
         try:
             page = self._find_page(page_id)
             self._require_live(page)
@@ -1744,7 +1744,7 @@ class Environment:
                     field="parent",
                 )
             for child in self._count_each(self._live_children(page_id)):
-                undo.save(
+                undo_log.save(
                     (
                         state["pages"][child]
                         if child in state["pages"]
@@ -1757,35 +1757,35 @@ class Environment:
                     if child in state["pages"]
                     else _not_found("pages", child, "")
                 )["parent"] = up
-            undo.save(page, "archived")
+            undo_log.save(page, "archived")
             page["archived"] = True
             self._audit("archive", f"page {page_id}", "")
             return page
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def change_owner(self, page_id: int, owner: str) -> Page:
         """Make an active member the owner of a live page. Refuses archived pages, people who
         have left (invalid_state, naming active teammates) and unknown handles (not_found).
         """
-        undo = self._undo
-        undo.tool = "change_owner"
+        undo_log = self._undo
+        undo_log.tool = "change_owner"
         try:
             page = self._find_page(page_id)
             self._require_live(page)
             self._active_member(owner)
-            undo.save(page, "owner")
+            undo_log.save(page, "owner")
             page["owner"] = owner
             self._audit("owner", f"page {page_id}", owner)
             return page
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_page(self, page_id: int) -> Page:
         """Helper `find_page`."""
@@ -1917,14 +1917,13 @@ class Environment:
         return f'the {(state["spaces"][page["space"]] if page["space"] in state["spaces"] else _not_found("spaces", page["space"], ""))["name"]} space, under "{state["pages"][up]["title"]}"'
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

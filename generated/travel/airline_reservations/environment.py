@@ -2429,8 +2429,8 @@ class Environment:
         fewer seats left than travellers.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "book_flight"
+        undo_log = self._undo
+        undo_log.tool = "book_flight"
         try:
             if customer_id not in state["customers"]:
                 raise DomainError(
@@ -2493,15 +2493,15 @@ class Environment:
             }
             booking["bags_paid"] = self._extra_bags(booking, checked_bags) * WORLD["extra_bag_fee"]
             self._take_seats(flight, fare_class, len(passengers))
-            undo.save(state["bookings"], booking["locator"])
+            undo_log.save(state["bookings"], booking["locator"])
             state["bookings"][booking["locator"]] = booking
             self._audit("book", f"booking {booking['locator']}", flight_id)
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def change_flight(self, locator: str, new_flight_id: str) -> Booking:
         """Move a confirmed booking to another flight on the same route (same origin and
@@ -2514,8 +2514,8 @@ class Environment:
         change_seat.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "change_flight"
+        undo_log = self._undo
+        undo_log.tool = "change_flight"
         try:
             booking = self._find_booking(locator)
             old = self._require_open(booking)
@@ -2587,7 +2587,7 @@ class Environment:
                 2,
             )
             if not waived:
-                undo.save(booking, "fees_paid")
+                undo_log.save(booking, "fees_paid")
                 booking["fees_paid"] = round(
                     booking["fees_paid"]
                     + (
@@ -2599,24 +2599,24 @@ class Environment:
                     2,
                 )
                 if new_fare > booking["fare_paid"]:
-                    undo.save(booking, "fare_paid")
+                    undo_log.save(booking, "fare_paid")
                     booking["fare_paid"] = new_fare
             self._take_seats(old, booking["fare_class"], 0 - count)
             self._take_seats(flight, booking["fare_class"], count)
-            undo.save(booking, "flight_id")
+            undo_log.save(booking, "flight_id")
             booking["flight_id"] = new_flight_id
             for t in self._count_each(booking["passengers"]):
-                undo.save(t, "seat")
+                undo_log.save(t, "seat")
                 t["seat"] = None
             self._audit(
                 "change", f"booking {booking['locator']}", f"{old['id']} -> {new_flight_id}"
             )
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def change_seat(self, locator: str, passenger: str, seat: str) -> Booking:
         """Give one traveller of a confirmed booking a seat such as 14C (row, then letter): a
@@ -2624,8 +2624,8 @@ class Environment:
         (A-F). `passenger` is the traveller's full name exactly as on the booking. Free of charge; refused for basic economy (seats are assigned at
         check-in) and when another traveller has the seat.
         """
-        undo = self._undo
-        undo.tool = "change_seat"
+        undo_log = self._undo
+        undo_log.tool = "change_seat"
         try:
             booking = self._find_booking(locator)
             flight = self._require_open(booking)
@@ -2681,15 +2681,15 @@ class Environment:
                     current=seat,
                     allowed=free_in_row,
                 )
-            undo.save(traveller, "seat")
+            undo_log.save(traveller, "seat")
             traveller["seat"] = seat
             self._audit("seat", f"booking {booking['locator']}", f"{traveller['name']} {seat}")
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_checked_bags(self, locator: str, bags: int) -> Booking:
         """Add `bags` checked bags to a confirmed booking whose flight has not left. The fare
@@ -2697,8 +2697,8 @@ class Environment:
         business two); each bag beyond them costs 40.00, charged to the card. At most 3
         bags per traveller. Returns the booking with its new bag count and bag fees.
         """
-        undo = self._undo
-        undo.tool = "add_checked_bags"
+        undo_log = self._undo
+        undo_log.tool = "add_checked_bags"
         try:
             booking = self._find_booking(locator)
             self._require_open(booking)
@@ -2717,17 +2717,17 @@ class Environment:
                 self._extra_bags(booking, total)
                 - self._extra_bags(booking, booking["checked_bags"])
             ) * WORLD["extra_bag_fee"]
-            undo.save(booking, "checked_bags")
+            undo_log.save(booking, "checked_bags")
             booking["checked_bags"] = total
-            undo.save(booking, "bags_paid")
+            undo_log.save(booking, "bags_paid")
             booking["bags_paid"] = round(booking["bags_paid"] + charge, 2)
             self._audit("bags", f"booking {booking['locator']}", f"+{bags}")
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_booking(self, locator: str) -> Booking:
         """Cancel a confirmed booking whose flight has not left and give back what its fare
@@ -2738,8 +2738,8 @@ class Environment:
         kept. The seats go back on sale. Returns the booking with refunded_to_card and
         credit_issued.
         """
-        undo = self._undo
-        undo.tool = "cancel_booking"
+        undo_log = self._undo
+        undo_log.tool = "cancel_booking"
         try:
             booking = self._find_booking(locator)
             flight = self._require_open(booking)
@@ -2750,33 +2750,33 @@ class Environment:
             )
             count = len(booking["passengers"])
             if flight["status"] == "cancelled":
-                undo.save(booking, "refunded_to_card")
+                undo_log.save(booking, "refunded_to_card")
                 booking["refunded_to_card"] = round(
                     booking["fare_paid"] + booking["bags_paid"] + booking["fees_paid"], 2
                 )
             elif rule["on_cancel"] == "card_refund":
-                undo.save(booking, "refunded_to_card")
+                undo_log.save(booking, "refunded_to_card")
                 booking["refunded_to_card"] = round(booking["fare_paid"] + booking["bags_paid"], 2)
             elif rule["on_cancel"] == "travel_credit":
-                undo.save(booking, "refunded_to_card")
+                undo_log.save(booking, "refunded_to_card")
                 booking["refunded_to_card"] = booking["bags_paid"]
-                undo.save(booking, "credit_issued")
+                undo_log.save(booking, "credit_issued")
                 booking["credit_issued"] = round(
                     max(0.0, booking["fare_paid"] - rule["cancel_fee"] * count), 2
                 )
                 customer = self._customer_of(booking)
-                undo.save(customer, "travel_credit")
+                undo_log.save(customer, "travel_credit")
                 customer["travel_credit"] = round(
                     customer["travel_credit"] + booking["credit_issued"], 2
                 )
             else:
-                undo.save(booking, "refunded_to_card")
+                undo_log.save(booking, "refunded_to_card")
                 booking["refunded_to_card"] = booking["bags_paid"]
-            undo.save(booking, "status")
+            undo_log.save(booking, "status")
             booking["status"] = "cancelled"
             self._take_seats(flight, booking["fare_class"], 0 - count)
             for t in self._count_each(booking["passengers"]):
-                undo.save(t, "seat")
+                undo_log.save(t, "seat")
                 t["seat"] = None
             self._audit(
                 "cancel",
@@ -2785,10 +2785,10 @@ class Environment:
             )
             return booking
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_booking(self, locator: str) -> Booking:
         """Helper `find_booking`."""
@@ -3069,14 +3069,13 @@ class Environment:
         return booking["locator"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

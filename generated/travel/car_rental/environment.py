@@ -1887,8 +1887,8 @@ class Environment:
         if extras is None:
             extras = []
         state = self._state
-        undo = self._undo
-        undo.tool = "make_reservation"
+        undo_log = self._undo
+        undo_log.tool = "make_reservation"
         try:
             if customer_id not in state["customers"]:
                 raise DomainError(
@@ -1933,17 +1933,17 @@ class Environment:
                 ),
                 "cancellation_fee": 0.0,
             }
-            undo.save(state["reservations"], reservation["id"])
+            undo_log.save(state["reservations"], reservation["id"])
             state["reservations"][reservation["id"]] = reservation
             self._audit(
                 "reserve", f"reservation {reservation['id']}", f"{car_class} {pickup_branch}"
             )
             return reservation
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def change_reservation(
         self,
@@ -1960,8 +1960,8 @@ class Environment:
         has no free car for the period, or the licence expires before the new return.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "change_reservation"
+        undo_log = self._undo
+        undo_log.tool = "change_reservation"
         try:
             reservation = self._find_reservation(reservation_id)
             if not (reservation["status"] == "reserved" or reservation["status"] == "picked_up"):
@@ -2025,15 +2025,15 @@ class Environment:
                         field="car_class",
                         current=new_class,
                     )
-            undo.save(reservation, "car_class")
+            undo_log.save(reservation, "car_class")
             reservation["car_class"] = new_class
-            undo.save(reservation, "pickup_branch")
+            undo_log.save(reservation, "pickup_branch")
             reservation["pickup_branch"] = new_pickup
-            undo.save(reservation, "return_branch")
+            undo_log.save(reservation, "return_branch")
             reservation["return_branch"] = new_return_branch
-            undo.save(reservation, "return_at")
+            undo_log.save(reservation, "return_at")
             reservation["return_at"] = new_return
-            undo.save(reservation, "quoted_total")
+            undo_log.save(reservation, "quoted_total")
             reservation["quoted_total"] = self._quote(
                 new_class,
                 new_pickup,
@@ -2049,18 +2049,18 @@ class Environment:
             )
             return reservation
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def add_extra(self, reservation_id: str, extra: Extra) -> Reservation:
         """Add an extra (gps, child_seat, additional_driver, full_insurance) to a reservation
         that is reserved or picked up, and re-quote it. Refused when it already has that
         extra.
         """
-        undo = self._undo
-        undo.tool = "add_extra"
+        undo_log = self._undo
+        undo_log.tool = "add_extra"
         try:
             reservation = self._find_reservation(reservation_id)
             if not (reservation["status"] == "reserved" or reservation["status"] == "picked_up"):
@@ -2079,9 +2079,9 @@ class Environment:
                     field="extra",
                     current=reservation["extras"],
                 )
-            undo.save_length(reservation["extras"])
+            undo_log.save_length(reservation["extras"])
             reservation["extras"].append(extra)
-            undo.save(reservation, "quoted_total")
+            undo_log.save(reservation, "quoted_total")
             reservation["quoted_total"] = self._quote(
                 reservation["car_class"],
                 reservation["pickup_branch"],
@@ -2093,38 +2093,38 @@ class Environment:
             self._audit("extra", f"reservation {reservation_id}", f"{extra}")
             return reservation
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_reservation(self, reservation_id: str) -> Reservation:
         """Cancel a reservation not yet picked up. Free until 24 hours before pick-up; later a
         50.00 late-cancellation fee is charged (`cancellation_fee`).
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "cancel_reservation"
+        undo_log = self._undo
+        undo_log.tool = "cancel_reservation"
         try:
             reservation = self._find_reservation(reservation_id)
             self._require_reserved(reservation)
-            undo.save(reservation, "cancellation_fee")
+            undo_log.save(reservation, "cancellation_fee")
             reservation["cancellation_fee"] = (
                 0.0
                 if _seconds_between(state["clock"], reservation["pickup_at"]) >= 86400
                 else WORLD["late_cancellation_fee"]
             )
-            undo.save(reservation, "status")
+            undo_log.save(reservation, "status")
             reservation["status"] = "cancelled"
             self._audit(
                 "cancel", f"reservation {reservation_id}", f"fee {reservation['cancellation_fee']}"
             )
             return reservation
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def report_damage(
         self, reservation_id: str, description: str, severity: Severity
@@ -2134,8 +2134,8 @@ class Environment:
         in service. Returns the new report.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "report_damage"
+        undo_log = self._undo
+        undo_log.tool = "report_damage"
         try:
             reservation = self._find_reservation(reservation_id)
             plate = reservation["vehicle_plate"]
@@ -2154,18 +2154,18 @@ class Environment:
                 "severity": severity,
                 "reported_at": state["clock"],
             }
-            undo.save_length(state["damage_reports"])
+            undo_log.save_length(state["damage_reports"])
             state["damage_reports"].append(report)
             if severity == "major":
-                undo.save(state["vehicles"][plate], "status")
+                undo_log.save(state["vehicles"][plate], "status")
                 state["vehicles"][plate]["status"] = "maintenance"
             self._audit("damage", plate, f"{severity}")
             return report
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_reservation(self, reservation_id: str) -> Reservation:
         """Helper `find_reservation`."""
@@ -2436,14 +2436,13 @@ class Environment:
         return reservation["id"]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

@@ -1680,8 +1680,8 @@ class Environment:
         2025); the error lists those nights.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "book_stay"
+        undo_log = self._undo
+        undo_log.tool = "book_stay"
         try:
             if guest_id not in state["guests"]:
                 raise DomainError(
@@ -1726,19 +1726,19 @@ class Environment:
                 "booked_at": state["clock"],
             }
             self._hold_nights(room, nights, 1)
-            undo.save(state["stays"], stay["reference"])
+            undo_log.save(state["stays"], stay["reference"])
             state["stays"][stay["reference"]] = stay
             guest = state["guests"][guest_id]
             if guest["loyalty_tier"] != "none":
-                undo.save(guest, "points")
+                undo_log.save(guest, "points")
                 guest["points"] += int(stay["total_price"])
             self._audit("book", f"stay {stay['reference']}", room_type_id)
             return stay
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def change_dates(self, reference: str, check_in: str, check_out: str) -> Stay:
         """Move a confirmed stay that has not begun to new dates in the same room type and
@@ -1746,8 +1746,8 @@ class Environment:
         either way. Non-refundable stays cannot be changed. Refused when a new night is
         closed or sold out (nights the stay already holds count as free).
         """
-        undo = self._undo
-        undo.tool = "change_dates"
+        undo_log = self._undo
+        undo_log.tool = "change_dates"
         try:
             stay = self._find_stay(reference)
             self._require_changeable(stay)
@@ -1781,19 +1781,19 @@ class Environment:
                 )
             self._hold_nights(room, old_nights, -1)
             self._hold_nights(room, nights, 1)
-            undo.save(stay, "check_in")
+            undo_log.save(stay, "check_in")
             stay["check_in"] = check_in
-            undo.save(stay, "check_out")
+            undo_log.save(stay, "check_out")
             stay["check_out"] = check_out
-            undo.save(stay, "total_price")
+            undo_log.save(stay, "total_price")
             stay["total_price"] = self._price(room, stay["rate_plan"], nights, stay["adults"])
             self._audit("dates", f"stay {stay['reference']}", f"{check_in} to {check_out}")
             return stay
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def change_room(self, reference: str, room_type_id: str) -> Stay:
         """Move a confirmed stay that has not begun to another room type of the same hotel, for
@@ -1801,8 +1801,8 @@ class Environment:
         recomputed. Refused when the room type is at another hotel, sleeps fewer than the
         stay's adults, or is closed or sold out on one of the nights.
         """
-        undo = self._undo
-        undo.tool = "change_room"
+        undo_log = self._undo
+        undo_log.tool = "change_room"
         try:
             stay = self._find_stay(reference)
             self._require_changeable(stay)
@@ -1842,17 +1842,17 @@ class Environment:
                 )
             self._hold_nights(old, nights, -1)
             self._hold_nights(room, nights, 1)
-            undo.save(stay, "room_type_id")
+            undo_log.save(stay, "room_type_id")
             stay["room_type_id"] = room_type_id
-            undo.save(stay, "total_price")
+            undo_log.save(stay, "total_price")
             stay["total_price"] = self._price(room, stay["rate_plan"], nights, stay["adults"])
             self._audit("room", f"stay {stay['reference']}", room_type_id)
             return stay
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def cancel_stay(self, reference: str) -> Stay:
         """Cancel a confirmed stay that has not begun and refund what its rate plan allows:
@@ -1862,43 +1862,43 @@ class Environment:
         Returns the stay with `refunded`.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "cancel_stay"
+        undo_log = self._undo
+        undo_log.tool = "cancel_stay"
         try:
             stay = self._find_stay(reference)
             self._require_changeable(stay)
             room = self._find_room_type(stay["room_type_id"])
             nights = self._stay_nights(stay["check_in"], stay["check_out"])
             if stay["rate_plan"] == "non_refundable":
-                undo.save(stay, "refunded")
+                undo_log.save(stay, "refunded")
                 stay["refunded"] = 0.0
             elif (
                 _days_between(state["clock"][:10], stay["check_in"])
                 >= WORLD["free_cancellation_days"]
             ):
-                undo.save(stay, "refunded")
+                undo_log.save(stay, "refunded")
                 stay["refunded"] = stay["total_price"]
             else:
-                undo.save(stay, "refunded")
+                undo_log.save(stay, "refunded")
                 stay["refunded"] = round(stay["total_price"] - stay["total_price"] / len(nights), 2)
-            undo.save(stay, "status")
+            undo_log.save(stay, "status")
             stay["status"] = "cancelled"
             self._hold_nights(room, nights, -1)
             self._audit("cancel", f"stay {stay['reference']}", f"refunded {stay['refunded']}")
             return stay
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def enrol_in_loyalty(self, guest_id: str) -> Guest:
         """Make a guest a loyalty member (tier member) with a welcome bonus of 500 points.
         Refused for a guest who is already a member of any tier.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "enrol_in_loyalty"
+        undo_log = self._undo
+        undo_log.tool = "enrol_in_loyalty"
         try:
             if guest_id not in state["guests"]:
                 raise DomainError(
@@ -1917,17 +1917,17 @@ class Environment:
                     field="loyalty_tier",
                     current=guest["loyalty_tier"],
                 )
-            undo.save(guest, "loyalty_tier")
+            undo_log.save(guest, "loyalty_tier")
             guest["loyalty_tier"] = "member"
-            undo.save(guest, "points")
+            undo_log.save(guest, "points")
             guest["points"] += 500
             self._audit("enrol", f"guest {guest_id}", "")
             return guest
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def _find_stay(self, reference: str) -> Stay:
         """Helper `find_stay`."""
@@ -2182,14 +2182,13 @@ class Environment:
         )["available"] = rooms
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,

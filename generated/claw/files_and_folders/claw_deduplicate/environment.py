@@ -2246,8 +2246,8 @@ class Environment:
         the way are implied. With `create_only` an existing file is refused.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "write_file"
+        undo_log = self._undo
+        undo_log.tool = "write_file"
         try:
             target = self._checked(path, "path")
             if self._is_dir(target):
@@ -2271,7 +2271,7 @@ class Environment:
                         field="path",
                         current=len(state["files"]),
                     )
-                undo.save(state["files"], target)
+                undo_log.save(state["files"], target)
                 state["files"][target] = {
                     "content": content,
                     "version": 1,
@@ -2287,51 +2287,51 @@ class Environment:
                         current=target,
                     )
                 f = state["files"][target]
-                undo.save(f, "content")
+                undo_log.save(f, "content")
                 f["content"] = content
-                undo.save(f, "version")
+                undo_log.save(f, "version")
                 f["version"] += 1
-                undo.save(f, "modified_at")
+                undo_log.save(f, "modified_at")
                 f["modified_at"] = state["clock"]
             self._audit("write", target, f"{len(content)} characters")
             return self._result_of(target, created)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def append_file(self, path: str, content: str) -> WriteResult:
         """Add text to the end of an existing file, exactly as given (no newline is added)."""
         state = self._state
-        undo = self._undo
-        undo.tool = "append_file"
+        undo_log = self._undo
+        undo_log.tool = "append_file"
         try:
             target = self._checked(path, "path")
             f = self._find_file(target, "path")
             self._guard_write(target, "path")
             self._require_size(target, len(f["content"]) + len(content))
-            undo.save(f, "content")
+            undo_log.save(f, "content")
             f["content"] = f["content"] + content
-            undo.save(f, "version")
+            undo_log.save(f, "version")
             f["version"] += 1
-            undo.save(f, "modified_at")
+            undo_log.save(f, "modified_at")
             f["modified_at"] = state["clock"]
             self._audit("append", target, f"{len(content)} characters")
             return self._result_of(target, False)
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def move_path(self, source: str, destination: str) -> list[Moved]:
         """Rename or move a file, or a directory with everything in it. The destination must
         not exist: moving onto an existing file or directory is refused.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "move_path"
+        undo_log = self._undo
+        undo_log.tool = "move_path"
         try:
             from_path = self._checked(source, "source")
             to_path = self._checked(destination, "destination")
@@ -2378,25 +2378,25 @@ class Environment:
                 self._guard_write(new_path, "destination")
                 moves.append({"source": old, "destination": new_path})
             for m in self._count_each(moves):
-                undo.save(state["files"], m["destination"])
+                undo_log.save(state["files"], m["destination"])
                 state["files"][m["destination"]] = state["files"][m["source"]]
-                undo.save_map(state["files"])
+                undo_log.save_map(state["files"])
                 del state["files"][m["source"]]
             self._audit("move", from_path, f"to {to_path} ({len(moves)} files)")
             return moves
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def delete_path(self, path: str, recursive: bool = False) -> list[str]:
         """Delete a file, or with `recursive` a directory and everything in it. Returns the
         deleted file paths. Deleting a missing path is refused.
         """
         state = self._state
-        undo = self._undo
-        undo.tool = "delete_path"
+        undo_log = self._undo
+        undo_log.tool = "delete_path"
         try:
             target = self._checked(path, "path")
             doomed = [target] if target in state["files"] else self._below(target)
@@ -2415,15 +2415,15 @@ class Environment:
             for p in self._count_each(doomed):
                 if p not in state["files"]:
                     _not_found("files", p, "")
-                undo.save_map(state["files"])
+                undo_log.save_map(state["files"])
                 del state["files"][p]
             self._audit("delete", target, f"{len(doomed)} files")
             return doomed
         except BaseException:
-            undo.rollback()
+            undo_log.rollback()
             raise
         finally:
-            undo.finish()
+            undo_log.finish()
 
     def checksum(self, path: str) -> list[FileSum]:
         """The size (characters) and checksum of one file, or of every file below a folder in
@@ -2977,14 +2977,13 @@ class Environment:
         return [name, WORLD["people"][name]]
 
     def _audit(self, action: str, entity: str, detail: str) -> None:
-        state, undo = self._state, self._undo
-        log = state["audit_log"]
-        undo.save_length(log)
+        log = self._state["audit_log"]
+        self._undo.save_length(log)
         log.append(
             {
                 "seq": len(log) + 1,
-                "at": state["clock"],
-                "tool": undo.tool,
+                "at": self._state["clock"],
+                "tool": self._undo.tool,
                 "action": action,
                 "entity": entity,
                 "detail": detail,
