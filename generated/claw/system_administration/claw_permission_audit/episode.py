@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .environment import TOOL_SPECS, Environment, check_load_options
+from .environment import TOOL_SPECS, Environment, State, check_load_options
 from .scoring import apply_changes, score
 
 MAX_TURNS = 32
@@ -56,7 +56,7 @@ def open_environment(
     changes = dict(changes or {})
     effect = None
     if seed is not None:
-        fields = [f for f in _RANDOM_FIELDS if f in env.state()]
+        fields = [f for f in _RANDOM_FIELDS if f in env.view()]
         if not fields:
             effect = "none: this environment draws no random numbers"
         else:
@@ -67,10 +67,27 @@ def open_environment(
             )
             effect = "reseeded"
     if changes:
-        env = Environment(
-            apply_changes(env.saved_state(), changes)
-        )  # a loaded state: default options
+        key = repr((scenario, loading, changes))
+        start = _STARTS.get(key)
+        if start is None:
+            env = Environment(
+                apply_changes(env.saved_state(), changes)
+            )  # a loaded state: default options
+            if len(_STARTS) >= _STARTS_KEPT:
+                _STARTS.clear()
+            _STARTS[key] = env.snapshot()
+        else:
+            env.restore(start)
     return env, effect
+
+
+_STARTS: dict[str, State] = {}
+"""Starts with changes opened before, by (scenario, options, changes): a task's start is
+checked and converted once per process, every later session at it gets a copy (audits,
+calibration and rollouts open one start hundreds of times; converting a large state each
+time cost most of their time). A start that fails to open is not kept."""
+_STARTS_KEPT = 256
+"""Starts kept at most; the store is emptied when it is full."""
 
 
 class Episode:
